@@ -1,0 +1,130 @@
+//! Scheme builders: config → [`Plan`]. One module per family; each documents its scheme.
+//!
+//! | `scheme.kind` | module | shape |
+//! |---|---|---|
+//! | `umw`, `ignore`, `gc-cyclic`, `gc-frac` | [`master_worker`] | star (tree of depth 1) |
+//! | `rar`, `allreduce` | [`ring`] | ring, no master |
+//! | `cr` | [`coded_reduce`] | (n, L)-regular tree |
+
+pub mod coded_reduce;
+pub mod master_worker;
+pub mod ring;
+
+use crate::config::{ConfigError, Config, SchemeKind};
+use crate::plan::Plan;
+
+/// Build the plan of `cfg` for a data set of `samples` points.
+pub fn build(cfg: &Config, samples: usize) -> Result<Plan, ConfigError> {
+    let w = cfg.workers();
+    if samples < w {
+        return Err(ConfigError::new("data.samples", format!("= {samples} is smaller than the {w} workers: some would hold no data")));
+    }
+    match cfg.scheme.kind {
+        SchemeKind::Umw | SchemeKind::Ignore | SchemeKind::GcCyclic | SchemeKind::GcFrac => master_worker::build(cfg, samples),
+        SchemeKind::Rar | SchemeKind::Allreduce => Ok(ring::build(cfg, samples)),
+        SchemeKind::Cr => coded_reduce::build(cfg, samples),
+    }
+}
+
+/// Turn a code-construction failure into an error naming the field.
+pub(crate) fn code_error(e: outrun_codes::code::CodeError) -> ConfigError {
+    use outrun_codes::code::CodeError::*;
+    match e {
+        IllConditioned { .. } => ConfigError::new("scheme.draws", format!("{e}; try more draws or another run.seed")),
+        _ => ConfigError::new("scheme.s", e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::parse;
+    use crate::plan::{Combine, Shape};
+    use outrun_codes::combin::SurvivorSet;
+    use outrun_codes::Decoder;
+
+    fn cfg(sets: &[&str]) -> Config {
+        let base = "[run]\nname='t'\niterations=3\n[data]\nkind='linear-synthetic'\nsamples=1000\nfeatures=3\n[model]\nloss='least-squares'\nlr=0.1\n[scheme]\nkind='umw'\nworkers=9\n";
+        parse(base, &sets.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap()
+    }
+
+    /// Per-point total weight reaching the master when `survivors` answer (star plans).
+    fn master_weights(plan: &Plan, survivors: &[usize]) -> Vec<f64> {
+        let n = plan.workers;
+        let coeffs: Vec<f64> = match plan.nodes[0].wait.unwrap().combine {
+            Combine::Sum => vec![1.0; n],
+            Combine::Rescale => {
+                let covered: usize = survivors.iter().map(|&i| plan.nodes[i + 1].load()).sum();
+                (0..n).map(|i| if survivors.contains(&i) { plan.samples as f64 / covered as f64 } else { 0.0 }).collect()
+            }
+            Combine::Decode => {
+                let mut dec = Decoder::new(plan.code.as_ref().unwrap().code.b.clone());
+                dec.decode(&SurvivorSet::from_indices(n, survivors)).coeffs.clone()
+            }
+        };
+        let mut w = vec![0.0; plan.samples];
+        for (i, &a) in coeffs.iter().enumerate() {
+            for (p, c) in plan.nodes[i + 1].data.points() {
+                w[p] += a * c;
+            }
+        }
+        w
+    }
+
+    #[test]
+    fn star_plans_have_the_right_shape_and_loads() {
+        let umw = build(&cfg(&[]), 1000).unwrap();
+        assert_eq!(umw.ranks, 10);
+        assert_eq!(umw.shape, Shape::Tree { n: 9, layers: 1 });
+        assert_eq!(umw.nodes[0].children, (1..=9).collect::<Vec<_>>());
+        assert!(umw.nodes[1..].iter().all(|n| n.load() == 111 || n.load() == 112));
+        assert_eq!(umw.nodes[1..].iter().map(|n| n.load()).sum::<usize>(), 1000);
+        assert!(umw.exact_by_design());
+
+        let gc = build(&cfg(&["scheme.kind=gc-cyclic", "scheme.s=2"]), 1000).unwrap();
+        assert_eq!(gc.nodes[0].wait.unwrap().need, 7);
+        assert!(gc.nodes[1..].iter().all(|n| (333..=336).contains(&n.load())), "(s+1)·d/N");
+        assert!(gc.exact_by_design());
+
+        let ig = build(&cfg(&["scheme.kind=ignore", "scheme.s=2"]), 1000).unwrap();
+        assert!(!ig.exact_by_design());
+
+        let ring = build(&cfg(&["scheme.kind=rar"]), 1000).unwrap();
+        assert_eq!(ring.ranks, 9);
+        assert_eq!(ring.nodes[0].worker, Some(1));
+        assert_eq!(ring.master(), None);
+    }
+
+    /// Every point reaches the master with total weight exactly 1, for every survivor set of
+    /// size N − s: the plan-level statement of "GC decodes the full gradient".
+    #[test]
+    fn coded_star_plans_weigh_every_point_once() {
+        for kind in ["gc-cyclic", "gc-frac"] {
+            let plan = build(&cfg(&[&format!("scheme.kind={kind}"), "scheme.s=2"]), 1000).unwrap();
+            for surv in outrun_codes::combin::combinations(9, 7) {
+                let w = master_weights(&plan, &surv);
+                assert!(w.iter().all(|x| (x - 1.0).abs() < 1e-9), "{kind} {surv:?}");
+            }
+        }
+        let umw = build(&cfg(&[]), 1000).unwrap();
+        assert!(master_weights(&umw, &(0..9).collect::<Vec<_>>()).iter().all(|&x| x == 1.0));
+        // ignore: weight d/covered on the survivors' points, zero elsewhere — not the gradient
+        let ig = build(&cfg(&["scheme.kind=ignore", "scheme.s=2"]), 1000).unwrap();
+        let w = master_weights(&ig, &[0, 1, 2, 3, 4, 5, 6]);
+        assert!(w.iter().any(|&x| x == 0.0));
+        assert!((w.iter().sum::<f64>() - 1000.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn plan_errors_and_description() {
+        let e = build(&cfg(&[]), 5).unwrap_err();
+        assert_eq!(e.field, "data.samples");
+        let gc = build(&cfg(&["scheme.kind=gc-cyclic", "scheme.s=2"]), 1000).unwrap();
+        let text = gc.describe();
+        assert!(text.contains("first 7 of 9, decode"), "{text}");
+        assert!(text.contains("best of 10 draws"), "{text}");
+        // the plan survives a JSON round trip (it is broadcast that way)
+        let back: Plan = serde_json::from_str(&serde_json::to_string(&gc).unwrap()).unwrap();
+        assert_eq!(back, gc);
+    }
+}

@@ -1,0 +1,37 @@
+//! Ring schemes: no master; every worker holds d/N points and the workers all-reduce their
+//! gradients every iteration, then each applies the same update.
+//!
+//! - **`rar`**: our ring all-reduce: the vector is cut into N segments; N − 1 reduce-scatter
+//!   steps (each worker sends one segment to its right neighbour and adds the one from its left)
+//!   then N − 1 all-gather steps. Bandwidth-optimal, and it tolerates no stragglers.
+//! - **`allreduce`**: the same training with `MPI_Allreduce`, as the reference.
+//!
+//! Worker w is rank w − 1, so straggler injection keyed by worker id matches the star schemes.
+
+use crate::alloc::WeightedSet;
+use crate::config::{Config, SchemeKind};
+use crate::plan::{Node, Plan, Shape};
+use crate::stragglers::StragglerModel;
+
+pub fn build(cfg: &Config, samples: usize) -> Plan {
+    let n = cfg.workers();
+    let mpi = cfg.scheme.kind == SchemeKind::Allreduce;
+    let nodes = WeightedSet::full(samples)
+        .split_even(n)
+        .into_iter()
+        .enumerate()
+        .map(|(rank, data)| Node { rank, worker: Some(rank + 1), parent: None, children: vec![], data, wait: None })
+        .collect();
+    Plan {
+        scheme: cfg.scheme.kind,
+        title: if mpi { "MPI_Allreduce of the workers' gradients (reference)".into() } else { "ring all-reduce of the workers' gradients".into() },
+        ranks: n,
+        workers: n,
+        samples,
+        s: 0,
+        shape: Shape::Ring { mpi },
+        nodes,
+        code: None,
+        stragglers: StragglerModel::from_config(cfg),
+    }
+}

@@ -1,0 +1,37 @@
+//! Step sizes and the per-iteration metrics of the papers.
+
+use outrun_plan::config::{ModelConfig, Schedule};
+
+/// η_t: `lr` (constant) or `lr / (t + c)` (inverse), t the 0-based iteration.
+pub fn step_size(model: &ModelConfig, t: u64) -> f64 {
+    match model.schedule {
+        Schedule::Constant => model.lr,
+        Schedule::Inverse => model.lr / (t as f64 + model.c),
+    }
+}
+
+/// ‖a‖²
+pub fn norm_sq(a: &[f64]) -> f64 {
+    a.iter().map(|x| x * x).sum()
+}
+
+/// ‖a − b‖²
+pub fn dist_sq(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum()
+}
+
+/// Normalised error ‖θ − θ*‖² / ‖θ*‖² (thesis eq. 4.11).
+pub fn normalized_error(theta: &[f64], star: &[f64]) -> f64 {
+    dist_sq(theta, star) / norm_sq(star)
+}
+
+/// Relative change ‖θ_t − θ_{t−1}‖² / ‖θ_{t−1}‖² (thesis eq. 4.9); `None` when θ_{t−1} = 0.
+pub fn relative_change(theta: &[f64], prev: &[f64]) -> Option<f64> {
+    let n = norm_sq(prev);
+    (n > 0.0).then(|| dist_sq(theta, prev) / n)
+}
+
+/// Relative difference ‖a − b‖ / max(‖b‖, tiny), used by exactness checks.
+pub fn relative_diff(a: &[f64], b: &[f64]) -> f64 {
+    dist_sq(a, b).sqrt() / norm_sq(b).sqrt().max(f64::MIN_POSITIVE)
+}

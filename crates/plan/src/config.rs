@@ -366,7 +366,8 @@ pub fn parse(text: &str, overrides: &[String]) -> Result<Config, ConfigError> {
 }
 
 /// Apply one `section.key=value` override; the value is read as a TOML value when it parses
-/// as one (number, boolean, array, quoted string) and as a bare string otherwise.
+/// as one (number, boolean, array, quoted string) and as a bare string otherwise. An empty
+/// value (`section.key=`) removes the key.
 pub fn apply_override(table: &mut toml::Table, spec: &str) -> Result<(), ConfigError> {
     let Some((key, raw)) = spec.split_once('=') else {
         return err("--set", format!("`{spec}` is not of the form section.key=value"));
@@ -375,6 +376,18 @@ pub fn apply_override(table: &mut toml::Table, spec: &str) -> Result<(), ConfigE
     let path: Vec<&str> = key.split('.').collect();
     if path.len() < 2 || path.iter().any(|p| p.is_empty()) {
         return err("--set", format!("`{key}` is not of the form section.key"));
+    }
+    let last = path[path.len() - 1];
+    if raw.trim().is_empty() {
+        let mut cur = &mut *table;
+        for sect in &path[..path.len() - 1] {
+            match cur.get_mut(*sect) {
+                Some(toml::Value::Table(t)) => cur = t,
+                _ => return Ok(()),
+            }
+        }
+        cur.remove(last);
+        return Ok(());
     }
     let value = match toml::from_str::<toml::Table>(&format!("v = {}", raw.trim())) {
         Ok(mut t) => t.remove("v").expect("parsed key"),
@@ -388,7 +401,7 @@ pub fn apply_override(table: &mut toml::Table, spec: &str) -> Result<(), ConfigE
             _ => return err(key, "cannot set a key inside a value that is not a table"),
         };
     }
-    cur.insert(path[path.len() - 1].to_string(), value);
+    cur.insert(last.to_string(), value);
     Ok(())
 }
 
@@ -579,8 +592,9 @@ impl Config {
             ("from_iteration", st.from_iteration != 0),
         ];
         let model = model_name(st.model);
+        // `model = "none"` is an off switch: other parameters may stay for later.
         for (name, is_given) in given {
-            if is_given && !used.contains(&name) {
+            if is_given && st.model != StragglerKind::None && !used.contains(&name) {
                 return err(&format!("stragglers.{name}"), format!("is not used by stragglers.model = \"{model}\""));
             }
         }
@@ -696,6 +710,11 @@ s = 2
         assert!(c.run.trajectory);
         let c = parse_with(&["stragglers.model=fixed", "stragglers.workers=[1, 3]"]).unwrap();
         assert_eq!(c.stragglers.workers, vec![1, 3]);
+        // an empty value removes a key; model = none keeps other parameters without complaint
+        let c = parse_with(&["stragglers.model=fixed", "stragglers.workers=[1]", "stragglers.factor=2", "stragglers.model=fail-stop", "stragglers.factor="]).unwrap();
+        assert_eq!(c.stragglers.factor, None);
+        assert!(parse_with(&["stragglers.model=none", "stragglers.factor=2"]).is_ok());
+        assert_eq!(parse_with(&["run.trajectory="]).unwrap().run.trajectory, false);
     }
 
     fn field_of(sets: &[&str]) -> String {

@@ -1,0 +1,130 @@
+//! `outrun`: the command line. Thin on purpose: parsing arguments, printing, exit codes; all
+//! the work is in the library crates.
+
+mod progress;
+mod report;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "outrun", version, about = "Coded distributed gradient descent under MPI: run, measure, compare.")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Train under mpirun (use launch/local.sh to get the rank count and flags right).
+    Train {
+        /// Experiment config (TOML).
+        config: PathBuf,
+        /// Override a config key, e.g. --set scheme.s=2 (repeatable).
+        #[arg(long = "set", value_name = "SECTION.KEY=VALUE")]
+        set: Vec<String>,
+    },
+    /// Print the plan: ranks, topology, each worker's data and coefficients, wait rules. No MPI.
+    Plan {
+        config: PathBuf,
+        #[arg(long = "set", value_name = "SECTION.KEY=VALUE")]
+        set: Vec<String>,
+        /// Print only the number of MPI ranks the run needs.
+        #[arg(long)]
+        ranks: bool,
+        /// Print the plan as JSON.
+        #[arg(long, conflicts_with = "ranks")]
+        json: bool,
+    },
+    /// Validate a config (and its data file); exit 0 if it is runnable. No MPI.
+    Check {
+        config: PathBuf,
+        #[arg(long = "set", value_name = "SECTION.KEY=VALUE")]
+        set: Vec<String>,
+    },
+    /// Compare finished runs: a table of iteration times, totals, errors and exactness.
+    Report {
+        /// Run directories (or directories containing run directories).
+        #[arg(required = true)]
+        runs: Vec<PathBuf>,
+        /// Run directory whose total time is the baseline for speedups.
+        #[arg(long)]
+        baseline: Option<PathBuf>,
+    },
+}
+
+/// A failure to report: message and exit code.
+struct Failure(String, u8);
+
+fn load_config(path: &Path, set: &[String]) -> Result<outrun_plan::Config, Failure> {
+    let text = std::fs::read_to_string(path).map_err(|e| Failure(format!("cannot read config `{}`: {e}", path.display()), 2))?;
+    outrun_plan::config::parse(&text, set).map_err(|e| Failure(format!("{}: {e}", path.display()), 2))
+}
+
+fn build_plan(path: &Path, set: &[String]) -> Result<outrun_plan::Plan, Failure> {
+    let cfg = load_config(path, set)?;
+    let (samples, _) = outrun_workloads::data::shape(&cfg).map_err(|e| Failure(e.to_string(), 2))?;
+    outrun_plan::build(&cfg, samples).map_err(|e| Failure(format!("{}: {e}", path.display()), 2))
+}
+
+fn run(cli: Cli) -> Result<(), Failure> {
+    match cli.cmd {
+        Cmd::Train { config, set } => {
+            let mut bar = progress::Bar::new();
+            let fin = outrun_engine::train(&config, &set, &mut bar);
+            match fin.result {
+                Ok(Some(s)) => {
+                    println!("{}", report::one_line(&s));
+                    println!("run directory: {}", s.run_dir);
+                    Ok(())
+                }
+                Ok(None) => Ok(()),
+                // the engine printed the error before finalizing MPI
+                Err(e) => Err(Failure(String::new(), e.exit_code() as u8)),
+            }
+        }
+        Cmd::Plan { config, set, ranks, json } => {
+            if ranks {
+                println!("{}", load_config(&config, &set)?.ranks());
+                return Ok(());
+            }
+            let plan = build_plan(&config, &set)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&plan).expect("plan serializes"));
+            } else {
+                print!("{}", plan.describe());
+            }
+            Ok(())
+        }
+        Cmd::Check { config, set } => {
+            let plan = build_plan(&config, &set)?;
+            println!("ok: {} — {} MPI ranks, {} workers, d = {}", plan.scheme.name(), plan.ranks, plan.workers, plan.samples);
+            Ok(())
+        }
+        Cmd::Report { runs, baseline } => {
+            let out = report::table(&runs, baseline.as_deref()).map_err(|e| Failure(e, 2))?;
+            print!("{out}");
+            Ok(())
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("OUTRUN_LOG").unwrap_or_else(|_| "warn".into()))
+        .with_writer(std::io::stderr)
+        .without_time()
+        .with_target(false)
+        .init();
+    match run(Cli::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure(msg, code)) => {
+            if !msg.is_empty() {
+                eprintln!("error: {msg}");
+            }
+            ExitCode::from(code)
+        }
+    }
+}

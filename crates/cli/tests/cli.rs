@@ -1,0 +1,58 @@
+//! The MPI-free subcommands: check, plan, and their errors.
+
+mod common;
+
+use common::*;
+
+fn config(dir: &std::path::Path) -> String {
+    let p = dir.join("c.toml");
+    std::fs::write(
+        &p,
+        "[run]\nname='c'\niterations=3\n[data]\nkind='linear-synthetic'\nsamples=100\nfeatures=4\n[model]\nloss='least-squares'\nlr=0.1\n[scheme]\nkind='gc-cyclic'\nworkers=6\ns=2\n",
+    )
+    .unwrap();
+    p.display().to_string()
+}
+
+#[test]
+fn check_accepts_a_good_config_and_names_the_field_of_a_bad_one() {
+    let dir = tempdir("cli");
+    let c = config(&dir);
+    let ok = outrun(&["check", &c]);
+    assert_eq!(ok.code, Some(0), "{}", ok.stderr);
+    assert!(ok.stdout.starts_with("ok: gc-cyclic — 7 MPI ranks"));
+    for (set, want) in [
+        ("scheme.s=6", "scheme.s = 6: must be less than scheme.workers = 6"),
+        ("scheme.bogus=1", "scheme.bogus: unknown field `bogus`"),
+        ("data.kind=libsvm", "data.path: missing"),
+        ("stragglers.model=shifted-exp", "timing.compute: must be \"modelled\""),
+    ] {
+        let r = outrun(&["check", &c, "--set", set]);
+        assert_eq!(r.code, Some(2), "{set}");
+        let line = r.stderr.trim();
+        assert_eq!(line.lines().count(), 1, "{set}: {line}");
+        assert!(line.contains(want), "{set}: {line}");
+    }
+    let r = outrun(&["check", "/nonexistent.toml"]);
+    assert_eq!(r.code, Some(2));
+    assert!(r.stderr.contains("cannot read config"));
+}
+
+#[test]
+fn plan_prints_ranks_and_the_allocation() {
+    let dir = tempdir("cli-plan");
+    let c = config(&dir);
+    assert_eq!(outrun(&["plan", &c, "--ranks"]).stdout.trim(), "7");
+    assert_eq!(outrun(&["plan", &c, "--ranks", "--set", "scheme.kind=rar", "--set", "scheme.s=0"]).stdout.trim(), "6");
+    let p = outrun(&["plan", &c]);
+    assert_eq!(p.code, Some(0));
+    assert!(p.stdout.contains("first 4 of 6, decode"));
+    assert!(p.stdout.contains("code B: 6×6 cyclic, s = 2"));
+    let j = outrun(&["plan", &c, "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&j.stdout).unwrap();
+    assert_eq!(v["ranks"], 7);
+    assert_eq!(v["nodes"].as_array().unwrap().len(), 7);
+    let bad = outrun(&["plan", &c, "--set", "scheme.kind=gc-frac", "--set", "scheme.s=3"]);
+    assert_eq!(bad.code, Some(2));
+    assert!(bad.stderr.contains("gc-frac needs s+1 = 4 to divide scheme.workers = 6"));
+}

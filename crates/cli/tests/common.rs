@@ -1,0 +1,129 @@
+//! Helpers for tests that run `outrun` under `mpirun`: a hard timeout on every run, one MPI job
+//! at a time, temporary run directories, and readers for the run directory's files.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// One MPI job at a time: many ranks share two cores.
+static MPI_LOCK: Mutex<()> = Mutex::new(());
+
+pub fn mpi_lock() -> MutexGuard<'static, ()> {
+    MPI_LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_outrun")
+}
+
+/// A fresh temporary directory.
+pub fn tempdir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("outrun-test-{tag}-{}-{:?}", std::process::id(), Instant::now()));
+    let d = PathBuf::from(d.to_string_lossy().replace([' ', '(', ')', '{', '}', ':', ','], ""));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+pub struct Run {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+    pub elapsed: Duration,
+}
+
+/// Run a command with a hard timeout (the test fails, and the job is killed, if it hangs).
+pub fn run_with_timeout(mut cmd: Command, timeout: Duration) -> Run {
+    let start = Instant::now();
+    let out_path = std::env::temp_dir().join(format!("outrun-test-out-{}-{:?}", std::process::id(), start));
+    let out_path = PathBuf::from(out_path.to_string_lossy().replace([' ', '{', '}', ':', ','], ""));
+    let err_path = out_path.with_extension("err");
+    cmd.stdout(Stdio::from(std::fs::File::create(&out_path).unwrap()));
+    cmd.stderr(Stdio::from(std::fs::File::create(&err_path).unwrap()));
+    let mut child = cmd.spawn().expect("spawn");
+    let code = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st.code();
+        }
+        if start.elapsed() > timeout {
+            let _ = child.kill();
+            let _ = child.wait();
+            // mpirun's children may outlive it for a moment; make sure none is left behind
+            let _ = Command::new("pkill").args(["-f", bin()]).status();
+            panic!("timed out after {timeout:?}: {cmd:?}\nstderr:\n{}", std::fs::read_to_string(&err_path).unwrap_or_default());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let stdout = std::fs::read_to_string(&out_path).unwrap_or_default();
+    let stderr = std::fs::read_to_string(&err_path).unwrap_or_default();
+    let _ = std::fs::remove_file(&out_path);
+    let _ = std::fs::remove_file(&err_path);
+    Run { code, stdout, stderr, elapsed: start.elapsed() }
+}
+
+/// `mpirun -np N outrun train CONFIG --set ...` with the flags launch/local.sh uses.
+pub fn mpirun(np: usize, config: &Path, sets: &[String], timeout: Duration) -> Run {
+    let mut cmd = Command::new("mpirun");
+    cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_mpi_yield_when_idle", "1")
+        .args(["--quiet", "--oversubscribe", "--bind-to", "none", "-np", &np.to_string()])
+        .args(["--mca", "btl", "self,vader,tcp", "--mca", "btl_base_warn_component_unused", "0"])
+        .arg(bin())
+        .arg("train")
+        .arg(config);
+    for s in sets {
+        cmd.arg("--set").arg(s);
+    }
+    run_with_timeout(cmd, timeout)
+}
+
+/// `outrun <args>` (no MPI).
+pub fn outrun(args: &[&str]) -> Run {
+    let mut cmd = Command::new(bin());
+    cmd.args(args);
+    run_with_timeout(cmd, Duration::from_secs(60))
+}
+
+/// The single run directory created under `out`.
+pub fn run_dir(out: &Path) -> PathBuf {
+    let dirs: Vec<PathBuf> = std::fs::read_dir(out).unwrap().map(|e| e.unwrap().path()).filter(|p| p.is_dir()).collect();
+    assert_eq!(dirs.len(), 1, "expected one run directory in {}: {dirs:?}", out.display());
+    dirs[0].clone()
+}
+
+/// θ_0 … θ_T from trajectory.csv.
+pub fn trajectory(dir: &Path) -> Vec<Vec<f64>> {
+    let text = std::fs::read_to_string(dir.join("trajectory.csv")).expect("trajectory.csv");
+    text.lines()
+        .enumerate()
+        .map(|(i, l)| {
+            let mut it = l.split(',');
+            assert_eq!(it.next().unwrap().parse::<usize>().unwrap(), i);
+            it.map(|v| v.parse::<f64>().unwrap()).collect()
+        })
+        .collect()
+}
+
+/// iterations.csv as a list of rows (header → value maps).
+pub fn iterations(dir: &Path) -> Vec<std::collections::HashMap<String, String>> {
+    let text = std::fs::read_to_string(dir.join("iterations.csv")).expect("iterations.csv");
+    let mut lines = text.lines();
+    let head: Vec<String> = lines.next().unwrap().split(',').map(String::from).collect();
+    lines.map(|l| head.iter().cloned().zip(l.split(',').map(String::from)).collect()).collect()
+}
+
+pub fn summary(dir: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap()
+}
+
+/// Largest relative difference ‖a_t − b_t‖/‖b_t‖ over t ≥ 1 (θ_0 = 0).
+pub fn max_rel_diff(a: &[Vec<f64>], b: &[Vec<f64>]) -> f64 {
+    assert_eq!(a.len(), b.len(), "trajectory lengths differ");
+    a.iter()
+        .zip(b)
+        .skip(1)
+        .map(|(x, y)| outrun_workloads::metrics::relative_diff(x, y))
+        .fold(0.0, f64::max)
+}

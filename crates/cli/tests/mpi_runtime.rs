@@ -1,0 +1,241 @@
+//! End-to-end tests of the master–worker and ring schemes through `mpirun`.
+//!
+//! Exactness: for every scheme but `ignore`, 20 iterations under injected stragglers give the
+//! θ trajectory of plain serial gradient descent on the same data (relative 1e-9).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use common::*;
+use outrun_workloads::reference::serial_gd;
+
+const BASE: &str = r#"
+[run]
+name = "t"
+seed = 11
+iterations = 20
+deadline = 20.0
+trajectory = true
+
+[data]
+kind = "linear-synthetic"
+samples = 997
+features = 12
+
+[model]
+loss = "least-squares"
+lr = 0.3
+l2 = 0.01
+
+[scheme]
+kind = "umw"
+workers = 9
+
+[timing]
+compute = "modelled"
+a = 2e-5
+"#;
+
+fn write_config(dir: &Path, text: &str) -> PathBuf {
+    let p = dir.join("config.toml");
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// Run a config with overrides through mpirun; returns (run, run directory, config path).
+fn train(tag: &str, text: &str, sets: &[&str]) -> (Run, PathBuf, PathBuf, Vec<String>) {
+    let _lock = mpi_lock();
+    let dir = tempdir(tag);
+    let cfg_path = write_config(&dir, text);
+    let out = dir.join("runs");
+    let mut sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    sets.push(format!("run.out_dir={}", out.display()));
+    let cfg = outrun_plan::config::parse(text, &sets).expect("test config is valid");
+    let run = mpirun(cfg.ranks(), &cfg_path, &sets, Duration::from_secs(120));
+    let rd = if run.code == Some(0) { run_dir(&out) } else { out };
+    (run, rd, cfg_path, sets)
+}
+
+/// Serial gradient descent on the same data set as the config.
+fn reference(text: &str, sets: &[String]) -> Vec<Vec<f64>> {
+    let cfg = outrun_plan::config::parse(text, sets).unwrap();
+    let rows = outrun_workloads::data::load_all(&cfg).unwrap();
+    serial_gd(&rows, &cfg.model, cfg.run.iterations)
+}
+
+fn assert_exact(tag: &str, text: &str, sets: &[&str]) -> serde_json::Value {
+    let (run, dir, _, sets) = train(tag, text, sets);
+    assert_eq!(run.code, Some(0), "{tag}: stderr:\n{}", run.stderr);
+    let got = trajectory(&dir);
+    let want = reference(text, &sets);
+    let diff = max_rel_diff(&got, &want);
+    assert!(diff <= 1e-9, "{tag}: θ trajectory differs from serial GD by {diff:e}");
+    let rows = iterations(&dir);
+    assert_eq!(rows.len(), 20);
+    assert!(rows.iter().all(|r| r["exact"] == "true"), "{tag}: an iteration was not exact");
+    let s = summary(&dir);
+    assert_eq!(s["exact_iterations"], 20);
+    eprintln!("{tag}: max relative θ difference to serial GD = {diff:.2e}, late discarded = {}", s["late_discarded"]);
+    s
+}
+
+const BERNOULLI: [&str; 4] = ["stragglers.model=bernoulli", "stragglers.p=0.25", "stragglers.factor=6", "stragglers.mode=per-iteration"];
+
+#[test]
+fn umw_is_exact_under_stragglers() {
+    assert_exact("umw", BASE, &BERNOULLI);
+}
+
+#[test]
+fn gc_cyclic_is_exact_and_discards_late_results() {
+    let mut sets = vec!["scheme.kind=gc-cyclic", "scheme.s=2"];
+    sets.extend(BERNOULLI);
+    let s = assert_exact("gc-cyclic", BASE, &sets);
+    assert!(s["late_discarded"].as_u64().unwrap() > 0, "stragglers should have produced late results");
+}
+
+#[test]
+fn gc_frac_is_exact_with_fixed_stragglers() {
+    let s = assert_exact(
+        "gc-frac",
+        BASE,
+        &["scheme.kind=gc-frac", "scheme.s=2", "stragglers.model=fixed", "stragglers.workers=[1, 4, 8]", "stragglers.factor=5"],
+    );
+    // Three slow workers but s = 2: the master needs 7 results, so it waits for one slow worker
+    // (exact, only slower) and discards the other two as late, every iteration.
+    assert!(s["late_discarded"].as_u64().unwrap() >= 2 * 19);
+}
+
+#[test]
+fn gc_cyclic_tolerates_s_dead_workers() {
+    assert_exact(
+        "gc-dead",
+        BASE,
+        &["scheme.kind=gc-cyclic", "scheme.s=2", "stragglers.model=fail-stop", "stragglers.workers=[3, 7]", "stragglers.from_iteration=4"],
+    );
+}
+
+#[test]
+fn ring_allreduce_and_mpi_allreduce_are_exact() {
+    assert_exact("rar", BASE, &["scheme.kind=rar", "stragglers.model=fixed", "stragglers.workers=[2]", "stragglers.factor=3"]);
+    assert_exact("allreduce", BASE, &["scheme.kind=allreduce"]);
+}
+
+#[test]
+fn logistic_regression_on_a_libsvm_file_is_exact() {
+    let dir = tempdir("libsvm-data");
+    let path = dir.join("data.libsvm");
+    // labels ±1, sparse features, written from the synthetic logistic generator
+    let rows = outrun_workloads::data::synthetic_rows(outrun_plan::config::DataKind::LogisticSynthetic, 5, 8, 1.0, 0..301);
+    let mut text = String::new();
+    for i in 0..rows.len() {
+        text.push_str(if rows.y[i] == 1.0 { "+1" } else { "-1" });
+        for (k, v) in rows.row(i).iter().enumerate() {
+            if k % 3 != 1 {
+                text.push_str(&format!(" {}:{v}", k + 1));
+            }
+        }
+        text.push('\n');
+    }
+    std::fs::write(&path, text).unwrap();
+    let cfg = BASE
+        .replace("kind = \"linear-synthetic\"\nsamples = 997\nfeatures = 12", &format!("kind = \"libsvm\"\npath = \"{}\"", path.display()))
+        .replace("least-squares", "logistic");
+    let s = assert_exact("libsvm-gc", &cfg, &["scheme.kind=gc-frac", "scheme.s=2", "stragglers.model=fixed", "stragglers.workers=[5]"]);
+    assert_eq!(s["samples"], 301);
+    assert_eq!(s["features"], 7, "the largest index in the file (feature 8 was never written)");
+}
+
+#[test]
+fn ignore_stragglers_is_inexact_and_says_so() {
+    let (run, dir, _, sets) = train("ignore", BASE, &["scheme.kind=ignore", "scheme.s=2", "stragglers.model=fixed", "stragglers.workers=[2, 6]"]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let diff = max_rel_diff(&trajectory(&dir), &reference(BASE, &sets));
+    assert!(diff > 1e-4, "ignore should not reproduce full gradient descent (diff {diff:e})");
+    let rows = iterations(&dir);
+    assert!(rows.iter().all(|r| r["exact"] == "false"));
+    let cov: f64 = rows[5]["coverage"].parse().unwrap();
+    assert!((cov - 7.0 / 9.0).abs() < 0.01, "coverage {cov}");
+    assert!(!rows[5]["survivors"].split(' ').any(|w| w == "2" || w == "6"), "the slow workers were not used");
+    assert_eq!(summary(&dir)["exact_iterations"], 0);
+}
+
+#[test]
+fn fail_stop_beyond_tolerance_fails_clearly_within_the_deadline() {
+    let (run, _, _, _) = train(
+        "failstop",
+        BASE,
+        &["scheme.kind=gc-cyclic", "scheme.s=1", "stragglers.model=fail-stop", "stragglers.workers=[2, 3]", "stragglers.from_iteration=3", "run.deadline=3"],
+    );
+    assert_eq!(run.code, Some(1), "stderr: {}", run.stderr);
+    let lines: Vec<&str> = run.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "one line expected, got:\n{}", run.stderr);
+    assert!(lines[0].starts_with("error: iteration 3: gc-cyclic needs 8 of 9"), "{}", lines[0]);
+    assert!(lines[0].contains("missing: workers 2, 3"), "{}", lines[0]);
+    assert!(run.elapsed < Duration::from_secs(3 + 15), "took {:?}", run.elapsed);
+}
+
+#[test]
+fn umw_waits_for_a_dead_worker_until_the_deadline() {
+    let (run, _, _, _) = train("umw-dead", BASE, &["stragglers.model=fail-stop", "stragglers.workers=[9]", "run.deadline=2"]);
+    assert_eq!(run.code, Some(1));
+    assert!(run.stderr.contains("iteration 0: umw needs 9 of 9") && run.stderr.contains("missing: workers 9"), "{}", run.stderr);
+}
+
+#[test]
+fn wrong_number_of_ranks_is_one_clear_line() {
+    let _lock = mpi_lock();
+    let dir = tempdir("ranks");
+    let cfg = write_config(&dir, BASE);
+    let run = mpirun(4, &cfg, &[format!("run.out_dir={}", dir.join("runs").display())], Duration::from_secs(60));
+    assert_eq!(run.code, Some(2));
+    assert_eq!(run.stderr.trim(), "error: this run needs 10 MPI ranks (1 master + 9 workers) but was started with 4: start it with launch/local.sh, or mpirun -np 10");
+}
+
+#[test]
+fn malformed_data_file_fails_on_every_rank_with_the_line() {
+    let dir = tempdir("baddata");
+    let path = dir.join("bad.libsvm");
+    std::fs::write(&path, "1 1:0.5 2:1\n-1 1:x\n").unwrap();
+    let cfg = BASE.replace("kind = \"linear-synthetic\"\nsamples = 997\nfeatures = 12", &format!("kind = \"libsvm\"\npath = \"{}\"", path.display()));
+    let (run, _, _, _) = train("baddata", &cfg, &["scheme.workers=2"]);
+    assert_eq!(run.code, Some(2));
+    assert_eq!(run.stderr.trim(), format!("error: {}:2: value in `1:x` is not a number", path.display()));
+}
+
+#[test]
+fn divergence_is_reported() {
+    let (run, _, _, _) = train("nan", BASE, &["model.lr=1e30", "model.l2=0", "scheme.kind=gc-cyclic", "scheme.s=1"]);
+    assert_eq!(run.code, Some(1));
+    assert!(run.stderr.contains("the model diverged") && run.stderr.contains("model.lr"), "{}", run.stderr);
+    assert_eq!(run.stderr.trim().lines().count(), 1, "{}", run.stderr);
+}
+
+#[test]
+fn run_directory_has_every_log() {
+    let (run, dir, _, _) = train("logs", BASE, &["scheme.kind=gc-cyclic", "scheme.s=1", "stragglers.model=fixed", "stragglers.workers=[4]"]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    for f in ["config.toml", "plan.json", "iterations.csv", "theta.txt", "summary.json", "trajectory.csv"] {
+        assert!(dir.join(f).is_file(), "missing {f}");
+    }
+    for r in 0..10 {
+        let text = std::fs::read_to_string(dir.join(format!("rank-{r}.jsonl"))).unwrap();
+        let events: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(events[0]["ev"], "setup");
+        let last = events.last().unwrap();
+        assert_eq!(last["ev"], "shutdown");
+        assert_eq!(last["clean"], true, "rank {r} did not shut down cleanly");
+        let iters = events.iter().filter(|e| e["ev"] == "iter").count();
+        assert_eq!(iters, 20, "rank {r}");
+    }
+    // the slow worker's results were late, and logged as such at the master
+    let master = std::fs::read_to_string(dir.join("rank-0.jsonl")).unwrap();
+    let late: Vec<serde_json::Value> = master.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()).filter(|e| e["ev"] == "late").collect();
+    assert!(!late.is_empty());
+    assert!(late.iter().all(|e| e["child"] == 4 && e["msg_t"].as_u64().unwrap() < e["t"].as_u64().unwrap() || e["msg_t"] == e["t"]));
+    let theta: Vec<f64> = std::fs::read_to_string(dir.join("theta.txt")).unwrap().lines().map(|l| l.parse().unwrap()).collect();
+    assert_eq!(theta.len(), 12);
+    assert_eq!(theta, *trajectory(&dir).last().unwrap());
+}

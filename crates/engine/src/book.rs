@@ -1,0 +1,140 @@
+//! The logging rank's book-keeping: per-iteration metrics into `iterations.csv`, the optional
+//! trajectory, the final model, and the run summary.
+
+use outrun_plan::config::DataKind;
+use outrun_workloads::data::theta_star;
+use outrun_workloads::metrics::{normalized_error, relative_change};
+
+use crate::runlog::{quantile, Lines, Summary};
+use crate::setup::Shared;
+
+/// One iteration's outcome at the master.
+pub struct IterationRecord<'a> {
+    pub t: u64,
+    pub end: f64,
+    pub theta: &'a [f64],
+    pub loss: f64,
+    /// Worker ids whose results were used.
+    pub used: &'a [usize],
+    /// Fraction of the data the gradient covered (1 for exact schemes).
+    pub coverage: f64,
+    pub exact: bool,
+    /// Decode residual ‖aB − 1‖ (0 when nothing was decoded).
+    pub residual: f64,
+    /// Late messages discarded so far.
+    pub late_total: u64,
+}
+
+pub struct Book {
+    csv: Lines,
+    traj: Lines,
+    star: Option<Vec<f64>>,
+    prev_theta: Vec<f64>,
+    last_end: f64,
+    pub loop_start: f64,
+    walls: Vec<f64>,
+    exact: u64,
+    last_loss: f64,
+    last_error: Option<f64>,
+}
+
+impl Book {
+    pub fn new(shared: &Shared, loop_start: f64) -> std::io::Result<Self> {
+        let dir = &shared.run_dir;
+        let mut csv = Lines::create(&dir.join("iterations.csv"))?;
+        csv.line("iteration,wall_s,cumulative_s,loss,normalized_error,relative_change,used,survivors,coverage,exact,residual,late_discarded");
+        let traj = if shared.config.run.trajectory { Lines::create(&dir.join("trajectory.csv"))? } else { Lines::none() };
+        let star = match shared.config.data.kind {
+            DataKind::Libsvm => None,
+            kind => theta_star(kind, shared.config.run.seed, shared.features),
+        };
+        let mut book = Book {
+            csv,
+            traj,
+            star,
+            prev_theta: vec![0.0; shared.features],
+            last_end: loop_start,
+            loop_start,
+            walls: Vec::new(),
+            exact: 0,
+            last_loss: f64::NAN,
+            last_error: None,
+        };
+        book.trajectory(0, &vec![0.0; shared.features]);
+        Ok(book)
+    }
+
+    fn trajectory(&mut self, t: u64, theta: &[f64]) {
+        let vals: Vec<String> = theta.iter().map(|v| v.to_string()).collect();
+        self.traj.line(&format!("{t},{}", vals.join(",")));
+    }
+
+    /// Record iteration t (θ is θ_{t+1}, the loss is at θ_t). Returns the wall time.
+    pub fn record(&mut self, r: IterationRecord) -> f64 {
+        let wall = r.end - self.last_end;
+        self.last_end = r.end;
+        self.walls.push(wall);
+        let err = self.star.as_ref().map(|s| normalized_error(r.theta, s));
+        let rel = relative_change(r.theta, &self.prev_theta);
+        let opt = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x:e}"));
+        let survivors: Vec<String> = r.used.iter().map(|w| w.to_string()).collect();
+        self.csv.line(&format!(
+            "{},{:.6},{:.6},{:e},{},{},{},{},{:.6},{},{:e},{}",
+            r.t,
+            wall,
+            r.end - self.loop_start,
+            r.loss,
+            opt(err),
+            opt(rel),
+            r.used.len(),
+            survivors.join(" "),
+            r.coverage,
+            r.exact,
+            r.residual,
+            r.late_total
+        ));
+        self.trajectory(r.t + 1, r.theta);
+        self.prev_theta.copy_from_slice(r.theta);
+        self.exact += u64::from(r.exact);
+        self.last_loss = r.loss;
+        self.last_error = err;
+        wall
+    }
+
+    /// Write `theta.txt` and `summary.json`; returns the summary.
+    pub fn finish(&self, shared: &Shared, theta: &[f64], setup_s: f64, late: u64, master_bytes: u64) -> std::io::Result<Summary> {
+        let dir = &shared.run_dir;
+        let text: String = theta.iter().map(|v| format!("{v:e}\n")).collect();
+        std::fs::write(dir.join("theta.txt"), text)?;
+        let plan = &shared.plan;
+        let total = self.last_end - self.loop_start;
+        let n = self.walls.len().max(1) as f64;
+        let summary = Summary {
+            name: shared.config.run.name.clone(),
+            scheme: plan.scheme.name().into(),
+            title: plan.title.clone(),
+            workers: plan.workers,
+            ranks: plan.ranks,
+            s: plan.s,
+            samples: plan.samples,
+            features: shared.features,
+            iterations: self.walls.len() as u64,
+            setup_s,
+            total_s: total,
+            mean_s: self.walls.iter().sum::<f64>() / n,
+            median_s: quantile(&self.walls, 0.5),
+            p95_s: quantile(&self.walls, 0.95),
+            max_s: self.walls.iter().cloned().fold(0.0, f64::max),
+            final_loss: self.last_loss,
+            final_error: self.last_error,
+            exact_iterations: self.exact,
+            late_discarded: late,
+            master_bytes_per_iter: master_bytes as f64 / n,
+            stragglers: outrun_plan::config::model_name(plan.stragglers.kind).into(),
+            compute: format!("{:?}", shared.config.timing.compute).to_lowercase(),
+            run_dir: dir.display().to_string(),
+        };
+        std::fs::write(dir.join("summary.json"), serde_json::to_string_pretty(&summary).expect("summary serializes") + "\n")?;
+        Ok(summary)
+    }
+}

@@ -1,0 +1,165 @@
+//! The run directory and its files.
+//!
+//! ```text
+//! runs/<name>-<UTC timestamp>/
+//!   config.toml        the resolved configuration
+//!   plan.json          the plan every rank executed
+//!   rank-<r>.jsonl     per-rank events, one JSON object per line
+//!   iterations.csv     per-iteration results at the master (rank 0 for rings)
+//!   theta.txt          the final model, one value per line
+//!   trajectory.csv     θ after every iteration (with run.trajectory = true)
+//!   summary.json       totals and statistics of the run
+//! ```
+//!
+//! Every line is flushed as it is written, so a killed run leaves usable logs.
+
+use std::fs::{File, OpenOptions};
+use std::io::{LineWriter, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Seconds since the Unix epoch as `YYYYmmdd-HHMMSS` (UTC).
+pub fn utc_stamp(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // civil-from-days (Howard Hinnant's algorithm)
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if m <= 2 { y + 1 } else { y };
+    format!("{y:04}{m:02}{d:02}-{:02}{:02}{:02}", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+/// Create a fresh run directory `<out_dir>/<name>-<stamp>[-k]`.
+pub fn create_run_dir(out_dir: &Path, name: &str) -> std::io::Result<PathBuf> {
+    std::fs::create_dir_all(out_dir)?;
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let base = format!("{name}-{}", utc_stamp(secs));
+    for k in 0..10_000 {
+        let dir = if k == 0 { out_dir.join(&base) } else { out_dir.join(format!("{base}-{k}")) };
+        match std::fs::create_dir(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(std::io::Error::other("could not find a free run directory name"))
+}
+
+/// A line-buffered text file (each line reaches the OS when written).
+pub struct Lines {
+    w: Option<LineWriter<File>>,
+}
+
+impl Lines {
+    pub fn create(path: &Path) -> std::io::Result<Self> {
+        let f = OpenOptions::new().create(true).truncate(true).write(true).open(path)?;
+        Ok(Lines { w: Some(LineWriter::new(f)) })
+    }
+
+    /// A sink that discards everything.
+    pub fn none() -> Self {
+        Lines { w: None }
+    }
+
+    pub fn line(&mut self, s: &str) {
+        if let Some(w) = &mut self.w {
+            // A full disk must not kill a running experiment: drop the log instead.
+            if writeln!(w, "{s}").is_err() {
+                tracing::warn!("cannot write a log line; further log lines are dropped");
+                self.w = None;
+            }
+        }
+    }
+
+    /// Write one JSON object as a line.
+    pub fn json(&mut self, v: &Value) {
+        self.line(&v.to_string());
+    }
+}
+
+/// Statistics of a finished run (`summary.json`).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Summary {
+    pub name: String,
+    pub scheme: String,
+    pub title: String,
+    pub workers: usize,
+    pub ranks: usize,
+    pub s: usize,
+    pub samples: usize,
+    pub features: usize,
+    pub iterations: u64,
+    pub setup_s: f64,
+    pub total_s: f64,
+    pub mean_s: f64,
+    pub median_s: f64,
+    pub p95_s: f64,
+    pub max_s: f64,
+    pub final_loss: f64,
+    pub final_error: Option<f64>,
+    /// Iterations whose gradient was exact (decoded or complete).
+    pub exact_iterations: u64,
+    pub late_discarded: u64,
+    /// Bytes received by the master (rank 0) per iteration, on average.
+    pub master_bytes_per_iter: f64,
+    pub stragglers: String,
+    pub compute: String,
+    pub run_dir: String,
+}
+
+impl Summary {
+    pub fn all_exact(&self) -> bool {
+        self.exact_iterations == self.iterations
+    }
+}
+
+/// `q`-quantile (0..=1) of unsorted values, by linear interpolation.
+pub fn quantile(values: &[f64], q: f64) -> f64 {
+    if values.is_empty() {
+        return f64::NAN;
+    }
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    let pos = q.clamp(0.0, 1.0) * (v.len() - 1) as f64;
+    let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
+    v[lo] + (v[hi] - v[lo]) * (pos - lo as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_stamps() {
+        assert_eq!(utc_stamp(0), "19700101-000000");
+        assert_eq!(utc_stamp(951_782_400), "20000229-000000");
+        assert_eq!(utc_stamp(1_795_312_245), "20261122-015045");
+    }
+
+    #[test]
+    fn quantiles() {
+        let v = [3.0, 1.0, 2.0, 4.0, 5.0];
+        assert_eq!(quantile(&v, 0.5), 3.0);
+        assert_eq!(quantile(&v, 0.0), 1.0);
+        assert_eq!(quantile(&v, 1.0), 5.0);
+        assert!((quantile(&v, 0.95) - 4.8).abs() < 1e-12);
+    }
+
+    #[test]
+    fn run_dirs_are_unique() {
+        let tmp = std::env::temp_dir().join(format!("outrun-runlog-{}", std::process::id()));
+        let a = create_run_dir(&tmp, "x").unwrap();
+        let b = create_run_dir(&tmp, "x").unwrap();
+        assert_ne!(a, b);
+        std::fs::remove_dir_all(&tmp).unwrap();
+    }
+}

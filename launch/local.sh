@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Run one experiment on this machine:
+#   launch/local.sh configs/<experiment>.toml [--set section.key=value ...]
+# Computes the number of MPI ranks from the config (outrun plan --ranks), validates the config
+# before MPI starts, and runs mpirun with oversubscription (one rank per slot, no core binding).
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+bin="${OUTRUN_BIN:-$here/target/release/outrun}"
+
+if [ $# -lt 1 ] || [ "${1:-}" = "-h" ] || [ "${1:-}" = "--help" ]; then
+  echo "usage: launch/local.sh CONFIG [--set section.key=value ...]" >&2
+  exit 2
+fi
+config="$1"; shift
+
+if [ ! -x "$bin" ]; then
+  echo "launch: $bin not found; run 'make build' first (or set OUTRUN_BIN)" >&2
+  exit 2
+fi
+if ! command -v mpirun >/dev/null 2>&1; then
+  echo "launch: mpirun not found; run 'make setup' (installs OpenMPI)" >&2
+  exit 2
+fi
+
+# Validate before MPI starts: a bad config or data file fails here with one line.
+"$bin" check "$config" "$@" >/dev/null
+np="$("$bin" plan "$config" --ranks "$@")"
+
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# Many ranks on few cores: let idle ranks yield.
+export OMPI_MCA_mpi_yield_when_idle=1
+# outrun prints one line per error; --quiet drops mpirun's multi-line banners about non-zero
+# exits. Set OUTRUN_MPI_VERBOSE=1 to see them when debugging MPI itself.
+quiet="--quiet"
+[ "${OUTRUN_MPI_VERBOSE:-0}" = "1" ] && quiet=""
+# shellcheck disable=SC2086
+exec mpirun $quiet --oversubscribe --bind-to none --map-by slot -np "$np" \
+  --mca btl self,vader,tcp --mca btl_base_warn_component_unused 0 \
+  ${OUTRUN_MPIRUN_FLAGS:-} "$bin" train "$config" "$@"

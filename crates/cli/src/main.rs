@@ -44,6 +44,9 @@ enum Cmd {
         #[arg(long = "set", value_name = "SECTION.KEY=VALUE")]
         set: Vec<String>,
     },
+    /// Micro-benchmarks (used by `make bench`).
+    #[command(subcommand)]
+    Bench(BenchCmd),
     /// Compare finished runs: a table of iteration times, totals, errors and exactness.
     Report {
         /// Run directories (or directories containing run directories).
@@ -52,6 +55,32 @@ enum Cmd {
         /// Run directory whose total time is the baseline for speedups.
         #[arg(long)]
         baseline: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand)]
+enum BenchCmd {
+    /// Our ring all-reduce vs MPI_Allreduce (run under mpirun); prints CSV on rank 0.
+    Ring {
+        /// Vector sizes in bytes.
+        #[arg(long, value_delimiter = ',', default_value = "1024,16384,262144,1048576,4194304,16777216,67108864")]
+        sizes: Vec<usize>,
+        #[arg(long, default_value_t = 5)]
+        rounds: usize,
+        /// Seconds per timed round (per method and size).
+        #[arg(long, default_value_t = 0.3)]
+        seconds: f64,
+        #[arg(long, default_value_t = 200)]
+        poll_us: u64,
+    },
+    /// Gradient kernel throughput vs memory read bandwidth (one core); prints CSV.
+    Kernel {
+        #[arg(long, default_value_t = 20_000)]
+        samples: usize,
+        #[arg(long, default_value_t = 5000)]
+        features: usize,
+        #[arg(long, default_value_t = 5)]
+        reps: usize,
     },
 }
 
@@ -101,6 +130,25 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Cmd::Check { config, set } => {
             let plan = build_plan(&config, &set)?;
             println!("ok: {} — {} MPI ranks, {} workers, d = {}", plan.scheme.name(), plan.ranks, plan.workers, plan.samples);
+            Ok(())
+        }
+        Cmd::Bench(BenchCmd::Ring { sizes, rounds, seconds, poll_us }) => {
+            let (rank, size, rows) = outrun_engine::bench::ring_vs_mpi(&sizes, rounds, seconds, poll_us);
+            if rank == 0 {
+                println!("ranks,bytes,reps,ring_s,mpi_allreduce_s,ratio,agree");
+                for r in rows {
+                    println!("{size},{},{},{:.9},{:.9},{:.3},{}", r.bytes, r.reps, r.ring_s, r.mpi_s, r.ring_s / r.mpi_s, r.agree);
+                }
+            }
+            Ok(())
+        }
+        Cmd::Bench(BenchCmd::Kernel { samples, features, reps }) => {
+            use outrun_plan::config::Loss;
+            println!("loss,bytes,kernel_gb_s,read_gb_s,fraction");
+            for (name, loss) in [("least-squares", Loss::LeastSquares), ("logistic", Loss::Logistic)] {
+                let b = outrun_workloads::bench::kernel_vs_memory(samples, features, reps, loss);
+                println!("{name},{},{:.2},{:.2},{:.3}", b.bytes, b.kernel_gbs, b.read_gbs, b.kernel_gbs / b.read_gbs);
+            }
             Ok(())
         }
         Cmd::Report { runs, baseline } => {

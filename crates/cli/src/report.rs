@@ -28,7 +28,7 @@ fn load(dir: &Path) -> Result<Summary, String> {
 }
 
 /// Run directories among `paths` (a path is a run directory if it holds summary.json;
-/// otherwise its subdirectories that do are taken, sorted).
+/// otherwise its subdirectories that do are taken, in the order they finished).
 pub fn find_runs(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     let mut out = Vec::new();
     for p in paths {
@@ -41,7 +41,8 @@ pub fn find_runs(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
         if subs.is_empty() {
             return Err(format!("{}: no finished run (summary.json) here", p.display()));
         }
-        subs.sort();
+        let finished = |d: &PathBuf| std::fs::metadata(d.join("summary.json")).and_then(|m| m.modified()).ok();
+        subs.sort_by_key(|d| (finished(d), d.clone()));
         out.extend(subs);
     }
     Ok(out)

@@ -65,6 +65,9 @@ impl Book {
     }
 
     fn trajectory(&mut self, t: u64, theta: &[f64]) {
+        if !self.traj.is_active() {
+            return;
+        }
         let vals: Vec<String> = theta.iter().map(|v| v.to_string()).collect();
         self.traj.line(&format!("{t},{}", vals.join(",")));
     }

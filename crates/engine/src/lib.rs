@@ -15,6 +15,7 @@
 //! kind, and a goodbye handshake so no request is pending at `MPI_Finalize`. There is no
 //! per-iteration barrier and no blocking collective in the master–worker loops.
 
+pub mod bench;
 pub mod book;
 pub mod clock;
 pub mod error;

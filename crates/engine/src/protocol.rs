@@ -83,6 +83,20 @@ pub fn with_header(kind: Kind, t: u64, body: &[f64]) -> Vec<f64> {
     v
 }
 
+/// A zeroed message of `body_len` values with room for the header, header set: fill the body
+/// in place (`msg[HEADER..]`) and send it without copying.
+pub fn message(kind: Kind, t: u64, body_len: usize) -> Vec<f64> {
+    let mut v = vec![0.0; HEADER + body_len];
+    set_header(&mut v, kind, t);
+    v
+}
+
+/// Overwrite the header of a message built by [`message`].
+pub fn set_header(msg: &mut [f64], kind: Kind, t: u64) {
+    msg[0] = kind as i64 as f64;
+    msg[1] = t as f64;
+}
+
 /// `(kind, t)` of a message, if its header is well-formed.
 pub fn header(data: &[f64]) -> Option<(Kind, u64)> {
     if data.len() < HEADER {

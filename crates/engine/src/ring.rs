@@ -35,6 +35,10 @@ fn split_two(buf: &mut [f64], a: std::ops::Range<usize>, b: std::ops::Range<usiz
     }
 }
 
+/// How long a ring step keeps yielding before it sleeps: the neighbours are in the same step,
+/// so the next segment is usually microseconds away.
+pub const RING_SPIN: Duration = Duration::from_millis(2);
+
 /// Ring all-reduce (sum) of `buf` over all ranks of `comm`, in place. `scratch` is resized as
 /// needed. Aborts the job if a step waits past `until`.
 pub fn ring_allreduce(comm: &mut Comm, buf: &mut [f64], scratch: &mut Vec<f64>, poll_us: u64, until: Option<Instant>) {
@@ -55,7 +59,7 @@ pub fn ring_allreduce(comm: &mut Comm, buf: &mut [f64], scratch: &mut Vec<f64>, 
     for k in 0..n - 1 {
         let (s, rv) = ((r + n - k) % n, (r + 2 * n - k - 1) % n);
         let recv = &mut scratch[..sizes[rv]];
-        comm.sendrecv(&buf[seg(s)], right, recv, left, RING, poll_us, until, &what("reduce-scatter", k));
+        comm.sendrecv(&buf[seg(s)], right, recv, left, RING, poll_us, RING_SPIN, until, &what("reduce-scatter", k));
         for (b, x) in buf[seg(rv)].iter_mut().zip(recv.iter()) {
             *b += x;
         }
@@ -63,7 +67,7 @@ pub fn ring_allreduce(comm: &mut Comm, buf: &mut [f64], scratch: &mut Vec<f64>, 
     for k in 0..n - 1 {
         let (s, rv) = ((r + 1 + n - k) % n, (r + n - k) % n);
         let (send, recv) = split_two(buf, seg(s), seg(rv));
-        comm.sendrecv(send, right, recv, left, RING, poll_us, until, &what("all-gather", k));
+        comm.sendrecv(send, right, recv, left, RING, poll_us, RING_SPIN, until, &what("all-gather", k));
     }
 }
 

@@ -70,6 +70,11 @@ impl Lines {
         Lines { w: None }
     }
 
+    /// Whether lines go anywhere (callers skip building lines nobody will read).
+    pub fn is_active(&self) -> bool {
+        self.w.is_some()
+    }
+
     pub fn line(&mut self, s: &str) {
         if let Some(w) = &mut self.w {
             // A full disk must not kill a running experiment: drop the log instead.

@@ -124,9 +124,12 @@ impl Comm {
         let mut count: c_int = 0;
         let rc = unsafe { ffi::MPI_Get_count(&status, ffi::RSMPI_DOUBLE, &mut count) };
         check(rc, "MPI_Get_count");
-        let mut data = vec![0.0f64; count as usize];
+        let mut data: Vec<f64> = Vec::with_capacity(count as usize);
+        // SAFETY: MPI_Mrecv writes exactly `count` doubles (the matched message's size) before
+        // the length is set; no zero-fill needed.
         let rc = unsafe { ffi::MPI_Mrecv(data.as_mut_ptr() as *mut _, count, ffi::RSMPI_DOUBLE, &mut message, &mut status) };
         check(rc, "MPI_Mrecv");
+        unsafe { data.set_len(count as usize) };
         self.recv_msgs += 1;
         self.recv_bytes += 8 * data.len() as u64;
         Some(Msg { source: status.MPI_SOURCE as usize, tag: status.MPI_TAG, data })
@@ -166,29 +169,42 @@ impl Comm {
     }
 }
 
-/// Spin briefly, then sleep with exponential back-off up to `max_us` between polls. Sleeping
-/// matters when many ranks share few cores: a spinning idle rank steals time from computing ones.
+/// Yield the CPU for a short window, then sleep with exponential back-off up to `max_us`
+/// between polls. Sleeping matters when many ranks share few cores: an idle rank that spins
+/// steals time from ranks that compute. How long to keep yielding depends on how soon the next
+/// message is expected: master–worker waits use a short window, ring steps (lockstep with the
+/// neighbours) a long one.
 pub struct Backoff {
-    spins: u32,
+    started: Instant,
+    spin: Duration,
     sleep_us: u64,
     max_us: u64,
 }
 
 impl Backoff {
+    /// Yield for 20 µs, then back off to sleeps of at most `max_us` µs (0 = never sleep).
     pub fn new(max_us: u64) -> Self {
-        Backoff { spins: 0, sleep_us: 1, max_us }
+        Self::with_spin(max_us, Duration::from_micros(20))
+    }
+
+    /// Yield for `spin`, then back off to sleeps of at most `max_us` µs (0 = never sleep).
+    pub fn with_spin(max_us: u64, spin: Duration) -> Self {
+        Backoff { started: Instant::now(), spin, sleep_us: 1, max_us }
     }
 
     /// Something happened: poll eagerly again.
     pub fn reset(&mut self) {
-        self.spins = 0;
+        self.started = Instant::now();
         self.sleep_us = 1;
+    }
+
+    fn spinning(&self) -> bool {
+        self.max_us == 0 || self.started.elapsed() < self.spin
     }
 
     /// Nothing happened: wait a little before the next poll.
     pub fn idle(&mut self) {
-        if self.spins < 64 || self.max_us == 0 {
-            self.spins += 1;
+        if self.spinning() {
             std::thread::yield_now();
         } else {
             std::thread::sleep(Duration::from_micros(self.sleep_us));
@@ -203,7 +219,7 @@ impl Backoff {
             return;
         }
         let left = until - now;
-        if self.spins >= 64 && self.max_us > 0 && Duration::from_micros(self.sleep_us) > left {
+        if !self.spinning() && Duration::from_micros(self.sleep_us) > left {
             std::thread::sleep(left);
         } else {
             self.idle();
@@ -213,9 +229,11 @@ impl Backoff {
 
 impl Comm {
     /// Send `send` to `dest` while receiving exactly `recv.len()` values from `source` into
-    /// `recv` (both with `tag`), polling until both complete. If `until` passes first, prints
-    /// `what` and aborts the job: a stuck exchange cannot be unwound safely.
-    pub fn sendrecv(&mut self, send: &[f64], dest: usize, recv: &mut [f64], source: usize, tag: i32, poll_us: u64, until: Option<Instant>, what: &dyn Fn() -> String) {
+    /// `recv` (both with `tag`), polling until both complete (yielding for up to `spin` before
+    /// sleeping). If `until` passes first, prints `what` and aborts the job: a stuck exchange
+    /// cannot be unwound safely.
+    #[allow(clippy::too_many_arguments)]
+    pub fn sendrecv(&mut self, send: &[f64], dest: usize, recv: &mut [f64], source: usize, tag: i32, poll_us: u64, spin: Duration, until: Option<Instant>, what: &dyn Fn() -> String) {
         let mut reqs: [ffi::MPI_Request; 2] = unsafe { [ffi::RSMPI_REQUEST_NULL, ffi::RSMPI_REQUEST_NULL] };
         let (rc_n, sc_n) = (c_int::try_from(recv.len()).expect("segment too large"), c_int::try_from(send.len()).expect("segment too large"));
         // SAFETY: both buffers are borrowed for the whole call and the requests complete (or the
@@ -228,7 +246,7 @@ impl Comm {
         self.sent_bytes += 8 * send.len() as u64;
         self.recv_msgs += 1;
         self.recv_bytes += 8 * recv.len() as u64;
-        let mut backoff = Backoff::new(poll_us);
+        let mut backoff = Backoff::with_spin(poll_us, spin);
         loop {
             let mut flag: c_int = 0;
             let rc = unsafe { ffi::MPI_Testall(2, reqs.as_mut_ptr(), &mut flag, ffi::RSMPI_STATUSES_IGNORE) };

@@ -30,7 +30,7 @@ use serde_json::json;
 
 use crate::book::{Book, IterationRecord};
 use crate::error::EngineError;
-use crate::protocol::{self, header, up_tag, with_header, Kind, BYE, DOWN, HEADER};
+use crate::protocol::{self, header, message, up_tag, with_header, Kind, BYE, DOWN, HEADER};
 use crate::runlog::Summary;
 use crate::setup::LocalData;
 use crate::transport::Backoff;
@@ -38,7 +38,8 @@ use crate::{Env, Progress};
 
 struct Arrival {
     at: f64,
-    body: Vec<f64>,
+    /// The whole received message; the body starts at `HEADER`.
+    msg: Vec<f64>,
 }
 
 /// Children's results for the iteration being collected.
@@ -87,7 +88,6 @@ enum Waited {
 
 /// Result of combining children (and the node's own gradient).
 struct Combined {
-    body: Vec<f64>,
     residual: f64,
     exact: bool,
     coverage: f64,
@@ -200,7 +200,7 @@ impl<'a> TreeNode<'a> {
         if c.open && t == c.t && c.got[idx].is_none() && !c.failed.iter().any(|(i, _)| *i == idx) {
             match kind {
                 Kind::Gradient => {
-                    c.got[idx] = Some(Arrival { at, body: data[HEADER..].to_vec() });
+                    c.got[idx] = Some(Arrival { at, msg: data });
                     c.order.push(idx);
                     if c.satisfied() {
                         c.open = false;
@@ -242,12 +242,13 @@ impl<'a> TreeNode<'a> {
         }
     }
 
-    /// Combine the accepted children's results (and `own`, this node's gradient).
-    fn combine(&mut self, own: Option<&[f64]>) -> Combined {
+    /// Combine the accepted children's results into `out` (a message whose body holds this
+    /// node's own gradient, or zeros at the master).
+    fn combine(&mut self, out: &mut [f64]) -> Combined {
         let plan = &self.env.shared.plan;
         let rule = self.me.wait.expect("a parent has a wait rule");
         let k = self.me.children.len();
-        let mut body = own.map_or_else(|| vec![0.0; self.p + 1], <[f64]>::to_vec);
+        let body = &mut out[HEADER..];
         let mut coeffs = vec![0.0; k];
         let (mut residual, mut coverage) = (0.0, 1.0);
         let t0 = Instant::now();
@@ -268,7 +269,7 @@ impl<'a> TreeNode<'a> {
         }
         for (i, &a) in coeffs.iter().enumerate() {
             if a != 0.0 {
-                let m = &self.col.got[i].as_ref().expect("accepted child has a result").body;
+                let m = &self.col.got[i].as_ref().expect("accepted child has a result").msg[HEADER..];
                 for (b, v) in body.iter_mut().zip(m) {
                     *b += a * v;
                 }
@@ -280,7 +281,7 @@ impl<'a> TreeNode<'a> {
             Combine::Decode => residual <= EXACT_RESIDUAL,
         };
         let used = self.col.order.iter().map(|&i| self.me.children[i]).collect();
-        Combined { body, residual, exact, coverage, used, decode_s: t0.elapsed().as_secs_f64() }
+        Combined { residual, exact, coverage, used, decode_s: t0.elapsed().as_secs_f64() }
     }
 
     fn arrivals_json(&self) -> serde_json::Value {
@@ -352,12 +353,13 @@ impl<'a> TreeNode<'a> {
         Duration::from_secs_f64(self.env.shared.config.run.deadline.clamp(5.0, 60.0))
     }
 
-    /// Local coded gradient into a `p + 1` body (gradient, loss).
-    fn local_gradient(&self, theta: &[f64]) -> Vec<f64> {
-        let mut body = vec![0.0; self.p + 1];
+    /// A result message for iteration t holding the local coded gradient and loss.
+    fn local_gradient(&self, t: u64, theta: &[f64]) -> Vec<f64> {
+        let mut msg = message(Kind::Gradient, t, self.p + 1);
+        let body = &mut msg[HEADER..];
         let loss = gradient(&self.data.rows, &self.data.coef, theta, self.env.shared.config.model.loss, &mut body[..self.p]);
         body[self.p] = loss;
-        body
+        msg
     }
 
     // ------------------------------------------------------------------ master
@@ -400,7 +402,8 @@ impl<'a> TreeNode<'a> {
                 }
             }
             self.col.open = false;
-            let c = self.combine(None);
+            let mut total = message(Kind::Gradient, t, p + 1);
+            let c = self.combine(&mut total);
             if !c.exact && self.me.wait.map(|w| w.combine) == Some(Combine::Decode) {
                 failure = Some(format!(
                     "iteration {t}: decoding with survivors {:?} left residual ‖aB−1‖ = {:.3e} > {EXACT_RESIDUAL:e}: the gradient would be inexact; the code is ill-conditioned for this survivor set (try more scheme.draws or code = \"frac\")",
@@ -408,7 +411,7 @@ impl<'a> TreeNode<'a> {
                 ));
                 break;
             }
-            let (g, loss) = (&c.body[..p], c.body[p]);
+            let (g, loss) = (&total[HEADER..HEADER + p], total[HEADER + p]);
             let eta = step_size(&cfg.model, t);
             let d = shared.plan.samples as f64;
             for k in 0..p {
@@ -470,9 +473,10 @@ impl<'a> TreeNode<'a> {
         }
     }
 
-    fn send_up(&mut self, kind: Kind, t: u64, body: &[f64]) -> f64 {
+    /// Send a message built with [`message`] up to the parent.
+    fn send_up(&mut self, t: u64, msg: Vec<f64>) -> f64 {
         let parent = self.me.parent.expect("a worker has a parent");
-        self.env.comm.isend(parent, up_tag(t), Arc::new(with_header(kind, t, body)));
+        self.env.comm.isend(parent, up_tag(t), Arc::new(msg));
         self.up_sent += 1;
         self.now()
     }
@@ -524,7 +528,7 @@ impl<'a> TreeNode<'a> {
         }
         let c0_i = Instant::now();
         let c0 = self.now();
-        let own = self.local_gradient(theta);
+        let mut own = self.local_gradient(t, theta);
         let measured = c0_i.elapsed().as_secs_f64();
         let c1 = self.now();
         let timing = strag.compute_time(worker, t, self.me.load(), measured);
@@ -549,22 +553,18 @@ impl<'a> TreeNode<'a> {
             backoff.idle_until(ready_i);
         }
         ev["ready"] = json!(self.now());
-        let mut body = own;
         if !superseded && !self.me.children.is_empty() {
             let waited = self.wait_children(model_i + self.budget(), true);
             ev["arrivals"] = self.arrivals_json();
             match waited {
                 Waited::Ready => {
-                    let c = self.combine(Some(&body));
+                    let c = self.combine(&mut own);
                     ev["used"] = json!(c.used);
                     ev["decode_s"] = json!(c.decode_s);
                     ev["residual"] = json!(c.residual);
-                    if c.exact {
-                        body = c.body;
-                    } else {
-                        let missing: Vec<f64> = Vec::new();
+                    if !c.exact {
                         ev["status"] = json!("failed");
-                        ev["send"] = json!(self.send_up(Kind::Failed, t, &missing));
+                        ev["send"] = json!(self.send_up(t, message(Kind::Failed, t, 0)));
                         self.env.log.json(&ev);
                         return;
                     }
@@ -580,7 +580,7 @@ impl<'a> TreeNode<'a> {
                         .map(|(_, &c)| c as f64)
                         .collect();
                     ev["status"] = json!("failed");
-                    ev["send"] = json!(self.send_up(Kind::Failed, t, &missing));
+                    ev["send"] = json!(self.send_up(t, with_header(Kind::Failed, t, &missing)));
                     self.env.log.json(&ev);
                     return;
                 }
@@ -588,10 +588,10 @@ impl<'a> TreeNode<'a> {
         }
         if superseded {
             ev["status"] = json!("abandoned");
-            ev["send"] = json!(self.send_up(Kind::Abandoned, t, &[]));
+            ev["send"] = json!(self.send_up(t, message(Kind::Abandoned, t, 0)));
         } else {
             ev["status"] = json!("sent");
-            ev["send"] = json!(self.send_up(Kind::Gradient, t, &body));
+            ev["send"] = json!(self.send_up(t, own));
         }
         self.env.log.json(&ev);
     }

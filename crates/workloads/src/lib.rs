@@ -8,6 +8,7 @@
 //!   computation exactness tests compare against.
 //! - [`metrics`]: normalised error, relative change, step sizes.
 
+pub mod bench;
 pub mod data;
 pub mod kernel;
 pub mod metrics;

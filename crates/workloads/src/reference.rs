@@ -60,14 +60,17 @@ mod tests {
 
     #[test]
     fn kernel_agrees_with_the_naive_gradient() {
-        let rows = synthetic_rows(DataKind::LogisticSynthetic, 2, 13, 1.0, 0..57);
-        let theta: Vec<f64> = (0..13).map(|k| 0.1 * k as f64 - 0.5).collect();
-        for loss in [Loss::LeastSquares, Loss::Logistic] {
-            let (g_ref, l_ref) = full_gradient(&rows, &theta, loss);
-            let mut g = vec![0.0; 13];
-            let l = gradient(&rows, &vec![1.0; 57], &theta, loss, &mut g);
-            assert!(relative_diff(&g, &g_ref) < 1e-13);
-            assert!((l - l_ref).abs() / l_ref.abs() < 1e-13);
+        // row counts and widths around the kernel's block of 4 rows and 4 lanes
+        for (d, p) in [(57, 13), (3, 2), (8, 4), (9, 1), (1, 9), (12, 8)] {
+            let rows = synthetic_rows(DataKind::LogisticSynthetic, 2, p, 1.0, 0..d);
+            let theta: Vec<f64> = (0..p).map(|k| 0.1 * k as f64 - 0.5).collect();
+            for loss in [Loss::LeastSquares, Loss::Logistic] {
+                let (g_ref, l_ref) = full_gradient(&rows, &theta, loss);
+                let mut g = vec![0.0; p];
+                let l = gradient(&rows, &vec![1.0; d], &theta, loss, &mut g);
+                assert!(relative_diff(&g, &g_ref) < 1e-13, "d={d} p={p} {loss:?}");
+                assert!((l - l_ref).abs() / l_ref.abs() < 1e-13, "d={d} p={p} {loss:?}");
+            }
         }
     }
 

@@ -1,0 +1,30 @@
+# outrun — see README.md. Every target installs what it needs first (scripts/setup.sh is
+# idempotent: it installs OpenMPI, libclang, OpenBLAS and pkg-config only when missing).
+CARGO ?= cargo
+BIN := target/release/outrun
+
+.PHONY: all setup build test demo bench fmt clean
+
+all: build
+
+setup:
+	@scripts/setup.sh
+
+build: setup
+	$(CARGO) build --release --locked
+
+test: build
+	$(CARGO) test --release --locked --workspace
+
+demo: build
+	scripts/demo.sh
+
+bench: build
+	scripts/bench.sh
+
+fmt:
+	$(CARGO) fmt --all
+
+clean:
+	$(CARGO) clean
+	rm -rf runs

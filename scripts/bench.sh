@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# make bench: measured performance, each comparison against a baseline run in the same
+# invocation. Writes runs/bench-<UTC time>/report.md (and the raw CSV files beside it).
+#
+#   1. gradient kernel throughput vs this machine's memory read bandwidth (one core)
+#   2. our ring all-reduce vs MPI_Allreduce, 1 KB .. 64 MB, 8 ranks
+#   3. per-iteration engine overhead per scheme, N = 12, p = 5000, tiny compute, no delay
+#   4. the same GC loop in mpi4py + numpy (interleaved pairs with ours)
+#   5. the demo's per-iteration time, to put the overhead in proportion
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$here"
+bin="${OUTRUN_BIN:-$here/target/release/outrun}"
+out="runs/bench-$(date -u +%Y%m%d-%H%M%S)"
+mkdir -p "$out"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
+MPIRUN=(mpirun --quiet --oversubscribe --bind-to none --mca btl self,vader,tcp --mca btl_base_warn_component_unused 0)
+PAIRS="${BENCH_PAIRS:-7}"
+
+# Python with mpi4py + numpy for the baseline loop, in a project-local venv.
+if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c "import mpi4py, numpy" 2>/dev/null; then
+  echo "bench: creating .venv with mpi4py and numpy" >&2
+  python3 -m venv .venv
+  .venv/bin/pip install -q mpi4py numpy
+fi
+PY=.venv/bin/python
+
+echo "bench: 1/5 gradient kernel vs memory bandwidth" >&2
+"$bin" bench kernel > "$out/kernel.csv"
+
+echo "bench: 2/5 ring all-reduce vs MPI_Allreduce (8 ranks)" >&2
+"${MPIRUN[@]}" -np 8 "$bin" bench ring --rounds 5 --seconds 0.5 > "$out/ring.csv"
+
+echo "bench: 3/5 engine overhead per scheme (N = 12, p = 5000)" >&2
+echo "scheme,rep,mean_s" > "$out/overhead.csv"
+for rep in 1 2 3 4 5; do
+  for entry in "umw --set scheme.s=" "ignore" "gc-cyclic" "gc-frac" "rar --set scheme.s=" "allreduce --set scheme.s="; do
+    # shellcheck disable=SC2086
+    set -- $entry; kind="$1"; shift
+    launch/local.sh configs/bench/overhead.toml --set "scheme.kind=$kind" --set "run.out_dir=$out/overhead-runs" "$@" >/dev/null
+    d=$(ls -td "$out"/overhead-runs/overhead-* | head -1)
+    echo "$kind,$rep,$($PY -c "import json,sys; print(json.load(open(sys.argv[1]))['mean_s'])" "$d/summary.json")" >> "$out/overhead.csv"
+  done
+done
+
+echo "bench: 4/5 GC loop: outrun vs mpi4py + numpy, $PAIRS interleaved pairs" >&2
+echo "pair,outrun_mean_s,mpi4py_mean_s" > "$out/mpi4py.csv"
+for i in $(seq "$PAIRS"); do
+  launch/local.sh configs/bench/overhead.toml --set "run.out_dir=$out/pair-runs" >/dev/null
+  d=$(ls -td "$out"/pair-runs/overhead-* | head -1)
+  ours=$($PY -c "import json,sys; print(json.load(open(sys.argv[1]))['mean_s'])" "$d/summary.json")
+  theirs=$("${MPIRUN[@]}" -np 13 "$PY" scripts/bench/gc_mpi4py.py 300 5000 3 2 | cut -d, -f1)
+  echo "$i,$ours,$theirs" >> "$out/mpi4py.csv"
+done
+
+echo "bench: 5/5 demo iteration time (gc-cyclic and umw)" >&2
+for kind in gc-cyclic "umw --set scheme.s="; do
+  # shellcheck disable=SC2086
+  launch/local.sh configs/demo.toml --set "run.out_dir=$out/demo-runs" --set scheme.kind=$kind >/dev/null
+done
+
+$PY scripts/bench/report.py "$out" > "$out/report.md"
+cat "$out/report.md"
+echo >&2
+echo "bench: report in $out/report.md" >&2

@@ -1,0 +1,68 @@
+"""Turn the CSV files of scripts/bench.sh into report.md (Markdown on stdout)."""
+import csv
+import glob
+import json
+import os
+import statistics as st
+import sys
+
+out = sys.argv[1]
+
+
+def rows(name):
+    with open(os.path.join(out, name)) as f:
+        return list(csv.DictReader(f))
+
+
+print("# outrun benchmark report\n")
+print("Machine: %s, %d cores. Directory: `%s`.\n" % (os.uname().nodename, os.cpu_count(), out))
+
+print("## 1. Gradient kernel vs memory bandwidth (one core)\n")
+print("| loss | data | kernel GB/s | plain read GB/s | fraction | target 0.70 |")
+print("|---|---|---|---|---|---|")
+for r in rows("kernel.csv"):
+    f = float(r["fraction"])
+    print("| %s | %.0f MB | %s | %s | %.2f | %s |" % (r["loss"], int(r["bytes"]) / 1e6, r["kernel_gb_s"], r["read_gb_s"], f, "met" if f >= 0.7 else "missed"))
+
+print("\n## 2. Ring all-reduce vs MPI_Allreduce (8 ranks, best of 5 rounds)\n")
+print("| vector | ring ms | MPI_Allreduce ms | ring / MPI | same sums | target ≤ 1.3 (≥ 1 MB) |")
+print("|---|---|---|---|---|---|")
+for r in rows("ring.csv"):
+    b = int(r["bytes"])
+    size = "%d KB" % (b // 1024) if b < 1 << 20 else "%d MB" % (b >> 20)
+    ratio = float(r["ratio"])
+    tgt = ("met" if ratio <= 1.3 else "missed") if b >= 1 << 20 else "-"
+    print("| %s | %.3f | %.3f | %.2f | %s | %s |" % (size, float(r["ring_s"]) * 1e3, float(r["mpi_allreduce_s"]) * 1e3, ratio, r["agree"], tgt))
+
+print("\n## 3. Engine overhead per iteration (N = 12, p = 5000, no injected delay; median of 5 runs)\n")
+by = {}
+for r in rows("overhead.csv"):
+    by.setdefault(r["scheme"], []).append(float(r["mean_s"]))
+print("| scheme | median ms/iteration | runs (ms) |")
+print("|---|---|---|")
+for k, v in by.items():
+    print("| %s | %.3f | %s |" % (k, st.median(v) * 1e3, " ".join("%.2f" % (x * 1e3) for x in v)))
+
+print("\n## 4. GC loop: outrun vs mpi4py + numpy (N = 12, s = 3, p = 5000; interleaved pairs)\n")
+pr = rows("mpi4py.csv")
+ours = [float(r["outrun_mean_s"]) for r in pr]
+theirs = [float(r["mpi4py_mean_s"]) for r in pr]
+print("| | median ms/iteration | runs (ms) |")
+print("|---|---|---|")
+print("| outrun gc-cyclic | %.3f | %s |" % (st.median(ours) * 1e3, " ".join("%.2f" % (x * 1e3) for x in ours)))
+print("| mpi4py + numpy | %.3f | %s |" % (st.median(theirs) * 1e3, " ".join("%.2f" % (x * 1e3) for x in theirs)))
+ratio = st.median(ours) / st.median(theirs)
+print("\nRatio of medians outrun / mpi4py: **%.2f** (target ≤ 0.5: %s). Pairwise ratios: %s.\n"
+      % (ratio, "met" if ratio <= 0.5 else "missed", " ".join("%.2f" % (a / b) for a, b in zip(ours, theirs))))
+
+print("## 5. Overhead in proportion to the demo\n")
+demo = {}
+for d in glob.glob(os.path.join(out, "demo-runs", "*", "summary.json")):
+    s = json.load(open(d))
+    demo[s["scheme"]] = s["mean_s"]
+gc_over = st.median(by.get("gc-cyclic", [float("nan")]))
+print("| demo scheme | mean ms/iteration | engine overhead (gc-cyclic, sec. 3) | fraction | target < 0.10 |")
+print("|---|---|---|---|---|")
+for k, v in sorted(demo.items()):
+    f = gc_over / v
+    print("| %s | %.2f | %.3f ms | %.3f | %s |" % (k, v * 1e3, gc_over * 1e3, f, "met" if f < 0.1 else "missed"))

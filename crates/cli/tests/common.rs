@@ -127,3 +127,50 @@ pub fn max_rel_diff(a: &[Vec<f64>], b: &[Vec<f64>]) -> f64 {
         .map(|(x, y)| outrun_workloads::metrics::relative_diff(x, y))
         .fold(0.0, f64::max)
 }
+
+pub fn write_config(dir: &Path, text: &str) -> PathBuf {
+    let p = dir.join("config.toml");
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// Run a config with overrides through mpirun (one MPI job at a time); returns the run, the run
+/// directory (or the output directory if the run failed), the config path and the overrides.
+pub fn train(tag: &str, text: &str, sets: &[&str]) -> (Run, PathBuf, PathBuf, Vec<String>) {
+    let _lock = mpi_lock();
+    let dir = tempdir(tag);
+    let cfg_path = write_config(&dir, text);
+    let out = dir.join("runs");
+    let mut sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    sets.push(format!("run.out_dir={}", out.display()));
+    let cfg = outrun_plan::config::parse(text, &sets).expect("test config is valid");
+    let run = mpirun(cfg.ranks(), &cfg_path, &sets, Duration::from_secs(120));
+    let rd = if run.code == Some(0) { run_dir(&out) } else { out };
+    (run, rd, cfg_path, sets)
+}
+
+/// Serial gradient descent on the same data set as the config: θ_0 … θ_T.
+pub fn reference(text: &str, sets: &[String]) -> Vec<Vec<f64>> {
+    let cfg = outrun_plan::config::parse(text, sets).unwrap();
+    let rows = outrun_workloads::data::load_all(&cfg).unwrap();
+    outrun_workloads::reference::serial_gd(&rows, &cfg.model, cfg.run.iterations)
+}
+
+/// Train and check that every iteration was exact and θ follows serial gradient descent within
+/// 1e-9 relative; returns the summary.
+pub fn assert_exact(tag: &str, text: &str, sets: &[&str]) -> serde_json::Value {
+    let (run, dir, _, sets) = train(tag, text, sets);
+    assert_eq!(run.code, Some(0), "{tag}: stderr:\n{}", run.stderr);
+    let got = trajectory(&dir);
+    let want = reference(text, &sets);
+    let diff = max_rel_diff(&got, &want);
+    assert!(diff <= 1e-9, "{tag}: θ trajectory differs from serial GD by {diff:e}");
+    let rows = iterations(&dir);
+    let iters = want.len() - 1;
+    assert_eq!(rows.len(), iters);
+    assert!(rows.iter().all(|r| r["exact"] == "true"), "{tag}: an iteration was not exact");
+    let s = summary(&dir);
+    assert_eq!(s["exact_iterations"], iters);
+    eprintln!("{tag}: max relative θ difference to serial GD = {diff:.2e}, late discarded = {}", s["late_discarded"]);
+    s
+}

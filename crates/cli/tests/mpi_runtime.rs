@@ -5,11 +5,9 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use common::*;
-use outrun_workloads::reference::serial_gd;
 
 const BASE: &str = r#"
 [run]
@@ -37,49 +35,6 @@ workers = 9
 compute = "modelled"
 a = 2e-5
 "#;
-
-fn write_config(dir: &Path, text: &str) -> PathBuf {
-    let p = dir.join("config.toml");
-    std::fs::write(&p, text).unwrap();
-    p
-}
-
-/// Run a config with overrides through mpirun; returns (run, run directory, config path).
-fn train(tag: &str, text: &str, sets: &[&str]) -> (Run, PathBuf, PathBuf, Vec<String>) {
-    let _lock = mpi_lock();
-    let dir = tempdir(tag);
-    let cfg_path = write_config(&dir, text);
-    let out = dir.join("runs");
-    let mut sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
-    sets.push(format!("run.out_dir={}", out.display()));
-    let cfg = outrun_plan::config::parse(text, &sets).expect("test config is valid");
-    let run = mpirun(cfg.ranks(), &cfg_path, &sets, Duration::from_secs(120));
-    let rd = if run.code == Some(0) { run_dir(&out) } else { out };
-    (run, rd, cfg_path, sets)
-}
-
-/// Serial gradient descent on the same data set as the config.
-fn reference(text: &str, sets: &[String]) -> Vec<Vec<f64>> {
-    let cfg = outrun_plan::config::parse(text, sets).unwrap();
-    let rows = outrun_workloads::data::load_all(&cfg).unwrap();
-    serial_gd(&rows, &cfg.model, cfg.run.iterations)
-}
-
-fn assert_exact(tag: &str, text: &str, sets: &[&str]) -> serde_json::Value {
-    let (run, dir, _, sets) = train(tag, text, sets);
-    assert_eq!(run.code, Some(0), "{tag}: stderr:\n{}", run.stderr);
-    let got = trajectory(&dir);
-    let want = reference(text, &sets);
-    let diff = max_rel_diff(&got, &want);
-    assert!(diff <= 1e-9, "{tag}: θ trajectory differs from serial GD by {diff:e}");
-    let rows = iterations(&dir);
-    assert_eq!(rows.len(), 20);
-    assert!(rows.iter().all(|r| r["exact"] == "true"), "{tag}: an iteration was not exact");
-    let s = summary(&dir);
-    assert_eq!(s["exact_iterations"], 20);
-    eprintln!("{tag}: max relative θ difference to serial GD = {diff:.2e}, late discarded = {}", s["late_discarded"]);
-    s
-}
 
 const BERNOULLI: [&str; 4] = ["stragglers.model=bernoulli", "stragglers.p=0.25", "stragglers.factor=6", "stragglers.mode=per-iteration"];
 

@@ -7,6 +7,7 @@
 #   3. per-iteration engine overhead per scheme, N = 12, p = 5000, tiny compute, no delay
 #   4. the same GC loop in mpi4py + numpy (interleaved pairs with ours)
 #   5. the demo's per-iteration time, to put the overhead in proportion
+#   6. CodedReduce vs GC, UMW, ignore and RAR with the same shifted-exponential delays
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
@@ -25,13 +26,13 @@ if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c "import mpi4py, numpy" 2>/
 fi
 PY=.venv/bin/python
 
-echo "bench: 1/5 gradient kernel vs memory bandwidth" >&2
+echo "bench: 1/6 gradient kernel vs memory bandwidth" >&2
 "$bin" bench kernel > "$out/kernel.csv"
 
-echo "bench: 2/5 ring all-reduce vs MPI_Allreduce (8 ranks)" >&2
+echo "bench: 2/6 ring all-reduce vs MPI_Allreduce (8 ranks)" >&2
 "${MPIRUN[@]}" -np 8 "$bin" bench ring --rounds 5 --seconds 0.5 > "$out/ring.csv"
 
-echo "bench: 3/5 engine overhead per scheme (N = 12, p = 5000)" >&2
+echo "bench: 3/6 engine overhead per scheme (N = 12, p = 5000)" >&2
 echo "scheme,rep,mean_s" > "$out/overhead.csv"
 for rep in 1 2 3 4 5; do
   for entry in "umw --set scheme.s=" "ignore" "gc-cyclic" "gc-frac" "rar --set scheme.s=" "allreduce --set scheme.s="; do
@@ -43,7 +44,7 @@ for rep in 1 2 3 4 5; do
   done
 done
 
-echo "bench: 4/5 GC loop: outrun vs mpi4py + numpy, $PAIRS interleaved pairs" >&2
+echo "bench: 4/6 GC loop: outrun vs mpi4py + numpy, $PAIRS interleaved pairs" >&2
 echo "pair,outrun_mean_s,mpi4py_mean_s" > "$out/mpi4py.csv"
 for i in $(seq "$PAIRS"); do
   launch/local.sh configs/bench/overhead.toml --set "run.out_dir=$out/pair-runs" >/dev/null
@@ -53,11 +54,14 @@ for i in $(seq "$PAIRS"); do
   echo "$i,$ours,$theirs" >> "$out/mpi4py.csv"
 done
 
-echo "bench: 5/5 demo iteration time (gc-cyclic and umw)" >&2
+echo "bench: 5/6 demo iteration time (gc-cyclic and umw)" >&2
 for kind in gc-cyclic "umw --set scheme.s="; do
   # shellcheck disable=SC2086
   launch/local.sh configs/demo.toml --set "run.out_dir=$out/demo-runs" --set scheme.kind=$kind >/dev/null
 done
+
+echo "bench: 6/6 CodedReduce comparison ((4,2) tree, 3 repetitions)" >&2
+scripts/bench/cr.sh "$out/cr-runs" 3 > /dev/null
 
 $PY scripts/bench/report.py "$out" > "$out/report.md"
 cat "$out/report.md"

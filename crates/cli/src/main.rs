@@ -55,6 +55,9 @@ enum Cmd {
         /// Run directory whose total time is the baseline for speedups.
         #[arg(long)]
         baseline: Option<PathBuf>,
+        /// Also report the time to reach this normalized error (synthetic data).
+        #[arg(long)]
+        target_error: Option<f64>,
     },
 }
 
@@ -151,8 +154,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
             }
             Ok(())
         }
-        Cmd::Report { runs, baseline } => {
-            let out = report::table(&runs, baseline.as_deref()).map_err(|e| Failure(e, 2))?;
+        Cmd::Report { runs, baseline, target_error } => {
+            let out = report::table(&runs, baseline.as_deref(), target_error).map_err(|e| Failure(e, 2))?;
             print!("{out}");
             Ok(())
         }

@@ -1,6 +1,7 @@
 //! `outrun`: the command line. Thin on purpose: parsing arguments, printing, exit codes; all
 //! the work is in the library crates.
 
+mod link;
 mod progress;
 mod report;
 
@@ -76,6 +77,20 @@ enum BenchCmd {
         #[arg(long, default_value_t = 200)]
         poll_us: u64,
     },
+    /// A bulk TCP transfer timed at the receiver (checks a link's rate).
+    Link {
+        /// Receive one transfer on this address (host:port).
+        #[arg(long, conflicts_with = "connect")]
+        listen: Option<String>,
+        /// Send to this address (host:port).
+        #[arg(long)]
+        connect: Option<String>,
+        #[arg(long, default_value_t = 20)]
+        mbytes: usize,
+        /// (accepted for symmetry; the listener always serves one transfer)
+        #[arg(long)]
+        once: bool,
+    },
     /// Gradient kernel throughput vs memory read bandwidth (one core); prints CSV.
     Kernel {
         #[arg(long, default_value_t = 20_000)]
@@ -145,6 +160,15 @@ fn run(cli: Cli) -> Result<(), Failure> {
             }
             Ok(())
         }
+        Cmd::Bench(BenchCmd::Link { listen, connect, mbytes, .. }) => match (listen, connect) {
+            (Some(addr), None) => link::serve(&addr).map_err(|e| Failure(e, 1)),
+            (None, Some(addr)) => {
+                let (bytes, secs, mbs) = link::send(&addr, mbytes).map_err(|e| Failure(e, 1))?;
+                println!("{bytes} bytes in {secs:.3} s: {mbs:.2} MB/s ({:.1} Mbit/s)", mbs * 8.0);
+                Ok(())
+            }
+            _ => Err(Failure("bench link: give --listen ADDR or --connect ADDR".into(), 2)),
+        },
         Cmd::Bench(BenchCmd::Kernel { samples, features, reps }) => {
             use outrun_plan::config::Loss;
             println!("loss,bytes,kernel_gb_s,read_gb_s,fraction");

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs the system packages outrun needs (Debian/Ubuntu), idempotently.
 #   OpenMPI (runtime + headers), libclang (for the MPI bindings' bindgen),
-#   OpenBLAS (for the mpi4py/numpy comparison in `make bench`), pkg-config.
+#   OpenBLAS (for the mpi4py/numpy comparison in `make bench`), pkg-config, iproute2 (the
+#   emulated cluster) and rsync (launch/cluster.sh).
 # Safe to run repeatedly: it does nothing when everything is already present.
 set -euo pipefail
 
-PKGS=(openmpi-bin libopenmpi-dev libclang-dev libopenblas-dev pkg-config iproute2)
+PKGS=(openmpi-bin libopenmpi-dev libclang-dev libopenblas-dev pkg-config iproute2 rsync)
 
 missing=()
 for p in "${PKGS[@]}"; do

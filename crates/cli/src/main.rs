@@ -39,6 +39,12 @@ enum Cmd {
         #[arg(long, conflicts_with = "ranks")]
         json: bool,
     },
+    /// Print the resolved config (after --set) as TOML.
+    Config {
+        config: PathBuf,
+        #[arg(long = "set", value_name = "SECTION.KEY=VALUE")]
+        set: Vec<String>,
+    },
     /// Validate a config (and its data file); exit 0 if it is runnable. No MPI.
     Check {
         config: PathBuf,
@@ -143,6 +149,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
             } else {
                 print!("{}", plan.describe());
             }
+            Ok(())
+        }
+        Cmd::Config { config, set } => {
+            print!("{}", load_config(&config, &set)?.to_toml());
             Ok(())
         }
         Cmd::Check { config, set } => {

@@ -107,6 +107,50 @@ a = 1e-4
     eprintln!("emulated link: {}", link.stdout.trim());
     assert!((mbs - 6.25).abs() / 6.25 <= 0.15, "shaped 50 Mbit/s link measured {mbs} MB/s");
 
+    // launch/cluster.sh for real, with the cluster's `ip netns exec` agent standing in for ssh:
+    // copy binary, resolved config and a LIBSVM data file to every host, run from h0, gather.
+    cluster_sh_copies_runs_and_gathers(&dir);
+
     drop(_down);
     assert!(namespaces().is_empty(), "down left namespaces behind: {:?}", namespaces());
+}
+
+fn cluster_sh_copies_runs_and_gathers(dir: &std::path::Path) {
+    let data = dir.join("d.libsvm");
+    let rows = outrun_workloads::data::synthetic_rows(outrun_plan::config::DataKind::LinearSynthetic, 8, 6, 0.5, 0..120);
+    let text: String = (0..rows.len())
+        .map(|i| format!("{} {}\n", rows.y[i], rows.row(i).iter().enumerate().map(|(k, v)| format!("{}:{v}", k + 1)).collect::<Vec<_>>().join(" ")))
+        .collect();
+    std::fs::write(&data, text).unwrap();
+    let cfg_text = format!(
+        "[run]\nname='viacluster'\niterations=8\ntrajectory=true\n[data]\nkind='libsvm'\npath='{}'\n[model]\nloss='least-squares'\nlr=0.2\n\
+         [scheme]\nkind='gc-frac'\nworkers=2\ns=1\n",
+        data.display()
+    );
+    let cfg = write_config(dir, &cfg_text);
+    let hostfile = dir.join("hostfile");
+    std::fs::write(&hostfile, "h0 slots=1\nh1 slots=1\nh2 slots=1\n").unwrap();
+    let agent = format!("/run/{CLUSTER}-emu/agent");
+    let work = dir.join("work");
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut cmd = Command::new(repo.join("launch/cluster.sh"));
+    cmd.current_dir(&repo)
+        .env("OUTRUN_BIN", bin())
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_plm_rsh_agent", &agent)
+        .env("OMPI_MCA_btl", "tcp,self")
+        .env("OMPI_MCA_btl_tcp_if_include", "10.213.0.0/24")
+        .env("OMPI_MCA_oob_tcp_if_include", "10.213.0.0/24")
+        .args(["--hostfile", hostfile.to_str().unwrap(), "--launch-from", "h0", "--ssh", &agent, "--workdir", work.to_str().unwrap()])
+        .arg(&cfg);
+    let run = run_with_timeout(cmd, Duration::from_secs(120));
+    assert_eq!(run.code, Some(0), "cluster.sh failed:\n{}\n{}", run.stdout, run.stderr);
+    assert!(work.join("d.libsvm").is_file() && work.join("config.toml").is_file() && work.join("outrun").is_file());
+    let name = run.stdout.lines().find_map(|l| l.strip_prefix("run directory: ")).expect("run directory line").to_string();
+    let gathered = repo.join("runs").join(PathBuf::from(&name).file_name().unwrap());
+    let traj = trajectory(&gathered);
+    let want = reference(&cfg_text, &[]);
+    assert!(max_rel_diff(&traj, &want) <= 1e-9);
+    std::fs::remove_dir_all(&gathered).unwrap();
 }

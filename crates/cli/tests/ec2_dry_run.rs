@@ -1,0 +1,74 @@
+//! The EC2 scripts' dry runs: every script prints the AWS and ssh commands it would run, with
+//! the options the user gave, and a full experiment provisions, installs, runs and terminates.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use common::*;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn script(name: &str, args: &[&str]) -> Run {
+    let mut cmd = Command::new(repo().join("scripts/ec2").join(name));
+    cmd.current_dir(repo()).env("OUTRUN_BIN", bin()).args(args);
+    run_with_timeout(cmd, Duration::from_secs(60))
+}
+
+#[test]
+fn full_experiment_dry_run_prints_every_step() {
+    let state = tempdir("ec2");
+    let st = state.to_str().unwrap();
+    let r = script(
+        "experiment.sh",
+        &["--dry-run", "--state", st, "--count", "4", "--ami", "ami-0abc", "--key", "k1", "--key-file", "/keys/k1.pem", "--type", "c5.large", "--region", "eu-west-1", "--slots", "3", "configs/quick.toml", "--set", "run.iterations=5"],
+    );
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    let out = &r.stdout;
+    let has = |needle: &str| assert!(out.contains(needle), "missing `{needle}` in:\n{out}");
+    has("aws --region eu-west-1 ec2 create-placement-group --group-name outrun-pg --strategy cluster");
+    has("ec2 create-security-group");
+    has("authorize-security-group-ingress --group-id sg-DRYRUN --protocol all --source-group sg-DRYRUN");
+    has("ec2 run-instances --image-id ami-0abc --count 4 --instance-type c5.large --key-name k1 --security-group-ids sg-DRYRUN --placement GroupName=outrun-pg");
+    has("ec2 wait instance-running --instance-ids i-DRYRUN00 i-DRYRUN01 i-DRYRUN02 i-DRYRUN03");
+    has("-i /keys/k1.pem 203.0.113.13 true");
+    has("sudo\\ bash\\ ./setup.sh");
+    has("/keys/k1.pem 203.0.113.10 cd\\ \\&\\&\\ mpirun\\ --hostfile\\ outrun-work/hostfile\\ -np\\ 10");
+    has("203.0.113.12:outrun-work/runs/NAME-STAMP");
+    has("ec2 terminate-instances --instance-ids i-DRYRUN00 i-DRYRUN01 i-DRYRUN02 i-DRYRUN03");
+    has("ec2 delete-security-group --group-id sg-DRYRUN");
+    // terminate comes last
+    assert!(out.rfind("terminate-instances").unwrap() > out.rfind("mpirun").unwrap());
+    // the hostfile has private addresses, the master alone on the first host
+    let hostfile = std::fs::read_to_string(state.join("hostfile")).unwrap();
+    assert_eq!(hostfile, "10.0.0.10 slots=1\n10.0.0.11 slots=3\n10.0.0.12 slots=3\n10.0.0.13 slots=3\n");
+}
+
+#[test]
+fn each_script_has_a_dry_run_and_checks_its_arguments() {
+    let state = tempdir("ec2b");
+    let st = state.to_str().unwrap();
+    let p = script("provision.sh", &["--dry-run", "--state", st, "--count", "2", "--ami", "a", "--key", "k", "--security-group", "sg-1"]);
+    assert_eq!(p.code, Some(0), "{}", p.stderr);
+    assert!(!p.stdout.contains("create-security-group"), "an existing group is used as given");
+    assert!(p.stdout.contains("--security-group-ids sg-1"));
+    for (name, args) in [("install.sh", vec!["--dry-run", "--state", st]), ("terminate.sh", vec!["--dry-run", "--state", st])] {
+        let r = script(name, &args);
+        assert_eq!(r.code, Some(0), "{name}: {}", r.stderr);
+        assert!(r.stdout.lines().count() >= 2, "{name} printed nothing");
+    }
+    let r = script("run.sh", &["--dry-run", "--state", st, "configs/quick.toml", "--set", "scheme.workers=1", "--set", "scheme.s=0", "--set", "scheme.kind=umw", "--set", "stragglers.model=none"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(r.stdout.contains("mpirun\\ --hostfile\\ outrun-work/hostfile\\ -np\\ 2"), "{}", r.stdout);
+    // missing arguments and too small a cluster are clear errors
+    let bad = script("provision.sh", &["--dry-run", "--state", st, "--count", "2"]);
+    assert_eq!(bad.code, Some(2));
+    assert!(bad.stderr.contains("--count, --ami and --key are required"));
+    let small = script("run.sh", &["--dry-run", "--state", st, "configs/quick.toml"]);
+    assert_eq!(small.code, Some(2));
+    assert!(small.stderr.contains("needs 10 MPI ranks but"), "{}", small.stderr);
+}

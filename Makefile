@@ -28,3 +28,7 @@ fmt:
 clean:
 	$(CARGO) clean
 	rm -rf runs
+
+.PHONY: reproduce-cr
+reproduce-cr: build
+	scripts/reproduce-cr.sh

@@ -2,11 +2,13 @@
 # Installs the system packages outrun needs (Debian/Ubuntu), idempotently.
 #   OpenMPI (runtime + headers), libclang (for the MPI bindings' bindgen),
 #   OpenBLAS (for the mpi4py/numpy comparison in `make bench`), pkg-config, iproute2 (the
-#   emulated cluster) and rsync (launch/cluster.sh).
+#   emulated cluster), rsync (launch/cluster.sh), fontconfig headers and a font (text in the
+#   plots of `outrun report`).
 # Safe to run repeatedly: it does nothing when everything is already present.
 set -euo pipefail
 
-PKGS=(openmpi-bin libopenmpi-dev libclang-dev libopenblas-dev pkg-config iproute2 rsync)
+PKGS=(openmpi-bin libopenmpi-dev libclang-dev libopenblas-dev pkg-config iproute2 rsync
+      libfontconfig1-dev fonts-dejavu-core)
 
 missing=()
 for p in "${PKGS[@]}"; do

@@ -3,7 +3,6 @@
 
 mod link;
 mod progress;
-mod report;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -54,17 +53,23 @@ enum Cmd {
     /// Micro-benchmarks (used by `make bench`).
     #[command(subcommand)]
     Bench(BenchCmd),
-    /// Compare finished runs: a table of iteration times, totals, errors and exactness.
+    /// Compare finished runs: tables (stdout), and with --out a report.md with plots.
     Report {
         /// Run directories (or directories containing run directories).
         #[arg(required = true)]
         runs: Vec<PathBuf>,
-        /// Run directory whose total time is the baseline for speedups.
+        /// Run directory whose times are the baseline for speedups (default: the slowest run).
         #[arg(long)]
         baseline: Option<PathBuf>,
         /// Also report the time to reach this normalized error (synthetic data).
         #[arg(long)]
         target_error: Option<f64>,
+        /// Write report.md and PNG/SVG plots into this directory.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Iterations per timeline plot (a window around each run's slowest iteration).
+        #[arg(long, default_value_t = 3)]
+        timeline: usize,
     },
 }
 
@@ -129,7 +134,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let fin = outrun_engine::train(&config, &set, &mut bar);
             match fin.result {
                 Ok(Some(s)) => {
-                    println!("{}", report::one_line(&s));
+                    println!("{}", outrun_report::one_line(&s));
                     println!("run directory: {}", s.run_dir);
                     Ok(())
                 }
@@ -188,9 +193,23 @@ fn run(cli: Cli) -> Result<(), Failure> {
             }
             Ok(())
         }
-        Cmd::Report { runs, baseline, target_error } => {
-            let out = report::table(&runs, baseline.as_deref(), target_error).map_err(|e| Failure(e, 2))?;
-            print!("{out}");
+        Cmd::Report { runs, baseline, target_error, out, timeline } => {
+            let opts = outrun_report::Options { baseline, target_error, timeline_iterations: timeline };
+            match out {
+                Some(dir) => {
+                    let md = outrun_report::write_report(&runs, &opts, &dir).map_err(|e| Failure(e, 2))?;
+                    print!("{md}");
+                    eprintln!("report: {}", dir.join("report.md").display());
+                }
+                None => {
+                    let loaded = outrun_report::load_runs(&runs).map_err(|e| Failure(e, 2))?;
+                    for (k, group) in outrun_report::comparisons(&loaded).iter().enumerate() {
+                        println!("Comparison {}: {}\n", k + 1, group[0].problem);
+                        print!("{}", outrun_report::table::markdown(group, &opts).map_err(|e| Failure(e, 2))?);
+                        println!();
+                    }
+                }
+            }
             Ok(())
         }
     }

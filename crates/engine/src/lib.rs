@@ -8,7 +8,7 @@
 //! 2. The plan is executed: [`tree`] for master–worker stars and CodedReduce trees, [`ring`] for
 //!    ring all-reduce and the `MPI_Allreduce` reference.
 //! 3. Every rank logs its events to `rank-<r>.jsonl`; the master (rank 0) writes
-//!    `iterations.csv`, `theta.txt` and `summary.json` ([`runlog`], [`book`]).
+//!    `iterations.csv`, `theta.txt` and `summary.json` (format and writers: `outrun-runlog`).
 //!
 //! Messaging ([`transport`], [`protocol`]): probe-based receives (late messages are drained and
 //! discarded by iteration header), non-blocking sends with owned buffers, tags by iteration and
@@ -16,12 +16,10 @@
 //! per-iteration barrier and no blocking collective in the master–worker loops.
 
 pub mod bench;
-pub mod book;
 pub mod clock;
 pub mod error;
 pub mod protocol;
 pub mod ring;
-pub mod runlog;
 pub mod setup;
 pub mod transport;
 pub mod tree;
@@ -33,10 +31,10 @@ use mpi::traits::*;
 use serde_json::json;
 
 pub use error::EngineError;
-pub use runlog::Summary;
+pub use outrun_runlog::Summary;
 
 use clock::Clock;
-use runlog::Lines;
+use outrun_runlog::Lines;
 use setup::Shared;
 use transport::Comm;
 

@@ -15,10 +15,10 @@ use outrun_workloads::kernel::gradient;
 use outrun_workloads::metrics::step_size;
 use serde_json::json;
 
-use crate::book::{Book, IterationRecord};
+use outrun_runlog::{Book, IterationRecord};
 use crate::error::EngineError;
 use crate::protocol::RING;
-use crate::runlog::Summary;
+use outrun_runlog::Summary;
 use crate::setup::LocalData;
 use crate::transport::Comm;
 use crate::{Env, Progress};
@@ -80,7 +80,7 @@ pub(crate) fn run_ring(mut env: Env<'_>, data: LocalData, progress: &mut dyn Pro
     let me = &plan.nodes[rank];
     let worker = me.worker.expect("ring ranks are workers");
     let io = |e: std::io::Error| EngineError::Run(format!("cannot write to the run directory: {e}"));
-    let mut book = if rank == 0 { Some(Book::new(shared, env.clock.now()).map_err(io)?) } else { None };
+    let mut book = if rank == 0 { Some(Book::new(&shared.run_info(), env.clock.now()).map_err(io)?) } else { None };
     let all_workers: Vec<usize> = (1..=plan.workers).collect();
     let mut theta = vec![0.0; p];
     let mut buf = vec![0.0; p + 1];
@@ -139,12 +139,14 @@ pub(crate) fn run_ring(mut env: Env<'_>, data: LocalData, progress: &mut dyn Pro
             progress.tick(t, wall, loss);
         }
     }
-    env.log.json(&json!({"ev": "shutdown", "kind": "stop", "at": env.clock.now(), "sent_msgs": env.comm.sent_msgs,
-        "sent_bytes": env.comm.sent_bytes, "recv_msgs": env.comm.recv_msgs, "recv_bytes": env.comm.recv_bytes, "clean": true}));
+    // MPI_Allreduce moves its data inside the library, where our counters cannot see it.
+    let counted = |v: u64| if use_mpi { serde_json::Value::Null } else { json!(v) };
+    env.log.json(&json!({"ev": "shutdown", "kind": "stop", "at": env.clock.now(), "sent_msgs": counted(env.comm.sent_msgs),
+        "sent_bytes": counted(env.comm.sent_bytes), "recv_msgs": counted(env.comm.recv_msgs), "recv_bytes": counted(env.comm.recv_bytes), "clean": true}));
     match book {
         Some(book) => {
             progress.end();
-            Ok(Some(book.finish(shared, &theta, setup_s, 0, env.comm.recv_bytes).map_err(io)?))
+            Ok(Some(book.finish(&shared.run_info(), &theta, setup_s, 0, env.comm.recv_bytes).map_err(io)?))
         }
         None => Ok(None),
     }

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::EngineError;
 use crate::protocol::DATA;
-use crate::runlog::create_run_dir;
+use outrun_runlog::create_run_dir;
 use crate::transport::Comm;
 
 /// Everything every rank knows after setup.
@@ -27,6 +27,13 @@ pub struct Shared {
     /// Model dimension p.
     pub features: usize,
     pub run_dir: PathBuf,
+}
+
+impl Shared {
+    /// What the run's book-keeping needs.
+    pub fn run_info(&self) -> outrun_runlog::RunInfo<'_> {
+        outrun_runlog::RunInfo { config: &self.config, plan: &self.plan, features: self.features, run_dir: self.run_dir.clone() }
+    }
 }
 
 #[derive(Serialize, Deserialize)]

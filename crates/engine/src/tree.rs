@@ -28,10 +28,10 @@ use outrun_workloads::kernel::gradient;
 use outrun_workloads::metrics::step_size;
 use serde_json::json;
 
-use crate::book::{Book, IterationRecord};
+use outrun_runlog::{Book, IterationRecord};
 use crate::error::EngineError;
 use crate::protocol::{self, header, message, up_tag, with_header, Kind, BYE, DOWN, HEADER};
-use crate::runlog::Summary;
+use outrun_runlog::Summary;
 use crate::setup::LocalData;
 use crate::transport::Backoff;
 use crate::{Env, Progress};
@@ -370,7 +370,7 @@ impl<'a> TreeNode<'a> {
         let p = self.p;
         let mut theta = vec![0.0; p];
         let io = |e: std::io::Error| EngineError::Run(format!("cannot write to the run directory: {e}"));
-        let mut book = Book::new(shared, self.now()).map_err(io)?;
+        let mut book = Book::new(&shared.run_info(), self.now()).map_err(io)?;
         progress.begin(cfg.run.iterations);
         let deadline = Duration::from_secs_f64(cfg.run.deadline);
         let mut failure = None;
@@ -452,7 +452,7 @@ impl<'a> TreeNode<'a> {
             tracing::warn!("shutdown was not clean; see the rank logs");
         }
         let summary = book
-            .finish(shared, &theta, setup_s, self.late, self.env.comm.recv_bytes)
+            .finish(&shared.run_info(), &theta, setup_s, self.late, self.env.comm.recv_bytes)
             .map_err(io)?;
         Ok(Some(summary))
     }

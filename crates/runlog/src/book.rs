@@ -1,12 +1,23 @@
 //! The logging rank's book-keeping: per-iteration metrics into `iterations.csv`, the optional
 //! trajectory, the final model, and the run summary.
 
+use std::path::PathBuf;
+
 use outrun_plan::config::DataKind;
+use outrun_plan::{Config, Plan};
 use outrun_workloads::data::theta_star;
 use outrun_workloads::metrics::{normalized_error, relative_change};
 
-use crate::runlog::{quantile, Lines, Summary};
-use crate::setup::Shared;
+use crate::files::{quantile, Lines, Summary};
+
+/// What the book needs to know about the run.
+pub struct RunInfo<'a> {
+    pub config: &'a Config,
+    pub plan: &'a Plan,
+    /// Model dimension p.
+    pub features: usize,
+    pub run_dir: PathBuf,
+}
 
 /// One iteration's outcome at the master.
 pub struct IterationRecord<'a> {
@@ -39,7 +50,7 @@ pub struct Book {
 }
 
 impl Book {
-    pub fn new(shared: &Shared, loop_start: f64) -> std::io::Result<Self> {
+    pub fn new(shared: &RunInfo, loop_start: f64) -> std::io::Result<Self> {
         let dir = &shared.run_dir;
         let mut csv = Lines::create(&dir.join("iterations.csv"))?;
         csv.line("iteration,wall_s,cumulative_s,loss,normalized_error,relative_change,used,survivors,coverage,exact,residual,late_discarded");
@@ -105,7 +116,7 @@ impl Book {
     }
 
     /// Write `theta.txt` and `summary.json`; returns the summary.
-    pub fn finish(&self, shared: &Shared, theta: &[f64], setup_s: f64, late: u64, master_bytes: u64) -> std::io::Result<Summary> {
+    pub fn finish(&self, shared: &RunInfo, theta: &[f64], setup_s: f64, late: u64, master_bytes: u64) -> std::io::Result<Summary> {
         let dir = &shared.run_dir;
         let text: String = theta.iter().map(|v| format!("{v:e}\n")).collect();
         std::fs::write(dir.join("theta.txt"), text)?;

@@ -1,4 +1,4 @@
-//! The run directory and its files.
+//! Run directories, their files, and the run summary.
 //!
 //! ```text
 //! runs/<name>-<UTC timestamp>/

@@ -1,0 +1,154 @@
+//! # outrun-report: comparing runs
+//!
+//! Reads run directories (from the MPI engine or the simulator: the format is the same) and
+//! writes what `outrun report` prints or saves:
+//!
+//! - [`table`]: one Markdown table per comparison (runs of the same problem): iteration times,
+//!   totals, time to a target error, speedups over a baseline, exactness, late results, and the
+//!   traffic of the busiest node;
+//! - [`plots`]: error versus wall-clock time, mean (and p95) iteration time per run, and a
+//!   per-rank timeline of chosen iterations (compute, injected delay, waiting, decoding,
+//!   sending; stragglers marked), each as PNG and SVG.
+
+pub mod plots;
+pub mod table;
+
+use std::path::{Path, PathBuf};
+
+use outrun_runlog::read::{self, IterationRow};
+use outrun_runlog::Summary;
+
+/// A finished run, loaded.
+pub struct Run {
+    pub dir: PathBuf,
+    pub summary: Summary,
+    pub iterations: Vec<IterationRow>,
+    /// Comparison key: runs with the same data and loss are compared together.
+    pub problem: String,
+    /// The busiest rank and its bytes sent + received per iteration (None when not measured,
+    /// e.g. `MPI_Allreduce`, whose traffic is inside the MPI library).
+    pub busiest: Option<(usize, f64)>,
+}
+
+impl Run {
+    pub fn load(dir: &Path) -> Result<Self, String> {
+        let summary = read::summary(dir)?;
+        let iterations = read::iterations(dir)?;
+        let problem = match std::fs::read_to_string(dir.join("config.toml")).ok().and_then(|t| outrun_plan::config::parse(&t, &[]).ok()) {
+            Some(c) => {
+                let d = &c.data;
+                format!(
+                    "{:?} data, d = {}, p = {}, seed {}{}, {:?} loss",
+                    d.kind,
+                    summary.samples,
+                    summary.features,
+                    c.run.seed,
+                    d.path.as_ref().map_or(String::new(), |p| format!(", file {p}")),
+                    c.model.loss
+                )
+                .replace("LinearSynthetic", "linear-synthetic")
+                .replace("LogisticSynthetic", "logistic-synthetic")
+                .replace("Libsvm", "libsvm")
+                .replace("LeastSquares", "least-squares")
+                .replace("Logistic loss", "logistic loss")
+            }
+            None => format!("d = {}, p = {}", summary.samples, summary.features),
+        };
+        let iters = summary.iterations.max(1) as f64;
+        let busiest = read::rank_events(dir)?
+            .into_iter()
+            .filter_map(|(r, evs)| {
+                let last = evs.iter().rev().find(|e| e["ev"] == "shutdown")?;
+                // null when the traffic was inside MPI (MPI_Allreduce): not measured
+                let bytes = last["sent_bytes"].as_f64()? + last["recv_bytes"].as_f64()?;
+                Some((r, bytes / iters))
+            })
+            .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)));
+        Ok(Run { dir: dir.to_path_buf(), summary, iterations, problem, busiest })
+    }
+
+    /// Short label: the run name.
+    pub fn label(&self) -> &str {
+        &self.summary.name
+    }
+
+    /// Seconds from the loop start until the normalized error first reached `target`.
+    pub fn time_to_error(&self, target: f64) -> Option<f64> {
+        self.iterations.iter().find(|r| r.normalized_error.is_some_and(|e| e <= target)).map(|r| r.cumulative_s)
+    }
+}
+
+/// Load the runs among `paths` (run directories, or directories of run directories).
+pub fn load_runs(paths: &[PathBuf]) -> Result<Vec<Run>, String> {
+    read::find_runs(paths)?.iter().map(|d| Run::load(d)).collect()
+}
+
+/// Group runs by problem, keeping the input order within and across groups.
+pub fn comparisons(runs: &[Run]) -> Vec<Vec<&Run>> {
+    let mut groups: Vec<Vec<&Run>> = Vec::new();
+    for r in runs {
+        match groups.iter_mut().find(|g| g[0].problem == r.problem) {
+            Some(g) => g.push(r),
+            None => groups.push(vec![r]),
+        }
+    }
+    groups
+}
+
+/// Options of a report.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Run directory whose times are the baseline for speedups (default: the slowest run of
+    /// each comparison).
+    pub baseline: Option<PathBuf>,
+    /// Target normalized error for "time to error".
+    pub target_error: Option<f64>,
+    /// Iterations shown in each timeline (a window around the slowest iteration).
+    pub timeline_iterations: usize,
+}
+
+/// One-line account of a run (what `outrun train` prints at the end).
+pub fn one_line(s: &Summary) -> String {
+    let err = s.final_error.map_or(String::new(), |e| format!(", normalized error {e:.3e}"));
+    format!(
+        "outrun: {} finished {} iterations in {:.3} s (mean {:.2} ms, p95 {:.2} ms per iteration); final loss {:.4e}{err}; exact {}/{}; {} late results discarded",
+        s.scheme,
+        s.iterations,
+        s.total_s,
+        s.mean_s * 1e3,
+        s.p95_s * 1e3,
+        s.final_loss,
+        s.exact_iterations,
+        s.iterations,
+        s.late_discarded
+    )
+}
+
+/// Write `report.md` and the plots into `out`; returns the Markdown.
+pub fn write_report(paths: &[PathBuf], opts: &Options, out: &Path) -> Result<String, String> {
+    let runs = load_runs(paths)?;
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let mut md = String::from("# outrun report\n\n");
+    for (k, group) in comparisons(&runs).iter().enumerate() {
+        md.push_str(&format!("## Comparison {}: {}\n\n", k + 1, group[0].problem));
+        md.push_str(&table::markdown(group, opts)?);
+        let stem = format!("c{}", k + 1);
+        let errs = plots::error_vs_time(group, &out.join(format!("{stem}-error-vs-time")))?;
+        let bars = plots::iteration_times(group, &out.join(format!("{stem}-iteration-time")))?;
+        md.push_str(&format!("\n![{errs}]({stem}-error-vs-time.png)\n\n![mean iteration time]({stem}-iteration-time.png)\n\n"));
+        let _ = bars;
+        for r in group {
+            let name = format!("{stem}-timeline-{}", sanitize(r.label()));
+            if let Some(caption) = plots::timeline(r, opts.timeline_iterations.max(1), &out.join(&name))? {
+                md.push_str(&format!("![{caption}]({name}.png)\n\n"));
+            }
+        }
+    }
+    md.push_str("PNG and SVG versions of every plot are in this directory.\n");
+    std::fs::write(out.join("report.md"), &md).map_err(|e| format!("{}: {e}", out.display()))?;
+    Ok(md)
+}
+
+fn sanitize(s: &str) -> String {
+    s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect()
+}

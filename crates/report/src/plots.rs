@@ -1,0 +1,330 @@
+//! Plots, each written as `<stem>.png` and `<stem>.svg`.
+//!
+//! Text needs a system font (found through fontconfig; on Debian `fonts-dejavu-core`, which
+//! `scripts/setup.sh` installs).
+
+use std::path::Path;
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use serde_json::Value;
+
+use crate::Run;
+
+const PALETTE: [RGBColor; 10] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+    RGBColor(188, 189, 34),
+    RGBColor(23, 190, 207),
+];
+
+const FONT: &str = "sans-serif";
+
+/// One colour per scheme (in order of first appearance), so repetitions share a colour.
+fn scheme_colors(runs: &[&Run]) -> Vec<RGBColor> {
+    let mut schemes: Vec<&str> = Vec::new();
+    runs.iter()
+        .map(|r| {
+            let k = schemes.iter().position(|s| *s == r.summary.scheme).unwrap_or_else(|| {
+                schemes.push(&r.summary.scheme);
+                schemes.len() - 1
+            });
+            PALETTE[k % PALETTE.len()]
+        })
+        .collect()
+}
+
+fn e2s<E: std::fmt::Display>(e: E) -> String {
+    let s = e.to_string();
+    if s.to_lowercase().contains("font") {
+        format!("cannot render text ({s}); install a font (Debian: fonts-dejavu-core; scripts/setup.sh does)")
+    } else {
+        format!("plot: {s}")
+    }
+}
+
+/// Draw the same figure to PNG and SVG.
+fn both(stem: &Path, size: (u32, u32), draw: impl Fn(&DrawingArea<BitMapBackend, Shift>) -> Result<(), String>, draw_svg: impl Fn(&DrawingArea<SVGBackend, Shift>) -> Result<(), String>) -> Result<(), String> {
+    let png = stem.with_extension("png");
+    let svg = stem.with_extension("svg");
+    {
+        let root = BitMapBackend::new(&png, size).into_drawing_area();
+        root.fill(&WHITE).map_err(e2s)?;
+        draw(&root)?;
+        root.present().map_err(e2s)?;
+    }
+    let root = SVGBackend::new(&svg, size).into_drawing_area();
+    root.fill(&WHITE).map_err(e2s)?;
+    draw_svg(&root)?;
+    root.present().map_err(e2s)
+}
+
+/// Normalized error (or loss, when some run has no known θ*) against wall-clock time.
+pub fn error_vs_time(runs: &[&Run], stem: &Path) -> Result<String, String> {
+    let use_error = runs.iter().all(|r| r.iterations.iter().all(|i| i.normalized_error.is_some()));
+    let colors = scheme_colors(runs);
+    // one legend entry per scheme: "scheme" or "scheme (k runs)"
+    let series: Vec<(Option<String>, Vec<(f64, f64)>)> = runs
+        .iter()
+        .enumerate()
+        .map(|(k, r)| {
+            let pts = r
+                .iterations
+                .iter()
+                .map(|i| (i.cumulative_s, if use_error { i.normalized_error.unwrap_or(f64::NAN) } else { i.loss }))
+                .filter(|(_, y)| y.is_finite() && *y > 0.0)
+                .collect();
+            let first = runs.iter().position(|o| o.summary.scheme == r.summary.scheme) == Some(k);
+            let count = runs.iter().filter(|o| o.summary.scheme == r.summary.scheme).count();
+            let name = first.then(|| if count > 1 { format!("{} ({count} runs)", r.summary.scheme) } else { format!("{} ({})", r.summary.scheme, r.label()) });
+            (name, pts)
+        })
+        .collect();
+    let xmax = series.iter().flat_map(|s| s.1.iter().map(|p| p.0)).fold(0.0, f64::max).max(1e-6);
+    let ymin = series.iter().flat_map(|s| s.1.iter().map(|p| p.1)).fold(f64::INFINITY, f64::min);
+    let ymax = series.iter().flat_map(|s| s.1.iter().map(|p| p.1)).fold(0.0, f64::max);
+    if !ymin.is_finite() || ymax <= 0.0 {
+        return Err("plot: no positive error or loss values to plot".into());
+    }
+    let what = if use_error { "normalized error ‖θ−θ*‖²/‖θ*‖²" } else { "loss" };
+    let caption = format!("{what} vs wall-clock time");
+    macro_rules! draw {
+        ($root:expr) => {{
+            let mut c = ChartBuilder::on($root)
+                .caption(&caption, (FONT, 20))
+                .margin(12)
+                .x_label_area_size(40)
+                .y_label_area_size(70)
+                .build_cartesian_2d(0.0..xmax * 1.02, (ymin / 1.5..ymax * 1.5).log_scale())
+                .map_err(e2s)?;
+            c.configure_mesh().x_desc("seconds since the first iteration started").y_desc(what).draw().map_err(e2s)?;
+            for (k, (name, pts)) in series.iter().enumerate() {
+                let col = colors[k];
+                let drawn = c.draw_series(LineSeries::new(pts.iter().copied(), col.stroke_width(2))).map_err(e2s)?;
+                if let Some(name) = name {
+                    drawn.label(name.as_str()).legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], col.stroke_width(2)));
+                }
+            }
+            c.configure_series_labels().background_style(WHITE.mix(0.9)).border_style(BLACK).draw().map_err(e2s)?;
+            Ok(())
+        }};
+    }
+    both(stem, (900, 560), |r| draw!(r), |r| draw!(r))?;
+    Ok(caption)
+}
+
+/// Mean iteration time per run as bars, with the p95 marked.
+pub fn iteration_times(runs: &[&Run], stem: &Path) -> Result<String, String> {
+    let n = runs.len();
+    let top = runs.iter().map(|r| r.summary.p95_s.max(r.summary.mean_s)).fold(0.0, f64::max) * 1e3 * 1.15;
+    let caption = "mean iteration time (bar) and p95 (tick), ms".to_string();
+    let labels: Vec<String> = runs.iter().map(|r| r.label().to_string()).collect();
+    let colors = scheme_colors(runs);
+    macro_rules! draw {
+        ($root:expr) => {{
+            let mut c = ChartBuilder::on($root)
+                .caption(&caption, (FONT, 20))
+                .margin(12)
+                .x_label_area_size(40)
+                .y_label_area_size(60)
+                .build_cartesian_2d(-0.5..n as f64 - 0.5, 0.0..top.max(1e-3))
+                .map_err(e2s)?;
+            c.configure_mesh()
+                .disable_x_mesh()
+                .x_labels(n)
+                .x_label_formatter(&|x| {
+                    let i = x.round();
+                    if (x - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < labels.len() { labels[i as usize].clone() } else { String::new() }
+                })
+                .y_desc("ms per iteration")
+                .draw()
+                .map_err(e2s)?;
+            for (k, r) in runs.iter().enumerate() {
+                let (x, m, p) = (k as f64, r.summary.mean_s * 1e3, r.summary.p95_s * 1e3);
+                let col = colors[k];
+                c.draw_series(std::iter::once(Rectangle::new([(x - 0.35, 0.0), (x + 0.35, m)], col.filled()))).map_err(e2s)?;
+                c.draw_series(std::iter::once(PathElement::new(vec![(x - 0.2, p), (x + 0.2, p)], BLACK.stroke_width(2)))).map_err(e2s)?;
+                let label_at = if p - m > top * 0.06 { m + top * 0.045 } else { p + top * 0.045 };
+                c.draw_series(std::iter::once(Text::new(format!("{m:.1}"), (x - 0.18, label_at), (FONT, 14)))).map_err(e2s)?;
+            }
+            Ok(())
+        }};
+    }
+    both(stem, (900, 500), |r| draw!(r), |r| draw!(r))?;
+    Ok(caption)
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Seg {
+    Compute,
+    Injected,
+    Waiting,
+    Decode,
+    Reduce,
+}
+
+impl Seg {
+    fn color(self) -> RGBColor {
+        match self {
+            Seg::Compute => RGBColor(31, 119, 180),
+            Seg::Injected => RGBColor(255, 160, 60),
+            Seg::Waiting => RGBColor(205, 205, 205),
+            Seg::Decode => RGBColor(148, 103, 189),
+            Seg::Reduce => RGBColor(23, 190, 207),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Seg::Compute => "compute (base time)",
+            Seg::Injected => "extra delay (modelled tail or straggler)",
+            Seg::Waiting => "waiting for children",
+            Seg::Decode => "decode + own gradient",
+            Seg::Reduce => "all-reduce",
+        }
+    }
+}
+
+struct Piece {
+    rank: usize,
+    x0: f64,
+    x1: f64,
+    seg: Seg,
+    straggler: bool,
+}
+
+/// What one iteration event of one rank contributes to the timeline.
+fn pieces(rank: usize, e: &Value, out: &mut Vec<Piece>, marks: &mut Vec<(usize, f64, &'static str)>) {
+    let f = |k: &str| e[k].as_f64();
+    let straggler = e["straggler"].as_bool().unwrap_or(false);
+    let mut push = |x0: f64, x1: f64, seg: Seg, st: bool| {
+        if x1 > x0 {
+            out.push(Piece { rank, x0, x1, seg, straggler: st });
+        }
+    };
+    if let (Some(sent), Some(end)) = (f("sent"), f("end")) {
+        // the master of a tree
+        let dec = f("decode_s").unwrap_or(0.0);
+        push(sent, end - dec, Seg::Waiting, false);
+        push(end - dec, end, Seg::Decode, false);
+        return;
+    }
+    if e["status"] == "dead" {
+        if let Some(m) = f("model") {
+            marks.push((rank, m, "dead"));
+        }
+        return;
+    }
+    let (Some(cs), Some(ce), Some(target)) = (f("compute_start"), f("compute_end"), f("target")) else { return };
+    let injected = f("injected").unwrap_or(0.0);
+    let base_end = cs + (target - injected).max(ce - cs);
+    let ready = f("ready").or(f("send")).unwrap_or(base_end);
+    push(cs, base_end.min(ready), Seg::Compute, false);
+    push(base_end, ready, Seg::Injected, straggler);
+    if let Some(red) = f("reduced") {
+        push(ready, red, Seg::Reduce, false);
+    } else if let Some(send) = f("send") {
+        if e.get("arrivals").is_some() {
+            let dec = f("decode_s").unwrap_or(0.0);
+            push(ready, send - dec, Seg::Waiting, false);
+            push(send - dec, send, Seg::Decode, false);
+        }
+        if e["status"] == "abandoned" {
+            marks.push((rank, send, "abandoned"));
+        } else if e["status"] == "failed" {
+            marks.push((rank, send, "failed"));
+        }
+    }
+}
+
+/// Per-rank timeline of `k` iterations around the slowest one. Returns the caption, or None if
+/// the run has no per-iteration events.
+pub fn timeline(run: &Run, k: usize, stem: &Path) -> Result<Option<String>, String> {
+    let Some(slow) = run.iterations.iter().max_by(|a, b| a.wall_s.total_cmp(&b.wall_s)) else { return Ok(None) };
+    let last = run.iterations.last().map_or(0, |r| r.iteration);
+    let t0 = slow.iteration.saturating_sub((k as u64 - 1) / 2).min(last.saturating_sub(k as u64 - 1));
+    let t1 = t0 + k as u64 - 1;
+    let events = outrun_runlog::read::rank_events(&run.dir)?;
+    let ranks = events.keys().max().map_or(0, |m| m + 1);
+    let mut ps = Vec::new();
+    let mut marks = Vec::new();
+    for (&rank, evs) in &events {
+        for e in evs.iter().filter(|e| e["ev"] == "iter" && e["t"].as_u64().is_some_and(|t| (t0..=t1).contains(&t))) {
+            pieces(rank, e, &mut ps, &mut marks);
+        }
+    }
+    if ps.is_empty() {
+        return Ok(None);
+    }
+    let xs = ps.iter().map(|p| p.x0).fold(f64::INFINITY, f64::min);
+    let xe = ps.iter().map(|p| p.x1).fold(0.0, f64::max);
+    let ms = |x: f64| (x - xs) * 1e3;
+    let caption = format!("{} ({}): iterations {t0}–{t1} by rank (slowest: {})", run.label(), run.summary.scheme, slow.iteration);
+    let height = (160 + 26 * ranks as u32).min(1400);
+    macro_rules! draw {
+        ($root:expr) => {{
+            let mut c = ChartBuilder::on($root)
+                .caption(&caption, (FONT, 18))
+                .margin(12)
+                .x_label_area_size(40)
+                .y_label_area_size(50)
+                .build_cartesian_2d(0.0..ms(xe) * 1.02, -0.5..ranks as f64 - 0.5)
+                .map_err(e2s)?;
+            let rows = ranks;
+            c.configure_mesh()
+                .disable_y_mesh()
+                .y_labels(rows.min(40))
+                .y_label_formatter(&|y| {
+                    let r = y.round();
+                    if (y - r).abs() < 1e-6 && r >= 0.0 && (r as usize) < rows { format!("{}", rows - 1 - r as usize) } else { String::new() }
+                })
+                .x_desc("ms since the window's first event")
+                .y_desc("rank")
+                .draw()
+                .map_err(e2s)?;
+            let y = |rank: usize| (ranks - 1 - rank) as f64;
+            for p in &ps {
+                let (a, b) = (ms(p.x0), ms(p.x1));
+                c.draw_series(std::iter::once(Rectangle::new([(a, y(p.rank) - 0.32), (b, y(p.rank) + 0.32)], p.seg.color().filled()))).map_err(e2s)?;
+                if p.straggler {
+                    c.draw_series(std::iter::once(Rectangle::new([(a, y(p.rank) - 0.32), (b, y(p.rank) + 0.32)], RED.stroke_width(2)))).map_err(e2s)?;
+                }
+            }
+            for &(rank, x, what) in &marks {
+                let col = if what == "abandoned" { RED } else { BLACK };
+                c.draw_series(std::iter::once(Cross::new((ms(x), y(rank)), 5, col.stroke_width(2)))).map_err(e2s)?;
+            }
+            for seg in [Seg::Compute, Seg::Injected, Seg::Waiting, Seg::Decode, Seg::Reduce] {
+                if ps.iter().any(|p| p.seg == seg) {
+                    let col = seg.color();
+                    c.draw_series(std::iter::empty::<Rectangle<(f64, f64)>>())
+                        .map_err(e2s)?
+                        .label(seg.name())
+                        .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], col.filled()));
+                }
+            }
+            if ps.iter().any(|p| p.straggler) {
+                c.draw_series(std::iter::empty::<Rectangle<(f64, f64)>>())
+                    .map_err(e2s)?
+                    .label("straggler")
+                    .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], RED.stroke_width(2)));
+            }
+            if marks.iter().any(|m| m.2 == "abandoned") {
+                c.draw_series(std::iter::empty::<Cross<(f64, f64), i32>>())
+                    .map_err(e2s)?
+                    .label("abandoned: result came too late")
+                    .legend(|(x, y)| Cross::new((x + 7, y), 5, RED.stroke_width(2)));
+            }
+            c.configure_series_labels().position(SeriesLabelPosition::UpperRight).background_style(WHITE.mix(0.9)).border_style(BLACK).draw().map_err(e2s)?;
+            Ok(())
+        }};
+    }
+    both(stem, (1000, height), |r| draw!(r), |r| draw!(r))?;
+    Ok(Some(caption))
+}

@@ -1,0 +1,60 @@
+//! The comparison table.
+
+use crate::{Options, Run};
+
+/// Markdown table of one comparison. Speedup = baseline total time / the run's total time (and
+/// the same on the time to the target error); baseline: `opts.baseline` if it is in this
+/// comparison, else the slowest run.
+pub fn markdown(runs: &[&Run], opts: &Options) -> Result<String, String> {
+    let base = opts
+        .baseline
+        .as_ref()
+        .and_then(|b| runs.iter().find(|r| same_dir(&r.dir, b)))
+        .copied()
+        .unwrap_or_else(|| *runs.iter().max_by(|a, b| a.summary.total_s.total_cmp(&b.summary.total_s)).expect("non-empty comparison"));
+    let target = opts.target_error;
+    let base_to = target.and_then(|t| base.time_to_error(t));
+    let mut o = String::new();
+    let tcols = target.map_or(String::new(), |t| format!(" time to error ≤ {t:e} (s) | speedup to error |"));
+    o.push_str(&format!(
+        "| run | scheme | N | s | iterations | mean ms/it | median ms/it | p95 ms/it | total s | speedup |{tcols} final error | exact | late discarded | busiest node: KB/it (rank) |\n"
+    ));
+    o.push_str(&format!("|---|---|---|---|---|---|---|---|---|---|{}---|---|---|---|\n", if target.is_some() { "---|---|" } else { "" }));
+    for r in runs {
+        let s = &r.summary;
+        let tvals = match target {
+            None => String::new(),
+            Some(t) => match (r.time_to_error(t), base_to) {
+                (Some(x), Some(b)) => format!(" {x:.3} | {:.2}× |", b / x),
+                (Some(x), None) => format!(" {x:.3} | - |"),
+                (None, _) => " not reached | - |".into(),
+            },
+        };
+        let err = s.final_error.map_or_else(|| format!("loss {:.4e}", s.final_loss), |e| format!("{e:.4e}"));
+        let exact = if s.all_exact() { "yes".to_string() } else { format!("no ({}/{})", s.exact_iterations, s.iterations) };
+        let busy = r.busiest.map_or("n/a".into(), |(rank, b)| format!("{:.1} ({rank})", b / 1e3));
+        o.push_str(&format!(
+            "| {}{} | {} | {} | {} | {} | {:.2} | {:.2} | {:.2} | {:.3} | {:.2}× |{tvals} {err} | {exact} | {} | {busy} |\n",
+            s.name,
+            if std::ptr::eq(*r, base) { " (baseline)" } else { "" },
+            s.scheme,
+            s.workers,
+            s.s,
+            s.iterations,
+            s.mean_s * 1e3,
+            s.median_s * 1e3,
+            s.p95_s * 1e3,
+            s.total_s,
+            base.summary.total_s / s.total_s,
+            s.late_discarded
+        ));
+    }
+    Ok(o)
+}
+
+fn same_dir(a: &std::path::Path, b: &std::path::Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => a == b,
+    }
+}

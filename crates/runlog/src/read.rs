@@ -1,0 +1,92 @@
+//! Reading a run directory back.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::files::Summary;
+
+/// One row of `iterations.csv`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IterationRow {
+    pub iteration: u64,
+    pub wall_s: f64,
+    pub cumulative_s: f64,
+    pub loss: f64,
+    pub normalized_error: Option<f64>,
+    pub exact: bool,
+    pub coverage: f64,
+}
+
+fn err(path: &Path, e: impl std::fmt::Display) -> String {
+    format!("{}: {e}", path.display())
+}
+
+/// `summary.json` of a run directory.
+pub fn summary(dir: &Path) -> Result<Summary, String> {
+    let path = dir.join("summary.json");
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e} (is it a finished run directory?)", path.display()))?;
+    serde_json::from_str(&text).map_err(|e| err(&path, format!("malformed summary: {e}")))
+}
+
+/// `iterations.csv` of a run directory.
+pub fn iterations(dir: &Path) -> Result<Vec<IterationRow>, String> {
+    let path = dir.join("iterations.csv");
+    let text = std::fs::read_to_string(&path).map_err(|e| err(&path, e))?;
+    let mut lines = text.lines();
+    let head: Vec<&str> = lines.next().unwrap_or("").split(',').collect();
+    let col = |name: &str| head.iter().position(|h| *h == name).ok_or_else(|| err(&path, format!("no column {name}")));
+    let (ci, cw, cc, cl, ce, cx, cv) = (col("iteration")?, col("wall_s")?, col("cumulative_s")?, col("loss")?, col("normalized_error")?, col("exact")?, col("coverage")?);
+    let mut out = Vec::new();
+    for (n, l) in lines.enumerate() {
+        let f: Vec<&str> = l.split(',').collect();
+        let bad = |c: usize| err(&path, format!("line {}: bad value in column {}", n + 2, head[c]));
+        let num = |c: usize| f.get(c).and_then(|v| v.parse::<f64>().ok()).ok_or_else(|| bad(c));
+        out.push(IterationRow {
+            iteration: f.get(ci).and_then(|v| v.parse().ok()).ok_or_else(|| bad(ci))?,
+            wall_s: num(cw)?,
+            cumulative_s: num(cc)?,
+            loss: num(cl)?,
+            normalized_error: f.get(ce).and_then(|v| v.parse().ok()),
+            exact: f.get(cx) == Some(&"true"),
+            coverage: num(cv)?,
+        });
+    }
+    Ok(out)
+}
+
+/// Every rank's events (`rank-<r>.jsonl`), by rank. Lines that do not parse (a run killed
+/// mid-line) are skipped.
+pub fn rank_events(dir: &Path) -> Result<HashMap<usize, Vec<Value>>, String> {
+    let mut out = HashMap::new();
+    let rd = std::fs::read_dir(dir).map_err(|e| err(dir, e))?;
+    for entry in rd.flatten() {
+        let name = entry.file_name().to_string_lossy().to_string();
+        let Some(r) = name.strip_prefix("rank-").and_then(|n| n.strip_suffix(".jsonl")).and_then(|n| n.parse::<usize>().ok()) else { continue };
+        let text = std::fs::read_to_string(entry.path()).map_err(|e| err(&entry.path(), e))?;
+        out.insert(r, text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect());
+    }
+    Ok(out)
+}
+
+/// Run directories among `paths`: a path holding `summary.json` is one; otherwise its
+/// subdirectories that hold one are taken, in the order they finished.
+pub fn find_runs(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+    let mut out = Vec::new();
+    for p in paths {
+        if p.join("summary.json").is_file() {
+            out.push(p.clone());
+            continue;
+        }
+        let rd = std::fs::read_dir(p).map_err(|e| err(p, e))?;
+        let mut subs: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).filter(|d| d.join("summary.json").is_file()).collect();
+        if subs.is_empty() {
+            return Err(err(p, "no finished run (summary.json) here"));
+        }
+        let finished = |d: &PathBuf| std::fs::metadata(d.join("summary.json")).and_then(|m| m.modified()).ok();
+        subs.sort_by_key(|d| (finished(d), d.clone()));
+        out.extend(subs);
+    }
+    Ok(out)
+}

@@ -1,0 +1,70 @@
+//! `outrun report` on real runs: the comparison table and the plot files.
+
+mod common;
+
+use common::*;
+
+const CFG: &str = r#"
+[run]
+name = "rep"
+seed = 3
+iterations = 12
+[data]
+kind = "linear-synthetic"
+samples = 600
+features = 10
+[model]
+loss = "least-squares"
+lr = 0.5
+[scheme]
+kind = "umw"
+workers = 4
+[stragglers]
+model = "fixed"
+workers = [2]
+factor = 3.0
+[timing]
+compute = "modelled"
+a = 1e-4
+"#;
+
+#[test]
+fn report_writes_tables_and_plots_for_a_comparison() {
+    let (a, umw, _, _) = train("rep-umw", CFG, &["run.name=umw"]);
+    assert_eq!(a.code, Some(0), "{}", a.stderr);
+    let (b, gc, _, _) = train("rep-gc", CFG, &["run.name=gc", "scheme.kind=gc-cyclic", "scheme.s=1"]);
+    assert_eq!(b.code, Some(0), "{}", b.stderr);
+    let out = tempdir("report-out");
+    let r = outrun(&["report", umw.to_str().unwrap(), gc.to_str().unwrap(), "--baseline", umw.to_str().unwrap(), "--target-error", "1e-2", "--out", out.to_str().unwrap()]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("## Comparison 1: linear-synthetic data, d = 600, p = 10, seed 3"), "{md}");
+    let rows: Vec<&str> = md.lines().filter(|l| l.starts_with("| umw") || l.starts_with("| gc")).collect();
+    assert_eq!(rows.len(), 2, "{md}");
+    assert!(rows[0].starts_with("| umw (baseline) | umw | 4 | 0 | 12 |"), "{}", rows[0]);
+    assert!(rows[0].contains("| 1.00× |"), "the baseline's speedup is 1: {}", rows[0]);
+    // the GC run tolerates the slow worker: faster than UMW, to the target error too
+    let speedups: Vec<f64> = rows[1].split('|').filter_map(|c| c.trim().strip_suffix('×')).map(|v| v.parse().unwrap()).collect();
+    assert_eq!(speedups.len(), 2, "{}", rows[1]);
+    assert!(speedups.iter().all(|&s| s > 1.2), "gc should beat umw with a 4x slow worker: {}", rows[1]);
+    // the busiest node of a star is the master
+    assert!(rows[0].trim_end().ends_with("(0) |"), "{}", rows[0]);
+    for f in ["c1-error-vs-time", "c1-iteration-time", "c1-timeline-umw", "c1-timeline-gc"] {
+        for ext in ["png", "svg"] {
+            let p = out.join(format!("{f}.{ext}"));
+            let len = std::fs::metadata(&p).map(|m| m.len()).unwrap_or(0);
+            assert!(len > 2000, "{} missing or empty", p.display());
+        }
+    }
+    let png = std::fs::read(out.join("c1-error-vs-time.png")).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+}
+
+#[test]
+fn report_errors_are_one_line() {
+    let dir = tempdir("report-empty");
+    let r = outrun(&["report", dir.to_str().unwrap()]);
+    assert_eq!(r.code, Some(2));
+    assert!(r.stderr.trim().ends_with("no finished run (summary.json) here"), "{}", r.stderr);
+    assert_eq!(r.stderr.trim().lines().count(), 1);
+}

@@ -20,9 +20,9 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use outrun_codes::combin::SurvivorSet;
 use outrun_codes::{Decoder, EXACT_RESIDUAL};
 use outrun_plan::config::ComputeMode;
+use outrun_plan::wait::{combination, decoder_for, Collector, Offer, Taken};
 use outrun_plan::{Combine, Node, Shape};
 use outrun_workloads::kernel::gradient;
 use outrun_workloads::metrics::step_size;
@@ -35,46 +35,6 @@ use outrun_runlog::Summary;
 use crate::setup::LocalData;
 use crate::transport::Backoff;
 use crate::{Env, Progress};
-
-struct Arrival {
-    at: f64,
-    /// The whole received message; the body starts at `HEADER`.
-    msg: Vec<f64>,
-}
-
-/// Children's results for the iteration being collected.
-struct Collector {
-    t: u64,
-    open: bool,
-    need: usize,
-    got: Vec<Option<Arrival>>,
-    /// Child indices whose gradients were accepted, in arrival order.
-    order: Vec<usize>,
-    /// Child indices that reported their subtree failed, with the ranks they were missing.
-    failed: Vec<(usize, Vec<usize>)>,
-}
-
-impl Collector {
-    fn new(k: usize, need: usize) -> Self {
-        Collector { t: 0, open: false, need, got: (0..k).map(|_| None).collect(), order: vec![], failed: vec![] }
-    }
-
-    fn begin(&mut self, t: u64) {
-        self.t = t;
-        self.open = true;
-        self.got.iter_mut().for_each(|g| *g = None);
-        self.order.clear();
-        self.failed.clear();
-    }
-
-    fn satisfied(&self) -> bool {
-        self.order.len() >= self.need
-    }
-
-    fn hopeless(&self) -> bool {
-        self.got.len() - self.failed.len() < self.need
-    }
-}
 
 /// What waiting ended with.
 #[derive(Debug, PartialEq)]
@@ -106,7 +66,8 @@ pub(crate) struct TreeNode<'a> {
     down: VecDeque<Vec<f64>>,
     late: u64,
     up_sent: u64,
-    col: Collector,
+    /// Children's results (whole received messages) for the iteration being collected.
+    col: Collector<Vec<f64>>,
     decoder: Option<Decoder>,
     data: LocalData,
     p: usize,
@@ -128,10 +89,7 @@ impl<'a> TreeNode<'a> {
         }
         let k = me.children.len();
         let need = me.wait.map_or(0, |w| w.need);
-        let decoder = match me.wait.map(|w| w.combine) {
-            Some(Combine::Decode) => Some(Decoder::new(plan.code.as_ref().expect("decode needs a code").code.b.clone())),
-            _ => None,
-        };
+        let decoder = decoder_for(plan, me);
         TreeNode {
             p: env.shared.features,
             me,
@@ -196,27 +154,16 @@ impl<'a> TreeNode<'a> {
             return;
         };
         let at = self.now();
-        let c = &mut self.col;
-        if c.open && t == c.t && c.got[idx].is_none() && !c.failed.iter().any(|(i, _)| *i == idx) {
-            match kind {
-                Kind::Gradient => {
-                    c.got[idx] = Some(Arrival { at, msg: data });
-                    c.order.push(idx);
-                    if c.satisfied() {
-                        c.open = false;
-                    }
-                    return;
-                }
-                Kind::Failed => {
-                    c.failed.push((idx, data[HEADER..].iter().map(|&v| v as usize).collect()));
-                    return;
-                }
-                _ => {}
-            }
+        let offer = match kind {
+            Kind::Gradient => Offer::Result(data),
+            Kind::Failed => Offer::Failed(data[HEADER..].iter().map(|&v| v as usize).collect()),
+            _ => Offer::Other,
+        };
+        if self.col.offer(idx, t, offer, at) == Taken::Late {
+            // An earlier iteration, or beyond what the wait rule needed: drain and discard.
+            self.late += 1;
+            self.env.log.json(&json!({"ev": "late", "t": self.col.t, "child": source, "msg_t": t, "kind": kind.name(), "at": at}));
         }
-        // Late (an earlier iteration, or beyond what the wait rule needed): drain and discard.
-        self.late += 1;
-        self.env.log.json(&json!({"ev": "late", "t": self.col.t, "child": source, "msg_t": t, "kind": kind.name(), "at": at}));
     }
 
     /// Wait for the children's results for the current iteration.
@@ -245,47 +192,23 @@ impl<'a> TreeNode<'a> {
     /// Combine the accepted children's results into `out` (a message whose body holds this
     /// node's own gradient, or zeros at the master).
     fn combine(&mut self, out: &mut [f64]) -> Combined {
-        let plan = &self.env.shared.plan;
-        let rule = self.me.wait.expect("a parent has a wait rule");
-        let k = self.me.children.len();
-        let body = &mut out[HEADER..];
-        let mut coeffs = vec![0.0; k];
-        let (mut residual, mut coverage) = (0.0, 1.0);
         let t0 = Instant::now();
-        match rule.combine {
-            Combine::Sum => self.col.order.iter().for_each(|&i| coeffs[i] = 1.0),
-            Combine::Rescale => {
-                let covered: usize = self.col.order.iter().map(|&i| plan.nodes[self.me.children[i]].load()).sum();
-                let scale = plan.samples as f64 / covered.max(1) as f64;
-                coverage = covered as f64 / plan.samples as f64;
-                self.col.order.iter().for_each(|&i| coeffs[i] = scale);
-            }
-            Combine::Decode => {
-                let set = SurvivorSet::from_indices(k, &self.col.order);
-                let dec = self.decoder.as_mut().expect("decoder").decode(&set);
-                coeffs.copy_from_slice(&dec.coeffs);
-                residual = dec.residual;
-            }
-        }
-        for (i, &a) in coeffs.iter().enumerate() {
+        let comb = combination(&self.env.shared.plan, self.me, self.col.order(), self.decoder.as_mut());
+        let body = &mut out[HEADER..];
+        for (i, &a) in comb.coeffs.iter().enumerate() {
             if a != 0.0 {
-                let m = &self.col.got[i].as_ref().expect("accepted child has a result").msg[HEADER..];
+                let m = &self.col.got(i).expect("accepted child has a result").1[HEADER..];
                 for (b, v) in body.iter_mut().zip(m) {
                     *b += a * v;
                 }
             }
         }
-        let exact = match rule.combine {
-            Combine::Sum => true,
-            Combine::Rescale => self.col.order.len() == k,
-            Combine::Decode => residual <= EXACT_RESIDUAL,
-        };
-        let used = self.col.order.iter().map(|&i| self.me.children[i]).collect();
-        Combined { residual, exact, coverage, used, decode_s: t0.elapsed().as_secs_f64() }
+        let used = self.col.order().iter().map(|&i| self.me.children[i]).collect();
+        Combined { residual: comb.residual, exact: comb.exact, coverage: comb.coverage, used, decode_s: t0.elapsed().as_secs_f64() }
     }
 
     fn arrivals_json(&self) -> serde_json::Value {
-        let arr: Vec<_> = self.col.got.iter().enumerate().filter_map(|(i, a)| a.as_ref().map(|a| json!([self.me.children[i], a.at]))).collect();
+        let arr: Vec<_> = (0..self.me.children.len()).filter_map(|i| self.col.got(i).map(|(at, _)| json!([self.me.children[i], at]))).collect();
         json!(arr)
     }
 
@@ -293,10 +216,10 @@ impl<'a> TreeNode<'a> {
     fn missing(&self) -> String {
         let mut parts = vec![];
         for (i, &c) in self.me.children.iter().enumerate() {
-            if self.col.got[i].is_some() {
+            if self.col.got(i).is_some() {
                 continue;
             }
-            match self.col.failed.iter().find(|(j, _)| *j == i) {
+            match self.col.failed().iter().find(|(j, _)| *j == i) {
                 Some((_, miss)) => parts.push(format!(
                     "{c} (its subtree failed: rank {c} is missing children {})",
                     miss.iter().map(|m| m.to_string()).collect::<Vec<_>>().join(", ")
@@ -310,7 +233,7 @@ impl<'a> TreeNode<'a> {
     /// Send `kind` down, drain children until they said goodbye, say goodbye upward, flush.
     /// Returns false if the children did not all finish within `grace`.
     fn shutdown(&mut self, kind: Kind, grace: Duration) -> bool {
-        self.col.open = false;
+        self.col.close();
         let msg = Arc::new(with_header(kind, 0, &[]));
         for &c in &self.me.children {
             self.env.comm.isend(c, DOWN, msg.clone());
@@ -392,8 +315,8 @@ impl<'a> TreeNode<'a> {
                         shared.plan.scheme.name(),
                         self.col.need,
                         match w {
-                            Waited::Hopeless => format!("{} children reported failed subtrees", self.col.failed.len()),
-                            _ => format!("only {} arrived", self.col.order.len()),
+                            Waited::Hopeless => format!("{} children reported failed subtrees", self.col.failed().len()),
+                            _ => format!("only {} arrived", self.col.order().len()),
                         },
                         cfg.run.deadline,
                         self.missing()
@@ -401,7 +324,7 @@ impl<'a> TreeNode<'a> {
                     break;
                 }
             }
-            self.col.open = false;
+            self.col.close();
             let mut total = message(Kind::Gradient, t, p + 1);
             let c = self.combine(&mut total);
             if !c.exact && self.me.wait.map(|w| w.combine) == Some(Combine::Decode) {
@@ -491,7 +414,7 @@ impl<'a> TreeNode<'a> {
                 Kind::Model => {
                     self.iteration(t, &m[HEADER..]);
                     // Whatever happened, results for t that arrive from now on are late.
-                    self.col.open = false;
+                    self.col.close();
                 }
                 Kind::Stop => {
                     let grace = self.grace();
@@ -576,7 +499,7 @@ impl<'a> TreeNode<'a> {
                         .children
                         .iter()
                         .enumerate()
-                        .filter(|(i, _)| self.col.got[*i].is_none())
+                        .filter(|(i, _)| self.col.got(*i).is_none())
                         .map(|(_, &c)| c as f64)
                         .collect();
                     ev["status"] = json!("failed");

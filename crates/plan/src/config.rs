@@ -51,6 +51,8 @@ pub struct Config {
     pub timing: TimingConfig,
     #[serde(default)]
     pub engine: EngineConfig,
+    #[serde(default)]
+    pub network: NetworkConfig,
 }
 
 /// `[run]`
@@ -248,6 +250,8 @@ pub enum StragglerKind {
     Bernoulli,
     /// Compute time a·load + Exp(rate μ/load) (CR paper eq. 6); needs modelled timing.
     ShiftedExp,
+    /// Compute time a·load + (load/μ)·W, W ~ Weibull(shape, 1) (HCMM); needs modelled timing.
+    Weibull,
     /// Listed workers never answer from `from_iteration` on.
     FailStop,
 }
@@ -282,9 +286,12 @@ pub struct StragglerConfig {
     /// `shifted-exp`: seconds per data point (the shift).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub a: Option<f64>,
-    /// `shifted-exp`: rate parameter μ in points per second (tail mean load/μ).
+    /// `shifted-exp`, `weibull`: rate parameter μ in points per second (tail scale load/μ).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mu: Option<f64>,
+    /// `weibull`: shape k of the tail (1 is exponential).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shape: Option<f64>,
     /// First iteration (0-based) at which the model applies (`fixed`, `bernoulli`, `fail-stop`).
     #[serde(default)]
     pub from_iteration: u64,
@@ -341,6 +348,64 @@ impl Default for EngineConfig {
     fn default() -> Self {
         EngineConfig { poll_us: default_poll_us() }
     }
+}
+
+/// A link rate: bytes per second, or a string with a unit (`"100mbit"`, `"1gbit"`, `"500kbit"`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Rate {
+    BytesPerSecond(f64),
+    Text(String),
+}
+
+impl Rate {
+    /// Bytes per second, or an error naming the problem.
+    pub fn bytes_per_second(&self) -> Result<f64, String> {
+        let v = match self {
+            Rate::BytesPerSecond(v) => *v,
+            Rate::Text(t) => {
+                let t = t.trim();
+                let split = t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len());
+                let (num, unit) = t.split_at(split);
+                let n: f64 = num.trim().parse().map_err(|_| format!("`{t}` is not a rate like 100mbit"))?;
+                n * match unit {
+                    "bit" => 1.0 / 8.0,
+                    "kbit" => 1e3 / 8.0,
+                    "mbit" => 1e6 / 8.0,
+                    "gbit" => 1e9 / 8.0,
+                    _ => return Err(format!("`{t}`: use a number of bytes per second or kbit, mbit, gbit")),
+                }
+            }
+        };
+        if v.is_finite() && v > 0.0 {
+            Ok(v)
+        } else {
+            Err(format!("{v}: must be a positive rate"))
+        }
+    }
+}
+
+/// `[network]`: the network model of the simulator (`outrun simulate`, `outrun tune`). Real runs
+/// ignore it: their network is the real one (or the emulated cluster's shaped links).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkConfig {
+    /// Every node's NIC rate in each direction (bytes/s or e.g. "100mbit"); absent: infinite.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bandwidth: Option<Rate>,
+    /// Seconds added to every message.
+    #[serde(default)]
+    pub latency: f64,
+    /// Per-rank NIC rates overriding `bandwidth` (one per rank).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub node_bandwidth: Vec<Rate>,
+    /// Whether model messages down the tree cost time (the papers' model counts only uploads).
+    #[serde(default = "default_true")]
+    pub downlink: bool,
+}
+
+fn default_true() -> bool {
+    true
 }
 
 /// Parse a TOML document, apply `key=value` overrides, deserialize and validate.
@@ -447,6 +512,23 @@ impl Config {
         self.validate_stragglers()?;
         if !(self.timing.a.is_finite() && self.timing.a >= 0.0) {
             return err("timing.a", format!("= {}: must be ≥ 0 seconds per point", self.timing.a));
+        }
+        self.validate_network()
+    }
+
+    fn validate_network(&self) -> Result<(), ConfigError> {
+        let n = &self.network;
+        if let Some(b) = &n.bandwidth {
+            b.bytes_per_second().map_err(|e| ConfigError::new("network.bandwidth", e))?;
+        }
+        if !(n.latency.is_finite() && n.latency >= 0.0) {
+            return err("network.latency", format!("= {}: must be ≥ 0 seconds", n.latency));
+        }
+        if !n.node_bandwidth.is_empty() && n.node_bandwidth.len() != self.ranks() {
+            return err("network.node_bandwidth", format!("has {} entries but the run has {} ranks", n.node_bandwidth.len(), self.ranks()));
+        }
+        for b in &n.node_bandwidth {
+            b.bytes_per_second().map_err(|e| ConfigError::new("network.node_bandwidth", e))?;
         }
         Ok(())
     }
@@ -580,6 +662,7 @@ impl Config {
             StragglerKind::Fixed => &["workers", "factor", "from_iteration"],
             StragglerKind::Bernoulli => &["p", "factor", "mode", "from_iteration"],
             StragglerKind::ShiftedExp => &["a", "mu"],
+            StragglerKind::Weibull => &["a", "mu", "shape"],
             StragglerKind::FailStop => &["workers", "from_iteration"],
         };
         let given = [
@@ -589,6 +672,7 @@ impl Config {
             ("mode", st.mode.is_some()),
             ("a", st.a.is_some()),
             ("mu", st.mu.is_some()),
+            ("shape", st.shape.is_some()),
             ("from_iteration", st.from_iteration != 0),
         ];
         let model = model_name(st.model);
@@ -617,19 +701,26 @@ impl Config {
                 Some(p) if !(0.0..=1.0).contains(&p) => return err("stragglers.p", format!("= {p}: must be in [0, 1]")),
                 _ => {}
             },
-            StragglerKind::ShiftedExp => {
+            StragglerKind::ShiftedExp | StragglerKind::Weibull => {
                 if self.timing.compute != ComputeMode::Modelled {
-                    return err("timing.compute", "must be \"modelled\" with stragglers.model = \"shifted-exp\" (the model replaces the measured compute time)");
+                    return err("timing.compute", format!("must be \"modelled\" with stragglers.model = \"{model}\" (the model replaces the measured compute time)"));
                 }
                 match st.a {
-                    None => return err("stragglers.a", "missing: shifted-exp needs the shift a (seconds per point)"),
+                    None => return err("stragglers.a", format!("missing: {model} needs the shift a (seconds per point)")),
                     Some(a) if !(a.is_finite() && a >= 0.0) => return err("stragglers.a", format!("= {a}: must be ≥ 0")),
                     _ => {}
                 }
                 match st.mu {
-                    None => return err("stragglers.mu", "missing: shifted-exp needs the rate μ (points per second)"),
+                    None => return err("stragglers.mu", format!("missing: {model} needs the rate μ (points per second)")),
                     Some(m) if !(m.is_finite() && m > 0.0) => return err("stragglers.mu", format!("= {m}: must be positive")),
                     _ => {}
+                }
+                if st.model == StragglerKind::Weibull {
+                    match st.shape {
+                        None => return err("stragglers.shape", "missing: weibull needs the shape k of the tail"),
+                        Some(k) if !(k.is_finite() && k > 0.0) => return err("stragglers.shape", format!("= {k}: must be positive")),
+                        _ => {}
+                    }
                 }
             }
             StragglerKind::FailStop if self.scheme.kind.is_ring() => {
@@ -659,6 +750,7 @@ pub fn model_name(k: StragglerKind) -> &'static str {
         StragglerKind::Fixed => "fixed",
         StragglerKind::Bernoulli => "bernoulli",
         StragglerKind::ShiftedExp => "shifted-exp",
+        StragglerKind::Weibull => "weibull",
         StragglerKind::FailStop => "fail-stop",
     }
 }
@@ -735,10 +827,24 @@ s = 2
         assert_eq!(field_of(&["stragglers.model=fixed", "stragglers.workers=[1]", "stragglers.p=0.5"]), "stragglers.p");
         assert_eq!(field_of(&["stragglers.model=fail-stop", "stragglers.workers=[1]", "scheme.kind=rar", "scheme.s=0"]), "stragglers.model");
         assert_eq!(field_of(&["bogus.key=1"]), "bogus");
+        assert_eq!(field_of(&["network.bandwidth=fast"]), "network.bandwidth");
+        assert_eq!(field_of(&["network.node_bandwidth=[1, 2]"]), "network.node_bandwidth");
+        assert_eq!(field_of(&["timing.compute=modelled", "stragglers.model=weibull", "stragglers.a=1e-4", "stragglers.mu=1e4"]), "stragglers.shape");
         assert_eq!(field_of(&["data.samples=3"]), "data.samples");
         let e = parse_with(&["scheme.s=6"]).unwrap_err();
         assert_eq!(e.to_string(), "scheme.s = 6: must be less than scheme.workers = 6");
         assert!(!e.to_string().contains('\n'));
+    }
+
+    #[test]
+    fn rates_parse_with_units() {
+        assert_eq!(Rate::Text("100mbit".into()).bytes_per_second(), Ok(12.5e6));
+        assert_eq!(Rate::Text("1gbit".into()).bytes_per_second(), Ok(125e6));
+        assert_eq!(Rate::BytesPerSecond(5.0).bytes_per_second(), Ok(5.0));
+        assert!(Rate::Text("12 parsecs".into()).bytes_per_second().is_err());
+        let c = parse_with(&["network.bandwidth=\"20mbit\"", "network.latency=1e-4"]).unwrap();
+        assert_eq!(c.network.bandwidth.unwrap().bytes_per_second(), Ok(2.5e6));
+        assert!(c.network.downlink);
     }
 
     #[test]

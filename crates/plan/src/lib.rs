@@ -10,6 +10,8 @@
 //! - [`stragglers`]: straggler and fault injection as a function of (seed, worker, iteration).
 //! - [`plan`]: the [`Plan`] type: every rank's data, parent, children and wait rule.
 //! - [`schemes`]: one builder per scheme family (master–worker, ring, CodedReduce).
+//! - [`wait`]: wait rules — which children's results a parent accepts and how it combines
+//!   them; shared by the MPI engine and the simulator.
 
 pub mod alloc;
 pub mod config;
@@ -17,6 +19,7 @@ pub mod plan;
 pub mod schemes;
 pub mod stragglers;
 pub mod topology;
+pub mod wait;
 
 pub use config::{Config, ConfigError, SchemeKind};
 pub use plan::{Combine, Node, Plan, Shape, WaitRule};

@@ -220,6 +220,7 @@ impl Plan {
             StragglerKind::Fixed => format!("fixed: workers {:?} add {}× their compute time{from}", m.workers, m.factor),
             StragglerKind::Bernoulli => format!("bernoulli: each worker with p = {} ({:?}) adds {}× its compute time{from}", m.p, m.mode, m.factor),
             StragglerKind::ShiftedExp => format!("shifted-exp: time = {}·load + Exp(rate {}/load) seconds", m.a, m.mu),
+            StragglerKind::Weibull => format!("weibull: time = {}·load + (load/{})·Weibull(shape {}) seconds", m.a, m.mu, m.shape),
             StragglerKind::FailStop => format!("fail-stop: workers {:?} never answer{from}", m.workers),
         }
         .replace("PerIteration", "per iteration")

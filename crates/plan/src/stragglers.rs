@@ -10,6 +10,7 @@
 //! | `fixed` | base × (1 + factor) for the listed workers from `from_iteration` on |
 //! | `bernoulli` | base × (1 + factor) with probability p (per iteration, or once per run) |
 //! | `shifted-exp` | a·load + (load/μ)·E, E ~ Exp(1) (CR paper eq. 6) |
+//! | `weibull` | a·load + (load/μ)·W, W ~ Weibull(shape k, scale 1) (HCMM's Weibull study) |
 //! | `fail-stop` | the listed workers never answer from `from_iteration` on |
 //!
 //! The *base* time is the measured compute time (`[timing] compute = "real"`) or `timing.a ×
@@ -32,6 +33,9 @@ pub struct StragglerModel {
     pub mode: BernoulliMode,
     pub a: f64,
     pub mu: f64,
+    /// Weibull shape k.
+    #[serde(default)]
+    pub shape: f64,
     pub from_iteration: u64,
     pub compute: ComputeMode,
     /// Seconds per point of the modelled base time.
@@ -64,6 +68,7 @@ impl StragglerModel {
             mode: st.mode.unwrap_or_default(),
             a: st.a.unwrap_or(0.0),
             mu: st.mu.unwrap_or(0.0),
+            shape: st.shape.unwrap_or(0.0),
             from_iteration: st.from_iteration,
             compute: cfg.timing.compute,
             base_a: cfg.timing.a,
@@ -101,9 +106,12 @@ impl StragglerModel {
     /// Compute time of worker `w` at iteration `t` with `load` points, given the measured time
     /// of the real computation.
     pub fn compute_time(&self, worker: usize, iteration: u64, load: usize, measured: f64) -> ComputeTime {
-        if self.kind == StragglerKind::ShiftedExp {
+        if matches!(self.kind, StragglerKind::ShiftedExp | StragglerKind::Weibull) {
             let shift = self.a * load as f64;
-            let tail = if load == 0 { 0.0 } else { load as f64 / self.mu * self.stream(worker, iteration).exp1() };
+            // one Exp(1) draw per (worker, iteration); Weibull(k, 1) = Exp(1)^(1/k)
+            let e = self.stream(worker, iteration).exp1();
+            let w = if self.kind == StragglerKind::Weibull { libm::pow(e, 1.0 / self.shape) } else { e };
+            let tail = if load == 0 { 0.0 } else { load as f64 / self.mu * w };
             return ComputeTime { target: shift + tail, injected: tail, straggler: false };
         }
         let base = match self.compute {
@@ -120,6 +128,7 @@ impl StragglerModel {
     pub fn mean_time(&self, load: usize, base: f64) -> f64 {
         match self.kind {
             StragglerKind::ShiftedExp => self.a * load as f64 + load as f64 / self.mu,
+            StragglerKind::Weibull => self.a * load as f64 + load as f64 / self.mu * libm::tgamma(1.0 + 1.0 / self.shape),
             StragglerKind::Bernoulli => base * (1.0 + self.p * self.factor),
             _ => base,
         }
@@ -179,6 +188,16 @@ mod tests {
         let t1 = m.compute_time(4, 9, 100, 0.0).injected;
         let t2 = m.compute_time(4, 9, 300, 0.0).injected;
         assert!((t2 - 3.0 * t1).abs() < 1e-15);
+    }
+
+    #[test]
+    fn weibull_has_the_right_mean() {
+        let m = model(&["timing.compute=modelled", "stragglers.model=weibull", "stragglers.a=1e-4", "stragglers.mu=2e4", "stragglers.shape=0.5"]);
+        let trials = 200_000u64;
+        let mean = (0..trials).map(|t| m.compute_time(2, t, 100, 0.0).target).sum::<f64>() / trials as f64;
+        let expect = m.mean_time(100, 0.0); // 0.01 + 0.005·Γ(3) = 0.02
+        assert!((expect - 0.02).abs() < 1e-12);
+        assert!((mean - expect).abs() / expect < 0.03, "{mean} vs {expect}");
     }
 
     #[test]

@@ -50,6 +50,30 @@ enum Cmd {
         #[arg(long = "set", value_name = "SECTION.KEY=VALUE")]
         set: Vec<String>,
     },
+    /// Execute the plan in virtual time (network and straggler models; no MPI) and write a run
+    /// directory like a real run's, plus mean / p5 / p95 of the iteration time over trials.
+    Simulate {
+        config: PathBuf,
+        #[arg(long = "set", value_name = "SECTION.KEY=VALUE")]
+        set: Vec<String>,
+        /// Independent trials (trial 0 uses run.seed, i.e. the delays a real run sees).
+        #[arg(long, default_value_t = 100)]
+        trials: usize,
+        /// Compute the θ trajectory of trial 0: auto (when affordable), on, off.
+        #[arg(long, default_value = "auto", value_parser = ["auto", "on", "off"])]
+        math: String,
+    },
+    /// Predict the best value of a config key by simulation, e.g. --vary scheme.s=0..6.
+    Tune {
+        config: PathBuf,
+        /// KEY=VALUES with VALUES an inclusive integer range a..b or a list a,b,c.
+        #[arg(long, value_name = "SECTION.KEY=VALUES")]
+        vary: String,
+        #[arg(long = "set", value_name = "SECTION.KEY=VALUE")]
+        set: Vec<String>,
+        #[arg(long, default_value_t = 100)]
+        trials: usize,
+    },
     /// Micro-benchmarks (used by `make bench`).
     #[command(subcommand)]
     Bench(BenchCmd),
@@ -156,6 +180,59 @@ fn run(cli: Cli) -> Result<(), Failure> {
             }
             Ok(())
         }
+        Cmd::Simulate { config, set, trials, math } => {
+            let cfg = load_config(&config, &set)?;
+            let (samples, p) = outrun_workloads::data::shape(&cfg).map_err(|e| Failure(e.to_string(), 2))?;
+            let plan = outrun_plan::build(&cfg, samples).map_err(|e| Failure(format!("{}: {e}", config.display()), 2))?;
+            let math = match math.as_str() {
+                "on" => outrun_sim::Math::On,
+                "off" => outrun_sim::Math::Off,
+                _ => outrun_sim::Math::Auto,
+            };
+            let sim = outrun_sim::simulate(&cfg, &plan, p, &outrun_sim::Options { trials, math, write: true }).map_err(|e| Failure(e, 1))?;
+            let st = &sim.stats;
+            println!(
+                "simulated {}: {} trials × {} iterations: per-iteration time mean {:.3} ms, p5 {:.3} ms, p95 {:.3} ms (virtual time)",
+                plan.scheme.name(),
+                st.trials,
+                st.iterations,
+                st.mean_s * 1e3,
+                st.p5_s * 1e3,
+                st.p95_s * 1e3
+            );
+            if let Some(n) = &sim.math_note {
+                println!("note: {n}");
+            }
+            if let Some(d) = &sim.run_dir {
+                println!("run directory (trial 0): {}", d.display());
+            }
+            Ok(())
+        }
+        Cmd::Tune { config, vary, set, trials } => {
+            let text = std::fs::read_to_string(&config).map_err(|e| Failure(format!("cannot read config `{}`: {e}", config.display()), 2))?;
+            let (key, spec) = vary.split_once('=').ok_or_else(|| Failure(format!("--vary `{vary}`: use KEY=VALUES, e.g. scheme.s=0..6"), 2))?;
+            let values = outrun_sim::sweep_values(spec).map_err(|e| Failure(format!("--vary {e}"), 2))?;
+            let rows = outrun_sim::tune(&text, &set, key, &values, trials, |c| outrun_workloads::data::shape(c).map_err(|e| e.to_string()));
+            println!("| {key} | mean ms/it | p5 ms/it | p95 ms/it | exact | note |");
+            println!("|---|---|---|---|---|---|");
+            let mut best: Option<(f64, &str)> = None;
+            for r in &rows {
+                match &r.result {
+                    Ok((s, exact)) => {
+                        println!("| {} | {:.3} | {:.3} | {:.3} | {} | |", r.value, s.mean_s * 1e3, s.p5_s * 1e3, s.p95_s * 1e3, if *exact { "yes" } else { "no" });
+                        if *exact && best.map_or(true, |(b, _)| s.mean_s < b) {
+                            best = Some((s.mean_s, &r.value));
+                        }
+                    }
+                    Err(e) => println!("| {} | - | - | - | - | {} |", r.value, e.replace('|', "/")),
+                }
+            }
+            match best {
+                Some((m, v)) => println!("\npredicted best {key} = {v} (mean {:.3} ms per iteration among exact settings, {trials} trials each)", m * 1e3),
+                None => return Err(Failure(format!("no value of {key} gave a runnable exact setting"), 1)),
+            }
+            Ok(())
+        }
         Cmd::Config { config, set } => {
             print!("{}", load_config(&config, &set)?.to_toml());
             Ok(())
@@ -216,13 +293,26 @@ fn run(cli: Cli) -> Result<(), Failure> {
 }
 
 fn main() -> ExitCode {
+    // A bug must still end in one line, not a backtrace.
+    std::panic::set_hook(Box::new(|info| {
+        eprintln!("error: internal error (a bug in outrun; please report it): {info}");
+    }));
+    let cli = Cli::parse();
+    if !matches!(cli.cmd, Cmd::Train { .. } | Cmd::Bench(_)) {
+        // `outrun report ... | head` should end quietly when the pipe closes, like other Unix
+        // tools (MPI runs keep Rust's default, which ignores SIGPIPE).
+        // SAFETY: setting a signal disposition at start-up, before any other thread exists.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
+    }
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("OUTRUN_LOG").unwrap_or_else(|_| "warn".into()))
         .with_writer(std::io::stderr)
         .without_time()
         .with_target(false)
         .init();
-    match run(Cli::parse()) {
+    match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure(msg, code)) => {
             if !msg.is_empty() {

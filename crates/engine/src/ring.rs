@@ -128,7 +128,7 @@ pub(crate) fn run_ring(mut env: Env<'_>, data: LocalData, progress: &mut dyn Pro
             let wall = book.record(IterationRecord {
                 t,
                 end: reduced,
-                theta: &theta,
+                theta: Some(&theta),
                 loss,
                 used: &all_workers,
                 coverage: 1.0,

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use outrun_codes::{Decoder, EXACT_RESIDUAL};
 use outrun_plan::config::ComputeMode;
-use outrun_plan::wait::{combination, decoder_for, Collector, Offer, Taken};
+use outrun_plan::wait::{combination, decoder_for, wait_budget, Collector, Offer, Taken};
 use outrun_plan::{Combine, Node, Shape};
 use outrun_workloads::kernel::gradient;
 use outrun_workloads::metrics::step_size;
@@ -115,8 +115,7 @@ impl<'a> TreeNode<'a> {
     /// Seconds this node may wait for its children, from receiving the model: deeper nodes give
     /// up earlier so their parents hear about a failed subtree before their own deadline.
     fn budget(&self) -> Duration {
-        let d = self.env.shared.config.run.deadline;
-        Duration::from_secs_f64(d * (self.layers + 1 - self.layer) as f64 / (self.layers + 1) as f64)
+        Duration::from_secs_f64(wait_budget(self.env.shared.config.run.deadline, self.layers, self.layer))
     }
 
     /// Receive and dispatch everything that has arrived; true if anything did.
@@ -212,24 +211,6 @@ impl<'a> TreeNode<'a> {
         json!(arr)
     }
 
-    /// Describe which children are missing (for deadline errors).
-    fn missing(&self) -> String {
-        let mut parts = vec![];
-        for (i, &c) in self.me.children.iter().enumerate() {
-            if self.col.got(i).is_some() {
-                continue;
-            }
-            match self.col.failed().iter().find(|(j, _)| *j == i) {
-                Some((_, miss)) => parts.push(format!(
-                    "{c} (its subtree failed: rank {c} is missing children {})",
-                    miss.iter().map(|m| m.to_string()).collect::<Vec<_>>().join(", ")
-                )),
-                None => parts.push(c.to_string()),
-            }
-        }
-        parts.join(", ")
-    }
-
     /// Send `kind` down, drain children until they said goodbye, say goodbye upward, flush.
     /// Returns false if the children did not all finish within `grace`.
     fn shutdown(&mut self, kind: Kind, grace: Duration) -> bool {
@@ -308,19 +289,8 @@ impl<'a> TreeNode<'a> {
             self.col.begin(t);
             match self.wait_children(start_i + deadline, false) {
                 Waited::Ready => {}
-                w => {
-                    let k = self.me.children.len();
-                    failure = Some(format!(
-                        "iteration {t}: {} needs {} of {k} results at the master but {} within run.deadline = {} s; missing: workers {}",
-                        shared.plan.scheme.name(),
-                        self.col.need,
-                        match w {
-                            Waited::Hopeless => format!("{} children reported failed subtrees", self.col.failed().len()),
-                            _ => format!("only {} arrived", self.col.order().len()),
-                        },
-                        cfg.run.deadline,
-                        self.missing()
-                    ));
+                _ => {
+                    failure = Some(self.col.deadline_error(self.me, shared.plan.scheme.name(), cfg.run.deadline));
                     break;
                 }
             }
@@ -353,7 +323,7 @@ impl<'a> TreeNode<'a> {
             let wall = book.record(IterationRecord {
                 t,
                 end,
-                theta: &theta,
+                theta: Some(&theta),
                 loss,
                 used: &c.used,
                 coverage: c.coverage,

@@ -387,7 +387,7 @@ impl Rate {
 
 /// `[network]`: the network model of the simulator (`outrun simulate`, `outrun tune`). Real runs
 /// ignore it: their network is the real one (or the emulated cluster's shaped links).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NetworkConfig {
     /// Every node's NIC rate in each direction (bytes/s or e.g. "100mbit"); absent: infinite.
@@ -402,10 +402,20 @@ pub struct NetworkConfig {
     /// Whether model messages down the tree cost time (the papers' model counts only uploads).
     #[serde(default = "default_true")]
     pub downlink: bool,
+    /// Whether a parent that has what it needs cancels the late uploads still queued for it
+    /// (the papers' model); by default they cross the link, as in the MPI engine.
+    #[serde(default)]
+    pub cancel_late: bool,
 }
 
 fn default_true() -> bool {
     true
+}
+
+impl Default for NetworkConfig {
+    fn default() -> Self {
+        NetworkConfig { bandwidth: None, latency: 0.0, node_bandwidth: vec![], downlink: true, cancel_late: false }
+    }
 }
 
 /// Parse a TOML document, apply `key=value` overrides, deserialize and validate.

@@ -108,6 +108,39 @@ impl<T> Collector<T> {
     }
 }
 
+impl<T> Collector<T> {
+    /// Why the rule is not met, for errors: the children that did not answer, and for those
+    /// that reported a failed subtree, the children *they* were missing.
+    pub fn describe_missing(&self, node: &Node) -> String {
+        let mut parts = vec![];
+        for (i, &c) in node.children.iter().enumerate() {
+            if self.got(i).is_some() {
+                continue;
+            }
+            match self.failed.iter().find(|(j, _)| *j == i) {
+                Some((_, miss)) => parts.push(format!(
+                    "{c} (its subtree failed: rank {c} is missing children {})",
+                    miss.iter().map(|m| m.to_string()).collect::<Vec<_>>().join(", ")
+                )),
+                None => parts.push(c.to_string()),
+            }
+        }
+        parts.join(", ")
+    }
+
+    /// The one-line error of a master that could not meet its rule for iteration `t`.
+    pub fn deadline_error(&self, node: &Node, scheme: &str, deadline: f64) -> String {
+        let k = node.children.len();
+        format!(
+            "iteration {}: {scheme} needs {} of {k} results at the master but {} within run.deadline = {deadline} s; missing: workers {}",
+            self.t,
+            self.need,
+            if self.hopeless() { format!("{} children reported failed subtrees", self.failed.len()) } else { format!("only {} arrived", self.order.len()) },
+            self.describe_missing(node)
+        )
+    }
+}
+
 /// How the accepted children are combined.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Combination {
@@ -148,6 +181,13 @@ pub fn combination(plan: &Plan, node: &Node, survivors: &[usize], decoder: Optio
         Combine::Decode => residual <= EXACT_RESIDUAL,
     };
     Combination { coeffs, residual, exact, coverage }
+}
+
+/// Seconds a node at `layer` (0 = master) of a tree with `layers` layers may wait for its
+/// children, from receiving the model: deeper nodes give up earlier, so a parent hears that a
+/// subtree failed before its own deadline. The master gets the whole `deadline`.
+pub fn wait_budget(deadline: f64, layers: usize, layer: usize) -> f64 {
+    deadline * (layers + 1 - layer) as f64 / (layers + 1) as f64
 }
 
 /// The decoder a node needs, if its rule decodes.

@@ -23,7 +23,9 @@ pub struct RunInfo<'a> {
 pub struct IterationRecord<'a> {
     pub t: u64,
     pub end: f64,
-    pub theta: &'a [f64],
+    /// θ after the update (None when the model was not computed, e.g. a timing-only
+    /// simulation: the metrics are then left empty).
+    pub theta: Option<&'a [f64]>,
     pub loss: f64,
     /// Worker ids whose results were used.
     pub used: &'a [usize],
@@ -88,16 +90,16 @@ impl Book {
         let wall = r.end - self.last_end;
         self.last_end = r.end;
         self.walls.push(wall);
-        let err = self.star.as_ref().map(|s| normalized_error(r.theta, s));
-        let rel = relative_change(r.theta, &self.prev_theta);
+        let err = r.theta.and_then(|th| self.star.as_ref().map(|s| normalized_error(th, s)));
+        let rel = r.theta.and_then(|th| relative_change(th, &self.prev_theta));
         let opt = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x:e}"));
         let survivors: Vec<String> = r.used.iter().map(|w| w.to_string()).collect();
         self.csv.line(&format!(
-            "{},{:.6},{:.6},{:e},{},{},{},{},{:.6},{},{:e},{}",
+            "{},{:.6},{:.6},{},{},{},{},{},{:.6},{},{:e},{}",
             r.t,
             wall,
             r.end - self.loop_start,
-            r.loss,
+            if r.loss.is_finite() { format!("{:e}", r.loss) } else { String::new() },
             opt(err),
             opt(rel),
             r.used.len(),
@@ -107,8 +109,10 @@ impl Book {
             r.residual,
             r.late_total
         ));
-        self.trajectory(r.t + 1, r.theta);
-        self.prev_theta.copy_from_slice(r.theta);
+        if let Some(th) = r.theta {
+            self.trajectory(r.t + 1, th);
+            self.prev_theta.copy_from_slice(th);
+        }
         self.exact += u64::from(r.exact);
         self.last_loss = r.loss;
         self.last_error = err;

@@ -13,6 +13,7 @@ pub struct IterationRow {
     pub iteration: u64,
     pub wall_s: f64,
     pub cumulative_s: f64,
+    /// NaN when not computed (timing-only simulations).
     pub loss: f64,
     pub normalized_error: Option<f64>,
     pub exact: bool,
@@ -47,7 +48,7 @@ pub fn iterations(dir: &Path) -> Result<Vec<IterationRow>, String> {
             iteration: f.get(ci).and_then(|v| v.parse().ok()).ok_or_else(|| bad(ci))?,
             wall_s: num(cw)?,
             cumulative_s: num(cc)?,
-            loss: num(cl)?,
+            loss: f.get(cl).and_then(|v| v.parse::<f64>().ok()).unwrap_or(f64::NAN),
             normalized_error: f.get(ce).and_then(|v| v.parse().ok()),
             exact: f.get(cx) == Some(&"true"),
             coverage: num(cv)?,

@@ -1,0 +1,78 @@
+//! The simulator predicts what the MPI engine measures: the same config and seed (so the same
+//! injected delays), modelled compute, run through mpirun and through `outrun simulate`.
+
+mod common;
+
+use common::*;
+
+const CFG: &str = r#"
+[run]
+name = "xcheck"
+seed = 31
+iterations = 25
+[data]
+kind = "linear-synthetic"
+samples = 1200
+features = 50
+[model]
+loss = "least-squares"
+lr = 0.3
+[scheme]
+kind = "gc-cyclic"
+workers = 6
+s = 2
+[stragglers]
+model = "shifted-exp"
+a = 4e-5
+mu = 2.5e4
+[timing]
+compute = "modelled"
+"#;
+
+fn walls(dir: &std::path::Path) -> Vec<f64> {
+    iterations(dir).iter().map(|r| r["wall_s"].parse().unwrap()).collect()
+}
+
+#[test]
+fn simulator_matches_measured_iteration_times() {
+    for (tag, sets) in [
+        ("gc", vec![]),
+        ("cr", vec!["scheme.kind=cr", "scheme.workers=", "scheme.n=3", "scheme.layers=2", "scheme.s=1"]),
+        ("umw", vec!["scheme.kind=umw", "scheme.s="]),
+    ] {
+        let (run, real_dir, cfg_path, all) = train(&format!("xcheck-{tag}"), CFG, &sets);
+        assert_eq!(run.code, Some(0), "{}", run.stderr);
+        let out = tempdir(&format!("xcheck-sim-{tag}"));
+        let mut args = vec!["simulate".to_string(), cfg_path.display().to_string(), "--trials".into(), "1".into()];
+        for s in all.iter().filter(|s| !s.starts_with("run.out_dir=")) {
+            args.push("--set".into());
+            args.push(s.clone());
+        }
+        args.push("--set".into());
+        args.push(format!("run.out_dir={}", out.display()));
+        let sim = outrun(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_eq!(sim.code, Some(0), "{}", sim.stderr);
+        let (real, simulated) = (walls(&real_dir), walls(&run_dir(&out)));
+        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+        let rel = (mean(&simulated) - mean(&real)).abs() / mean(&real);
+        let per_it = real.iter().zip(&simulated).map(|(r, s)| (s - r).abs() / r).sum::<f64>() / real.len() as f64;
+        eprintln!("{tag}: measured {:.2} ms, simulated {:.2} ms per iteration: {:.1}% apart on the mean, {:.1}% per iteration on average",
+            mean(&real) * 1e3, mean(&simulated) * 1e3, rel * 100.0, per_it * 100.0);
+        assert!(rel <= 0.10, "{tag}: simulated mean {} vs measured {}", mean(&simulated), mean(&real));
+    }
+}
+
+#[test]
+fn tune_predicts_a_best_setting() {
+    let dir = tempdir("tune");
+    let cfg = write_config(&dir, CFG);
+    let r = outrun(&["tune", cfg.to_str().unwrap(), "--vary", "scheme.s=0..6", "--trials", "20"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let rows: Vec<&str> = r.stdout.lines().filter(|l| l.starts_with("| ") && !l.starts_with("| scheme.s")).collect();
+    assert_eq!(rows.len(), 7, "{}", r.stdout);
+    assert!(rows[..6].iter().all(|r| r.contains("| yes |")), "s = 0..5 run and are exact: {}", r.stdout);
+    assert!(rows[6].contains("must be less than scheme.workers = 6"), "s = 6 is not runnable with 6 workers: {}", rows[6]);
+    assert!(r.stdout.contains("predicted best scheme.s = "), "{}", r.stdout);
+    let bad = outrun(&["tune", cfg.to_str().unwrap(), "--vary", "scheme.s"]);
+    assert_eq!(bad.code, Some(2));
+}

@@ -1,0 +1,194 @@
+//! The network model: every message costs `latency + bytes / rate`, where the rate is the
+//! slower of the two NICs; each node sends one message at a time and receives one message at a
+//! time (the papers' single-port model, full duplex). A message starts when it is ready and
+//! both the sender's send port and the receiver's receive port are free; among the messages
+//! that could start, the one that became ready first goes first, so a busy receiver queues them.
+//!
+//! Messages that have not started can be cancelled (the papers' model, where a parent that has
+//! what it needs never receives the late uploads); by default nothing is cancelled, as in the
+//! MPI engine, where every result sent crosses the link.
+
+use outrun_plan::config::Config;
+
+struct Pending<P> {
+    ready: f64,
+    seq: u64,
+    from: usize,
+    to: usize,
+    bytes: usize,
+    payload: P,
+}
+
+/// What the caller must schedule.
+pub enum NetEvent<P> {
+    /// The message arrives (at the given time).
+    Deliver(P),
+    /// A port frees up: call [`Network::pump`] then.
+    Free,
+}
+
+/// Per-rank NIC rates, port occupancy, queued messages and byte counters.
+pub struct Network<P> {
+    rate: Vec<f64>,
+    latency: f64,
+    /// Whether model messages (down the tree) cost time and occupy ports.
+    downlink: bool,
+    send_busy: Vec<f64>,
+    recv_busy: Vec<f64>,
+    pending: Vec<Pending<P>>,
+    seq: u64,
+    pub sent_bytes: Vec<u64>,
+    pub recv_bytes: Vec<u64>,
+    pub sent_msgs: Vec<u64>,
+    pub recv_msgs: Vec<u64>,
+}
+
+impl<P> Network<P> {
+    /// The network of `cfg` for `ranks` ranks (`[network]`; absent bandwidth means infinite).
+    pub fn from_config(cfg: &Config, ranks: usize) -> Self {
+        let n = &cfg.network;
+        let default = n.bandwidth.as_ref().map_or(f64::INFINITY, |b| b.bytes_per_second().expect("validated"));
+        let rate = if n.node_bandwidth.is_empty() {
+            vec![default; ranks]
+        } else {
+            n.node_bandwidth.iter().map(|b| b.bytes_per_second().expect("validated")).collect()
+        };
+        Self::new(rate, n.latency, n.downlink)
+    }
+
+    pub fn new(rate: Vec<f64>, latency: f64, downlink: bool) -> Self {
+        let r = rate.len();
+        Network {
+            rate,
+            latency,
+            downlink,
+            send_busy: vec![0.0; r],
+            recv_busy: vec![0.0; r],
+            pending: Vec::new(),
+            seq: 0,
+            sent_bytes: vec![0; r],
+            recv_bytes: vec![0; r],
+            sent_msgs: vec![0; r],
+            recv_msgs: vec![0; r],
+        }
+    }
+
+    fn count(&mut self, from: usize, to: usize, bytes: usize) {
+        self.sent_bytes[from] += bytes as u64;
+        self.recv_bytes[to] += bytes as u64;
+        self.sent_msgs[from] += 1;
+        self.recv_msgs[to] += 1;
+    }
+
+    /// Send `bytes` from `from` to `to` at time `now` (`down`: a model message). Returns what to
+    /// schedule.
+    pub fn submit(&mut self, from: usize, to: usize, bytes: usize, now: f64, down: bool, payload: P) -> Vec<(f64, NetEvent<P>)> {
+        if down && !self.downlink {
+            self.count(from, to, bytes);
+            return vec![(now + self.latency, NetEvent::Deliver(payload))];
+        }
+        self.seq += 1;
+        self.pending.push(Pending { ready: now, seq: self.seq, from, to, bytes, payload });
+        self.pump(now)
+    }
+
+    /// Start every queued message that can start at `now`.
+    pub fn pump(&mut self, now: f64) -> Vec<(f64, NetEvent<P>)> {
+        let mut out = Vec::new();
+        loop {
+            let pick = self
+                .pending
+                .iter()
+                .enumerate()
+                .filter(|(_, m)| m.ready <= now && self.send_busy[m.from] <= now && self.recv_busy[m.to] <= now)
+                .min_by(|(_, a), (_, b)| a.ready.total_cmp(&b.ready).then(a.seq.cmp(&b.seq)))
+                .map(|(i, _)| i);
+            let Some(i) = pick else { break };
+            let m = self.pending.swap_remove(i);
+            let rate = self.rate[m.from].min(self.rate[m.to]);
+            let dur = if rate.is_infinite() { 0.0 } else { m.bytes as f64 / rate };
+            self.send_busy[m.from] = now + dur;
+            self.recv_busy[m.to] = now + dur;
+            self.count(m.from, m.to, m.bytes);
+            if dur > 0.0 {
+                out.push((now + dur, NetEvent::Free));
+            }
+            out.push((now + dur + self.latency, NetEvent::Deliver(m.payload)));
+        }
+        out
+    }
+
+    /// Drop queued (not started) messages whose payload matches; returns how many.
+    pub fn cancel(&mut self, matches: impl Fn(&P) -> bool) -> usize {
+        let before = self.pending.len();
+        self.pending.retain(|m| !matches(&m.payload));
+        before - self.pending.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Drive the network alone: deliver times of messages submitted at the given times.
+    fn run(n: &mut Network<u32>, msgs: &[(usize, usize, usize, f64)]) -> Vec<(u32, f64)> {
+        let mut q = crate::queue::Queue::new();
+        let mut out = vec![];
+        let mut subs: Vec<(f64, usize)> = msgs.iter().enumerate().map(|(i, m)| (m.3, i)).collect();
+        subs.sort_by(|a, b| a.0.total_cmp(&b.0));
+        for (at, i) in subs {
+            q.push(at, Err(i));
+        }
+        while let Some((at, e)) = q.pop() {
+            let evs = match e {
+                Err(i) => {
+                    let (f, t, b, _) = msgs[i];
+                    n.submit(f, t, b, at, false, i as u32)
+                }
+                Ok(None) => n.pump(at),
+                Ok(Some(p)) => {
+                    out.push((p, at));
+                    vec![]
+                }
+            };
+            for (when, ev) in evs {
+                q.push(when, Ok(match ev {
+                    NetEvent::Deliver(p) => Some(p),
+                    NetEvent::Free => None,
+                }));
+            }
+        }
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
+
+    #[test]
+    fn a_busy_receiver_serialises_messages() {
+        // 1000 B/s, 100-byte messages: 0.1 s each, latency 0.01 s
+        let mut n = Network::new(vec![1000.0; 4], 0.01, true);
+        let got = run(&mut n, &[(1, 0, 100, 0.0), (2, 0, 100, 0.0), (3, 0, 100, 0.05), (0, 1, 100, 0.0), (0, 2, 100, 0.0)]);
+        let at = |p: u32| got.iter().find(|g| g.0 == p).unwrap().1;
+        assert!((at(0) - 0.11).abs() < 1e-12);
+        assert!((at(1) - 0.21).abs() < 1e-12, "queued behind the first");
+        assert!((at(2) - 0.31).abs() < 1e-12, "ready later, served after both");
+        assert!((at(3) - 0.11).abs() < 1e-12, "full duplex: sending does not wait for receiving");
+        assert!((at(4) - 0.21).abs() < 1e-12, "one send at a time");
+        assert_eq!(n.recv_bytes[0], 300);
+    }
+
+    #[test]
+    fn free_downlink_heterogeneous_rates_and_cancellation() {
+        let mut n: Network<u32> = Network::new(vec![1000.0, 100.0, 1000.0], 0.0, false);
+        let ev = n.submit(0, 1, 100, 1.0, true, 7);
+        assert!(matches!(ev[..], [(t, NetEvent::Deliver(7))] if t == 1.0));
+        let got = run(&mut n, &[(0, 1, 100, 1.0)]);
+        assert!((got[0].1 - 2.0).abs() < 1e-12, "the slower NIC sets the rate");
+        // queued messages can be cancelled before they start
+        let mut n: Network<u32> = Network::new(vec![100.0; 3], 0.0, true);
+        let _ = n.submit(1, 0, 100, 0.0, false, 1); // starts at once
+        let _ = n.submit(2, 0, 100, 0.0, false, 2); // waits for the receiver
+        assert_eq!(n.cancel(|p| *p == 2), 1);
+        assert_eq!(n.cancel(|p| *p == 1), 0, "already started");
+        assert_eq!(n.recv_bytes[0], 100);
+    }
+}

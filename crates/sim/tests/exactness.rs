@@ -1,0 +1,74 @@
+//! The simulator's arithmetic pass executes the plan's combinations with the simulated
+//! survivors: exact schemes reproduce serial gradient descent, ignore-stragglers does not.
+
+use outrun_plan::config::parse;
+use outrun_sim::{simulate, Math, Options};
+use outrun_workloads::data::load_all;
+use outrun_workloads::metrics::relative_diff;
+use outrun_workloads::reference::serial_gd;
+
+const CFG: &str = r#"
+[run]
+name = "simx"
+seed = 9
+iterations = 15
+trajectory = true
+[data]
+kind = "linear-synthetic"
+samples = 903
+features = 7
+[model]
+loss = "least-squares"
+lr = 0.4
+[scheme]
+kind = "gc-cyclic"
+workers = 9
+s = 2
+[stragglers]
+model = "bernoulli"
+p = 0.3
+factor = 5.0
+[timing]
+compute = "modelled"
+a = 1e-4
+"#;
+
+fn final_theta(sets: &[&str]) -> (Vec<f64>, Vec<f64>, serde_json::Value) {
+    let out = std::env::temp_dir().join(format!("outrun-simx-{}-{}", std::process::id(), sets.join("_").replace(['=', '.', '[', ']', ',', ' '], "")));
+    let mut all: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    all.push(format!("run.out_dir={}", out.display()));
+    let cfg = parse(CFG, &all).unwrap();
+    let plan = outrun_plan::build(&cfg, 903).unwrap();
+    let sim = simulate(&cfg, &plan, 7, &Options { trials: 3, math: Math::On, write: true }).unwrap();
+    let dir = sim.run_dir.unwrap();
+    let theta: Vec<f64> = std::fs::read_to_string(dir.join("theta.txt")).unwrap().lines().map(|l| l.parse().unwrap()).collect();
+    let want = serial_gd(&load_all(&cfg).unwrap(), &cfg.model, 15).pop().unwrap();
+    let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    std::fs::remove_dir_all(&out).unwrap();
+    (theta, want, summary)
+}
+
+#[test]
+fn exact_schemes_reproduce_serial_gradient_descent() {
+    for sets in [
+        vec![],
+        vec!["scheme.kind=gc-frac", "scheme.s=2"],
+        vec!["scheme.kind=umw", "scheme.s="],
+        vec!["scheme.kind=rar", "scheme.s="],
+        vec!["scheme.kind=cr", "scheme.workers=", "scheme.n=3", "scheme.layers=2", "scheme.s=1"],
+        vec!["scheme.kind=cr", "scheme.workers=", "scheme.n=2", "scheme.layers=3", "scheme.s=1", "scheme.code=frac"],
+    ] {
+        let (got, want, summary) = final_theta(&sets);
+        let diff = relative_diff(&got, &want);
+        assert!(diff < 1e-9, "{sets:?}: {diff:e}");
+        assert_eq!(summary["exact_iterations"], 15, "{sets:?}");
+        assert_eq!(summary["compute"], "simulated");
+    }
+}
+
+#[test]
+fn ignore_stragglers_is_inexact_in_simulation_too() {
+    let (got, want, summary) = final_theta(&["scheme.kind=ignore"]);
+    assert!(relative_diff(&got, &want) > 1e-6);
+    assert_eq!(summary["exact_iterations"], 0);
+}

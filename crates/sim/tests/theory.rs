@@ -105,7 +105,7 @@ cancel_late = true
 fn cr_theorem_2_bounds_and_linear_communication() {
     let (a, mu, tc, d) = (1e-5, 1e5, 0.01, 12000.0);
     let mut comm = vec![];
-    for n in [8usize, 12, 16, 20, 24] {
+    for n in [4usize, 8, 12, 16, 20, 24] {
         let s = n / 4;
         let sets = [format!("scheme.n={n}"), format!("scheme.s={s}")];
         let with = run(&config(CR_THM, &[&sets[0], &sets[1]]), 20).mean_s;

@@ -3,7 +3,8 @@
 # Brings up 13 hosts with every link shaped to RATE (default 20mbit), runs CR on the (3,2) tree
 # and UMW, ignore-stragglers, GC, our ring all-reduce and MPI_Allreduce on 12 workers with the
 # same data and the same injected shifted-exponential delays, REPS times each (default 2),
-# tears the cluster down, and writes docs/results/cr.md (+ plots in docs/results/cr/).
+# tears the cluster down, simulates the same runs (outrun simulate, the shaped rate as the
+# network's bandwidth), and writes docs/results/cr.md (+ plots in docs/results/cr/).
 #   scripts/reproduce-cr.sh [RATE] [REPS]
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -31,9 +32,21 @@ for rep in $(seq "$reps"); do
     $emu run "$cfg" --set "scheme.kind=$kind" --set "run.name=$kind-r$rep" --set "run.out_dir=$out" "${args[@]}" >/dev/null
   done
 done
+$emu drops | awk '{e+=$3; i+=$5} END {print e+0, i+0}' > "$out.drops"
+# the simulator's prediction for each scheme: the shaped rate as every NIC's bandwidth, the
+# engine's semantics (model messages cost time, late results cross the link)
+for kind in cr gc-cyclic umw ignore rar allreduce; do
+  case "$kind" in
+    cr) args=() ;;
+    gc-cyclic|ignore) args=("${flat[@]}" --set scheme.s=4) ;;
+    *) args=("${flat[@]}" --set scheme.s=) ;;
+  esac
+  "$bin" simulate "$cfg" --trials 20 --math off --set "scheme.kind=$kind" --set "run.name=$kind" \
+    --set "run.out_dir=$out-sim" --set "network.bandwidth=\"$rate\"" "${args[@]}" >/dev/null
+done
 mkdir -p docs/results
 rm -rf docs/results/cr
 "$bin" report "$out" --out docs/results/cr --baseline "$(ls -d "$out"/cr-r1-* | head -1)" >/dev/null
-python3 scripts/reproduce/cr_doc.py "$out" "$rate" "$(cat "$out.link")" > docs/results/cr.md
-rm -f "$out.link"
+python3 scripts/reproduce/cr_doc.py "$out" "$rate" "$(cat "$out.link")" "$out-sim" "$(cat "$out.drops")" > docs/results/cr.md
+rm -f "$out.link" "$out.drops"
 echo "reproduce-cr: wrote docs/results/cr.md (runs in $out)" >&2

@@ -87,7 +87,12 @@ pub fn train(config: &Path, overrides: &[String], progress: &mut dyn Progress) -
             std::fs::write(dir.join("config.toml"), shared.config.to_toml()).map_err(io)?;
             std::fs::write(dir.join("plan.json"), serde_json::to_string(&shared.plan).expect("plan serializes")).map_err(io)?;
         }
+        if rank == 0 {
+            let p = &shared.plan;
+            tracing::info!("{}: {} ranks, {} workers, d = {}, p = {}; run directory {}", p.scheme.name(), p.ranks, p.workers, p.samples, shared.features, dir.display());
+        }
         let me = &shared.plan.nodes[rank];
+        tracing::debug!("rank {rank}: load {}, parent {:?}, children {:?}, clock offset {:.6} s (rtt {:.6} s)", me.load(), me.parent, me.children, clock.offset, clock.rtt);
         let host = std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string()).unwrap_or_default();
         log.json(&json!({"ev": "setup", "rank": rank, "worker": me.worker, "host": host, "pid": std::process::id(),
             "clock_offset": clock.offset, "clock_rtt": clock.rtt, "load": me.load(), "parent": me.parent, "children": me.children,
@@ -95,6 +100,9 @@ pub fn train(config: &Path, overrides: &[String], progress: &mut dyn Progress) -
         // One barrier before the timed loop so every rank starts ready; none inside the loop.
         world.barrier();
         let setup_s = started.elapsed().as_secs_f64();
+        if rank == 0 {
+            tracing::info!("setup took {setup_s:.3} s; starting {} iterations", shared.config.run.iterations);
+        }
         let env = Env { comm, shared: &shared, clock, log };
         let res = match shared.plan.shape {
             outrun_plan::Shape::Tree { .. } => {

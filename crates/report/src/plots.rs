@@ -49,6 +49,13 @@ fn e2s<E: std::fmt::Display>(e: E) -> String {
     }
 }
 
+/// The frame every plot shares: caption, margins and label areas.
+fn frame<'a, 'b, DB: DrawingBackend>(root: &'a DrawingArea<DB, Shift>, caption: &str, caption_size: u32, y_label_area: u32) -> ChartBuilder<'a, 'b, DB> {
+    let mut b = ChartBuilder::on(root);
+    b.caption(caption, (FONT, caption_size)).margin(12).x_label_area_size(40).y_label_area_size(y_label_area);
+    b
+}
+
 /// Draw the same figure to PNG and SVG.
 fn both(stem: &Path, size: (u32, u32), draw: impl Fn(&DrawingArea<BitMapBackend, Shift>) -> Result<(), String>, draw_svg: impl Fn(&DrawingArea<SVGBackend, Shift>) -> Result<(), String>) -> Result<(), String> {
     let png = stem.with_extension("png");
@@ -96,11 +103,7 @@ pub fn error_vs_time(runs: &[&Run], stem: &Path) -> Result<String, String> {
     let caption = format!("{what} vs wall-clock time");
     macro_rules! draw {
         ($root:expr) => {{
-            let mut c = ChartBuilder::on($root)
-                .caption(&caption, (FONT, 20))
-                .margin(12)
-                .x_label_area_size(40)
-                .y_label_area_size(70)
+            let mut c = frame($root, &caption, 20, 70)
                 .build_cartesian_2d(0.0..xmax * 1.02, (ymin / 1.5..ymax * 1.5).log_scale())
                 .map_err(e2s)?;
             c.configure_mesh().x_desc("seconds since the first iteration started").y_desc(what).draw().map_err(e2s)?;
@@ -128,11 +131,7 @@ pub fn iteration_times(runs: &[&Run], stem: &Path) -> Result<String, String> {
     let colors = scheme_colors(runs);
     macro_rules! draw {
         ($root:expr) => {{
-            let mut c = ChartBuilder::on($root)
-                .caption(&caption, (FONT, 20))
-                .margin(12)
-                .x_label_area_size(40)
-                .y_label_area_size(60)
+            let mut c = frame($root, &caption, 20, 60)
                 .build_cartesian_2d(-0.5..n as f64 - 0.5, 0.0..top.max(1e-3))
                 .map_err(e2s)?;
             c.configure_mesh()
@@ -269,11 +268,7 @@ pub fn timeline(run: &Run, k: usize, stem: &Path) -> Result<Option<String>, Stri
     let height = (160 + 26 * ranks as u32).min(1400);
     macro_rules! draw {
         ($root:expr) => {{
-            let mut c = ChartBuilder::on($root)
-                .caption(&caption, (FONT, 18))
-                .margin(12)
-                .x_label_area_size(40)
-                .y_label_area_size(50)
+            let mut c = frame($root, &caption, 18, 50)
                 .build_cartesian_2d(0.0..ms(xe) * 1.02, -0.5..ranks as f64 - 0.5)
                 .map_err(e2s)?;
             let rows = ranks;

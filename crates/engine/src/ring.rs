@@ -11,14 +11,13 @@ use std::time::{Duration, Instant};
 
 use outrun_plan::alloc::split_sizes;
 use outrun_plan::Shape;
+use outrun_runlog::{Book, IterationRecord, Summary};
 use outrun_workloads::kernel::gradient;
-use outrun_workloads::metrics::step_size;
+use outrun_workloads::metrics::gd_step;
 use serde_json::json;
 
-use outrun_runlog::{Book, IterationRecord};
 use crate::error::EngineError;
 use crate::protocol::RING;
-use outrun_runlog::Summary;
 use crate::setup::LocalData;
 use crate::transport::Comm;
 use crate::{Env, Progress};
@@ -111,12 +110,8 @@ pub(crate) fn run_ring(mut env: Env<'_>, data: LocalData, progress: &mut dyn Pro
             ring_allreduce(&mut env.comm, &mut buf, &mut scratch, cfg.engine.poll_us, Some(until));
         }
         let reduced = env.clock.now();
-        let (g, loss) = (&buf[..p], buf[p]);
-        let eta = step_size(&cfg.model, t);
-        let d = plan.samples as f64;
-        for k in 0..p {
-            theta[k] -= eta * (g[k] / d + cfg.model.l2 * theta[k]);
-        }
+        let loss = buf[p];
+        gd_step(&mut theta, &buf[..p], plan.samples as f64, &cfg.model, t);
         env.log.json(&json!({"ev": "iter", "t": t, "worker": worker, "start": start, "compute_start": start, "compute_end": c1,
             "target": timing.target, "injected": timing.injected, "straggler": timing.straggler, "ready": ready, "reduced": reduced}));
         if !theta.iter().all(|v| v.is_finite()) || !loss.is_finite() {

@@ -23,15 +23,14 @@ use std::time::{Duration, Instant};
 use outrun_codes::{Decoder, EXACT_RESIDUAL};
 use outrun_plan::config::ComputeMode;
 use outrun_plan::wait::{combination, decoder_for, wait_budget, Collector, Offer, Taken};
-use outrun_plan::{Combine, Node, Shape};
+use outrun_plan::{Combine, Node};
+use outrun_runlog::{Book, IterationRecord, Summary};
 use outrun_workloads::kernel::gradient;
-use outrun_workloads::metrics::step_size;
+use outrun_workloads::metrics::gd_step;
 use serde_json::json;
 
-use outrun_runlog::{Book, IterationRecord};
 use crate::error::EngineError;
 use crate::protocol::{self, header, message, up_tag, with_header, Kind, BYE, DOWN, HEADER};
-use outrun_runlog::Summary;
 use crate::setup::LocalData;
 use crate::transport::Backoff;
 use crate::{Env, Progress};
@@ -77,16 +76,7 @@ impl<'a> TreeNode<'a> {
     pub(crate) fn new(env: Env<'a>, data: LocalData) -> Self {
         let plan = &env.shared.plan;
         let me = &plan.nodes[env.comm.rank];
-        let layers = match plan.shape {
-            Shape::Tree { layers, .. } => layers,
-            Shape::Ring { .. } => unreachable!("tree executor on a ring plan"),
-        };
-        let mut layer = 0;
-        let mut r = me.rank;
-        while let Some(p) = plan.nodes[r].parent {
-            layer += 1;
-            r = p;
-        }
+        let (layer, layers) = (plan.depth(me.rank), plan.layers());
         let k = me.children.len();
         let need = me.wait.map_or(0, |w| w.need);
         let decoder = decoder_for(plan, me);
@@ -253,6 +243,17 @@ impl<'a> TreeNode<'a> {
         clean && flushed
     }
 
+    /// A child that never said goodbye (a crashed or hung process) leaves sends or receives
+    /// that MPI_Finalize could wait for forever: end the whole job instead, with one line.
+    fn abort_unclean(&self, why: &str) -> ! {
+        eprintln!(
+            "error: rank {}: {why}; its children did not finish within {:?}, so the MPI job is aborted (logs are in the run directory)",
+            self.me.rank,
+            self.grace()
+        );
+        self.env.comm.abort(1)
+    }
+
     fn grace(&self) -> Duration {
         Duration::from_secs_f64(self.env.shared.config.run.deadline.clamp(5.0, 60.0))
     }
@@ -304,12 +305,8 @@ impl<'a> TreeNode<'a> {
                 ));
                 break;
             }
-            let (g, loss) = (&total[HEADER..HEADER + p], total[HEADER + p]);
-            let eta = step_size(&cfg.model, t);
-            let d = shared.plan.samples as f64;
-            for k in 0..p {
-                theta[k] -= eta * (g[k] / d + cfg.model.l2 * theta[k]);
-            }
+            let loss = total[HEADER + p];
+            gd_step(&mut theta, &total[HEADER..HEADER + p], shared.plan.samples as f64, &cfg.model, t);
             if !theta.iter().all(|v| v.is_finite()) || !loss.is_finite() {
                 failure = Some(format!(
                     "iteration {t}: the model diverged (non-finite θ or loss); lower model.lr (now {})",
@@ -337,16 +334,19 @@ impl<'a> TreeNode<'a> {
         if let Some(f) = failure {
             self.env.log.json(&json!({"ev": "error", "at": self.now(), "message": f}));
             let grace = self.grace();
-            self.shutdown(Kind::Abort, grace);
+            if !self.shutdown(Kind::Abort, grace) {
+                self.abort_unclean(&f);
+            }
             return Err(EngineError::Run(f));
         }
         let grace = self.grace();
-        if !self.shutdown(Kind::Stop, grace) {
-            tracing::warn!("shutdown was not clean; see the rank logs");
-        }
+        let clean = self.shutdown(Kind::Stop, grace);
         let summary = book
             .finish(&shared.run_info(), &theta, setup_s, self.late, self.env.comm.recv_bytes)
             .map_err(io)?;
+        if !clean {
+            self.abort_unclean("the run finished, but not every worker said goodbye");
+        }
         Ok(Some(summary))
     }
 
@@ -386,15 +386,12 @@ impl<'a> TreeNode<'a> {
                     // Whatever happened, results for t that arrive from now on are late.
                     self.col.close();
                 }
-                Kind::Stop => {
+                Kind::Stop | Kind::Abort => {
                     let grace = self.grace();
-                    self.shutdown(Kind::Stop, grace);
-                    return Ok(None);
-                }
-                Kind::Abort => {
-                    let grace = self.grace();
-                    self.shutdown(Kind::Abort, grace);
-                    return Err(EngineError::Aborted);
+                    if !self.shutdown(kind, grace) {
+                        self.abort_unclean("shutdown incomplete");
+                    }
+                    return if kind == Kind::Stop { Ok(None) } else { Err(EngineError::Aborted) };
                 }
                 other => return Err(EngineError::Run(format!("rank {}: unexpected {} message from the parent", self.me.rank, other.name()))),
             }

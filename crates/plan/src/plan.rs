@@ -98,6 +98,25 @@ impl Plan {
         matches!(self.shape, Shape::Tree { .. }).then_some(0)
     }
 
+    /// Depth of a rank in the tree (0 for the master and for ring ranks).
+    pub fn depth(&self, rank: usize) -> usize {
+        let mut d = 0;
+        let mut r = rank;
+        while let Some(p) = self.nodes[r].parent {
+            d += 1;
+            r = p;
+        }
+        d
+    }
+
+    /// Layers of workers below the master (0 for rings).
+    pub fn layers(&self) -> usize {
+        match self.shape {
+            Shape::Tree { layers, .. } => layers,
+            Shape::Ring { .. } => 0,
+        }
+    }
+
     /// Whether the master's result is the exact full gradient whenever every parent gets its
     /// `need` children (false only for ignore-stragglers with s > 0).
     pub fn exact_by_design(&self) -> bool {

@@ -426,18 +426,8 @@ impl<'a> Sim<'a> {
 /// events are kept in the engine's format.
 pub fn execute(plan: &Plan, cfg: &Config, model: &StragglerModel, p: usize, log: bool) -> Result<Outcome, String> {
     let ranks = plan.ranks;
-    let mut layer = vec![0; ranks];
-    for n in &plan.nodes {
-        let mut r = n.rank;
-        while let Some(par) = plan.nodes[r].parent {
-            layer[n.rank] += 1;
-            r = par;
-        }
-    }
-    let layers = match plan.shape {
-        Shape::Tree { layers, .. } => layers,
-        Shape::Ring { .. } => 0,
-    };
+    let layer = (0..ranks).map(|r| plan.depth(r)).collect();
+    let layers = plan.layers();
     let nodes = plan
         .nodes
         .iter()

@@ -11,7 +11,7 @@ use outrun_plan::wait::{combination, decoder_for};
 use outrun_plan::{Plan, Shape};
 use outrun_workloads::data::{load_all, synthetic_rows};
 use outrun_workloads::kernel::gradient;
-use outrun_workloads::metrics::step_size;
+use outrun_workloads::metrics::gd_step;
 use outrun_workloads::Rows;
 
 /// Per iteration: θ after the update, the loss at θ_t, exactness, residual and coverage of the
@@ -91,10 +91,7 @@ pub fn trajectory(cfg: &Config, plan: &Plan, p: usize, used: &HashMap<(usize, u6
                 std::mem::take(&mut body[0])
             }
         };
-        let eta = step_size(&cfg.model, t);
-        for k in 0..p {
-            theta[k] -= eta * (total[k] / d + cfg.model.l2 * theta[k]);
-        }
+        gd_step(&mut theta, &total[..p], d, &cfg.model, t);
         out.push(Step { theta: theta.clone(), loss: total[p], exact, residual, coverage });
     }
     Ok(out)

@@ -10,6 +10,15 @@ pub fn step_size(model: &ModelConfig, t: u64) -> f64 {
     }
 }
 
+/// The update every executor applies: θ ← θ − η_t·(g/d + λθ), with g the gradient *sum* over
+/// the d samples (the serial reference in `reference.rs` writes it out on its own, on purpose).
+pub fn gd_step(theta: &mut [f64], g: &[f64], d: f64, model: &ModelConfig, t: u64) {
+    let eta = step_size(model, t);
+    for (th, gk) in theta.iter_mut().zip(g) {
+        *th -= eta * (gk / d + model.l2 * *th);
+    }
+}
+
 /// ‖a‖²
 pub fn norm_sq(a: &[f64]) -> f64 {
     a.iter().map(|x| x * x).sum()

@@ -306,8 +306,16 @@ fn main() -> ExitCode {
             libc::signal(libc::SIGPIPE, libc::SIG_DFL);
         }
     }
+    // OUTRUN_LOG = error | warn (default) | info | debug | trace
+    let level = match std::env::var("OUTRUN_LOG").unwrap_or_default().to_ascii_lowercase().as_str() {
+        "error" => tracing::Level::ERROR,
+        "info" => tracing::Level::INFO,
+        "debug" => tracing::Level::DEBUG,
+        "trace" => tracing::Level::TRACE,
+        _ => tracing::Level::WARN,
+    };
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("OUTRUN_LOG").unwrap_or_else(|_| "warn".into()))
+        .with_max_level(level)
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .without_time()

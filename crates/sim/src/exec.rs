@@ -29,8 +29,7 @@ const HEADER: usize = 2;
 
 /// What one simulated run produced.
 pub struct Outcome {
-    /// Master-side (rank 0 for rings) start and end time of each iteration.
-    pub starts: Vec<f64>,
+    /// Master-side (rank 0 for rings) end time of each iteration.
     pub ends: Vec<f64>,
     /// The child indices each parent used, by (rank, iteration): the survivors of its decode.
     pub used: HashMap<(usize, u64), Vec<usize>>,
@@ -89,7 +88,6 @@ struct Sim<'a> {
     layer: Vec<usize>,
     layers: usize,
     out: Outcome,
-    log: bool,
     failure: Option<String>,
     iterations: u64,
 }
@@ -130,7 +128,6 @@ impl<'a> Sim<'a> {
     // ---------------------------------------------------------------- trees
 
     fn start_iteration(&mut self, t: u64, at: f64) {
-        self.out.starts.push(at);
         let master = &self.plan.nodes[0];
         self.nodes[0].col.as_mut().expect("the master has children").begin(t);
         self.nodes[0].ev = json!({"ev": "iter", "t": t, "start": at, "sent": at});
@@ -307,9 +304,6 @@ impl<'a> Sim<'a> {
         let timing = self.model.compute_time(worker, t, me.load(), self.base_compute(me.load()));
         self.nodes[r].ev = json!({"ev": "iter", "t": t, "worker": worker, "start": at, "compute_start": at, "compute_end": at,
             "target": timing.target, "injected": timing.injected, "straggler": timing.straggler});
-        if r == 0 {
-            self.out.starts.push(at);
-        }
         self.q.push(at + timing.target, Ev::Done { node: r, t });
     }
 
@@ -374,11 +368,10 @@ impl<'a> Sim<'a> {
                 Ev::Done { node, t } => {
                     if self.nodes[node].cur == Some(t) && !self.nodes[node].sent {
                         self.nodes[node].own_done = Some(at);
+                        self.nodes[node].ev["ready"] = json!(at);
                         if ring {
-                            self.nodes[node].ev["ready"] = json!(at);
                             self.ring_advance(node, t, at);
                         } else {
-                            self.nodes[node].ev["ready"] = json!(at);
                             self.try_finish(node, t, at);
                         }
                     }
@@ -444,7 +437,6 @@ pub fn execute(plan: &Plan, cfg: &Config, model: &StragglerModel, p: usize, log:
         layer,
         layers,
         out: Outcome {
-            starts: vec![],
             ends: vec![],
             used: HashMap::new(),
             late_at_end: vec![],
@@ -453,10 +445,8 @@ pub fn execute(plan: &Plan, cfg: &Config, model: &StragglerModel, p: usize, log:
             sent_bytes: vec![],
             recv_bytes: vec![],
         },
-        log,
         failure: None,
         iterations: cfg.run.iterations,
     };
-    let _ = sim.log;
     sim.run()
 }

@@ -32,7 +32,11 @@ pub struct Shared {
 impl Shared {
     /// What the run's book-keeping needs.
     pub fn run_info(&self) -> outrun_runlog::RunInfo<'_> {
-        outrun_runlog::RunInfo { config: &self.config, plan: &self.plan, features: self.features, run_dir: self.run_dir.clone() }
+        let compute = match self.config.timing.compute {
+            outrun_plan::config::ComputeMode::Real => "real",
+            outrun_plan::config::ComputeMode::Modelled => "modelled",
+        };
+        outrun_runlog::RunInfo { config: &self.config, plan: &self.plan, features: self.features, run_dir: self.run_dir.clone(), compute }
     }
 }
 

@@ -17,6 +17,8 @@ pub struct RunInfo<'a> {
     /// Model dimension p.
     pub features: usize,
     pub run_dir: PathBuf,
+    /// How compute time was obtained: "real", "modelled" or "simulated".
+    pub compute: &'a str,
 }
 
 /// One iteration's outcome at the master.
@@ -149,7 +151,7 @@ impl Book {
             late_discarded: late,
             master_bytes_per_iter: master_bytes as f64 / n,
             stragglers: outrun_plan::config::model_name(plan.stragglers.kind).into(),
-            compute: format!("{:?}", shared.config.timing.compute).to_lowercase(),
+            compute: shared.compute.to_string(),
             run_dir: dir.display().to_string(),
         };
         std::fs::write(dir.join("summary.json"), serde_json::to_string_pretty(&summary).expect("summary serializes") + "\n")?;

@@ -133,7 +133,7 @@ pub fn simulate(cfg: &Config, plan: &Plan, p: usize, opts: &Options) -> Result<S
             evs.iter().for_each(|e| l.json(e));
         }
     }
-    let info = RunInfo { config: cfg, plan, features: p, run_dir: dir.clone() };
+    let info = RunInfo { config: cfg, plan, features: p, run_dir: dir.clone(), compute: "simulated" };
     let mut book = Book::new(&info, 0.0).map_err(io)?;
     for (t, &end) in first.ends.iter().enumerate() {
         let step = steps.as_ref().map(|s| &s[t]);
@@ -154,9 +154,7 @@ pub fn simulate(cfg: &Config, plan: &Plan, p: usize, opts: &Options) -> Result<S
         });
     }
     let theta = steps.as_ref().and_then(|s| s.last()).map_or(vec![f64::NAN; p], |s| s.theta.clone());
-    let mut summary = book.finish(&info, &theta, 0.0, first.late, first.recv_bytes[0]).map_err(io)?;
-    summary.compute = "simulated".into();
-    std::fs::write(dir.join("summary.json"), serde_json::to_string_pretty(&summary).expect("summary serializes") + "\n").map_err(io)?;
+    let summary = book.finish(&info, &theta, 0.0, first.late, first.recv_bytes[0]).map_err(io)?;
     let sim = serde_json::json!({"stats": stats, "network": {
         "bandwidth_bytes_per_s": cfg.network.bandwidth.as_ref().map(|b| b.bytes_per_second().ok()),
         "latency_s": cfg.network.latency, "downlink": cfg.network.downlink}, "math": math_note});

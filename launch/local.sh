@@ -34,7 +34,10 @@ export OMPI_MCA_mpi_yield_when_idle=1
 # exits. Set OUTRUN_MPI_VERBOSE=1 to see them when debugging MPI itself.
 quiet="--quiet"
 [ "${OUTRUN_MPI_VERBOSE:-0}" = "1" ] && quiet=""
+# OUTRUN_TIMEOUT=SECONDS bounds the whole job (mpirun and its ranks are killed past it).
+bound=()
+[ -n "${OUTRUN_TIMEOUT:-}" ] && bound=(timeout --kill-after=10 "$OUTRUN_TIMEOUT")
 # shellcheck disable=SC2086
-exec mpirun $quiet --oversubscribe --bind-to none --map-by slot -np "$np" \
+exec "${bound[@]}" mpirun $quiet --oversubscribe --bind-to none --map-by slot -np "$np" \
   --mca btl self,vader,tcp --mca btl_base_warn_component_unused 0 \
   ${OUTRUN_MPIRUN_FLAGS:-} "$bin" train "$config" "$@"

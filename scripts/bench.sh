@@ -9,13 +9,15 @@
 #   5. the demo's per-iteration time, to put the overhead in proportion
 #   6. CodedReduce vs GC, UMW, ignore and RAR with the same shifted-exponential delays
 set -euo pipefail
+# every MPI job is bounded in time (launch/local.sh, launch/emu-cluster honour it)
+export OUTRUN_TIMEOUT="${OUTRUN_TIMEOUT:-600}"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
 bin="${OUTRUN_BIN:-$here/target/release/outrun}"
 out="runs/bench-$(date -u +%Y%m%d-%H%M%S)"
 mkdir -p "$out"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
-MPIRUN=(mpirun --quiet --oversubscribe --bind-to none --mca btl self,vader,tcp --mca btl_base_warn_component_unused 0)
+MPIRUN=(timeout --kill-after=10 "$OUTRUN_TIMEOUT" mpirun --quiet --oversubscribe --bind-to none --mca btl self,vader,tcp --mca btl_base_warn_component_unused 0)
 PAIRS="${BENCH_PAIRS:-7}"
 
 # Python with mpi4py + numpy for the baseline loop, in a project-local venv.

@@ -2,6 +2,8 @@
 # Train the default experiment once per scheme and print a comparison table.
 #   scripts/demo.sh [CONFIG]   (default configs/demo.toml)
 set -euo pipefail
+# every MPI job is bounded in time (launch/local.sh, launch/emu-cluster honour it)
+export OUTRUN_TIMEOUT="${OUTRUN_TIMEOUT:-300}"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
 config="${1:-configs/demo.toml}"

@@ -7,6 +7,8 @@
 # network's bandwidth), and writes docs/results/cr.md (+ plots in docs/results/cr/).
 #   scripts/reproduce-cr.sh [RATE] [REPS]
 set -euo pipefail
+# every MPI job is bounded in time (launch/local.sh, launch/emu-cluster honour it)
+export OUTRUN_TIMEOUT="${OUTRUN_TIMEOUT:-600}"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
 rate="${1:-20mbit}"; reps="${2:-2}"

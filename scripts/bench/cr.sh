@@ -3,6 +3,8 @@
 # same injected shifted-exponential delays (configs/bench/compare.toml). Prints a report.
 #   scripts/bench/cr.sh [OUT_DIR] [REPS]
 set -euo pipefail
+# every MPI job is bounded in time (launch/local.sh, launch/emu-cluster honour it)
+export OUTRUN_TIMEOUT="${OUTRUN_TIMEOUT:-600}"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$here"
 bin="${OUTRUN_BIN:-$here/target/release/outrun}"

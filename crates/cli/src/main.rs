@@ -126,7 +126,16 @@ enum BenchCmd {
         #[arg(long)]
         once: bool,
     },
-    /// Gradient kernel throughput vs memory read bandwidth (one core); prints CSV.
+    /// Broadcast within every sub-communicator of r + 1 ranks (run under mpirun); prints CSV.
+    Groups {
+        /// Groups are the subsets of r + 1 ranks.
+        #[arg(long, default_value_t = 2)]
+        r: usize,
+        /// Doubles per broadcast.
+        #[arg(long, default_value_t = 1000)]
+        values: usize,
+    },
+    /// Gradient kernel throughput vs memory read bandwidth and vs BLAS (one core); prints CSV.
     Kernel {
         #[arg(long, default_value_t = 20_000)]
         samples: usize,
@@ -140,15 +149,22 @@ enum BenchCmd {
 /// A failure to report: message and exit code.
 struct Failure(String, u8);
 
-fn load_config(path: &Path, set: &[String]) -> Result<outrun_plan::Config, Failure> {
-    let text = std::fs::read_to_string(path).map_err(|e| Failure(format!("cannot read config `{}`: {e}", path.display()), 2))?;
-    outrun_plan::config::parse(&text, set).map_err(|e| Failure(format!("{}: {e}", path.display()), 2))
+/// Input problems exit 2, a failed simulated run 1.
+fn sim_failure(e: outrun_sim::SimError) -> Failure {
+    let code = if matches!(e, outrun_sim::SimError::Run(_) | outrun_sim::SimError::Io(_)) { 1 } else { 2 };
+    Failure(e.to_string(), code)
 }
 
-fn build_plan(path: &Path, set: &[String]) -> Result<outrun_plan::Plan, Failure> {
+fn load_config(path: &Path, set: &[String]) -> Result<outrun_plan::Config, Failure> {
+    outrun_workloads::load_config(path, set).map_err(|e| Failure(e.to_string(), 2))
+}
+
+/// The config, its data's shape, and its plan.
+fn build_plan(path: &Path, set: &[String]) -> Result<(outrun_plan::Config, outrun_workloads::Shape, outrun_plan::Plan), Failure> {
     let cfg = load_config(path, set)?;
-    let (samples, _) = outrun_workloads::data::shape(&cfg).map_err(|e| Failure(e.to_string(), 2))?;
-    outrun_plan::build(&cfg, samples).map_err(|e| Failure(format!("{}: {e}", path.display()), 2))
+    let shape = outrun_workloads::data::shape(cfg.data(), cfg.model().loss).map_err(|e| Failure(e.to_string(), 2))?;
+    let plan = outrun_plan::build(&cfg, shape.samples).map_err(|e| Failure(format!("{}: {e}", path.display()), 2))?;
+    Ok((cfg, shape, plan))
 }
 
 fn run(cli: Cli) -> Result<(), Failure> {
@@ -172,7 +188,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 println!("{}", load_config(&config, &set)?.ranks());
                 return Ok(());
             }
-            let plan = build_plan(&config, &set)?;
+            let (_, _, plan) = build_plan(&config, &set)?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&plan).expect("plan serializes"));
             } else {
@@ -181,19 +197,17 @@ fn run(cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
         Cmd::Simulate { config, set, trials, math } => {
-            let cfg = load_config(&config, &set)?;
-            let (samples, p) = outrun_workloads::data::shape(&cfg).map_err(|e| Failure(e.to_string(), 2))?;
-            let plan = outrun_plan::build(&cfg, samples).map_err(|e| Failure(format!("{}: {e}", config.display()), 2))?;
+            let (cfg, shape, plan) = build_plan(&config, &set)?;
             let math = match math.as_str() {
                 "on" => outrun_sim::Math::On,
                 "off" => outrun_sim::Math::Off,
                 _ => outrun_sim::Math::Auto,
             };
-            let sim = outrun_sim::simulate(&cfg, &plan, p, &outrun_sim::Options { trials, math, write: true }).map_err(|e| Failure(e, 1))?;
+            let sim = outrun_sim::simulate(&cfg, &plan, shape.features, &outrun_sim::Options { trials, math, write: true }).map_err(sim_failure)?;
             let st = &sim.stats;
             println!(
                 "simulated {}: {} trials × {} iterations: per-iteration time mean {:.3} ms, p5 {:.3} ms, p95 {:.3} ms (virtual time)",
-                plan.scheme.name(),
+                plan.scheme,
                 st.trials,
                 st.iterations,
                 st.mean_s * 1e3,
@@ -212,7 +226,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let text = std::fs::read_to_string(&config).map_err(|e| Failure(format!("cannot read config `{}`: {e}", config.display()), 2))?;
             let (key, spec) = vary.split_once('=').ok_or_else(|| Failure(format!("--vary `{vary}`: use KEY=VALUES, e.g. scheme.s=0..6"), 2))?;
             let values = outrun_sim::sweep_values(spec).map_err(|e| Failure(format!("--vary {e}"), 2))?;
-            let rows = outrun_sim::tune(&text, &set, key, &values, trials, |c| outrun_workloads::data::shape(c).map_err(|e| e.to_string()));
+            if trials == 0 {
+                return Err(Failure("--trials must be at least 1".into(), 2));
+            }
+            let rows = outrun_sim::tune(&text, &set, key, &values, trials);
             println!("| {key} | mean ms/it | p5 ms/it | p95 ms/it | exact | note |");
             println!("|---|---|---|---|---|---|");
             let mut best: Option<(f64, &str)> = None;
@@ -220,11 +237,11 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 match &r.result {
                     Ok((s, exact)) => {
                         println!("| {} | {:.3} | {:.3} | {:.3} | {} | |", r.value, s.mean_s * 1e3, s.p5_s * 1e3, s.p95_s * 1e3, if *exact { "yes" } else { "no" });
-                        if *exact && best.map_or(true, |(b, _)| s.mean_s < b) {
+                        if *exact && best.is_none_or(|(b, _)| s.mean_s < b) {
                             best = Some((s.mean_s, &r.value));
                         }
                     }
-                    Err(e) => println!("| {} | - | - | - | - | {} |", r.value, e.replace('|', "/")),
+                    Err(e) => println!("| {} | - | - | - | - | {} |", r.value, e.to_string().replace('|', "/")),
                 }
             }
             match best {
@@ -238,8 +255,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
         Cmd::Check { config, set } => {
-            let plan = build_plan(&config, &set)?;
-            println!("ok: {} — {} MPI ranks, {} workers, d = {}", plan.scheme.name(), plan.ranks, plan.workers, plan.samples);
+            let (_, _, plan) = build_plan(&config, &set)?;
+            println!("ok: {} — {} MPI ranks, {} workers, d = {}", plan.scheme, plan.ranks, plan.workers, plan.samples);
             Ok(())
         }
         Cmd::Bench(BenchCmd::Ring { sizes, rounds, seconds, poll_us }) => {
@@ -263,26 +280,39 @@ fn run(cli: Cli) -> Result<(), Failure> {
         },
         Cmd::Bench(BenchCmd::Kernel { samples, features, reps }) => {
             use outrun_plan::config::Loss;
-            println!("loss,bytes,kernel_gb_s,read_gb_s,fraction");
+            println!("loss,bytes,kernel_gb_s,read_gb_s,fraction,blas_gb_s,kernel_over_blas");
             for (name, loss) in [("least-squares", Loss::LeastSquares), ("logistic", Loss::Logistic)] {
                 let b = outrun_workloads::bench::kernel_vs_memory(samples, features, reps, loss);
-                println!("{name},{},{:.2},{:.2},{:.3}", b.bytes, b.kernel_gbs, b.read_gbs, b.kernel_gbs / b.read_gbs);
+                println!("{name},{},{:.2},{:.2},{:.3},{:.2},{:.2}", b.bytes, b.kernel_gbs, b.read_gbs, b.kernel_gbs / b.read_gbs, b.blas_gbs, b.kernel_gbs / b.blas_gbs);
             }
             Ok(())
+        }
+        Cmd::Bench(BenchCmd::Groups { r, values }) => {
+            let (rank, row) = outrun_engine::bench::group_broadcasts(r, values);
+            if rank == 0 {
+                println!("groups,broadcasts,values,seconds,correct");
+                println!("{},{},{values},{:.6},{}", row.groups, row.broadcasts, row.seconds, row.correct);
+            }
+            if row.correct {
+                Ok(())
+            } else {
+                Err(Failure("bench groups: a broadcast delivered wrong values".into(), 1))
+            }
         }
         Cmd::Report { runs, baseline, target_error, out, timeline } => {
             let opts = outrun_report::Options { baseline, target_error, timeline_iterations: timeline };
             match out {
                 Some(dir) => {
-                    let md = outrun_report::write_report(&runs, &opts, &dir).map_err(|e| Failure(e, 2))?;
+                    let md = outrun_report::write_report(&runs, &opts, &dir).map_err(|e| Failure(e.to_string(), 2))?;
                     print!("{md}");
                     eprintln!("report: {}", dir.join("report.md").display());
                 }
                 None => {
-                    let loaded = outrun_report::load_runs(&runs).map_err(|e| Failure(e, 2))?;
+                    let loaded = outrun_report::load_runs(&runs).map_err(|e| Failure(e.to_string(), 2))?;
+                    outrun_report::check_options(&loaded, &opts).map_err(|e| Failure(e.to_string(), 2))?;
                     for (k, group) in outrun_report::comparisons(&loaded).iter().enumerate() {
                         println!("Comparison {}: {}\n", k + 1, group[0].problem);
-                        print!("{}", outrun_report::table::markdown(group, &opts).map_err(|e| Failure(e, 2))?);
+                        print!("{}", outrun_report::table::markdown(group, &opts).map_err(|e| Failure(e.to_string(), 2))?);
                         println!();
                     }
                 }

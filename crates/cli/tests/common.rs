@@ -152,8 +152,8 @@ pub fn train(tag: &str, text: &str, sets: &[&str]) -> (Run, PathBuf, PathBuf, Ve
 /// Serial gradient descent on the same data set as the config: θ_0 … θ_T.
 pub fn reference(text: &str, sets: &[String]) -> Vec<Vec<f64>> {
     let cfg = outrun_plan::config::parse(text, sets).unwrap();
-    let rows = outrun_workloads::data::load_all(&cfg).unwrap();
-    outrun_workloads::reference::serial_gd(&rows, &cfg.model, cfg.run.iterations)
+    let rows = outrun_workloads::data::load_all(cfg.data(), cfg.run.seed, cfg.model().loss).unwrap();
+    outrun_workloads::reference::serial_gd(&rows, cfg.model(), cfg.run.iterations)
 }
 
 /// Train and check that every iteration was exact and θ follows serial gradient descent within

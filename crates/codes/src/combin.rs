@@ -22,11 +22,13 @@ impl SurvivorSet {
         s
     }
 
+    /// Add child `i`.
     pub fn insert(&mut self, i: usize) {
         assert!(i < self.n, "survivor {i} out of range 0..{}", self.n);
         self.bits[i / 64] |= 1 << (i % 64);
     }
 
+    /// Whether child `i` is in the set.
     pub fn contains(&self, i: usize) -> bool {
         i < self.n && self.bits[i / 64] & (1 << (i % 64)) != 0
     }
@@ -36,10 +38,12 @@ impl SurvivorSet {
         self.n
     }
 
+    /// Number of members.
     pub fn len(&self) -> usize {
         self.bits.iter().map(|b| b.count_ones() as usize).sum()
     }
 
+    /// Whether the set has no member.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

@@ -1,15 +1,20 @@
 //! Decoding vectors: given the survivors `F` among `n` children, find `a` (zero outside `F`) with
 //! `a·B = 1ᵀ`, so that `Σ_{i∈F} a_i·m_i` is the sum of all partitions' gradients.
 //!
-//! Solved by least squares over the survivors' rows ([`crate::linalg::lstsq`]); the residual
-//! `‖a·B − 1‖₂` is computed for every new survivor set and reported with every decode, so an
-//! inexact decode (too many stragglers for the code) is always visible.
+//! Solved by least squares over the survivors' rows ([`crate::lstsq`], LAPACK's SVD) with one
+//! step of iterative refinement; the residual `‖a·B − 1‖₂` is computed for every new survivor
+//! set and reported with every decode, so an inexact decode (too many stragglers for the code)
+//! is always visible. Fractional-repetition codes have a fast path that never solves: the first
+//! survivor of each group, with coefficient 1.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use ndarray::{Array1, ArrayView1};
+
+use crate::code::{CodeKind, GradientCode};
 use crate::combin::SurvivorSet;
-use crate::linalg::{lstsq, norm2, Matrix};
+use crate::linalg::{lstsq, norm2, rows_transposed, Matrix};
 
 /// A decode is called exact when its residual `‖a·B − 1‖₂` is at most this.
 pub const EXACT_RESIDUAL: f64 = 1e-6;
@@ -30,45 +35,69 @@ impl Decoding {
     pub fn is_exact(&self) -> bool {
         self.residual <= EXACT_RESIDUAL
     }
+
+    fn new(b: &Matrix, coeffs: Vec<f64>) -> Self {
+        let residual = residual(b, &coeffs);
+        let max_abs = coeffs.iter().fold(0.0f64, |m, c| m.max(c.abs()));
+        Decoding { coeffs, residual, max_abs }
+    }
 }
 
-/// Decoding vector for the survivor indices `survivors` of the code matrix `b` (n × k).
+fn residual(b: &Matrix, coeffs: &[f64]) -> f64 {
+    let a = ArrayView1::from(coeffs);
+    let r = b.t().dot(&a).mapv(|x| 1.0 - x);
+    norm2(r.view())
+}
+
+/// Decoding vector for the survivor indices `survivors` of the code matrix `b` (n × k), by
+/// least squares.
 pub fn decode(b: &Matrix, survivors: &[usize]) -> Decoding {
-    let n = b.rows();
-    let ones = vec![1.0; b.cols()];
+    let n = b.nrows();
+    let ones = Array1::<f64>::ones(b.ncols());
     let mut coeffs = vec![0.0; n];
-    let resid = |coeffs: &[f64]| -> Vec<f64> {
-        b.left_mul(coeffs).iter().zip(&ones).map(|(x, o)| o - x).collect()
-    };
     if !survivors.is_empty() {
-        let bt = b.rows_transposed(survivors);
-        let ls = lstsq(&bt, &ones);
+        let bt = rows_transposed(b, survivors);
+        let ls = lstsq(bt.view(), ones.view());
         for (j, &i) in survivors.iter().enumerate() {
             coeffs[i] = ls.x[j];
         }
         // One step of iterative refinement: solve for the correction on the residual.
-        let fix = lstsq(&bt, &resid(&coeffs));
+        let resid = |c: &[f64]| &ones - &b.t().dot(&ArrayView1::from(c));
+        let fix = lstsq(bt.view(), resid(&coeffs).view());
         let mut refined = coeffs.clone();
         for (j, &i) in survivors.iter().enumerate() {
             refined[i] += fix.x[j];
         }
-        if norm2(&resid(&refined)) < norm2(&resid(&coeffs)) {
+        if norm2(resid(&refined).view()) < norm2(resid(&coeffs).view()) {
             coeffs = refined;
         }
     }
-    let residual = norm2(&resid(&coeffs));
-    let max_abs = coeffs.iter().fold(0.0f64, |m, c| m.max(c.abs()));
-    Decoding { coeffs, residual, max_abs }
+    Decoding::new(b, coeffs)
+}
+
+/// Fractional repetition: the first survivor of each group of `s + 1` with coefficient 1 (exact
+/// iff every group has a survivor).
+fn decode_fractional(code: &GradientCode, survivors: &[usize]) -> Decoding {
+    let g = code.s + 1;
+    let mut coeffs = vec![0.0; code.n];
+    let mut covered = vec![false; code.n / g];
+    for &i in survivors {
+        if !covered[i / g] {
+            covered[i / g] = true;
+            coeffs[i] = 1.0;
+        }
+    }
+    Decoding::new(&code.b, coeffs)
 }
 
 /// Decoder with a cache keyed by survivor set, so a repeated straggler pattern costs a lookup.
 #[derive(Debug)]
 pub struct Decoder {
-    b: Matrix,
+    code: GradientCode,
     cache: HashMap<SurvivorSet, Arc<Decoding>>,
     /// Decodes answered from the cache.
     pub hits: u64,
-    /// Decodes that solved a least-squares problem.
+    /// Decodes that computed a decoding vector.
     pub misses: u64,
 }
 
@@ -76,13 +105,14 @@ impl Decoder {
     /// Cache entries kept before the cache is cleared (bounds memory for large n).
     pub const MAX_CACHED: usize = 4096;
 
-    pub fn new(b: Matrix) -> Self {
-        Decoder { b, cache: HashMap::new(), hits: 0, misses: 0 }
+    /// A decoder for `code`.
+    pub fn new(code: GradientCode) -> Self {
+        Decoder { code, cache: HashMap::new(), hits: 0, misses: 0 }
     }
 
     /// Number of children.
     pub fn n(&self) -> usize {
-        self.b.rows()
+        self.code.n
     }
 
     /// The decoding for this survivor set.
@@ -92,7 +122,11 @@ impl Decoder {
             return d.clone();
         }
         self.misses += 1;
-        let d = Arc::new(decode(&self.b, &survivors.indices()));
+        let idx = survivors.indices();
+        let d = Arc::new(match self.code.kind {
+            CodeKind::Fractional => decode_fractional(&self.code, &idx),
+            _ => decode(&self.code.b, &idx),
+        });
         if self.cache.len() >= Self::MAX_CACHED {
             self.cache.clear();
         }

@@ -4,24 +4,24 @@
 //! It is the place to look for a formula from the papers, and every formula is tested here
 //! against the papers' worked examples (see `../shared/spec/seed-004-ch4-ch5-ch7.md`).
 //!
-//! - [`rng`]: a deterministic random number generator keyed by `(seed, domain, ids...)`, identical
-//!   on every host (it uses the `libm` crate, not the system's math library), so every scheme in a
-//!   comparison sees the same data and the same slow machines.
-//! - [`linalg`]: a small row-major dense matrix and a rank-revealing least-squares solver
-//!   (Householder QR with column pivoting), enough for decoding vectors of codes with n ≲ 200.
-//! - [`code`]: gradient codes `B` (identity, Tandon et al.'s cyclic repetition with random
-//!   construction and best-of-K screening, fractional repetition).
-//! - [`decode`]: decoding vectors `a` with `a·B = 1` for a survivor set, with residual checks
+//! - [`Rng`]: ChaCha12 streams keyed by `(seed, domain, ids...)`, identical on every host, so
+//!   every scheme in a comparison sees the same data and the same slow machines ([`domain`]).
+//! - [`lstsq`]: least squares by LAPACK's SVD (through `ndarray-linalg`), with the numerical rank.
+//! - [`GradientCode`]: gradient codes `B` (identity, Tandon et al.'s cyclic repetition with
+//!   random construction and best-of-K [`Screening`], fractional repetition).
+//! - [`Decoder`]: decoding vectors `a` with `a·B = 1` for a survivor set, with residual checks
 //!   and a cache keyed by survivor set.
-//! - [`combin`]: combinations and survivor-set bitmasks.
+//! - [`SurvivorSet`], [`combinations`], [`binomial`]: survivor sets and counting.
+#![deny(missing_docs)]
 
-pub mod code;
-pub mod combin;
-pub mod decode;
-pub mod linalg;
-pub mod rng;
+mod code;
+mod combin;
+mod decode;
+mod linalg;
+mod rng;
 
-pub use code::{CodeKind, GradientCode};
-pub use decode::{Decoder, Decoding, EXACT_RESIDUAL};
-pub use linalg::Matrix;
-pub use rng::Rng;
+pub use code::{CodeError, CodeKind, GradientCode, Screening};
+pub use combin::{binomial, combinations, Combinations, SurvivorSet};
+pub use decode::{decode, Decoder, Decoding, EXACT_RESIDUAL};
+pub use linalg::{col_nnz, lstsq, norm2, row_nnz, rows_transposed, LeastSquares, Matrix, RANK_TOL};
+pub use rng::{domain, splitmix64, Rng};

@@ -1,9 +1,17 @@
-//! Deterministic random numbers: xoshiro256++ seeded through SplitMix64 from a key.
+//! Deterministic random streams keyed by `(seed, domain, ids...)`.
 //!
-//! A stream is identified by a key such as `(seed, DOMAIN_FEATURES, row)`. Two processes that ask
-//! for the same key get the same numbers, bit for bit, on any host running the same binary: the
-//! transcendental functions come from the pure-Rust `libm` crate compiled into the binary rather
-//! than from the host's C library.
+//! The bits come from `rand_chacha`'s ChaCha12, whose output is specified and portable. The
+//! transforms to normal and exponential variates are written here with the `libm` crate's
+//! functions (compiled into the binary) instead of `rand_distr`'s, which call the host C
+//! library's `exp`/`ln`: synthetic data rows and injected delays are drawn independently on
+//! every rank, and they must be bit-identical on every host running the same binary
+//! (`docs/architecture.md`, "Why these choices"). Draws made once, on rank 0, and broadcast (the
+//! random matrices of gradient codes) use `rand_distr` through [`Rng`]'s `RngCore` impl.
+//!
+//! The golden values in the tests pin the streams: a change of generator is a visible change.
+
+use rand::{RngCore, SeedableRng};
+use rand_chacha::ChaCha12Rng;
 
 /// Domain separators, so that streams for different purposes never overlap.
 pub mod domain {
@@ -17,11 +25,13 @@ pub mod domain {
     pub const CODE: u64 = 0x636f_6465_0000_0001;
     /// Straggler injection, keyed by worker and iteration.
     pub const STRAGGLER: u64 = 0x7374_7261_6767_6c72;
+    /// State transitions of stateful straggler processes, keyed by worker and iteration.
+    pub const PROCESS: u64 = 0x7072_6f63_6573_7301;
     /// Screening of decoders on sampled survivor sets.
     pub const SCREEN: u64 = 0x7363_7265_656e_0001;
 }
 
-/// One step of SplitMix64; used to expand keys into generator states.
+/// One step of SplitMix64; used to expand keys into generator seeds.
 #[inline]
 pub fn splitmix64(x: &mut u64) -> u64 {
     *x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
@@ -31,10 +41,10 @@ pub fn splitmix64(x: &mut u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// xoshiro256++ generator.
+/// A ChaCha12 stream with the variates outrun needs.
 #[derive(Clone, Debug)]
 pub struct Rng {
-    s: [u64; 4],
+    inner: ChaCha12Rng,
     spare_normal: Option<f64>,
 }
 
@@ -46,29 +56,18 @@ impl Rng {
             let mut x = h ^ k;
             h = splitmix64(&mut x);
         }
+        let mut seed = [0u8; 32];
         let mut x = h;
-        let s = [splitmix64(&mut x), splitmix64(&mut x), splitmix64(&mut x), splitmix64(&mut x)];
-        Rng { s, spare_normal: None }
-    }
-
-    /// Next 64 random bits.
-    #[inline]
-    pub fn next_u64(&mut self) -> u64 {
-        let r = (self.s[0].wrapping_add(self.s[3])).rotate_left(23).wrapping_add(self.s[0]);
-        let t = self.s[1] << 17;
-        self.s[2] ^= self.s[0];
-        self.s[3] ^= self.s[1];
-        self.s[1] ^= self.s[2];
-        self.s[0] ^= self.s[3];
-        self.s[2] ^= t;
-        self.s[3] = self.s[3].rotate_left(45);
-        r
+        for chunk in seed.chunks_exact_mut(8) {
+            chunk.copy_from_slice(&splitmix64(&mut x).to_le_bytes());
+        }
+        Rng { inner: ChaCha12Rng::from_seed(seed), spare_normal: None }
     }
 
     /// Uniform in `[0, 1)` with 53 random bits.
     #[inline]
     pub fn uniform(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+        (self.inner.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
     }
 
     /// Uniform integer in `0..n` (n > 0), without modulo bias.
@@ -77,14 +76,14 @@ impl Rng {
         let n = n as u64;
         let zone = u64::MAX - (u64::MAX % n);
         loop {
-            let v = self.next_u64();
+            let v = self.inner.next_u64();
             if v < zone {
                 return (v % n) as usize;
             }
         }
     }
 
-    /// Standard normal, by the Box–Muller transform.
+    /// Standard normal, by the Box–Muller transform (libm: bit-identical on every host).
     pub fn normal(&mut self) -> f64 {
         if let Some(z) = self.spare_normal.take() {
             return z;
@@ -98,7 +97,7 @@ impl Rng {
         r * c
     }
 
-    /// Exponential with rate 1.
+    /// Exponential with rate 1 (libm: bit-identical on every host).
     pub fn exp1(&mut self) -> f64 {
         -libm::log(1.0 - self.uniform())
     }
@@ -118,11 +117,48 @@ impl Rng {
         chosen.sort_unstable();
         chosen
     }
+
+    /// A uniformly random permutation of `0..n` (Fisher–Yates).
+    pub fn permutation(&mut self, n: usize) -> Vec<usize> {
+        let mut v: Vec<usize> = (0..n).collect();
+        for i in (1..n).rev() {
+            v.swap(i, self.below(i + 1));
+        }
+        v
+    }
+}
+
+impl RngCore for Rng {
+    fn next_u32(&mut self) -> u32 {
+        self.inner.next_u32()
+    }
+    fn next_u64(&mut self) -> u64 {
+        self.inner.next_u64()
+    }
+    fn fill_bytes(&mut self, dst: &mut [u8]) {
+        self.inner.fill_bytes(dst)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Golden values: the streams every seeded result depends on (data, codes, stragglers).
+    #[test]
+    fn golden_values_pin_the_generator() {
+        let mut r = Rng::from_key(&[1, 2, 3]);
+        let u: Vec<u64> = (0..3).map(|_| r.next_u64()).collect();
+        assert_eq!(u, GOLDEN_U64, "the key → stream mapping changed");
+        let mut r = Rng::from_key(&[7]);
+        let n: Vec<f64> = (0..3).map(|_| r.normal()).collect();
+        let e = r.exp1();
+        assert_eq!(n, GOLDEN_NORMAL, "the normal transform changed");
+        assert_eq!(e, GOLDEN_EXP, "the exponential transform changed");
+    }
+    const GOLDEN_U64: [u64; 3] = [6197965137593813756, 12449871549570023827, 10163013856935390395];
+    const GOLDEN_NORMAL: [f64; 3] = [-2.1418198235321317, 0.4732684124885835, 1.0066050681598802];
+    const GOLDEN_EXP: f64 = 0.5880409863283171;
 
     #[test]
     fn same_key_same_stream_different_key_different_stream() {
@@ -165,6 +201,9 @@ mod tests {
         }
         // each index chosen with probability 3/10: about 600 times
         assert!(seen.iter().all(|&k| (450..750).contains(&k)), "{seen:?}");
+        let mut p = r.permutation(10);
+        p.sort_unstable();
+        assert_eq!(p, (0..10).collect::<Vec<_>>());
     }
 
     #[test]
@@ -175,5 +214,13 @@ mod tests {
             counts[r.below(7)] += 1;
         }
         assert!(counts.iter().all(|&c| (9_500..10_500).contains(&c)), "{counts:?}");
+    }
+
+    #[test]
+    fn rand_distr_can_sample_from_it() {
+        use rand::Rng as _;
+        let mut r = Rng::from_key(&[3]);
+        let x: f64 = r.sample(rand_distr::StandardNormal);
+        assert!(x.is_finite());
     }
 }

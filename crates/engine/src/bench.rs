@@ -1,36 +1,88 @@
-//! Micro-benchmarks that need MPI: our ring all-reduce against `MPI_Allreduce`, measured in the
-//! same job, alternating, on the same buffers.
+//! Micro-benchmarks that need MPI: our ring all-reduce (the protocol's [`RingNode`] driven by
+//! the engine's driver, exactly as in training) against `MPI_Allreduce`, measured in the same
+//! job, alternating, on the same buffers; and broadcast within sub-communicators, the primitive
+//! of patterns that multicast to groups.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use mpi::collective::SystemOperation;
 use mpi::traits::*;
+use outrun_codes::combinations;
+use outrun_plan::config::ComputeMode;
+use outrun_plan::{Law, StragglerModel};
+use outrun_proto::{Applied, Frame, Input, Job, RingNode};
+use outrun_runlog::Lines;
 
-use crate::ring::ring_allreduce;
+use crate::clock::Clock;
+use crate::driver::Driver;
 use crate::transport::Comm;
+use crate::NoProgress;
 
 /// One vector size: seconds per all-reduce (slowest rank, best of the rounds).
 #[derive(Clone, Debug)]
 pub struct RingRow {
+    /// Vector size in bytes.
     pub bytes: usize,
+    /// All-reduces per timed round.
     pub reps: usize,
+    /// Seconds per ring all-reduce.
     pub ring_s: f64,
+    /// Seconds per `MPI_Allreduce`.
     pub mpi_s: f64,
     /// Whether both methods produced the same sums.
     pub agree: bool,
 }
 
-/// Time `reps` repetitions of `f` on every rank; returns the slowest rank's seconds per rep.
-fn timed(world: &mpi::topology::SimpleCommunicator, reps: usize, mut f: impl FnMut()) -> f64 {
+/// The same input every iteration; keeps the last total.
+struct Repeat {
+    input: Vec<f64>,
+    reps: u64,
+    last: Vec<f64>,
+}
+
+impl Job<Frame> for Repeat {
+    fn len(&self) -> usize {
+        self.input.len()
+    }
+    fn model(&mut self) -> Arc<Frame> {
+        Arc::new(Frame::from_vec(vec![]))
+    }
+    fn compute(&mut self, _rank: usize, _t: u64, _model: &Frame) -> Vec<Frame> {
+        vec![Frame::from_vec(self.input.clone())]
+    }
+    fn apply(&mut self, t: u64, total: &Frame) -> Result<Applied, String> {
+        if t + 1 == self.reps {
+            self.last = total.as_slice().to_vec();
+        }
+        Ok(Applied::default())
+    }
+}
+
+/// `reps` ring all-reduces of `input`; returns the communicator and the last sum.
+fn ring_reps(comm: Comm, input: &[f64], reps: usize, poll_us: u64) -> (Comm, Vec<f64>) {
+    let (rank, size) = (comm.rank, comm.size);
+    let none = StragglerModel { seed: 0, law: Law::None, compute: ComputeMode::Real, base_a: 0.0 };
+    let job = Repeat { input: input.to_vec(), reps: reps as u64, last: vec![] };
+    let mut progress = NoProgress;
+    let mut d = Driver::new(comm, Clock::start(), Lines::none(), job, none.injector(), rank, Some(rank + 1), 0, false, poll_us, reps as u64, None, &mut progress);
+    let mut m = RingNode::<Frame>::standalone(rank, size, input.len(), 1e6, false);
+    let model = d.job.model();
+    d.feed(&mut m, Input::Start { t: 0, model });
+    let _ = d.run(&mut m);
+    let last = std::mem::take(&mut d.job.last);
+    (d.comm, last)
+}
+
+/// Slowest rank's seconds of `f` (which does `reps` operations), per operation.
+fn timed<T>(world: &mpi::topology::SimpleCommunicator, reps: usize, f: impl FnOnce() -> T) -> (f64, T) {
     world.barrier();
     let t0 = Instant::now();
-    for _ in 0..reps {
-        f();
-    }
+    let out = f();
     let mine = t0.elapsed().as_secs_f64() / reps as f64;
     let mut worst = 0.0;
     world.all_reduce_into(&mine, &mut worst, SystemOperation::max());
-    worst
+    (worst, out)
 }
 
 /// Ring vs `MPI_Allreduce` for each size (bytes), `rounds` alternating rounds of about
@@ -44,30 +96,79 @@ pub fn ring_vs_mpi(sizes: &[usize], rounds: usize, target_s: f64, poll_us: u64) 
     for &bytes in sizes {
         let n = (bytes / 8).max(size);
         let input: Vec<f64> = (0..n).map(|i| ((i * 7 + rank * 13) % 101) as f64 * 0.5).collect();
-        let mut buf = input.clone();
-        let mut scratch = Vec::new();
         let mut out = vec![0.0; n];
         // calibrate the repetition count on one MPI_Allreduce, agreed by all ranks
-        let one = timed(&world, 1, || comm.allreduce_sum(&input, &mut out));
+        let (one, ()) = timed(&world, 1, || comm.allreduce_sum(&input, &mut out));
         let mut reps = ((target_s / one.max(1e-7)) as usize).clamp(1, 10_000) as u64;
         world.process_at_rank(0).broadcast_into(&mut reps);
         let reps = reps as usize;
         let (mut best_ring, mut best_mpi) = (f64::INFINITY, f64::INFINITY);
+        let mut ring_sum = vec![];
         for _ in 0..rounds {
-            let r = timed(&world, reps, || {
-                buf.copy_from_slice(&input);
-                ring_allreduce(&mut comm, &mut buf, &mut scratch, poll_us, None);
-            });
-            let m = timed(&world, reps, || {
-                comm.allreduce_sum(&input, &mut out);
+            let (r, (c, sum)) = timed(&world, reps, || ring_reps(comm, &input, reps, poll_us));
+            comm = c;
+            ring_sum = sum;
+            let (m, ()) = timed(&world, reps, || {
+                for _ in 0..reps {
+                    comm.allreduce_sum(&input, &mut out);
+                }
             });
             best_ring = best_ring.min(r);
             best_mpi = best_mpi.min(m);
         }
-        let agree_here = buf.iter().zip(&out).all(|(a, b)| (a - b).abs() <= 1e-9 * b.abs().max(1.0));
+        let agree_here = ring_sum.len() == n && ring_sum.iter().zip(&out).all(|(a, b)| (a - b).abs() <= 1e-9 * b.abs().max(1.0));
         let mut agree_all = false;
         world.all_reduce_into(&agree_here, &mut agree_all, SystemOperation::logical_and());
         rows.push(RingRow { bytes, reps, ring_s: best_ring, mpi_s: best_mpi, agree: agree_all });
     }
     (rank, size, rows)
+}
+
+/// Result of [`group_broadcasts`].
+#[derive(Clone, Debug)]
+pub struct GroupsRow {
+    /// Groups (subsets of r + 1 ranks).
+    pub groups: usize,
+    /// Broadcasts done (each member of each group broadcast once to its group).
+    pub broadcasts: usize,
+    /// Seconds for all of them (slowest rank).
+    pub seconds: f64,
+    /// Whether every member received exactly what every root sent.
+    pub correct: bool,
+}
+
+/// Every subset of `r + 1` ranks becomes a sub-communicator (created once, with
+/// `MPI_Comm_split`, members only); each member broadcasts `values` doubles to its group in
+/// turn and every receiver checks what arrived. Collective; rank 0 gets the row.
+pub fn group_broadcasts(r: usize, values: usize) -> (usize, GroupsRow) {
+    let universe = mpi::initialize().expect("MPI initialises once");
+    let world = universe.world();
+    let comm = Comm::new(&world);
+    let (rank, k) = (comm.rank, comm.size);
+    let subsets: Vec<Vec<usize>> = combinations(k, (r + 1).min(k)).collect();
+    let mut groups: Vec<Option<Comm>> = subsets.iter().enumerate().map(|(g, members)| comm.split(members.contains(&rank).then_some(g as i32), rank as i32)).collect();
+    let expect = |g: usize, root: usize, i: usize| (g * 1000 + root * 10) as f64 + i as f64 * 0.5;
+    let t0 = Instant::now();
+    let mut ok = true;
+    let mut count = 0;
+    for (g, sub) in groups.iter_mut().enumerate() {
+        let Some(sub) = sub.as_mut() else { continue };
+        for root in 0..sub.size {
+            let mut buf: Vec<f64> = if sub.rank == root { (0..values).map(|i| expect(g, root, i)).collect() } else { vec![0.0; values] };
+            sub.broadcast(root, &mut buf);
+            ok &= buf.iter().enumerate().all(|(i, &v)| v == expect(g, root, i));
+            count += 1;
+        }
+    }
+    let mine = t0.elapsed().as_secs_f64();
+    let mut worst = 0.0;
+    world.all_reduce_into(&mine, &mut worst, SystemOperation::max());
+    let mut all_ok = false;
+    world.all_reduce_into(&ok, &mut all_ok, SystemOperation::logical_and());
+    let mut total = 0u64;
+    world.all_reduce_into(&(count as u64), &mut total, SystemOperation::sum());
+    for c in groups.into_iter().flatten() {
+        c.free();
+    }
+    (rank, GroupsRow { groups: subsets.len(), broadcasts: total as usize / (r + 1).min(k), seconds: worst, correct: all_ok })
 }

@@ -5,8 +5,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::protocol::CLOCK;
-use crate::transport::Comm;
+use crate::transport::{Comm, CLOCK};
 
 /// Seconds on the master's timeline.
 #[derive(Clone, Copy, Debug)]
@@ -19,6 +18,7 @@ pub struct Clock {
 }
 
 impl Clock {
+    /// A clock starting now, not yet synchronised.
     pub fn start() -> Self {
         Clock { epoch: Instant::now(), offset: 0.0, rtt: 0.0 }
     }
@@ -32,12 +32,6 @@ impl Clock {
         self.local() - self.offset
     }
 
-    /// The instant corresponding to master time `t` (for sleeping until a modelled time).
-    pub fn instant_at(&self, t: f64) -> Instant {
-        let local = t + self.offset;
-        self.epoch + std::time::Duration::from_secs_f64(local.max(0.0))
-    }
-
     /// Collective: rank 0 measures every other rank's offset and tells it.
     pub fn sync(&mut self, comm: &mut Comm) {
         const ROUNDS: usize = 8;
@@ -46,29 +40,35 @@ impl Clock {
                 let mut best = (f64::INFINITY, 0.0);
                 for _ in 0..ROUNDS {
                     let t0 = self.local();
-                    comm.isend(r, CLOCK, Arc::new(vec![0.0, t0]));
+                    comm.isend_words(r, CLOCK, Arc::new(vec![0.0, t0]), 16);
                     let reply = comm.recv_blocking(r, CLOCK);
                     let t1 = self.local();
                     let rtt = t1 - t0;
                     if rtt < best.0 {
-                        best = (rtt, reply.data[1] - 0.5 * (t0 + t1));
+                        best = (rtt, reply.words[1] - 0.5 * (t0 + t1));
                     }
                 }
-                comm.isend(r, CLOCK, Arc::new(vec![1.0, best.1, best.0]));
+                comm.isend_words(r, CLOCK, Arc::new(vec![1.0, best.1, best.0]), 24);
             }
         } else {
             loop {
                 let m = comm.recv_blocking(0, CLOCK);
-                if m.data[0] == 0.0 {
+                if m.words[0] == 0.0 {
                     let t = self.local();
-                    comm.isend(0, CLOCK, Arc::new(vec![0.0, t]));
+                    comm.isend_words(0, CLOCK, Arc::new(vec![0.0, t]), 16);
                 } else {
-                    self.offset = m.data[1];
-                    self.rtt = m.data[2];
+                    self.offset = m.words[1];
+                    self.rtt = m.words[2];
                     break;
                 }
             }
         }
         comm.flush_sends(std::time::Duration::from_secs(30), |_| {});
+    }
+}
+
+impl outrun_proto::Clock for Clock {
+    fn now(&self) -> f64 {
+        Clock::now(self)
     }
 }

@@ -2,46 +2,53 @@
 //!
 //! The only crate that talks MPI. [`train`] is what `outrun train` runs on every rank:
 //!
-//! 1. [`setup`]: rank 0 reads the config and data shape, builds the plan and the run directory,
-//!    and broadcasts them; each rank checks the world size, gets its rows, and syncs its
-//!    [`clock`] with the master's.
-//! 2. The plan is executed: [`tree`] for master–worker stars and CodedReduce trees, [`ring`] for
-//!    ring all-reduce and the `MPI_Allreduce` reference.
-//! 3. Every rank logs its events to `rank-<r>.jsonl`; the master (rank 0) writes
-//!    `iterations.csv`, `theta.txt` and `summary.json` (format and writers: `outrun-runlog`).
+//! 1. `setup`: rank 0 reads the config and the data's shape, checks the world size, builds the
+//!    plan and the run directory, and broadcasts them; each rank loads its own rows and syncs
+//!    its clock with the master's.
+//! 2. The rank's node machine (`outrun_proto`: collect tree or ring, chosen by the plan's
+//!    pattern) is driven by the one driver loop (`driver`), which carries out its outputs over
+//!    MPI in real time. Nothing here knows which scheme runs.
+//! 3. Every rank logs its events to `rank-<r>.jsonl`; the logging rank writes `iterations.csv`,
+//!    `theta.txt` and `summary.json` (format and writers: `outrun-runlog`).
 //!
-//! Messaging ([`transport`], [`protocol`]): probe-based receives (late messages are drained and
-//! discarded by iteration header), non-blocking sends with owned buffers, tags by iteration and
-//! kind, and a goodbye handshake so no request is pending at `MPI_Finalize`. There is no
-//! per-iteration barrier and no blocking collective in the master–worker loops.
+//! Messaging ([`transport`]): frames of bytes with bincode headers, probe-based receives (late
+//! messages are drained and discarded by header), non-blocking sends with owned buffers, one
+//! tag so each pair's messages stay in order, and a goodbye handshake so no request is pending
+//! at `MPI_Finalize`. There is no per-iteration barrier and no blocking collective in the
+//! collect-tree loop.
+#![deny(missing_docs)]
 
 pub mod bench;
-pub mod clock;
-pub mod error;
-pub mod protocol;
-pub mod ring;
-pub mod setup;
+mod clock;
+mod driver;
+mod error;
+mod setup;
 pub mod transport;
-pub mod tree;
 
 use std::path::Path;
 use std::time::Instant;
 
 use mpi::traits::*;
+use outrun_proto::{Failure, Frame, Job, Machine};
+use outrun_runlog::{Book, Latency, Lines};
+use outrun_workloads::GradientDescent;
 use serde_json::json;
 
 pub use error::EngineError;
 pub use outrun_runlog::Summary;
+pub use setup::Shared;
 
 use clock::Clock;
-use outrun_runlog::Lines;
-use setup::Shared;
+use driver::Driver;
 use transport::Comm;
 
 /// Progress reporting hooks (the CLI draws a progress bar with them).
 pub trait Progress {
+    /// The timed loop starts.
     fn begin(&mut self, _iterations: u64) {}
+    /// Iteration `t` finished after `wall_s` seconds with `loss`.
     fn tick(&mut self, _t: u64, _wall_s: f64, _loss: f64) {}
+    /// The timed loop ended.
     fn end(&mut self) {}
 }
 
@@ -49,74 +56,41 @@ pub trait Progress {
 pub struct NoProgress;
 impl Progress for NoProgress {}
 
-/// What a rank works with while executing a plan.
-pub(crate) struct Env<'a> {
-    pub comm: Comm,
-    pub shared: &'a Shared,
-    pub clock: Clock,
-    pub log: Lines,
-}
-
 /// How a rank's run ended. An error has already been printed (once, by the rank that should).
 pub struct Finished {
+    /// This rank.
     pub rank: usize,
-    /// The run summary on the logging rank (rank 0) of a successful run.
+    /// The run summary on the logging rank of a successful run.
     pub result: Result<Option<Summary>, EngineError>,
+}
+
+extern "C" {
+    fn openblas_set_num_threads(n: std::os::raw::c_int);
 }
 
 /// Run the experiment of `config` (with `overrides`) on this rank. Call on every rank of an
 /// `mpirun` job. MPI is initialised and finalised inside.
 pub fn train(config: &Path, overrides: &[String], progress: &mut dyn Progress) -> Finished {
     let started = Instant::now();
+    // The cores are shared by many ranks already: one BLAS thread each.
+    // SAFETY: a plain setter of OpenBLAS's thread count, called before any BLAS work.
+    unsafe { openblas_set_num_threads(1) };
     let Some(universe) = mpi::initialize() else {
         return Finished { rank: 0, result: Err(EngineError::Setup("MPI was already initialised".into())) };
     };
     let world = universe.world();
     let rank = world.rank() as usize;
-    let result = (|| {
-        let (shared, all) = setup::setup(&world, config, overrides)?;
-        let mut comm = Comm::new(&world);
-        let mut clock = Clock::start();
-        clock.sync(&mut comm);
-        let data = setup::local_data(&mut comm, &shared, all.as_ref());
-        drop(all);
-        let dir = &shared.run_dir;
-        let io = |e: std::io::Error| EngineError::Setup(format!("cannot write to the run directory {}: {e}", dir.display()));
-        let mut log = Lines::create(&dir.join(format!("rank-{rank}.jsonl"))).map_err(io)?;
-        if rank == 0 {
-            std::fs::write(dir.join("config.toml"), shared.config.to_toml()).map_err(io)?;
-            std::fs::write(dir.join("plan.json"), serde_json::to_string(&shared.plan).expect("plan serializes")).map_err(io)?;
+    let mut comm = Comm::new(&world);
+    let result = setup::setup(&world, config, overrides).and_then(|shared| {
+        // Every rank loads its own rows; a rank that cannot tells everybody (collectively).
+        let job = GradientDescent::new(&shared.config, &shared.plan, shared.features, [rank]);
+        let failed = comm.allreduce_max(i32::from(job.is_err()));
+        match (job, failed) {
+            (Ok(job), 0) => run(&world, comm, &shared, job, progress, started),
+            (Err(e), _) => Err(EngineError::Local(format!("rank {rank} ({}): {e}", hostname()))),
+            (Ok(_), _) => Err(EngineError::PeerSetup),
         }
-        if rank == 0 {
-            let p = &shared.plan;
-            tracing::info!("{}: {} ranks, {} workers, d = {}, p = {}; run directory {}", p.scheme.name(), p.ranks, p.workers, p.samples, shared.features, dir.display());
-        }
-        let me = &shared.plan.nodes[rank];
-        tracing::debug!("rank {rank}: load {}, parent {:?}, children {:?}, clock offset {:.6} s (rtt {:.6} s)", me.load(), me.parent, me.children, clock.offset, clock.rtt);
-        let host = std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string()).unwrap_or_default();
-        log.json(&json!({"ev": "setup", "rank": rank, "worker": me.worker, "host": host, "pid": std::process::id(),
-            "clock_offset": clock.offset, "clock_rtt": clock.rtt, "load": me.load(), "parent": me.parent, "children": me.children,
-            "at": clock.now()}));
-        // One barrier before the timed loop so every rank starts ready; none inside the loop.
-        world.barrier();
-        let setup_s = started.elapsed().as_secs_f64();
-        if rank == 0 {
-            tracing::info!("setup took {setup_s:.3} s; starting {} iterations", shared.config.run.iterations);
-        }
-        let env = Env { comm, shared: &shared, clock, log };
-        let res = match shared.plan.shape {
-            outrun_plan::Shape::Tree { .. } => {
-                let node = tree::TreeNode::new(env, data);
-                if rank == 0 {
-                    node.run_master(progress, setup_s)
-                } else {
-                    node.run_worker()
-                }
-            }
-            outrun_plan::Shape::Ring { .. } => ring::run_ring(env, data, progress, setup_s),
-        };
-        res
-    })();
+    });
     // Print before MPI_Finalize: finalize synchronises the ranks, so the line is out before any
     // rank exits non-zero and mpirun starts killing the others.
     if let Err(e) = &result {
@@ -126,4 +100,75 @@ pub fn train(config: &Path, overrides: &[String], progress: &mut dyn Progress) -
     }
     drop(universe);
     Finished { rank, result }
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string()).unwrap_or_default()
+}
+
+fn run(world: &mpi::topology::SimpleCommunicator, mut comm: Comm, shared: &Shared, mut job: GradientDescent, progress: &mut dyn Progress, started: Instant) -> Result<Option<Summary>, EngineError> {
+    let rank = comm.rank;
+    let plan = &shared.plan;
+    let cfg = &shared.config;
+    let dir = &shared.run_dir;
+    let io = |e: std::io::Error| EngineError::Run(format!("cannot write to the run directory {}: {e}", dir.display()));
+    let mut clock = Clock::start();
+    clock.sync(&mut comm);
+    let mut log = Lines::create(&dir.join(format!("rank-{rank}.jsonl"))).map_err(io)?;
+    if rank == plan.log_rank() {
+        std::fs::write(dir.join("config.toml"), cfg.to_toml()).map_err(io)?;
+        std::fs::write(dir.join("plan.json"), serde_json::to_string(plan).expect("plan serializes")).map_err(io)?;
+        tracing::info!("{}: {} ranks, {} workers, d = {}, p = {}; run directory {}", plan.scheme, plan.ranks, plan.workers, plan.samples, shared.features, dir.display());
+    }
+    let me = &plan.nodes[rank];
+    log.json(&json!({"ev": "setup", "rank": rank, "worker": me.worker, "host": hostname(), "pid": std::process::id(),
+        "clock_offset": clock.offset, "clock_rtt": clock.rtt, "load": me.load(), "parent": me.parent, "children": me.children,
+        "at": clock.now()}));
+    let mut machine: Box<dyn Machine<Frame>> = outrun_proto::machine(plan, rank, job.len(), cfg.run.deadline, false);
+    // One barrier before the timed loop so every rank starts ready; none inside the loop.
+    world.barrier();
+    let setup_s = started.elapsed().as_secs_f64();
+    let logs = rank == plan.log_rank();
+    let book = if logs {
+        tracing::info!("setup took {setup_s:.3} s; starting {} iterations", cfg.run.iterations);
+        progress.begin(cfg.run.iterations);
+        Some(Book::new(&shared.run_info(), clock.now()).map_err(io)?)
+    } else {
+        None
+    };
+    let model = job.model();
+    let starts = plan.delivers(rank);
+    let modelled = cfg.timing.compute == outrun_plan::config::ComputeMode::Modelled;
+    let mut d = Driver::new(comm, clock, log, job, plan.stragglers.injector(), rank, me.worker, me.load(), modelled, cfg.engine.poll_us, cfg.run.iterations, book, progress);
+    if starts {
+        d.feed(machine.as_mut(), outrun_proto::Input::Start { t: 0, model });
+    }
+    let outcome = d.run(machine.as_mut());
+    if logs {
+        d.progress.end();
+    }
+    let failure = match outcome.result {
+        Ok(()) => None,
+        Err(Failure::Run(_)) if d.quiet_failure => Some(EngineError::Aborted),
+        Err(Failure::Run(m)) => Some(EngineError::Run(m)),
+        Err(Failure::Aborted) => Some(EngineError::Aborted),
+    };
+    if !outcome.clean {
+        // A child (or the parent) never finished: requests may still be pending, and
+        // MPI_Finalize could wait forever. End the whole job, with one line.
+        let why = match &failure {
+            Some(EngineError::Run(m)) => m.clone(),
+            _ => "the shutdown was not clean".into(),
+        };
+        eprintln!("error: {why}; the MPI job is aborted (logs are in {})", dir.display());
+        d.comm.abort(1);
+    }
+    if let Some(f) = failure {
+        return Err(f);
+    }
+    let Some(book) = d.book.take() else { return Ok(None) };
+    let h = &outcome.latency;
+    let latency = Latency { count: h.count(), p50: h.quantile(0.5), p95: h.quantile(0.95), max: (h.count() > 0).then(|| h.max()) };
+    let theta = d.state.clone().unwrap_or_default();
+    Ok(Some(book.finish(&shared.run_info(), &theta, setup_s, outcome.late, d.comm.recv_bytes, latency).map_err(io)?))
 }

@@ -1,55 +1,45 @@
-//! Run setup, before any timed work: rank 0 reads the config and the data's shape, builds the
-//! plan and creates the run directory, then broadcasts all of it (so the code matrix and the
-//! allocation are computed once and identical everywhere); every rank checks the world size,
-//! obtains its rows, and synchronises its clock.
+//! Run setup, before any timed work: rank 0 reads the config and the data's shape, checks the
+//! world size, builds the plan and creates the run directory, then broadcasts all of it (so
+//! the code matrix and the allocation are computed once and identical everywhere); every rank
+//! then loads its own rows (generated, or streamed from the data file) and synchronises its
+//! clock.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
-use outrun_plan::config::DataKind;
 use outrun_plan::{Config, Plan};
-use outrun_workloads::data::{load_all, synthetic_rows};
-use outrun_workloads::Rows;
+use outrun_runlog::create_run_dir;
 use serde::{Deserialize, Serialize};
 
 use crate::error::EngineError;
-use crate::protocol::DATA;
-use outrun_runlog::create_run_dir;
-use crate::transport::Comm;
 
 /// Everything every rank knows after setup.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug)]
 pub struct Shared {
+    /// The resolved config.
     pub config: Config,
+    /// The plan.
     pub plan: Plan,
     /// Model dimension p.
     pub features: usize,
+    /// The run directory.
     pub run_dir: PathBuf,
 }
 
 impl Shared {
     /// What the run's book-keeping needs.
     pub fn run_info(&self) -> outrun_runlog::RunInfo<'_> {
-        let compute = match self.config.timing.compute {
-            outrun_plan::config::ComputeMode::Real => "real",
-            outrun_plan::config::ComputeMode::Modelled => "modelled",
-        };
-        outrun_runlog::RunInfo { config: &self.config, plan: &self.plan, features: self.features, run_dir: self.run_dir.clone(), compute }
+        outrun_runlog::RunInfo { config: &self.config, plan: &self.plan, features: self.features, run_dir: self.run_dir.clone(), compute: self.config.timing.compute.name() }
     }
 }
 
+/// What rank 0 broadcasts. The config travels as TOML (its own round-trip format) and the
+/// plan as JSON (exact floats).
 #[derive(Serialize, Deserialize)]
 enum Reply {
-    Ok(Box<Shared>),
-    Err(String),
-}
-
-/// A rank's rows with their coefficients.
-pub struct LocalData {
-    pub rows: Rows,
-    pub coef: Vec<f64>,
+    Ok { config: String, plan: Box<Plan>, features: usize, run_dir: PathBuf },
+    Err(EngineError),
 }
 
 fn broadcast_bytes(world: &SimpleCommunicator, bytes: Option<Vec<u8>>) -> Vec<u8> {
@@ -61,86 +51,43 @@ fn broadcast_bytes(world: &SimpleCommunicator, bytes: Option<Vec<u8>>) -> Vec<u8
     buf
 }
 
-/// Rank 0's part: config, data shape, plan, run directory.
-fn prepare(config_path: &Path, overrides: &[String]) -> Result<(Shared, Option<Rows>), String> {
-    let text = std::fs::read_to_string(config_path).map_err(|e| format!("cannot read config `{}`: {e}", config_path.display()))?;
-    let config = outrun_plan::config::parse(&text, overrides).map_err(|e| format!("{}: {e}", config_path.display()))?;
-    let (all, samples, features) = match config.data.kind {
-        DataKind::Libsvm => {
-            let rows = load_all(&config).map_err(|e| e.to_string())?;
-            let (d, p) = (rows.len(), rows.p);
-            (Some(rows), d, p)
-        }
-        _ => (None, config.data.samples.unwrap(), config.data.features.unwrap()),
-    };
-    let plan = outrun_plan::build(&config, samples).map_err(|e| format!("{}: {e}", config_path.display()))?;
+/// Rank 0's part: config, data shape, world size, plan, run directory (created last, so a
+/// failed start leaves nothing behind).
+fn prepare(config_path: &Path, overrides: &[String], world_size: usize) -> Result<Shared, EngineError> {
+    let config = outrun_workloads::load_config(config_path, overrides).map_err(|e| EngineError::Setup(e.to_string()))?;
+    let shape = outrun_workloads::data::shape(config.data(), config.model().loss).map_err(|e| EngineError::Setup(e.to_string()))?;
+    let plan = outrun_plan::build(&config, shape.samples).map_err(|e| EngineError::Setup(format!("{}: {e}", config_path.display())))?;
+    if world_size != plan.ranks {
+        let detail = match plan.master() {
+            Some(_) => format!("1 master + {} workers", plan.workers),
+            None => format!("{} ring workers, no master", plan.workers),
+        };
+        return Err(EngineError::WorldSize { need: plan.ranks, got: world_size, detail });
+    }
     let run_dir = create_run_dir(Path::new(&config.run.out_dir), &config.run.name)
-        .map_err(|e| format!("run.out_dir: cannot create a run directory in `{}`: {e}", config.run.out_dir))?;
-    Ok((Shared { config, plan, features, run_dir }, all))
+        .map_err(|e| EngineError::Setup(format!("run.out_dir: cannot create a run directory in `{}`: {e}", config.run.out_dir)))?;
+    Ok(Shared { config, plan, features: shape.features, run_dir })
 }
 
-/// Collective setup. Returns the shared state and, on rank 0 for file data, all rows.
-pub fn setup(world: &SimpleCommunicator, config_path: &Path, overrides: &[String]) -> Result<(Shared, Option<Rows>), EngineError> {
+/// Collective setup: every rank gets the shared state, or the same error.
+pub fn setup(world: &SimpleCommunicator, config_path: &Path, overrides: &[String]) -> Result<Shared, EngineError> {
     let rank = world.rank();
-    let mut all = None;
-    let bytes = if rank == 0 {
-        let reply = match prepare(config_path, overrides) {
-            Ok((shared, rows)) => {
-                all = rows;
-                Reply::Ok(Box::new(shared))
-            }
+    let bytes = (rank == 0).then(|| {
+        let reply = match prepare(config_path, overrides, world.size() as usize) {
+            Ok(s) => Reply::Ok { config: s.config.to_toml(), plan: Box::new(s.plan), features: s.features, run_dir: s.run_dir },
             Err(e) => Reply::Err(e),
         };
-        Some(serde_json::to_vec(&reply).expect("setup serializes"))
-    } else {
-        None
-    };
+        serde_json::to_vec(&reply).expect("setup serializes")
+    });
     let bytes = broadcast_bytes(world, bytes);
     let reply: Reply = serde_json::from_slice(&bytes).map_err(|e| EngineError::Setup(format!("corrupt setup message: {e}")))?;
-    let shared = match reply {
-        Reply::Ok(s) => *s,
-        Reply::Err(e) => return Err(EngineError::Setup(e)),
+    let (config, plan, features, run_dir) = match reply {
+        Reply::Ok { config, plan, features, run_dir } => (config, plan, features, run_dir),
+        Reply::Err(e) => return Err(e),
     };
-    let got = world.size() as usize;
-    if got != shared.plan.ranks {
-        let p = &shared.plan;
-        let detail = match p.master() {
-            Some(_) => format!("1 master + {} workers", p.workers),
-            None => format!("{} ring workers, no master", p.workers),
-        };
-        return Err(EngineError::WorldSize { need: p.ranks, got, detail });
-    }
+    let config = outrun_plan::config::parse(&config, &[]).map_err(|e| EngineError::Setup(format!("corrupt setup message: {e}")))?;
     if rank != 0 {
-        std::fs::create_dir_all(&shared.run_dir)
-            .map_err(|e| EngineError::Setup(format!("rank {rank}: cannot create run directory {}: {e}", shared.run_dir.display())))?;
+        std::fs::create_dir_all(&run_dir).map_err(|e| EngineError::Setup(format!("rank {rank}: cannot create run directory {}: {e}", run_dir.display())))?;
     }
-    Ok((shared, all))
-}
-
-/// Obtain this rank's rows: generated locally for synthetic data, sent by rank 0 for files.
-pub fn local_data(comm: &mut Comm, shared: &Shared, all: Option<&Rows>) -> LocalData {
-    let cfg = &shared.config;
-    let me = &shared.plan.nodes[comm.rank];
-    let coef: Vec<f64> = me.data.points().map(|(_, c)| c).collect();
-    let idx = me.data.points().map(|(i, _)| i);
-    let rows = match cfg.data.kind {
-        DataKind::Libsvm => {
-            if comm.rank == 0 {
-                let all = all.expect("rank 0 holds the file's rows");
-                for node in &shared.plan.nodes[1..] {
-                    let part = all.select(node.data.points().map(|(i, _)| i));
-                    comm.isend(node.rank, DATA, Arc::new(part.x));
-                    comm.isend(node.rank, DATA, Arc::new(part.y));
-                }
-                comm.flush_sends(std::time::Duration::from_secs(600), |_| {});
-                all.select(idx)
-            } else {
-                let x = comm.recv_blocking(0, DATA).data;
-                let y = comm.recv_blocking(0, DATA).data;
-                Rows { p: shared.features, x, y }
-            }
-        }
-        kind => synthetic_rows(kind, cfg.run.seed, shared.features, cfg.data.noise, idx),
-    };
-    LocalData { rows, coef }
+    Ok(Shared { config, plan: *plan, features, run_dir })
 }

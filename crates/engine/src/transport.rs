@@ -1,15 +1,16 @@
 //! Point-to-point messaging over MPI with owned buffers.
 //!
+//! - Every message is one frame of bytes (`outrun_proto::wire`), sent as `MPI_UINT8_T` from an
+//!   8-byte-aligned buffer, so a received body is used in place.
 //! - **Receive** is probe-based: [`Comm::try_recv`] matches whatever message has arrived
 //!   (`MPI_Improbe` + `MPI_Mrecv`) into a fresh buffer. Nothing is pre-posted, so a late
-//!   straggler message is simply received later and discarded by its iteration header; there is
-//!   no receive to cancel and no buffer that an old receive could still write into.
-//! - **Send** is non-blocking: [`Comm::isend`] keeps the buffer (shared, so one θ buffer serves
-//!   every child) alive until the request completes; [`Comm::progress`] retires completed sends
-//!   and [`Comm::flush_sends`] waits for all of them before shutdown, so no request is pending at
-//!   `MPI_Finalize`.
-//!
-//! Every message is a vector of `f64` (`MPI_DOUBLE`).
+//!   straggler message is simply received later and discarded by its header; there is no
+//!   receive to cancel and no buffer that an old receive could still write into.
+//! - **Send** is non-blocking: the buffer (shared: one model frame serves every child) is kept
+//!   until the request completes; [`Comm::progress`] retires completed sends and
+//!   [`Comm::flush_sends`] waits for all of them, so no request is pending at `MPI_Finalize`.
+//! - Sub-communicators ([`Comm::split`]) and broadcast within them ([`Comm::broadcast`]) serve
+//!   patterns that talk in groups.
 
 use std::os::raw::c_int;
 use std::sync::Arc;
@@ -19,30 +20,53 @@ use mpi::ffi;
 use mpi::raw::AsRaw;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::Communicator;
+use outrun_proto::Frame;
+
+/// Tag of every protocol message (one tag: MPI delivers a pair's messages in order).
+pub const PROTO: i32 = 7;
+/// Tag of clock synchronisation.
+pub const CLOCK: i32 = 3;
 
 /// A received message.
 #[derive(Debug)]
-pub struct Msg {
+pub struct Received {
+    /// Sender rank.
     pub source: usize,
+    /// Tag.
     pub tag: i32,
-    pub data: Vec<f64>,
+    /// The frame, in 8-byte words.
+    pub words: Vec<f64>,
+    /// Its length in bytes.
+    pub bytes: usize,
+}
+
+/// What keeps a send buffer alive (held, never read).
+#[allow(dead_code)]
+enum Keep {
+    Words(Arc<Vec<f64>>),
+    Frame(Arc<Frame>),
 }
 
 struct InFlight {
     req: ffi::MPI_Request,
-    _buf: Arc<Vec<f64>>,
+    _keep: Keep,
 }
 
-/// The world communicator plus the engine's outstanding sends.
+/// A communicator plus the engine's outstanding sends and traffic counters.
 pub struct Comm {
     raw: ffi::MPI_Comm,
+    /// This process's rank.
     pub rank: usize,
+    /// Number of ranks.
     pub size: usize,
     sends: Vec<InFlight>,
-    /// Messages and bytes sent, for the logs.
+    /// Messages sent.
     pub sent_msgs: u64,
+    /// Bytes sent.
     pub sent_bytes: u64,
+    /// Messages received.
     pub recv_msgs: u64,
+    /// Bytes received.
     pub recv_bytes: u64,
 }
 
@@ -52,37 +76,44 @@ fn check(code: c_int, what: &str) {
     assert_eq!(code, 0, "{what} failed with MPI error code {code}");
 }
 
+fn bytes_type() -> ffi::MPI_Datatype {
+    // SAFETY: reading an MPI constant after MPI_Init.
+    unsafe { ffi::RSMPI_UINT8_T }
+}
+
 impl Comm {
+    /// The world communicator.
     pub fn new(world: &SimpleCommunicator) -> Self {
-        Comm {
-            raw: world.as_raw(),
-            rank: world.rank() as usize,
-            size: world.size() as usize,
-            sends: Vec::new(),
-            sent_msgs: 0,
-            sent_bytes: 0,
-            recv_msgs: 0,
-            recv_bytes: 0,
-        }
+        Self::from_raw(world.as_raw(), world.rank() as usize, world.size() as usize)
     }
 
-    /// Raw communicator handle (for collectives in benchmarks).
-    pub fn raw(&self) -> ffi::MPI_Comm {
-        self.raw
+    fn from_raw(raw: ffi::MPI_Comm, rank: usize, size: usize) -> Self {
+        Comm { raw, rank, size, sends: Vec::new(), sent_msgs: 0, sent_bytes: 0, recv_msgs: 0, recv_bytes: 0 }
     }
 
-    /// Start sending `buf` to `dest`; the buffer is kept until the send completes.
-    pub fn isend(&mut self, dest: usize, tag: i32, buf: Arc<Vec<f64>>) {
+    fn isend_raw(&mut self, dest: usize, tag: i32, ptr: *const f64, nbytes: usize, keep: Keep) {
         let mut req: ffi::MPI_Request = unsafe { ffi::RSMPI_REQUEST_NULL };
-        let count = c_int::try_from(buf.len()).expect("message too large");
-        // SAFETY: the buffer lives in `self.sends` (via the Arc) until MPI reports completion.
-        let rc = unsafe {
-            ffi::MPI_Isend(buf.as_ptr() as *const _, count, ffi::RSMPI_DOUBLE, dest as c_int, tag, self.raw, &mut req)
-        };
+        let count = c_int::try_from(nbytes).expect("message larger than 2 GiB");
+        // SAFETY: the buffer is kept alive by `keep` in `self.sends` until MPI reports completion.
+        let rc = unsafe { ffi::MPI_Isend(ptr as *const _, count, bytes_type(), dest as c_int, tag, self.raw, &mut req) };
         check(rc, "MPI_Isend");
         self.sent_msgs += 1;
-        self.sent_bytes += 8 * buf.len() as u64;
-        self.sends.push(InFlight { req, _buf: buf });
+        self.sent_bytes += nbytes as u64;
+        self.sends.push(InFlight { req, _keep: keep });
+    }
+
+    /// Start sending the first `nbytes` bytes of `words` to `dest`.
+    pub fn isend_words(&mut self, dest: usize, tag: i32, words: Arc<Vec<f64>>, nbytes: usize) {
+        assert!(nbytes <= words.len() * 8);
+        let ptr = words.as_ptr();
+        self.isend_raw(dest, tag, ptr, nbytes, Keep::Words(words));
+    }
+
+    /// Start sending a received frame as it is (header and body), e.g. a model to relay.
+    pub fn isend_frame(&mut self, dest: usize, tag: i32, frame: Arc<Frame>) {
+        let w = frame.words();
+        let (ptr, nbytes) = (w.as_ptr(), w.len() * 8);
+        self.isend_raw(dest, tag, ptr, nbytes, Keep::Frame(frame));
     }
 
     /// Retire completed sends; returns how many are still in flight.
@@ -96,22 +127,17 @@ impl Comm {
         self.sends.len()
     }
 
-    /// Number of sends not yet known to be complete.
-    pub fn sends_in_flight(&self) -> usize {
-        self.sends.len()
-    }
-
     /// Receive one message that has arrived, if any (any source, any tag).
-    pub fn try_recv(&mut self) -> Option<Msg> {
+    pub fn try_recv(&mut self) -> Option<Received> {
         self.recv_matching(unsafe { ffi::RSMPI_ANY_SOURCE }, unsafe { ffi::RSMPI_ANY_TAG })
     }
 
     /// Receive one message from `source` with `tag` that has arrived, if any.
-    pub fn try_recv_from(&mut self, source: usize, tag: i32) -> Option<Msg> {
+    pub fn try_recv_from(&mut self, source: usize, tag: i32) -> Option<Received> {
         self.recv_matching(source as c_int, tag)
     }
 
-    fn recv_matching(&mut self, source: c_int, tag: c_int) -> Option<Msg> {
+    fn recv_matching(&mut self, source: c_int, tag: c_int) -> Option<Received> {
         let mut flag: c_int = 0;
         let mut message: ffi::MPI_Message = unsafe { ffi::RSMPI_MESSAGE_NULL };
         let mut status = std::mem::MaybeUninit::<ffi::MPI_Status>::uninit();
@@ -122,21 +148,20 @@ impl Comm {
         }
         let mut status = unsafe { status.assume_init() };
         let mut count: c_int = 0;
-        let rc = unsafe { ffi::MPI_Get_count(&status, ffi::RSMPI_DOUBLE, &mut count) };
+        let rc = unsafe { ffi::MPI_Get_count(&status, bytes_type(), &mut count) };
         check(rc, "MPI_Get_count");
-        let mut data: Vec<f64> = Vec::with_capacity(count as usize);
-        // SAFETY: MPI_Mrecv writes exactly `count` doubles (the matched message's size) before
-        // the length is set; no zero-fill needed.
-        let rc = unsafe { ffi::MPI_Mrecv(data.as_mut_ptr() as *mut _, count, ffi::RSMPI_DOUBLE, &mut message, &mut status) };
+        let nbytes = count as usize;
+        let mut words: Vec<f64> = vec![0.0; nbytes.div_ceil(8)];
+        // SAFETY: the buffer holds at least `count` bytes.
+        let rc = unsafe { ffi::MPI_Mrecv(words.as_mut_ptr() as *mut _, count, bytes_type(), &mut message, &mut status) };
         check(rc, "MPI_Mrecv");
-        unsafe { data.set_len(count as usize) };
         self.recv_msgs += 1;
-        self.recv_bytes += 8 * data.len() as u64;
-        Some(Msg { source: status.MPI_SOURCE as usize, tag: status.MPI_TAG, data })
+        self.recv_bytes += nbytes as u64;
+        Some(Received { source: status.MPI_SOURCE as usize, tag: status.MPI_TAG, words, bytes: nbytes })
     }
 
     /// Blocking receive of a message from `source` with `tag` (setup phase only).
-    pub fn recv_blocking(&mut self, source: usize, tag: i32) -> Msg {
+    pub fn recv_blocking(&mut self, source: usize, tag: i32) -> Received {
         let mut backoff = Backoff::new(200);
         loop {
             if let Some(m) = self.try_recv_from(source, tag) {
@@ -167,13 +192,62 @@ impl Comm {
         unsafe { ffi::MPI_Abort(self.raw, code) };
         std::process::exit(code)
     }
+
+    /// `MPI_Allreduce` (sum) of `send` into `recv` (same length).
+    pub fn allreduce_sum(&mut self, send: &[f64], recv: &mut [f64]) {
+        assert_eq!(send.len(), recv.len());
+        let n = c_int::try_from(send.len()).expect("vector too large");
+        let rc = unsafe { ffi::MPI_Allreduce(send.as_ptr() as *const _, recv.as_mut_ptr() as *mut _, n, ffi::RSMPI_DOUBLE, ffi::RSMPI_SUM, self.raw) };
+        check(rc, "MPI_Allreduce");
+    }
+
+    /// `MPI_Allreduce` (max) of one integer: a collective verdict (setup errors).
+    pub fn allreduce_max(&mut self, v: i32) -> i32 {
+        let mut out: c_int = 0;
+        let rc = unsafe { ffi::MPI_Allreduce(&v as *const c_int as *const _, &mut out as *mut c_int as *mut _, 1, ffi::RSMPI_INT32_T, ffi::RSMPI_MAX, self.raw) };
+        check(rc, "MPI_Allreduce");
+        out
+    }
+
+    /// Collective over this communicator: the sub-communicator of the ranks that gave the same
+    /// `color` (None: not a member of any), ordered by `key`.
+    pub fn split(&self, color: Option<i32>, key: i32) -> Option<Comm> {
+        let mut out: ffi::MPI_Comm = unsafe { ffi::RSMPI_COMM_NULL };
+        let c = color.unwrap_or(unsafe { ffi::RSMPI_UNDEFINED });
+        let rc = unsafe { ffi::MPI_Comm_split(self.raw, c, key, &mut out) };
+        check(rc, "MPI_Comm_split");
+        color?;
+        let (mut rank, mut size): (c_int, c_int) = (0, 0);
+        unsafe {
+            check(ffi::MPI_Comm_rank(out, &mut rank), "MPI_Comm_rank");
+            check(ffi::MPI_Comm_size(out, &mut size), "MPI_Comm_size");
+        }
+        Some(Comm::from_raw(out, rank as usize, size as usize))
+    }
+
+    /// Broadcast `buf` from `root` to every rank of this communicator (collective).
+    pub fn broadcast(&mut self, root: usize, buf: &mut [f64]) {
+        let n = c_int::try_from(buf.len()).expect("vector too large");
+        let rc = unsafe { ffi::MPI_Bcast(buf.as_mut_ptr() as *mut _, n, ffi::RSMPI_DOUBLE, root as c_int, self.raw) };
+        check(rc, "MPI_Bcast");
+        if root == self.rank {
+            self.sent_bytes += 8 * buf.len() as u64;
+        } else {
+            self.recv_bytes += 8 * buf.len() as u64;
+        }
+    }
+
+    /// Release a sub-communicator (collective over its members).
+    pub fn free(mut self) {
+        let _ = self.flush_sends(Duration::from_secs(60), |_| {});
+        let rc = unsafe { ffi::MPI_Comm_free(&mut self.raw) };
+        check(rc, "MPI_Comm_free");
+    }
 }
 
 /// Yield the CPU for a short window, then sleep with exponential back-off up to `max_us`
 /// between polls. Sleeping matters when many ranks share few cores: an idle rank that spins
-/// steals time from ranks that compute. How long to keep yielding depends on how soon the next
-/// message is expected: master–worker waits use a short window, ring steps (lockstep with the
-/// neighbours) a long one.
+/// steals time from ranks that compute.
 pub struct Backoff {
     started: Instant,
     spin: Duration,
@@ -208,67 +282,16 @@ impl Backoff {
             std::thread::yield_now();
         } else {
             std::thread::sleep(Duration::from_micros(self.sleep_us));
-            self.sleep_us = (self.sleep_us * 2).min(self.max_us);
+            self.sleep_us = (self.sleep_us * 2).min(self.max_us.max(1));
         }
     }
 
-    /// Like [`Backoff::idle`] but never sleeps past `until`.
-    pub fn idle_until(&mut self, until: Instant) {
-        let now = Instant::now();
-        if now >= until {
-            return;
-        }
-        let left = until - now;
+    /// Like [`Backoff::idle`] but never sleeps longer than `left`.
+    pub fn idle_for(&mut self, left: Duration) {
         if !self.spinning() && Duration::from_micros(self.sleep_us) > left {
             std::thread::sleep(left);
         } else {
             self.idle();
         }
-    }
-}
-
-impl Comm {
-    /// Send `send` to `dest` while receiving exactly `recv.len()` values from `source` into
-    /// `recv` (both with `tag`), polling until both complete (yielding for up to `spin` before
-    /// sleeping). If `until` passes first, prints `what` and aborts the job: a stuck exchange
-    /// cannot be unwound safely.
-    #[allow(clippy::too_many_arguments)]
-    pub fn sendrecv(&mut self, send: &[f64], dest: usize, recv: &mut [f64], source: usize, tag: i32, poll_us: u64, spin: Duration, until: Option<Instant>, what: &dyn Fn() -> String) {
-        let mut reqs: [ffi::MPI_Request; 2] = unsafe { [ffi::RSMPI_REQUEST_NULL, ffi::RSMPI_REQUEST_NULL] };
-        let (rc_n, sc_n) = (c_int::try_from(recv.len()).expect("segment too large"), c_int::try_from(send.len()).expect("segment too large"));
-        // SAFETY: both buffers are borrowed for the whole call and the requests complete (or the
-        // process aborts) before it returns.
-        unsafe {
-            check(ffi::MPI_Irecv(recv.as_mut_ptr() as *mut _, rc_n, ffi::RSMPI_DOUBLE, source as c_int, tag, self.raw, &mut reqs[0]), "MPI_Irecv");
-            check(ffi::MPI_Isend(send.as_ptr() as *const _, sc_n, ffi::RSMPI_DOUBLE, dest as c_int, tag, self.raw, &mut reqs[1]), "MPI_Isend");
-        }
-        self.sent_msgs += 1;
-        self.sent_bytes += 8 * send.len() as u64;
-        self.recv_msgs += 1;
-        self.recv_bytes += 8 * recv.len() as u64;
-        let mut backoff = Backoff::with_spin(poll_us, spin);
-        loop {
-            let mut flag: c_int = 0;
-            let rc = unsafe { ffi::MPI_Testall(2, reqs.as_mut_ptr(), &mut flag, ffi::RSMPI_STATUSES_IGNORE) };
-            check(rc, "MPI_Testall");
-            if flag != 0 {
-                return;
-            }
-            if until.is_some_and(|u| Instant::now() >= u) {
-                eprintln!("error: {}", what());
-                self.abort(1);
-            }
-            backoff.idle();
-        }
-    }
-
-    /// `MPI_Allreduce` (sum) of `send` into `recv` (same length).
-    pub fn allreduce_sum(&mut self, send: &[f64], recv: &mut [f64]) {
-        assert_eq!(send.len(), recv.len());
-        let n = c_int::try_from(send.len()).expect("vector too large");
-        let rc = unsafe {
-            ffi::MPI_Allreduce(send.as_ptr() as *const _, recv.as_mut_ptr() as *mut _, n, ffi::RSMPI_DOUBLE, ffi::RSMPI_SUM, self.raw)
-        };
-        check(rc, "MPI_Allreduce");
     }
 }

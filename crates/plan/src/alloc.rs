@@ -18,14 +18,18 @@ use crate::topology::Tree;
 /// A run of consecutive points `start .. start + len`, all with coefficient `coef`.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Segment {
+    /// First point.
     pub start: usize,
+    /// Number of points.
     pub len: usize,
+    /// Coefficient of every point of the run.
     pub coef: f64,
 }
 
 /// A weighted multiset of data points, as runs.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct WeightedSet {
+    /// The runs, in order.
     pub segments: Vec<Segment>,
 }
 
@@ -48,6 +52,7 @@ impl WeightedSet {
         self.segments.iter().map(|s| s.len).sum()
     }
 
+    /// Whether the set has no point.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -141,7 +146,7 @@ pub fn fmt_coef(c: f64) -> String {
 
 /// COMPALLOC(D, B): split `data` into n near-equal parts; child i gets `∪_κ B[i,κ]·D_κ`.
 pub fn compalloc(data: &WeightedSet, b: &Matrix) -> Vec<WeightedSet> {
-    let n = b.rows();
+    let n = b.nrows();
     let parts = data.split_even(n);
     (0..n)
         .map(|i| {
@@ -206,7 +211,7 @@ fn round_ratio(num: u128, den: u128) -> usize {
 /// A non-leaf node at layer l keeps `round(|D^T| / Σ_{j=0..L−l} ρ^j)` of the points it
 /// receives (ρ = n/(s+1)), the first ones, and passes the rest down; a leaf keeps all.
 pub fn tree_allocate(d: usize, tree: Tree, s: usize, b: &Matrix) -> Vec<WeightedSet> {
-    assert_eq!(b.rows(), tree.n);
+    assert_eq!(b.nrows(), tree.n);
     let mut alloc = vec![WeightedSet::default(); tree.ranks()];
     let (n, s1) = (tree.n as u128, (s + 1) as u128);
     let mut pending: Vec<(usize, WeightedSet)> = vec![(0, WeightedSet::full(d))];
@@ -237,10 +242,11 @@ pub fn tree_allocate(d: usize, tree: Tree, s: usize, b: &Matrix) -> Vec<Weighted
 #[cfg(test)]
 mod tests {
     use super::*;
-    use outrun_codes::decode::decode;
+    use outrun_codes::decode;
+    use ndarray::array;
 
     fn thesis_b() -> Matrix {
-        Matrix::from_rows(&[vec![0.5, 1.0, 0.0], vec![0.0, 1.0, -1.0], vec![0.5, 0.0, 1.0]])
+        array![[0.5, 1.0, 0.0], [0.0, 1.0, -1.0], [0.5, 0.0, 1.0]]
     }
 
     #[test]

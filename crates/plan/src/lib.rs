@@ -1,27 +1,33 @@
 //! # outrun-plan: from an experiment config to an execution plan
 //!
-//! Data flows one way: **config → plan → execution → timing log → report**. This crate owns the
-//! first two steps and is pure (no MPI, no I/O), so everything in it is unit-tested:
+//! Data flows one way: **config → plan → node protocol → driver → timing log → report**. This
+//! crate owns the first two steps and the pure pieces of the third, and is pure (no MPI, no
+//! I/O), so everything in it is unit-tested:
 //!
 //! - [`config`]: the TOML experiment file, `--set` overrides, and validation with errors that
-//!   name the field.
-//! - [`topology`]: rank arithmetic of (n, L)-regular trees (a star is (N, 1)).
+//!   name the field; one module per section, job, scheme and straggler model as tagged enums.
+//! - [`Tree`]: rank arithmetic of (n, L)-regular trees (a star is (N, 1)).
 //! - [`alloc`]: weighted point sets, COMPALLOC and CR.ALLOCATE.
-//! - [`stragglers`]: straggler and fault injection as a function of (seed, worker, iteration).
-//! - [`plan`]: the [`Plan`] type: every rank's data, parent, children and wait rule.
-//! - [`schemes`]: one builder per scheme family (master–worker, ring, CodedReduce).
-//! - [`wait`]: wait rules — which children's results a parent accepts and how it combines
-//!   them; shared by the MPI engine and the simulator.
+//! - [`StragglerModel`] and its [`Injector`]: straggler and fault injection as a function of
+//!   (seed, worker, iteration), stateful processes included.
+//! - [`Plan`]: every rank's parts, parent, children, wait rule and encoding; [`build`] makes it,
+//!   one builder per scheme family (`schemes/`).
+//! - [`roles`]: what nodes do with data — aggregators (wait rules and decoders), encoders,
+//!   linear combinations — executed by the node protocol (`outrun-proto`).
+//! - [`budget`]: the deadlines of the collect tree.
+#![deny(missing_docs)]
 
 pub mod alloc;
+pub mod budget;
 pub mod config;
-pub mod plan;
-pub mod schemes;
-pub mod stragglers;
-pub mod topology;
-pub mod wait;
+mod plan;
+pub mod roles;
+mod schemes;
+mod stragglers;
+mod topology;
 
-pub use config::{Config, ConfigError, SchemeKind};
-pub use plan::{Combine, Node, Plan, Shape, WaitRule};
+pub use config::{Config, ConfigError};
+pub use plan::{Node, Pattern, Plan, PlanCode};
 pub use schemes::build;
-pub use stragglers::StragglerModel;
+pub use stragglers::{ComputeTime, Injector, Law, StragglerModel, DEFAULT_FACTOR};
+pub use topology::Tree;

@@ -1,101 +1,111 @@
-//! The execution plan: pure data computed from a config, executed by the MPI engine (and, later,
-//! the simulator) without further decisions.
+//! The execution plan: pure data computed from a config, executed by the MPI engine and by the
+//! simulator without further decisions.
 //!
-//! One type describes every scheme: a set of nodes (one per MPI rank), each with the data it
-//! holds (points and coefficients), its parent and children, and — for nodes with children —
-//! its *wait rule*: how many children it needs and how it combines their messages. A
-//! master–worker scheme is a tree of depth 1; CodedReduce is a deeper tree; ring schemes have no
-//! tree edges and use [`Shape::Ring`].
+//! One type describes every scheme: a [`Pattern`] (who talks to whom) and one [`Node`] per MPI
+//! rank with the parts it computes (points and coefficients), its parent and children, its
+//! [`Rule`] (for nodes with children: what they wait for and how they combine) and its
+//! [`Encoding`] (what it sends). A master–worker scheme is a tree of depth 1; CodedReduce is a
+//! deeper tree; ring schemes have no tree edges and use [`Pattern::Ring`].
 
-use outrun_codes::code::Screening;
-use outrun_codes::GradientCode;
+use outrun_codes::{GradientCode, Screening};
 use serde::{Deserialize, Serialize};
 
 use crate::alloc::{fmt_coef, WeightedSet};
-use crate::config::{model_name, SchemeKind, StragglerKind};
+use crate::roles::{Encoding, Rule};
 use crate::stragglers::StragglerModel;
-
-/// How a parent combines the messages of the children it waited for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Combine {
-    /// Plain sum (uncoded; needs every child).
-    Sum,
-    /// Decoding vector of the plan's code for the survivor set (least squares, residual checked).
-    Decode,
-    /// Sum of the survivors, scaled by d / (points they cover): an estimate (ignore-stragglers).
-    Rescale,
-}
-
-/// What a parent waits for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct WaitRule {
-    /// Number of children whose (first) results are used.
-    pub need: usize,
-    pub combine: Combine,
-}
 
 /// One MPI rank's part of the plan.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Node {
+    /// MPI rank.
     pub rank: usize,
     /// Worker id, 1-based (None for the master): the key of straggler injection.
     pub worker: Option<usize>,
+    /// Parent rank (None for the master and ring ranks).
     pub parent: Option<usize>,
+    /// Children ranks, in order (index = the child's row of the code).
     pub children: Vec<usize>,
-    /// Points this node computes on, with coefficients.
-    pub data: WeightedSet,
-    /// For nodes with children.
-    pub wait: Option<WaitRule>,
+    /// The parts this node computes, one vector each: points with coefficients.
+    pub parts: Vec<WeightedSet>,
+    /// For nodes with children: what they wait for and how they combine.
+    pub rule: Option<Rule>,
+    /// How the node forms its message(s).
+    #[serde(default)]
+    pub send: Encoding,
 }
 
 impl Node {
     /// Number of points this node computes on (its load).
     pub fn load(&self) -> usize {
-        self.data.len()
+        self.parts.iter().map(WeightedSet::len).sum()
+    }
+
+    /// Every point of every part with its coefficient (0-based points).
+    pub fn points(&self) -> impl Iterator<Item = (usize, f64)> + '_ {
+        self.parts.iter().flat_map(|p| p.points())
     }
 }
 
-/// Communication shape.
+/// Who talks to whom.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", tag = "kind")]
-pub enum Shape {
-    /// (n, L)-regular tree rooted at rank 0 (a star is (N, 1)).
-    Tree { n: usize, layers: usize },
-    /// Ring over all ranks, in rank order; `mpi` = use `MPI_Allreduce` instead of our ring.
-    Ring { mpi: bool },
+pub enum Pattern {
+    /// Collect tree: an (n, L)-regular tree rooted at rank 0 (a star is (N, 1)); the model flows
+    /// down, results flow up and are combined by every parent.
+    Tree {
+        /// Children per parent.
+        n: usize,
+        /// Layers of workers below the master.
+        layers: usize,
+    },
+    /// Ring over all ranks, in rank order: every rank all-reduces its result and applies the
+    /// update. `collective`: use the MPI library's all-reduce instead of our ring.
+    Ring {
+        /// Use `MPI_Allreduce`.
+        collective: bool,
+    },
 }
 
-/// The code shared by every sibling group, with its screening report.
+/// A code used by the plan's rules, with its screening report.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PlanCode {
+    /// The code.
     pub code: GradientCode,
+    /// Worst-case decoding quality (random constructions).
     pub screening: Option<Screening>,
+    /// Random draws tried.
     pub draws: usize,
 }
 
-/// A complete plan.
+/// A complete plan: pure data, computed once from the config and broadcast.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Plan {
-    pub scheme: SchemeKind,
+    /// `scheme.kind`.
+    pub scheme: String,
     /// One-line description of the scheme.
     pub title: String,
+    /// MPI ranks.
     pub ranks: usize,
+    /// Workers.
     pub workers: usize,
     /// Number of data points d.
     pub samples: usize,
     /// Stragglers tolerated (per parent for trees).
     pub s: usize,
-    pub shape: Shape,
+    /// Who talks to whom.
+    pub pattern: Pattern,
+    /// One per rank.
     pub nodes: Vec<Node>,
-    pub code: Option<PlanCode>,
+    /// Codes referenced by the nodes' rules.
+    pub codes: Vec<PlanCode>,
+    /// The straggler model.
     pub stragglers: StragglerModel,
 }
 
 impl Plan {
     /// The master's rank, if the scheme has one.
     pub fn master(&self) -> Option<usize> {
-        matches!(self.shape, Shape::Tree { .. }).then_some(0)
+        matches!(self.pattern, Pattern::Tree { .. }).then_some(0)
     }
 
     /// Depth of a rank in the tree (0 for the master and for ring ranks).
@@ -111,16 +121,31 @@ impl Plan {
 
     /// Layers of workers below the master (0 for rings).
     pub fn layers(&self) -> usize {
-        match self.shape {
-            Shape::Tree { layers, .. } => layers,
-            Shape::Ring { .. } => 0,
+        match self.pattern {
+            Pattern::Tree { layers, .. } => layers,
+            Pattern::Ring { .. } => 0,
         }
     }
 
     /// Whether the master's result is the exact full gradient whenever every parent gets its
     /// `need` children (false only for ignore-stragglers with s > 0).
     pub fn exact_by_design(&self) -> bool {
-        self.nodes.iter().all(|n| n.wait.map_or(true, |w| w.combine != Combine::Rescale || w.need == n.children.len()))
+        self.nodes.iter().all(|n| n.rule.is_none_or(|r| r.exact_by_design(n.children.len())))
+    }
+
+    /// Whether `rank` starts iterations and applies their results: the root of a tree, every
+    /// rank of a ring.
+    pub fn delivers(&self, rank: usize) -> bool {
+        match self.pattern {
+            Pattern::Tree { .. } => rank == 0,
+            Pattern::Ring { .. } => true,
+        }
+    }
+
+    /// The rank that keeps the book (writes `iterations.csv` and the summary): the master, or
+    /// rank 0 of a ring.
+    pub fn log_rank(&self) -> usize {
+        0
     }
 
     /// Human-readable plan (what `outrun plan` prints).
@@ -130,16 +155,16 @@ impl Plan {
             o.push_str(&s);
             o.push('\n');
         };
-        line(&mut o, format!("plan: {} — {}", self.scheme.name(), self.title));
-        match self.shape {
-            Shape::Tree { n, layers } => line(
+        line(&mut o, format!("plan: {} — {}", self.scheme, self.title));
+        match self.pattern {
+            Pattern::Tree { n, layers } => line(
                 &mut o,
                 format!(
                     "ranks: {} (rank 0 = master; ranks 1..{} = workers 1..{}); tree n = {n}, layers = {layers}",
                     self.ranks, self.workers, self.workers
                 ),
             ),
-            Shape::Ring { mpi } => line(
+            Pattern::Ring { collective: mpi } => line(
                 &mut o,
                 format!(
                     "ranks: {} (rank r = worker r+1, no master); {}",
@@ -159,7 +184,7 @@ impl Plan {
                 lmax as f64 / self.samples.max(1) as f64
             ),
         );
-        if let Some(pc) = &self.code {
+        for pc in &self.codes {
             let c = &pc.code;
             let scr = match &pc.screening {
                 Some(s) => format!(
@@ -182,7 +207,7 @@ impl Plan {
                 line(&mut o, "  (too large to print; see plan.json in the run directory)".into());
             }
         }
-        line(&mut o, format!("stragglers: {}", self.describe_stragglers()));
+        line(&mut o, format!("stragglers: {}", self.stragglers.describe()));
         line(&mut o, format!("{:>5}  {:<7} {:>6} {:>6}  {:<12} {:>6}  {:<24} data (0-based points @ coefficient)", "rank", "role", "worker", "parent", "children", "load", "waits for"));
         for n in &self.nodes {
             let role = if n.worker.is_none() {
@@ -197,22 +222,7 @@ impl Plan {
                 (Some(a), _) => format!("{a}"),
                 _ => "-".into(),
             };
-            let wait = match n.wait {
-                None => "-".into(),
-                Some(w) => {
-                    let k = n.children.len();
-                    let how = match w.combine {
-                        Combine::Sum => "sum",
-                        Combine::Decode => "decode",
-                        Combine::Rescale => "rescale",
-                    };
-                    if w.need == k {
-                        format!("all {k}, {how}")
-                    } else {
-                        format!("first {} of {k}, {how}", w.need)
-                    }
-                }
-            };
+            let wait = n.rule.map_or("-".into(), |r| r.describe(n.children.len()));
             line(
                 &mut o,
                 format!(
@@ -224,26 +234,10 @@ impl Plan {
                     children,
                     n.load(),
                     wait,
-                    n.data.describe()
+                    n.parts.iter().map(WeightedSet::describe).collect::<Vec<_>>().join(" | ")
                 ),
             );
         }
         o
-    }
-
-    fn describe_stragglers(&self) -> String {
-        let m = &self.stragglers;
-        let from = if m.from_iteration > 0 { format!(" from iteration {}", m.from_iteration) } else { String::new() };
-        match m.kind {
-            StragglerKind::None => "none".into(),
-            StragglerKind::Fixed => format!("fixed: workers {:?} add {}× their compute time{from}", m.workers, m.factor),
-            StragglerKind::Bernoulli => format!("bernoulli: each worker with p = {} ({:?}) adds {}× its compute time{from}", m.p, m.mode, m.factor),
-            StragglerKind::ShiftedExp => format!("shifted-exp: time = {}·load + Exp(rate {}/load) seconds", m.a, m.mu),
-            StragglerKind::Weibull => format!("weibull: time = {}·load + (load/{})·Weibull(shape {}) seconds", m.a, m.mu, m.shape),
-            StragglerKind::FailStop => format!("fail-stop: workers {:?} never answer{from}", m.workers),
-        }
-        .replace("PerIteration", "per iteration")
-        .replace("Once", "once per run")
-            + &format!(" [{}; seed {}]", model_name(m.kind), m.seed)
     }
 }

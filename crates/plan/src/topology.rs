@@ -15,6 +15,7 @@ pub struct Tree {
 }
 
 impl Tree {
+    /// The (n, L) tree.
     pub fn new(n: usize, layers: usize) -> Self {
         assert!(n >= 1 && layers >= 1);
         Tree { n, layers }
@@ -54,6 +55,7 @@ impl Tree {
         (1..layer).map(|l| self.n.pow(l as u32)).sum::<usize>() + i
     }
 
+    /// Parent of a rank (None for the master).
     pub fn parent(&self, rank: usize) -> Option<usize> {
         (rank > 0).then(|| (rank - 1) / self.n)
     }

@@ -10,18 +10,49 @@
 //!   per-rank timeline of chosen iterations (compute, injected delay, waiting, decoding,
 //!   sending; stragglers marked), each as PNG and SVG.
 
+#![deny(missing_docs)]
+
 pub mod plots;
 pub mod table;
 
 use std::path::{Path, PathBuf};
 
-use outrun_runlog::read::{self, IterationRow};
+use outrun_runlog::read::{self, IterationRow, ReadError};
 use outrun_runlog::Summary;
+
+/// Why a report could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// A run directory could not be read.
+    #[error("{0}")]
+    Read(#[from] ReadError),
+    /// A plot could not be drawn.
+    #[error("{0}")]
+    Plot(String),
+    /// The report could not be written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file or directory.
+        path: String,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// An option is invalid (e.g. a baseline that is not among the runs).
+    #[error("{0}")]
+    Option(String),
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ReportError + '_ {
+    move |source| ReportError::Io { path: path.display().to_string(), source }
+}
 
 /// A finished run, loaded.
 pub struct Run {
+    /// The run directory.
     pub dir: PathBuf,
+    /// Its summary.
     pub summary: Summary,
+    /// Its iterations.
     pub iterations: Vec<IterationRow>,
     /// Comparison key: runs with the same data and loss are compared together.
     pub problem: String,
@@ -31,12 +62,13 @@ pub struct Run {
 }
 
 impl Run {
-    pub fn load(dir: &Path) -> Result<Self, String> {
+    /// Load a run directory.
+    pub fn load(dir: &Path) -> Result<Self, ReportError> {
         let summary = read::summary(dir)?;
         let iterations = read::iterations(dir)?;
         let problem = match std::fs::read_to_string(dir.join("config.toml")).ok().and_then(|t| outrun_plan::config::parse(&t, &[]).ok()) {
             Some(c) => {
-                let d = &c.data;
+                let d = c.data();
                 format!(
                     "{:?} data, d = {}, p = {}, seed {}{}, {:?} loss",
                     d.kind,
@@ -44,7 +76,7 @@ impl Run {
                     summary.features,
                     c.run.seed,
                     d.path.as_ref().map_or(String::new(), |p| format!(", file {p}")),
-                    c.model.loss
+                    c.model().loss
                 )
                 .replace("LinearSynthetic", "linear-synthetic")
                 .replace("LogisticSynthetic", "logistic-synthetic")
@@ -79,8 +111,24 @@ impl Run {
 }
 
 /// Load the runs among `paths` (run directories, or directories of run directories).
-pub fn load_runs(paths: &[PathBuf]) -> Result<Vec<Run>, String> {
+pub fn load_runs(paths: &[PathBuf]) -> Result<Vec<Run>, ReportError> {
     read::find_runs(paths)?.iter().map(|d| Run::load(d)).collect()
+}
+
+/// Check the options against the loaded runs: a baseline must be one of them, a target error a
+/// positive number.
+pub fn check_options(runs: &[Run], opts: &Options) -> Result<(), ReportError> {
+    if let Some(b) = &opts.baseline {
+        if !runs.iter().any(|r| table::same_dir(&r.dir, b)) {
+            return Err(ReportError::Option(format!("--baseline {}: not one of the runs reported (give a finished run directory among them)", b.display())));
+        }
+    }
+    if let Some(t) = opts.target_error {
+        if !(t.is_finite() && t > 0.0) {
+            return Err(ReportError::Option(format!("--target-error {t}: must be a positive number")));
+        }
+    }
+    Ok(())
 }
 
 /// Group runs by problem, keeping the input order within and across groups.
@@ -125,9 +173,10 @@ pub fn one_line(s: &Summary) -> String {
 }
 
 /// Write `report.md` and the plots into `out`; returns the Markdown.
-pub fn write_report(paths: &[PathBuf], opts: &Options, out: &Path) -> Result<String, String> {
+pub fn write_report(paths: &[PathBuf], opts: &Options, out: &Path) -> Result<String, ReportError> {
     let runs = load_runs(paths)?;
-    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    check_options(&runs, opts)?;
+    std::fs::create_dir_all(out).map_err(io(out))?;
     let mut md = String::from("# outrun report\n\n");
     for (k, group) in comparisons(&runs).iter().enumerate() {
         md.push_str(&format!("## Comparison {}: {}\n\n", k + 1, group[0].problem));
@@ -145,7 +194,7 @@ pub fn write_report(paths: &[PathBuf], opts: &Options, out: &Path) -> Result<Str
         }
     }
     md.push_str("PNG and SVG versions of every plot are in this directory.\n");
-    std::fs::write(out.join("report.md"), &md).map_err(|e| format!("{}: {e}", out.display()))?;
+    std::fs::write(out.join("report.md"), &md).map_err(io(out))?;
     Ok(md)
 }
 

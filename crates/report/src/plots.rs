@@ -9,7 +9,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use serde_json::Value;
 
-use crate::Run;
+use crate::{ReportError, Run};
 
 const PALETTE: [RGBColor; 10] = [
     RGBColor(31, 119, 180),
@@ -26,6 +26,9 @@ const PALETTE: [RGBColor; 10] = [
 
 const FONT: &str = "sans-serif";
 
+/// A legend entry (the first run of each scheme has one) and its points.
+type Series = (Option<String>, Vec<(f64, f64)>);
+
 /// One colour per scheme (in order of first appearance), so repetitions share a colour.
 fn scheme_colors(runs: &[&Run]) -> Vec<RGBColor> {
     let mut schemes: Vec<&str> = Vec::new();
@@ -40,13 +43,13 @@ fn scheme_colors(runs: &[&Run]) -> Vec<RGBColor> {
         .collect()
 }
 
-fn e2s<E: std::fmt::Display>(e: E) -> String {
+fn e2s<E: std::fmt::Display>(e: E) -> ReportError {
     let s = e.to_string();
-    if s.to_lowercase().contains("font") {
+    ReportError::Plot(if s.to_lowercase().contains("font") {
         format!("cannot render text ({s}); install a font (Debian: fonts-dejavu-core; scripts/setup.sh does)")
     } else {
         format!("plot: {s}")
-    }
+    })
 }
 
 /// The frame every plot shares: caption, margins and label areas.
@@ -57,7 +60,7 @@ fn frame<'a, 'b, DB: DrawingBackend>(root: &'a DrawingArea<DB, Shift>, caption: 
 }
 
 /// Draw the same figure to PNG and SVG.
-fn both(stem: &Path, size: (u32, u32), draw: impl Fn(&DrawingArea<BitMapBackend, Shift>) -> Result<(), String>, draw_svg: impl Fn(&DrawingArea<SVGBackend, Shift>) -> Result<(), String>) -> Result<(), String> {
+fn both(stem: &Path, size: (u32, u32), draw: impl Fn(&DrawingArea<BitMapBackend, Shift>) -> Result<(), ReportError>, draw_svg: impl Fn(&DrawingArea<SVGBackend, Shift>) -> Result<(), ReportError>) -> Result<(), ReportError> {
     let png = stem.with_extension("png");
     let svg = stem.with_extension("svg");
     {
@@ -73,11 +76,11 @@ fn both(stem: &Path, size: (u32, u32), draw: impl Fn(&DrawingArea<BitMapBackend,
 }
 
 /// Normalized error (or loss, when some run has no known θ*) against wall-clock time.
-pub fn error_vs_time(runs: &[&Run], stem: &Path) -> Result<String, String> {
+pub fn error_vs_time(runs: &[&Run], stem: &Path) -> Result<String, ReportError> {
     let use_error = runs.iter().all(|r| r.iterations.iter().all(|i| i.normalized_error.is_some()));
     let colors = scheme_colors(runs);
     // one legend entry per scheme: "scheme" or "scheme (k runs)"
-    let series: Vec<(Option<String>, Vec<(f64, f64)>)> = runs
+    let series: Vec<Series> = runs
         .iter()
         .enumerate()
         .map(|(k, r)| {
@@ -97,7 +100,7 @@ pub fn error_vs_time(runs: &[&Run], stem: &Path) -> Result<String, String> {
     let ymin = series.iter().flat_map(|s| s.1.iter().map(|p| p.1)).fold(f64::INFINITY, f64::min);
     let ymax = series.iter().flat_map(|s| s.1.iter().map(|p| p.1)).fold(0.0, f64::max);
     if !ymin.is_finite() || ymax <= 0.0 {
-        return Err("plot: no positive error or loss values to plot".into());
+        return Err(ReportError::Plot("plot: no positive error or loss values to plot".into()));
     }
     let what = if use_error { "normalized error ‖θ−θ*‖²/‖θ*‖²" } else { "loss" };
     let caption = format!("{what} vs wall-clock time");
@@ -123,7 +126,7 @@ pub fn error_vs_time(runs: &[&Run], stem: &Path) -> Result<String, String> {
 }
 
 /// Mean iteration time per run as bars, with the p95 marked.
-pub fn iteration_times(runs: &[&Run], stem: &Path) -> Result<String, String> {
+pub fn iteration_times(runs: &[&Run], stem: &Path) -> Result<String, ReportError> {
     let n = runs.len();
     let top = runs.iter().map(|r| r.summary.p95_s.max(r.summary.mean_s)).fold(0.0, f64::max) * 1e3 * 1.15;
     let caption = "mean iteration time (bar) and p95 (tick), ms".to_string();
@@ -244,7 +247,7 @@ fn pieces(rank: usize, e: &Value, out: &mut Vec<Piece>, marks: &mut Vec<(usize, 
 
 /// Per-rank timeline of `k` iterations around the slowest one. Returns the caption, or None if
 /// the run has no per-iteration events.
-pub fn timeline(run: &Run, k: usize, stem: &Path) -> Result<Option<String>, String> {
+pub fn timeline(run: &Run, k: usize, stem: &Path) -> Result<Option<String>, ReportError> {
     let Some(slow) = run.iterations.iter().max_by(|a, b| a.wall_s.total_cmp(&b.wall_s)) else { return Ok(None) };
     let last = run.iterations.last().map_or(0, |r| r.iteration);
     let t0 = slow.iteration.saturating_sub((k as u64 - 1) / 2).min(last.saturating_sub(k as u64 - 1));

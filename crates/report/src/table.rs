@@ -1,11 +1,11 @@
 //! The comparison table.
 
-use crate::{Options, Run};
+use crate::{Options, ReportError, Run};
 
 /// Markdown table of one comparison. Speedup = baseline total time / the run's total time (and
 /// the same on the time to the target error); baseline: `opts.baseline` if it is in this
 /// comparison, else the slowest run.
-pub fn markdown(runs: &[&Run], opts: &Options) -> Result<String, String> {
+pub fn markdown(runs: &[&Run], opts: &Options) -> Result<String, ReportError> {
     let base = opts
         .baseline
         .as_ref()
@@ -52,7 +52,7 @@ pub fn markdown(runs: &[&Run], opts: &Options) -> Result<String, String> {
     Ok(o)
 }
 
-fn same_dir(a: &std::path::Path, b: &std::path::Path) -> bool {
+pub(crate) fn same_dir(a: &std::path::Path, b: &std::path::Path) -> bool {
     match (a.canonicalize(), b.canonicalize()) {
         (Ok(x), Ok(y)) => x == y,
         _ => a == b,

@@ -5,6 +5,19 @@ use std::path::PathBuf;
 
 use outrun_plan::config::DataKind;
 use outrun_plan::{Config, Plan};
+
+/// Model send→receive latency statistics, seconds (p50, p95, max over every worker and iteration).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Latency {
+    /// Number of models received.
+    pub count: u64,
+    /// Median.
+    pub p50: Option<f64>,
+    /// 95th percentile.
+    pub p95: Option<f64>,
+    /// Largest.
+    pub max: Option<f64>,
+}
 use outrun_workloads::data::theta_star;
 use outrun_workloads::metrics::{normalized_error, relative_change};
 
@@ -12,10 +25,13 @@ use crate::files::{quantile, Lines, Summary};
 
 /// What the book needs to know about the run.
 pub struct RunInfo<'a> {
+    /// The resolved config.
     pub config: &'a Config,
+    /// The plan.
     pub plan: &'a Plan,
     /// Model dimension p.
     pub features: usize,
+    /// The run directory.
     pub run_dir: PathBuf,
     /// How compute time was obtained: "real", "modelled" or "simulated".
     pub compute: &'a str,
@@ -23,16 +39,20 @@ pub struct RunInfo<'a> {
 
 /// One iteration's outcome at the master.
 pub struct IterationRecord<'a> {
+    /// Iteration.
     pub t: u64,
+    /// When the result was applied (run timeline, seconds).
     pub end: f64,
     /// θ after the update (None when the model was not computed, e.g. a timing-only
     /// simulation: the metrics are then left empty).
     pub theta: Option<&'a [f64]>,
+    /// Loss at θ_t (NaN when not computed).
     pub loss: f64,
     /// Worker ids whose results were used.
     pub used: &'a [usize],
     /// Fraction of the data the gradient covered (1 for exact schemes).
     pub coverage: f64,
+    /// Whether the result was exact.
     pub exact: bool,
     /// Decode residual ‖aB − 1‖ (0 when nothing was decoded).
     pub residual: f64,
@@ -40,12 +60,14 @@ pub struct IterationRecord<'a> {
     pub late_total: u64,
 }
 
+/// The logging rank's per-iteration records and the run summary.
 pub struct Book {
     csv: Lines,
     traj: Lines,
     star: Option<Vec<f64>>,
     prev_theta: Vec<f64>,
     last_end: f64,
+    /// Start of the timed loop (run timeline, seconds).
     pub loop_start: f64,
     walls: Vec<f64>,
     exact: u64,
@@ -54,12 +76,13 @@ pub struct Book {
 }
 
 impl Book {
+    /// Open `iterations.csv` (and `trajectory.csv`) in the run directory.
     pub fn new(shared: &RunInfo, loop_start: f64) -> std::io::Result<Self> {
         let dir = &shared.run_dir;
         let mut csv = Lines::create(&dir.join("iterations.csv"))?;
         csv.line("iteration,wall_s,cumulative_s,loss,normalized_error,relative_change,used,survivors,coverage,exact,residual,late_discarded");
         let traj = if shared.config.run.trajectory { Lines::create(&dir.join("trajectory.csv"))? } else { Lines::none() };
-        let star = match shared.config.data.kind {
+        let star = match shared.config.data().kind {
             DataKind::Libsvm => None,
             kind => theta_star(kind, shared.config.run.seed, shared.features),
         };
@@ -122,7 +145,7 @@ impl Book {
     }
 
     /// Write `theta.txt` and `summary.json`; returns the summary.
-    pub fn finish(&self, shared: &RunInfo, theta: &[f64], setup_s: f64, late: u64, master_bytes: u64) -> std::io::Result<Summary> {
+    pub fn finish(&self, shared: &RunInfo, theta: &[f64], setup_s: f64, late: u64, master_bytes: u64, latency: Latency) -> std::io::Result<Summary> {
         let dir = &shared.run_dir;
         let text: String = theta.iter().map(|v| format!("{v:e}\n")).collect();
         std::fs::write(dir.join("theta.txt"), text)?;
@@ -131,7 +154,7 @@ impl Book {
         let n = self.walls.len().max(1) as f64;
         let summary = Summary {
             name: shared.config.run.name.clone(),
-            scheme: plan.scheme.name().into(),
+            scheme: plan.scheme.clone(),
             title: plan.title.clone(),
             workers: plan.workers,
             ranks: plan.ranks,
@@ -150,7 +173,11 @@ impl Book {
             exact_iterations: self.exact,
             late_discarded: late,
             master_bytes_per_iter: master_bytes as f64 / n,
-            stragglers: outrun_plan::config::model_name(plan.stragglers.kind).into(),
+            stragglers: plan.stragglers.name().into(),
+            model_latency_p50_s: latency.p50,
+            model_latency_p95_s: latency.p95,
+            model_latency_max_s: latency.max,
+            models_received: latency.count,
             compute: shared.compute.to_string(),
             run_dir: dir.display().to_string(),
         };

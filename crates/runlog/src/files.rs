@@ -57,17 +57,19 @@ pub fn create_run_dir(out_dir: &Path, name: &str) -> std::io::Result<PathBuf> {
 /// A line-buffered text file (each line reaches the OS when written).
 pub struct Lines {
     w: Option<LineWriter<File>>,
+    path: PathBuf,
 }
 
 impl Lines {
+    /// Create (truncate) the file.
     pub fn create(path: &Path) -> std::io::Result<Self> {
         let f = OpenOptions::new().create(true).truncate(true).write(true).open(path)?;
-        Ok(Lines { w: Some(LineWriter::new(f)) })
+        Ok(Lines { w: Some(LineWriter::new(f)), path: path.to_path_buf() })
     }
 
     /// A sink that discards everything.
     pub fn none() -> Self {
-        Lines { w: None }
+        Lines { w: None, path: PathBuf::new() }
     }
 
     /// Whether lines go anywhere (callers skip building lines nobody will read).
@@ -75,11 +77,12 @@ impl Lines {
         self.w.is_some()
     }
 
+    /// Write one line (a full disk must not kill a running experiment: the log is dropped,
+    /// with one warning naming the file and the error).
     pub fn line(&mut self, s: &str) {
         if let Some(w) = &mut self.w {
-            // A full disk must not kill a running experiment: drop the log instead.
-            if writeln!(w, "{s}").is_err() {
-                tracing::warn!("cannot write a log line; further log lines are dropped");
+            if let Err(e) = writeln!(w, "{s}") {
+                tracing::warn!("cannot write {}: {e}; further lines to it are dropped", self.path.display());
                 self.w = None;
             }
         }
@@ -94,34 +97,68 @@ impl Lines {
 /// Statistics of a finished run (`summary.json`).
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Summary {
+    /// `run.name`.
     pub name: String,
+    /// `scheme.kind`.
     pub scheme: String,
+    /// The plan's one-line description.
     pub title: String,
+    /// Workers.
     pub workers: usize,
+    /// MPI ranks.
     pub ranks: usize,
+    /// Stragglers tolerated.
     pub s: usize,
+    /// Data points d.
     pub samples: usize,
+    /// Model dimension p.
     pub features: usize,
+    /// Iterations completed.
     pub iterations: u64,
+    /// Seconds from start to the first iteration.
     pub setup_s: f64,
+    /// Seconds of the timed loop.
     pub total_s: f64,
+    /// Mean seconds per iteration.
     pub mean_s: f64,
+    /// Median seconds per iteration.
     pub median_s: f64,
+    /// 95th percentile of seconds per iteration.
     pub p95_s: f64,
+    /// Slowest iteration, seconds.
     pub max_s: f64,
+    /// Loss at the last iteration's model.
     pub final_loss: f64,
+    /// Normalised error of the final model (synthetic data).
     pub final_error: Option<f64>,
     /// Iterations whose gradient was exact (decoded or complete).
     pub exact_iterations: u64,
+    /// Late messages discarded at the master (rank 0 of a ring).
     pub late_discarded: u64,
     /// Bytes received by the master (rank 0) per iteration, on average.
     pub master_bytes_per_iter: f64,
+    /// `stragglers.model`.
     pub stragglers: String,
+    /// How compute time was obtained: real, modelled, simulated.
     pub compute: String,
+    /// The run directory.
     pub run_dir: String,
+    /// Model send→receive latency at the workers, median (seconds).
+    #[serde(default)]
+    pub model_latency_p50_s: Option<f64>,
+    /// Model send→receive latency at the workers, 95th percentile (seconds).
+    #[serde(default)]
+    pub model_latency_p95_s: Option<f64>,
+    /// Model send→receive latency at the workers, largest (seconds).
+    #[serde(default)]
+    pub model_latency_max_s: Option<f64>,
+    /// Models the workers received.
+    #[serde(default)]
+    pub models_received: u64,
 }
 
 impl Summary {
+    /// Whether every iteration was exact.
     pub fn all_exact(&self) -> bool {
         self.exact_iterations == self.iterations
     }

@@ -3,14 +3,15 @@
 //! A run directory is what execution leaves behind and what reports read; the MPI engine and
 //! the simulator write the same format. See `docs/logs.md`.
 //!
-//! - [`files`]: creating run directories, line-flushed writers, the [`Summary`], quantiles.
-//! - [`book`]: the logging rank's per-iteration book-keeping (`iterations.csv`, trajectory,
+//! - [`create_run_dir`], [`Lines`] (line-flushed writers), [`Summary`], [`quantile`].
+//! - [`Book`]: the logging rank's per-iteration book-keeping (`iterations.csv`, trajectory,
 //!   `theta.txt`, `summary.json`).
 //! - [`read`]: loading a run directory back (summary, iterations, rank events).
+#![deny(missing_docs)]
 
-pub mod book;
-pub mod files;
+mod book;
+mod files;
 pub mod read;
 
-pub use book::{Book, IterationRecord, RunInfo};
-pub use files::{create_run_dir, quantile, Lines, Summary};
+pub use book::{Book, IterationRecord, Latency, RunInfo};
+pub use files::{create_run_dir, quantile, utc_stamp, Lines, Summary};

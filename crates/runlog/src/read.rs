@@ -10,29 +10,45 @@ use crate::files::Summary;
 /// One row of `iterations.csv`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct IterationRow {
+    /// Iteration.
     pub iteration: u64,
+    /// Seconds of this iteration.
     pub wall_s: f64,
+    /// Seconds since the loop started.
     pub cumulative_s: f64,
     /// NaN when not computed (timing-only simulations).
     pub loss: f64,
+    /// Normalised error (synthetic data).
     pub normalized_error: Option<f64>,
+    /// Whether the iteration's result was exact.
     pub exact: bool,
+    /// Fraction of the data covered.
     pub coverage: f64,
 }
 
-fn err(path: &Path, e: impl std::fmt::Display) -> String {
-    format!("{}: {e}", path.display())
+/// A run directory that cannot be read: the path and what is wrong.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("{path}: {message}")]
+pub struct ReadError {
+    /// The file or directory.
+    pub path: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+fn err(path: &Path, e: impl std::fmt::Display) -> ReadError {
+    ReadError { path: path.display().to_string(), message: e.to_string() }
 }
 
 /// `summary.json` of a run directory.
-pub fn summary(dir: &Path) -> Result<Summary, String> {
+pub fn summary(dir: &Path) -> Result<Summary, ReadError> {
     let path = dir.join("summary.json");
-    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e} (is it a finished run directory?)", path.display()))?;
+    let text = std::fs::read_to_string(&path).map_err(|e| err(&path, format!("{e} (is it a finished run directory?)")))?;
     serde_json::from_str(&text).map_err(|e| err(&path, format!("malformed summary: {e}")))
 }
 
 /// `iterations.csv` of a run directory.
-pub fn iterations(dir: &Path) -> Result<Vec<IterationRow>, String> {
+pub fn iterations(dir: &Path) -> Result<Vec<IterationRow>, ReadError> {
     let path = dir.join("iterations.csv");
     let text = std::fs::read_to_string(&path).map_err(|e| err(&path, e))?;
     let mut lines = text.lines();
@@ -59,7 +75,7 @@ pub fn iterations(dir: &Path) -> Result<Vec<IterationRow>, String> {
 
 /// Every rank's events (`rank-<r>.jsonl`), by rank. Lines that do not parse (a run killed
 /// mid-line) are skipped.
-pub fn rank_events(dir: &Path) -> Result<HashMap<usize, Vec<Value>>, String> {
+pub fn rank_events(dir: &Path) -> Result<HashMap<usize, Vec<Value>>, ReadError> {
     let mut out = HashMap::new();
     let rd = std::fs::read_dir(dir).map_err(|e| err(dir, e))?;
     for entry in rd.flatten() {
@@ -73,7 +89,7 @@ pub fn rank_events(dir: &Path) -> Result<HashMap<usize, Vec<Value>>, String> {
 
 /// Run directories among `paths`: a path holding `summary.json` is one; otherwise its
 /// subdirectories that hold one are taken, in the order they finished.
-pub fn find_runs(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+pub fn find_runs(paths: &[PathBuf]) -> Result<Vec<PathBuf>, ReadError> {
     let mut out = Vec::new();
     for p in paths {
         if p.join("summary.json").is_file() {

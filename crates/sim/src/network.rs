@@ -37,9 +37,13 @@ pub struct Network<P> {
     recv_busy: Vec<f64>,
     pending: Vec<Pending<P>>,
     seq: u64,
+    /// Bytes sent per rank.
     pub sent_bytes: Vec<u64>,
+    /// Bytes received per rank.
     pub recv_bytes: Vec<u64>,
+    /// Messages sent per rank.
     pub sent_msgs: Vec<u64>,
+    /// Messages received per rank.
     pub recv_msgs: Vec<u64>,
 }
 
@@ -56,6 +60,7 @@ impl<P> Network<P> {
         Self::new(rate, n.latency, n.downlink)
     }
 
+    /// Per-rank rates (bytes/s), a latency (s), and whether down messages cost time.
     pub fn new(rate: Vec<f64>, latency: f64, downlink: bool) -> Self {
         let r = rate.len();
         Network {
@@ -118,11 +123,12 @@ impl<P> Network<P> {
         out
     }
 
-    /// Drop queued (not started) messages whose payload matches; returns how many.
-    pub fn cancel(&mut self, matches: impl Fn(&P) -> bool) -> usize {
-        let before = self.pending.len();
-        self.pending.retain(|m| !matches(&m.payload));
-        before - self.pending.len()
+    /// Take out the queued (not started) messages whose payload matches: they will not occupy
+    /// a port. Returns their payloads.
+    pub fn cancel(&mut self, matches: impl Fn(&P) -> bool) -> Vec<P> {
+        let (gone, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.pending).into_iter().partition(|m| matches(&m.payload));
+        self.pending = kept;
+        gone.into_iter().map(|m| m.payload).collect()
     }
 }
 
@@ -158,7 +164,7 @@ mod tests {
                 }));
             }
         }
-        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out.sort_by_key(|a| a.0);
         out
     }
 
@@ -187,8 +193,8 @@ mod tests {
         let mut n: Network<u32> = Network::new(vec![100.0; 3], 0.0, true);
         let _ = n.submit(1, 0, 100, 0.0, false, 1); // starts at once
         let _ = n.submit(2, 0, 100, 0.0, false, 2); // waits for the receiver
-        assert_eq!(n.cancel(|p| *p == 2), 1);
-        assert_eq!(n.cancel(|p| *p == 1), 0, "already started");
+        assert_eq!(n.cancel(|p| *p == 2), vec![2]);
+        assert!(n.cancel(|p| *p == 1).is_empty(), "already started");
         assert_eq!(n.recv_bytes[0], 100);
     }
 }

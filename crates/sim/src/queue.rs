@@ -34,15 +34,18 @@ pub struct Queue<E> {
 }
 
 impl<E> Queue<E> {
+    /// An empty queue.
     pub fn new() -> Self {
         Queue { heap: BinaryHeap::new(), seq: 0 }
     }
 
+    /// Add `ev` at time `at`.
     pub fn push(&mut self, at: f64, ev: E) {
         self.seq += 1;
         self.heap.push(Item { at, seq: self.seq, ev });
     }
 
+    /// The earliest event.
     pub fn pop(&mut self) -> Option<(f64, E)> {
         self.heap.pop().map(|i| (i.at, i.ev))
     }

@@ -42,7 +42,7 @@ fn final_theta(sets: &[&str]) -> (Vec<f64>, Vec<f64>, serde_json::Value) {
     let sim = simulate(&cfg, &plan, 7, &Options { trials: 3, math: Math::On, write: true }).unwrap();
     let dir = sim.run_dir.unwrap();
     let theta: Vec<f64> = std::fs::read_to_string(dir.join("theta.txt")).unwrap().lines().map(|l| l.parse().unwrap()).collect();
-    let want = serial_gd(&load_all(&cfg).unwrap(), &cfg.model, 15).pop().unwrap();
+    let want = serial_gd(&load_all(cfg.data(), cfg.run.seed, cfg.model().loss).unwrap(), cfg.model(), 15).pop().unwrap();
     let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
     std::fs::remove_dir_all(&out).unwrap();
     (theta, want, summary)

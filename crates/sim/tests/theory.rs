@@ -9,8 +9,8 @@ fn config(text: &str, sets: &[&str]) -> Config {
 }
 
 fn run(cfg: &Config, trials: usize) -> Stats {
-    let plan = outrun_plan::build(cfg, cfg.data.samples.unwrap()).unwrap();
-    simulate(cfg, &plan, cfg.data.features.unwrap(), &Options { trials, math: Math::Off, write: false }).unwrap().stats
+    let plan = outrun_plan::build(cfg, cfg.data().samples.unwrap()).unwrap();
+    simulate(cfg, &plan, cfg.data().features.unwrap(), &Options { trials, math: Math::Off, write: false }).unwrap().stats
 }
 
 fn harmonic(k: usize) -> f64 {
@@ -60,8 +60,12 @@ fn star_without_communication_matches_the_order_statistic() {
 fn ring_time_is_the_pipelined_steps() {
     let cfg = config(STAR, &["scheme.kind=rar", "scheme.s=", "stragglers.model=none", "timing.a=1e-4", "data.features=407", "network.bandwidth=1e6", "network.latency=1e-4"]);
     let st = run(&cfg, 1);
-    // 12 workers of 100 points; p + 1 = 408 values in 12 segments of 34 doubles
-    let step = 34.0 * 8.0 / 1e6 + 1e-4;
+    // 12 workers of 100 points; p + 1 = 408 values in 12 segments of 34 doubles, each in a
+    // frame with its header (iteration and step numbers below 128 encode in one byte each)
+    let head = outrun_proto::Header { round: 21, ..outrun_proto::Header::new(outrun_proto::Kind::Segment, 19) };
+    let bytes = outrun_proto::wire::frame_bytes(&head, 34);
+    assert_eq!(bytes, 34 * 8 + 16, "a segment frame is its values plus a two-word header");
+    let step = bytes as f64 / 1e6 + 1e-4;
     let expect = 1e-4 * 100.0 + 2.0 * 11.0 * step;
     assert!((st.mean_s - expect).abs() < 1e-9, "{} vs {expect}", st.mean_s);
     assert!(st.p95_s - st.p5_s < 1e-9, "equal segments, no stragglers: every iteration the same");

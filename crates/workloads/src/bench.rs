@@ -1,4 +1,5 @@
-//! Throughput of the gradient kernel, beside the memory bandwidth measured in the same run.
+//! Throughput of the gradient kernel, beside the memory bandwidth and the BLAS path measured in
+//! the same run.
 
 use std::time::Instant;
 
@@ -10,11 +11,42 @@ use crate::kernel::gradient;
 /// Result of [`kernel_vs_memory`].
 #[derive(Clone, Debug)]
 pub struct KernelBench {
+    /// Bytes the kernel reads.
     pub bytes: usize,
     /// GB/s of data read by the gradient kernel (features + labels + coefficients).
     pub kernel_gbs: f64,
     /// GB/s of a plain read of an array of the same size (8 independent sums).
     pub read_gbs: f64,
+    /// GB/s of the same gradient computed with two BLAS `dgemv` calls (z = Xθ, g = Xᵀr):
+    /// the design card's library path, which reads X twice.
+    pub blas_gbs: f64,
+}
+
+#[allow(non_camel_case_types)]
+type blasint = std::os::raw::c_int;
+extern "C" {
+    // CBLAS from the system OpenBLAS (linked through ndarray-linalg's openblas-src).
+    fn cblas_dgemv(layout: blasint, trans: blasint, m: blasint, n: blasint, alpha: f64, a: *const f64, lda: blasint, x: *const f64, incx: blasint, beta: f64, y: *mut f64, incy: blasint);
+}
+const ROW_MAJOR: blasint = 101;
+const NO_TRANS: blasint = 111;
+const TRANS: blasint = 112;
+
+/// The weighted gradient with BLAS: z = Xθ (dgemv), r_j = c_j·ℓ'(z_j), g = Xᵀr (dgemv).
+pub fn blas_gradient(rows: &Rows, coef: &[f64], theta: &[f64], loss: Loss, g: &mut [f64]) -> f64 {
+    let (n, p) = (rows.len(), rows.p());
+    let mut z = vec![0.0; n];
+    // SAFETY: dimensions match the buffers: X is n × p row-major, θ has p values, z has n, g has p.
+    unsafe { cblas_dgemv(ROW_MAJOR, NO_TRANS, n as blasint, p as blasint, 1.0, rows.features().as_ptr(), p as blasint, theta.as_ptr(), 1, 0.0, z.as_mut_ptr(), 1) };
+    let mut total = 0.0;
+    for j in 0..n {
+        let (l, slope) = crate::kernel::loss_and_slope(loss, z[j], rows.y[j]);
+        total += coef[j] * l;
+        z[j] = coef[j] * slope;
+    }
+    // SAFETY: as above, with Xᵀ (p × n) applied to r (n values) into g (p values).
+    unsafe { cblas_dgemv(ROW_MAJOR, TRANS, n as blasint, p as blasint, 1.0, rows.features().as_ptr(), p as blasint, z.as_ptr(), 1, 0.0, g.as_mut_ptr(), 1) };
+    total
 }
 
 fn best_of(reps: usize, mut f: impl FnMut() -> f64) -> (f64, f64) {
@@ -43,15 +75,14 @@ pub fn read_sum(a: &[f64]) -> f64 {
 
 /// Gradient kernel on a `d × p` data set larger than the caches vs reading the same bytes.
 pub fn kernel_vs_memory(d: usize, p: usize, reps: usize, loss: Loss) -> KernelBench {
-    let mut rows = Rows::new(p);
-    rows.x = (0..d * p).map(|i| ((i % 1013) as f64) * 1e-3 - 0.5).collect();
-    rows.y = (0..d).map(|i| (i % 2) as f64).collect();
+    let rows = Rows::from_vecs(p, (0..d * p).map(|i| ((i % 1013) as f64) * 1e-3 - 0.5).collect(), (0..d).map(|i| (i % 2) as f64).collect());
     let coef = vec![1.0; d];
     let theta: Vec<f64> = (0..p).map(|k| (k % 7) as f64 * 1e-3).collect();
     let mut g = vec![0.0; p];
     let (t_kernel, s1) = best_of(reps, || gradient(&rows, &coef, &theta, loss, &mut g));
-    let (t_read, s2) = best_of(reps, || read_sum(&rows.x));
-    std::hint::black_box((s1, s2, &g));
+    let (t_read, s2) = best_of(reps, || read_sum(rows.features()));
+    let (t_blas, s3) = best_of(reps, || blas_gradient(&rows, &coef, &theta, loss, &mut g));
+    std::hint::black_box((s1, s2, s3, &g));
     let bytes = 8 * (d * p + 2 * d);
-    KernelBench { bytes, kernel_gbs: bytes as f64 / t_kernel / 1e9, read_gbs: (8 * d * p) as f64 / t_read / 1e9 }
+    KernelBench { bytes, kernel_gbs: bytes as f64 / t_kernel / 1e9, read_gbs: (8 * d * p) as f64 / t_read / 1e9, blas_gbs: bytes as f64 / t_blas / 1e9 }
 }

@@ -1,8 +1,11 @@
 //! Data sets.
 //!
-//! A data set is a matrix of d rows (features) and a label per row. Synthetic sets are
-//! generated row by row from `(seed, row)`, so any rank can produce any subset of rows without
-//! the others, and every rank gets identical values (see `outrun_codes::rng`).
+//! A data set is a matrix of d rows (features) and a label per row, held as `ndarray` arrays.
+//! Synthetic sets are generated row by row from `(seed, row)`, so any rank can produce any
+//! subset of rows without the others, and every rank gets identical values (see
+//! `outrun_codes::Rng`). A LIBSVM file is read the same way: every rank streams the file and
+//! keeps only its own rows, densified, so no rank ever holds the text and the dense matrix of
+//! the whole file.
 //!
 //! - `linear-synthetic` (CR paper eq. 10): x ~ N(0, I_p), θ* ~ N(0, I_p), y = xᵀθ* + noise·z,
 //!   z ~ N(0, 1).
@@ -10,65 +13,76 @@
 //! - `libsvm`: `label index:value ...` per line, 1-based indices, read dense. For the logistic
 //!   loss, labels must be 0/1 (−1 is read as 0).
 
+use std::io::BufRead;
 use std::path::Path;
 
-use outrun_codes::rng::{domain, Rng};
-use outrun_plan::config::{Config, DataKind, Loss};
+use ndarray::{Array1, Array2};
+use outrun_codes::{domain, Rng};
+use outrun_plan::config::{DataConfig, DataKind, Loss};
 
-/// Rows of a data set (row-major features, labels), optionally with one coefficient per row.
-#[derive(Clone, Debug, Default, PartialEq)]
+/// Rows of a data set: row-major features and a label per row.
+#[derive(Clone, Debug, PartialEq)]
 pub struct Rows {
-    /// Features per row.
-    pub p: usize,
-    /// `len × p`, row-major.
-    pub x: Vec<f64>,
-    pub y: Vec<f64>,
+    /// `len × p` features.
+    pub x: Array2<f64>,
+    /// Labels.
+    pub y: Array1<f64>,
 }
 
 impl Rows {
-    pub fn new(p: usize) -> Self {
-        Rows { p, x: Vec::new(), y: Vec::new() }
+    /// From row-major values (`y.len() × p`).
+    pub fn from_vecs(p: usize, x: Vec<f64>, y: Vec<f64>) -> Self {
+        let n = y.len();
+        Rows { x: Array2::from_shape_vec((n, p), x).expect("x has len × p values"), y: Array1::from_vec(y) }
     }
 
+    /// Number of features p.
+    pub fn p(&self) -> usize {
+        self.x.ncols()
+    }
+
+    /// Number of rows.
     pub fn len(&self) -> usize {
         self.y.len()
     }
 
+    /// Whether there is no row.
     pub fn is_empty(&self) -> bool {
         self.y.is_empty()
     }
 
+    /// Row `i`'s features.
     pub fn row(&self, i: usize) -> &[f64] {
-        &self.x[i * self.p..(i + 1) * self.p]
+        let p = self.p();
+        &self.features()[i * p..(i + 1) * p]
     }
 
-    pub fn push(&mut self, x: &[f64], y: f64) {
-        assert_eq!(x.len(), self.p);
-        self.x.extend_from_slice(x);
-        self.y.push(y);
+    /// All features, row-major.
+    pub fn features(&self) -> &[f64] {
+        self.x.as_slice().expect("rows are in standard layout")
+    }
+
+    /// Labels as a slice.
+    pub fn labels(&self) -> &[f64] {
+        self.y.as_slice().expect("labels are contiguous")
     }
 
     /// The rows with the given indices, in that order.
     pub fn select(&self, idx: impl IntoIterator<Item = usize>) -> Rows {
-        let mut out = Rows::new(self.p);
+        let p = self.p();
+        let (mut x, mut y) = (vec![], vec![]);
         for i in idx {
-            out.push(self.row(i), self.y[i]);
+            x.extend_from_slice(self.row(i));
+            y.push(self.y[i]);
         }
-        out
+        Rows::from_vecs(p, x, y)
     }
 }
 
-/// A data problem, with the line or field it concerns.
-#[derive(Clone, Debug, PartialEq)]
+/// A data problem, naming the file line or field it concerns.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("{0}")]
 pub struct DataError(pub String);
-
-impl std::fmt::Display for DataError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for DataError {}
 
 /// The true model θ* of a synthetic data set.
 pub fn theta_star(kind: DataKind, seed: u64, p: usize) -> Option<Vec<f64>> {
@@ -86,7 +100,7 @@ pub fn theta_star(kind: DataKind, seed: u64, p: usize) -> Option<Vec<f64>> {
 /// Generate the synthetic rows with the given indices.
 pub fn synthetic_rows(kind: DataKind, seed: u64, p: usize, noise: f64, idx: impl IntoIterator<Item = usize>) -> Rows {
     let theta = theta_star(kind, seed, p).expect("synthetic kind");
-    let mut out = Rows::new(p);
+    let (mut xs, mut ys) = (vec![], vec![]);
     let mut x = vec![0.0; p];
     for i in idx {
         let mut rng = Rng::from_key(&[seed, domain::FEATURES, i as u64]);
@@ -100,108 +114,181 @@ pub fn synthetic_rows(kind: DataKind, seed: u64, p: usize, noise: f64, idx: impl
             DataKind::LogisticSynthetic => f64::from(nr.uniform() < 1.0 / (1.0 + libm::exp(-z))),
             DataKind::Libsvm => unreachable!(),
         };
-        out.push(&x, y);
+        xs.extend_from_slice(&x);
+        ys.push(y);
     }
-    out
+    Rows::from_vecs(p, xs, ys)
 }
 
-/// Parse LIBSVM text. `max_samples` keeps the first lines only; `features` fixes the dense
-/// width (otherwise the largest index). Errors name the line.
-pub fn parse_libsvm(text: &str, origin: &str, max_samples: Option<usize>, features: Option<usize>, loss: Loss) -> Result<Rows, DataError> {
-    let mut entries: Vec<(f64, Vec<(usize, f64)>)> = Vec::new();
-    let mut maxidx = 0usize;
-    for (ln, line) in text.lines().enumerate() {
-        let ln = ln + 1;
-        let line = line.split('#').next().unwrap_or("").trim();
-        if line.is_empty() {
-            continue;
-        }
-        if max_samples.is_some_and(|m| entries.len() >= m) {
-            break;
-        }
-        let bad = |what: String| DataError(format!("{origin}:{ln}: {what}"));
-        let mut it = line.split_whitespace();
-        let lab = it.next().unwrap();
-        let mut y: f64 = lab.parse().map_err(|_| bad(format!("label `{lab}` is not a number")))?;
-        if !y.is_finite() {
-            return Err(bad(format!("label `{lab}` is not finite")));
-        }
-        if loss == Loss::Logistic {
-            y = match y {
-                v if v == 1.0 => 1.0,
-                v if v == 0.0 || v == -1.0 => 0.0,
-                _ => return Err(bad(format!("label `{lab}` is not 0, 1 or -1 (model.loss = \"logistic\")"))),
-            };
-        }
-        let mut feats = Vec::new();
-        for tok in it {
-            let (i, v) = tok.split_once(':').ok_or_else(|| bad(format!("`{tok}` is not index:value")))?;
-            let i: usize = i.parse().map_err(|_| bad(format!("index in `{tok}` is not a positive integer")))?;
-            if i == 0 {
-                return Err(bad(format!("index 0 in `{tok}`: LIBSVM indices start at 1")));
-            }
-            let v: f64 = v.parse().map_err(|_| bad(format!("value in `{tok}` is not a number")))?;
-            if !v.is_finite() {
-                return Err(bad(format!("value in `{tok}` is not finite")));
-            }
-            if let Some(f) = features {
-                if i > f {
-                    return Err(bad(format!("index {i} exceeds data.features = {f}")));
-                }
-            }
-            maxidx = maxidx.max(i);
-            feats.push((i - 1, v));
-        }
-        entries.push((y, feats));
+/// Widest LIBSVM file read without `data.features` (indices above it are refused: a stray huge
+/// index must not make every rank allocate a huge dense matrix).
+pub const MAX_WIDTH: usize = 1 << 20;
+
+/// Shape of a data set: samples and features.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shape {
+    /// Number of rows d.
+    pub samples: usize,
+    /// Number of features p.
+    pub features: usize,
+}
+
+/// One parsed LIBSVM line.
+struct Line {
+    y: f64,
+    feats: Vec<(usize, f64)>,
+}
+
+/// Streams the data lines of a LIBSVM text, checking each.
+struct Reader<'a, R: BufRead> {
+    lines: std::io::Lines<R>,
+    ln: usize,
+    origin: &'a str,
+    features: Option<usize>,
+    loss: Loss,
+}
+
+impl<R: BufRead> Reader<'_, R> {
+    fn bad(&self, what: String) -> DataError {
+        DataError(format!("{}:{}: {what}", self.origin, self.ln))
     }
-    if entries.is_empty() {
+
+    fn next_line(&mut self) -> Result<Option<Line>, DataError> {
+        loop {
+            let Some(line) = self.lines.next() else { return Ok(None) };
+            self.ln += 1;
+            let line = line.map_err(|e| self.bad(format!("cannot read: {e}")))?;
+            let line = line.split('#').next().unwrap_or("").trim();
+            if line.is_empty() {
+                continue;
+            }
+            let mut it = line.split_whitespace();
+            let lab = it.next().expect("non-empty line");
+            let mut y: f64 = lab.parse().map_err(|_| self.bad(format!("label `{lab}` is not a number")))?;
+            if !y.is_finite() {
+                return Err(self.bad(format!("label `{lab}` is not finite")));
+            }
+            if self.loss == Loss::Logistic {
+                y = match y {
+                    1.0 => 1.0,
+                    0.0 | -1.0 => 0.0,
+                    _ => return Err(self.bad(format!("label `{lab}` is not 0, 1 or -1 (model.loss = \"logistic\")"))),
+                };
+            }
+            let mut feats: Vec<(usize, f64)> = Vec::new();
+            for tok in it {
+                let (i, v) = tok.split_once(':').ok_or_else(|| self.bad(format!("`{tok}` is not index:value")))?;
+                let i: usize = i.parse().map_err(|_| self.bad(format!("index in `{tok}` is not a positive integer")))?;
+                if i == 0 {
+                    return Err(self.bad(format!("index 0 in `{tok}`: LIBSVM indices start at 1")));
+                }
+                let v: f64 = v.parse().map_err(|_| self.bad(format!("value in `{tok}` is not a number")))?;
+                if !v.is_finite() {
+                    return Err(self.bad(format!("value in `{tok}` is not finite")));
+                }
+                match self.features {
+                    Some(f) if i > f => return Err(self.bad(format!("index {i} exceeds data.features = {f}"))),
+                    None if i > MAX_WIDTH => {
+                        return Err(self.bad(format!("index {i} exceeds {MAX_WIDTH}, the widest file read without data.features; set data.features if the data really is that wide")))
+                    }
+                    _ => {}
+                }
+                if feats.iter().any(|&(j, _)| j == i - 1) {
+                    return Err(self.bad(format!("index {i} appears twice on the line")));
+                }
+                feats.push((i - 1, v));
+            }
+            return Ok(Some(Line { y, feats }));
+        }
+    }
+}
+
+fn open(path: &Path) -> Result<std::io::BufReader<std::fs::File>, DataError> {
+    let f = std::fs::File::open(path).map_err(|e| DataError(format!("data.path: cannot read `{}`: {e}", path.display())))?;
+    if f.metadata().is_ok_and(|m| !m.is_file()) {
+        return Err(DataError(format!("data.path: `{}` is not a regular file", path.display())));
+    }
+    Ok(std::io::BufReader::new(f))
+}
+
+/// Shape of a LIBSVM text (one streaming pass; nothing is kept).
+pub fn libsvm_shape(text: impl BufRead, origin: &str, max_samples: Option<usize>, features: Option<usize>, loss: Loss) -> Result<Shape, DataError> {
+    let mut r = Reader { lines: text.lines(), ln: 0, origin, features, loss };
+    let (mut n, mut width) = (0usize, 0usize);
+    while max_samples.is_none_or(|m| n < m) {
+        let Some(line) = r.next_line()? else { break };
+        width = width.max(line.feats.iter().map(|&(i, _)| i + 1).max().unwrap_or(0));
+        n += 1;
+    }
+    if n == 0 {
         return Err(DataError(format!("{origin}: no data lines")));
     }
     if let Some(m) = max_samples {
-        if entries.len() < m {
-            return Err(DataError(format!("{origin}: data.samples = {m} but the file has only {} lines of data", entries.len())));
+        if n < m {
+            return Err(DataError(format!("{origin}: data.samples = {m} but the file has only {n} lines of data")));
         }
     }
-    let p = features.unwrap_or(maxidx).max(1);
-    let mut rows = Rows::new(p);
-    let mut x = vec![0.0; p];
-    for (y, feats) in entries {
-        x.iter_mut().for_each(|v| *v = 0.0);
-        for (i, v) in feats {
-            x[i] = v;
+    Ok(Shape { samples: n, features: features.unwrap_or(width).max(1) })
+}
+
+/// The rows with the given indices (any order, repeats allowed) of a LIBSVM text, `p` wide.
+pub fn libsvm_rows(text: impl BufRead, origin: &str, p: usize, loss: Loss, idx: &[usize]) -> Result<Rows, DataError> {
+    let mut wanted: Vec<(usize, usize)> = idx.iter().copied().enumerate().map(|(k, i)| (i, k)).collect();
+    wanted.sort_unstable();
+    let mut x = vec![0.0; idx.len() * p];
+    let mut y = vec![0.0; idx.len()];
+    let mut r = Reader { lines: text.lines(), ln: 0, origin, features: Some(p), loss };
+    let mut row = 0usize;
+    let mut next = 0usize;
+    while next < wanted.len() {
+        let Some(line) = r.next_line()? else {
+            return Err(DataError(format!("{origin}: row {} asked for but the file has only {row} lines of data", wanted[next].0 + 1)));
+        };
+        while next < wanted.len() && wanted[next].0 == row {
+            let k = wanted[next].1;
+            y[k] = line.y;
+            for &(i, v) in &line.feats {
+                x[k * p + i] = v;
+            }
+            next += 1;
         }
-        rows.push(&x, y);
+        row += 1;
     }
-    Ok(rows)
+    Ok(Rows::from_vecs(p, x, y))
 }
 
-/// Read a LIBSVM file.
-pub fn read_libsvm(path: &Path, max_samples: Option<usize>, features: Option<usize>, loss: Loss) -> Result<Rows, DataError> {
-    let text = std::fs::read_to_string(path).map_err(|e| DataError(format!("data.path: cannot read `{}`: {e}", path.display())))?;
-    parse_libsvm(&text, &path.display().to_string(), max_samples, features, loss)
+/// Parse a whole LIBSVM text (tests and references).
+pub fn parse_libsvm(text: &str, origin: &str, max_samples: Option<usize>, features: Option<usize>, loss: Loss) -> Result<Rows, DataError> {
+    let shape = libsvm_shape(text.as_bytes(), origin, max_samples, features, loss)?;
+    libsvm_rows(text.as_bytes(), origin, shape.features, loss, &(0..shape.samples).collect::<Vec<_>>())
 }
 
-/// Number of samples and features of the configured data set (reads a LIBSVM file).
-pub fn shape(cfg: &Config) -> Result<(usize, usize), DataError> {
-    match cfg.data.kind {
+/// Shape of the configured data set (streams a LIBSVM file once).
+pub fn shape(data: &DataConfig, loss: Loss) -> Result<Shape, DataError> {
+    match data.kind {
         DataKind::Libsvm => {
-            let rows = load_all(cfg)?;
-            Ok((rows.len(), rows.p))
+            let path = Path::new(data.path.as_deref().expect("validated"));
+            libsvm_shape(open(path)?, &path.display().to_string(), data.samples, data.features, loss)
         }
-        _ => Ok((cfg.data.samples.expect("validated"), cfg.data.features.expect("validated"))),
+        _ => Ok(Shape { samples: data.samples.expect("validated"), features: data.features.expect("validated") }),
     }
 }
 
-/// The whole data set (for the master of a LIBSVM run, and for reference computations).
-pub fn load_all(cfg: &Config) -> Result<Rows, DataError> {
-    let d = &cfg.data;
-    match d.kind {
-        DataKind::Libsvm => read_libsvm(Path::new(d.path.as_deref().expect("validated")), d.samples, d.features, cfg.model.loss),
-        kind => {
-            let (n, p) = (d.samples.expect("validated"), d.features.expect("validated"));
-            Ok(synthetic_rows(kind, cfg.run.seed, p, d.noise, 0..n))
+/// The rows with the given indices of the configured data set, `p` wide.
+pub fn rows(data: &DataConfig, seed: u64, loss: Loss, p: usize, idx: &[usize]) -> Result<Rows, DataError> {
+    match data.kind {
+        DataKind::Libsvm => {
+            let path = Path::new(data.path.as_deref().expect("validated"));
+            libsvm_rows(open(path)?, &path.display().to_string(), p, loss, idx)
         }
+        kind => Ok(synthetic_rows(kind, seed, p, data.noise, idx.iter().copied())),
     }
+}
+
+/// The whole data set (reference computations).
+pub fn load_all(data: &DataConfig, seed: u64, loss: Loss) -> Result<Rows, DataError> {
+    let s = shape(data, loss)?;
+    rows(data, seed, loss, s.features, &(0..s.samples).collect::<Vec<_>>())
 }
 
 #[cfg(test)]
@@ -218,6 +305,16 @@ mod tests {
         assert_ne!(other_seed.row(0), all.row(0));
     }
 
+    /// Golden values: the first synthetic row (a change of generator is a visible change).
+    #[test]
+    fn synthetic_golden_values() {
+        let r = synthetic_rows(DataKind::LinearSynthetic, 1, 3, 1.0, [0]);
+        assert_eq!(r.row(0), GOLDEN_ROW0, "synthetic data generation changed");
+        assert_eq!(r.y[0], GOLDEN_Y0);
+    }
+    const GOLDEN_ROW0: &[f64] = &[-0.23012746120826177, 0.5948969805753771, 1.373145706822536];
+    const GOLDEN_Y0: f64 = -1.3567229510374494;
+
     #[test]
     fn linear_labels_follow_the_model() {
         let p = 8;
@@ -229,7 +326,7 @@ mod tests {
         }
         let lg = synthetic_rows(DataKind::LogisticSynthetic, 1, p, 0.0, 0..2000);
         assert!(lg.y.iter().all(|&y| y == 0.0 || y == 1.0));
-        let frac = lg.y.iter().sum::<f64>() / 2000.0;
+        let frac = lg.y.sum() / 2000.0;
         assert!((0.35..0.65).contains(&frac), "{frac}");
     }
 
@@ -237,13 +334,13 @@ mod tests {
     fn libsvm_parsing_and_errors() {
         let text = "+1 1:0.5 3:2\n-1 2:1 # comment\n\n0 1:1\n";
         let r = parse_libsvm(text, "f", None, None, Loss::Logistic).unwrap();
-        assert_eq!(r.p, 3);
+        assert_eq!(r.p(), 3);
         assert_eq!(r.len(), 3);
         assert_eq!(r.row(0), &[0.5, 0.0, 2.0]);
-        assert_eq!(r.y, vec![1.0, 0.0, 0.0]);
+        assert_eq!(r.labels(), &[1.0, 0.0, 0.0]);
         let r = parse_libsvm(text, "f", Some(2), Some(5), Loss::LeastSquares).unwrap();
-        assert_eq!((r.len(), r.p), (2, 5));
-        assert_eq!(r.y, vec![1.0, -1.0]);
+        assert_eq!((r.len(), r.p()), (2, 5));
+        assert_eq!(r.labels(), &[1.0, -1.0]);
         let e = |t: &str| parse_libsvm(t, "f", None, None, Loss::Logistic).unwrap_err().0;
         assert_eq!(e("1 1:1\n1 0:3\n"), "f:2: index 0 in `0:3`: LIBSVM indices start at 1");
         assert!(e("1 1:x\n").starts_with("f:1: value"));
@@ -251,6 +348,18 @@ mod tests {
         assert!(e("2 1:1\n").contains("not 0, 1 or -1"));
         assert!(e("1 a\n").contains("index:value"));
         assert!(e("\n# only comments\n").contains("no data lines"));
+        assert_eq!(e("1 1:1\n0 2:1 2:3\n"), "f:2: index 2 appears twice on the line");
+        assert!(e("1 4000000000:1\n").starts_with("f:1: index 4000000000 exceeds 1048576"), "{}", e("1 4000000000:1\n"));
         assert!(parse_libsvm("1 1:1\n", "f", Some(4), None, Loss::Logistic).unwrap_err().0.contains("only 1 lines"));
+    }
+
+    #[test]
+    fn a_rank_reads_only_its_rows_in_its_order() {
+        let text = "1 1:1\n0 2:2\n1 3:3\n0 1:4 3:5\n";
+        let all = parse_libsvm(text, "f", None, None, Loss::Logistic).unwrap();
+        let some = libsvm_rows(text.as_bytes(), "f", 3, Loss::Logistic, &[3, 1, 3]).unwrap();
+        assert_eq!(some, all.select([3, 1, 3]));
+        let e = libsvm_rows(text.as_bytes(), "f", 3, Loss::Logistic, &[9]).unwrap_err();
+        assert_eq!(e.0, "f: row 10 asked for but the file has only 4 lines of data");
     }
 }

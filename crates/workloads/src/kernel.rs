@@ -125,7 +125,7 @@ unsafe fn gradient_avx2(rows: &Rows, coef: &[f64], theta: &[f64], loss: Loss, g:
 
 #[inline(always)]
 fn gradient_generic(rows: &Rows, coef: &[f64], theta: &[f64], loss: Loss, g: &mut [f64]) -> f64 {
-    let p = rows.p;
+    let p = rows.p();
     assert_eq!(coef.len(), rows.len());
     assert_eq!(theta.len(), p);
     assert_eq!(g.len(), p);
@@ -135,22 +135,23 @@ fn gradient_generic(rows: &Rows, coef: &[f64], theta: &[f64], loss: Loss, g: &mu
         return 0.0;
     }
     let n = rows.len();
+    let (xs, ys) = (rows.features(), rows.labels());
     let blocks = n / BLOCK;
     for b in 0..blocks {
         let r0 = b * BLOCK;
-        let x: [&[f64]; BLOCK] = std::array::from_fn(|j| &rows.x[(r0 + j) * p..(r0 + j + 1) * p]);
+        let x: [&[f64]; BLOCK] = std::array::from_fn(|j| &xs[(r0 + j) * p..(r0 + j + 1) * p]);
         let z = dot4(x, theta);
         let mut a = [0.0; BLOCK];
         for j in 0..BLOCK {
-            let (l, slope) = loss_and_slope(loss, z[j], rows.y[r0 + j]);
+            let (l, slope) = loss_and_slope(loss, z[j], ys[r0 + j]);
             total += coef[r0 + j] * l;
             a[j] = coef[r0 + j] * slope;
         }
         axpy4(g, a, x);
     }
     for r in blocks * BLOCK..n {
-        let x = &rows.x[r * p..(r + 1) * p];
-        let (l, slope) = loss_and_slope(loss, dot(x, theta), rows.y[r]);
+        let x = &xs[r * p..(r + 1) * p];
+        let (l, slope) = loss_and_slope(loss, dot(x, theta), ys[r]);
         total += coef[r] * l;
         axpy(g, coef[r] * slope, x);
     }
@@ -173,10 +174,7 @@ mod tests {
 
     #[test]
     fn gradient_matches_finite_differences() {
-        let mut rows = Rows::new(3);
-        rows.push(&[1.0, -2.0, 0.5], 1.0);
-        rows.push(&[0.3, 0.1, -1.0], 0.0);
-        rows.push(&[-0.7, 0.4, 2.0], 1.0);
+        let rows = Rows::from_vecs(3, vec![1.0, -2.0, 0.5, 0.3, 0.1, -1.0, -0.7, 0.4, 2.0], vec![1.0, 0.0, 1.0]);
         let coef = [0.5, -1.0, 2.0];
         let theta = [0.2, -0.1, 0.3];
         for loss in [Loss::LeastSquares, Loss::Logistic] {
@@ -199,11 +197,8 @@ mod tests {
     /// The AVX2 path and the baseline path give bit-identical results.
     #[test]
     fn dispatch_paths_agree_bitwise() {
-        let mut rows = Rows::new(37);
-        for i in 0..23 {
-            let x: Vec<f64> = (0..37).map(|k| ((i * 37 + k) as f64 * 0.713).sin()).collect();
-            rows.push(&x, (i % 2) as f64);
-        }
+        let x: Vec<f64> = (0..23 * 37).map(|ik| (ik as f64 * 0.713).sin()).collect();
+        let rows = Rows::from_vecs(37, x, (0..23).map(|i| (i % 2) as f64).collect());
         let coef: Vec<f64> = (0..23).map(|i| 1.0 + 0.1 * i as f64).collect();
         let theta: Vec<f64> = (0..37).map(|k| (k as f64 * 0.3).cos() * 0.1).collect();
         for loss in [Loss::LeastSquares, Loss::Logistic] {

@@ -1,17 +1,79 @@
-//! # outrun-workloads: what is being trained
+//! # outrun-workloads: what is computed
 //!
 //! - [`data`]: synthetic linear and logistic data sets generated row by row from the seed (so a
-//!   worker generates exactly its rows), and the LIBSVM file reader.
+//!   worker generates exactly its rows), and the LIBSVM reader (every rank streams the file and
+//!   keeps its own rows).
 //! - [`kernel`]: the weighted gradient-and-loss kernel every node runs:
 //!   `Σ c·∇ℓ(θ; x)` over its points, fused so the data is read once.
+//! - [`GradientDescent`] and [`Timing`]: the jobs the drivers run (`outrun_proto::Job`).
 //! - [`reference`]: plain serial gradient descent on the whole data set — the independent
 //!   computation exactness tests compare against.
 //! - [`metrics`]: normalised error, relative change, step sizes.
+//! - [`load_config`]: read a config file (and the straggler parameter file it names).
+#![deny(missing_docs)]
 
 pub mod bench;
 pub mod data;
+mod job;
 pub mod kernel;
 pub mod metrics;
 pub mod reference;
 
-pub use data::{DataError, Rows};
+pub use data::{DataError, Rows, Shape};
+pub use job::{GradientDescent, Timing};
+
+use std::path::Path;
+
+use outrun_plan::{Config, ConfigError};
+
+/// Why a config could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The file could not be read.
+    #[error("cannot read config `{path}`: {source}")]
+    Read {
+        /// The path.
+        path: String,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// The config is invalid.
+    #[error("{path}: {source}")]
+    Config {
+        /// The path.
+        path: String,
+        /// The error.
+        source: ConfigError,
+    },
+}
+
+/// Largest config file read (a config is a few kilobytes; `/dev/zero` must not be read forever).
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
+fn read_bounded(path: &Path) -> std::io::Result<String> {
+    use std::io::Read;
+    let f = std::fs::File::open(path)?;
+    let mut text = String::new();
+    f.take(MAX_CONFIG_BYTES + 1).read_to_string(&mut text)?;
+    if text.len() as u64 > MAX_CONFIG_BYTES {
+        return Err(std::io::Error::other(format!("larger than {MAX_CONFIG_BYTES} bytes: not a config file")));
+    }
+    Ok(text)
+}
+
+/// Read and validate the config at `path` with `overrides`, resolving a straggler parameter
+/// file (`stragglers.file`, relative to the config's directory) into per-worker lists.
+pub fn load_config(path: &Path, overrides: &[String]) -> Result<Config, LoadError> {
+    let shown = path.display().to_string();
+    let text = read_bounded(path).map_err(|e| LoadError::Read { path: shown.clone(), source: e })?;
+    let wrap = |e: ConfigError| LoadError::Config { path: shown.clone(), source: e };
+    let mut cfg = outrun_plan::config::parse(&text, overrides).map_err(wrap)?;
+    if let Some(file) = cfg.stragglers.params_file().map(str::to_string) {
+        let p = path.parent().unwrap_or(Path::new(".")).join(&file);
+        let body = read_bounded(&p).map_err(|e| wrap(ConfigError::new("stragglers.file", format!("cannot read `{}`: {e}", p.display()))))?;
+        let workers = cfg.workers();
+        cfg.stragglers.resolve_file(&body, &p.display().to_string(), workers).map_err(wrap)?;
+        cfg.validate().map_err(wrap)?;
+    }
+    Ok(cfg)
+}

@@ -9,12 +9,13 @@ use crate::metrics::step_size;
 
 /// Full gradient sum Σ_j ∇ℓ(θ; x_j) and loss sum, computed naively.
 pub fn full_gradient(rows: &Rows, theta: &[f64], loss: Loss) -> (Vec<f64>, f64) {
-    let mut g = vec![0.0; rows.p];
+    let p = rows.p();
+    let mut g = vec![0.0; p];
     let mut total = 0.0;
     for j in 0..rows.len() {
         let x = rows.row(j);
         let mut z = 0.0;
-        for k in 0..rows.p {
+        for k in 0..p {
             z += x[k] * theta[k];
         }
         let y = rows.y[j];
@@ -27,7 +28,7 @@ pub fn full_gradient(rows: &Rows, theta: &[f64], loss: Loss) -> (Vec<f64>, f64) 
             }
         };
         total += l;
-        for k in 0..rows.p {
+        for k in 0..p {
             g[k] += r * x[k];
         }
     }
@@ -37,12 +38,13 @@ pub fn full_gradient(rows: &Rows, theta: &[f64], loss: Loss) -> (Vec<f64>, f64) 
 /// θ_0 = 0, θ_{t+1} = θ_t − η_t·(g_t/d + λ·θ_t). Returns θ_0 … θ_T.
 pub fn serial_gd(rows: &Rows, model: &ModelConfig, iterations: u64) -> Vec<Vec<f64>> {
     let d = rows.len() as f64;
-    let mut theta = vec![0.0; rows.p];
+    let p = rows.p();
+    let mut theta = vec![0.0; p];
     let mut out = vec![theta.clone()];
     for t in 0..iterations {
         let (g, _) = full_gradient(rows, &theta, model.loss);
         let eta = step_size(model, t);
-        for k in 0..rows.p {
+        for k in 0..p {
             theta[k] -= eta * (g[k] / d + model.l2 * theta[k]);
         }
         out.push(theta.clone());
@@ -54,9 +56,9 @@ pub fn serial_gd(rows: &Rows, model: &ModelConfig, iterations: u64) -> Vec<Vec<f
 mod tests {
     use super::*;
     use crate::data::{synthetic_rows, theta_star};
-    use crate::kernel::gradient;
     use crate::metrics::{normalized_error, relative_diff};
     use outrun_plan::config::{DataKind, Schedule};
+    use crate::kernel::gradient;
 
     #[test]
     fn kernel_agrees_with_the_naive_gradient() {

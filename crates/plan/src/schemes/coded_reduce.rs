@@ -13,17 +13,17 @@
 use outrun_codes::GradientCode;
 
 use crate::alloc::{r_cr, tree_allocate};
-use crate::config::{CodeChoice, Config, ConfigError};
-use crate::plan::{Combine, Node, Plan, PlanCode, Shape, WaitRule};
+use crate::config::{CodeChoice, Config, ConfigError, TreeConfig};
+use crate::plan::{Node, Pattern, Plan, PlanCode};
+use crate::roles::{Encoding, Rule};
 use crate::schemes::code_error;
 use crate::stragglers::StragglerModel;
 use crate::topology::Tree;
 
-pub fn build(cfg: &Config, samples: usize) -> Result<Plan, ConfigError> {
-    let sc = &cfg.scheme;
-    let (n, layers, s) = (sc.n.expect("validated"), sc.layers.expect("validated"), sc.s);
+pub(crate) fn build(cfg: &Config, sc: &TreeConfig, samples: usize) -> Result<Plan, ConfigError> {
+    let (n, layers, s) = (sc.n, sc.layers, sc.s);
     let tree = Tree::new(n, layers);
-    let (code, screening) = match sc.code.unwrap_or_default() {
+    let (code, screening) = match sc.code {
         CodeChoice::Cyclic => {
             let (c, scr) = GradientCode::cyclic(n, s, cfg.run.seed, sc.draws).map_err(code_error)?;
             (c, Some(scr))
@@ -40,15 +40,16 @@ pub fn build(cfg: &Config, samples: usize) -> Result<Plan, ConfigError> {
                 rank,
                 worker: (rank > 0).then_some(rank),
                 parent: tree.parent(rank),
-                wait: (!children.is_empty()).then_some(WaitRule { need: n - s, combine: Combine::Decode }),
+                rule: (!children.is_empty()).then_some(Rule::Decode { need: n - s, code: 0 }),
                 children,
-                data,
+                parts: if data.is_empty() { vec![] } else { vec![data] },
+                send: Encoding::Plain,
             }
         })
         .collect();
     let (num, den) = r_cr(n, layers, s);
     Ok(Plan {
-        scheme: sc.kind,
+        scheme: cfg.scheme.kind().into(),
         title: format!(
             "CodedReduce on the ({n},{layers}) tree: every parent decodes from any {} of its {n} children; r_CR = {num}/{den}",
             n - s
@@ -57,9 +58,9 @@ pub fn build(cfg: &Config, samples: usize) -> Result<Plan, ConfigError> {
         workers: tree.workers(),
         samples,
         s,
-        shape: Shape::Tree { n, layers },
+        pattern: Pattern::Tree { n, layers },
         nodes,
-        code: Some(PlanCode { code, screening, draws: sc.draws }),
+        codes: vec![PlanCode { code, screening, draws: sc.draws }],
         stragglers: StragglerModel::from_config(cfg),
     })
 }

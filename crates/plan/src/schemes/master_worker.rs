@@ -15,38 +15,37 @@
 use outrun_codes::GradientCode;
 
 use crate::alloc::tree_allocate;
-use crate::config::{Config, ConfigError, SchemeKind};
-use crate::plan::{Combine, Node, Plan, PlanCode, Shape, WaitRule};
+use crate::config::{Config, ConfigError, SchemeConfig, StarConfig};
+use crate::plan::{Node, Pattern, Plan, PlanCode};
+use crate::roles::{Encoding, Rule};
 use crate::schemes::code_error;
 use crate::stragglers::StragglerModel;
 use crate::topology::Tree;
 
-pub fn build(cfg: &Config, samples: usize) -> Result<Plan, ConfigError> {
-    let n = cfg.workers();
-    let s = cfg.scheme.s;
-    let kind = cfg.scheme.kind;
-    let (code, screening, need, combine, title) = match kind {
-        SchemeKind::Umw => (GradientCode::identity(n), None, n, Combine::Sum, "uncoded master-worker: waits for all workers".to_string()),
-        SchemeKind::Ignore => (
+pub(crate) fn build(cfg: &Config, c: &StarConfig, samples: usize) -> Result<Plan, ConfigError> {
+    let (n, s) = (c.workers, c.s);
+    let mut codes = vec![];
+    let (code, rule, title) = match &cfg.scheme {
+        SchemeConfig::Umw(_) => (GradientCode::identity(n), Rule::Sum, "uncoded master-worker: waits for all workers".to_string()),
+        SchemeConfig::Ignore(_) => (
             GradientCode::identity(n),
-            None,
-            n - s,
-            Combine::Rescale,
+            Rule::Rescale { need: n - s },
             format!("ignore stragglers: uses the first {} of {n} results, rescaled (inexact)", n - s),
         ),
-        SchemeKind::GcCyclic => {
-            let (c, scr) = GradientCode::cyclic(n, s, cfg.run.seed, cfg.scheme.draws).map_err(code_error)?;
-            (c, Some(scr), n - s, Combine::Decode, format!("gradient coding, cyclic repetition: any {} of {n} workers decode the full gradient", n - s))
+        SchemeConfig::GcCyclic(_) => {
+            let (code, scr) = GradientCode::cyclic(n, s, cfg.run.seed, c.draws).map_err(code_error)?;
+            codes.push(PlanCode { code: code.clone(), screening: Some(scr), draws: c.draws });
+            (code, Rule::Decode { need: n - s, code: 0 }, format!("gradient coding, cyclic repetition: any {} of {n} workers decode the full gradient", n - s))
         }
-        SchemeKind::GcFrac => {
-            let c = GradientCode::fractional(n, s).map_err(code_error)?;
-            (c, None, n - s, Combine::Decode, format!("gradient coding, fractional repetition: any {} of {n} workers decode the full gradient", n - s))
+        SchemeConfig::GcFrac(_) => {
+            let code = GradientCode::fractional(n, s).map_err(code_error)?;
+            codes.push(PlanCode { code: code.clone(), screening: None, draws: c.draws });
+            (code, Rule::Decode { need: n - s, code: 0 }, format!("gradient coding, fractional repetition: any {} of {n} workers decode the full gradient", n - s))
         }
-        _ => unreachable!("not a master-worker scheme"),
+        other => unreachable!("{} is not a master-worker scheme", other.kind()),
     };
     let tree = Tree::new(n, 1);
-    let alloc = tree_allocate(samples, tree, s, &code.b);
-    let nodes = alloc
+    let nodes = tree_allocate(samples, tree, s, &code.b)
         .into_iter()
         .enumerate()
         .map(|(rank, data)| Node {
@@ -54,21 +53,21 @@ pub fn build(cfg: &Config, samples: usize) -> Result<Plan, ConfigError> {
             worker: (rank > 0).then_some(rank),
             parent: tree.parent(rank),
             children: tree.children(rank),
-            data,
-            wait: (rank == 0).then_some(WaitRule { need, combine }),
+            parts: if rank == 0 { vec![] } else { vec![data] },
+            rule: (rank == 0).then_some(rule),
+            send: Encoding::Plain,
         })
         .collect();
-    let has_code = matches!(kind, SchemeKind::GcCyclic | SchemeKind::GcFrac);
     Ok(Plan {
-        scheme: kind,
+        scheme: cfg.scheme.kind().into(),
         title,
         ranks: n + 1,
         workers: n,
         samples,
         s,
-        shape: Shape::Tree { n, layers: 1 },
+        pattern: Pattern::Tree { n, layers: 1 },
         nodes,
-        code: has_code.then(|| PlanCode { code, screening, draws: cfg.scheme.draws }),
+        codes,
         stragglers: StragglerModel::from_config(cfg),
     })
 }

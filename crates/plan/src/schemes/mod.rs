@@ -1,34 +1,36 @@
 //! Scheme builders: config → [`Plan`]. One module per family; each documents its scheme.
 //!
-//! | `scheme.kind` | module | shape |
+//! | `scheme.kind` | module | pattern |
 //! |---|---|---|
-//! | `umw`, `ignore`, `gc-cyclic`, `gc-frac` | [`master_worker`] | star (tree of depth 1) |
-//! | `rar`, `allreduce` | [`ring`] | ring, no master |
-//! | `cr` | [`coded_reduce`] | (n, L)-regular tree |
+//! | `umw`, `ignore`, `gc-cyclic`, `gc-frac` | `schemes/master_worker.rs` | star (tree of depth 1) |
+//! | `rar`, `allreduce` | `schemes/ring.rs` | ring, no master |
+//! | `cr` | `schemes/coded_reduce.rs` | (n, L)-regular tree |
 
-pub mod coded_reduce;
-pub mod master_worker;
-pub mod ring;
+mod coded_reduce;
+mod master_worker;
+mod ring;
 
-use crate::config::{ConfigError, Config, SchemeKind};
+use crate::config::{Config, ConfigError, SchemeConfig};
 use crate::plan::Plan;
 
-/// Build the plan of `cfg` for a data set of `samples` points.
+/// Build the plan of `cfg` for a data set of `samples` points. The one place that dispatches on
+/// `scheme.kind`: each family's module builds its plan; the rules and encodings it names are
+/// executed by the node protocol without further knowledge of the scheme.
 pub fn build(cfg: &Config, samples: usize) -> Result<Plan, ConfigError> {
     let w = cfg.workers();
     if samples < w {
         return Err(ConfigError::new("data.samples", format!("= {samples} is smaller than the {w} workers: some would hold no data")));
     }
-    match cfg.scheme.kind {
-        SchemeKind::Umw | SchemeKind::Ignore | SchemeKind::GcCyclic | SchemeKind::GcFrac => master_worker::build(cfg, samples),
-        SchemeKind::Rar | SchemeKind::Allreduce => Ok(ring::build(cfg, samples)),
-        SchemeKind::Cr => coded_reduce::build(cfg, samples),
+    match &cfg.scheme {
+        SchemeConfig::Umw(c) | SchemeConfig::Ignore(c) | SchemeConfig::GcCyclic(c) | SchemeConfig::GcFrac(c) => master_worker::build(cfg, c, samples),
+        SchemeConfig::Rar(_) | SchemeConfig::Allreduce(_) => Ok(ring::build(cfg, samples)),
+        SchemeConfig::Cr(t) => coded_reduce::build(cfg, t, samples),
     }
 }
 
 /// Turn a code-construction failure into an error naming the field.
-pub(crate) fn code_error(e: outrun_codes::code::CodeError) -> ConfigError {
-    use outrun_codes::code::CodeError::*;
+pub(crate) fn code_error(e: outrun_codes::CodeError) -> ConfigError {
+    use outrun_codes::CodeError::*;
     match e {
         IllConditioned { .. } => ConfigError::new("scheme.draws", format!("{e}; try more draws or another run.seed")),
         _ => ConfigError::new("scheme.s", e.to_string()),
@@ -39,9 +41,9 @@ pub(crate) fn code_error(e: outrun_codes::code::CodeError) -> ConfigError {
 mod tests {
     use super::*;
     use crate::config::parse;
-    use crate::plan::{Combine, Shape};
-    use outrun_codes::combin::SurvivorSet;
-    use outrun_codes::Decoder;
+    use crate::plan::Pattern;
+    use crate::roles::Rule;
+    use outrun_codes::{Decoder, SurvivorSet};
 
     fn cfg(sets: &[&str]) -> Config {
         let base = "[run]\nname='t'\niterations=3\n[data]\nkind='linear-synthetic'\nsamples=1000\nfeatures=3\n[model]\nloss='least-squares'\nlr=0.1\n[scheme]\nkind='umw'\nworkers=9\n";
@@ -51,20 +53,20 @@ mod tests {
     /// Per-point total weight reaching the master when `survivors` answer (star plans).
     fn master_weights(plan: &Plan, survivors: &[usize]) -> Vec<f64> {
         let n = plan.workers;
-        let coeffs: Vec<f64> = match plan.nodes[0].wait.unwrap().combine {
-            Combine::Sum => vec![1.0; n],
-            Combine::Rescale => {
+        let coeffs: Vec<f64> = match plan.nodes[0].rule.unwrap() {
+            Rule::Sum => vec![1.0; n],
+            Rule::Rescale { .. } => {
                 let covered: usize = survivors.iter().map(|&i| plan.nodes[i + 1].load()).sum();
                 (0..n).map(|i| if survivors.contains(&i) { plan.samples as f64 / covered as f64 } else { 0.0 }).collect()
             }
-            Combine::Decode => {
-                let mut dec = Decoder::new(plan.code.as_ref().unwrap().code.b.clone());
+            Rule::Decode { code, .. } => {
+                let mut dec = Decoder::new(plan.codes[code].code.clone());
                 dec.decode(&SurvivorSet::from_indices(n, survivors)).coeffs.clone()
             }
         };
         let mut w = vec![0.0; plan.samples];
         for (i, &a) in coeffs.iter().enumerate() {
-            for (p, c) in plan.nodes[i + 1].data.points() {
+            for (p, c) in plan.nodes[i + 1].points() {
                 w[p] += a * c;
             }
         }
@@ -75,14 +77,14 @@ mod tests {
     fn star_plans_have_the_right_shape_and_loads() {
         let umw = build(&cfg(&[]), 1000).unwrap();
         assert_eq!(umw.ranks, 10);
-        assert_eq!(umw.shape, Shape::Tree { n: 9, layers: 1 });
+        assert_eq!(umw.pattern, Pattern::Tree { n: 9, layers: 1 });
         assert_eq!(umw.nodes[0].children, (1..=9).collect::<Vec<_>>());
         assert!(umw.nodes[1..].iter().all(|n| n.load() == 111 || n.load() == 112));
         assert_eq!(umw.nodes[1..].iter().map(|n| n.load()).sum::<usize>(), 1000);
         assert!(umw.exact_by_design());
 
         let gc = build(&cfg(&["scheme.kind=gc-cyclic", "scheme.s=2"]), 1000).unwrap();
-        assert_eq!(gc.nodes[0].wait.unwrap().need, 7);
+        assert_eq!(gc.nodes[0].rule.unwrap().need(9), 7);
         assert!(gc.nodes[1..].iter().all(|n| (333..=336).contains(&n.load())), "(s+1)·d/N");
         assert!(gc.exact_by_design());
 
@@ -101,7 +103,7 @@ mod tests {
     fn coded_star_plans_weigh_every_point_once() {
         for kind in ["gc-cyclic", "gc-frac"] {
             let plan = build(&cfg(&[&format!("scheme.kind={kind}"), "scheme.s=2"]), 1000).unwrap();
-            for surv in outrun_codes::combin::combinations(9, 7) {
+            for surv in outrun_codes::combinations(9, 7) {
                 let w = master_weights(&plan, &surv);
                 assert!(w.iter().all(|x| (x - 1.0).abs() < 1e-9), "{kind} {surv:?}");
             }
@@ -111,7 +113,7 @@ mod tests {
         // ignore: weight d/covered on the survivors' points, zero elsewhere — not the gradient
         let ig = build(&cfg(&["scheme.kind=ignore", "scheme.s=2"]), 1000).unwrap();
         let w = master_weights(&ig, &[0, 1, 2, 3, 4, 5, 6]);
-        assert!(w.iter().any(|&x| x == 0.0));
+        assert!(w.contains(&0.0));
         assert!((w.iter().sum::<f64>() - 1000.0).abs() < 1e-9);
     }
 

@@ -9,29 +9,30 @@
 //! Worker w is rank w − 1, so straggler injection keyed by worker id matches the star schemes.
 
 use crate::alloc::WeightedSet;
-use crate::config::{Config, SchemeKind};
-use crate::plan::{Node, Plan, Shape};
+use crate::config::{Config, SchemeConfig};
+use crate::plan::{Node, Pattern, Plan};
+use crate::roles::Encoding;
 use crate::stragglers::StragglerModel;
 
-pub fn build(cfg: &Config, samples: usize) -> Plan {
+pub(crate) fn build(cfg: &Config, samples: usize) -> Plan {
     let n = cfg.workers();
-    let mpi = cfg.scheme.kind == SchemeKind::Allreduce;
+    let collective = matches!(cfg.scheme, SchemeConfig::Allreduce(_));
     let nodes = WeightedSet::full(samples)
         .split_even(n)
         .into_iter()
         .enumerate()
-        .map(|(rank, data)| Node { rank, worker: Some(rank + 1), parent: None, children: vec![], data, wait: None })
+        .map(|(rank, data)| Node { rank, worker: Some(rank + 1), parent: None, children: vec![], parts: vec![data], rule: None, send: Encoding::Plain })
         .collect();
     Plan {
-        scheme: cfg.scheme.kind,
-        title: if mpi { "MPI_Allreduce of the workers' gradients (reference)".into() } else { "ring all-reduce of the workers' gradients".into() },
+        scheme: cfg.scheme.kind().into(),
+        title: if collective { "MPI_Allreduce of the workers' gradients (reference)".into() } else { "ring all-reduce of the workers' gradients".into() },
         ranks: n,
         workers: n,
         samples,
         s: 0,
-        shape: Shape::Ring { mpi },
+        pattern: Pattern::Ring { collective },
         nodes,
-        code: None,
+        codes: vec![],
         stragglers: StragglerModel::from_config(cfg),
     }
 }

@@ -1,0 +1,232 @@
+//! The MPI driver: carries out a node machine's outputs in real time. One loop for every
+//! pattern and scheme — it knows messages, computations, timers and deliveries, never schemes.
+//!
+//! - `Send` → encode the frame once (or relay a received frame as it is) and `MPI_Isend` it to
+//!   every destination;
+//! - `Compute` → run the job's computation now, then hold the parts until the modelled or
+//!   injected finish time (`[timing]`, `[stragglers]`), still receiving: a newer model
+//!   supersedes it;
+//! - `Timer` → fire at its time on the run's clock;
+//! - `Deliver` → apply the result (the book records it on the logging rank), then start the
+//!   next iteration or finish;
+//! - `Collective` → `MPI_Allreduce`;
+//! - `Log` → one JSON line in `rank-<r>.jsonl` (traffic counters added to the shutdown record).
+//!
+//! Idle ranks poll with a short yield window and then sleep with back-off (bounded by
+//! `engine.poll_us`), never past the next timer or finish time, so on an oversubscribed host
+//! they leave the cores to ranks that compute.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use outrun_plan::Injector;
+use outrun_proto::{wire, Frame, Input, Job, Machine, Msg, Outcome, Output};
+use outrun_runlog::{Book, IterationRecord, Lines};
+use serde_json::{json, Value};
+
+use crate::clock::Clock;
+use crate::transport::{Backoff, Comm, PROTO};
+use crate::Progress;
+
+/// A computation whose result is held until its finish time.
+struct Pending {
+    t: u64,
+    parts: Vec<Frame>,
+    ready_at: f64,
+}
+
+/// What a rank drives with.
+pub(crate) struct Driver<'a, J: Job<Frame>> {
+    pub comm: Comm,
+    pub clock: Clock,
+    pub log: Lines,
+    pub job: J,
+    pub injector: Injector,
+    pub rank: usize,
+    pub worker: Option<usize>,
+    pub load: usize,
+    pub modelled: bool,
+    pub poll_us: u64,
+    pub iterations: u64,
+    pub book: Option<Book>,
+    pub progress: &'a mut dyn Progress,
+    /// The last applied model (for `theta.txt`).
+    pub state: Option<Vec<f64>>,
+    /// This rank failed to apply a result that every rank failed to apply (a ring's
+    /// divergence): only the logging rank reports it.
+    pub quiet_failure: bool,
+    timers: Vec<(u64, f64)>,
+    pending: Option<Pending>,
+    done: Option<Outcome>,
+}
+
+impl<'a, J: Job<Frame>> Driver<'a, J> {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(comm: Comm, clock: Clock, log: Lines, job: J, injector: Injector, rank: usize, worker: Option<usize>, load: usize, modelled: bool, poll_us: u64, iterations: u64, book: Option<Book>, progress: &'a mut dyn Progress) -> Self {
+        Driver { comm, clock, log, job, injector, rank, worker, load, modelled, poll_us, iterations, book, progress, state: None, quiet_failure: false, timers: vec![], pending: None, done: None }
+    }
+
+    /// Feed one input and carry out everything the machine asks for.
+    pub(crate) fn feed(&mut self, m: &mut dyn Machine<Frame>, input: Input<Frame>) {
+        m.handle(&self.clock, input);
+        while let Some(o) = m.poll() {
+            match o {
+                Output::Send { to, msg } => self.send(&to, msg),
+                Output::Compute { t, model } => {
+                    let timing = self.compute(t, &model);
+                    m.handle(&self.clock, Input::Timing { t, timing });
+                }
+                Output::Timer { id, at } => self.timers.push((id, at)),
+                Output::Deliver { t, total, info } => {
+                    let now = self.clock.now();
+                    let next = match self.job.apply(t, &total) {
+                        Ok(applied) => {
+                            if let Some(book) = self.book.as_mut() {
+                                let wall = book.record(IterationRecord {
+                                    t,
+                                    end: now,
+                                    theta: applied.state.as_deref(),
+                                    loss: applied.loss,
+                                    used: &info.used,
+                                    coverage: info.coverage,
+                                    exact: info.exact,
+                                    residual: info.residual,
+                                    late_total: info.late_total,
+                                });
+                                self.progress.tick(t, wall, applied.loss);
+                            }
+                            self.state = applied.state;
+                            if t + 1 < self.iterations {
+                                Input::Start { t: t + 1, model: self.job.model() }
+                            } else {
+                                Input::Finish { failure: None }
+                            }
+                        }
+                        Err(why) => {
+                            self.quiet_failure = self.book.is_none();
+                            Input::Finish { failure: Some(why) }
+                        }
+                    };
+                    m.handle(&self.clock, next);
+                }
+                Output::Collective { t, buf } => {
+                    let mut total = vec![0.0; buf.as_slice().len()];
+                    self.comm.allreduce_sum(buf.as_slice(), &mut total);
+                    m.handle(&self.clock, Input::Reduced { t, total: Frame::from_vec(total) });
+                }
+                Output::Log(mut v) => {
+                    if v["ev"] == "shutdown" {
+                        let c = &self.comm;
+                        v["sent_msgs"] = json!(c.sent_msgs);
+                        v["sent_bytes"] = json!(c.sent_bytes);
+                        v["recv_msgs"] = json!(c.recv_msgs);
+                        v["recv_bytes"] = json!(c.recv_bytes);
+                    }
+                    self.log.json(&v);
+                }
+                Output::Done(o) => self.done = Some(o),
+            }
+        }
+    }
+
+    fn send(&mut self, to: &[usize], msg: Msg<Frame>) {
+        match msg.body {
+            Some(body) if wire::starts_with(&body, &msg.head) => {
+                for &d in to {
+                    self.comm.isend_frame(d, PROTO, body.clone());
+                }
+            }
+            body => {
+                let (words, n) = wire::encode(&msg.head, body.as_deref().map(Frame::as_slice));
+                let words = Arc::new(words);
+                for &d in to {
+                    self.comm.isend_words(d, PROTO, words.clone(), n);
+                }
+            }
+        }
+    }
+
+    /// Run the computation now; hold its parts until the finish time. Returns the timing record.
+    fn compute(&mut self, t: u64, model: &Frame) -> Value {
+        let c0i = Instant::now();
+        let c0 = self.clock.now();
+        let parts = self.job.compute(self.rank, t, model);
+        let measured = c0i.elapsed().as_secs_f64();
+        let c1 = self.clock.now();
+        let worker = self.worker.unwrap_or(0);
+        let timing = self.injector.compute_time(worker, t, self.load, measured);
+        let overrun = self.modelled && measured > timing.target;
+        let ready_at = c0 + timing.target.max(measured);
+        self.pending = Some(Pending { t, parts, ready_at });
+        json!({"compute_start": c0, "compute_end": c1, "target": timing.target, "injected": timing.injected,
+            "straggler": timing.straggler, "overrun": overrun})
+    }
+
+    /// Drive `m` until it is done. Returns its outcome.
+    pub(crate) fn run(&mut self, m: &mut dyn Machine<Frame>) -> Outcome {
+        let mut backoff = Backoff::new(self.poll_us);
+        let mut eager = false;
+        loop {
+            if let Some(o) = self.done.take() {
+                self.flush();
+                return o;
+            }
+            let mut progressed = false;
+            while let Some(r) = self.comm.try_recv() {
+                progressed = true;
+                if r.tag != PROTO {
+                    self.log.json(&json!({"ev": "warn", "at": self.clock.now(), "message": format!("message with tag {} from rank {} ignored", r.tag, r.source)}));
+                    continue;
+                }
+                match wire::decode(r.words, r.bytes) {
+                    Ok((head, body)) => self.feed(m, Input::Recv { from: r.source, msg: Msg { head, body: body.map(Arc::new) } }),
+                    Err(e) => self.log.json(&json!({"ev": "warn", "at": self.clock.now(), "message": format!("unreadable frame from rank {}: {e}", r.source)})),
+                }
+                if self.done.is_some() {
+                    break;
+                }
+            }
+            self.comm.progress();
+            let now = self.clock.now();
+            if self.pending.as_ref().is_some_and(|p| now >= p.ready_at) {
+                let p = self.pending.take().expect("checked");
+                self.feed(m, Input::Computed { t: p.t, parts: p.parts, ready: now });
+                progressed = true;
+            }
+            self.timers.sort_by(|a, b| a.1.total_cmp(&b.1));
+            while self.timers.first().is_some_and(|&(_, at)| at <= self.clock.now()) {
+                let (id, _) = self.timers.remove(0);
+                self.feed(m, Input::Timer { id });
+                progressed = true;
+            }
+            if progressed {
+                backoff.reset();
+                continue;
+            }
+            if m.eager() != eager {
+                eager = m.eager();
+                backoff = if eager { Backoff::with_spin(self.poll_us, RING_SPIN) } else { Backoff::new(self.poll_us) };
+            }
+            let next = self.pending.as_ref().map(|p| p.ready_at).into_iter().chain(self.timers.first().map(|t| t.1)).fold(f64::INFINITY, f64::min);
+            let left = (next - self.clock.now()).clamp(0.0, 1.0);
+            backoff.idle_for(Duration::from_secs_f64(left));
+        }
+    }
+
+    /// Wait for this rank's sends, still receiving (peers' sends to us must complete too).
+    fn flush(&mut self) {
+        let mut stray = 0;
+        let ok = self.comm.flush_sends(Duration::from_secs(30), |c| {
+            while c.try_recv().is_some() {
+                stray += 1;
+            }
+        });
+        if stray > 0 || !ok {
+            self.log.json(&json!({"ev": "warn", "at": self.clock.now(), "message": format!("shutdown: {stray} stray messages received; sends completed: {ok}")}));
+        }
+    }
+}
+
+/// How long a lockstep exchange (ring steps) keeps yielding before it sleeps: the neighbours
+/// are in the same step, so the next segment is usually microseconds away.
+pub const RING_SPIN: Duration = Duration::from_millis(2);

@@ -1,0 +1,193 @@
+//! The execution knobs: `[timing]` (how compute time is obtained), `[engine]` (the MPI
+//! engine's polling), `[network]` (the simulator's network model).
+
+use serde::{Deserialize, Serialize};
+
+use super::{err, ConfigError};
+
+/// Largest number of seconds any duration in a config may be (about 11.6 days): durations are
+/// turned into timers and sleeps, which must not overflow.
+pub const MAX_SECONDS: f64 = 1e6;
+
+/// Check that `v` is a number of seconds in (0, MAX_SECONDS] (or [0, …] with `zero_ok`).
+pub(crate) fn check_seconds(field: &str, v: f64, zero_ok: bool) -> Result<(), ConfigError> {
+    let low_ok = if zero_ok { v >= 0.0 } else { v > 0.0 };
+    if !(v.is_finite() && low_ok) {
+        return err(field, format!("= {v}: must be a {} number of seconds", if zero_ok { "non-negative" } else { "positive" }));
+    }
+    if v > MAX_SECONDS {
+        return err(field, format!("= {v}: at most {MAX_SECONDS:e} seconds"));
+    }
+    Ok(())
+}
+
+/// How compute time is obtained.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum ComputeMode {
+    /// The measured time of the real gradient computation.
+    #[default]
+    Real,
+    /// A modelled time: the worker computes the real gradient, then sleeps until the modelled
+    /// finish time (for many ranks on few cores).
+    Modelled,
+}
+
+impl ComputeMode {
+    /// The config spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            ComputeMode::Real => "real",
+            ComputeMode::Modelled => "modelled",
+        }
+    }
+}
+
+/// `[timing]`
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TimingConfig {
+    /// Real or modelled compute time.
+    #[serde(default)]
+    pub compute: ComputeMode,
+    /// Modelled mode, models without their own time law: seconds of compute per data point.
+    #[serde(default = "default_timing_a")]
+    pub a: f64,
+}
+
+fn default_timing_a() -> f64 {
+    1e-5
+}
+
+impl Default for TimingConfig {
+    fn default() -> Self {
+        TimingConfig { compute: ComputeMode::Real, a: default_timing_a() }
+    }
+}
+
+impl TimingConfig {
+    pub(super) fn validate(&self) -> Result<(), ConfigError> {
+        if !(self.a.is_finite() && self.a >= 0.0) {
+            return err("timing.a", format!("= {}: must be ≥ 0 seconds per point", self.a));
+        }
+        if self.a > 1.0 {
+            return err("timing.a", format!("= {}: at most 1 second per point", self.a));
+        }
+        Ok(())
+    }
+}
+
+/// `[engine]`: knobs of the MPI engine.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EngineConfig {
+    /// Longest sleep (µs) between polls of the network while waiting; the poll backs off from 0
+    /// to this. Smaller is more precise and burns more CPU.
+    #[serde(default = "default_poll_us")]
+    pub poll_us: u64,
+}
+
+fn default_poll_us() -> u64 {
+    200
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig { poll_us: default_poll_us() }
+    }
+}
+
+impl EngineConfig {
+    pub(super) fn validate(&self) -> Result<(), ConfigError> {
+        if self.poll_us > 1_000_000 {
+            return err("engine.poll_us", format!("= {}: at most 1000000 (one second)", self.poll_us));
+        }
+        Ok(())
+    }
+}
+
+/// A link rate: bytes per second, or a string with a unit (`"100mbit"`, `"1gbit"`, `"500kbit"`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Rate {
+    /// Bytes per second.
+    BytesPerSecond(f64),
+    /// A number with a unit.
+    Text(String),
+}
+
+impl Rate {
+    /// Bytes per second, or a message naming the problem.
+    pub fn bytes_per_second(&self) -> Result<f64, String> {
+        let v = match self {
+            Rate::BytesPerSecond(v) => *v,
+            Rate::Text(t) => {
+                let t = t.trim();
+                let split = t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len());
+                let (num, unit) = t.split_at(split);
+                let n: f64 = num.trim().parse().map_err(|_| format!("`{t}` is not a rate like 100mbit"))?;
+                n * match unit {
+                    "bit" => 1.0 / 8.0,
+                    "kbit" => 1e3 / 8.0,
+                    "mbit" => 1e6 / 8.0,
+                    "gbit" => 1e9 / 8.0,
+                    _ => return Err(format!("`{t}`: use a number of bytes per second or kbit, mbit, gbit")),
+                }
+            }
+        };
+        if v.is_finite() && v > 0.0 {
+            Ok(v)
+        } else {
+            Err(format!("{v}: must be a positive rate"))
+        }
+    }
+}
+
+/// `[network]`: the network model of the simulator (`outrun simulate`, `outrun tune`). Real runs
+/// ignore it: their network is the real one (or the emulated cluster's shaped links).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkConfig {
+    /// Every node's NIC rate in each direction (bytes/s or e.g. "100mbit"); absent: infinite.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bandwidth: Option<Rate>,
+    /// Seconds added to every message.
+    #[serde(default)]
+    pub latency: f64,
+    /// Per-rank NIC rates overriding `bandwidth` (one per rank).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub node_bandwidth: Vec<Rate>,
+    /// Whether model messages down the tree cost time (the papers' model counts only uploads).
+    #[serde(default = "default_true")]
+    pub downlink: bool,
+    /// Whether a parent that has what it needs cancels the late uploads still queued for it
+    /// (the papers' model); by default they cross the link, as in the MPI engine.
+    #[serde(default)]
+    pub cancel_late: bool,
+}
+
+fn default_true() -> bool {
+    true
+}
+
+impl Default for NetworkConfig {
+    fn default() -> Self {
+        NetworkConfig { bandwidth: None, latency: 0.0, node_bandwidth: vec![], downlink: true, cancel_late: false }
+    }
+}
+
+impl NetworkConfig {
+    pub(super) fn validate(&self, ranks: usize) -> Result<(), ConfigError> {
+        if let Some(b) = &self.bandwidth {
+            b.bytes_per_second().map_err(|e| ConfigError::new("network.bandwidth", e))?;
+        }
+        check_seconds("network.latency", self.latency, true)?;
+        if !self.node_bandwidth.is_empty() && self.node_bandwidth.len() != ranks {
+            return err("network.node_bandwidth", format!("has {} entries but the run has {ranks} ranks", self.node_bandwidth.len()));
+        }
+        for b in &self.node_bandwidth {
+            b.bytes_per_second().map_err(|e| ConfigError::new("network.node_bandwidth", e))?;
+        }
+        Ok(())
+    }
+}

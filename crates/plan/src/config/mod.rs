@@ -1,0 +1,261 @@
+//! Experiment configuration: one TOML file per experiment, any key overridable with
+//! `--set section.key=value`, validated before MPI starts.
+//!
+//! One module per section, each with its types beside its validation: [`RunConfig`] (`[run]`),
+//! [`JobConfig`] (`[job]`, with the job's own sections: `[data]` and `[model]` for gradient
+//! descent), [`SchemeConfig`] (`[scheme]`, tagged by `kind`), [`StragglerConfig`]
+//! (`[stragglers]`, tagged by `model`), and the execution knobs [`TimingConfig`],
+//! [`EngineConfig`], [`NetworkConfig`].
+//!
+//! Every error names the field it is about (`scheme.s = 9: must be less than scheme.workers =
+//! 9`), in one line, so `outrun check` and every rank of a run can print it as is.
+
+mod exec;
+mod job;
+mod run;
+mod scheme;
+mod stragglers;
+mod tagged;
+
+use serde::Serialize;
+
+pub use exec::{ComputeMode, EngineConfig, NetworkConfig, Rate, TimingConfig, MAX_SECONDS};
+pub use job::{DataConfig, DataKind, GdConfig, JobConfig, Loss, ModelConfig, Schedule};
+pub use run::RunConfig;
+pub use scheme::{CodeChoice, SchemeConfig, StarConfig, TreeConfig};
+pub use stragglers::{BernoulliMode, PerWorker, StragglerConfig};
+
+use tagged::de;
+
+/// A configuration error: the field it concerns (dotted path) and what is wrong.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("{}", self.render())]
+pub struct ConfigError {
+    /// Dotted path of the field (`scheme.s`), or empty for errors about the whole file.
+    pub field: String,
+    /// What is wrong, in one line.
+    pub message: String,
+}
+
+impl ConfigError {
+    /// An error about `field`.
+    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
+        ConfigError { field: field.into(), message: message.into() }
+    }
+
+    fn render(&self) -> String {
+        if self.field.is_empty() {
+            self.message.clone()
+        } else if self.message.starts_with("= ") {
+            format!("{} {}", self.field, self.message)
+        } else {
+            format!("{}: {}", self.field, self.message)
+        }
+    }
+}
+
+pub(crate) fn err<T>(field: &str, message: impl Into<String>) -> Result<T, ConfigError> {
+    Err(ConfigError::new(field, message))
+}
+
+/// The whole experiment.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Config {
+    /// `[run]`
+    pub run: RunConfig,
+    /// `[job]` and the job's sections.
+    pub job: JobConfig,
+    /// `[scheme]`
+    pub scheme: SchemeConfig,
+    /// `[stragglers]`
+    pub stragglers: StragglerConfig,
+    /// `[timing]`
+    pub timing: TimingConfig,
+    /// `[engine]`
+    pub engine: EngineConfig,
+    /// `[network]`
+    pub network: NetworkConfig,
+}
+
+/// The top-level sections a config may have.
+const SECTIONS: &[&str] = &["run", "job", "data", "model", "scheme", "stragglers", "timing", "engine", "network"];
+
+/// Parse a TOML document, apply `key=value` overrides, deserialize and validate.
+pub fn parse(text: &str, overrides: &[String]) -> Result<Config, ConfigError> {
+    let mut table: toml::Table = toml::from_str(text).map_err(|e| {
+        let line = e.span().map(|s| text[..s.start].matches('\n').count() + 1);
+        let msg = e.message().replace('\n', "; ");
+        match line {
+            Some(l) => ConfigError::new("", format!("TOML syntax error at line {l}: {msg}")),
+            None => ConfigError::new("", format!("TOML syntax error: {msg}")),
+        }
+    })?;
+    for o in overrides {
+        apply_override(&mut table, o)?;
+    }
+    let cfg = Config::from_table(table)?;
+    cfg.validate()?;
+    Ok(cfg)
+}
+
+/// Apply one `section.key=value` override; the value is read as a TOML value when it parses
+/// as one (number, boolean, array, quoted string) and as a bare string otherwise. An empty
+/// value (`section.key=`) removes the key.
+pub fn apply_override(table: &mut toml::Table, spec: &str) -> Result<(), ConfigError> {
+    let Some((key, raw)) = spec.split_once('=') else {
+        return err("--set", format!("`{spec}` is not of the form section.key=value"));
+    };
+    let key = key.trim();
+    let path: Vec<&str> = key.split('.').collect();
+    if path.len() < 2 || path.iter().any(|p| p.is_empty()) {
+        return err("--set", format!("`{key}` is not of the form section.key"));
+    }
+    let last = path[path.len() - 1];
+    if raw.trim().is_empty() {
+        let mut cur = &mut *table;
+        for sect in &path[..path.len() - 1] {
+            match cur.get_mut(*sect) {
+                Some(toml::Value::Table(t)) => cur = t,
+                _ => return Ok(()),
+            }
+        }
+        cur.remove(last);
+        return Ok(());
+    }
+    let value = match toml::from_str::<toml::Table>(&format!("v = {}", raw.trim())) {
+        Ok(mut t) => t.remove("v").expect("parsed key"),
+        Err(_) => toml::Value::String(raw.trim().to_string()),
+    };
+    let mut cur = table;
+    for sect in &path[..path.len() - 1] {
+        let entry = cur.entry(sect.to_string()).or_insert_with(|| toml::Value::Table(Default::default()));
+        cur = match entry {
+            toml::Value::Table(t) => t,
+            _ => return err(key, "cannot set a key inside a value that is not a table"),
+        };
+    }
+    cur.insert(last.to_string(), value);
+    Ok(())
+}
+
+/// A section as a table (absent → empty), or an error if it is not a table.
+fn section(t: &toml::Table, name: &str) -> Result<Option<toml::Table>, ConfigError> {
+    match t.get(name) {
+        None => Ok(None),
+        Some(toml::Value::Table(s)) => Ok(Some(s.clone())),
+        Some(_) => err(name, "must be a section ([name]) of keys"),
+    }
+}
+
+fn optional<T: serde::de::DeserializeOwned + Default>(t: &toml::Table, name: &str) -> Result<T, ConfigError> {
+    match section(t, name)? {
+        None => Ok(T::default()),
+        Some(s) => de(toml::Value::Table(s), name),
+    }
+}
+
+impl Config {
+    fn from_table(t: toml::Table) -> Result<Config, ConfigError> {
+        if let Some(k) = t.keys().find(|k| !SECTIONS.contains(&k.as_str())) {
+            return err(k, format!("unknown section; the sections are {}", SECTIONS.join(", ")));
+        }
+        let run = match section(&t, "run")? {
+            None => return err("run", "missing: every config needs a [run] section (name, iterations)"),
+            Some(s) => de(toml::Value::Table(s), "run")?,
+        };
+        let job = JobConfig::from_sections(&t)?;
+        let scheme = match section(&t, "scheme")? {
+            None => return err("scheme", "missing: every config needs a [scheme] section (kind, workers, ...)"),
+            Some(s) => SchemeConfig::from_section(s)?,
+        };
+        let stragglers = match section(&t, "stragglers")? {
+            None => StragglerConfig::default(),
+            Some(s) => StragglerConfig::from_section(s)?,
+        };
+        Ok(Config {
+            run,
+            job,
+            scheme,
+            stragglers,
+            timing: optional(&t, "timing")?,
+            engine: optional(&t, "engine")?,
+            network: optional(&t, "network")?,
+        })
+    }
+
+    /// The resolved configuration as TOML (written to every run directory; parses back to the
+    /// same config).
+    pub fn to_toml(&self) -> String {
+        fn value<T: Serialize>(v: &T) -> toml::Value {
+            toml::Value::try_from(v).expect("config serializes")
+        }
+        let mut t = toml::Table::new();
+        t.insert("run".into(), value(&self.run));
+        self.job.to_sections(&mut t);
+        t.insert("scheme".into(), value(&self.scheme));
+        t.insert("stragglers".into(), value(&self.stragglers));
+        t.insert("timing".into(), value(&self.timing));
+        t.insert("engine".into(), value(&self.engine));
+        t.insert("network".into(), value(&self.network));
+        toml::to_string(&t).expect("config serializes")
+    }
+
+    /// Number of workers N.
+    pub fn workers(&self) -> usize {
+        self.scheme.workers()
+    }
+
+    /// Number of MPI ranks a run needs: the workers, plus a master unless the workers form a
+    /// ring.
+    pub fn ranks(&self) -> usize {
+        self.workers() + usize::from(!self.scheme.is_ring())
+    }
+
+    /// The gradient-descent job's sections (every job is gradient descent for now).
+    pub fn gd(&self) -> &GdConfig {
+        match &self.job {
+            JobConfig::Gd(g) => g,
+        }
+    }
+
+    /// `[data]` of a gradient-descent job.
+    pub fn data(&self) -> &DataConfig {
+        &self.gd().data
+    }
+
+    /// `[model]` of a gradient-descent job.
+    pub fn model(&self) -> &ModelConfig {
+        &self.gd().model
+    }
+
+    /// Cross-field checks, after each section's own. Data-dependent checks (a file's sample
+    /// count) happen when the data is read.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.run.validate()?;
+        self.scheme.validate()?;
+        self.job.validate(self.workers())?;
+        if self.stragglers.needs_modelled_timing() && self.timing.compute != ComputeMode::Modelled {
+            return err(
+                "timing.compute",
+                format!("must be \"modelled\" with stragglers.model = \"{}\" (the model replaces the measured compute time)", self.stragglers.name()),
+            );
+        }
+        self.stragglers.validate(self.workers(), self.run.iterations)?;
+        self.timing.validate()?;
+        self.engine.validate()?;
+        self.network.validate(self.ranks())?;
+        if self.stragglers.name() == "fail-stop" && self.scheme.is_ring() {
+            return err(
+                "stragglers.model",
+                format!(
+                    "= \"fail-stop\" cannot run with scheme.kind = \"{}\": a ring needs every worker in every iteration (it tolerates no failures) and would stall; use a master-worker scheme",
+                    self.scheme.kind()
+                ),
+            );
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

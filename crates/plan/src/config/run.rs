@@ -1,0 +1,56 @@
+//! `[run]`: name, seed, iterations, output directory, deadline.
+
+use serde::{Deserialize, Serialize};
+
+use super::exec::check_seconds;
+use super::{err, ConfigError};
+
+/// `[run]`
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunConfig {
+    /// Name of the run; the run directory is `<out_dir>/<name>-<timestamp>`.
+    pub name: String,
+    /// Seed of every random choice (data, codes, stragglers).
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// Iterations (gradient-descent steps).
+    pub iterations: u64,
+    /// Parent directory of run directories.
+    #[serde(default = "default_out_dir")]
+    pub out_dir: String,
+    /// Seconds an iteration may wait for the results it needs before the run fails.
+    #[serde(default = "default_deadline")]
+    pub deadline: f64,
+    /// Write the model after every iteration to `trajectory.csv` (for small models and tests).
+    #[serde(default)]
+    pub trajectory: bool,
+}
+
+fn default_seed() -> u64 {
+    1
+}
+fn default_out_dir() -> String {
+    "runs".into()
+}
+fn default_deadline() -> f64 {
+    60.0
+}
+
+/// Most iterations a run may ask for (the logs and the straggler processes are sized by it).
+pub const MAX_ITERATIONS: u64 = 100_000_000;
+
+impl RunConfig {
+    pub(super) fn validate(&self) -> Result<(), ConfigError> {
+        if self.name.is_empty() || !self.name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
+            return err("run.name", format!("`{}` must be non-empty and use only letters, digits, '-', '_', '.'", self.name));
+        }
+        if self.iterations == 0 {
+            return err("run.iterations", "must be at least 1");
+        }
+        if self.iterations > MAX_ITERATIONS {
+            return err("run.iterations", format!("= {}: at most {MAX_ITERATIONS}", self.iterations));
+        }
+        check_seconds("run.deadline", self.deadline, false)
+    }
+}

@@ -1,0 +1,344 @@
+//! `[stragglers]`: straggler and fault injection, tagged by `model`. The runtime model is
+//! `crate::stragglers::StragglerModel`.
+
+use serde::{Deserialize, Serialize};
+
+use super::tagged::{de, Tagged};
+use super::{err, ConfigError};
+
+/// When a Bernoulli straggler is drawn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum BernoulliMode {
+    /// A fresh draw every iteration.
+    #[default]
+    PerIteration,
+    /// One draw for the whole run.
+    Once,
+}
+
+/// A parameter given once for every worker or once per worker.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum PerWorker {
+    /// The same value for every worker.
+    One(f64),
+    /// One value per worker, in worker order (worker 1 first).
+    Each(Vec<f64>),
+}
+
+impl PerWorker {
+    /// The value of every worker 1..=n (index 0 is worker 1).
+    pub fn values(&self, n: usize) -> Vec<f64> {
+        match self {
+            PerWorker::One(v) => vec![*v; n],
+            PerWorker::Each(v) => v.clone(),
+        }
+    }
+
+    fn check(&self, field: &str, n: usize, ok: impl Fn(f64) -> bool, what: &str) -> Result<(), ConfigError> {
+        if let PerWorker::Each(v) = self {
+            if v.len() != n {
+                return err(field, format!("has {} values but there are {n} workers (give one value, or one per worker)", v.len()));
+            }
+        }
+        for (i, &v) in self.values(n).iter().enumerate() {
+            if !ok(v) {
+                let at = if matches!(self, PerWorker::Each(_)) { format!(" (worker {})", i + 1) } else { String::new() };
+                return err(field, format!("= {v}{at}: must be {what}"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Parameters of the time laws `a·load + (load/μ)·W` (shifted exponential, Weibull).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LawConfig {
+    /// Shift a: seconds per data point.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub a: Option<PerWorker>,
+    /// Rate μ: points per second (tail scale load/μ).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mu: Option<PerWorker>,
+    /// Weibull shape k of the tail (1 is exponential).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shape: Option<PerWorker>,
+    /// A CSV file with one line per worker: `worker,a,mu[,shape]` (instead of the lists).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+}
+
+/// Listed workers, optionally from an iteration on.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListedConfig {
+    /// Worker ids (1-based).
+    #[serde(default)]
+    pub workers: Vec<usize>,
+    /// Extra delay as a multiple of the compute time (`fixed`); default 3.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub factor: Option<f64>,
+    /// First iteration (0-based) at which the model applies.
+    #[serde(default)]
+    pub from_iteration: u64,
+}
+
+/// Independent random stragglers.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BernoulliConfig {
+    /// Straggling probability.
+    pub p: f64,
+    /// Extra delay as a multiple of the compute time; default 3.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub factor: Option<f64>,
+    /// Draw per iteration or once for the run.
+    #[serde(default)]
+    pub mode: BernoulliMode,
+    /// First iteration (0-based) at which the model applies.
+    #[serde(default)]
+    pub from_iteration: u64,
+}
+
+/// Two-state (Gilbert–Elliott) Markov stragglers: every worker is fast or slow, switches state
+/// with probability `p` at the start of each iteration, and computes `load·(a + E/μ_state)`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MarkovConfig {
+    /// Switching probability per iteration.
+    pub p: f64,
+    /// Shift a: seconds per data point (one value or one per worker).
+    pub a: PerWorker,
+    /// Rate in the slow state, points per second (one value or one per worker).
+    pub mu_slow: PerWorker,
+    /// Rate in the fast state, points per second (one value or one per worker).
+    pub mu_fast: PerWorker,
+    /// How many workers start slow (a random subset drawn from the run seed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub initial_slow: Option<usize>,
+    /// Which workers start slow (instead of `initial_slow`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub initial: Option<Vec<usize>>,
+}
+
+/// `[stragglers]`, by `model`.
+#[derive(Clone, Debug, PartialEq, Serialize, Default)]
+#[serde(tag = "model", rename_all = "kebab-case")]
+pub enum StragglerConfig {
+    /// No injected delay. (An off switch: other keys may stay for later.)
+    #[default]
+    None,
+    /// Listed workers add `factor` × their compute time (thesis: 3× sleep).
+    Fixed(ListedConfig),
+    /// Each worker straggles with probability p (per iteration, or once for the run).
+    Bernoulli(BernoulliConfig),
+    /// Compute time a·load + Exp(rate μ/load) (CR paper eq. 6); needs modelled timing.
+    ShiftedExp(LawConfig),
+    /// Compute time a·load + (load/μ)·W, W ~ Weibull(shape, 1) (HCMM); needs modelled timing.
+    Weibull(LawConfig),
+    /// Listed workers never answer from `from_iteration` on.
+    FailStop(ListedConfig),
+    /// Two-state Markov stragglers (GC-DC's model (A)); needs modelled timing.
+    Markov(MarkovConfig),
+}
+
+const ALL_KEYS: &[&str] =
+    &["workers", "factor", "from_iteration", "p", "mode", "a", "mu", "shape", "file", "mu_slow", "mu_fast", "initial_slow", "initial"];
+
+impl Tagged for StragglerConfig {
+    const SECTION: &'static str = "stragglers";
+    const TAG: &'static str = "model";
+    const VARIANTS: &'static [(&'static str, &'static [&'static str])] = &[
+        ("none", ALL_KEYS),
+        ("fixed", &["workers", "factor", "from_iteration"]),
+        ("bernoulli", &["p", "factor", "mode", "from_iteration"]),
+        ("shifted-exp", &["a", "mu", "file"]),
+        ("weibull", &["a", "mu", "shape", "file"]),
+        ("fail-stop", &["workers", "from_iteration"]),
+        ("markov", &["p", "a", "mu_slow", "mu_fast", "initial_slow", "initial"]),
+    ];
+
+    fn variant(kind: &str, rest: toml::Value) -> Result<Self, ConfigError> {
+        let need = |key: &str, what: &str| -> Result<(), ConfigError> {
+            if rest.get(key).is_none() {
+                return err(&format!("stragglers.{key}"), format!("missing: {kind} needs {what}"));
+            }
+            Ok(())
+        };
+        Ok(match kind {
+            "none" => StragglerConfig::None,
+            "fixed" => StragglerConfig::Fixed(de(rest, "stragglers")?),
+            "bernoulli" => {
+                need("p", "a probability p")?;
+                StragglerConfig::Bernoulli(de(rest, "stragglers")?)
+            }
+            "shifted-exp" => StragglerConfig::ShiftedExp(de(rest, "stragglers")?),
+            "weibull" => StragglerConfig::Weibull(de(rest, "stragglers")?),
+            "fail-stop" => StragglerConfig::FailStop(de(rest, "stragglers")?),
+            "markov" => {
+                need("p", "the switching probability p")?;
+                need("a", "the shift a (seconds per point)")?;
+                need("mu_slow", "the slow-state rate mu_slow (points per second)")?;
+                need("mu_fast", "the fast-state rate mu_fast (points per second)")?;
+                StragglerConfig::Markov(de(rest, "stragglers")?)
+            }
+            _ => unreachable!("models are checked against VARIANTS"),
+        })
+    }
+}
+
+/// Largest delay factor (`fixed`, `bernoulli`).
+pub const MAX_FACTOR: f64 = 1e6;
+
+impl StragglerConfig {
+    pub(super) fn from_section(s: toml::Table) -> Result<Self, ConfigError> {
+        <Self as Tagged>::from_section(s)
+    }
+
+    /// The config spelling of the model.
+    pub fn name(&self) -> &'static str {
+        match self {
+            StragglerConfig::None => "none",
+            StragglerConfig::Fixed(_) => "fixed",
+            StragglerConfig::Bernoulli(_) => "bernoulli",
+            StragglerConfig::ShiftedExp(_) => "shifted-exp",
+            StragglerConfig::Weibull(_) => "weibull",
+            StragglerConfig::FailStop(_) => "fail-stop",
+            StragglerConfig::Markov(_) => "markov",
+        }
+    }
+
+    /// Models whose law replaces the measured compute time.
+    pub fn needs_modelled_timing(&self) -> bool {
+        matches!(self, StragglerConfig::ShiftedExp(_) | StragglerConfig::Weibull(_) | StragglerConfig::Markov(_))
+    }
+
+    /// The per-worker parameter file of a time law, if one is named (read by the loader, which
+    /// replaces it with the lists).
+    pub fn params_file(&self) -> Option<&str> {
+        match self {
+            StragglerConfig::ShiftedExp(l) | StragglerConfig::Weibull(l) => l.file.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// Replace the parameter file by its contents (`worker,a,mu[,shape]` per line; `#`
+    /// comments and a header line are allowed). `origin` names the file in errors.
+    pub fn resolve_file(&mut self, text: &str, origin: &str, workers: usize) -> Result<(), ConfigError> {
+        let weibull = matches!(self, StragglerConfig::Weibull(_));
+        let (StragglerConfig::ShiftedExp(law) | StragglerConfig::Weibull(law)) = self else { return Ok(()) };
+        if law.file.is_none() {
+            return Ok(());
+        }
+        let cols = if weibull { 4 } else { 3 };
+        let mut rows: Vec<Option<Vec<f64>>> = vec![None; workers];
+        for (ln, line) in text.lines().enumerate() {
+            let line = line.split('#').next().unwrap_or("").trim();
+            if line.is_empty() || line.starts_with("worker") {
+                continue;
+            }
+            let bad = |m: String| ConfigError::new("stragglers.file", format!("{origin}:{}: {m}", ln + 1));
+            let f: Vec<&str> = line.split(',').map(str::trim).collect();
+            if f.len() != cols {
+                return Err(bad(format!("expected {cols} comma-separated values (worker,a,mu{}), found {}", if weibull { ",shape" } else { "" }, f.len())));
+            }
+            let w: usize = f[0].parse().map_err(|_| bad(format!("worker `{}` is not a worker id", f[0])))?;
+            if w == 0 || w > workers {
+                return Err(bad(format!("worker {w} is not in 1..={workers}")));
+            }
+            let vals = f[1..].iter().map(|v| v.parse::<f64>().map_err(|_| bad(format!("`{v}` is not a number")))).collect::<Result<Vec<_>, _>>()?;
+            if rows[w - 1].replace(vals).is_some() {
+                return Err(bad(format!("worker {w} appears twice")));
+            }
+        }
+        if let Some(w) = rows.iter().position(Option::is_none) {
+            return err("stragglers.file", format!("{origin}: no line for worker {}", w + 1));
+        }
+        let col = |k: usize| PerWorker::Each(rows.iter().map(|r| r.as_ref().expect("checked")[k]).collect());
+        law.a = Some(col(0));
+        law.mu = Some(col(1));
+        if weibull {
+            law.shape = Some(col(2));
+        }
+        law.file = None;
+        Ok(())
+    }
+
+    pub(super) fn validate(&self, n: usize, _iterations: u64) -> Result<(), ConfigError> {
+        let model = self.name();
+        let listed = |l: &ListedConfig| -> Result<(), ConfigError> {
+            if l.workers.is_empty() {
+                return err("stragglers.workers", format!("missing: model \"{model}\" needs the list of worker ids (1..={n})"));
+            }
+            if let Some(&w) = l.workers.iter().find(|&&w| w == 0 || w > n) {
+                return err("stragglers.workers", format!("contains {w}, but workers are numbered 1..={n}"));
+            }
+            Ok(())
+        };
+        let factor = |f: Option<f64>| -> Result<(), ConfigError> {
+            match f {
+                Some(f) if !(f.is_finite() && (0.0..=MAX_FACTOR).contains(&f)) => err("stragglers.factor", format!("= {f}: must be in [0, {MAX_FACTOR:e}]")),
+                _ => Ok(()),
+            }
+        };
+        let prob = |p: f64| -> Result<(), ConfigError> {
+            if !(0.0..=1.0).contains(&p) {
+                return err("stragglers.p", format!("= {p}: must be in [0, 1]"));
+            }
+            Ok(())
+        };
+        let shift = |v: f64| v.is_finite() && (0.0..=1.0).contains(&v);
+        let rate = |v: f64| v.is_finite() && v >= 1e-9;
+        match self {
+            StragglerConfig::None => Ok(()),
+            StragglerConfig::Fixed(l) => {
+                listed(l)?;
+                factor(l.factor)
+            }
+            StragglerConfig::FailStop(l) => listed(l),
+            StragglerConfig::Bernoulli(b) => {
+                prob(b.p)?;
+                factor(b.factor)
+            }
+            StragglerConfig::ShiftedExp(l) | StragglerConfig::Weibull(l) => {
+                if l.file.is_some() {
+                    if l.a.is_some() || l.mu.is_some() || l.shape.is_some() {
+                        return err("stragglers.file", "give the parameters either in a file or as a, mu (and shape), not both");
+                    }
+                    return Ok(());
+                }
+                match &l.a {
+                    None => return err("stragglers.a", format!("missing: {model} needs the shift a (seconds per point)")),
+                    Some(a) => a.check("stragglers.a", n, shift, "in [0, 1] seconds per point")?,
+                }
+                match &l.mu {
+                    None => return err("stragglers.mu", format!("missing: {model} needs the rate μ (points per second)")),
+                    Some(m) => m.check("stragglers.mu", n, rate, "at least 1e-9 points per second")?,
+                }
+                match (model, &l.shape) {
+                    ("weibull", None) => err("stragglers.shape", "missing: weibull needs the shape k of the tail"),
+                    ("weibull", Some(k)) => k.check("stragglers.shape", n, |v| v.is_finite() && v >= 0.05, "at least 0.05 (smaller shapes give delays beyond any deadline)"),
+                    (_, Some(_)) => err("stragglers.shape", "is only used by stragglers.model = \"weibull\""),
+                    _ => Ok(()),
+                }
+            }
+            StragglerConfig::Markov(m) => {
+                prob(m.p)?;
+                m.a.check("stragglers.a", n, shift, "in [0, 1] seconds per point")?;
+                m.mu_slow.check("stragglers.mu_slow", n, rate, "at least 1e-9 points per second")?;
+                m.mu_fast.check("stragglers.mu_fast", n, rate, "at least 1e-9 points per second")?;
+                match (&m.initial_slow, &m.initial) {
+                    (Some(_), Some(_)) => err("stragglers.initial", "give initial_slow (a count) or initial (a list), not both"),
+                    (Some(k), None) if *k > n => err("stragglers.initial_slow", format!("= {k}: more than the {n} workers")),
+                    (None, Some(l)) => match l.iter().find(|&&w| w == 0 || w > n) {
+                        Some(w) => err("stragglers.initial", format!("contains {w}, but workers are numbered 1..={n}")),
+                        None => Ok(()),
+                    },
+                    _ => Ok(()),
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,169 @@
+//! Config parsing and validation: defaults, overrides, field-naming errors, round trips.
+
+use super::*;
+
+const BASE: &str = r#"
+[run]
+name = "t"
+iterations = 5
+[data]
+kind = "linear-synthetic"
+samples = 100
+features = 4
+[model]
+loss = "least-squares"
+lr = 0.1
+[scheme]
+kind = "gc-cyclic"
+workers = 6
+s = 2
+"#;
+
+fn parse_with(sets: &[&str]) -> Result<Config, ConfigError> {
+    parse(BASE, &sets.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+}
+
+#[test]
+fn parses_defaults_and_ranks() {
+    let c = parse_with(&[]).unwrap();
+    assert_eq!(c.run.out_dir, "runs");
+    assert_eq!(c.run.seed, 1);
+    assert_eq!(c.ranks(), 7);
+    assert_eq!(c.stragglers, StragglerConfig::None);
+    let ring = parse_with(&["scheme.kind=rar", "scheme.s=0"]).unwrap();
+    assert_eq!(ring.ranks(), 6);
+    // round trip through the resolved TOML
+    assert_eq!(parse(&c.to_toml(), &[]).unwrap(), c);
+}
+
+#[test]
+fn overrides_are_typed() {
+    let c = parse_with(&["scheme.s=1", "run.out_dir=/tmp/x y", "model.lr=1e-3", "run.trajectory=true"]).unwrap();
+    assert_eq!(c.scheme.s(), 1);
+    assert_eq!(c.run.out_dir, "/tmp/x y");
+    assert_eq!(c.model().lr, 1e-3);
+    assert!(c.run.trajectory);
+    let c = parse_with(&["stragglers.model=fixed", "stragglers.workers=[1, 3]"]).unwrap();
+    assert!(matches!(&c.stragglers, StragglerConfig::Fixed(l) if l.workers == vec![1, 3]));
+    // an empty value removes a key; model = none keeps other parameters without complaint
+    let c = parse_with(&["stragglers.model=fixed", "stragglers.workers=[1]", "stragglers.factor=2", "stragglers.model=fail-stop", "stragglers.factor="]).unwrap();
+    assert!(matches!(&c.stragglers, StragglerConfig::FailStop(l) if l.factor.is_none()));
+    assert!(parse_with(&["stragglers.model=none", "stragglers.factor=2"]).is_ok());
+    assert!(!parse_with(&["run.trajectory="]).unwrap().run.trajectory);
+}
+
+fn field_of(sets: &[&str]) -> String {
+    parse_with(sets).unwrap_err().field
+}
+
+#[test]
+fn errors_name_the_field() {
+    assert_eq!(field_of(&["scheme.s=6"]), "scheme.s");
+    assert_eq!(field_of(&["scheme.sx=1"]), "scheme.sx");
+    assert_eq!(field_of(&["scheme.kind=gc-frac", "scheme.s=3"]), "scheme.s");
+    assert_eq!(field_of(&["scheme.kind=umw"]), "scheme.s");
+    assert_eq!(field_of(&["model.lr=-1"]), "model.lr");
+    assert_eq!(field_of(&["run.iterations=0"]), "run.iterations");
+    assert_eq!(field_of(&["data.kind=libsvm"]), "data.path");
+    assert_eq!(field_of(&["stragglers.model=shifted-exp", "stragglers.a=1e-4", "stragglers.mu=1e4"]), "timing.compute");
+    assert_eq!(field_of(&["stragglers.model=fixed", "stragglers.workers=[7]"]), "stragglers.workers");
+    assert_eq!(field_of(&["stragglers.model=fixed", "stragglers.workers=[1]", "stragglers.p=0.5"]), "stragglers.p");
+    assert_eq!(field_of(&["stragglers.model=fail-stop", "stragglers.workers=[1]", "scheme.kind=rar", "scheme.s=0"]), "stragglers.model");
+    assert_eq!(field_of(&["bogus.key=1"]), "bogus");
+    assert_eq!(field_of(&["network.bandwidth=fast"]), "network.bandwidth");
+    assert_eq!(field_of(&["network.node_bandwidth=[1, 2]"]), "network.node_bandwidth");
+    assert_eq!(field_of(&["timing.compute=modelled", "stragglers.model=weibull", "stragglers.a=1e-4", "stragglers.mu=1e4"]), "stragglers.shape");
+    assert_eq!(field_of(&["data.samples=3"]), "data.samples");
+    let e = parse_with(&["scheme.s=6"]).unwrap_err();
+    assert_eq!(e.to_string(), "scheme.s = 6: must be less than scheme.workers = 6");
+    assert!(!e.to_string().contains('\n'));
+}
+
+#[test]
+fn rates_parse_with_units() {
+    assert_eq!(Rate::Text("100mbit".into()).bytes_per_second(), Ok(12.5e6));
+    assert_eq!(Rate::Text("1gbit".into()).bytes_per_second(), Ok(125e6));
+    assert_eq!(Rate::BytesPerSecond(5.0).bytes_per_second(), Ok(5.0));
+    assert!(Rate::Text("12 parsecs".into()).bytes_per_second().is_err());
+    let c = parse_with(&["network.bandwidth=\"20mbit\"", "network.latency=1e-4"]).unwrap();
+    assert_eq!(c.network.bandwidth.unwrap().bytes_per_second(), Ok(2.5e6));
+    assert!(c.network.downlink);
+}
+
+#[test]
+fn syntax_errors_give_the_line() {
+    let e = parse("[run]\nname = \n", &[]).unwrap_err();
+    assert!(e.message.contains("line 2"), "{e}");
+    assert!(!e.to_string().contains('\n'));
+    assert_eq!(parse_with(&["noequals"]).unwrap_err().field, "--set");
+}
+
+#[test]
+fn cr_workers_follow_from_the_tree() {
+    let c = parse_with(&["scheme.kind=cr", "scheme.n=3", "scheme.layers=2", "scheme.s=1"]).unwrap_err();
+    // scheme.workers = 6 is inconsistent with a (3,2) tree of 12 workers
+    assert_eq!(c.field, "scheme.workers");
+    let mut t: toml::Table = toml::from_str(BASE).unwrap();
+    t["scheme"].as_table_mut().unwrap().remove("workers");
+    let text = toml::to_string(&t).unwrap();
+    let c = parse(&text, &["scheme.kind=cr".into(), "scheme.n=3".into(), "scheme.layers=2".into(), "scheme.s=1".into()]).unwrap();
+    assert_eq!(c.workers(), 12);
+    assert_eq!(c.ranks(), 13);
+}
+
+#[test]
+fn tagged_sections_name_the_owner_of_a_misplaced_key() {
+    let e = parse_with(&["scheme.kind=umw", "scheme.s=", "scheme.n=3"]).unwrap_err();
+    assert_eq!(e.field, "scheme.n");
+    assert!(e.message.contains("only used by scheme.kind = \"cr\""), "{e}");
+    let e = parse_with(&["scheme.kind=teleport"]).unwrap_err();
+    assert_eq!(e.field, "scheme.kind");
+    assert!(e.message.contains("\"gc-cyclic\""), "{e}");
+    let e = parse_with(&["stragglers.model=markov", "stragglers.p=0.05", "stragglers.a=1e-5", "stragglers.mu_slow=10"]).unwrap_err();
+    assert_eq!(e.field, "stragglers.mu_fast");
+    // a type error inside a variant keeps the whole path
+    assert_eq!(field_of(&["scheme.s=\"two\""]), "scheme.s");
+    let e = parse_with(&["model.loss=1"]).unwrap_err();
+    assert_eq!(e.field, "model.loss");
+    assert!(!e.message.contains("unit variant"), "{e}");
+}
+
+#[test]
+fn per_worker_parameters_and_files() {
+    let c = parse_with(&["timing.compute=modelled", "stragglers.model=shifted-exp", "stragglers.a=[1e-5, 1e-5, 2e-5, 1e-5, 1e-5, 1e-5]", "stragglers.mu=1e4"]).unwrap();
+    assert_eq!(parse(&c.to_toml(), &[]).unwrap(), c);
+    let e = parse_with(&["timing.compute=modelled", "stragglers.model=shifted-exp", "stragglers.a=[1e-5, 1e-5]", "stragglers.mu=1e4"]).unwrap_err();
+    assert_eq!(e.field, "stragglers.a");
+    assert!(e.message.contains("2 values but there are 6 workers"), "{e}");
+    let e = parse_with(&["timing.compute=modelled", "stragglers.model=weibull", "stragglers.a=1e-5", "stragglers.mu=[1, 1, 1, 1, -1, 1]", "stragglers.shape=1"]).unwrap_err();
+    assert_eq!(e.field, "stragglers.mu");
+    assert!(e.message.contains("(worker 5)"), "{e}");
+    let mut c = parse_with(&["timing.compute=modelled", "stragglers.model=weibull", "stragglers.file=w.csv"]).unwrap();
+    let text = "worker,a,mu,shape\n1,1e-5,1e4,1\n2,1e-5,1e4,2\n3,1e-5,1e4,1\n4,1e-5,1e4,1\n5,1e-5,1e4,1\n6,1e-5,2e4,1 # fast\n";
+    c.stragglers.resolve_file(text, "w.csv", 6).unwrap();
+    assert!(matches!(&c.stragglers, StragglerConfig::Weibull(l) if l.mu == Some(PerWorker::Each(vec![1e4, 1e4, 1e4, 1e4, 1e4, 2e4])) && l.file.is_none()));
+    assert!(c.validate().is_ok());
+    let e = c.clone().stragglers.resolve_file("1,1e-5,1e4,1\n", "w.csv", 6);
+    assert!(e.is_ok(), "resolving twice is a no-op once the file is gone");
+    let mut c = parse_with(&["timing.compute=modelled", "stragglers.model=shifted-exp", "stragglers.file=w.csv"]).unwrap();
+    let e = c.stragglers.resolve_file("1,1e-5\n", "w.csv", 6).unwrap_err();
+    assert_eq!(e.to_string(), "stragglers.file: w.csv:1: expected 3 comma-separated values (worker,a,mu), found 2");
+}
+
+#[test]
+fn extreme_values_are_refused_with_the_bound() {
+    for (set, field) in [
+        ("run.deadline=1e30", "run.deadline"),
+        ("timing.a=1e300", "timing.a"),
+        ("scheme.workers=4294967296", "scheme.workers"),
+        ("run.iterations=1000000000000", "run.iterations"),
+        ("network.latency=-1", "network.latency"),
+    ] {
+        assert_eq!(field_of(&[set]), field, "{set}");
+    }
+    assert_eq!(field_of(&["stragglers.model=fixed", "stragglers.workers=[1]", "stragglers.factor=1e300"]), "stragglers.factor");
+    assert_eq!(field_of(&["timing.compute=modelled", "stragglers.model=shifted-exp", "stragglers.a=1e-4", "stragglers.mu=1e-300"]), "stragglers.mu");
+    assert_eq!(field_of(&["timing.compute=modelled", "stragglers.model=weibull", "stragglers.a=1e-4", "stragglers.mu=1e4", "stragglers.shape=0.01"]), "stragglers.shape");
+    let e = parse_with(&["scheme.kind=cr", "scheme.workers=", "scheme.n=4294967296", "scheme.layers=2", "scheme.s=1"]).unwrap_err();
+    assert_eq!(e.field, "scheme.n");
+}

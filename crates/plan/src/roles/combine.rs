@@ -1,0 +1,151 @@
+//! Linear combinations of vector ranges.
+
+/// Where a term reads from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Src {
+    /// The `i`-th result a parent accepted this iteration (acceptance order).
+    Arrival(usize),
+    /// The node's own computed part `k`.
+    Own(usize),
+    /// The combination of the node's children (its aggregator's output).
+    Agg,
+}
+
+/// `out[to .. to+len] += coef · src[from .. from+len]`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Term {
+    /// Source vector.
+    pub src: Src,
+    /// Offset in the source.
+    pub from: usize,
+    /// Offset in the output.
+    pub to: usize,
+    /// Number of values.
+    pub len: usize,
+    /// Coefficient.
+    pub coef: f64,
+}
+
+impl Term {
+    /// `coef · src` over the whole length `len`.
+    pub fn whole(src: Src, len: usize, coef: f64) -> Self {
+        Term { src, from: 0, to: 0, len, coef }
+    }
+}
+
+/// An output vector of `len` values as a sum of terms, with the quality of the decode that
+/// produced it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Combination {
+    /// Output length.
+    pub len: usize,
+    /// The terms.
+    pub terms: Vec<Term>,
+    /// Decode residual (0 when nothing was decoded).
+    pub residual: f64,
+    /// Whether the output is the exact quantity (decoded within tolerance, or complete).
+    pub exact: bool,
+    /// Fraction of the data covered (< 1 only for estimates such as ignore-stragglers).
+    pub coverage: f64,
+    /// Children (indices) whose results contributed.
+    pub used: Vec<usize>,
+}
+
+impl Combination {
+    /// An exact combination of the given terms.
+    pub fn exact(len: usize, terms: Vec<Term>) -> Self {
+        Combination { len, terms, residual: 0.0, exact: true, coverage: 1.0, used: vec![] }
+    }
+
+    /// These terms with every `Src::Agg` term replaced by the matching part of `agg`'s terms
+    /// (so a message is built in one pass, without materialising the children's combination).
+    pub fn substitute_agg(&self, agg: &Combination) -> Vec<Term> {
+        let mut out = Vec::with_capacity(self.terms.len() + agg.terms.len());
+        for t in &self.terms {
+            if t.src != Src::Agg {
+                out.push(*t);
+                continue;
+            }
+            for a in &agg.terms {
+                // overlap of agg's output range [a.to, a.to+a.len) with t's source range
+                let lo = a.to.max(t.from);
+                let hi = (a.to + a.len).min(t.from + t.len);
+                if lo < hi {
+                    out.push(Term { src: a.src, from: a.from + (lo - a.to), to: t.to + (lo - t.from), len: hi - lo, coef: t.coef * a.coef });
+                }
+            }
+        }
+        out
+    }
+
+    /// Evaluate `terms` into a new vector of `len` values.
+    pub fn evaluate<V: Vector>(len: usize, terms: &[Term], own: &[V], arrivals: &[V]) -> V {
+        let mut out = V::zeros(len);
+        for t in terms {
+            if t.coef == 0.0 || t.len == 0 {
+                continue;
+            }
+            let src = match t.src {
+                Src::Arrival(i) => &arrivals[i],
+                Src::Own(k) => &own[k],
+                Src::Agg => panic!("substitute the aggregate before evaluating"),
+            };
+            out.add_scaled(t.to, src, t.from, t.len, t.coef);
+        }
+        out
+    }
+}
+
+/// A vector the node protocol can combine: real values, or only a length (timing simulations).
+pub trait Vector: Clone {
+    /// A zero vector of `len` values.
+    fn zeros(len: usize) -> Self;
+    /// Number of values.
+    fn len(&self) -> usize;
+    /// Whether it has no value.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// `self[to .. to+len] += coef · src[from .. from+len]`.
+    fn add_scaled(&mut self, to: usize, src: &Self, from: usize, len: usize, coef: f64);
+    /// `self[to .. to+len] = src[from .. from+len]`.
+    fn copy_range(&mut self, to: usize, src: &Self, from: usize, len: usize);
+}
+
+impl Vector for Vec<f64> {
+    fn zeros(len: usize) -> Self {
+        vec![0.0; len]
+    }
+    fn len(&self) -> usize {
+        <[f64]>::len(self)
+    }
+    fn add_scaled(&mut self, to: usize, src: &Self, from: usize, len: usize, coef: f64) {
+        let dst = &mut self[to..to + len];
+        let src = &src[from..from + len];
+        if coef == 1.0 {
+            dst.iter_mut().zip(src).for_each(|(d, s)| *d += s);
+        } else {
+            dst.iter_mut().zip(src).for_each(|(d, s)| *d += coef * s);
+        }
+    }
+    fn copy_range(&mut self, to: usize, src: &Self, from: usize, len: usize) {
+        self[to..to + len].copy_from_slice(&src[from..from + len]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn substitution_maps_ranges_and_multiplies_coefficients() {
+        // agg = 2·A0 on [0,4) ; message = own + 0.5·agg[2..4) placed at [0,2)
+        let agg = Combination::exact(4, vec![Term::whole(Src::Arrival(0), 4, 2.0)]);
+        let enc = Combination::exact(2, vec![Term { src: Src::Own(0), from: 0, to: 0, len: 2, coef: 1.0 }, Term { src: Src::Agg, from: 2, to: 0, len: 2, coef: 0.5 }]);
+        let terms = enc.substitute_agg(&agg);
+        assert_eq!(terms[1], Term { src: Src::Arrival(0), from: 2, to: 0, len: 2, coef: 1.0 });
+        let own = vec![vec![1.0, 1.0]];
+        let arrivals = vec![vec![10.0, 20.0, 30.0, 40.0]];
+        assert_eq!(Combination::evaluate(2, &terms, &own, &arrivals), vec![31.0, 41.0]);
+    }
+}

@@ -1,0 +1,21 @@
+//! What a node does with data, as pure pieces a scheme is assembled from:
+//!
+//! - [`Combination`]: a linear combination of vector ranges ([`Term`]s over [`Src`]s), the
+//!   common currency of decoding and encoding. The node protocol executes it on any
+//!   [`Vector`] type (real vectors in the engine and the simulator's arithmetic, lengths only in
+//!   timing simulations).
+//! - [`Aggregator`] (built from a plan's [`Rule`]): what a parent waits for — a count, a
+//!   decodability test — and how it combines what it accepted.
+//! - [`Encoder`] (built from a plan's [`Encoding`]): what a node sends, round by round, from
+//!   its own computed parts and its children's combination.
+//!
+//! Neither knows about MPI, clocks or message formats; the node protocol (`outrun-proto`) drives
+//! them.
+
+mod aggregate;
+mod combine;
+mod encode;
+
+pub use aggregate::{aggregator, Aggregator, Rule};
+pub use combine::{Combination, Src, Term, Vector};
+pub use encode::{encoder, Encoder, Encoding};

@@ -1,0 +1,46 @@
+//! # outrun-proto: the node protocol, with no I/O and no clock
+//!
+//! Every node's behaviour is a state machine ([`Machine`]): events in ([`Input`]: a message
+//! arrived, a computation finished, a timer fired), actions out ([`Output`]: send, compute, set
+//! a timer, deliver, log, done). The MPI engine drives the machines in real time, the simulator
+//! in virtual time; neither driver contains per-scheme code, and unit tests drive them with
+//! scripted events.
+//!
+//! - [`TreeNode`]: the collect-tree pattern (masters, parents and workers of master–worker and
+//!   CodedReduce schemes; a star is a tree of depth 1). What a parent waits for and how it
+//!   decodes, and what a node sends, come from the plan's rules and encodings
+//!   (`outrun_plan::roles`).
+//! - [`RingNode`]: the ring pattern (our ring all-reduce, or the library's collective).
+//! - [`wire`]: messages and their frames (bincode headers); [`Frame`] and [`Len`] payloads.
+//! - [`Job`]: what is computed, called by the drivers.
+//! - [`Histogram`]: model send→receive latencies, merged up the tree.
+#![deny(missing_docs)]
+
+mod hist;
+mod machine;
+mod ring;
+mod tree;
+mod vector;
+pub mod wire;
+
+pub use hist::Histogram;
+pub use machine::{Applied, At, Clock, Delivered, Failure, Input, Job, Machine, Outcome, Output};
+pub use ring::RingNode;
+pub use tree::TreeNode;
+pub use vector::{Frame, Len};
+pub use wire::{Header, Kind, Meta, Msg};
+
+use outrun_plan::roles::Vector;
+use outrun_plan::{Pattern, Plan};
+
+/// The machine of `rank` for `plan`'s pattern. `collective_as_ring`: run a ring plan that asks
+/// for the library's collective with our ring steps instead (the simulator models it that way).
+pub fn machine<P: Vector + 'static>(plan: &Plan, rank: usize, len: usize, deadline: f64, collective_as_ring: bool) -> Box<dyn Machine<P>> {
+    match plan.pattern {
+        Pattern::Tree { .. } => Box::new(TreeNode::new(plan, rank, len, deadline)),
+        Pattern::Ring { collective } => Box::new(RingNode::new(plan, rank, len, deadline, collective && !collective_as_ring)),
+    }
+}
+
+#[cfg(test)]
+mod tests;

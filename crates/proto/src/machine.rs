@@ -1,0 +1,219 @@
+//! The interface between node machines and their drivers.
+//!
+//! A machine is fed [`Input`]s (a message arrived, a computation finished, a timer fired, the
+//! root starts or finishes an iteration) and produces [`Output`]s (send, compute, set a timer,
+//! deliver a result, log, done) that the driver carries out: the MPI engine in real time, the
+//! simulator in virtual time. Time is injected through [`Clock`]; a machine never reads a
+//! system clock, never sleeps, never touches MPI or files.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::hist::Histogram;
+use crate::wire::Msg;
+
+/// The time source a driver lends a machine: seconds on the run's timeline (the master's clock
+/// in the engine, virtual time in the simulator).
+pub trait Clock {
+    /// Now.
+    fn now(&self) -> f64;
+}
+
+/// A fixed instant (the simulator: virtual time does not move while a machine runs).
+#[derive(Clone, Copy, Debug)]
+pub struct At(pub f64);
+
+impl Clock for At {
+    fn now(&self) -> f64 {
+        self.0
+    }
+}
+
+/// What happened to a node.
+#[derive(Debug)]
+pub enum Input<P> {
+    /// A message from rank `from`.
+    Recv {
+        /// Sender rank.
+        from: usize,
+        /// The message.
+        msg: Msg<P>,
+    },
+    /// The computation asked for by [`Output::Compute`] for iteration `t` finished, with the
+    /// node's parts.
+    Computed {
+        /// Iteration.
+        t: u64,
+        /// One vector per part of the node.
+        parts: Vec<P>,
+        /// When the parts became ready (the modelled finish time).
+        ready: f64,
+    },
+    /// The driver ran the computation of iteration `t`: its timing record (compute start and
+    /// end, modelled target, injected delay…), merged into the node's log record of the
+    /// iteration (also when the result is never used, e.g. abandoned).
+    Timing {
+        /// Iteration.
+        t: u64,
+        /// JSON object of timing fields.
+        timing: Value,
+    },
+    /// The timer `id` set by [`Output::Timer`] fired.
+    Timer {
+        /// Timer id.
+        id: u64,
+    },
+    /// Start iteration `t` with `model` (the root of a tree; every rank of a ring).
+    Start {
+        /// Iteration.
+        t: u64,
+        /// The model to broadcast / compute on.
+        model: Arc<P>,
+    },
+    /// End the run: stop cleanly (`None`) or abort with the reason (the rank delivering
+    /// results: the root of a tree, every rank of a ring).
+    Finish {
+        /// Why the run failed, if it did.
+        failure: Option<String>,
+    },
+    /// The collective all-reduce asked for by [`Output::Collective`] completed.
+    Reduced {
+        /// Iteration.
+        t: u64,
+        /// The sum over all ranks.
+        total: P,
+    },
+}
+
+/// What a node asks its driver to do.
+#[derive(Debug)]
+pub enum Output<P> {
+    /// Send `msg` to each of `to`.
+    Send {
+        /// Destination ranks.
+        to: Vec<usize>,
+        /// The message (one body shared by every destination).
+        msg: Msg<P>,
+    },
+    /// Compute this node's parts for iteration `t` on `model`, then feed [`Input::Computed`]
+    /// (when the modelled or injected compute time has passed).
+    Compute {
+        /// Iteration.
+        t: u64,
+        /// The model.
+        model: Arc<P>,
+    },
+    /// Feed [`Input::Timer`] with `id` at time `at` (unless the node is done by then).
+    Timer {
+        /// Timer id.
+        id: u64,
+        /// When, on the clock's timeline.
+        at: f64,
+    },
+    /// The result of iteration `t` (the root of a tree; every rank of a ring): apply it, then
+    /// feed [`Input::Start`] or [`Input::Finish`].
+    Deliver {
+        /// Iteration.
+        t: u64,
+        /// The decoded total.
+        total: P,
+        /// How it was obtained.
+        info: Delivered,
+    },
+    /// All-reduce (sum) `buf` over every rank with the communication library's collective,
+    /// then feed [`Input::Reduced`].
+    Collective {
+        /// Iteration.
+        t: u64,
+        /// This rank's contribution.
+        buf: P,
+    },
+    /// A structured log record (one JSON object; the driver adds nothing but writes it).
+    Log(Value),
+    /// The node is finished; the driver flushes its sends and stops driving it.
+    Done(Outcome),
+}
+
+/// How a delivered result was obtained.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Delivered {
+    /// Worker ids whose results were used.
+    pub used: Vec<usize>,
+    /// Decode residual (0 when nothing was decoded).
+    pub residual: f64,
+    /// Whether the result is exact.
+    pub exact: bool,
+    /// Fraction of the data covered.
+    pub coverage: f64,
+    /// Late messages discarded so far by this node.
+    pub late_total: u64,
+}
+
+/// Why a node stopped with a failure.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum Failure {
+    /// This node detected the failure (deadline, inexact decode, divergence, a silent parent):
+    /// it should print the message.
+    #[error("{0}")]
+    Run(String),
+    /// Another node detected it and told this one to stop; it printed why.
+    #[error("stopped by the master after a failure")]
+    Aborted,
+}
+
+/// How a node ended.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    /// Success, or the failure.
+    pub result: Result<(), Failure>,
+    /// Whether every child said goodbye with every message accounted for (false: the driver
+    /// must end the whole job, since a child may still hold requests).
+    pub clean: bool,
+    /// Late messages received and discarded.
+    pub late: u64,
+    /// Up messages sent.
+    pub up_sent: u64,
+    /// Model send→receive latencies of this node's subtree (merged from the children).
+    pub latency: Histogram,
+}
+
+/// A node state machine.
+pub trait Machine<P> {
+    /// Feed one input; outputs are queued.
+    fn handle(&mut self, clock: &dyn Clock, input: Input<P>);
+    /// The next queued output.
+    fn poll(&mut self) -> Option<Output<P>>;
+    /// Whether the node is in a lockstep exchange and expects its next message within
+    /// microseconds (drivers may poll eagerly instead of sleeping).
+    fn eager(&self) -> bool {
+        false
+    }
+}
+
+/// What is being computed: the drivers call it for every [`Output::Compute`] and
+/// [`Output::Deliver`].
+pub trait Job<P> {
+    /// Length of every part and message body.
+    fn len(&self) -> usize;
+    /// Whether parts are empty.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// The model of the next iteration.
+    fn model(&mut self) -> Arc<P>;
+    /// Rank `rank`'s parts for iteration `t`, computed on `model`.
+    fn compute(&mut self, rank: usize, t: u64, model: &P) -> Vec<P>;
+    /// Apply the delivered total of iteration `t`; what the book records, or why the run must
+    /// stop (e.g. the model diverged).
+    fn apply(&mut self, t: u64, total: &P) -> Result<Applied, String>;
+}
+
+/// What applying a result gave.
+#[derive(Clone, Debug, Default)]
+pub struct Applied {
+    /// The loss at the model the result was computed on (NaN when not computed).
+    pub loss: f64,
+    /// The new model, when there is one to record (for the trajectory, errors and `theta.txt`).
+    pub state: Option<Vec<f64>>,
+}

@@ -1,0 +1,249 @@
+//! The ring node: every rank computes its result, the ranks all-reduce, every rank delivers the
+//! same total (and its driver applies the same update).
+//!
+//! Our ring is the bandwidth-optimal one: the vector is cut into N segments; in reduce-scatter
+//! step k (k = 0..N−2) rank r sends segment (r − k) mod N to its right neighbour and adds the
+//! segment (r − k − 1) mod N received from its left one; after N − 1 steps rank r owns the full
+//! sum of segment (r + 1) mod N; the N − 1 all-gather steps pass the finished segments around.
+//! Each rank sends 2(N − 1)/N of the vector. A neighbour may be one iteration ahead: its early
+//! segments are kept until this rank gets there. With `collective`, the driver's library
+//! all-reduce replaces the steps.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+
+use outrun_plan::alloc::split_sizes;
+use outrun_plan::roles::Vector;
+use outrun_plan::{Pattern, Plan};
+use serde_json::{json, Value};
+
+use crate::hist::Histogram;
+use crate::machine::{Clock, Delivered, Failure, Input, Machine, Outcome, Output};
+use crate::wire::{Header, Kind, Msg};
+
+/// One rank of a ring.
+pub struct RingNode<P: Vector> {
+    rank: usize,
+    n: usize,
+    worker: usize,
+    collective: bool,
+    deadline: f64,
+    offs: Vec<usize>,
+    workers: Vec<usize>,
+    cur: Option<u64>,
+    buf: Option<P>,
+    sent: usize,
+    received: usize,
+    early: BTreeMap<(u64, u32), P>,
+    record: Value,
+    step_timer: Option<u64>,
+    next_timer: u64,
+    done: bool,
+    out: VecDeque<Output<P>>,
+}
+
+impl<P: Vector> RingNode<P> {
+    /// Rank `rank` of the ring of `plan`, for vectors of `len` values. `collective`: all-reduce
+    /// with the library instead of our steps (the engine follows the plan; the simulator models
+    /// the library's all-reduce as our ring).
+    pub fn new(plan: &Plan, rank: usize, len: usize, deadline: f64, collective: bool) -> Self {
+        assert!(matches!(plan.pattern, Pattern::Ring { .. }), "a ring plan");
+        let mut node = Self::standalone(rank, plan.ranks, len, deadline, collective);
+        node.worker = plan.nodes[rank].worker.expect("ring ranks are workers");
+        node.workers = plan.nodes.iter().filter_map(|n| n.worker).collect();
+        node
+    }
+
+    /// Rank `rank` of a ring of `n` ranks, outside any plan (benchmarks of the all-reduce).
+    pub fn standalone(rank: usize, n: usize, len: usize, deadline: f64, collective: bool) -> Self {
+        let sizes = split_sizes(len, n);
+        let mut offs = vec![0; n + 1];
+        for i in 0..n {
+            offs[i + 1] = offs[i] + sizes[i];
+        }
+        RingNode {
+            rank,
+            n,
+            worker: rank + 1,
+            collective,
+            deadline,
+            offs,
+            workers: (1..=n).collect(),
+            cur: None,
+            buf: None,
+            sent: 0,
+            received: 0,
+            early: BTreeMap::new(),
+            record: Value::Null,
+            step_timer: None,
+            next_timer: 0,
+            done: false,
+            out: VecDeque::new(),
+        }
+    }
+
+    fn steps(&self) -> usize {
+        2 * (self.n - 1)
+    }
+
+    fn seg(&self, i: usize) -> (usize, usize) {
+        (self.offs[i], self.offs[i + 1] - self.offs[i])
+    }
+
+    /// Segment sent at step k and segment received at step k.
+    fn segments(&self, k: usize) -> (usize, usize) {
+        let (n, r) = (self.n, self.rank);
+        if k < n - 1 {
+            ((r + n - k) % n, (r + 2 * n - k - 1) % n)
+        } else {
+            let k = k - (n - 1);
+            ((r + 1 + n - k) % n, (r + n - k) % n)
+        }
+    }
+
+    fn arm(&mut self, now: f64) {
+        self.next_timer += 1;
+        self.step_timer = Some(self.next_timer);
+        self.out.push_back(Output::Timer { id: self.next_timer, at: now + self.deadline });
+    }
+
+    /// Send every step that can be sent, apply early segments, deliver when complete.
+    fn advance(&mut self, clock: &dyn Clock) {
+        let Some(t) = self.cur else { return };
+        if self.buf.is_none() {
+            return;
+        }
+        loop {
+            // apply a segment that arrived early, if it is the next one
+            if let Some(seg) = self.early.remove(&(t, self.received as u32)) {
+                self.apply(seg);
+                continue;
+            }
+            if self.sent < self.steps() && self.received >= self.sent {
+                let k = self.sent;
+                let (s, _) = self.segments(k);
+                let (off, len) = self.seg(s);
+                let mut body = P::zeros(len);
+                body.add_scaled(0, self.buf.as_ref().expect("checked"), off, len, 1.0);
+                let right = (self.rank + 1) % self.n;
+                let head = Header { round: k as u32, ..Header::new(Kind::Segment, t) };
+                self.out.push_back(Output::Send { to: vec![right], msg: Msg { head, body: Some(Arc::new(body)) } });
+                self.sent += 1;
+                continue;
+            }
+            break;
+        }
+        let now = clock.now();
+        if self.received == self.steps() && self.sent == self.steps() {
+            self.step_timer = None;
+            let total = self.buf.take().expect("checked");
+            self.deliver(now, t, total);
+        } else {
+            self.arm(now);
+        }
+    }
+
+    fn apply(&mut self, seg: P) {
+        let k = self.received;
+        let (_, rv) = self.segments(k);
+        let (off, len) = self.seg(rv);
+        let buf = self.buf.as_mut().expect("computing");
+        if k < self.n - 1 {
+            buf.add_scaled(off, &seg, 0, len, 1.0);
+        } else {
+            // all-gather: the received segment is final; replace ours
+            buf.copy_range(off, &seg, 0, len);
+        }
+        self.received += 1;
+    }
+
+    fn deliver(&mut self, now: f64, t: u64, total: P) {
+        let mut ev = std::mem::take(&mut self.record);
+        ev["reduced"] = json!(now);
+        self.out.push_back(Output::Log(ev));
+        self.cur = None;
+        let info = Delivered { used: self.workers.clone(), residual: 0.0, exact: true, coverage: 1.0, late_total: 0 };
+        self.out.push_back(Output::Deliver { t, total, info });
+    }
+
+    fn finish(&mut self, now: f64, result: Result<(), Failure>) {
+        self.done = true;
+        self.out.push_back(Output::Log(json!({"ev": "shutdown", "kind": if result.is_ok() { "stop" } else { "abort" }, "at": now, "clean": true})));
+        self.out.push_back(Output::Done(Outcome { result, clean: true, late: 0, up_sent: 0, latency: Histogram::default() }));
+    }
+}
+
+impl<P: Vector> Machine<P> for RingNode<P> {
+    fn handle(&mut self, clock: &dyn Clock, input: Input<P>) {
+        if self.done {
+            return;
+        }
+        let now = clock.now();
+        match input {
+            Input::Start { t, model } => {
+                self.cur = Some(t);
+                self.buf = None;
+                self.sent = 0;
+                self.received = 0;
+                self.record = json!({"ev": "iter", "t": t, "worker": self.worker, "start": now});
+                self.out.push_back(Output::Compute { t, model });
+            }
+            Input::Timing { t, timing } => {
+                if let (true, Value::Object(rec), Value::Object(tm)) = (self.cur == Some(t), &mut self.record, timing) {
+                    rec.extend(tm);
+                }
+            }
+            Input::Computed { t, mut parts, ready } => {
+                if self.cur != Some(t) {
+                    return;
+                }
+                self.record["ready"] = json!(ready);
+                let own = parts.pop().expect("a ring rank computes one part");
+                if self.collective {
+                    self.out.push_back(Output::Collective { t, buf: own });
+                } else {
+                    self.buf = Some(own);
+                    self.advance(clock);
+                }
+            }
+            Input::Reduced { t, total } => self.deliver(now, t, total),
+            Input::Recv { from, msg } => {
+                let left = (self.rank + self.n - 1) % self.n;
+                let head = msg.head;
+                if from != left || head.kind != Kind::Segment {
+                    self.out.push_back(Output::Log(json!({"ev": "warn", "at": now, "message": format!("unexpected {} from rank {from}", head.kind.name())})));
+                    return;
+                }
+                let body = msg.body.map(|b| Arc::try_unwrap(b).unwrap_or_else(|b| (*b).clone())).unwrap_or_else(|| P::zeros(0));
+                self.early.insert((head.t, head.round), body);
+                self.advance(clock);
+            }
+            Input::Timer { id } => {
+                if Some(id) != self.step_timer {
+                    return;
+                }
+                let t = self.cur.unwrap_or(0);
+                let left = (self.rank + self.n - 1) % self.n;
+                let phase = if self.received < self.n - 1 { "reduce-scatter" } else { "all-gather" };
+                let why = format!(
+                    "ring all-reduce: rank {} (worker {}) waited past run.deadline = {} s in {phase} step {} of iteration {t} for its left neighbour rank {left} (worker {})",
+                    self.rank,
+                    self.worker,
+                    self.deadline,
+                    self.received,
+                    left + 1
+                );
+                self.finish(now, Err(Failure::Run(why)));
+            }
+            Input::Finish { failure } => self.finish(now, failure.map_or(Ok(()), |f| Err(Failure::Run(f)))),
+        }
+    }
+
+    fn poll(&mut self) -> Option<Output<P>> {
+        self.out.pop_front()
+    }
+
+    fn eager(&self) -> bool {
+        self.buf.is_some() && self.received < self.steps()
+    }
+}

@@ -1,0 +1,304 @@
+//! The node machines driven by scripted events: no MPI, no clock. A small harness routes each
+//! node's outputs; every test chooses the order in which messages, computations and timers
+//! happen, and checks what the machines did.
+
+use std::sync::Arc;
+
+use outrun_plan::config::parse;
+use outrun_plan::Plan;
+use serde_json::{json, Value};
+
+use super::*;
+
+type V = Vec<f64>;
+
+struct Net {
+    nodes: Vec<Box<dyn Machine<V>>>,
+    now: f64,
+    /// (from, to, message) not yet delivered
+    wire: Vec<(usize, usize, Msg<V>)>,
+    /// (rank, iteration) computations asked for
+    computes: Vec<(usize, u64)>,
+    timers: Vec<(usize, u64, f64)>,
+    delivered: Vec<(usize, u64, V, Delivered)>,
+    logs: Vec<Vec<Value>>,
+    done: Vec<Option<Outcome>>,
+    sent_to: Vec<usize>,
+}
+
+fn plan(extra: &[&str]) -> Plan {
+    let base = "[run]\nname='t'\niterations=3\ndeadline=10\n[data]\nkind='linear-synthetic'\nsamples=120\nfeatures=3\n[model]\nloss='least-squares'\nlr=0.1\n[scheme]\nkind='umw'\nworkers=3\n";
+    let cfg = parse(base, &extra.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap();
+    outrun_plan::build(&cfg, 120).unwrap()
+}
+
+const LEN: usize = 4;
+
+impl Net {
+    fn new(plan: Plan) -> Self {
+        let n = plan.ranks;
+        let nodes = (0..n).map(|r| machine::<V>(&plan, r, LEN, 10.0, false)).collect();
+        Net { nodes, now: 0.0, wire: vec![], computes: vec![], timers: vec![], delivered: vec![], logs: vec![vec![]; n], done: vec![None; n], sent_to: vec![0; n] }
+    }
+
+    fn input(&mut self, rank: usize, input: Input<V>) {
+        self.nodes[rank].handle(&At(self.now), input);
+        while let Some(o) = self.nodes[rank].poll() {
+            match o {
+                Output::Send { to, msg } => {
+                    for d in to {
+                        self.sent_to[d] += 1;
+                        self.wire.push((rank, d, msg.clone()));
+                    }
+                }
+                Output::Compute { t, .. } => self.computes.push((rank, t)),
+                Output::Timer { id, at } => self.timers.push((rank, id, at)),
+                Output::Deliver { t, total, info } => self.delivered.push((rank, t, total, info)),
+                Output::Collective { .. } => panic!("no collective in these tests"),
+                Output::Log(v) => self.logs[rank].push(v),
+                Output::Done(o) => self.done[rank] = Some(o),
+            }
+        }
+    }
+
+    /// Deliver the first queued message matching `pred`; returns whether there was one.
+    fn deliver(&mut self, pred: impl Fn(usize, usize, &Header) -> bool) -> bool {
+        let Some(i) = self.wire.iter().position(|(f, t, m)| pred(*f, *t, &m.head)) else { return false };
+        let (from, to, msg) = self.wire.remove(i);
+        self.input(to, Input::Recv { from, msg });
+        true
+    }
+
+    /// Deliver everything queued (in order), repeatedly, except what `hold` keeps back.
+    fn flush(&mut self, hold: impl Fn(usize, usize, &Header) -> bool) {
+        while self.deliver(|f, t, h| !hold(f, t, h)) {}
+    }
+
+    fn compute(&mut self, rank: usize, t: u64, part: V) {
+        let i = self.computes.iter().position(|&c| c == (rank, t)).unwrap_or_else(|| panic!("rank {rank} was not asked to compute {t}"));
+        self.computes.remove(i);
+        self.input(rank, Input::Timing { t, timing: json!({"compute_start": self.now}) });
+        self.input(rank, Input::Computed { t, parts: vec![part], ready: self.now });
+    }
+
+    fn fire_timers(&mut self, rank: usize, until: f64) {
+        self.now = until;
+        let due: Vec<u64> = self.timers.iter().filter(|(r, _, at)| *r == rank && *at <= until).map(|t| t.1).collect();
+        self.timers.retain(|(r, _, at)| !(*r == rank && *at <= until));
+        for id in due {
+            self.input(rank, Input::Timer { id });
+        }
+    }
+
+    fn start(&mut self, t: u64, model: V) {
+        self.input(0, Input::Start { t, model: Arc::new(model) });
+    }
+
+    fn finish(&mut self, failure: Option<String>) {
+        self.input(0, Input::Finish { failure });
+        self.flush(|_, _, _| false);
+    }
+
+    fn late(&self, rank: usize) -> usize {
+        self.logs[rank].iter().filter(|e| e["ev"] == "late").count()
+    }
+}
+
+/// Part of worker `i` (1-based) as a GC code would have it: Σ_κ B[i,κ]·g_κ with g_κ = (κ+1)·(1, 2, 3, 4).
+fn coded_part(plan: &Plan, i: usize) -> V {
+    let b = &plan.codes[0].code.b;
+    (0..LEN).map(|j| (0..b.ncols()).map(|k| b[(i - 1, k)] * (k + 1) as f64 * (j + 1) as f64).sum()).collect()
+}
+
+fn full_sum(n: usize) -> V {
+    let s: f64 = (1..=n).map(|k| k as f64).sum();
+    (0..LEN).map(|j| s * (j + 1) as f64).collect()
+}
+
+fn close(a: &[f64], b: &[f64]) -> bool {
+    a.iter().zip(b).all(|(x, y)| (x - y).abs() < 1e-9)
+}
+
+#[test]
+fn star_decodes_from_the_first_n_minus_s_and_discards_the_late_one() {
+    let p = plan(&["scheme.kind=gc-cyclic", "scheme.s=1"]);
+    let mut net = Net::new(p.clone());
+    net.start(0, vec![0.5; LEN]);
+    net.flush(|_, _, _| false);
+    assert_eq!(net.computes.len(), 3, "every worker computes");
+    net.compute(2, 0, coded_part(&p, 2));
+    net.compute(3, 0, coded_part(&p, 3));
+    net.flush(|_, _, _| false);
+    let (_, t, total, info) = &net.delivered[0];
+    assert_eq!(*t, 0);
+    assert!(close(total, &full_sum(3)), "{total:?}");
+    assert_eq!(info.used, vec![2, 3]);
+    assert!(info.exact && info.residual < 1e-9);
+    // worker 1 was slow: its result for 0 arrives while iteration 1 is collected → late
+    net.start(1, vec![0.25; LEN]);
+    net.compute(1, 0, coded_part(&p, 1));
+    net.flush(|_, _, _| false);
+    assert_eq!(net.late(0), 1);
+    let late = net.logs[0].iter().find(|e| e["ev"] == "late").unwrap();
+    assert_eq!((late["t"].as_u64(), late["msg_t"].as_u64(), late["child"].as_u64()), (Some(1), Some(0), Some(1)));
+    for w in 1..=3 {
+        net.compute(w, 1, coded_part(&p, w));
+    }
+    net.flush(|_, _, _| false);
+    assert_eq!(net.delivered.len(), 2);
+    assert_eq!(net.late(0), 2, "the third result of iteration 1 is beyond the rule: late too");
+    net.finish(None);
+    for r in 0..4 {
+        let o = net.done[r].as_ref().unwrap_or_else(|| panic!("rank {r} not done"));
+        assert!(o.result.is_ok() && o.clean, "rank {r}: {o:?}");
+    }
+    assert_eq!(net.done[0].as_ref().unwrap().late, 2);
+    assert_eq!(net.done[0].as_ref().unwrap().latency.count(), 6, "two models at three workers");
+}
+
+#[test]
+fn a_worker_superseded_by_a_newer_model_abandons_and_answers_once() {
+    let p = plan(&["scheme.kind=ignore", "scheme.s=1"]);
+    let mut net = Net::new(p.clone());
+    net.start(0, vec![1.0; LEN]);
+    net.flush(|_, _, _| false);
+    net.compute(1, 0, vec![1.0; LEN]);
+    net.compute(2, 0, vec![2.0; LEN]);
+    net.flush(|_, _, _| false);
+    assert_eq!(net.delivered.len(), 1);
+    let info = &net.delivered[0].3;
+    assert!(!info.exact, "ignore-stragglers with a missing worker is an estimate");
+    assert!((info.coverage - 80.0 / 120.0).abs() < 1e-12);
+    // rescaled by d / covered = 120 / 80
+    assert!(close(&net.delivered[0].2, &[4.5; LEN]));
+    net.start(1, vec![1.0; LEN]);
+    net.flush(|_, _, _| false);
+    // worker 3 never finished iteration 0: on model 1 it abandons 0 and starts 1
+    let abandoned = net.logs[3].iter().filter(|e| e["status"] == "abandoned").count();
+    assert_eq!(abandoned, 1);
+    assert!(net.computes.contains(&(3, 1)));
+    assert!(net.late(0) >= 1, "the abandonment is counted at the master as a late message");
+    net.compute(3, 0, vec![9.0; LEN]); // stale computation: ignored
+    assert!(net.wire.iter().all(|(f, _, m)| !(*f == 3 && m.head.kind == Kind::Result && m.head.t == 0)));
+    net.finish(None);
+    assert!(net.done.iter().all(|d| d.as_ref().is_some_and(|o| o.clean)));
+}
+
+#[test]
+fn dead_workers_beyond_tolerance_fail_the_run_at_the_deadline_naming_them() {
+    let p = plan(&["scheme.kind=gc-cyclic", "scheme.s=1", "stragglers.model=fail-stop", "stragglers.workers=[1, 3]"]);
+    let mut net = Net::new(p.clone());
+    net.start(0, vec![1.0; LEN]);
+    net.flush(|_, _, _| false);
+    assert_eq!(net.computes, vec![(2, 0)], "dead workers do not compute");
+    net.compute(2, 0, coded_part(&p, 2));
+    net.flush(|_, _, _| false);
+    assert!(net.delivered.is_empty());
+    net.fire_timers(0, 10.0);
+    net.flush(|_, _, _| false);
+    let o = net.done[0].as_ref().expect("the master gave up");
+    let Err(Failure::Run(msg)) = &o.result else { panic!("{o:?}") };
+    assert_eq!(msg, "iteration 0: gc-cyclic needs 2 of 3 results at the master but only 1 arrived within run.deadline = 10 s; missing: workers 1, 3");
+    for w in 1..=3 {
+        assert!(matches!(net.done[w].as_ref().unwrap().result, Err(Failure::Aborted)), "worker {w}");
+    }
+}
+
+#[test]
+fn failed_subtrees_are_reported_up_and_named_by_the_master() {
+    // (3, 2) tree, s = 1 per parent: leaves 5, 6 (under parent 1) and 8, 9 (under parent 2) dead
+    let p = plan(&["scheme.kind=cr", "scheme.workers=", "scheme.n=3", "scheme.layers=2", "scheme.s=1", "stragglers.model=fail-stop", "stragglers.workers=[5, 6, 8, 9]"]);
+    let mut net = Net::new(p);
+    net.start(0, vec![1.0; LEN]);
+    net.flush(|_, _, _| false);
+    let computes = net.computes.clone();
+    for (r, t) in computes {
+        net.compute(r, t, vec![1.0; LEN]);
+    }
+    net.flush(|_, _, _| false);
+    // parents 1 and 2 wait (budget 2/3 of the deadline), then report their subtrees failed
+    net.fire_timers(1, 6.67);
+    net.fire_timers(2, 6.67);
+    net.flush(|_, _, _| false);
+    let o = net.done[0].as_ref().expect("hopeless: the master fails without waiting for its deadline");
+    let Err(Failure::Run(msg)) = &o.result else { panic!("{o:?}") };
+    assert!(msg.starts_with("iteration 0: cr needs 2 of 3 results at the master but 2 children reported failed subtrees"), "{msg}");
+    assert!(msg.contains("1 (its subtree failed: rank 1 is missing children 5, 6)") && msg.contains("2 (its subtree failed: rank 2 is missing children 8, 9)"), "{msg}");
+    assert!(net.done.iter().all(Option::is_some), "every node finished");
+}
+
+#[test]
+fn shutdown_waits_for_every_message_a_child_sent() {
+    let p = plan(&[]);
+    let mut net = Net::new(p);
+    net.start(0, vec![1.0; LEN]);
+    net.flush(|_, _, _| false);
+    for w in 1..=3 {
+        net.compute(w, 0, vec![w as f64; LEN]);
+    }
+    // worker 3's result is still on the wire when the master finishes
+    net.flush(|f, _, h| f == 3 && h.kind == Kind::Result);
+    net.flush(|_, _, _| false);
+    assert_eq!(net.delivered.len(), 1);
+    net.start(1, vec![1.0; LEN]);
+    for w in 1..=2 {
+        net.deliver(|f, t, h| f == 0 && t == w && h.kind == Kind::Model);
+        net.compute(w, 1, vec![1.0; LEN]);
+    }
+    // hold worker 2's result back; the stop overtakes nothing (one tag per direction)
+    net.input(0, Input::Finish { failure: None });
+    net.flush(|f, _, h| f == 2 && h.kind == Kind::Result);
+    assert!(net.done[0].is_none(), "the master must drain worker 2's result before finishing");
+    net.flush(|_, _, _| false);
+    let o = net.done[0].as_ref().unwrap();
+    assert!(o.clean && o.result.is_ok());
+    assert!(o.late >= 1);
+}
+
+#[test]
+fn a_grace_timeout_finishes_unclean() {
+    // worker 1's goodbye is lost
+    let mut net2 = Net::new(plan(&[]));
+    net2.start(0, vec![1.0; LEN]);
+    net2.flush(|_, _, _| false);
+    net2.input(0, Input::Finish { failure: None });
+    net2.flush(|f, _, h| f == 1 && h.kind == Kind::Bye);
+    net2.wire.retain(|(f, _, h)| !(*f == 1 && h.head.kind == Kind::Bye));
+    assert!(net2.done[0].is_none());
+    net2.fire_timers(0, 100.0);
+    let o = net2.done[0].as_ref().unwrap();
+    assert!(!o.clean);
+    assert!(matches!(&o.result, Err(Failure::Run(m)) if m.contains("children 1 did not say goodbye")), "{o:?}");
+}
+
+#[test]
+fn a_worker_whose_parent_goes_silent_gives_up() {
+    let mut net = Net::new(plan(&[]));
+    net.start(0, vec![1.0; LEN]);
+    net.flush(|_, _, _| false);
+    net.fire_timers(1, 1e4);
+    let o = net.done[1].as_ref().expect("worker 1 gave up");
+    assert!(matches!(&o.result, Err(Failure::Run(m)) if m.contains("no message from its parent rank 0")), "{o:?}");
+    assert!(!o.clean);
+}
+
+#[test]
+fn ring_ranks_all_deliver_the_sum_even_when_a_neighbour_runs_ahead() {
+    let p = plan(&["scheme.kind=rar", "scheme.s="]);
+    let n = p.ranks;
+    let mut net = Net::new(p);
+    for t in 0..2u64 {
+        for r in 0..n {
+            net.input(r, Input::Start { t, model: Arc::new(vec![0.0; LEN]) });
+        }
+        // rank 2 computes first and sends before the others have even computed
+        for r in [2, 0, 1] {
+            net.compute(r, t, vec![(r + 1) as f64, 10.0 * (r + 1) as f64, 0.5, t as f64]);
+            net.flush(|_, _, _| false);
+        }
+    }
+    assert_eq!(net.delivered.len(), 2 * n);
+    for (_, t, total, _) in &net.delivered {
+        assert_eq!(total, &vec![6.0, 60.0, 1.5, 3.0 * *t as f64]);
+    }
+}

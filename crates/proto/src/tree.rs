@@ -1,0 +1,568 @@
+//! The collect-tree node: masters, parents and workers of every master–worker and CodedReduce
+//! scheme (a star is a tree of depth 1).
+//!
+//! Every iteration t:
+//! 1. the root sends the model `[Model, t]` to its children (preceded by per-child `Assign`
+//!    messages when its aggregator re-assigns work);
+//! 2. a node that receives a model forwards it to its own children first, then computes its parts;
+//! 3. a parent offers its children's results for t to its [`Aggregator`] until the rule is met,
+//!    combines them, and its [`Encoder`] forms the message(s) it sends up (the root delivers);
+//! 4. the root's driver applies the result and starts t + 1.
+//!
+//! A result that arrives after its parent has moved on is received, counted as *late* and
+//! discarded by its iteration header; it can never be mixed into another iteration. A node that
+//! sees a newer model (or the stop) while still working on t abandons t and sends
+//! `[Abandoned, t]`, so every model it acted on gets an answer. A parent that cannot meet its
+//! rule within its wait budget reports `[Failed, t]` with the children it misses (the root fails
+//! the run at `run.deadline`, naming them). At the end, `Stop` (or `Abort`) flows down, every node
+//! drains its children until their `Bye` (which carries how many up messages they sent) and says
+//! goodbye upward, so nothing is in flight when the drivers finish.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use outrun_codes::EXACT_RESIDUAL;
+use outrun_plan::budget::{parent_silence, shutdown_grace, wait_budget};
+use outrun_plan::roles::{aggregator, encoder, Aggregator, Combination, Encoder, Vector};
+use outrun_plan::{Plan, StragglerModel};
+use serde_json::{json, Value};
+
+use crate::hist::Histogram;
+use crate::machine::{Clock, Delivered, Failure, Input, Machine, Outcome, Output};
+use crate::wire::{Header, Kind, Meta, Msg};
+
+#[derive(Debug, PartialEq)]
+enum Phase {
+    Running,
+    /// Stop or abort sent down; waiting for the children's goodbyes.
+    Draining { abort: bool },
+    Finished,
+}
+
+/// One node of a collect tree.
+pub struct TreeNode<P: Vector> {
+    rank: usize,
+    worker: Option<usize>,
+    parent: Option<usize>,
+    children: Vec<usize>,
+    computes: bool,
+    len: usize,
+    agg: Option<Box<dyn Aggregator>>,
+    enc: Box<dyn Encoder>,
+    faults: StragglerModel,
+    scheme: String,
+    deadline: f64,
+    budget: f64,
+    grace: f64,
+    silence: f64,
+    // the iteration in progress
+    cur: Option<u64>,
+    answered: bool,
+    collecting: bool,
+    own: Option<Vec<P>>,
+    model: Option<Arc<P>>,
+    arrivals: Vec<P>,
+    arrived: Vec<(usize, f64)>,
+    failed: Vec<(usize, Vec<u32>)>,
+    assignment: Option<(u64, Vec<u8>)>,
+    record: Value,
+    // accounting
+    recv: Vec<u64>,
+    bye: Vec<Option<u64>>,
+    up_sent: u64,
+    late: u64,
+    latency: Histogram,
+    failure: Option<String>,
+    phase: Phase,
+    next_timer: u64,
+    wait_timer: Option<u64>,
+    grace_timer: Option<u64>,
+    silence_timer: Option<u64>,
+    out: VecDeque<Output<P>>,
+}
+
+impl<P: Vector> TreeNode<P> {
+    /// The node of `rank` in `plan`, for payloads of `len` values, with the run's `deadline`.
+    pub fn new(plan: &Plan, rank: usize, len: usize, deadline: f64) -> Self {
+        let node = &plan.nodes[rank];
+        let k = node.children.len();
+        let layer = plan.depth(rank);
+        TreeNode {
+            rank,
+            worker: node.worker,
+            parent: node.parent,
+            children: node.children.clone(),
+            computes: !node.parts.is_empty(),
+            len,
+            agg: (k > 0).then(|| aggregator(plan, rank, len)),
+            enc: encoder(plan, rank, len),
+            faults: plan.stragglers.clone(),
+            scheme: plan.scheme.clone(),
+            deadline,
+            budget: wait_budget(deadline, plan.layers(), layer),
+            grace: shutdown_grace(deadline),
+            silence: parent_silence(deadline, plan.layers()),
+            cur: None,
+            answered: true,
+            collecting: false,
+            own: None,
+            model: None,
+            arrivals: vec![],
+            arrived: vec![],
+            failed: vec![],
+            assignment: None,
+            record: Value::Null,
+            recv: vec![0; k],
+            bye: vec![None; k],
+            up_sent: 0,
+            late: 0,
+            latency: Histogram::default(),
+            failure: None,
+            phase: Phase::Running,
+            next_timer: 0,
+            wait_timer: None,
+            grace_timer: None,
+            silence_timer: None,
+            out: VecDeque::new(),
+        }
+    }
+
+    fn timer(&mut self, at: f64) -> u64 {
+        self.next_timer += 1;
+        self.out.push_back(Output::Timer { id: self.next_timer, at });
+        self.next_timer
+    }
+
+    fn send(&mut self, to: Vec<usize>, head: Header, body: Option<Arc<P>>) {
+        self.out.push_back(Output::Send { to, msg: Msg { head, body } });
+    }
+
+    fn send_up(&mut self, head: Header, body: Option<Arc<P>>) {
+        let parent = self.parent.expect("a worker has a parent");
+        self.up_sent += 1;
+        self.send(vec![parent], head, body);
+    }
+
+    fn log(&mut self, v: Value) {
+        self.out.push_back(Output::Log(v));
+    }
+
+    fn child_index(&self, rank: usize) -> Option<usize> {
+        self.children.iter().position(|&c| c == rank)
+    }
+
+    /// Close the iteration's record with a status and emit it.
+    fn close_record(&mut self, status: &str, at: f64) {
+        let mut ev = std::mem::take(&mut self.record);
+        if ev.is_object() {
+            ev["status"] = json!(status);
+            ev["send"] = json!(at);
+            if ev.get("ready").is_none() {
+                ev["ready"] = json!(at);
+            }
+            if self.agg.is_some() {
+                ev["arrivals"] = self.arrivals_json();
+            }
+            self.log(ev);
+        }
+    }
+
+    fn arrivals_json(&self) -> Value {
+        json!(self.arrived.iter().map(|(r, at)| json!([r, at])).collect::<Vec<_>>())
+    }
+
+    /// Start iteration `t`: forward the model, begin collecting, start computing.
+    fn begin(&mut self, now: f64, t: u64, model: Arc<P>, sent_at: f64) {
+        self.cur = Some(t);
+        self.answered = false;
+        self.own = None;
+        self.arrivals.clear();
+        self.arrived.clear();
+        self.failed.clear();
+        if !self.children.is_empty() {
+            if let Some(assign) = self.agg.as_mut().and_then(|a| a.assignments(t)) {
+                for (&c, a) in self.children.clone().iter().zip(assign) {
+                    self.send(vec![c], Header { meta: Meta::Assignment(a), ..Header::new(Kind::Assign, t) }, None);
+                }
+            }
+            // Forward first, so the children start while this node computes.
+            self.send(self.children.clone(), Header { sent_at, ..Header::new(Kind::Model, t) }, Some(model.clone()));
+            self.agg.as_mut().expect("a parent").begin(t);
+            self.collecting = true;
+            let until = now + if self.parent.is_none() { self.deadline } else { self.budget };
+            self.wait_timer = Some(self.timer(until));
+        }
+        let assignment = self.assignment.take().filter(|(at, _)| *at == t).map(|(_, a)| a);
+        self.enc.begin(t, assignment.as_deref());
+        if self.computes {
+            self.out.push_back(Output::Compute { t, model: model.clone() });
+        } else {
+            self.own = Some(vec![]);
+        }
+        self.model = Some(model);
+    }
+
+    fn on_model(&mut self, clock: &dyn Clock, t: u64, model: Arc<P>, sent_at: f64) {
+        let now = clock.now();
+        if let Some(prev) = self.cur {
+            if !self.answered && prev < t {
+                self.abandon(prev, now);
+            }
+        }
+        let latency = now - sent_at;
+        self.latency.record(latency);
+        let worker = self.worker.expect("workers have ids");
+        if self.faults.is_dead(worker, t) {
+            self.cur = None;
+            self.answered = true;
+            self.collecting = false;
+            self.log(json!({"ev": "iter", "t": t, "worker": worker, "model": now, "latency": latency, "status": "dead"}));
+            return;
+        }
+        self.record = json!({"ev": "iter", "t": t, "worker": worker, "model": now, "latency": latency});
+        self.begin(now, t, model, sent_at);
+        self.try_finish(clock);
+    }
+
+    fn abandon(&mut self, t: u64, now: f64) {
+        self.answered = true;
+        self.collecting = false;
+        self.send_up(Header::new(Kind::Abandoned, t), None);
+        self.close_record("abandoned", now);
+    }
+
+    /// Send the result (or deliver it, at the root) once the node's parts and its children's
+    /// rule are both ready.
+    fn try_finish(&mut self, clock: &dyn Clock) {
+        if self.answered || self.own.is_none() || self.agg.as_ref().is_some_and(|a| !a.satisfied()) {
+            return;
+        }
+        let t = self.cur.expect("an iteration in progress");
+        self.collecting = false;
+        let t0 = clock.now();
+        let comb = match self.agg.as_mut() {
+            Some(a) => a.combine(),
+            None => Combination::exact(self.len, vec![]),
+        };
+        let used: Vec<usize> = comb.used.iter().map(|&i| self.children[i]).collect();
+        if self.agg.is_some() {
+            self.record["used"] = json!(used);
+            self.record["residual"] = json!(comb.residual);
+        }
+        if comb.residual > EXACT_RESIDUAL {
+            let why = format!(
+                "iteration {t}: decoding with survivors {used:?} left residual ‖aB−1‖ = {:.3e} > {EXACT_RESIDUAL:e}: the result would be inexact; the code is ill-conditioned for this survivor set (try more scheme.draws or code = \"frac\")",
+                comb.residual
+            );
+            return self.fail_iteration(clock.now(), t, why, vec![]);
+        }
+        let own = self.own.take().expect("checked");
+        let rounds = self.enc.rounds();
+        let bodies: Vec<P> = (0..rounds)
+            .map(|r| {
+                let terms = self.enc.round(r).substitute_agg(&comb);
+                Combination::evaluate(self.enc.round(r).len, &terms, &own, &self.arrivals)
+            })
+            .collect();
+        let now = clock.now();
+        self.answered = true;
+        self.arrivals.clear();
+        if self.agg.is_some() {
+            self.record["decode_s"] = json!(now - t0);
+        }
+        if self.parent.is_none() {
+            self.record["exact"] = json!(comb.exact);
+            self.record["end"] = json!(now);
+            self.record["arrivals"] = self.arrivals_json();
+            let ev = std::mem::take(&mut self.record);
+            self.log(ev);
+            let workers = used.clone();
+            let total = bodies.into_iter().next().expect("the root delivers one vector");
+            let info = Delivered { used: workers, residual: comb.residual, exact: comb.exact, coverage: comb.coverage, late_total: self.late };
+            self.out.push_back(Output::Deliver { t, total, info });
+        } else {
+            for (r, body) in bodies.into_iter().enumerate() {
+                self.send_up(Header { round: r as u32, ..Header::new(Kind::Result, t) }, Some(Arc::new(body)));
+            }
+            self.close_record("sent", now);
+        }
+    }
+
+    /// This node cannot produce iteration `t`: report it up, or fail the run at the root.
+    fn fail_iteration(&mut self, now: f64, t: u64, why: String, missing: Vec<u32>) {
+        self.answered = true;
+        self.collecting = false;
+        self.arrivals.clear();
+        if self.parent.is_none() {
+            self.record["end"] = json!(now);
+            let ev = std::mem::take(&mut self.record);
+            self.log(ev);
+            self.start_drain(now, Some(why));
+        } else {
+            self.send_up(Header { meta: Meta::Missing(missing), ..Header::new(Kind::Failed, t) }, None);
+            self.close_record("failed", now);
+        }
+    }
+
+    /// The children that gave nothing usable, with what failed subtrees reported.
+    fn describe_missing(&self) -> String {
+        let got: Vec<usize> = self.arrived.iter().map(|(r, _)| *r).collect();
+        let mut parts = vec![];
+        for (i, &c) in self.children.iter().enumerate() {
+            if got.contains(&c) {
+                continue;
+            }
+            match self.failed.iter().find(|(j, _)| *j == i) {
+                Some((_, miss)) => parts.push(format!(
+                    "{c} (its subtree failed: rank {c} is missing children {})",
+                    miss.iter().map(|m| m.to_string()).collect::<Vec<_>>().join(", ")
+                )),
+                None => parts.push(c.to_string()),
+            }
+        }
+        parts.join(", ")
+    }
+
+    fn missing_children(&self) -> Vec<u32> {
+        let got: Vec<usize> = self.arrived.iter().map(|(r, _)| *r).collect();
+        self.children.iter().filter(|c| !got.contains(c)).map(|&c| c as u32).collect()
+    }
+
+    fn deadline_error(&self, t: u64) -> String {
+        let hopeless = self.agg.as_ref().is_some_and(|a| a.hopeless());
+        format!(
+            "iteration {t}: {} needs {} at the master but {} within run.deadline = {} s; missing: workers {}",
+            self.scheme,
+            self.agg.as_ref().map_or(String::new(), |a| a.needs()),
+            if hopeless { format!("{} children reported failed subtrees", self.failed.len()) } else { format!("only {} arrived", self.arrived.len()) },
+            self.deadline,
+            self.describe_missing()
+        )
+    }
+
+    fn on_child(&mut self, clock: &dyn Clock, idx: usize, msg: Msg<P>) {
+        let now = clock.now();
+        let from = self.children[idx];
+        let head = msg.head;
+        if head.kind == Kind::Bye {
+            let Meta::Bye { count, latency } = head.meta else {
+                return self.log(json!({"ev": "warn", "at": now, "message": format!("goodbye from rank {from} without a count")}));
+            };
+            self.bye[idx] = Some(count);
+            self.latency.merge(&Histogram::from_sparse(&latency));
+            return self.check_drained(now);
+        }
+        self.recv[idx] += 1;
+        let t = head.t;
+        let current = self.collecting && self.cur == Some(t);
+        let taken = current
+            && match head.kind {
+                Kind::Result => {
+                    let agg = self.agg.as_mut().expect("a parent");
+                    if agg.offer(idx, head.round) {
+                        let body = msg.body.map(|b| Arc::try_unwrap(b).unwrap_or_else(|b| (*b).clone())).unwrap_or_else(|| P::zeros(self.len));
+                        self.arrivals.push(body);
+                        self.arrived.push((from, now));
+                        true
+                    } else {
+                        false
+                    }
+                }
+                Kind::Failed => {
+                    let missing = match head.meta {
+                        Meta::Missing(m) => m,
+                        _ => vec![],
+                    };
+                    self.failed.push((idx, missing));
+                    self.agg.as_mut().expect("a parent").fail(idx);
+                    true
+                }
+                _ => false,
+            };
+        if !taken {
+            // An earlier iteration, beyond what the rule needed, or an abandonment: drain and
+            // discard.
+            self.late += 1;
+            let cur = self.cur.unwrap_or(t);
+            self.log(json!({"ev": "late", "t": cur, "child": from, "msg_t": t, "kind": head.kind.name(), "at": now}));
+            // the goodbye may have overtaken this message's accounting: re-check
+            return self.check_drained(now);
+        }
+        let agg = self.agg.as_ref().expect("a parent");
+        if agg.satisfied() {
+            self.collecting = false;
+            self.try_finish(clock);
+        } else if agg.hopeless() {
+            let why = self.deadline_error(t);
+            let missing = self.missing_children();
+            self.fail_iteration(now, t, why, missing);
+        }
+    }
+
+    fn on_parent(&mut self, clock: &dyn Clock, msg: Msg<P>) {
+        let now = clock.now();
+        if self.phase == Phase::Running {
+            self.silence_timer = Some(self.timer(now + self.silence));
+        }
+        let head = msg.head;
+        match head.kind {
+            Kind::Model if self.phase == Phase::Running => match msg.body {
+                Some(body) => self.on_model(clock, head.t, body, head.sent_at),
+                None => self.log(json!({"ev": "warn", "at": now, "message": "model without a body"})),
+            },
+            Kind::Assign => {
+                if let Meta::Assignment(a) = head.meta {
+                    self.assignment = Some((head.t, a));
+                }
+            }
+            Kind::Stop | Kind::Abort if self.phase == Phase::Running => {
+                if let Some(t) = self.cur {
+                    if !self.answered {
+                        self.abandon(t, now);
+                    }
+                }
+                self.start_drain(now, None);
+                if head.kind == Kind::Abort {
+                    self.phase = Phase::Draining { abort: true };
+                }
+                self.check_drained(now);
+            }
+            other => self.log(json!({"ev": "warn", "at": now, "message": format!("unexpected {} from the parent", other.name())})),
+        }
+    }
+
+    /// Send stop (or abort, with the reason) down and wait for the goodbyes.
+    fn start_drain(&mut self, now: f64, failure: Option<String>) {
+        if matches!(self.phase, Phase::Draining { .. } | Phase::Finished) {
+            return;
+        }
+        self.collecting = false;
+        let abort = failure.is_some();
+        if let Some(f) = failure {
+            self.log(json!({"ev": "error", "at": now, "message": f}));
+            self.failure = Some(f);
+        }
+        self.phase = Phase::Draining { abort };
+        self.silence_timer = None;
+        if !self.children.is_empty() {
+            self.send(self.children.clone(), Header::new(if abort { Kind::Abort } else { Kind::Stop }, 0), None);
+        }
+        self.grace_timer = Some(self.timer(now + self.grace));
+        self.check_drained(now);
+    }
+
+    fn check_drained(&mut self, now: f64) {
+        let Phase::Draining { .. } = self.phase else { return };
+        let done = self.bye.iter().zip(&self.recv).all(|(b, r)| *b == Some(*r));
+        if done {
+            self.finish(now, true);
+        }
+    }
+
+    fn finish(&mut self, now: f64, clean: bool) {
+        let Phase::Draining { abort } = self.phase else { return };
+        if let Some(parent) = self.parent {
+            let meta = Meta::Bye { count: self.up_sent, latency: self.latency.sparse() };
+            self.send(vec![parent], Header { meta, ..Header::new(Kind::Bye, 0) }, None);
+        }
+        self.phase = Phase::Finished;
+        self.log(json!({"ev": "shutdown", "kind": if abort { "abort" } else { "stop" }, "at": now, "late_discarded": self.late, "up_sent": self.up_sent, "clean": clean}));
+        let result = match (self.failure.take(), abort) {
+            (Some(f), _) => Err(Failure::Run(f)),
+            (None, true) => Err(Failure::Aborted),
+            (None, false) => Ok(()),
+        };
+        let outcome = Outcome { result, clean, late: self.late, up_sent: self.up_sent, latency: self.latency.clone() };
+        self.out.push_back(Output::Done(outcome));
+    }
+
+    fn on_timer(&mut self, clock: &dyn Clock, id: u64) {
+        let now = clock.now();
+        if Some(id) == self.wait_timer {
+            self.wait_timer = None;
+            let Some(t) = self.cur else { return };
+            if self.answered || self.phase != Phase::Running {
+                return;
+            }
+            let why = self.deadline_error(t);
+            let missing = self.missing_children();
+            self.fail_iteration(now, t, why, missing);
+        } else if Some(id) == self.grace_timer && matches!(self.phase, Phase::Draining { .. }) {
+            let waiting: Vec<String> = self.children.iter().enumerate().filter(|(i, _)| self.bye[*i] != Some(self.recv[*i])).map(|(_, c)| c.to_string()).collect();
+            let why = format!("rank {}: children {} did not say goodbye within {} s", self.rank, waiting.join(", "), self.grace);
+            self.log(json!({"ev": "warn", "at": now, "message": why}));
+            if self.failure.is_none() {
+                self.failure = Some(why);
+            }
+            self.finish(now, false);
+        } else if Some(id) == self.silence_timer && self.phase == Phase::Running {
+            let why = format!(
+                "rank {}: no message from its parent rank {} for {} s (the parent's process is gone or stuck); giving up",
+                self.rank,
+                self.parent.unwrap_or(0),
+                self.silence
+            );
+            self.log(json!({"ev": "error", "at": now, "message": why.clone()}));
+            self.phase = Phase::Finished;
+            let outcome = Outcome { result: Err(Failure::Run(why)), clean: false, late: self.late, up_sent: self.up_sent, latency: self.latency.clone() };
+            self.out.push_back(Output::Done(outcome));
+        }
+    }
+}
+
+impl<P: Vector> Machine<P> for TreeNode<P> {
+    fn handle(&mut self, clock: &dyn Clock, input: Input<P>) {
+        if self.phase == Phase::Finished {
+            return;
+        }
+        match input {
+            Input::Recv { from, msg } => {
+                if Some(from) == self.parent {
+                    self.on_parent(clock, msg);
+                } else if let Some(idx) = self.child_index(from) {
+                    self.on_child(clock, idx, msg);
+                } else {
+                    self.log(json!({"ev": "warn", "at": clock.now(), "message": format!("unexpected {} from rank {from}", msg.head.kind.name())}));
+                }
+            }
+            Input::Timing { t, timing } => {
+                if self.cur == Some(t) && !self.answered {
+                    if let (Value::Object(rec), Value::Object(tm)) = (&mut self.record, timing) {
+                        rec.extend(tm);
+                    }
+                }
+            }
+            Input::Computed { t, parts, ready } => {
+                if self.cur == Some(t) && !self.answered {
+                    self.record["ready"] = json!(ready);
+                    self.own = Some(parts);
+                    self.try_finish(clock);
+                }
+            }
+            Input::Timer { id } => self.on_timer(clock, id),
+            Input::Start { t, model } => {
+                assert!(self.parent.is_none(), "only the root starts iterations");
+                if self.phase != Phase::Running {
+                    return;
+                }
+                let now = clock.now();
+                self.record = json!({"ev": "iter", "t": t, "start": now, "sent": now});
+                self.begin(now, t, model, now);
+                self.try_finish(clock);
+            }
+            Input::Finish { failure } => self.start_drain(clock.now(), failure),
+            Input::Reduced { .. } => {}
+        }
+    }
+
+    fn poll(&mut self) -> Option<Output<P>> {
+        self.out.pop_front()
+    }
+}
+
+impl<P: Vector> TreeNode<P> {
+    /// The model this node last computed on (for drivers that need it, e.g. logs).
+    pub fn model(&self) -> Option<&Arc<P>> {
+        self.model.as_ref()
+    }
+}

@@ -55,6 +55,8 @@ pub(crate) struct Driver<'a, J: Job<Frame>> {
     /// This rank failed to apply a result that every rank failed to apply (a ring's
     /// divergence): only the logging rank reports it.
     pub quiet_failure: bool,
+    /// A library collective moved data this rank's counters cannot see.
+    collective: bool,
     timers: Vec<(u64, f64)>,
     pending: Option<Pending>,
     done: Option<Outcome>,
@@ -63,7 +65,7 @@ pub(crate) struct Driver<'a, J: Job<Frame>> {
 impl<'a, J: Job<Frame>> Driver<'a, J> {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(comm: Comm, clock: Clock, log: Lines, job: J, injector: Injector, rank: usize, worker: Option<usize>, load: usize, modelled: bool, poll_us: u64, iterations: u64, book: Option<Book>, progress: &'a mut dyn Progress) -> Self {
-        Driver { comm, clock, log, job, injector, rank, worker, load, modelled, poll_us, iterations, book, progress, state: None, quiet_failure: false, timers: vec![], pending: None, done: None }
+        Driver { comm, clock, log, job, injector, rank, worker, load, modelled, poll_us, iterations, book, progress, state: None, quiet_failure: false, collective: false, timers: vec![], pending: None, done: None }
     }
 
     /// Feed one input and carry out everything the machine asks for.
@@ -110,17 +112,20 @@ impl<'a, J: Job<Frame>> Driver<'a, J> {
                     m.handle(&self.clock, next);
                 }
                 Output::Collective { t, buf } => {
+                    self.collective = true;
                     let mut total = vec![0.0; buf.as_slice().len()];
                     self.comm.allreduce_sum(buf.as_slice(), &mut total);
                     m.handle(&self.clock, Input::Reduced { t, total: Frame::from_vec(total) });
                 }
                 Output::Log(mut v) => {
                     if v["ev"] == "shutdown" {
+                        // MPI_Allreduce moves its data inside the library: not measured (null)
                         let c = &self.comm;
-                        v["sent_msgs"] = json!(c.sent_msgs);
-                        v["sent_bytes"] = json!(c.sent_bytes);
-                        v["recv_msgs"] = json!(c.recv_msgs);
-                        v["recv_bytes"] = json!(c.recv_bytes);
+                        let counted = |x: u64| if self.collective { Value::Null } else { json!(x) };
+                        v["sent_msgs"] = counted(c.sent_msgs);
+                        v["sent_bytes"] = counted(c.sent_bytes);
+                        v["recv_msgs"] = counted(c.recv_msgs);
+                        v["recv_bytes"] = counted(c.recv_bytes);
                     }
                     self.log.json(&v);
                 }

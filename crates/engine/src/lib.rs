@@ -82,11 +82,15 @@ pub fn train(config: &Path, overrides: &[String], progress: &mut dyn Progress) -
     let rank = world.rank() as usize;
     let mut comm = Comm::new(&world);
     let result = setup::setup(&world, config, overrides).and_then(|shared| {
+        // More ranks than cores on this host: computations yield the core now and then, so a
+        // rank woken by a message is not queued behind a peer's whole computation.
+        let (local, cores) = (comm.local_size(), std::thread::available_parallelism().map_or(1, |c| c.get()));
+        let paced = local > cores;
         // Every rank loads its own rows; a rank that cannot tells everybody (collectively).
-        let job = GradientDescent::new(&shared.config, &shared.plan, shared.features, [rank]);
+        let job = GradientDescent::new(&shared.config, &shared.plan, shared.features, [rank]).map(|j| if paced { j.paced(outrun_workloads::PACE_ROWS) } else { j });
         let failed = comm.allreduce_max(i32::from(job.is_err()));
         match (job, failed) {
-            (Ok(job), 0) => run(&world, comm, &shared, job, progress, started),
+            (Ok(job), 0) => run(&world, comm, &shared, job, progress, started, Host { local, cores, paced }),
             (Err(e), _) => Err(EngineError::Local(format!("rank {rank} ({}): {e}", hostname()))),
             (Ok(_), _) => Err(EngineError::PeerSetup),
         }
@@ -106,7 +110,14 @@ fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string()).unwrap_or_default()
 }
 
-fn run(world: &mpi::topology::SimpleCommunicator, mut comm: Comm, shared: &Shared, mut job: GradientDescent, progress: &mut dyn Progress, started: Instant) -> Result<Option<Summary>, EngineError> {
+/// This rank's host: ranks on it, its cores, and whether computations yield.
+struct Host {
+    local: usize,
+    cores: usize,
+    paced: bool,
+}
+
+fn run(world: &mpi::topology::SimpleCommunicator, mut comm: Comm, shared: &Shared, mut job: GradientDescent, progress: &mut dyn Progress, started: Instant, host: Host) -> Result<Option<Summary>, EngineError> {
     let rank = comm.rank;
     let plan = &shared.plan;
     let cfg = &shared.config;
@@ -123,7 +134,7 @@ fn run(world: &mpi::topology::SimpleCommunicator, mut comm: Comm, shared: &Share
     let me = &plan.nodes[rank];
     log.json(&json!({"ev": "setup", "rank": rank, "worker": me.worker, "host": hostname(), "pid": std::process::id(),
         "clock_offset": clock.offset, "clock_rtt": clock.rtt, "load": me.load(), "parent": me.parent, "children": me.children,
-        "at": clock.now()}));
+        "local_ranks": host.local, "cores": host.cores, "paced": host.paced, "at": clock.now()}));
     let mut machine: Box<dyn Machine<Frame>> = outrun_proto::machine(plan, rank, job.len(), cfg.run.deadline, false);
     // One barrier before the timed loop so every rank starts ready; none inside the loop.
     world.barrier();

@@ -225,6 +225,19 @@ impl Comm {
         Some(Comm::from_raw(out, rank as usize, size as usize))
     }
 
+    /// Number of ranks of this communicator on this host (collective).
+    pub fn local_size(&self) -> usize {
+        let mut local: ffi::MPI_Comm = unsafe { ffi::RSMPI_COMM_NULL };
+        let mut size: c_int = 0;
+        // SAFETY: plain MPI calls on valid handles; the new communicator is freed at once.
+        unsafe {
+            check(ffi::MPI_Comm_split_type(self.raw, ffi::RSMPI_COMM_TYPE_SHARED as c_int, self.rank as c_int, ffi::RSMPI_INFO_NULL, &mut local), "MPI_Comm_split_type");
+            check(ffi::MPI_Comm_size(local, &mut size), "MPI_Comm_size");
+            check(ffi::MPI_Comm_free(&mut local), "MPI_Comm_free");
+        }
+        size as usize
+    }
+
     /// Broadcast `buf` from `root` to every rank of this communicator (collective).
     pub fn broadcast(&mut self, root: usize, buf: &mut [f64]) {
         let n = c_int::try_from(buf.len()).expect("vector too large");

@@ -13,7 +13,7 @@ use outrun_plan::Plan;
 use outrun_proto::{Applied, Frame, Job, Len};
 
 use crate::data::{rows, DataError, Rows};
-use crate::kernel::gradient;
+use crate::kernel::gradient_paced;
 use crate::metrics::gd_step;
 
 /// One part of a node: its rows and their coefficients.
@@ -29,7 +29,12 @@ pub struct GradientDescent {
     p: usize,
     theta: Vec<f64>,
     parts: HashMap<usize, Vec<Part>>,
+    pace: usize,
 }
+
+/// Rows between pauses when the host is oversubscribed (measured: the model-latency p95 of
+/// `make demo` falls from 2.9 ms unpaced to 0.55 ms; docs/performance.md).
+pub const PACE_ROWS: usize = 64;
 
 impl GradientDescent {
     /// The job for `ranks` (their rows are loaded: generated, or read from the file) of `plan`,
@@ -48,7 +53,13 @@ impl GradientDescent {
                 .collect::<Result<Vec<_>, DataError>>()?;
             parts.insert(rank, mine);
         }
-        Ok(GradientDescent { model: cfg.model().clone(), samples: plan.samples, p, theta: vec![0.0; p], parts })
+        Ok(GradientDescent { model: cfg.model().clone(), samples: plan.samples, p, theta: vec![0.0; p], parts, pace: usize::MAX })
+    }
+
+    /// Yield the core every `rows` rows of computation (for hosts with more ranks than cores).
+    pub fn paced(mut self, rows: usize) -> Self {
+        self.pace = rows;
+        self
     }
 
     /// The current model θ.
@@ -73,7 +84,7 @@ impl Job<Frame> for GradientDescent {
             .iter()
             .map(|part| {
                 let mut out = vec![0.0; p + 1];
-                out[p] = gradient(&part.rows, &part.coef, model.as_slice(), loss, &mut out[..p]);
+                out[p] = gradient_paced(&part.rows, &part.coef, model.as_slice(), loss, &mut out[..p], self.pace, &mut std::thread::yield_now);
                 Frame::from_vec(out)
             })
             .collect()

@@ -20,7 +20,7 @@ pub mod metrics;
 pub mod reference;
 
 pub use data::{DataError, Rows, Shape};
-pub use job::{GradientDescent, Timing};
+pub use job::{GradientDescent, Timing, PACE_ROWS};
 
 use std::path::Path;
 

@@ -3,7 +3,7 @@
 CARGO ?= cargo
 BIN := target/release/outrun
 
-.PHONY: all setup build test demo bench fmt clean
+.PHONY: all setup build lint test demo bench fmt clean
 
 all: build
 
@@ -13,7 +13,11 @@ setup:
 build: setup
 	$(CARGO) build --release --locked
 
-test: build
+# clippy with warnings as errors is part of the test command (CI runs `make test`)
+lint: setup
+	$(CARGO) clippy --release --locked --workspace --all-targets -- -D warnings
+
+test: build lint
 	$(CARGO) test --release --locked --workspace
 
 demo: build

@@ -73,6 +73,8 @@ done
 # where the relative work directory lives; give an absolute --workdir otherwise.
 program=("$workdir/outrun" train "$workdir/config.toml" "${remote_sets[@]}")
 log="$tmp/mpirun.log"
+# poll instead of epoll in mpirun's event loop (see launch/local.sh)
+export EVENT_NOEPOLL=1
 if [ -n "$launch_from" ]; then
   remote=(mpirun --hostfile "$workdir/hostfile" -np "$np" --map-by slot --bind-to none "${program[@]}")
   # shellcheck disable=SC2029

@@ -30,6 +30,10 @@ np="$("$bin" plan "$config" --ranks "$@")"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # Many ranks on few cores: let idle ranks yield.
 export OMPI_MCA_mpi_yield_when_idle=1
+# libevent's epoll backend prints "[warn] Epoll MOD(1) on fd N failed ... Bad file descriptor"
+# when mpirun kills ranks it still has writes queued for after an abort (open-mpi/ompi #2004,
+# #5520); its poll backend has no such race. One BLAS thread per rank: the cores are shared.
+export EVENT_NOEPOLL=1 OPENBLAS_NUM_THREADS=1
 # outrun prints one line per error; --quiet drops mpirun's multi-line banners about non-zero
 # exits. Set OUTRUN_MPI_VERBOSE=1 to see them when debugging MPI itself.
 quiet="--quiet"

@@ -16,7 +16,7 @@ cd "$here"
 bin="${OUTRUN_BIN:-$here/target/release/outrun}"
 out="runs/bench-$(date -u +%Y%m%d-%H%M%S)"
 mkdir -p "$out"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1 EVENT_NOEPOLL=1 OPENBLAS_NUM_THREADS=1
 MPIRUN=(timeout --kill-after=10 "$OUTRUN_TIMEOUT" mpirun --quiet --oversubscribe --bind-to none --mca btl self,vader,tcp --mca btl_base_warn_component_unused 0)
 PAIRS="${BENCH_PAIRS:-7}"
 

@@ -18,12 +18,37 @@ pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_outrun")
 }
 
-/// A fresh temporary directory.
-pub fn tempdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("outrun-test-{tag}-{}-{:?}", std::process::id(), Instant::now()));
-    let d = PathBuf::from(d.to_string_lossy().replace([' ', '(', ')', '{', '}', ':', ','], ""));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A fresh temporary directory, removed (with everything in it) when the value is dropped.
+#[derive(Clone)]
+pub struct Scratch {
+    path: PathBuf,
+    _guard: std::sync::Arc<tempfile::TempDir>,
+}
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl AsRef<Path> for Scratch {
+    fn as_ref(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Scratch {
+    /// The same guard, another path inside it.
+    pub fn at(&self, path: PathBuf) -> Scratch {
+        Scratch { path, _guard: self._guard.clone() }
+    }
+}
+
+/// A fresh temporary directory (removed when the returned value is dropped).
+pub fn tempdir(tag: &str) -> Scratch {
+    let t = tempfile::Builder::new().prefix(&format!("outrun-test-{tag}-")).tempdir().expect("a temporary directory");
+    Scratch { path: t.path().to_path_buf(), _guard: std::sync::Arc::new(t) }
 }
 
 pub struct Run {
@@ -62,21 +87,36 @@ pub fn run_with_timeout(mut cmd: Command, timeout: Duration) -> Run {
     Run { code, stdout, stderr, elapsed: start.elapsed() }
 }
 
+/// `mpirun -np N outrun ARGS...` with the flags launch/local.sh uses.
+pub fn mpirun_outrun(np: usize, args: &[String], timeout: Duration) -> Run {
+    let mut cmd = mpirun_command(np);
+    cmd.args(args);
+    run_with_timeout(cmd, timeout)
+}
+
 /// `mpirun -np N outrun train CONFIG --set ...` with the flags launch/local.sh uses.
 pub fn mpirun(np: usize, config: &Path, sets: &[String], timeout: Duration) -> Run {
-    let mut cmd = Command::new("mpirun");
-    cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .env("OMPI_MCA_mpi_yield_when_idle", "1")
-        .args(["--quiet", "--oversubscribe", "--bind-to", "none", "-np", &np.to_string()])
-        .args(["--mca", "btl", "self,vader,tcp", "--mca", "btl_base_warn_component_unused", "0"])
-        .arg(bin())
-        .arg("train")
-        .arg(config);
+    let mut cmd = mpirun_command(np);
+    cmd.arg("train").arg(config);
     for s in sets {
         cmd.arg("--set").arg(s);
     }
     run_with_timeout(cmd, timeout)
+}
+
+/// `mpirun ... outrun` without arguments yet.
+fn mpirun_command(np: usize) -> Command {
+    let mut cmd = Command::new("mpirun");
+    cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_mpi_yield_when_idle", "1")
+        // libevent's epoll backend warns when mpirun kills ranks it still has writes queued for
+        // (open-mpi/ompi #2004, #5520); poll has no such race (as in launch/local.sh)
+        .env("EVENT_NOEPOLL", "1")
+        .args(["--quiet", "--oversubscribe", "--bind-to", "none", "-np", &np.to_string()])
+        .args(["--mca", "btl", "self,vader,tcp", "--mca", "btl_base_warn_component_unused", "0"])
+        .arg(bin());
+    cmd
 }
 
 /// `outrun <args>` (no MPI).
@@ -135,8 +175,9 @@ pub fn write_config(dir: &Path, text: &str) -> PathBuf {
 }
 
 /// Run a config with overrides through mpirun (one MPI job at a time); returns the run, the run
-/// directory (or the output directory if the run failed), the config path and the overrides.
-pub fn train(tag: &str, text: &str, sets: &[&str]) -> (Run, PathBuf, PathBuf, Vec<String>) {
+/// directory (or the output directory if the run failed; removed when dropped), the config path
+/// and the overrides.
+pub fn train(tag: &str, text: &str, sets: &[&str]) -> (Run, Scratch, PathBuf, Vec<String>) {
     let _lock = mpi_lock();
     let dir = tempdir(tag);
     let cfg_path = write_config(&dir, text);
@@ -146,7 +187,7 @@ pub fn train(tag: &str, text: &str, sets: &[&str]) -> (Run, PathBuf, PathBuf, Ve
     let cfg = outrun_plan::config::parse(text, &sets).expect("test config is valid");
     let run = mpirun(cfg.ranks(), &cfg_path, &sets, Duration::from_secs(120));
     let rd = if run.code == Some(0) { run_dir(&out) } else { out };
-    (run, rd, cfg_path, sets)
+    (run, dir.at(rd), cfg_path, sets)
 }
 
 /// Serial gradient descent on the same data set as the config: θ_0 … θ_T.

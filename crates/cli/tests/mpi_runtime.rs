@@ -194,3 +194,16 @@ fn run_directory_has_every_log() {
     assert_eq!(theta.len(), 12);
     assert_eq!(theta, *trajectory(&dir).last().unwrap());
 }
+
+/// Sub-communicators for patterns that talk in groups: every subset of 3 of 5 ranks becomes a
+/// communicator (created once, members only), and each member broadcasts to its group.
+#[test]
+fn sub_communicators_broadcast_within_their_groups() {
+    let _lock = mpi_lock();
+    let args: Vec<String> = ["bench", "groups", "--r", "2", "--values", "100"].iter().map(|s| s.to_string()).collect();
+    let run = mpirun_outrun(5, &args, Duration::from_secs(60));
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let row = run.stdout.lines().nth(1).expect("a CSV row");
+    let f: Vec<&str> = row.split(',').collect();
+    assert_eq!((f[0], f[1], f[2], f[4]), ("10", "30", "100", "true"), "C(5,3) = 10 groups, 3 broadcasts each: {row}");
+}

@@ -20,6 +20,9 @@ pub struct KernelBench {
     /// GB/s of the same gradient computed with two BLAS `dgemv` calls (z = Xθ, g = Xᵀr):
     /// the design card's library path, which reads X twice.
     pub blas_gbs: f64,
+    /// GB/s of the kernel yielding the core every `PACE_ROWS` rows (what ranks do on a host
+    /// with more ranks than cores), here with nothing else to run.
+    pub paced_gbs: f64,
 }
 
 #[allow(non_camel_case_types)]
@@ -82,7 +85,14 @@ pub fn kernel_vs_memory(d: usize, p: usize, reps: usize, loss: Loss) -> KernelBe
     let (t_kernel, s1) = best_of(reps, || gradient(&rows, &coef, &theta, loss, &mut g));
     let (t_read, s2) = best_of(reps, || read_sum(rows.features()));
     let (t_blas, s3) = best_of(reps, || blas_gradient(&rows, &coef, &theta, loss, &mut g));
-    std::hint::black_box((s1, s2, s3, &g));
+    let (t_paced, s4) = best_of(reps, || crate::kernel::gradient_paced(&rows, &coef, &theta, loss, &mut g, crate::PACE_ROWS, &mut std::thread::yield_now));
+    std::hint::black_box((s1, s2, s3, s4, &g));
     let bytes = 8 * (d * p + 2 * d);
-    KernelBench { bytes, kernel_gbs: bytes as f64 / t_kernel / 1e9, read_gbs: (8 * d * p) as f64 / t_read / 1e9, blas_gbs: bytes as f64 / t_blas / 1e9 }
+    KernelBench {
+        bytes,
+        kernel_gbs: bytes as f64 / t_kernel / 1e9,
+        read_gbs: (8 * d * p) as f64 / t_read / 1e9,
+        blas_gbs: bytes as f64 / t_blas / 1e9,
+        paced_gbs: bytes as f64 / t_paced / 1e9,
+    }
 }

@@ -151,9 +151,18 @@ impl Comm {
         let rc = unsafe { ffi::MPI_Get_count(&status, bytes_type(), &mut count) };
         check(rc, "MPI_Get_count");
         let nbytes = count as usize;
-        let mut words: Vec<f64> = vec![0.0; nbytes.div_ceil(8)];
-        // SAFETY: the buffer holds at least `count` bytes.
-        let rc = unsafe { ffi::MPI_Mrecv(words.as_mut_ptr() as *mut _, count, bytes_type(), &mut message, &mut status) };
+        let n = nbytes.div_ceil(8);
+        let mut words: Vec<f64> = Vec::with_capacity(n);
+        // SAFETY: MPI_Mrecv writes exactly `count` bytes into the buffer before its length is
+        // set; the last word is zeroed first so a partial word has no uninitialised bytes.
+        let rc = unsafe {
+            if n > 0 {
+                words.as_mut_ptr().add(n - 1).write(0.0);
+            }
+            let rc = ffi::MPI_Mrecv(words.as_mut_ptr() as *mut _, count, bytes_type(), &mut message, &mut status);
+            words.set_len(n);
+            rc
+        };
         check(rc, "MPI_Mrecv");
         self.recv_msgs += 1;
         self.recv_bytes += nbytes as u64;

@@ -104,7 +104,9 @@ pub enum Output<P> {
         /// The model.
         model: Arc<P>,
     },
-    /// Feed [`Input::Timer`] with `id` at time `at` (unless the node is done by then).
+    /// (Re)arm timer `id`: feed [`Input::Timer`] with `id` at time `at`, replacing any pending
+    /// timer with the same id (a machine uses one id per purpose, so drivers hold a few timers;
+    /// a firing the machine no longer expects is ignored by it).
     Timer {
         /// Timer id.
         id: u64,
@@ -204,9 +206,9 @@ pub trait Job<P> {
     fn model(&mut self) -> Arc<P>;
     /// Rank `rank`'s parts for iteration `t`, computed on `model`.
     fn compute(&mut self, rank: usize, t: u64, model: &P) -> Vec<P>;
-    /// Apply the delivered total of iteration `t`; what the book records, or why the run must
-    /// stop (e.g. the model diverged).
-    fn apply(&mut self, t: u64, total: &P) -> Result<Applied, String>;
+    /// Apply the delivered total of iteration `t` (the job may keep the vector for reuse);
+    /// what the book records, or why the run must stop (e.g. the model diverged).
+    fn apply(&mut self, t: u64, total: P) -> Result<Applied, String>;
 }
 
 /// What applying a result gave.

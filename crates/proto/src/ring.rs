@@ -21,6 +21,9 @@ use crate::hist::Histogram;
 use crate::machine::{Clock, Delivered, Failure, Input, Machine, Outcome, Output};
 use crate::wire::{Header, Kind, Msg};
 
+/// The ring's one timer: waiting for the next segment.
+const STEP: u64 = 1;
+
 /// One rank of a ring.
 pub struct RingNode<P: Vector> {
     rank: usize,
@@ -36,8 +39,8 @@ pub struct RingNode<P: Vector> {
     received: usize,
     early: BTreeMap<(u64, u32), P>,
     record: Value,
-    step_timer: Option<u64>,
-    next_timer: u64,
+    /// When the step timer is due (None: disarmed).
+    step_at: Option<f64>,
     done: bool,
     out: VecDeque<Output<P>>,
 }
@@ -75,8 +78,7 @@ impl<P: Vector> RingNode<P> {
             received: 0,
             early: BTreeMap::new(),
             record: Value::Null,
-            step_timer: None,
-            next_timer: 0,
+            step_at: None,
             done: false,
             out: VecDeque::new(),
         }
@@ -101,10 +103,11 @@ impl<P: Vector> RingNode<P> {
         }
     }
 
+    /// (Re)arm the step timer (one id: re-arming replaces the pending one).
     fn arm(&mut self, now: f64) {
-        self.next_timer += 1;
-        self.step_timer = Some(self.next_timer);
-        self.out.push_back(Output::Timer { id: self.next_timer, at: now + self.deadline });
+        let at = now + self.deadline;
+        self.step_at = Some(at);
+        self.out.push_back(Output::Timer { id: STEP, at });
     }
 
     /// Send every step that can be sent, apply early segments, deliver when complete.
@@ -123,8 +126,7 @@ impl<P: Vector> RingNode<P> {
                 let k = self.sent;
                 let (s, _) = self.segments(k);
                 let (off, len) = self.seg(s);
-                let mut body = P::zeros(len);
-                body.add_scaled(0, self.buf.as_ref().expect("checked"), off, len, 1.0);
+                let body = P::range(self.buf.as_ref().expect("checked"), off, len);
                 let right = (self.rank + 1) % self.n;
                 let head = Header { round: k as u32, ..Header::new(Kind::Segment, t) };
                 self.out.push_back(Output::Send { to: vec![right], msg: Msg { head, body: Some(Arc::new(body)) } });
@@ -135,10 +137,11 @@ impl<P: Vector> RingNode<P> {
         }
         let now = clock.now();
         if self.received == self.steps() && self.sent == self.steps() {
-            self.step_timer = None;
+            self.step_at = None;
             let total = self.buf.take().expect("checked");
             self.deliver(now, t, total);
-        } else {
+        } else if self.step_at.is_none() {
+            // one deadline for the whole exchange of this iteration (as MPI_Allreduce has)
             self.arm(now);
         }
     }
@@ -183,6 +186,7 @@ impl<P: Vector> Machine<P> for RingNode<P> {
             Input::Start { t, model } => {
                 self.cur = Some(t);
                 self.buf = None;
+                self.step_at = None;
                 self.sent = 0;
                 self.received = 0;
                 self.record = json!({"ev": "iter", "t": t, "worker": self.worker, "start": now});
@@ -219,18 +223,18 @@ impl<P: Vector> Machine<P> for RingNode<P> {
                 self.advance(clock);
             }
             Input::Timer { id } => {
-                if Some(id) != self.step_timer {
+                if id != STEP || !self.step_at.is_some_and(|a| now >= a) {
                     return;
                 }
                 let t = self.cur.unwrap_or(0);
                 let left = (self.rank + self.n - 1) % self.n;
                 let phase = if self.received < self.n - 1 { "reduce-scatter" } else { "all-gather" };
                 let why = format!(
-                    "ring all-reduce: rank {} (worker {}) waited past run.deadline = {} s in {phase} step {} of iteration {t} for its left neighbour rank {left} (worker {})",
+                    "ring all-reduce: rank {} (worker {}) was still in {phase} step {} of iteration {t} after run.deadline = {} s, waiting for its left neighbour rank {left} (worker {})",
                     self.rank,
                     self.worker,
-                    self.deadline,
                     self.received,
+                    self.deadline,
                     left + 1
                 );
                 self.finish(now, Err(Failure::Run(why)));

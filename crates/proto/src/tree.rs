@@ -31,6 +31,11 @@ use crate::hist::Histogram;
 use crate::machine::{Clock, Delivered, Failure, Input, Machine, Outcome, Output};
 use crate::wire::{Header, Kind, Meta, Msg};
 
+/// Timer ids: one per purpose; re-arming replaces.
+const WAIT: u64 = 1;
+const GRACE: u64 = 2;
+const SILENCE: u64 = 3;
+
 #[derive(Debug, PartialEq)]
 enum Phase {
     Running,
@@ -74,10 +79,10 @@ pub struct TreeNode<P: Vector> {
     latency: Histogram,
     failure: Option<String>,
     phase: Phase,
-    next_timer: u64,
-    wait_timer: Option<u64>,
-    grace_timer: Option<u64>,
-    silence_timer: Option<u64>,
+    /// When each timer is due (None: disarmed); a firing before that is stale.
+    wait_at: Option<f64>,
+    grace_at: Option<f64>,
+    silence_at: Option<f64>,
     out: VecDeque<Output<P>>,
 }
 
@@ -119,18 +124,17 @@ impl<P: Vector> TreeNode<P> {
             latency: Histogram::default(),
             failure: None,
             phase: Phase::Running,
-            next_timer: 0,
-            wait_timer: None,
-            grace_timer: None,
-            silence_timer: None,
+            wait_at: None,
+            grace_at: None,
+            silence_at: None,
             out: VecDeque::new(),
         }
     }
 
-    fn timer(&mut self, at: f64) -> u64 {
-        self.next_timer += 1;
-        self.out.push_back(Output::Timer { id: self.next_timer, at });
-        self.next_timer
+    /// (Re)arm timer `id` at `at`; returns the due time to remember.
+    fn arm(&mut self, id: u64, at: f64) -> Option<f64> {
+        self.out.push_back(Output::Timer { id, at });
+        Some(at)
     }
 
     fn send(&mut self, to: Vec<usize>, head: Header, body: Option<Arc<P>>) {
@@ -190,7 +194,7 @@ impl<P: Vector> TreeNode<P> {
             self.agg.as_mut().expect("a parent").begin(t);
             self.collecting = true;
             let until = now + if self.parent.is_none() { self.deadline } else { self.budget };
-            self.wait_timer = Some(self.timer(until));
+            self.wait_at = self.arm(WAIT, until);
         }
         let assignment = self.assignment.take().filter(|(at, _)| *at == t).map(|(_, a)| a);
         self.enc.begin(t, assignment.as_deref());
@@ -402,7 +406,7 @@ impl<P: Vector> TreeNode<P> {
     fn on_parent(&mut self, clock: &dyn Clock, msg: Msg<P>) {
         let now = clock.now();
         if self.phase == Phase::Running {
-            self.silence_timer = Some(self.timer(now + self.silence));
+            self.silence_at = self.arm(SILENCE, now + self.silence);
         }
         let head = msg.head;
         match head.kind {
@@ -443,11 +447,11 @@ impl<P: Vector> TreeNode<P> {
             self.failure = Some(f);
         }
         self.phase = Phase::Draining { abort };
-        self.silence_timer = None;
+        self.silence_at = None;
         if !self.children.is_empty() {
             self.send(self.children.clone(), Header::new(if abort { Kind::Abort } else { Kind::Stop }, 0), None);
         }
-        self.grace_timer = Some(self.timer(now + self.grace));
+        self.grace_at = self.arm(GRACE, now + self.grace);
         self.check_drained(now);
     }
 
@@ -478,8 +482,9 @@ impl<P: Vector> TreeNode<P> {
 
     fn on_timer(&mut self, clock: &dyn Clock, id: u64) {
         let now = clock.now();
-        if Some(id) == self.wait_timer {
-            self.wait_timer = None;
+        let due = |at: Option<f64>| at.is_some_and(|a| now >= a);
+        if id == WAIT && due(self.wait_at) {
+            self.wait_at = None;
             let Some(t) = self.cur else { return };
             if self.answered || self.phase != Phase::Running {
                 return;
@@ -487,7 +492,7 @@ impl<P: Vector> TreeNode<P> {
             let why = self.deadline_error(t);
             let missing = self.missing_children();
             self.fail_iteration(now, t, why, missing);
-        } else if Some(id) == self.grace_timer && matches!(self.phase, Phase::Draining { .. }) {
+        } else if id == GRACE && due(self.grace_at) && matches!(self.phase, Phase::Draining { .. }) {
             let waiting: Vec<String> = self.children.iter().enumerate().filter(|(i, _)| self.bye[*i] != Some(self.recv[*i])).map(|(_, c)| c.to_string()).collect();
             let why = format!("rank {}: children {} did not say goodbye within {} s", self.rank, waiting.join(", "), self.grace);
             self.log(json!({"ev": "warn", "at": now, "message": why}));
@@ -495,7 +500,7 @@ impl<P: Vector> TreeNode<P> {
                 self.failure = Some(why);
             }
             self.finish(now, false);
-        } else if Some(id) == self.silence_timer && self.phase == Phase::Running {
+        } else if id == SILENCE && due(self.silence_at) && self.phase == Phase::Running {
             let why = format!(
                 "rank {}: no message from its parent rank {} for {} s (the parent's process is gone or stuck); giving up",
                 self.rank,

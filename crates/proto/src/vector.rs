@@ -3,7 +3,10 @@
 
 use outrun_plan::roles::Vector;
 
-/// Real values, possibly living inside a received frame (after its header words).
+use crate::wire::HEAD_WORDS;
+
+/// Real values with room for a frame header before them: the body of a received frame (used in
+/// place), or a vector built here (which reserves [`HEAD_WORDS`] so it can be sent without a copy).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Frame {
     buf: Vec<f64>,
@@ -57,11 +60,33 @@ impl Frame {
         // SAFETY: viewing initialised f64 storage as bytes.
         unsafe { std::slice::from_raw_parts(self.buf.as_ptr() as *const u8, self.off * 8) }
     }
+
+    /// The header words as bytes, mutably.
+    pub(crate) fn head_mut(&mut self) -> &mut [u8] {
+        // SAFETY: f64 storage viewed as bytes (every bit pattern is a valid f64).
+        unsafe { std::slice::from_raw_parts_mut(self.buf.as_mut_ptr() as *mut u8, self.off * 8) }
+    }
+
+    /// Number of values.
+    pub fn len_values(&self) -> usize {
+        self.len
+    }
+
+    /// `len` values copied from `src[from..]`, with header room.
+    fn copy_of(src: &[f64]) -> Self {
+        let mut buf = Vec::with_capacity(HEAD_WORDS + src.len());
+        buf.resize(HEAD_WORDS, 0.0);
+        buf.extend_from_slice(src);
+        Frame { buf, off: HEAD_WORDS, len: src.len() }
+    }
 }
 
 impl Vector for Frame {
     fn zeros(len: usize) -> Self {
-        Frame::from_vec(vec![0.0; len])
+        Frame { buf: vec![0.0; HEAD_WORDS + len], off: HEAD_WORDS, len }
+    }
+    fn range(src: &Self, from: usize, len: usize) -> Self {
+        Frame::copy_of(&src.as_slice()[from..from + len])
     }
     fn len(&self) -> usize {
         self.len
@@ -90,6 +115,9 @@ impl Vector for Len {
     }
     fn len(&self) -> usize {
         self.0
+    }
+    fn range(_src: &Self, _from: usize, len: usize) -> Self {
+        Len(len)
     }
     fn add_scaled(&mut self, _to: usize, _src: &Self, _from: usize, _len: usize, _coef: f64) {}
     fn copy_range(&mut self, _to: usize, _src: &Self, _from: usize, _len: usize) {}

@@ -5,11 +5,14 @@
 //! bytes, 8-byte aligned so the body can be used in place:
 //!
 //! ```text
-//! [u32 LE: header length H][H bytes: bincode(Header)][padding to 8][body: f64 LE …]
+//! [u16 LE: header length H][u16 LE: body offset B, in words][H bytes: bincode(Header)][padding][body from word B: f64 LE …]
 //! ```
 //!
-//! The header is authoritative: tags only separate traffic classes. The simulator charges each
-//! message [`frame_bytes`], the exact size the engine sends.
+//! Headers are encoded with fixed-width integers, so a header without meta is always 28 bytes
+//! and a frame with a body starts it at word [`HEAD_WORDS`] = 4: payload vectors reserve those
+//! words ([`crate::Frame`]), and a vector the sender owns is sent with its header written in
+//! place, without a copy. The header is authoritative: tags only separate traffic classes. The
+//! simulator charges each message [`frame_bytes`], the exact size the engine sends.
 
 use serde::{Deserialize, Serialize};
 
@@ -117,53 +120,88 @@ pub enum WireError {
 }
 
 fn config() -> impl bincode::config::Config {
-    bincode::config::standard()
+    bincode::config::standard().with_fixed_int_encoding()
 }
 
-/// The header's bytes as they appear at the start of a frame (length prefix included).
-pub fn header_bytes(head: &Header) -> Vec<u8> {
-    let h = bincode::serde::encode_to_vec(head, config()).expect("headers encode");
-    let mut out = Vec::with_capacity(4 + h.len());
-    out.extend_from_slice(&(h.len() as u32).to_le_bytes());
-    out.extend_from_slice(&h);
+/// Words before the body of a frame whose header has no meta; payload vectors reserve them.
+pub const HEAD_WORDS: usize = 4;
+
+/// Bytes of a header without meta (fixed-width encoding: kind 4, t 8, round 4, sent_at 8,
+/// meta tag 4).
+const PLAIN_HEADER: usize = 28;
+
+/// Write the prefix and header of `head` (body at word `body_off`) into `out`; returns the
+/// bytes written, or None if `out` is too small.
+fn write_head(head: &Header, body_off: usize, out: &mut [u8]) -> Option<usize> {
+    let n = bincode::serde::encode_into_slice(head, out.get_mut(4..)?, config()).ok()?;
+    out[..2].copy_from_slice(&(n as u16).to_le_bytes());
+    out[2..4].copy_from_slice(&(body_off as u16).to_le_bytes());
+    Some(4 + n)
+}
+
+/// The prefix and header bytes of `head` for a body at word `body_off`.
+fn head_bytes(head: &Header, body_off: usize) -> Vec<u8> {
+    let mut out = vec![0u8; head_len(head)];
+    write_head(head, body_off, &mut out).expect("sized by head_len");
     out
 }
 
-/// Words (f64 slots) taken by a header of `n` bytes (prefix included), padded.
-fn head_words(n: usize) -> usize {
-    n.div_ceil(8)
+/// Header length in bytes (prefix included).
+fn head_len(head: &Header) -> usize {
+    4 + match head.meta {
+        Meta::None => PLAIN_HEADER,
+        _ => bincode::serde::encode_to_vec(head, config()).expect("headers encode").len(),
+    }
 }
 
 /// Size in bytes of the frame of `head` with a body of `body_len` values.
 pub fn frame_bytes(head: &Header, body_len: usize) -> usize {
+    let n = head_len(head);
     if body_len == 0 {
-        header_bytes(head).len()
+        n
     } else {
-        8 * (head_words(header_bytes(head).len()) + body_len)
+        8 * (n.div_ceil(8) + body_len)
     }
+}
+
+fn as_bytes_mut(words: &mut [f64]) -> &mut [u8] {
+    // SAFETY: f64 storage viewed as bytes (every bit pattern is a valid f64).
+    unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr() as *mut u8, words.len() * 8) }
 }
 
 /// Build the frame of `head` and `body` (a copy of the body follows the header). Returns the
 /// words and the number of bytes to send.
 pub fn encode(head: &Header, body: Option<&[f64]>) -> (Vec<f64>, usize) {
-    let hb = header_bytes(head);
-    let hw = head_words(hb.len());
     let body = body.unwrap_or(&[]);
+    let hw = head_len(head).div_ceil(8);
+    let hb = head_bytes(head, hw);
     let mut words = vec![0.0f64; hw + body.len()];
-    // SAFETY: the first `hw` words are plain bytes for the header (f64 has no invalid bit
-    // patterns); the slice covers exactly them.
-    let bytes = unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr() as *mut u8, hw * 8) };
-    bytes[..hb.len()].copy_from_slice(&hb);
+    as_bytes_mut(&mut words[..hw])[..hb.len()].copy_from_slice(&hb);
     words[hw..].copy_from_slice(body);
     let nbytes = if body.is_empty() { hb.len() } else { 8 * words.len() };
     (words, nbytes)
 }
 
+/// Write the header of `head` into the room `frame` reserves before its values, making it a
+/// whole frame; returns the bytes to send, or None when the header does not fit (then
+/// [`encode`] copies).
+pub fn encode_in_place(frame: &mut Frame, head: &Header) -> Option<usize> {
+    let off = frame.off();
+    if off == 0 {
+        return None;
+    }
+    write_head(head, off, frame.head_mut())?;
+    Some(8 * (off + frame.len_values()))
+}
+
 /// Whether `frame` (a received frame) already starts with exactly the header of `head`, so it
 /// can be forwarded as it is.
 pub fn starts_with(frame: &Frame, head: &Header) -> bool {
-    let hb = header_bytes(head);
-    frame.off() == head_words(hb.len()) && frame.head_bytes().get(..hb.len()) == Some(&hb[..])
+    let mut buf = [0u8; 8 * HEAD_WORDS];
+    match write_head(head, frame.off(), &mut buf) {
+        Some(n) => frame.off() > 0 && frame.head_bytes().get(..n) == Some(&buf[..n]),
+        None => false,
+    }
 }
 
 /// Read a received frame of `nbytes` bytes held in `words`.
@@ -173,14 +211,14 @@ pub fn decode(words: Vec<f64>, nbytes: usize) -> Result<(Header, Option<Frame>),
     if nbytes < 4 || nbytes > bytes.len() {
         return Err(WireError::Truncated(nbytes));
     }
-    let h = u32::from_le_bytes(bytes[..4].try_into().expect("4 bytes")) as usize;
-    if 4 + h > nbytes {
+    let h = u16::from_le_bytes([bytes[0], bytes[1]]) as usize;
+    let off = u16::from_le_bytes([bytes[2], bytes[3]]) as usize;
+    if 4 + h > nbytes || (nbytes > 4 + h && (off * 8 < 4 + h || off * 8 > nbytes)) {
         return Err(WireError::Truncated(nbytes));
     }
     let (head, _): (Header, usize) = bincode::serde::decode_from_slice(&bytes[4..4 + h], config()).map_err(|e| WireError::Header(e.to_string()))?;
-    let hw = head_words(4 + h);
-    let body_words = (nbytes / 8).saturating_sub(hw);
-    let body = (nbytes > 4 + h && body_words > 0).then(|| Frame::received(words, hw, body_words));
+    let body_words = (nbytes / 8).saturating_sub(off);
+    let body = (nbytes > 4 + h && body_words > 0).then(|| Frame::received(words, off, body_words));
     Ok((head, body))
 }
 
@@ -215,7 +253,27 @@ mod tests {
         // a model header is small: the header costs a couple of words on the wire
         let mut m = Header::new(Kind::Model, 1 << 40);
         m.sent_at = 12.345;
-        assert!(frame_bytes(&m, 0) <= 24, "{}", frame_bytes(&m, 0));
+        assert_eq!(bincode::serde::encode_to_vec(&m, config()).unwrap().len(), PLAIN_HEADER);
+        assert_eq!(frame_bytes(&m, 0), 8 * HEAD_WORDS, "a header without meta fills the reserved words exactly");
+        assert_eq!(frame_bytes(&m, 10), 8 * (HEAD_WORDS + 10));
+    }
+
+    #[test]
+    fn owned_vectors_are_sent_with_the_header_written_in_place() {
+        let mut f = Frame::zeros(3);
+        f.as_mut_slice().copy_from_slice(&[1.0, 2.0, 3.0]);
+        let head = Header { round: 7, ..Header::new(Kind::Result, 99) };
+        let n = encode_in_place(&mut f, &head).expect("room for the header");
+        assert_eq!(n, frame_bytes(&head, 3));
+        let (back, body) = decode(f.words().to_vec(), n).unwrap();
+        assert_eq!(back, head);
+        assert_eq!(body.unwrap().as_slice(), &[1.0, 2.0, 3.0]);
+        assert!(starts_with(&f, &head));
+        // a header with meta does not fit: the caller copies
+        let mut big = Header::new(Kind::Failed, 1);
+        big.meta = Meta::Missing((0..20).collect());
+        assert_eq!(encode_in_place(&mut f, &big), None);
+        assert_eq!(encode_in_place(&mut Frame::from_vec(vec![1.0]), &head), None, "no room");
     }
 
     #[test]
@@ -223,10 +281,10 @@ mod tests {
         assert_eq!(decode(vec![0.0], 2), Err(WireError::Truncated(2)));
         let mut w = vec![0.0f64; 2];
         // header length 200 in a 16-byte frame
-        unsafe { std::slice::from_raw_parts_mut(w.as_mut_ptr() as *mut u8, 16)[..4].copy_from_slice(&200u32.to_le_bytes()) };
+        as_bytes_mut(&mut w)[..4].copy_from_slice(&[200, 0, 2, 0]);
         assert_eq!(decode(w, 16), Err(WireError::Truncated(16)));
         let mut w = vec![0.0f64; 2];
-        unsafe { std::slice::from_raw_parts_mut(w.as_mut_ptr() as *mut u8, 16)[..6].copy_from_slice(&[2, 0, 0, 0, 250, 250]) };
+        as_bytes_mut(&mut w)[..6].copy_from_slice(&[2, 0, 1, 0, 250, 250]);
         assert!(matches!(decode(w, 16), Err(WireError::Header(_))));
     }
 }

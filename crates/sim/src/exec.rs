@@ -108,7 +108,7 @@ impl<P: Vector + 'static, J: Job<P>> Sim<'_, P, J> {
                     if self.cfg.network.cancel_late && self.plan.nodes[rank].parent.is_none() && !self.plan.nodes[rank].children.is_empty() {
                         self.cancel_late(rank, t, at);
                     }
-                    let next = match self.jobs[rank].apply(t, &total) {
+                    let next = match self.jobs[rank].apply(t, total) {
                         Ok(applied) => {
                             if rank == self.plan.log_rank() {
                                 self.run.ends.push(at);

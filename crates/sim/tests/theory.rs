@@ -64,7 +64,7 @@ fn ring_time_is_the_pipelined_steps() {
     // frame with its header (iteration and step numbers below 128 encode in one byte each)
     let head = outrun_proto::Header { round: 21, ..outrun_proto::Header::new(outrun_proto::Kind::Segment, 19) };
     let bytes = outrun_proto::wire::frame_bytes(&head, 34);
-    assert_eq!(bytes, 34 * 8 + 16, "a segment frame is its values plus a two-word header");
+    assert_eq!(bytes, 34 * 8 + 32, "a segment frame is its values plus a four-word header");
     let step = bytes as f64 / 1e6 + 1e-4;
     let expect = 1e-4 * 100.0 + 2.0 * 11.0 * step;
     assert!((st.mean_s - expect).abs() < 1e-9, "{} vs {expect}", st.mean_s);

@@ -90,7 +90,7 @@ impl Job<Frame> for GradientDescent {
             .collect()
     }
 
-    fn apply(&mut self, t: u64, total: &Frame) -> Result<Applied, String> {
+    fn apply(&mut self, t: u64, total: Frame) -> Result<Applied, String> {
         let total = total.as_slice();
         let (g, loss) = (&total[..self.p], total[self.p]);
         gd_step(&mut self.theta, g, self.samples as f64, &self.model, t);
@@ -124,7 +124,7 @@ impl Job<Len> for Timing {
     fn compute(&mut self, rank: usize, _t: u64, _model: &Len) -> Vec<Len> {
         vec![Len(self.len); self.parts[rank]]
     }
-    fn apply(&mut self, _t: u64, _total: &Len) -> Result<Applied, String> {
+    fn apply(&mut self, _t: u64, _total: Len) -> Result<Applied, String> {
         Ok(Applied { loss: f64::NAN, state: None })
     }
 }

@@ -106,6 +106,12 @@ pub trait Vector: Clone {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// A new vector of `src[from .. from+len]`.
+    fn range(src: &Self, from: usize, len: usize) -> Self {
+        let mut v = Self::zeros(len);
+        v.copy_range(0, src, from, len);
+        v
+    }
     /// `self[to .. to+len] += coef · src[from .. from+len]`.
     fn add_scaled(&mut self, to: usize, src: &Self, from: usize, len: usize, coef: f64);
     /// `self[to .. to+len] = src[from .. from+len]`.
@@ -115,6 +121,9 @@ pub trait Vector: Clone {
 impl Vector for Vec<f64> {
     fn zeros(len: usize) -> Self {
         vec![0.0; len]
+    }
+    fn range(src: &Self, from: usize, len: usize) -> Self {
+        src[from..from + len].to_vec()
     }
     fn len(&self) -> usize {
         <[f64]>::len(self)

@@ -12,7 +12,7 @@ use outrun_codes::combinations;
 use outrun_plan::config::ComputeMode;
 use outrun_plan::{Law, StragglerModel};
 use outrun_plan::roles::Vector;
-use outrun_proto::{Applied, Frame, Input, Job, RingNode};
+use outrun_proto::{Applied, Frame, Input, Job, JobError, RingNode};
 use outrun_runlog::Lines;
 
 use crate::clock::Clock;
@@ -55,7 +55,7 @@ impl Job<Frame> for Repeat {
         f.as_mut_slice().copy_from_slice(&self.input);
         vec![f]
     }
-    fn apply(&mut self, _t: u64, total: Frame) -> Result<Applied, String> {
+    fn apply(&mut self, _t: u64, total: Frame) -> Result<Applied, JobError> {
         self.spare = Some(total);
         Ok(Applied::default())
     }

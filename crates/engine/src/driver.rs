@@ -110,7 +110,7 @@ impl<'a, J: Job<Frame>> Driver<'a, J> {
                         }
                         Err(why) => {
                             self.quiet_failure = self.book.is_none();
-                            Input::Finish { failure: Some(why) }
+                            Input::Finish { failure: Some(why.0) }
                         }
                     };
                     m.handle(&self.clock, next);

@@ -24,7 +24,7 @@ mod vector;
 pub mod wire;
 
 pub use hist::Histogram;
-pub use machine::{Applied, At, Clock, Delivered, Failure, Input, Job, Machine, Outcome, Output};
+pub use machine::{Applied, At, Clock, Delivered, Failure, Input, Job, JobError, Machine, Outcome, Output};
 pub use ring::RingNode;
 pub use tree::TreeNode;
 pub use vector::{Frame, Len};

@@ -208,8 +208,13 @@ pub trait Job<P> {
     fn compute(&mut self, rank: usize, t: u64, model: &P) -> Vec<P>;
     /// Apply the delivered total of iteration `t` (the job may keep the vector for reuse);
     /// what the book records, or why the run must stop (e.g. the model diverged).
-    fn apply(&mut self, t: u64, total: P) -> Result<Applied, String>;
+    fn apply(&mut self, t: u64, total: P) -> Result<Applied, JobError>;
 }
+
+/// Why a job cannot go on (the run stops with this message).
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct JobError(pub String);
 
 /// What applying a result gave.
 #[derive(Clone, Debug, Default)]

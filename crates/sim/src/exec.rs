@@ -23,6 +23,12 @@ use serde_json::{json, Value};
 use crate::network::{NetEvent, Network};
 use crate::queue::Queue;
 
+/// A simulated run that failed: the message a real run would print (a deadline, a failed
+/// subtree, divergence).
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct RunFailed(pub String);
+
 /// What one simulated run produced.
 #[derive(Debug, Default)]
 pub struct Run {
@@ -133,7 +139,7 @@ impl<P: Vector + 'static, J: Job<P>> Sim<'_, P, J> {
                                 Input::Finish { failure: None }
                             }
                         }
-                        Err(why) => Input::Finish { failure: Some(why) },
+                        Err(why) => Input::Finish { failure: Some(why.0) },
                     };
                     self.machines[rank].handle(&At(at), next);
                 }
@@ -171,7 +177,7 @@ impl<P: Vector + 'static, J: Job<P>> Sim<'_, P, J> {
         }
     }
 
-    fn execute(mut self) -> Result<Run, String> {
+    fn execute(mut self) -> Result<Run, RunFailed> {
         for r in 0..self.plan.ranks {
             if self.plan.delivers(r) {
                 let model = self.jobs[r].model();
@@ -189,14 +195,14 @@ impl<P: Vector + 'static, J: Job<P>> Sim<'_, P, J> {
                 }
             }
             if let Some(f) = self.failure.take() {
-                return Err(f);
+                return Err(RunFailed(f));
             }
             if self.done.iter().all(|&d| d) {
                 break;
             }
         }
         if (self.run.ends.len() as u64) < self.cfg.run.iterations {
-            return Err(format!("simulation stopped after {} of {} iterations with nothing left to happen", self.run.ends.len(), self.cfg.run.iterations));
+            return Err(RunFailed(format!("simulation stopped after {} of {} iterations with nothing left to happen", self.run.ends.len(), self.cfg.run.iterations)));
         }
         self.run.sent_bytes = self.net.sent_bytes.clone();
         self.run.recv_bytes = self.net.recv_bytes.clone();
@@ -208,7 +214,7 @@ impl<P: Vector + 'static, J: Job<P>> Sim<'_, P, J> {
 /// `stragglers` (the plan's, or a trial's reseeded copy) and one job per rank (real arithmetic
 /// or lengths). With a `book`, the logging rank records every iteration; with `events`, every
 /// rank's log records are kept in the engine's format.
-pub fn execute<P: Vector + 'static, J: Job<P>>(plan: &Plan, cfg: &Config, stragglers: &StragglerModel, jobs: Vec<J>, book: Option<&mut Book>, events: Option<&mut Vec<Vec<Value>>>) -> Result<Run, String> {
+pub fn execute<P: Vector + 'static, J: Job<P>>(plan: &Plan, cfg: &Config, stragglers: &StragglerModel, jobs: Vec<J>, book: Option<&mut Book>, events: Option<&mut Vec<Vec<Value>>>) -> Result<Run, RunFailed> {
     let ranks = plan.ranks;
     assert_eq!(jobs.len(), ranks, "one job per rank");
     let len = jobs[0].len();

@@ -23,7 +23,7 @@ use outrun_runlog::{create_run_dir, quantile, Book, Latency, Lines, RunInfo, Sum
 use outrun_workloads::{DataError, GradientDescent, Timing};
 use serde::Serialize;
 
-pub use exec::{execute, Run};
+pub use exec::{execute, Run, RunFailed};
 pub use network::{NetEvent, Network};
 
 /// Whether to compute the θ trajectory of trial 0.
@@ -121,7 +121,7 @@ pub enum SimError {
     Input(String),
     /// The simulated run failed (a deadline, a subtree failure): the message a real run prints.
     #[error("{0}")]
-    Run(String),
+    Run(#[from] RunFailed),
     /// The run directory could not be written.
     #[error("{0}")]
     Io(String),
@@ -155,7 +155,7 @@ pub fn simulate(cfg: &Config, plan: &Plan, p: usize, opts: &Options) -> Result<S
             written = Some(w);
             run
         } else {
-            exec::execute(plan, cfg, &model, timing_jobs(plan, p), None, None).map_err(SimError::Run)?
+            exec::execute(plan, cfg, &model, timing_jobs(plan, p), None, None)?
         };
         let w = walls(&run.ends);
         trial_means.push(w.iter().sum::<f64>() / w.len().max(1) as f64);
@@ -202,7 +202,7 @@ fn write_trial(cfg: &Config, plan: &Plan, p: usize, model: &outrun_plan::Straggl
     } else {
         exec::execute(plan, cfg, model, timing_jobs(plan, p), Some(&mut book), Some(&mut events))
     }
-    .map_err(SimError::Run)?;
+    ?;
     for (r, evs) in events.iter().enumerate() {
         let mut l = Lines::create(&dir.join(format!("rank-{r}.jsonl"))).map_err(io)?;
         l.json(&serde_json::json!({"ev": "setup", "rank": r, "worker": plan.nodes[r].worker, "host": "simulated",

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use outrun_plan::config::{Config, ModelConfig};
 use outrun_plan::Plan;
-use outrun_proto::{Applied, Frame, Job, Len};
+use outrun_proto::{Applied, Frame, Job, JobError, Len};
 
 use crate::data::{rows, DataError, Rows};
 use crate::kernel::gradient_paced;
@@ -90,12 +90,12 @@ impl Job<Frame> for GradientDescent {
             .collect()
     }
 
-    fn apply(&mut self, t: u64, total: Frame) -> Result<Applied, String> {
+    fn apply(&mut self, t: u64, total: Frame) -> Result<Applied, JobError> {
         let total = total.as_slice();
         let (g, loss) = (&total[..self.p], total[self.p]);
         gd_step(&mut self.theta, g, self.samples as f64, &self.model, t);
         if !self.theta.iter().all(|v| v.is_finite()) || !loss.is_finite() {
-            return Err(format!("iteration {t}: the model diverged (non-finite θ or loss); lower model.lr (now {})", self.model.lr));
+            return Err(JobError(format!("iteration {t}: the model diverged (non-finite θ or loss); lower model.lr (now {})", self.model.lr)));
         }
         Ok(Applied { loss, state: Some(self.theta.clone()) })
     }
@@ -124,7 +124,7 @@ impl Job<Len> for Timing {
     fn compute(&mut self, rank: usize, _t: u64, _model: &Len) -> Vec<Len> {
         vec![Len(self.len); self.parts[rank]]
     }
-    fn apply(&mut self, _t: u64, _total: Len) -> Result<Applied, String> {
+    fn apply(&mut self, _t: u64, _total: Len) -> Result<Applied, JobError> {
         Ok(Applied { loss: f64::NAN, state: None })
     }
 }

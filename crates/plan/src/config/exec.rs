@@ -106,6 +106,11 @@ impl EngineConfig {
     }
 }
 
+/// A rate that is not one.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct RateError(pub String);
+
 /// A link rate: bytes per second, or a string with a unit (`"100mbit"`, `"1gbit"`, `"500kbit"`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
@@ -118,27 +123,27 @@ pub enum Rate {
 
 impl Rate {
     /// Bytes per second, or a message naming the problem.
-    pub fn bytes_per_second(&self) -> Result<f64, String> {
+    pub fn bytes_per_second(&self) -> Result<f64, RateError> {
         let v = match self {
             Rate::BytesPerSecond(v) => *v,
             Rate::Text(t) => {
                 let t = t.trim();
                 let split = t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len());
                 let (num, unit) = t.split_at(split);
-                let n: f64 = num.trim().parse().map_err(|_| format!("`{t}` is not a rate like 100mbit"))?;
+                let n: f64 = num.trim().parse().map_err(|_| RateError(format!("`{t}` is not a rate like 100mbit")))?;
                 n * match unit {
                     "bit" => 1.0 / 8.0,
                     "kbit" => 1e3 / 8.0,
                     "mbit" => 1e6 / 8.0,
                     "gbit" => 1e9 / 8.0,
-                    _ => return Err(format!("`{t}`: use a number of bytes per second or kbit, mbit, gbit")),
+                    _ => return Err(RateError(format!("`{t}`: use a number of bytes per second or kbit, mbit, gbit"))),
                 }
             }
         };
         if v.is_finite() && v > 0.0 {
             Ok(v)
         } else {
-            Err(format!("{v}: must be a positive rate"))
+            Err(RateError(format!("{v}: must be a positive rate")))
         }
     }
 }
@@ -179,14 +184,14 @@ impl Default for NetworkConfig {
 impl NetworkConfig {
     pub(super) fn validate(&self, ranks: usize) -> Result<(), ConfigError> {
         if let Some(b) = &self.bandwidth {
-            b.bytes_per_second().map_err(|e| ConfigError::new("network.bandwidth", e))?;
+            b.bytes_per_second().map_err(|e| ConfigError::new("network.bandwidth", e.0))?;
         }
         check_seconds("network.latency", self.latency, true)?;
         if !self.node_bandwidth.is_empty() && self.node_bandwidth.len() != ranks {
             return err("network.node_bandwidth", format!("has {} entries but the run has {ranks} ranks", self.node_bandwidth.len()));
         }
         for b in &self.node_bandwidth {
-            b.bytes_per_second().map_err(|e| ConfigError::new("network.node_bandwidth", e))?;
+            b.bytes_per_second().map_err(|e| ConfigError::new("network.node_bandwidth", e.0))?;
         }
         Ok(())
     }

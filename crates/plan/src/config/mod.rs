@@ -19,7 +19,7 @@ mod tagged;
 
 use serde::Serialize;
 
-pub use exec::{ComputeMode, EngineConfig, NetworkConfig, Rate, TimingConfig, MAX_SECONDS};
+pub use exec::{ComputeMode, EngineConfig, NetworkConfig, Rate, RateError, TimingConfig, MAX_SECONDS};
 pub use job::{DataConfig, DataKind, GdConfig, JobConfig, Loss, ModelConfig, Schedule};
 pub use run::RunConfig;
 pub use scheme::{CodeChoice, SchemeConfig, StarConfig, TreeConfig};

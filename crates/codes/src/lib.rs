@@ -14,14 +14,18 @@
 //! - [`SurvivorSet`], [`combinations`], [`binomial`]: survivor sets and counting.
 #![deny(missing_docs)]
 
+mod agc;
 mod code;
 mod combin;
 mod decode;
 mod linalg;
+mod linear;
 mod rng;
 
+pub use agc::{groups as agc_groups, q_agc, q_star, rounds_needed, AgcCode, AgcDecoding};
 pub use code::{CodeError, CodeKind, GradientCode, Screening};
 pub use combin::{binomial, combinations, Combinations, SurvivorSet};
 pub use decode::{decode, Decoder, Decoding, EXACT_RESIDUAL};
-pub use linalg::{col_nnz, lstsq, norm2, row_nnz, rows_transposed, LeastSquares, Matrix, RANK_TOL};
+pub use linear::{condition, rank, GroupDecoding, LinearCode, LinearError, LinearKind, PeelStep};
+pub use linalg::{col_nnz, lstsq, norm2, row_nnz, rows_transposed, single_threaded_blas, LeastSquares, Matrix, RANK_TOL};
 pub use rng::{domain, splitmix64, Rng};

@@ -11,6 +11,21 @@
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2, Axis};
 use ndarray_linalg::{JobSvd, SVDDC};
 
+extern "C" {
+    fn openblas_set_num_threads(n: std::os::raw::c_int);
+}
+
+/// One OpenBLAS thread per process, set once before the first LAPACK call. The systems solved
+/// here are small (decoding, code construction), and with its default thread count Debian's
+/// OpenBLAS 0.3.21 crashed (SIGSEGV) in `dgetrf` on this project's AGC decoding systems, while one
+/// thread was also 11× faster on them (the AGC tests: 3.7 s against 42 s). The MPI engine runs
+/// many ranks per host anyway, one thread each.
+pub fn single_threaded_blas() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    // SAFETY: a plain setter of OpenBLAS's thread count.
+    ONCE.call_once(|| unsafe { openblas_set_num_threads(1) });
+}
+
 /// A dense `f64` matrix (row-major, standard layout).
 pub type Matrix = Array2<f64>;
 
@@ -35,6 +50,7 @@ pub fn lstsq(a: ArrayView2<f64>, b: ArrayView1<f64>) -> LeastSquares {
     if m == 0 || n == 0 {
         return LeastSquares { x: Array1::zeros(n), rank: 0, rcond: 1.0 };
     }
+    single_threaded_blas();
     let owned = a.as_standard_layout().into_owned();
     let (u, s, vt) = owned.svddc(JobSvd::Some).expect("LAPACK gesdd failed (non-finite input?)");
     let (u, vt) = (u.expect("U requested"), vt.expect("Vᵀ requested"));

@@ -64,10 +64,6 @@ pub struct Finished {
     pub result: Result<Option<Summary>, EngineError>,
 }
 
-extern "C" {
-    fn openblas_set_num_threads(n: std::os::raw::c_int);
-}
-
 /// Keep freed memory for reuse: message buffers of up to 32 MB come from the heap instead of
 /// fresh `mmap`s, whose pages the kernel faults in and zeroes on every use (measured: the 64 MB
 /// ring all-reduce on 8 ranks took 1.1 s with fresh pages; see docs/performance.md).
@@ -85,8 +81,7 @@ fn keep_freed_memory() {
 pub fn train(config: &Path, overrides: &[String], progress: &mut dyn Progress) -> Finished {
     let started = Instant::now();
     // The cores are shared by many ranks already: one BLAS thread each.
-    // SAFETY: a plain setter of OpenBLAS's thread count, called before any BLAS work.
-    unsafe { openblas_set_num_threads(1) };
+    outrun_codes::single_threaded_blas();
     keep_freed_memory();
     let Some(universe) = mpi::initialize() else {
         return Finished { rank: 0, result: Err(EngineError::Setup("MPI was already initialised".into())) };

@@ -37,6 +37,7 @@ const TRANS: blasint = 112;
 
 /// The weighted gradient with BLAS: z = Xθ (dgemv), r_j = c_j·ℓ'(z_j), g = Xᵀr (dgemv).
 pub fn blas_gradient(rows: &Rows, coef: &[f64], theta: &[f64], loss: Loss, g: &mut [f64]) -> f64 {
+    outrun_codes::single_threaded_blas();
     let (n, p) = (rows.len(), rows.p());
     let mut z = vec![0.0; n];
     // SAFETY: dimensions match the buffers: X is n × p row-major, θ has p values, z has n, g has p.

@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use ndarray_linalg::{FactorizeInto, Solve};
 
-use crate::linalg::{lstsq, Matrix};
+use crate::linalg::Matrix;
 use crate::linear::condition;
 use crate::rng::{domain, Rng};
 
@@ -90,6 +90,8 @@ pub struct AgcDecoding {
     pub rounds: usize,
     /// Condition number of Ê.
     pub cond: f64,
+    /// max |coef·Ê − [I_L 0]|: how far the coefficients are from recovering the L parts.
+    pub residual: f64,
 }
 
 impl AgcCode {
@@ -115,14 +117,19 @@ impl AgcCode {
             }
         }
         if n > d {
-            for v in 0..n * l {
-                let (mm, i) = (v / n, v % n);
+            crate::linalg::single_threaded_blas();
+            // A_i depends on the part only: one LU factorization (exact, no rank cutoff: A_i is
+            // square and invertible with probability 1, but can be badly conditioned), L solves
+            for i in 0..n {
                 let q: Vec<usize> = (0..l).flat_map(|r| (0..n).filter(move |&j| !holds(j, i)).map(move |j| r * n + j)).collect();
                 let a = e.select(Axis(0), &q).slice(ndarray::s![.., l..cols]).to_owned();
-                let rhs: Array1<f64> = q.iter().map(|&row| -e[(row, mm)]).collect();
-                let x = lstsq(a.view(), rhs.view()).x;
-                for (k, v2) in x.iter().enumerate() {
-                    m[(l + k, v)] = *v2;
+                let lu = a.factorize_into().expect("A_i is square");
+                for mm in 0..l {
+                    let rhs: Array1<f64> = q.iter().map(|&row| -e[(row, mm)]).collect();
+                    let x = lu.solve(&rhs).expect("A_i is invertible with probability 1");
+                    for (k, v2) in x.iter().enumerate() {
+                        m[(l + k, mm * n + i)] = *v2;
+                    }
                 }
             }
         }
@@ -271,7 +278,14 @@ impl AgcCode {
             let x = lu.solve(&e_m).ok()?;
             row.copy_from_slice(x.as_slice().expect("contiguous"));
         }
-        Some(AgcDecoding { used, coef, rounds, cond })
+        let mut residual = 0.0f64;
+        for (m, row) in coef.iter().enumerate() {
+            for c in 0..size {
+                let v: f64 = row.iter().enumerate().map(|(k, a)| a * ehat[(k, c)]).sum();
+                residual = residual.max((v - if c == m { 1.0 } else { 0.0 }).abs());
+            }
+        }
+        Some(AgcDecoding { used, coef, rounds, cond, residual })
     }
 }
 
@@ -371,6 +385,7 @@ mod tests {
                 let arrivals: Vec<(usize, usize)> = (0..l).flat_map(|r| active.iter().map(move |&j| (j, r))).collect();
                 let dec = c.select(&arrivals).expect("decodable with s < d");
                 assert_eq!(dec.rounds, rounds_needed(d, l, s), "rounds consumed = r_s exactly");
+                assert!(dec.residual <= 1e-6, "residual {:e} (κ = {:.1e})", dec.residual, dec.cond);
                 let mut out = vec![0.0; l * sub];
                 for (k, &a) in dec.used.iter().enumerate() {
                     let x = c.message(&g, arrivals[a].0, arrivals[a].1, w);
@@ -471,3 +486,4 @@ mod tests {
         eprintln!("AGC n=20 d=3 L=6: worst relative error {:.1e}, max|M| {:.1e}, worst κ(Ê) {:.1e}", c.worst_error, c.max_m, c.worst_cond);
     }
 }
+

@@ -22,6 +22,9 @@ use serde::{Deserialize, Serialize};
 use crate::linalg::{lstsq, Matrix, RANK_TOL};
 use crate::rng::{domain, Rng};
 
+/// Random (3,6) graphs tried per requested draw before [`LinearCode::ldpc`] gives up.
+pub const LDPC_REDRAWS: usize = 200;
+
 /// Which construction produced a linear code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -68,8 +71,8 @@ pub enum LinearError {
         /// Dimension.
         dim: usize,
     },
-    /// The LDPC ensemble needs N even, at least 6, and K = N/2.
-    #[error("an LDPC code here is (3,6)-regular of rate 1/2: N must be even and at least 6, and K = N/2 (s = m); got N = {len}, K = {dim}")]
+    /// The LDPC ensemble needs N even, at least 10, and K = N/2.
+    #[error("an LDPC code here is (3,6)-regular of rate 1/2: N must be even and at least 10, and K = N/2 (s = m); got N = {len}, K = {dim}")]
     Ldpc {
         /// Block length.
         len: usize,
@@ -95,11 +98,29 @@ pub enum GroupDecoding {
         coef: Vec<Vec<f64>>,
         /// Condition number of G_T (σ_max/σ_min).
         cond: f64,
+        /// max |G_T·coef − I|: how far the coefficients are from recovering the chunks.
+        residual: f64,
     },
     /// Peeling (LDPC): recover erased positions one check at a time, in this order:
     /// `(erased position, [(known position, coefficient)])`, then read the chunks from the
     /// systematic positions.
     Peel(Vec<PeelStep>),
+}
+
+/// [`LinearCode::profile`]: decodability and conditioning with a number of positions erased.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LinearProfile {
+    /// Positions erased.
+    pub erased: usize,
+    /// Sets of surviving positions checked.
+    pub sets: usize,
+    /// Whether those were all of them.
+    pub exhaustive: bool,
+    /// How many decode.
+    pub decodable: usize,
+    /// Worst condition number of G_T over the sets solved by least squares (1 when every one
+    /// took the systematic path or peeled).
+    pub worst_cond: f64,
 }
 
 /// One peeling step: the erased position recovered, from known positions with coefficients.
@@ -149,13 +170,15 @@ impl LinearCode {
     /// A (3,6)-regular LDPC code of length N (K = N/2): random socket graph without multi-edges
     /// and without two positions sharing all their checks (a stopping set of size 2), ±1
     /// coefficients, full rank over the reals; the generator is systematic on K positions found
-    /// by elimination. Seeded; the best of `draws` draws.
+    /// by elimination. Seeded; graphs that fail a condition are redrawn, up to
+    /// `LDPC_REDRAWS × draws` times (at N = 10 most random graphs put two positions on the same
+    /// three checks, so rejection needs many tries there).
     pub fn ldpc(len: usize, dim: usize, seed: u64, draws: usize) -> Result<Self, LinearError> {
-        if len < 6 || !len.is_multiple_of(2) || dim * 2 != len {
+        if len < 10 || !len.is_multiple_of(2) || dim * 2 != len {
             return Err(LinearError::Ldpc { len, dim });
         }
         let m = len / 2; // checks
-        for draw in 0..draws.max(1) {
+        for draw in 0..draws.max(1) * LDPC_REDRAWS {
             let mut rng = Rng::from_key(&[seed, domain::CODE, 0x1d9c, len as u64, draw as u64]);
             // socket k of check k/6 is wired to position sockets[k]/3; repair multi-edges by
             // swapping a conflicting socket with a random one until none is left
@@ -205,7 +228,7 @@ impl LinearCode {
             let Some((g, systematic)) = systematic_generator(&h) else { continue };
             return Ok(LinearCode { kind: LinearKind::Ldpc, len, dim, g, checks, systematic });
         }
-        Err(LinearError::LdpcDraws { len, draws })
+        Err(LinearError::LdpcDraws { len, draws: draws.max(1) * LDPC_REDRAWS })
     }
 
     /// Whether the arrivals at positions `t` determine the chunks: rank(G[:, T]) = K (a rank
@@ -220,6 +243,37 @@ impl LinearCode {
         rank(&self.g.select(Axis(1), t)) == self.dim
     }
 
+    /// How the code behaves with `erased` positions missing: over every set of N − `erased`
+    /// positions (or `max_sets` random ones when there are more), how many decode and the worst
+    /// condition number of G_T among those solved by least squares. Seeded.
+    pub fn profile(&self, erased: usize, max_sets: usize, seed: u64) -> LinearProfile {
+        let keep = self.len.saturating_sub(erased);
+        let total = crate::combin::binomial(self.len, keep);
+        let exhaustive = total <= max_sets as u64;
+        let sets: Vec<Vec<usize>> = if exhaustive {
+            crate::combin::combinations(self.len, keep).collect()
+        } else {
+            let mut rng = Rng::from_key(&[seed, domain::SCREEN, 0x11e, self.len as u64, keep as u64]);
+            (0..max_sets).map(|_| {
+                let mut t = rng.choose(self.len, keep);
+                t.sort_unstable();
+                t
+            }).collect()
+        };
+        let (mut decodable, mut worst_cond) = (0, 0.0f64);
+        for t in &sets {
+            match self.decoding(t) {
+                Some(GroupDecoding::Solve { cond, .. }) => {
+                    decodable += 1;
+                    worst_cond = worst_cond.max(cond);
+                }
+                Some(GroupDecoding::Peel(_)) => decodable += 1,
+                None => {}
+            }
+        }
+        LinearProfile { erased, sets: sets.len(), exhaustive, decodable, worst_cond }
+    }
+
     /// How to decode from the arrivals at positions `t` (in that order), if they suffice.
     pub fn decoding(&self, t: &[usize]) -> Option<GroupDecoding> {
         if self.kind == LinearKind::Ldpc {
@@ -232,7 +286,7 @@ impl LinearCode {
         // systematic fast path: the K systematic positions arrived → concatenation, no solve
         if !self.systematic.is_empty() && self.systematic.iter().all(|s| t.contains(s)) {
             let coef = t.iter().map(|&p| (0..k).map(|c| if self.systematic.get(c) == Some(&p) { 1.0 } else { 0.0 }).collect()).collect();
-            return Some(GroupDecoding::Solve { coef, cond: 1.0 });
+            return Some(GroupDecoding::Solve { coef, cond: 1.0, residual: 0.0 });
         }
         // R = g_mat·G_T (r × |T|), so g_mat = R·G_T⁺: chunk c = Σ_j (G_T⁺)[j, c]·R_j, and
         // column c of G_T⁺ is the minimum-norm x with G_T·x = e_c
@@ -248,7 +302,14 @@ impl LinearCode {
                 row[c] = ls.x[j];
             }
         }
-        Some(GroupDecoding::Solve { coef, cond: condition(&gt) })
+        let mut residual = 0.0f64;
+        for r in 0..k {
+            for c in 0..k {
+                let v: f64 = coef.iter().enumerate().map(|(j, row)| gt[(r, j)] * row[c]).sum();
+                residual = residual.max((v - if r == c { 1.0 } else { 0.0 }).abs());
+            }
+        }
+        Some(GroupDecoding::Solve { coef, cond: condition(&gt), residual })
     }
 
     /// Peeling over the parity checks with the positions `known` received: the order in which
@@ -493,7 +554,7 @@ mod tests {
         let t = [4, 0, 2, 1];
         let recv: Vec<Vec<f64>> = t.iter().map(|&j| encode(&sys, &g, j)).collect();
         match sys.decoding(&t).unwrap() {
-            GroupDecoding::Solve { coef, cond } => {
+            GroupDecoding::Solve { coef, cond, .. } => {
                 assert_eq!(cond, 1.0, "no solve");
                 assert!(coef.iter().flatten().all(|&c| c == 0.0 || c == 1.0));
             }
@@ -580,5 +641,18 @@ mod tests {
         }
         assert!(ok >= 15, "peeling at 20 % erasures: {ok} recovered, {stalled} stalled");
         assert!(!code.decodable(&(0..90).collect::<Vec<_>>()), "too few positions");
+    }
+
+    /// Small groups (N = 10, 12, 16) get a code for every seed: rejection redraws until no two
+    /// positions share all three checks.
+    #[test]
+    fn ldpc_small_groups_are_found_for_every_seed() {
+        for len in [10, 12, 16] {
+            for seed in 0..20 {
+                let code = LinearCode::ldpc(len, len / 2, seed, 1).unwrap_or_else(|e| panic!("N = {len}, seed {seed}: {e}"));
+                assert_eq!(code.systematic.len(), len / 2);
+            }
+        }
+        assert!(matches!(LinearCode::ldpc(8, 4, 0, 1), Err(LinearError::Ldpc { len: 8, dim: 4 })));
     }
 }

@@ -73,7 +73,7 @@ impl<'a, J: Job<Frame>> Driver<'a, J> {
         m.handle(&self.clock, input);
         while let Some(o) = m.poll() {
             match o {
-                Output::Send { to, msg } => self.send(&to, msg),
+                Output::Send { to, msg, track } => self.send(&to, msg, track),
                 Output::Compute { t, model } => {
                     let timing = self.compute(t, &model);
                     m.handle(&self.clock, Input::Timing { t, timing });
@@ -138,7 +138,7 @@ impl<'a, J: Job<Frame>> Driver<'a, J> {
         }
     }
 
-    fn send(&mut self, to: &[usize], msg: Msg<Frame>) {
+    fn send(&mut self, to: &[usize], msg: Msg<Frame>, track: Option<u64>) {
         let mut body = msg.body;
         // a vector this node owns: its header goes into the room before its values; a received
         // frame with the same header (a model relayed to the children) is sent as it is
@@ -149,14 +149,14 @@ impl<'a, J: Job<Frame>> Driver<'a, J> {
         match body {
             Some(body) if framed => {
                 for &d in to {
-                    self.comm.isend_frame(d, PROTO, body.clone());
+                    self.comm.isend_frame(d, PROTO, body.clone(), track);
                 }
             }
             body => {
                 let (words, n) = wire::encode(&msg.head, body.as_deref().map(Frame::as_slice));
                 let words = Arc::new(words);
                 for &d in to {
-                    self.comm.isend_words(d, PROTO, words.clone(), n);
+                    self.comm.isend_words_tracked(d, PROTO, words.clone(), n, track);
                 }
             }
         }
@@ -203,6 +203,10 @@ impl<'a, J: Job<Frame>> Driver<'a, J> {
                 }
             }
             self.comm.progress();
+            for track in self.comm.completed() {
+                self.feed(m, Input::Sent { track });
+                progressed = true;
+            }
             let now = self.clock.now();
             if self.pending.as_ref().is_some_and(|p| now >= p.ready_at) {
                 let p = self.pending.take().expect("checked");

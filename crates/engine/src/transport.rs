@@ -50,6 +50,7 @@ enum Keep {
 struct InFlight {
     req: ffi::MPI_Request,
     _keep: Keep,
+    track: Option<u64>,
 }
 
 /// A communicator plus the engine's outstanding sends and traffic counters.
@@ -60,6 +61,8 @@ pub struct Comm {
     /// Number of ranks.
     pub size: usize,
     sends: Vec<InFlight>,
+    /// Tracked sends that completed since the last [`Comm::completed`].
+    done: Vec<u64>,
     /// Messages sent.
     pub sent_msgs: u64,
     /// Bytes sent.
@@ -88,10 +91,10 @@ impl Comm {
     }
 
     fn from_raw(raw: ffi::MPI_Comm, rank: usize, size: usize) -> Self {
-        Comm { raw, rank, size, sends: Vec::new(), sent_msgs: 0, sent_bytes: 0, recv_msgs: 0, recv_bytes: 0 }
+        Comm { raw, rank, size, sends: Vec::new(), done: Vec::new(), sent_msgs: 0, sent_bytes: 0, recv_msgs: 0, recv_bytes: 0 }
     }
 
-    fn isend_raw(&mut self, dest: usize, tag: i32, ptr: *const f64, nbytes: usize, keep: Keep) {
+    fn isend_raw(&mut self, dest: usize, tag: i32, ptr: *const f64, nbytes: usize, keep: Keep, track: Option<u64>) {
         let mut req: ffi::MPI_Request = unsafe { ffi::RSMPI_REQUEST_NULL };
         let count = c_int::try_from(nbytes).expect("message larger than 2 GiB");
         // SAFETY: the buffer is kept alive by `keep` in `self.sends` until MPI reports completion.
@@ -99,29 +102,46 @@ impl Comm {
         check(rc, "MPI_Isend");
         self.sent_msgs += 1;
         self.sent_bytes += nbytes as u64;
-        self.sends.push(InFlight { req, _keep: keep });
+        self.sends.push(InFlight { req, _keep: keep, track });
     }
 
     /// Start sending the first `nbytes` bytes of `words` to `dest`.
     pub fn isend_words(&mut self, dest: usize, tag: i32, words: Arc<Vec<f64>>, nbytes: usize) {
         assert!(nbytes <= words.len() * 8);
         let ptr = words.as_ptr();
-        self.isend_raw(dest, tag, ptr, nbytes, Keep::Words(words));
+        self.isend_raw(dest, tag, ptr, nbytes, Keep::Words(words), None);
     }
 
-    /// Start sending a received frame as it is (header and body), e.g. a model to relay.
-    pub fn isend_frame(&mut self, dest: usize, tag: i32, frame: Arc<Frame>) {
+    /// Start sending a whole frame (header written in place, or a received frame relayed);
+    /// with `track`, [`Comm::completed`] reports it once the send has completed.
+    pub fn isend_frame(&mut self, dest: usize, tag: i32, frame: Arc<Frame>, track: Option<u64>) {
         let w = frame.words();
         let (ptr, nbytes) = (w.as_ptr(), w.len() * 8);
-        self.isend_raw(dest, tag, ptr, nbytes, Keep::Frame(frame));
+        self.isend_raw(dest, tag, ptr, nbytes, Keep::Frame(frame), track);
+    }
+
+    /// Start sending the first `nbytes` bytes of `words`, reported by [`Comm::completed`] when done.
+    pub fn isend_words_tracked(&mut self, dest: usize, tag: i32, words: Arc<Vec<f64>>, nbytes: usize, track: Option<u64>) {
+        assert!(nbytes <= words.len() * 8);
+        let ptr = words.as_ptr();
+        self.isend_raw(dest, tag, ptr, nbytes, Keep::Words(words), track);
+    }
+
+    /// Tracked sends that completed since the last call.
+    pub fn completed(&mut self) -> Vec<u64> {
+        std::mem::take(&mut self.done)
     }
 
     /// Retire completed sends; returns how many are still in flight.
     pub fn progress(&mut self) -> usize {
+        let done = &mut self.done;
         self.sends.retain_mut(|s| {
             let mut flag: c_int = 0;
             let rc = unsafe { ffi::MPI_Test(&mut s.req, &mut flag, ffi::RSMPI_STATUS_IGNORE) };
             check(rc, "MPI_Test");
+            if flag != 0 {
+                done.extend(s.track);
+            }
             flag == 0
         });
         self.sends.len()

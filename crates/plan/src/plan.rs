@@ -7,7 +7,7 @@
 //! [`Encoding`] (what it sends). A master–worker scheme is a tree of depth 1; CodedReduce is a
 //! deeper tree; ring schemes have no tree edges and use [`Pattern::Ring`].
 
-use outrun_codes::{GradientCode, Screening};
+use outrun_codes::{AgcCode, GradientCode, LinearCode, LinearKind, LinearProfile, Screening};
 use serde::{Deserialize, Serialize};
 
 use crate::alloc::{fmt_coef, WeightedSet};
@@ -66,15 +66,98 @@ pub enum Pattern {
     },
 }
 
-/// A code used by the plan's rules, with its screening report.
+/// A code used by the plan's rules and encodings.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct PlanCode {
-    /// The code.
-    pub code: GradientCode,
-    /// Worst-case decoding quality (random constructions).
-    pub screening: Option<Screening>,
-    /// Random draws tried.
-    pub draws: usize,
+#[serde(tag = "family", rename_all = "kebab-case")]
+pub enum PlanCode {
+    /// A gradient code B (n × n) of a sibling group (gradient coding, CodedReduce).
+    Gradient {
+        /// The code.
+        code: GradientCode,
+        /// Worst-case decoding quality (random constructions).
+        screening: Option<Screening>,
+        /// Random draws tried.
+        draws: usize,
+    },
+    /// A linear [N, K] code of a worker group (communication-efficient gradient coding).
+    Linear {
+        /// The code.
+        code: LinearCode,
+        /// Decodability and conditioning with s positions missing.
+        profile: LinearProfile,
+        /// The most missing positions (≤ s) with which every set checked decodes.
+        tolerates: usize,
+    },
+    /// An adaptive gradient code (AGC, one per G-AGC group).
+    Adaptive {
+        /// The code.
+        code: AgcCode,
+    },
+}
+
+impl PlanCode {
+    /// The gradient code (rules that decode with one).
+    pub fn gradient(&self) -> &GradientCode {
+        match self {
+            PlanCode::Gradient { code, .. } => code,
+            other => panic!("expected a gradient code, the plan has {other:?}"),
+        }
+    }
+
+    /// One line for `outrun plan`.
+    fn describe(&self) -> String {
+        match self {
+            PlanCode::Gradient { code: c, screening, draws } => {
+                let scr = match screening {
+                    Some(s) => format!(
+                        "; best of {draws} draws: worst |a| = {:.3}, worst residual {:.1e} over {} {} survivor sets",
+                        s.worst_abs_coef,
+                        s.worst_residual,
+                        if s.exhaustive { "all" } else { "a sample of" },
+                        s.sets_checked
+                    ),
+                    None => String::new(),
+                };
+                format!("code B: {}×{} {:?}, s = {}{scr}", c.n, c.n, c.kind, c.s).replace("Cyclic", "cyclic").replace("Fractional", "fractional repetition").replace("Identity", "identity")
+            }
+            PlanCode::Linear { code: c, profile: p, tolerates } => format!(
+                "group code: [N = {}, K = {}] {:?} (generator K × N{}); with s = {} of its workers missing: {} of {} {} sets of {} decode{}; every set checked decodes with up to {tolerates} missing",
+                c.len,
+                c.dim,
+                c.kind,
+                if c.systematic.is_empty() { String::new() } else { format!(", systematic on {} positions", c.systematic.len()) },
+                p.erased,
+                p.decodable,
+                if p.exhaustive { "all" } else { "a sample of" },
+                p.sets,
+                c.len - p.erased,
+                match c.kind {
+                    LinearKind::Ldpc if p.decodable < p.sets => " by peeling (otherwise the group waits for more of its workers)".to_string(),
+                    LinearKind::Ldpc => " by peeling".to_string(),
+                    _ if p.worst_cond > 0.0 => format!(", worst κ(G_T) {:.1e}", p.worst_cond),
+                    _ => String::new(),
+                }
+            )
+            .replace("Gaussian", "Gaussian MDS")
+            .replace("Systematic", "systematic MDS (Cauchy)")
+            .replace("Repetition", "repetition")
+            .replace("Ldpc", "(3,6)-regular LDPC, peeling"),
+            PlanCode::Adaptive { code: c } => format!(
+                "AGC code: n = {}, d = {}, L = {}; rounds needed r_s = ⌈L/(d − s)⌉ for s = 0..{}: {} (each round 1/{} of a gradient); E chosen for stability: worst relative decode error {:.1e} over {} {} straggler sets, worst κ(Ê) {:.1e}, max|M| {:.1e}",
+                c.n,
+                c.d,
+                c.l,
+                c.d - 1,
+                (0..c.d).map(|s| outrun_codes::rounds_needed(c.d, c.l, s).to_string()).collect::<Vec<_>>().join(", "),
+                c.l,
+                c.worst_error,
+                if c.exhaustive { "all" } else { "a sample of" },
+                c.patterns_checked,
+                c.worst_cond,
+                c.max_m
+            ),
+        }
+    }
 }
 
 /// A complete plan: pure data, computed once from the config and broadcast.
@@ -130,7 +213,7 @@ impl Plan {
     /// Whether the master's result is the exact full gradient whenever every parent gets its
     /// `need` children (false only for ignore-stragglers with s > 0).
     pub fn exact_by_design(&self) -> bool {
-        self.nodes.iter().all(|n| n.rule.is_none_or(|r| r.exact_by_design(n.children.len())))
+        self.nodes.iter().all(|n| n.rule.as_ref().is_none_or(|r| r.exact_by_design(n.children.len())))
     }
 
     /// Whether `rank` starts iterations and applies their results: the root of a tree, every
@@ -185,19 +268,8 @@ impl Plan {
             ),
         );
         for pc in &self.codes {
-            let c = &pc.code;
-            let scr = match &pc.screening {
-                Some(s) => format!(
-                    "; best of {} draws: worst |a| = {:.3}, worst residual {:.1e} over {} {} survivor sets",
-                    pc.draws,
-                    s.worst_abs_coef,
-                    s.worst_residual,
-                    if s.exhaustive { "all" } else { "a sample of" },
-                    s.sets_checked
-                ),
-                None => String::new(),
-            };
-            line(&mut o, format!("code B: {}×{} {:?}, s = {}{scr}", c.n, c.n, c.kind, c.s).replace("Cyclic", "cyclic").replace("Fractional", "fractional repetition").replace("Identity", "identity"));
+            line(&mut o, pc.describe());
+            let PlanCode::Gradient { code: c, .. } = pc else { continue };
             if c.n <= 16 {
                 for i in 0..c.n {
                     let row: Vec<String> = c.b.row(i).iter().map(|v| format!("{:>8}", if *v == 0.0 { "0".into() } else { fmt_coef(*v) })).collect();
@@ -222,7 +294,7 @@ impl Plan {
                 (Some(a), _) => format!("{a}"),
                 _ => "-".into(),
             };
-            let wait = n.rule.map_or("-".into(), |r| r.describe(n.children.len()));
+            let wait = n.rule.as_ref().map_or("-".into(), |r| r.describe(n.children.len()));
             line(
                 &mut o,
                 format!(

@@ -59,6 +59,11 @@ pub enum Input<P> {
         /// JSON object of timing fields.
         timing: Value,
     },
+    /// The message sent with `track` (see [`Output::Send`]) has left this node.
+    Sent {
+        /// The tracking id given with the send.
+        track: u64,
+    },
     /// The timer `id` set by [`Output::Timer`] fired.
     Timer {
         /// Timer id.
@@ -95,6 +100,10 @@ pub enum Output<P> {
         to: Vec<usize>,
         /// The message (one body shared by every destination).
         msg: Msg<P>,
+        /// Feed [`Input::Sent`] with this id when the message has left (its send completed; in
+        /// the simulator, when its last byte left the sender's port). Multi-round senders pace
+        /// their rounds with it.
+        track: Option<u64>,
     },
     /// Compute this node's parts for iteration `t` on `model`, then feed [`Input::Computed`]
     /// (when the modelled or injected compute time has passed).

@@ -129,7 +129,7 @@ impl<P: Vector> RingNode<P> {
                 let body = P::range(self.buf.as_ref().expect("checked"), off, len);
                 let right = (self.rank + 1) % self.n;
                 let head = Header { round: k as u32, ..Header::new(Kind::Segment, t) };
-                self.out.push_back(Output::Send { to: vec![right], msg: Msg { head, body: Some(Arc::new(body)) } });
+                self.out.push_back(Output::Send { to: vec![right], msg: Msg { head, body: Some(Arc::new(body)) }, track: None });
                 self.sent += 1;
                 continue;
             }
@@ -240,6 +240,7 @@ impl<P: Vector> Machine<P> for RingNode<P> {
                 self.finish(now, Err(Failure::Run(why)));
             }
             Input::Finish { failure } => self.finish(now, failure.map_or(Ok(()), |f| Err(Failure::Run(f)))),
+            Input::Sent { .. } => {}
         }
     }
 

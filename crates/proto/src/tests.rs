@@ -45,7 +45,7 @@ impl Net {
         self.nodes[rank].handle(&At(self.now), input);
         while let Some(o) = self.nodes[rank].poll() {
             match o {
-                Output::Send { to, msg } => {
+                Output::Send { to, msg, .. } => {
                     for d in to {
                         self.sent_to[d] += 1;
                         self.wire.push((rank, d, msg.clone()));
@@ -106,7 +106,7 @@ impl Net {
 
 /// Part of worker `i` (1-based) as a GC code would have it: Σ_κ B[i,κ]·g_κ with g_κ = (κ+1)·(1, 2, 3, 4).
 fn coded_part(plan: &Plan, i: usize) -> V {
-    let b = &plan.codes[0].code.b;
+    let b = &plan.codes[0].gradient().b;
     (0..LEN).map(|j| (0..b.ncols()).map(|k| b[(i - 1, k)] * (k + 1) as f64 * (j + 1) as f64).sum()).collect()
 }
 

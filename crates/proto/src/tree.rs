@@ -67,7 +67,7 @@ pub struct TreeNode<P: Vector> {
     own: Option<Vec<P>>,
     model: Option<Arc<P>>,
     arrivals: Vec<P>,
-    arrived: Vec<(usize, f64)>,
+    arrived: Vec<(usize, f64, u32)>,
     failed: Vec<(usize, Vec<u32>)>,
     assignment: Option<(u64, Vec<u8>)>,
     record: Value,
@@ -75,6 +75,11 @@ pub struct TreeNode<P: Vector> {
     recv: Vec<u64>,
     bye: Vec<Option<u64>>,
     up_sent: u64,
+    up_bytes: u64,
+    iter_bytes_start: u64,
+    /// Rounds of the current iteration not yet sent, and how many were.
+    rounds: VecDeque<(u32, P)>,
+    rounds_sent: u32,
     late: u64,
     latency: Histogram,
     failure: Option<String>,
@@ -120,6 +125,10 @@ impl<P: Vector> TreeNode<P> {
             recv: vec![0; k],
             bye: vec![None; k],
             up_sent: 0,
+            up_bytes: 0,
+            iter_bytes_start: 0,
+            rounds: VecDeque::new(),
+            rounds_sent: 0,
             late: 0,
             latency: Histogram::default(),
             failure: None,
@@ -138,13 +147,30 @@ impl<P: Vector> TreeNode<P> {
     }
 
     fn send(&mut self, to: Vec<usize>, head: Header, body: Option<Arc<P>>) {
-        self.out.push_back(Output::Send { to, msg: Msg { head, body } });
+        self.out.push_back(Output::Send { to, msg: Msg { head, body }, track: None });
     }
 
     fn send_up(&mut self, head: Header, body: Option<Arc<P>>) {
+        self.send_up_tracked(head, body, None);
+    }
+
+    fn send_up_tracked(&mut self, head: Header, body: Option<Arc<P>>, track: Option<u64>) {
         let parent = self.parent.expect("a worker has a parent");
         self.up_sent += 1;
-        self.send(vec![parent], head, body);
+        self.up_bytes += crate::wire::frame_bytes(&head, body.as_ref().map_or(0, |b| b.len())) as u64;
+        self.out.push_back(Output::Send { to: vec![parent], msg: Msg { head, body }, track });
+    }
+
+    /// Send the next queued round of the current iteration (multi-round encoders send one round
+    /// at a time: the next one when the previous has left).
+    fn send_next_round(&mut self) {
+        let Some(t) = self.cur else { return };
+        let Some((r, body)) = self.rounds.pop_front() else { return };
+        let track = (!self.rounds.is_empty()).then_some(t.wrapping_mul(1 << 16) + r as u64);
+        self.rounds_sent += 1;
+        self.send_up_tracked(Header { round: r, ..Header::new(Kind::Result, t) }, Some(Arc::new(body)), track);
+        self.record["rounds"] = json!(self.rounds_sent);
+        self.record["up_bytes"] = json!(self.up_bytes - self.iter_bytes_start);
     }
 
     fn log(&mut self, v: Value) {
@@ -153,6 +179,28 @@ impl<P: Vector> TreeNode<P> {
 
     fn child_index(&self, rank: usize) -> Option<usize> {
         self.children.iter().position(|&c| c == rank)
+    }
+
+    /// Close the iteration's record; a multi-round sender keeps it open (its rounds are
+    /// counted in it) until the last round leaves or the next model arrives.
+    fn close_record_keep(&mut self, status: &str, at: f64) {
+        if self.rounds.is_empty() {
+            self.close_record(status, at);
+        } else {
+            self.record["status"] = json!(status);
+            self.record["send"] = json!(at);
+            if self.record.get("ready").is_none() {
+                self.record["ready"] = json!(at);
+            }
+        }
+    }
+
+    /// Emit a record kept open by [`Self::close_record_keep`].
+    fn flush_record(&mut self) {
+        if self.record.is_object() && self.record.get("status").is_some() {
+            let ev = std::mem::take(&mut self.record);
+            self.log(ev);
+        }
     }
 
     /// Close the iteration's record with a status and emit it.
@@ -172,13 +220,16 @@ impl<P: Vector> TreeNode<P> {
     }
 
     fn arrivals_json(&self) -> Value {
-        json!(self.arrived.iter().map(|(r, at)| json!([r, at])).collect::<Vec<_>>())
+        json!(self.arrived.iter().map(|(r, at, round)| if *round == 0 { json!([r, at]) } else { json!([r, at, round]) }).collect::<Vec<_>>())
     }
 
     /// Start iteration `t`: forward the model, begin collecting, start computing.
     fn begin(&mut self, now: f64, t: u64, model: Arc<P>, sent_at: f64) {
         self.cur = Some(t);
         self.answered = false;
+        self.rounds.clear();
+        self.rounds_sent = 0;
+        self.iter_bytes_start = self.up_bytes;
         self.own = None;
         self.arrivals.clear();
         self.arrived.clear();
@@ -208,6 +259,8 @@ impl<P: Vector> TreeNode<P> {
 
     fn on_model(&mut self, clock: &dyn Clock, t: u64, model: Arc<P>, sent_at: f64) {
         let now = clock.now();
+        self.stop_rounds(now);
+        self.flush_record();
         if let Some(prev) = self.cur {
             if !self.answered && prev < t {
                 self.abandon(prev, now);
@@ -235,6 +288,17 @@ impl<P: Vector> TreeNode<P> {
         self.close_record("abandoned", now);
     }
 
+    /// A newer model or the stop arrived: a multi-round sender that has sent some rounds of t
+    /// stops there (its remaining rounds are dropped; what it sent answers the model).
+    fn stop_rounds(&mut self, now: f64) {
+        if !self.rounds.is_empty() {
+            self.rounds.clear();
+            if let Some(t) = self.cur {
+                self.log(json!({"ev": "rounds-stopped", "t": t, "sent": self.rounds_sent, "at": now}));
+            }
+        }
+    }
+
     /// Send the result (or deliver it, at the root) once the node's parts and its children's
     /// rule are both ready.
     fn try_finish(&mut self, clock: &dyn Clock) {
@@ -252,6 +316,13 @@ impl<P: Vector> TreeNode<P> {
         if self.agg.is_some() {
             self.record["used"] = json!(used);
             self.record["residual"] = json!(comb.residual);
+            if comb.cond > 0.0 {
+                self.record["cond"] = json!(comb.cond);
+            }
+            if comb.rounds > 0 {
+                self.record["rounds_used"] = json!(comb.rounds);
+                self.record["uses"] = json!(comb.uses.iter().map(|&(i, k)| json!([self.children[i], k])).collect::<Vec<_>>());
+            }
         }
         if comb.residual > EXACT_RESIDUAL {
             let why = format!(
@@ -285,10 +356,9 @@ impl<P: Vector> TreeNode<P> {
             let info = Delivered { used: workers, residual: comb.residual, exact: comb.exact, coverage: comb.coverage, late_total: self.late };
             self.out.push_back(Output::Deliver { t, total, info });
         } else {
-            for (r, body) in bodies.into_iter().enumerate() {
-                self.send_up(Header { round: r as u32, ..Header::new(Kind::Result, t) }, Some(Arc::new(body)));
-            }
-            self.close_record("sent", now);
+            self.rounds = bodies.into_iter().enumerate().map(|(r, b)| (r as u32, b)).collect();
+            self.send_next_round();
+            self.close_record_keep("sent", now);
         }
     }
 
@@ -310,7 +380,7 @@ impl<P: Vector> TreeNode<P> {
 
     /// The children that gave nothing usable, with what failed subtrees reported.
     fn describe_missing(&self) -> String {
-        let got: Vec<usize> = self.arrived.iter().map(|(r, _)| *r).collect();
+        let got: Vec<usize> = self.arrived.iter().map(|(r, _, _)| *r).collect();
         let mut parts = vec![];
         for (i, &c) in self.children.iter().enumerate() {
             if got.contains(&c) {
@@ -328,7 +398,7 @@ impl<P: Vector> TreeNode<P> {
     }
 
     fn missing_children(&self) -> Vec<u32> {
-        let got: Vec<usize> = self.arrived.iter().map(|(r, _)| *r).collect();
+        let got: Vec<usize> = self.arrived.iter().map(|(r, _, _)| *r).collect();
         self.children.iter().filter(|c| !got.contains(c)).map(|&c| c as u32).collect()
     }
 
@@ -366,7 +436,7 @@ impl<P: Vector> TreeNode<P> {
                     if agg.offer(idx, head.round) {
                         let body = msg.body.map(|b| Arc::try_unwrap(b).unwrap_or_else(|b| (*b).clone())).unwrap_or_else(|| P::zeros(self.len));
                         self.arrivals.push(body);
-                        self.arrived.push((from, now));
+                        self.arrived.push((from, now, head.round));
                         true
                     } else {
                         false
@@ -420,6 +490,8 @@ impl<P: Vector> TreeNode<P> {
                 }
             }
             Kind::Stop | Kind::Abort if self.phase == Phase::Running => {
+                self.stop_rounds(now);
+                self.flush_record();
                 if let Some(t) = self.cur {
                     if !self.answered {
                         self.abandon(t, now);
@@ -545,6 +617,15 @@ impl<P: Vector> Machine<P> for TreeNode<P> {
                 }
             }
             Input::Timer { id } => self.on_timer(clock, id),
+            Input::Sent { track } => {
+                // the round tracked has left: send the next one of the same iteration
+                if self.cur.is_some_and(|t| track >> 16 == t) && self.phase == Phase::Running {
+                    self.send_next_round();
+                    if self.rounds.is_empty() {
+                        self.flush_record();
+                    }
+                }
+            }
             Input::Start { t, model } => {
                 assert!(self.parent.is_none(), "only the root starts iterations");
                 if self.phase != Phase::Running {

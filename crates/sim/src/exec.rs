@@ -50,6 +50,7 @@ enum Ev<P> {
     Arrive { from: usize, to: usize, msg: Msg<P> },
     Computed { rank: usize, t: u64, parts: Vec<P> },
     Timer { rank: usize, id: u64 },
+    Sent { rank: usize, track: u64 },
     Free,
 }
 
@@ -87,7 +88,7 @@ impl<P: Vector + 'static, J: Job<P>> Sim<'_, P, J> {
         self.machines[rank].handle(&At(at), input);
         while let Some(o) = self.machines[rank].poll() {
             match o {
-                Output::Send { to, msg } => {
+                Output::Send { to, msg, track } => {
                     let len = msg.body.as_ref().map_or(0, |b| b.len());
                     let bytes = wire::frame_bytes(&msg.head, len);
                     let down = is_down(msg.head.kind);
@@ -95,7 +96,8 @@ impl<P: Vector + 'static, J: Job<P>> Sim<'_, P, J> {
                         self.cancel_late(rank, msg.head.t, at);
                     }
                     for d in to {
-                        let evs = self.net.submit(rank, d, bytes, at, down, Ev::Arrive { from: rank, to: d, msg: msg.clone() });
+                        let sent = track.map(|track| Ev::Sent { rank, track });
+                        let evs = self.net.submit_notify(rank, d, bytes, at, down, Ev::Arrive { from: rank, to: d, msg: msg.clone() }, sent);
                         self.schedule(evs);
                     }
                 }
@@ -189,6 +191,7 @@ impl<P: Vector + 'static, J: Job<P>> Sim<'_, P, J> {
                 Ev::Arrive { from, to, msg } => self.feed(to, at, Input::Recv { from, msg }),
                 Ev::Computed { rank, t, parts } => self.feed(rank, at, Input::Computed { t, parts, ready: at }),
                 Ev::Timer { rank, id } => self.feed(rank, at, Input::Timer { id }),
+                Ev::Sent { rank, track } => self.feed(rank, at, Input::Sent { track }),
                 Ev::Free => {
                     let evs = self.net.pump(at);
                     self.schedule(evs);

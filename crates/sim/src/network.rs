@@ -17,6 +17,8 @@ struct Pending<P> {
     to: usize,
     bytes: usize,
     payload: P,
+    /// Delivered to the sender when the transmission ends.
+    sent: Option<P>,
 }
 
 /// What the caller must schedule.
@@ -88,12 +90,21 @@ impl<P> Network<P> {
     /// Send `bytes` from `from` to `to` at time `now` (`down`: a model message). Returns what to
     /// schedule.
     pub fn submit(&mut self, from: usize, to: usize, bytes: usize, now: f64, down: bool, payload: P) -> Vec<(f64, NetEvent<P>)> {
+        self.submit_notify(from, to, bytes, now, down, payload, None)
+    }
+
+    /// [`Network::submit`], also delivering `sent` (to the sender) when the last byte has left
+    /// its port.
+    #[allow(clippy::too_many_arguments)]
+    pub fn submit_notify(&mut self, from: usize, to: usize, bytes: usize, now: f64, down: bool, payload: P, sent: Option<P>) -> Vec<(f64, NetEvent<P>)> {
         if down && !self.downlink {
             self.count(from, to, bytes);
-            return vec![(now + self.latency, NetEvent::Deliver(payload))];
+            let mut out = vec![(now + self.latency, NetEvent::Deliver(payload))];
+            out.extend(sent.map(|s| (now, NetEvent::Deliver(s))));
+            return out;
         }
         self.seq += 1;
-        self.pending.push(Pending { ready: now, seq: self.seq, from, to, bytes, payload });
+        self.pending.push(Pending { ready: now, seq: self.seq, from, to, bytes, payload, sent });
         self.pump(now)
     }
 
@@ -117,6 +128,9 @@ impl<P> Network<P> {
             self.count(m.from, m.to, m.bytes);
             if dur > 0.0 {
                 out.push((now + dur, NetEvent::Free));
+            }
+            if let Some(s) = m.sent {
+                out.push((now + dur, NetEvent::Deliver(s)));
             }
             out.push((now + dur + self.latency, NetEvent::Deliver(m.payload)));
         }

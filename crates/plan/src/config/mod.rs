@@ -22,7 +22,7 @@ use serde::Serialize;
 pub use exec::{ComputeMode, EngineConfig, NetworkConfig, Rate, RateError, TimingConfig, MAX_SECONDS};
 pub use job::{DataConfig, DataKind, GdConfig, JobConfig, Loss, ModelConfig, Schedule};
 pub use run::RunConfig;
-pub use scheme::{CodeChoice, SchemeConfig, StarConfig, TreeConfig};
+pub use scheme::{AgcConfig, CegcConfig, CodeChoice, LinearChoice, SchemeConfig, StarConfig, TreeConfig};
 pub use stragglers::{BernoulliMode, PerWorker, StragglerConfig};
 
 use tagged::de;

@@ -57,6 +57,66 @@ fn default_draws() -> usize {
     10
 }
 
+/// The linear code of each CommFR-GC group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum LinearChoice {
+    /// Random Gaussian generator (MDS), best of `draws` by worst condition number.
+    #[default]
+    Gaussian,
+    /// Systematic MDS with a Cauchy parity block: no solve when the systematic workers arrive.
+    Systematic,
+    /// (3,6)-regular LDPC with a peeling decoder (s = m, groups of at least 6).
+    Ldpc,
+    /// The repetition code (m = 1): Tandon et al.'s fractional repetition.
+    Repetition,
+}
+
+/// Communication-efficient gradient coding (CommFR-GC, Kadhe et al.): groups of N = s + m
+/// workers hold the same data; each uploads ⌈len/m⌉ values.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CegcConfig {
+    /// Number of workers n.
+    pub workers: usize,
+    /// Stragglers tolerated (any s; more when spread over groups).
+    pub s: usize,
+    /// Communication saving m (the code's dimension K): uploads are ⌈len/m⌉ values.
+    #[serde(default = "one")]
+    pub m: usize,
+    /// The group code.
+    #[serde(default)]
+    pub code: LinearChoice,
+    /// Random draws of a Gaussian or LDPC code.
+    #[serde(default = "default_draws")]
+    pub draws: usize,
+}
+
+fn one() -> usize {
+    1
+}
+
+/// Adaptive gradient coding (AGC, Cao et al.) and its group version (G-AGC).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgcConfig {
+    /// Number of workers n.
+    pub workers: usize,
+    /// Parts per worker d (tolerates up to d − 1 stragglers; per group for G-AGC).
+    pub d: usize,
+    /// Sub-vectors L (and most rounds per iteration).
+    pub rounds: usize,
+    /// Random draws of E; the most stable one is used.
+    #[serde(default = "default_agc_draws")]
+    pub draws: usize,
+}
+
+/// Ten draws: the notes' §8.H seed search (over ≥ 10 seeds; at N = 12, L = 12 five draws left
+/// some seeds above 1e-6 relative error, ten did not).
+fn default_agc_draws() -> usize {
+    10
+}
+
 /// `[scheme]`, by `kind`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
@@ -75,10 +135,19 @@ pub enum SchemeConfig {
     Allreduce(StarConfig),
     /// CodedReduce on an (n, L)-regular tree.
     Cr(TreeConfig),
+    /// Communication-efficient gradient coding from a linear code (CommFR-GC).
+    Cegc(CegcConfig),
+    /// Adaptive gradient coding.
+    Agc(AgcConfig),
+    /// Group adaptive gradient coding.
+    #[serde(rename = "g-agc")]
+    GAgc(AgcConfig),
 }
 
 const STAR_KEYS: &[&str] = &["workers", "s", "draws"];
 const TREE_KEYS: &[&str] = &["n", "layers", "s", "code", "draws", "workers"];
+const CEGC_KEYS: &[&str] = &["workers", "s", "m", "code", "draws"];
+const AGC_KEYS: &[&str] = &["workers", "d", "rounds", "draws"];
 
 impl Tagged for SchemeConfig {
     const SECTION: &'static str = "scheme";
@@ -91,6 +160,9 @@ impl Tagged for SchemeConfig {
         ("rar", STAR_KEYS),
         ("allreduce", STAR_KEYS),
         ("cr", TREE_KEYS),
+        ("cegc", CEGC_KEYS),
+        ("agc", AGC_KEYS),
+        ("g-agc", AGC_KEYS),
     ];
 
     fn variant(kind: &str, rest: toml::Value) -> Result<Self, ConfigError> {
@@ -105,6 +177,25 @@ impl Tagged for SchemeConfig {
             "gc-frac" => SchemeConfig::GcFrac(star()?),
             "rar" => SchemeConfig::Rar(star()?),
             "allreduce" => SchemeConfig::Allreduce(star()?),
+            "cegc" => {
+                if rest.get("s").is_none() {
+                    return err("scheme.s", "missing: cegc needs the number of stragglers s (groups have s + m workers)");
+                }
+                SchemeConfig::Cegc(de(rest, "scheme")?)
+            }
+            "agc" | "g-agc" => {
+                for (key, what) in [("d", "the parts per worker d"), ("rounds", "the number of sub-vectors L (rounds)")] {
+                    if rest.get(key).is_none() {
+                        return err(&format!("scheme.{key}"), format!("missing: {kind} needs {what}"));
+                    }
+                }
+                let c = de(rest, "scheme")?;
+                if kind == "agc" {
+                    SchemeConfig::Agc(c)
+                } else {
+                    SchemeConfig::GAgc(c)
+                }
+            }
             "cr" => {
                 for key in ["n", "layers"] {
                     if rest.get(key).is_none() {
@@ -134,6 +225,9 @@ impl SchemeConfig {
             SchemeConfig::Rar(_) => "rar",
             SchemeConfig::Allreduce(_) => "allreduce",
             SchemeConfig::Cr(_) => "cr",
+            SchemeConfig::Cegc(_) => "cegc",
+            SchemeConfig::Agc(_) => "agc",
+            SchemeConfig::GAgc(_) => "g-agc",
         }
     }
 
@@ -146,6 +240,8 @@ impl SchemeConfig {
     pub fn workers(&self) -> usize {
         match self {
             SchemeConfig::Cr(t) => (1..=t.layers.min(64) as u32).fold(0usize, |acc, l| acc.saturating_add(t.n.saturating_pow(l))),
+            SchemeConfig::Cegc(c) => c.workers,
+            SchemeConfig::Agc(c) | SchemeConfig::GAgc(c) => c.workers,
             SchemeConfig::Umw(c)
             | SchemeConfig::Ignore(c)
             | SchemeConfig::GcCyclic(c)
@@ -159,6 +255,8 @@ impl SchemeConfig {
     pub fn s(&self) -> usize {
         match self {
             SchemeConfig::Cr(t) => t.s,
+            SchemeConfig::Cegc(c) => c.s,
+            SchemeConfig::Agc(c) | SchemeConfig::GAgc(c) => c.d.saturating_sub(1),
             SchemeConfig::Umw(c)
             | SchemeConfig::Ignore(c)
             | SchemeConfig::GcCyclic(c)
@@ -172,6 +270,8 @@ impl SchemeConfig {
         let kind = self.kind();
         let c = match self {
             SchemeConfig::Cr(t) => return t.validate(),
+            SchemeConfig::Cegc(c) => return c.validate(),
+            SchemeConfig::Agc(c) | SchemeConfig::GAgc(c) => return c.validate(kind),
             SchemeConfig::Umw(c)
             | SchemeConfig::Ignore(c)
             | SchemeConfig::GcCyclic(c)
@@ -207,6 +307,74 @@ impl SchemeConfig {
 
 /// Most workers a scheme may have.
 pub const MAX_WORKERS: usize = 100_000;
+
+fn check_workers(n: usize) -> Result<(), ConfigError> {
+    match n {
+        0 => err("scheme.workers", "must be at least 1"),
+        n if n > MAX_WORKERS => err("scheme.workers", format!("= {n}: at most {MAX_WORKERS} workers")),
+        _ => Ok(()),
+    }
+}
+
+impl CegcConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        let (n, s, m) = (self.workers, self.s, self.m);
+        check_workers(n)?;
+        if m == 0 {
+            return err("scheme.m", "must be at least 1 (uploads are ⌈len/m⌉ values)");
+        }
+        let group = s + m;
+        if group > n {
+            return err("scheme.s", format!("= {s} with m = {m}: groups of s + m = {group} workers do not fit in scheme.workers = {n}"));
+        }
+        if !n.is_multiple_of(group) {
+            return err("scheme.workers", format!("= {n}: CommFR-GC makes groups of s + m = {group} workers, which must divide the number of workers"));
+        }
+        match self.code {
+            LinearChoice::Repetition if m != 1 => err("scheme.m", format!("= {m}: the repetition code has dimension 1; use m = 1")),
+            LinearChoice::Ldpc if s != m || group < 10 => err(
+                "scheme.code",
+                format!("= \"ldpc\" is (3,6)-regular (rate 1/2): it needs s = m and groups of at least 10 workers (smaller ones force two workers onto the same checks); here s = {s}, m = {m}"),
+            ),
+            _ if self.draws == 0 => err("scheme.draws", "must be at least 1"),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Most sub-vectors (rounds) an adaptive code may have.
+pub const MAX_ROUNDS: usize = 64;
+
+/// Most workers × rounds in one adaptive code: its decoding systems have up to that many rows,
+/// and their conditioning (so the decode error) and the plan's search time grow with it (N = 40,
+/// L = 12 already decodes with ~4e-4 relative error).
+pub const MAX_AGC_ROWS: usize = 480;
+
+impl AgcConfig {
+    fn validate(&self, kind: &str) -> Result<(), ConfigError> {
+        let (n, d, l) = (self.workers, self.d, self.rounds);
+        check_workers(n)?;
+        if d == 0 || d > n {
+            return err("scheme.d", format!("= {d}: must be between 1 and scheme.workers = {n}"));
+        }
+        if l == 0 || l > MAX_ROUNDS {
+            return err("scheme.rounds", format!("= {l}: must be between 1 and {MAX_ROUNDS}"));
+        }
+        if self.draws == 0 {
+            return err("scheme.draws", "must be at least 1");
+        }
+        // the largest code: all workers (agc), or the last G-AGC group (d plus the remainder)
+        let size = if kind == "g-agc" { d + n % d } else { n };
+        if size * l > MAX_AGC_ROWS {
+            let what = if kind == "g-agc" { format!("a largest group of {size} workers") } else { format!("scheme.workers = {n}") };
+            return err(
+                "scheme.rounds",
+                format!("= {l} with {what}: an adaptive code of N workers and L rounds decodes systems of up to N·L = {} rows; at most {MAX_AGC_ROWS} are supported (the decode error grows with N·L); use fewer rounds{}", size * l, if kind == "g-agc" { "" } else { " or kind = \"g-agc\"" }),
+            );
+        }
+        Ok(())
+    }
+}
 
 impl TreeConfig {
     fn validate(&self) -> Result<(), ConfigError> {

@@ -167,3 +167,38 @@ fn extreme_values_are_refused_with_the_bound() {
     let e = parse_with(&["scheme.kind=cr", "scheme.workers=", "scheme.n=4294967296", "scheme.layers=2", "scheme.s=1"]).unwrap_err();
     assert_eq!(e.field, "scheme.n");
 }
+
+/// The communication-efficient and adaptive codes' keys: group sizes, code constraints, and the
+/// bound on an adaptive code's size.
+#[test]
+fn cegc_and_agc_constraints_name_the_field() {
+    let cegc = ["scheme.kind=cegc", "scheme.workers=8", "scheme.s=2", "scheme.m=2"];
+    let with = |extra: &[&str]| {
+        let mut v = cegc.to_vec();
+        v.extend_from_slice(extra);
+        parse_with(&v)
+    };
+    assert!(with(&[]).is_ok());
+    assert_eq!(with(&["scheme.m=0"]).unwrap_err().field, "scheme.m");
+    assert_eq!(with(&["scheme.s=1"]).unwrap_err().field, "scheme.workers", "3 does not divide 8");
+    assert_eq!(with(&["scheme.s=7"]).unwrap_err().field, "scheme.s");
+    assert_eq!(with(&["scheme.code=repetition"]).unwrap_err().field, "scheme.m");
+    let ldpc = with(&["scheme.code=ldpc"]).unwrap_err();
+    assert_eq!(ldpc.field, "scheme.code");
+    assert!(ldpc.message.contains("at least 10"), "{ldpc}");
+    assert!(with(&["scheme.code=ldpc", "scheme.workers=20", "scheme.s=5", "scheme.m=5"]).is_ok());
+    let agc = |extra: &[&str]| {
+        let mut v = vec!["scheme.kind=agc", "scheme.s=", "scheme.workers=12", "scheme.d=4", "scheme.rounds=12"];
+        v.extend_from_slice(extra);
+        parse_with(&v)
+    };
+    assert!(agc(&[]).is_ok());
+    assert_eq!(agc(&["scheme.d=13"]).unwrap_err().field, "scheme.d");
+    assert_eq!(agc(&["scheme.rounds=65"]).unwrap_err().field, "scheme.rounds");
+    let big = agc(&["scheme.workers=100", "scheme.rounds=6"]).unwrap_err();
+    assert_eq!(big.field, "scheme.rounds");
+    assert!(big.message.contains("N·L = 600") && big.message.contains("g-agc"), "{big}");
+    // G-AGC bounds its largest group (d + n mod d workers), not all of them
+    assert!(agc(&["scheme.kind=g-agc", "scheme.workers=100", "scheme.d=4", "scheme.rounds=60"]).is_ok());
+    assert_eq!(agc(&["scheme.kind=g-agc", "scheme.workers=100", "scheme.d=10", "scheme.rounds=64"]).unwrap_err().field, "scheme.rounds");
+}

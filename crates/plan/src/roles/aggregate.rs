@@ -1,14 +1,28 @@
 //! Aggregators: what a parent waits for and how it combines what it accepted. A plan names one
 //! [`Rule`] per parent; [`aggregator`] builds it.
 
-use outrun_codes::{Decoder, SurvivorSet, EXACT_RESIDUAL};
+use std::collections::HashMap;
+
+use outrun_codes::{AgcCode, AgcDecoding, Decoder, GroupDecoding, LinearCode, SurvivorSet, EXACT_RESIDUAL};
 use serde::{Deserialize, Serialize};
 
 use super::combine::{Combination, Src, Term};
-use crate::plan::Plan;
+use crate::plan::{Plan, PlanCode};
+
+/// A group of consecutive children that decodes on its own (communication-efficient and
+/// adaptive gradient codes): children `first .. first + size`, with the plan's code `code`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GroupSpec {
+    /// Index of the group's first child.
+    pub first: usize,
+    /// Children in the group.
+    pub size: usize,
+    /// Index into `Plan::codes` (a linear or an adaptive code).
+    pub code: usize,
+}
 
 /// A parent's wait rule, as stored in the plan.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "rule", rename_all = "kebab-case")]
 pub enum Rule {
     /// Wait for every child; sum (uncoded).
@@ -27,23 +41,34 @@ pub enum Rule {
         /// Index into `Plan::codes`.
         code: usize,
     },
+    /// Groups of children, each decoding its part of the total as soon as what arrived is
+    /// decodable (a rank test; several rounds for adaptive codes); the total is the sum of the
+    /// groups' results, complete when every group has decoded.
+    Groups {
+        /// The groups.
+        groups: Vec<GroupSpec>,
+    },
 }
 
 impl Rule {
     /// Number of children's results the rule needs (for descriptions).
     pub fn need(&self, children: usize) -> usize {
         match *self {
-            Rule::Sum => children,
+            Rule::Sum | Rule::Groups { .. } => children,
             Rule::Rescale { need } | Rule::Decode { need, .. } => need,
         }
     }
 
     /// `all 9, sum` / `first 7 of 9, decode`.
     pub fn describe(&self, children: usize) -> String {
+        if let Rule::Groups { groups: g } = self {
+            return format!("{} group(s), each until decodable", g.len());
+        }
         let how = match self {
             Rule::Sum => "sum",
             Rule::Rescale { .. } => "rescale",
             Rule::Decode { .. } => "decode",
+            Rule::Groups { .. } => unreachable!("handled above"),
         };
         let need = self.need(children);
         if need == children {
@@ -92,11 +117,12 @@ pub trait Aggregator: Send {
 pub fn aggregator(plan: &Plan, rank: usize, len: usize) -> Box<dyn Aggregator> {
     let node = &plan.nodes[rank];
     let k = node.children.len();
-    let rule = node.rule.expect("a parent has a wait rule");
+    let rule = node.rule.as_ref().expect("a parent has a wait rule");
     let combine = match rule {
         Rule::Sum => How::Sum,
         Rule::Rescale { .. } => How::Rescale { loads: node.children.iter().map(|&c| plan.nodes[c].load()).collect(), samples: plan.samples },
-        Rule::Decode { code, .. } => How::Decode(Decoder::new(plan.codes[code].code.clone())),
+        Rule::Decode { code, .. } => How::Decode(Decoder::new(plan.codes[*code].gradient().clone())),
+        Rule::Groups { groups } => return Box::new(Grouped::new(plan, node.children.clone(), groups, len)),
     };
     Box::new(Count { k, need: rule.need(k), len, how: combine, order: vec![], got: vec![false; k], failed: vec![false; k] })
 }
@@ -175,5 +201,248 @@ impl Aggregator for Count {
 
     fn needs(&self) -> String {
         format!("{} of {} results", self.need, self.k)
+    }
+}
+
+/// A group's decoder state for one iteration.
+enum Codec {
+    /// CommFR-GC: one result per child, rank test on the positions arrived.
+    Linear { code: LinearCode, cache: HashMap<Vec<usize>, Option<GroupDecoding>> },
+    /// AGC: (worker, round) arrivals, greedy capped rule.
+    Adaptive { code: AgcCode },
+}
+
+struct Group {
+    spec: GroupSpec,
+    codec: Codec,
+    /// (local child, round) accepted, and each one's arrival index.
+    arrived: Vec<(usize, usize)>,
+    arrival: Vec<usize>,
+    failed: Vec<bool>,
+    decoded: Option<Decoded>,
+}
+
+enum Decoded {
+    Linear(GroupDecoding),
+    Adaptive(AgcDecoding),
+}
+
+impl Group {
+    fn positions(&self) -> Vec<usize> {
+        self.arrived.iter().map(|&(j, _)| j).collect()
+    }
+
+    /// Decode what arrived, if it suffices.
+    fn try_decode(&mut self) -> Option<Decoded> {
+        match &mut self.codec {
+            Codec::Linear { code, cache } => {
+                let t: Vec<usize> = self.arrived.iter().map(|&(j, _)| j).collect();
+                let mut key = t.clone();
+                key.sort_unstable();
+                // the cache holds the decoding for the sorted positions; reorder to arrival order
+                let entry = cache.entry(key.clone()).or_insert_with(|| code.decoding(&key));
+                let dec = entry.clone()?;
+                Some(Decoded::Linear(match dec {
+                    GroupDecoding::Solve { coef, cond, residual } => {
+                        let coef = t.iter().map(|p| coef[key.iter().position(|k| k == p).expect("same set")].clone()).collect();
+                        GroupDecoding::Solve { coef, cond, residual }
+                    }
+                    peel => peel,
+                }))
+            }
+            Codec::Adaptive { code } => code.select(&self.arrived).map(Decoded::Adaptive),
+        }
+    }
+
+    /// Whether the group can never decode: even every child not failed, with every round,
+    /// would not suffice.
+    fn hopeless(&self) -> bool {
+        let alive: Vec<usize> = (0..self.spec.size).filter(|&j| !self.failed[j]).collect();
+        match &self.codec {
+            Codec::Linear { code, .. } => !code.decodable(&alive),
+            Codec::Adaptive { code } => {
+                let all: Vec<(usize, usize)> = (0..code.l).flat_map(|r| alive.iter().map(move |&j| (j, r))).collect();
+                code.select(&all).is_none()
+            }
+        }
+    }
+}
+
+/// Groups of children, each decoding its part as soon as it can (rank tests).
+struct Grouped {
+    len: usize,
+    groups: Vec<Group>,
+    /// child index → (group, local index)
+    child: Vec<(usize, usize)>,
+    arrivals: usize,
+}
+
+impl Grouped {
+    fn new(plan: &Plan, children: Vec<usize>, specs: &[GroupSpec], len: usize) -> Self {
+        let mut child = vec![(0, 0); children.len()];
+        let groups = specs
+            .iter()
+            .enumerate()
+            .map(|(g, spec)| {
+                for j in 0..spec.size {
+                    child[spec.first + j] = (g, j);
+                }
+                let codec = match &plan.codes[spec.code] {
+                    PlanCode::Linear { code, .. } => Codec::Linear { code: code.clone(), cache: HashMap::new() },
+                    PlanCode::Adaptive { code } => Codec::Adaptive { code: code.clone() },
+                    other => panic!("a group needs a linear or adaptive code, not {other:?}"),
+                };
+                Group { spec: *spec, codec, arrived: vec![], arrival: vec![], failed: vec![false; spec.size], decoded: None }
+            })
+            .collect();
+        Grouped { len, groups, child, arrivals: 0 }
+    }
+}
+
+impl Aggregator for Grouped {
+    fn begin(&mut self, _t: u64) {
+        self.arrivals = 0;
+        for g in &mut self.groups {
+            g.arrived.clear();
+            g.arrival.clear();
+            g.failed.iter_mut().for_each(|f| *f = false);
+            g.decoded = None;
+        }
+    }
+
+    fn offer(&mut self, idx: usize, round: u32) -> bool {
+        let (gi, j) = self.child[idx];
+        let g = &mut self.groups[gi];
+        let round = round as usize;
+        let valid = match &g.codec {
+            Codec::Linear { .. } => round == 0,
+            Codec::Adaptive { code } => round < code.l,
+        };
+        if g.decoded.is_some() || !valid || g.failed[j] || g.arrived.contains(&(j, round)) {
+            return false;
+        }
+        g.arrived.push((j, round));
+        g.arrival.push(self.arrivals);
+        self.arrivals += 1;
+        g.decoded = g.try_decode();
+        true
+    }
+
+    fn fail(&mut self, idx: usize) {
+        let (gi, j) = self.child[idx];
+        self.groups[gi].failed[j] = true;
+    }
+
+    fn satisfied(&self) -> bool {
+        self.groups.iter().all(|g| g.decoded.is_some())
+    }
+
+    fn hopeless(&self) -> bool {
+        self.groups.iter().any(|g| g.decoded.is_none() && g.hopeless())
+    }
+
+    fn combine(&mut self) -> Combination {
+        let len = self.len;
+        let mut terms = vec![];
+        let mut cond = 0.0f64;
+        let mut residual = 0.0f64;
+        let mut used = vec![];
+        let mut rounds = 0;
+        let mut uses: HashMap<usize, usize> = HashMap::new();
+        // out[to .. to + n] += coef · arrival[0 .. n], clipped to the payload length
+        let mut put = |arrival: usize, to: usize, n: usize, coef: f64| {
+            let n = n.min(len.saturating_sub(to));
+            if n > 0 && coef != 0.0 {
+                terms.push(Term { src: Src::Arrival(arrival), from: 0, to, len: n, coef });
+            }
+        };
+        for g in &self.groups {
+            let positions = g.positions();
+            match (&g.codec, g.decoded.as_ref().expect("satisfied")) {
+                (Codec::Linear { code, .. }, Decoded::Linear(GroupDecoding::Solve { coef, cond: c, residual: res })) => {
+                    let r = len.div_ceil(code.dim);
+                    for (k, row) in coef.iter().enumerate() {
+                        for (chunk, &a) in row.iter().enumerate() {
+                            put(g.arrival[k], chunk * r, r, a);
+                        }
+                    }
+                    cond = cond.max(*c);
+                    residual = residual.max(*res);
+                }
+                (Codec::Linear { code, .. }, Decoded::Linear(GroupDecoding::Peel(steps))) => {
+                    // expand the peeling schedule into coefficients over the arrivals
+                    let r = len.div_ceil(code.dim);
+                    let mut combo: Vec<Option<Vec<(usize, f64)>>> = vec![None; code.len];
+                    for (k, &p) in positions.iter().enumerate() {
+                        combo[p] = Some(vec![(k, 1.0)]);
+                    }
+                    for (e, from) in steps {
+                        let mut acc: HashMap<usize, f64> = HashMap::new();
+                        for &(p, c) in from {
+                            for &(k, a) in combo[p].as_ref().expect("peeling order") {
+                                *acc.entry(k).or_insert(0.0) += c * a;
+                            }
+                        }
+                        let mut v: Vec<(usize, f64)> = acc.into_iter().collect();
+                        v.sort_unstable_by_key(|x| x.0);
+                        combo[*e] = Some(v);
+                    }
+                    for (chunk, &s) in code.systematic.iter().enumerate() {
+                        let terms = combo[s].as_ref().expect("peeled");
+                        for &(k, a) in terms {
+                            put(g.arrival[k], chunk * r, r, a);
+                        }
+                        // Σ a_k·G[:, position k] must be e_chunk
+                        for row in 0..code.dim {
+                            let v: f64 = terms.iter().map(|&(k, a)| a * code.g[(row, positions[k])]).sum();
+                            residual = residual.max((v - if row == chunk { 1.0 } else { 0.0 }).abs());
+                        }
+                    }
+                }
+                (Codec::Adaptive { code }, Decoded::Adaptive(dec)) => {
+                    for &k in &dec.used {
+                        *uses.entry(g.spec.first + g.arrived[k].0).or_insert(0) += 1;
+                    }
+                    let sub = len.div_ceil(code.l);
+                    for (m, row) in dec.coef.iter().enumerate() {
+                        for (k, &a) in row.iter().enumerate() {
+                            put(g.arrival[dec.used[k]], m * sub, sub, a);
+                        }
+                    }
+                    cond = cond.max(dec.cond);
+                    residual = residual.max(dec.residual);
+                    rounds = rounds.max(dec.rounds);
+                }
+                _ => unreachable!("a group's decoding matches its code"),
+            }
+            used.extend(positions.iter().map(|&j| g.spec.first + j));
+        }
+        used.sort_unstable();
+        used.dedup();
+        let mut c = Combination::exact(len, terms);
+        c.used = used;
+        c.cond = cond;
+        c.residual = residual;
+        c.exact = residual <= EXACT_RESIDUAL;
+        c.rounds = rounds;
+        c.uses = uses.into_iter().collect();
+        c.uses.sort_unstable();
+        c
+    }
+
+    fn needs(&self) -> String {
+        let waiting: Vec<String> = self
+            .groups
+            .iter()
+            .enumerate()
+            .filter(|(_, g)| g.decoded.is_none())
+            .map(|(i, g)| {
+                let mut workers: Vec<usize> = g.arrived.iter().map(|&(j, _)| j).collect();
+                workers.sort_unstable();
+                workers.dedup();
+                format!("group {} (children {}..{}) has {} usable result(s) from {} child(ren)", i + 1, g.spec.first + 1, g.spec.first + g.spec.size, g.arrived.len(), workers.len())
+            })
+            .collect();
+        format!("every group decodable ({})", waiting.join("; "))
     }
 }

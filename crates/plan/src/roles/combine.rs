@@ -49,12 +49,18 @@ pub struct Combination {
     pub coverage: f64,
     /// Children (indices) whose results contributed.
     pub used: Vec<usize>,
+    /// Worst condition number of the systems solved (0 when none).
+    pub cond: f64,
+    /// Rounds of results the decode needed (0 for single-round rules).
+    pub rounds: usize,
+    /// Results used per child (index, count), for multi-round rules.
+    pub uses: Vec<(usize, usize)>,
 }
 
 impl Combination {
     /// An exact combination of the given terms.
     pub fn exact(len: usize, terms: Vec<Term>) -> Self {
-        Combination { len, terms, residual: 0.0, exact: true, coverage: 1.0, used: vec![] }
+        Combination { len, terms, residual: 0.0, exact: true, coverage: 1.0, used: vec![], cond: 0.0, rounds: 0, uses: vec![] }
     }
 
     /// These terms with every `Src::Agg` term replaced by the matching part of `agg`'s terms

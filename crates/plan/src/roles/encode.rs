@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::combine::{Combination, Src, Term};
-use crate::plan::Plan;
+use crate::plan::{Plan, PlanCode};
 
 /// How a node forms its message(s), as stored in the plan.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -14,6 +14,23 @@ pub enum Encoding {
     /// (if it has children). Every scheme so far.
     #[default]
     Plain,
+    /// One message of ⌈len/K⌉ values: the node's part cut into K chunks, combined with the
+    /// coefficients of column `column` of the plan's linear code `code` (CommFR-GC).
+    Chunked {
+        /// Index into `Plan::codes` (a linear code).
+        code: usize,
+        /// The node's position in its group (the column of the generator).
+        column: usize,
+    },
+    /// Up to L rounds of ⌈len/L⌉ values, round r combining the sub-vectors of the node's d
+    /// parts with row r·n + `worker` of the adaptive code's B (AGC); sent one after the other,
+    /// until the parent moves on.
+    Rounds {
+        /// Index into `Plan::codes` (an adaptive code).
+        code: usize,
+        /// The node's index j in its group.
+        worker: usize,
+    },
 }
 
 /// A node's encoder.
@@ -33,6 +50,53 @@ pub fn encoder(plan: &Plan, rank: usize, len: usize) -> Box<dyn Encoder> {
     let node = &plan.nodes[rank];
     match node.send {
         Encoding::Plain => Box::new(Plain { len, own: !node.parts.is_empty(), agg: !node.children.is_empty() }),
+        Encoding::Chunked { code, column } => {
+            let PlanCode::Linear { code, .. } = &plan.codes[code] else { panic!("a chunked encoding needs a linear code") };
+            let r = len.div_ceil(code.dim);
+            let mut terms = vec![];
+            for c in 0..code.dim {
+                let (from, n) = (c * r, r.min(len.saturating_sub(c * r)));
+                let coef = code.g[(c, column)];
+                if n > 0 && coef != 0.0 {
+                    terms.push(Term { src: Src::Own(0), from, to: 0, len: n, coef });
+                }
+            }
+            Box::new(Fixed(vec![Combination::exact(r, terms)]))
+        }
+        Encoding::Rounds { code, worker } => {
+            let PlanCode::Adaptive { code } = &plan.codes[code] else { panic!("a rounds encoding needs an adaptive code") };
+            let (n, l) = (code.n, code.l);
+            let sub = len.div_ceil(l);
+            let parts = code.parts_of(worker);
+            let rounds = (0..l)
+                .map(|r| {
+                    let mut terms = vec![];
+                    for (t, &i) in parts.iter().enumerate() {
+                        for m in 0..l {
+                            let (from, k) = (m * sub, sub.min(len.saturating_sub(m * sub)));
+                            let coef = code.b[(r * n + worker, m * n + i)];
+                            if k > 0 && coef != 0.0 {
+                                terms.push(Term { src: Src::Own(t), from, to: 0, len: k, coef });
+                            }
+                        }
+                    }
+                    Combination::exact(sub, terms)
+                })
+                .collect();
+            Box::new(Fixed(rounds))
+        }
+    }
+}
+
+/// Messages whose combinations do not change between iterations.
+struct Fixed(Vec<Combination>);
+
+impl Encoder for Fixed {
+    fn rounds(&self) -> u32 {
+        self.0.len() as u32
+    }
+    fn round(&self, r: u32) -> Combination {
+        self.0[r as usize].clone()
     }
 }
 

@@ -16,6 +16,6 @@ mod aggregate;
 mod combine;
 mod encode;
 
-pub use aggregate::{aggregator, Aggregator, Rule};
+pub use aggregate::{aggregator, Aggregator, GroupSpec, Rule};
 pub use combine::{Combination, Src, Term, Vector};
 pub use encode::{encoder, Encoder, Encoding};

@@ -60,7 +60,7 @@ pub(crate) fn build(cfg: &Config, sc: &TreeConfig, samples: usize) -> Result<Pla
         s,
         pattern: Pattern::Tree { n, layers },
         nodes,
-        codes: vec![PlanCode { code, screening, draws: sc.draws }],
+        codes: vec![PlanCode::Gradient { code, screening, draws: sc.draws }],
         stragglers: StragglerModel::from_config(cfg),
     })
 }

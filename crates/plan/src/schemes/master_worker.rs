@@ -16,10 +16,9 @@ use outrun_codes::GradientCode;
 
 use crate::alloc::tree_allocate;
 use crate::config::{Config, ConfigError, SchemeConfig, StarConfig};
-use crate::plan::{Node, Pattern, Plan, PlanCode};
+use crate::plan::{Node, Plan, PlanCode};
 use crate::roles::{Encoding, Rule};
-use crate::schemes::code_error;
-use crate::stragglers::StragglerModel;
+use crate::schemes::{code_error, star_plan};
 use crate::topology::Tree;
 
 pub(crate) fn build(cfg: &Config, c: &StarConfig, samples: usize) -> Result<Plan, ConfigError> {
@@ -34,12 +33,12 @@ pub(crate) fn build(cfg: &Config, c: &StarConfig, samples: usize) -> Result<Plan
         ),
         SchemeConfig::GcCyclic(_) => {
             let (code, scr) = GradientCode::cyclic(n, s, cfg.run.seed, c.draws).map_err(code_error)?;
-            codes.push(PlanCode { code: code.clone(), screening: Some(scr), draws: c.draws });
+            codes.push(PlanCode::Gradient { code: code.clone(), screening: Some(scr), draws: c.draws });
             (code, Rule::Decode { need: n - s, code: 0 }, format!("gradient coding, cyclic repetition: any {} of {n} workers decode the full gradient", n - s))
         }
         SchemeConfig::GcFrac(_) => {
             let code = GradientCode::fractional(n, s).map_err(code_error)?;
-            codes.push(PlanCode { code: code.clone(), screening: None, draws: c.draws });
+            codes.push(PlanCode::Gradient { code: code.clone(), screening: None, draws: c.draws });
             (code, Rule::Decode { need: n - s, code: 0 }, format!("gradient coding, fractional repetition: any {} of {n} workers decode the full gradient", n - s))
         }
         other => unreachable!("{} is not a master-worker scheme", other.kind()),
@@ -54,20 +53,9 @@ pub(crate) fn build(cfg: &Config, c: &StarConfig, samples: usize) -> Result<Plan
             parent: tree.parent(rank),
             children: tree.children(rank),
             parts: if rank == 0 { vec![] } else { vec![data] },
-            rule: (rank == 0).then_some(rule),
+            rule: (rank == 0).then_some(rule.clone()),
             send: Encoding::Plain,
         })
         .collect();
-    Ok(Plan {
-        scheme: cfg.scheme.kind().into(),
-        title,
-        ranks: n + 1,
-        workers: n,
-        samples,
-        s,
-        pattern: Pattern::Tree { n, layers: 1 },
-        nodes,
-        codes,
-        stragglers: StragglerModel::from_config(cfg),
-    })
+    Ok(star_plan(cfg, title, samples, s, nodes, codes))
 }

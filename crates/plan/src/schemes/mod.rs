@@ -5,13 +5,16 @@
 //! | `umw`, `ignore`, `gc-cyclic`, `gc-frac` | `schemes/master_worker.rs` | star (tree of depth 1) |
 //! | `rar`, `allreduce` | `schemes/ring.rs` | ring, no master |
 //! | `cr` | `schemes/coded_reduce.rs` | (n, L)-regular tree |
+//! | `cegc`, `agc`, `g-agc` | `schemes/communication.rs` | star |
 
 mod coded_reduce;
+mod communication;
 mod master_worker;
 mod ring;
 
 use crate::config::{Config, ConfigError, SchemeConfig};
-use crate::plan::Plan;
+use crate::plan::{Node, Pattern, Plan, PlanCode};
+use crate::stragglers::StragglerModel;
 
 /// Build the plan of `cfg` for a data set of `samples` points. The one place that dispatches on
 /// `scheme.kind`: each family's module builds its plan; the rules and encodings it names are
@@ -25,6 +28,8 @@ pub fn build(cfg: &Config, samples: usize) -> Result<Plan, ConfigError> {
         SchemeConfig::Umw(c) | SchemeConfig::Ignore(c) | SchemeConfig::GcCyclic(c) | SchemeConfig::GcFrac(c) => master_worker::build(cfg, c, samples),
         SchemeConfig::Rar(_) | SchemeConfig::Allreduce(_) => Ok(ring::build(cfg, samples)),
         SchemeConfig::Cr(t) => coded_reduce::build(cfg, t, samples),
+        SchemeConfig::Cegc(c) => communication::cegc(cfg, c, samples),
+        SchemeConfig::Agc(c) | SchemeConfig::GAgc(c) => communication::agc(cfg, c, samples),
     }
 }
 
@@ -34,6 +39,23 @@ pub(crate) fn code_error(e: outrun_codes::CodeError) -> ConfigError {
     match e {
         IllConditioned { .. } => ConfigError::new("scheme.draws", format!("{e}; try more draws or another run.seed")),
         _ => ConfigError::new("scheme.s", e.to_string()),
+    }
+}
+
+/// A master–worker plan: `nodes` are the master (rank 0) and the N workers, a tree of depth 1.
+pub(crate) fn star_plan(cfg: &Config, title: String, samples: usize, s: usize, nodes: Vec<Node>, codes: Vec<PlanCode>) -> Plan {
+    let n = nodes.len() - 1;
+    Plan {
+        scheme: cfg.scheme.kind().into(),
+        title,
+        ranks: n + 1,
+        workers: n,
+        samples,
+        s,
+        pattern: Pattern::Tree { n, layers: 1 },
+        nodes,
+        codes,
+        stragglers: StragglerModel::from_config(cfg),
     }
 }
 
@@ -53,14 +75,15 @@ mod tests {
     /// Per-point total weight reaching the master when `survivors` answer (star plans).
     fn master_weights(plan: &Plan, survivors: &[usize]) -> Vec<f64> {
         let n = plan.workers;
-        let coeffs: Vec<f64> = match plan.nodes[0].rule.unwrap() {
+        let coeffs: Vec<f64> = match plan.nodes[0].rule.clone().unwrap() {
             Rule::Sum => vec![1.0; n],
             Rule::Rescale { .. } => {
                 let covered: usize = survivors.iter().map(|&i| plan.nodes[i + 1].load()).sum();
                 (0..n).map(|i| if survivors.contains(&i) { plan.samples as f64 / covered as f64 } else { 0.0 }).collect()
             }
+            Rule::Groups { .. } => unreachable!("star plans of this test"),
             Rule::Decode { code, .. } => {
-                let mut dec = Decoder::new(plan.codes[code].code.clone());
+                let mut dec = Decoder::new(plan.codes[code].gradient().clone());
                 dec.decode(&SurvivorSet::from_indices(n, survivors)).coeffs.clone()
             }
         };
@@ -84,7 +107,7 @@ mod tests {
         assert!(umw.exact_by_design());
 
         let gc = build(&cfg(&["scheme.kind=gc-cyclic", "scheme.s=2"]), 1000).unwrap();
-        assert_eq!(gc.nodes[0].rule.unwrap().need(9), 7);
+        assert_eq!(gc.nodes[0].rule.as_ref().unwrap().need(9), 7);
         assert!(gc.nodes[1..].iter().all(|n| (333..=336).contains(&n.load())), "(s+1)·d/N");
         assert!(gc.exact_by_design());
 
@@ -128,5 +151,36 @@ mod tests {
         // the plan survives a JSON round trip (it is broadcast that way)
         let back: Plan = serde_json::from_str(&serde_json::to_string(&gc).unwrap()).unwrap();
         assert_eq!(back, gc);
+    }
+
+    /// Communication-efficient and adaptive plans: placement, what `outrun plan` reports about
+    /// their codes, and a refusal when an adaptive code would not decode exactly.
+    #[test]
+    fn communication_efficient_and_adaptive_plans() {
+        let cegc = build(&cfg(&["scheme.kind=cegc", "scheme.workers=8", "scheme.s=2", "scheme.m=2"]), 1000).unwrap();
+        assert_eq!(cegc.ranks, 9);
+        // two groups of four holding their group's half of the data
+        assert!(cegc.nodes[1..].iter().all(|n| n.load() == 500));
+        assert_eq!(cegc.nodes[1].points().next(), cegc.nodes[4].points().next());
+        assert_ne!(cegc.nodes[1].points().next(), cegc.nodes[5].points().next());
+        let text = cegc.describe();
+        assert!(text.contains("[N = 4, K = 2] Gaussian MDS") && text.contains("6 of all 6 sets of 2 decode"), "{text}");
+
+        let ldpc = build(&cfg(&["scheme.kind=cegc", "scheme.workers=10", "scheme.s=5", "scheme.m=5", "scheme.code=ldpc"]), 1000).unwrap();
+        let text = ldpc.describe();
+        assert!(text.contains("LDPC") && text.contains("by peeling") && text.contains("decodes as soon as what arrived peels"), "{text}");
+
+        let agc = build(&cfg(&["scheme.kind=agc", "scheme.workers=12", "scheme.d=4", "scheme.rounds=12"]), 1200).unwrap();
+        assert!(agc.nodes[1..].iter().all(|n| n.load() == 400), "d·(size/N)");
+        let text = agc.describe();
+        assert!(text.contains("rounds needed r_s = ⌈L/(d − s)⌉ for s = 0..3: 3, 4, 6, 12"), "{text}");
+
+        let gagc = build(&cfg(&["scheme.kind=g-agc", "scheme.workers=20", "scheme.d=3", "scheme.rounds=6"]), 1000).unwrap();
+        assert_eq!(gagc.codes.len(), 6, "five groups of 3 and one of 5");
+
+        // plain AGC at N = 32, L = 12 is ill-conditioned: refused with the error it would make
+        let e = build(&cfg(&["scheme.kind=agc", "scheme.workers=32", "scheme.d=3", "scheme.rounds=12", "scheme.draws=1"]), 1000).unwrap_err();
+        assert_eq!(e.field, "scheme.rounds");
+        assert!(e.message.contains("would not be exact") && e.message.contains("g-agc"), "{e}");
     }
 }

@@ -59,6 +59,10 @@ pub struct Run {
     /// The busiest rank and its bytes sent + received per iteration (None when not measured,
     /// e.g. `MPI_Allreduce`, whose traffic is inside the MPI library).
     pub busiest: Option<(usize, f64)>,
+    /// Bytes uploaded per iteration, all ranks together: the frames nodes sent toward the
+    /// aggregate (results, coded combinations, rounds, partial sums; a ring's chunks), not the
+    /// model going down. None when not measured (`MPI_Allreduce`).
+    pub uploaded: Option<f64>,
 }
 
 impl Run {
@@ -87,16 +91,17 @@ impl Run {
             None => format!("d = {}, p = {}", summary.samples, summary.features),
         };
         let iters = summary.iterations.max(1) as f64;
-        let busiest = read::rank_events(dir)?
-            .into_iter()
-            .filter_map(|(r, evs)| {
+        let events = read::rank_events(dir)?;
+        let busiest = events
+            .iter()
+            .filter_map(|(&r, evs)| {
                 let last = evs.iter().rev().find(|e| e["ev"] == "shutdown")?;
                 // null when the traffic was inside MPI (MPI_Allreduce): not measured
                 let bytes = last["sent_bytes"].as_f64()? + last["recv_bytes"].as_f64()?;
                 Some((r, bytes / iters))
             })
             .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)));
-        Ok(Run { dir: dir.to_path_buf(), summary, iterations, problem, busiest })
+        Ok(Run { dir: dir.to_path_buf(), summary, iterations, problem, busiest, uploaded: uploaded(&events, iters) })
     }
 
     /// Short label: the run name.
@@ -108,6 +113,17 @@ impl Run {
     pub fn time_to_error(&self, target: f64) -> Option<f64> {
         self.iterations.iter().find(|r| r.normalized_error.is_some_and(|e| e <= target)).map(|r| r.cumulative_s)
     }
+}
+
+/// Uploaded bytes per iteration: the `up_bytes` of every rank's iteration records; in a ring
+/// (whose records have none, every byte it sends is reduction traffic) the ranks' bytes sent.
+fn uploaded(events: &std::collections::HashMap<usize, Vec<serde_json::Value>>, iters: f64) -> Option<f64> {
+    let ups: Vec<f64> = events.values().flat_map(|evs| evs.iter().filter(|e| e["ev"] == "iter").filter_map(|e| e["up_bytes"].as_f64())).collect();
+    if !ups.is_empty() {
+        return Some(ups.iter().sum::<f64>() / iters);
+    }
+    let sent: Option<Vec<f64>> = events.values().map(|evs| evs.iter().rev().find(|e| e["ev"] == "shutdown").and_then(|e| e["sent_bytes"].as_f64())).collect();
+    sent.map(|s| s.iter().sum::<f64>() / iters)
 }
 
 /// Load the runs among `paths` (run directories, or directories of run directories).

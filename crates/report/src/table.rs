@@ -17,9 +17,9 @@ pub fn markdown(runs: &[&Run], opts: &Options) -> Result<String, ReportError> {
     let mut o = String::new();
     let tcols = target.map_or(String::new(), |t| format!(" time to error ≤ {t:e} (s) | speedup to error |"));
     o.push_str(&format!(
-        "| run | scheme | N | s | iterations | mean ms/it | median ms/it | p95 ms/it | total s | speedup |{tcols} final error | exact | late discarded | busiest node: KB/it (rank) |\n"
+        "| run | scheme | N | s | iterations | mean ms/it | median ms/it | p95 ms/it | uploaded KB/it | total s | speedup |{tcols} final error | exact | late discarded | busiest node: KB/it (rank) |\n"
     ));
-    o.push_str(&format!("|---|---|---|---|---|---|---|---|---|---|{}---|---|---|---|\n", if target.is_some() { "---|---|" } else { "" }));
+    o.push_str(&format!("|---|---|---|---|---|---|---|---|---|---|---|{}---|---|---|---|\n", if target.is_some() { "---|---|" } else { "" }));
     for r in runs {
         let s = &r.summary;
         let tvals = match target {
@@ -32,9 +32,10 @@ pub fn markdown(runs: &[&Run], opts: &Options) -> Result<String, ReportError> {
         };
         let err = s.final_error.map_or_else(|| format!("loss {:.4e}", s.final_loss), |e| format!("{e:.4e}"));
         let exact = if s.all_exact() { "yes".to_string() } else { format!("no ({}/{})", s.exact_iterations, s.iterations) };
+        let up = r.uploaded.map_or("n/a".into(), |b| format!("{:.2}", b / 1e3));
         let busy = r.busiest.map_or("n/a".into(), |(rank, b)| format!("{:.1} ({rank})", b / 1e3));
         o.push_str(&format!(
-            "| {}{} | {} | {} | {} | {} | {:.2} | {:.2} | {:.2} | {:.3} | {:.2}× |{tvals} {err} | {exact} | {} | {busy} |\n",
+            "| {}{} | {} | {} | {} | {} | {:.2} | {:.2} | {:.2} | {up} | {:.3} | {:.2}× |{tvals} {err} | {exact} | {} | {busy} |\n",
             s.name,
             if std::ptr::eq(*r, base) { " (baseline)" } else { "" },
             s.scheme,

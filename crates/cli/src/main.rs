@@ -144,6 +144,19 @@ enum BenchCmd {
         #[arg(long, default_value_t = 5)]
         reps: usize,
     },
+    /// CommFR-GC decoding time vs group size for Gaussian, systematic and LDPC codes (no MPI);
+    /// prints CSV.
+    Decode {
+        /// Group sizes N (even, at least 10 for LDPC; K = N/2, ⌈N/4⌉ workers erased).
+        #[arg(long, value_delimiter = ',', default_value = "12,24,48,96")]
+        sizes: Vec<usize>,
+        /// Gradient length (values).
+        #[arg(long, default_value_t = 100_000)]
+        len: usize,
+        /// Arrival sets per size.
+        #[arg(long, default_value_t = 20)]
+        sets: usize,
+    },
 }
 
 /// A failure to report: message and exit code.
@@ -294,6 +307,15 @@ fn run(cli: Cli) -> Result<(), Failure> {
                     b.paced_gbs,
                     b.paced_gbs / b.kernel_gbs
                 );
+            }
+            Ok(())
+        }
+        Cmd::Bench(BenchCmd::Decode { sizes, len, sets }) => {
+            let rows = outrun_workloads::bench::decode_times(&sizes, len, sets).map_err(|e| Failure(format!("bench decode: {e}"), 2))?;
+            println!("code,n,k,erased,sets,decoded,cold_ms,warm_ms,apply_ms,max_rel_err,refused");
+            for r in rows {
+                let refused = r.refused.map_or(String::new(), |m| format!("\"{}\"", m.replace('"', "'")));
+                println!("{},{},{},{},{},{},{:.4},{:.4},{:.4},{:.1e},{refused}", r.code, r.n, r.n / 2, r.erased, r.sets, r.decoded, r.cold_s * 1e3, r.warm_s * 1e3, r.apply_s * 1e3, r.max_rel_err);
             }
             Ok(())
         }

@@ -56,3 +56,27 @@ fn plan_prints_ranks_and_the_allocation() {
     assert_eq!(bad.code, Some(2));
     assert!(bad.stderr.contains("gc-frac needs s+1 = 4 to divide scheme.workers = 6"));
 }
+
+/// `outrun bench decode`: every Gaussian and LDPC group decodes the gradient to round-off; a
+/// systematic (Cauchy) group too large to decode exactly is reported as refused, not timed.
+#[test]
+fn bench_decode_reports_exact_decodes_and_refusals() {
+    let r = outrun(&["bench", "decode", "--sizes", "12,48", "--len", "1000", "--sets", "4"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let rows: Vec<Vec<&str>> = r.stdout.lines().skip(1).map(|l| l.splitn(11, ',').collect()).collect();
+    assert_eq!(rows.len(), 6, "{}", r.stdout);
+    for row in &rows {
+        let (code, n, sets, decoded, err, refused) = (row[0], row[1], row[4], row[5], row[9], row[10]);
+        if code == "systematic" && n == "48" {
+            assert!(refused.contains("not exact") && decoded == "0", "{row:?}");
+            continue;
+        }
+        assert!(refused.is_empty(), "{row:?}");
+        let err: f64 = err.parse().unwrap();
+        assert!(err < 1e-9, "{row:?}");
+        // MDS codes decode every set; peeling may stall on a few
+        if code != "ldpc" {
+            assert_eq!(decoded, sets, "{row:?}");
+        }
+    }
+}

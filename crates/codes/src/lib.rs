@@ -27,5 +27,5 @@ pub use code::{CodeError, CodeKind, GradientCode, Screening};
 pub use combin::{binomial, combinations, Combinations, SurvivorSet};
 pub use decode::{decode, Decoder, Decoding, EXACT_RESIDUAL};
 pub use linear::{condition, rank, GroupDecoding, LinearCode, LinearError, LinearProfile, LinearKind, PeelStep};
-pub use linalg::{col_nnz, lstsq, norm2, row_nnz, rows_transposed, single_threaded_blas, LeastSquares, Matrix, RANK_TOL};
+pub use linalg::{col_nnz, lstsq, norm2, pinv, row_nnz, rows_transposed, single_threaded_blas, LeastSquares, Matrix, RANK_TOL};
 pub use rng::{domain, splitmix64, Rng};

@@ -68,6 +68,34 @@ pub fn lstsq(a: ArrayView2<f64>, b: ArrayView1<f64>) -> LeastSquares {
     LeastSquares { x, rank, rcond: s[rank - 1] / smax }
 }
 
+/// The Moore–Penrose pseudo-inverse of `a` (m × n) from one SVD: `(a⁺ (n × m), rank, cond)`,
+/// with the numerical rank at [`RANK_TOL`] and cond = σ_max/σ_min of the kept spectrum
+/// (infinite for a zero matrix).
+pub fn pinv(a: ArrayView2<f64>) -> (Matrix, usize, f64) {
+    let (m, n) = a.dim();
+    if m == 0 || n == 0 {
+        return (Matrix::zeros((n, m)), 0, 1.0);
+    }
+    single_threaded_blas();
+    let owned = a.as_standard_layout().into_owned();
+    let (u, s, vt) = owned.svddc(JobSvd::Some).expect("LAPACK gesdd failed (non-finite input?)");
+    let (u, vt) = (u.expect("U requested"), vt.expect("Vᵀ requested"));
+    let smax = s.first().copied().unwrap_or(0.0);
+    if smax == 0.0 || !smax.is_finite() {
+        return (Matrix::zeros((n, m)), 0, f64::INFINITY);
+    }
+    let rank = s.iter().take_while(|&&v| v > RANK_TOL * smax).count();
+    // a⁺ = V_k Σ_k⁻¹ U_kᵀ
+    let mut out = Matrix::zeros((n, m));
+    for k in 0..rank {
+        let scaled = vt.row(k).mapv(|v| v / s[k]);
+        for (i, &vi) in scaled.iter().enumerate() {
+            out.row_mut(i).scaled_add(vi, &u.column(k));
+        }
+    }
+    (out, rank, smax / s[rank - 1])
+}
+
 /// Euclidean norm.
 pub fn norm2(v: ArrayView1<f64>) -> f64 {
     v.dot(&v).sqrt()
@@ -92,6 +120,25 @@ pub fn rows_transposed(m: &Matrix, rows: &[usize]) -> Matrix {
 mod tests {
     use super::*;
     use ndarray::array;
+
+    /// The pseudo-inverse satisfies the Penrose conditions A·A⁺·A = A and A⁺·A·A⁺ = A⁺, for a
+    /// wide full-rank matrix (a decoding system G_T) and a rank-deficient one.
+    #[test]
+    fn pseudo_inverse_penrose_conditions() {
+        let wide = array![[1.0, 0.0, 2.0, -1.0], [0.5, 3.0, 1.0, 1.0]];
+        let defic = array![[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [0.0, 1.0, 1.0]];
+        for (a, want_rank) in [(wide, 2), (defic, 2)] {
+            let (p, rank, cond) = pinv(a.view());
+            assert_eq!(rank, want_rank);
+            assert!(cond.is_finite() && cond >= 1.0);
+            let apa = a.dot(&p).dot(&a);
+            let pap = p.dot(&a).dot(&p);
+            assert!((&apa - &a).iter().all(|v| v.abs() < 1e-12), "{apa}");
+            assert!((&pap - &p).iter().all(|v| v.abs() < 1e-12), "{pap}");
+        }
+        let (_, rank, cond) = pinv(Matrix::zeros((2, 3)).view());
+        assert_eq!((rank, cond), (0, f64::INFINITY));
+    }
 
     #[test]
     fn full_rank_overdetermined_and_square() {

@@ -15,11 +15,11 @@
 //! - [`LinearCode::ldpc`]: a (3,6)-regular parity-check matrix H (rate 1/2), a systematic
 //!   generator computed from it, and a peeling decoder ([`LinearCode::peel`]) for large groups.
 
-use ndarray::{Array1, Array2, Axis};
+use ndarray::{Array2, Axis};
 use rand::Rng as _;
 use serde::{Deserialize, Serialize};
 
-use crate::linalg::{lstsq, Matrix, RANK_TOL};
+use crate::linalg::{pinv, Matrix, RANK_TOL};
 use crate::rng::{domain, Rng};
 
 /// Random (3,6) graphs tried per requested draw before [`LinearCode::ldpc`] gives up.
@@ -142,15 +142,17 @@ impl LinearCode {
         Ok(LinearCode { kind: LinearKind::Gaussian, len, dim, g, checks: vec![], systematic: vec![] })
     }
 
-    /// G = [I_K | P], P[a][b] = 1/(x_a − y_b) with x_a = a + 1/2 and y_b = −(b + 1/2): a Cauchy
-    /// matrix, every square submatrix invertible, so any K columns of G are independent.
+    /// G = [I_K | P], P[a][b] = 1/(x_a − y_b) with interlaced nodes x_a = a and y_b = b + 1/2:
+    /// a Cauchy matrix, every square submatrix invertible, so any K columns of G are
+    /// independent. (The textbook choice x_a = a + 1/2, y_b = −(b + 1/2) is the Hilbert matrix:
+    /// worst κ(G_T) 2e12 at N = 48 with a quarter erased, against 1.4e2 interlaced.)
     pub fn systematic(len: usize, dim: usize) -> Result<Self, LinearError> {
         Self::check_dims(len, dim)?;
         let mut g = Array2::zeros((dim, len));
         for a in 0..dim {
             g[(a, a)] = 1.0;
             for b in 0..len - dim {
-                g[(a, dim + b)] = 1.0 / ((a as f64 + 0.5) + (b as f64 + 0.5));
+                g[(a, dim + b)] = 1.0 / (a as f64 - b as f64 - 0.5);
             }
         }
         Ok(LinearCode { kind: LinearKind::Systematic, len, dim, g, checks: vec![], systematic: (0..dim).collect() })
@@ -288,20 +290,13 @@ impl LinearCode {
             let coef = t.iter().map(|&p| (0..k).map(|c| if self.systematic.get(c) == Some(&p) { 1.0 } else { 0.0 }).collect()).collect();
             return Some(GroupDecoding::Solve { coef, cond: 1.0, residual: 0.0 });
         }
-        // R = g_mat·G_T (r × |T|), so g_mat = R·G_T⁺: chunk c = Σ_j (G_T⁺)[j, c]·R_j, and
-        // column c of G_T⁺ is the minimum-norm x with G_T·x = e_c
+        // R = g_mat·G_T (r × |T|), so g_mat = R·G_T⁺: chunk c = Σ_j (G_T⁺)[j, c]·R_j (one SVD)
         let gt = self.g.select(Axis(1), t); // K × |T|
-        let mut coef = vec![vec![0.0; k]; t.len()];
-        for c in 0..k {
-            let e: Array1<f64> = Array1::from_shape_fn(k, |i| if i == c { 1.0 } else { 0.0 });
-            let ls = lstsq(gt.view(), e.view());
-            if ls.rank < k {
-                return None;
-            }
-            for (j, row) in coef.iter_mut().enumerate() {
-                row[c] = ls.x[j];
-            }
+        let (inv, rank, cond) = pinv(gt.view());
+        if rank < k {
+            return None;
         }
+        let coef: Vec<Vec<f64>> = inv.outer_iter().map(|row| row.to_vec()).collect();
         let mut residual = 0.0f64;
         for r in 0..k {
             for c in 0..k {
@@ -309,7 +304,7 @@ impl LinearCode {
                 residual = residual.max((v - if r == c { 1.0 } else { 0.0 }).abs());
             }
         }
-        Some(GroupDecoding::Solve { coef, cond: condition(&gt), residual })
+        Some(GroupDecoding::Solve { coef, cond, residual })
     }
 
     /// Peeling over the parity checks with the positions `known` received: the order in which
@@ -654,5 +649,23 @@ mod tests {
             }
         }
         assert!(matches!(LinearCode::ldpc(8, 4, 0, 1), Err(LinearError::Ldpc { len: 8, dim: 4 })));
+    }
+
+    /// The systematic code's Cauchy block uses interlaced nodes: its decoding systems stay
+    /// conditioned where the Hilbert-matrix choice (x_a = a + 1/2, y_b = −(b + 1/2)) does not.
+    #[test]
+    fn systematic_cauchy_nodes_are_interlaced() {
+        let code = LinearCode::systematic(24, 12).unwrap();
+        let mut hilbert = code.g.clone();
+        for a in 0..12 {
+            for b in 0..12 {
+                hilbert[(a, 12 + b)] = 1.0 / ((a as f64 + 0.5) + (b as f64 + 0.5));
+            }
+        }
+        let hilbert = LinearCode::explicit(hilbert);
+        let ours = code.profile(6, 100, 1);
+        let theirs = hilbert.profile(6, 100, 1);
+        assert_eq!(ours.decodable, ours.sets);
+        assert!(ours.worst_cond < 1e3 && theirs.worst_cond > 1e5, "interlaced {:.1e}, Hilbert {:.1e}", ours.worst_cond, theirs.worst_cond);
     }
 }

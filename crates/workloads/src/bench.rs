@@ -97,3 +97,114 @@ pub fn kernel_vs_memory(d: usize, p: usize, reps: usize, loss: Loss) -> KernelBe
         paced_gbs: bytes as f64 / t_paced / 1e9,
     }
 }
+
+/// One row of [`decode_times`]: decoding a CommFR-GC group at the master.
+#[derive(Clone, Debug)]
+pub struct DecodeRow {
+    /// The code (`gaussian`, `systematic`, `ldpc`).
+    pub code: &'static str,
+    /// Group size N (K = N/2).
+    pub n: usize,
+    /// Positions erased (the slowest workers, never heard from).
+    pub erased: usize,
+    /// Arrival sets tried.
+    pub sets: usize,
+    /// Of those, how many decoded (peeling may stall; MDS codes always decode).
+    pub decoded: usize,
+    /// Median seconds from the first arrival to the decision, coefficients included, when the
+    /// set is new (the aggregator caches a set's coefficients for later iterations).
+    pub cold_s: f64,
+    /// The same for a set seen before.
+    pub warm_s: f64,
+    /// Median seconds to form the gradient from the arrivals (the combination over `len`
+    /// values).
+    pub apply_s: f64,
+    /// Worst relative error of the decoded gradient.
+    pub max_rel_err: f64,
+    /// Why the plan refused this code (its decoding would not be exact), if it did.
+    pub refused: Option<String>,
+}
+
+/// Decoding time versus group size: for each code and N in `sizes`, a CommFR-GC group of N
+/// workers (s = m = N/2) whose master receives the uploads of a random N − `erased` of them
+/// (⌈N/4⌉ erased) in random order, through the runtime's own aggregator and combination code,
+/// for gradients of `len` values; `sets` arrival sets per size.
+pub fn decode_times(sizes: &[usize], len: usize, sets: usize) -> Result<Vec<DecodeRow>, String> {
+    use outrun_codes::Rng;
+    use outrun_plan::roles::{aggregator, encoder, Combination};
+    let mut rows = vec![];
+    for code in ["gaussian", "systematic", "ldpc"] {
+        for &n in sizes {
+            let text = format!(
+                "[run]\nname='decode'\niterations=1\n[data]\nkind='linear-synthetic'\nsamples={n}\nfeatures=1\n[model]\nloss='least-squares'\nlr=0.1\n[scheme]\nkind='cegc'\nworkers={n}\ns={}\nm={}\ncode='{code}'\n",
+                n / 2,
+                n / 2
+            );
+            let cfg = outrun_plan::config::parse(&text, &[]).map_err(|e| format!("N = {n}, {code}: {e}"))?;
+            let erased = n.div_ceil(4);
+            let plan = match outrun_plan::build(&cfg, n) {
+                Ok(p) => p,
+                Err(e) if e.field == "scheme.code" && e.message.contains("not exact") => {
+                    let (nan, refused) = (f64::NAN, Some(e.to_string()));
+                    rows.push(DecodeRow { code, n, erased, sets: 0, decoded: 0, cold_s: nan, warm_s: nan, apply_s: nan, max_rel_err: nan, refused });
+                    continue;
+                }
+                Err(e) => return Err(format!("N = {n}, {code}: {e}")),
+            };
+            let mut rng = Rng::from_key(&[0xdec0de, n as u64]);
+            let g: Vec<f64> = (0..len).map(|_| rng.normal()).collect();
+            let scale = g.iter().fold(0.0f64, |a, x| a.max(x.abs()));
+            // every worker of the group holds the group's data: its upload encodes g
+            let uploads: Vec<Vec<f64>> = (1..=n).map(|r| {
+                let c = encoder(&plan, r, len).round(0);
+                Combination::evaluate(c.len, &c.terms, std::slice::from_ref(&g), &[])
+            }).collect();
+            let mut agg = aggregator(&plan, 0, len);
+            let (mut cold, mut warm, mut apply) = (vec![], vec![], vec![]);
+            let (mut decoded, mut worst) = (0, 0.0f64);
+            for k in 0..sets {
+                let mut order = rng.permutation(n);
+                order.truncate(n - erased);
+                for pass in 0..2 {
+                    agg.begin(k as u64 * 2 + pass);
+                    let start = Instant::now();
+                    let mut accepted = vec![];
+                    for &j in &order {
+                        if agg.offer(j, 0) {
+                            accepted.push(j);
+                        }
+                        if agg.satisfied() {
+                            break;
+                        }
+                    }
+                    if !agg.satisfied() {
+                        break; // peeling stalled: this set does not decode
+                    }
+                    let comb = agg.combine();
+                    let took = start.elapsed().as_secs_f64();
+                    if pass == 0 {
+                        cold.push(took);
+                        decoded += 1;
+                    } else {
+                        warm.push(took);
+                        let arrivals: Vec<Vec<f64>> = accepted.iter().map(|&j| uploads[j].clone()).collect();
+                        let start = Instant::now();
+                        let out = Combination::evaluate(comb.len, &comb.terms, &[] as &[Vec<f64>], &arrivals);
+                        apply.push(start.elapsed().as_secs_f64());
+                        worst = worst.max(out.iter().zip(&g).fold(0.0f64, |a, (x, y)| a.max((x - y).abs())) / scale);
+                    }
+                }
+            }
+            rows.push(DecodeRow { code, n, erased, sets, decoded, cold_s: median(&mut cold), warm_s: median(&mut warm), apply_s: median(&mut apply), max_rel_err: worst, refused: None });
+        }
+    }
+    Ok(rows)
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}

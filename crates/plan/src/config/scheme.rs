@@ -66,10 +66,22 @@ pub enum LinearChoice {
     Gaussian,
     /// Systematic MDS with a Cauchy parity block: no solve when the systematic workers arrive.
     Systematic,
-    /// (3,6)-regular LDPC with a peeling decoder (s = m, groups of at least 6).
+    /// (3,6)-regular LDPC with a peeling decoder (s = m, groups of at least 10).
     Ldpc,
     /// The repetition code (m = 1): Tandon et al.'s fractional repetition.
     Repetition,
+}
+
+impl LinearChoice {
+    /// The config value.
+    pub fn name(self) -> &'static str {
+        match self {
+            LinearChoice::Gaussian => "gaussian",
+            LinearChoice::Systematic => "systematic",
+            LinearChoice::Ldpc => "ldpc",
+            LinearChoice::Repetition => "repetition",
+        }
+    }
 }
 
 /// Communication-efficient gradient coding (CommFR-GC, Kadhe et al.): groups of N = s + m

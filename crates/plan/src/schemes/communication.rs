@@ -24,6 +24,10 @@ use crate::plan::{Node, Plan, PlanCode};
 use crate::roles::{Encoding, GroupSpec, Rule};
 use crate::schemes::star_plan;
 
+/// Largest condition number of a group code's decoding systems (over the survivor sets
+/// checked) for which the decode is exact to ~1e-8 relative.
+const LINEAR_MAX_COND: f64 = 1e8;
+
 /// Survivor sets checked when `outrun plan` reports a linear code's behaviour with s missing.
 const PROFILE_SETS: usize = 200;
 
@@ -74,6 +78,21 @@ pub(crate) fn cegc(cfg: &Config, c: &CegcConfig, samples: usize) -> Result<Plan,
         LinearChoice::Ldpc => LinearCode::ldpc(group, m, cfg.run.seed, c.draws).map_err(|e| ConfigError::new("scheme.code", e.to_string()))?,
     };
     let profile = code.profile(s, PROFILE_SETS, cfg.run.seed);
+    if c.code != LinearChoice::Ldpc && (profile.decodable < profile.sets || profile.worst_cond > LINEAR_MAX_COND) {
+        return Err(ConfigError::new(
+            "scheme.code",
+            format!(
+                "= \"{}\": with s = {s} of a group's {group} workers missing, {} of {} {} sets of {} decode and the worst κ(G_T) is {:.1e} (above {LINEAR_MAX_COND:e}, relative error up to ~{:.0e}): not exact; use code = \"gaussian\" or smaller groups (scheme.s + scheme.m)",
+                c.code.name(),
+                profile.decodable,
+                if profile.exhaustive { "all" } else { "a sample of" },
+                profile.sets,
+                group - s,
+                profile.worst_cond,
+                profile.worst_cond * f64::EPSILON
+            ),
+        ));
+    }
     // MDS codes decode with any s missing; LDPC peeling may stall earlier
     let tolerates = if profile.decodable == profile.sets { s } else { (0..s).rev().find(|&e| code.profile(e, PROFILE_SETS, cfg.run.seed).decodable == PROFILE_SETS.min(outrun_codes::binomial(group, e) as usize)).unwrap_or(0) };
     let groups = n / group;

@@ -178,6 +178,11 @@ mod tests {
         let gagc = build(&cfg(&["scheme.kind=g-agc", "scheme.workers=20", "scheme.d=3", "scheme.rounds=6"]), 1000).unwrap();
         assert_eq!(gagc.codes.len(), 6, "five groups of 3 and one of 5");
 
+        // a systematic (Cauchy) group of 48 with 24 missing solves systems with κ ~ 1e9: refused
+        let e = build(&cfg(&["scheme.kind=cegc", "scheme.workers=48", "scheme.s=24", "scheme.m=24", "scheme.code=systematic"]), 1000).unwrap_err();
+        assert_eq!(e.field, "scheme.code");
+        assert!(e.message.contains("not exact") && e.message.contains("gaussian"), "{e}");
+
         // plain AGC at N = 32, L = 12 is ill-conditioned: refused with the error it would make
         let e = build(&cfg(&["scheme.kind=agc", "scheme.workers=32", "scheme.d=3", "scheme.rounds=12", "scheme.draws=1"]), 1000).unwrap_err();
         assert_eq!(e.field, "scheme.rounds");

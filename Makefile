@@ -36,3 +36,7 @@ clean:
 .PHONY: reproduce-cr
 reproduce-cr: build
 	scripts/reproduce-cr.sh
+
+.PHONY: reproduce-comm
+reproduce-comm: build
+	scripts/reproduce-comm.sh

@@ -97,8 +97,18 @@ impl Comm {
     fn isend_raw(&mut self, dest: usize, tag: i32, ptr: *const f64, nbytes: usize, keep: Keep, track: Option<u64>) {
         let mut req: ffi::MPI_Request = unsafe { ffi::RSMPI_REQUEST_NULL };
         let count = c_int::try_from(nbytes).expect("message larger than 2 GiB");
+        // A tracked send is synchronous (MPI_Issend): it completes once the receiver has matched
+        // it, not when the bytes reach a socket buffer, so a node that sends its next round only
+        // then has at most one round on the way and hears a stop before pushing more (with
+        // MPI_Isend, eager sends complete at once and every round would be queued on the link).
         // SAFETY: the buffer is kept alive by `keep` in `self.sends` until MPI reports completion.
-        let rc = unsafe { ffi::MPI_Isend(ptr as *const _, count, bytes_type(), dest as c_int, tag, self.raw, &mut req) };
+        let rc = unsafe {
+            if track.is_some() {
+                ffi::MPI_Issend(ptr as *const _, count, bytes_type(), dest as c_int, tag, self.raw, &mut req)
+            } else {
+                ffi::MPI_Isend(ptr as *const _, count, bytes_type(), dest as c_int, tag, self.raw, &mut req)
+            }
+        };
         check(rc, "MPI_Isend");
         self.sent_msgs += 1;
         self.sent_bytes += nbytes as u64;
@@ -113,7 +123,8 @@ impl Comm {
     }
 
     /// Start sending a whole frame (header written in place, or a received frame relayed);
-    /// with `track`, [`Comm::completed`] reports it once the send has completed.
+    /// with `track`, the send is synchronous and [`Comm::completed`] reports it once the
+    /// receiver has matched it.
     pub fn isend_frame(&mut self, dest: usize, tag: i32, frame: Arc<Frame>, track: Option<u64>) {
         let w = frame.words();
         let (ptr, nbytes) = (w.as_ptr(), w.len() * 8);

@@ -268,7 +268,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
         Cmd::Check { config, set } => {
-            let (_, _, plan) = build_plan(&config, &set)?;
+            let (cfg, _, plan) = build_plan(&config, &set)?;
+            cfg.validate_for_engine().map_err(|e| Failure(format!("{}: {e}", config.display()), 2))?;
             println!("ok: {} — {} MPI ranks, {} workers, d = {}", plan.scheme, plan.ranks, plan.workers, plan.samples);
             Ok(())
         }

@@ -15,6 +15,7 @@
 #![deny(missing_docs)]
 
 mod agc;
+mod cluster;
 mod code;
 mod combin;
 mod decode;
@@ -23,6 +24,7 @@ mod linear;
 mod rng;
 
 pub use agc::{groups as agc_groups, q_agc, q_star, rounds_needed, AgcCode, AgcDecoding};
+pub use cluster::{dynamic_clustering, ClusterError, ClusterMatrix, Clustering, Partition};
 pub use code::{CodeError, CodeKind, GradientCode, Screening};
 pub use combin::{binomial, combinations, Combinations, SurvivorSet};
 pub use decode::{decode, Decoder, Decoding, EXACT_RESIDUAL};

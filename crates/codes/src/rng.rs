@@ -29,6 +29,8 @@ pub mod domain {
     pub const PROCESS: u64 = 0x7072_6f63_6573_7301;
     /// Screening of decoders on sampled survivor sets.
     pub const SCREEN: u64 = 0x7363_7265_656e_0001;
+    /// The circular shifts of a clustered code's A_cluster.
+    pub const CLUSTER: u64 = 0x636c_7573_7465_7201;
 }
 
 /// One step of SplitMix64; used to expand keys into generator seeds.

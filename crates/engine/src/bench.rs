@@ -50,7 +50,7 @@ impl Job<Frame> for Repeat {
     fn model(&mut self) -> Arc<Frame> {
         Arc::new(Frame::from_vec(vec![]))
     }
-    fn compute(&mut self, _rank: usize, _t: u64, _model: &Frame) -> Vec<Frame> {
+    fn compute(&mut self, _rank: usize, _t: u64, _model: &Frame, _parts: Option<&[usize]>) -> Vec<Frame> {
         let mut f = self.spare.take().unwrap_or_else(|| Frame::zeros(self.input.len()));
         f.as_mut_slice().copy_from_slice(&self.input);
         vec![f]

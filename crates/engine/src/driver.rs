@@ -74,8 +74,8 @@ impl<'a, J: Job<Frame>> Driver<'a, J> {
         while let Some(o) = m.poll() {
             match o {
                 Output::Send { to, msg, track } => self.send(&to, msg, track),
-                Output::Compute { t, model } => {
-                    let timing = self.compute(t, &model);
+                Output::Compute { t, model, parts, load } => {
+                    let timing = self.compute(t, &model, parts.as_deref(), load);
                     m.handle(&self.clock, Input::Timing { t, timing });
                 }
                 Output::Timer { id, at } => {
@@ -163,14 +163,14 @@ impl<'a, J: Job<Frame>> Driver<'a, J> {
     }
 
     /// Run the computation now; hold its parts until the finish time. Returns the timing record.
-    fn compute(&mut self, t: u64, model: &Frame) -> Value {
+    fn compute(&mut self, t: u64, model: &Frame, select: Option<&[usize]>, load: Option<usize>) -> Value {
         let c0i = Instant::now();
         let c0 = self.clock.now();
-        let parts = self.job.compute(self.rank, t, model);
+        let parts = self.job.compute(self.rank, t, model, select);
         let measured = c0i.elapsed().as_secs_f64();
         let c1 = self.clock.now();
         let worker = self.worker.unwrap_or(0);
-        let timing = self.injector.compute_time(worker, t, self.load, measured);
+        let timing = self.injector.compute_time(worker, t, load.unwrap_or(self.load), measured);
         let overrun = self.modelled && measured > timing.target;
         let ready_at = c0 + timing.target.max(measured);
         self.pending = Some(Pending { t, parts, ready_at });

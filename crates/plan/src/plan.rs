@@ -7,10 +7,11 @@
 //! [`Encoding`] (what it sends). A master–worker scheme is a tree of depth 1; CodedReduce is a
 //! deeper tree; ring schemes have no tree edges and use [`Pattern::Ring`].
 
-use outrun_codes::{AgcCode, GradientCode, LinearCode, LinearKind, LinearProfile, Screening};
+use outrun_codes::{AgcCode, ClusterMatrix, GradientCode, LinearCode, LinearKind, LinearProfile, Screening};
 use serde::{Deserialize, Serialize};
 
 use crate::alloc::{fmt_coef, WeightedSet};
+use crate::config::{ColumnOrder, Ssi};
 use crate::roles::{Encoding, Rule};
 use crate::stragglers::StragglerModel;
 
@@ -93,6 +94,26 @@ pub enum PlanCode {
         /// The code.
         code: AgcCode,
     },
+    /// Clustered gradient coding (GC-SC, GC-DC): P clusters of ℓ workers, each running the
+    /// ℓ-worker gradient code `code` over its data block.
+    Clusters {
+        /// A_cluster: which workers may serve which cluster (GC-SC: n = 1).
+        matrix: ClusterMatrix,
+        /// Computation load r (mini-batches per codeword).
+        r: usize,
+        /// Index of the ℓ × ℓ gradient code (a [`PlanCode::Gradient`]) every cluster uses.
+        code: usize,
+        /// Re-formed every iteration (GC-DC) or fixed (GC-SC: the first ℓ rows of A_cluster).
+        dynamic: bool,
+        /// The straggler states the master clusters with.
+        ssi: Ssi,
+        /// Algorithm 1's ⌈|G|/P⌉-round cap.
+        capped: bool,
+        /// Column order (index, or believed rate).
+        order: ColumnOrder,
+        /// Straggler threshold on the believed rate (None: the injected slow state).
+        tau: Option<f64>,
+    },
 }
 
 impl PlanCode {
@@ -142,6 +163,28 @@ impl PlanCode {
             .replace("Systematic", "systematic MDS (Cauchy)")
             .replace("Repetition", "repetition")
             .replace("Ldpc", "(3,6)-regular LDPC, peeling"),
+            PlanCode::Clusters { matrix: m, r, dynamic, ssi, capped, order, tau, .. } => {
+                let (p, ell) = (m.clusters, m.ell());
+                let head = format!("clusters: P = {p} of ℓ = {ell} workers, computation load r = {r}; each cluster decodes from any {} of its members (tolerates {} stragglers per cluster)", ell - r + 1, r - 1);
+                if !dynamic {
+                    return format!("{head}; static partition (GC-SC): {}", fmt_sets(&m.static_partition().sets()));
+                }
+                format!(
+                    "{head}; dynamic (GC-DC): every worker stores the blocks of n = {} clusters (n·ℓ = {} mini-batches) and computes the r of its assigned codeword; the master re-forms the clusters every iteration (Algorithm 1, {}, columns by {}) from {}{}; Lemma 1 (one swap always resolves a conflict) {}; A_cluster columns: {}",
+                    m.n,
+                    m.n * ell,
+                    if *capped { "⌈|G|/P⌉-round cap" } else { "uncapped" },
+                    if *order == ColumnOrder::Rate { "believed rate, fastest first" } else { "index" },
+                    match ssi {
+                        Ssi::Previous => "the previous iteration's injected straggler states (imperfect SSI)",
+                        Ssi::Observed => "who had not answered when the previous iteration was decoded (observed)",
+                        Ssi::Perfect => "the current iteration's states (PERFECT SSI: simulator only)",
+                    },
+                    tau.map_or(String::new(), |t| format!(", straggler = believed rate < τ = {t}")),
+                    if m.lemma1() { "holds" } else { "does not hold: an augmenting-path fallback places the rare conflicts" },
+                    fmt_sets(&(0..p).map(|c| m.column(c)).collect::<Vec<_>>())
+                )
+            }
             PlanCode::Adaptive { code: c } => format!(
                 "AGC code: n = {}, d = {}, L = {}; rounds needed r_s = ⌈L/(d − s)⌉ for s = 0..{}: {} (each round 1/{} of a gradient); E chosen for stability: worst relative decode error {:.1e} over {} {} straggler sets, worst κ(Ê) {:.1e}, max|M| {:.1e}",
                 c.n,
@@ -158,6 +201,11 @@ impl PlanCode {
             ),
         }
     }
+}
+
+/// `{1,6,9} {2,7,10}` with 1-based workers.
+fn fmt_sets(sets: &[Vec<usize>]) -> String {
+    sets.iter().map(|c| format!("{{{}}}", c.iter().map(|w| (w + 1).to_string()).collect::<Vec<_>>().join(","))).collect::<Vec<_>>().join(" ")
 }
 
 /// A complete plan: pure data, computed once from the config and broadcast.
@@ -261,10 +309,11 @@ impl Plan {
         line(
             &mut o,
             format!(
-                "data: d = {} points; worker load {} (fraction {:.4} of d)",
+                "data: d = {} points; worker load {} (fraction {:.4} of d){}",
                 self.samples,
                 if lmin == lmax { format!("{lmin}") } else { format!("{lmin}..{lmax}") },
-                lmax as f64 / self.samples.max(1) as f64
+                lmax as f64 / self.samples.max(1) as f64,
+                if self.nodes.iter().any(|n| matches!(n.send, Encoding::Clustered { .. })) { " stored; each iteration a worker computes the r mini-batches of its assigned codeword" } else { "" }
             ),
         );
         for pc in &self.codes {

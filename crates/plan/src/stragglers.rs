@@ -93,6 +93,9 @@ pub enum Law {
         mu_fast: Vec<f64>,
         /// Workers slow in the initial state S⁰ (before iteration 0's transition).
         initial: Vec<usize>,
+        /// The initial set was drawn at random (`initial_slow`): trials redraw it with their seed.
+        #[serde(default)]
+        drawn: bool,
     },
 }
 
@@ -134,10 +137,11 @@ impl StragglerModel {
             StragglerConfig::Markov(m) => {
                 let initial = match (&m.initial, m.initial_slow) {
                     (Some(list), _) => list.clone(),
-                    (None, Some(k)) => Rng::from_key(&[cfg.run.seed, domain::PROCESS, u64::MAX]).choose(n, k).into_iter().map(|i| i + 1).collect(),
+                    (None, Some(k)) => initial_slow(cfg.run.seed, n, k),
                     (None, None) => vec![],
                 };
-                Law::Markov { p: m.p, a: m.a.values(n), mu_slow: m.mu_slow.values(n), mu_fast: m.mu_fast.values(n), initial }
+                let drawn = m.initial.is_none() && m.initial_slow.is_some();
+                Law::Markov { p: m.p, a: m.a.values(n), mu_slow: m.mu_slow.values(n), mu_fast: m.mu_fast.values(n), initial, drawn }
             }
         };
         StragglerModel { seed: cfg.run.seed, law, compute: cfg.timing.compute, base_a: cfg.timing.a }
@@ -147,6 +151,9 @@ impl StragglerModel {
     pub fn reseeded(&self, seed: u64) -> Self {
         let mut m = self.clone();
         m.seed = seed;
+        if let Law::Markov { initial, drawn: true, a, .. } = &mut m.law {
+            *initial = initial_slow(seed, a.len(), initial.len());
+        }
         m
     }
 
@@ -209,7 +216,7 @@ impl StragglerModel {
             Law::ShiftedExp { a, mu } => format!("shifted-exp: time = {}·load + Exp(rate {}/load) seconds", per(a), per(mu)),
             Law::Weibull { a, mu, shape } => format!("weibull: time = {}·load + (load/{})·Weibull(shape {}) seconds", per(a), per(mu), per(shape)),
             Law::FailStop { workers, from: f } => format!("fail-stop: workers {workers:?} never answer{}", from(*f)),
-            Law::Markov { p, a, mu_slow, mu_fast, initial } => format!(
+            Law::Markov { p, a, mu_slow, mu_fast, initial, .. } => format!(
                 "markov: each worker switches fast/slow with p = {p} per iteration; time = load·({} + Exp/μ), μ = {} slow, {} fast; initially slow: {initial:?}",
                 per(a),
                 per(mu_slow),
@@ -218,6 +225,11 @@ impl StragglerModel {
         };
         format!("{text} [{}; seed {}]", self.name(), self.seed)
     }
+}
+
+/// `k` of the `n` workers (1-based), drawn from `seed`: the initially slow ones.
+fn initial_slow(seed: u64, n: usize, k: usize) -> Vec<usize> {
+    Rng::from_key(&[seed, domain::PROCESS, u64::MAX]).choose(n, k).into_iter().map(|i| i + 1).collect()
 }
 
 fn values(v: &Option<crate::config::PerWorker>, n: usize) -> Vec<f64> {
@@ -261,6 +273,31 @@ impl Injector {
         }
         self.cursors.insert(worker, c);
         c.slow
+    }
+
+    /// Worker `worker`'s state at iteration `t`: whether it straggles, and its current rate μ
+    /// (the two-state process's μ_slow or μ_fast; NaN for laws without a rate).
+    pub fn state(&mut self, worker: usize, t: u64) -> (bool, f64) {
+        if let Law::Markov { mu_slow, mu_fast, .. } = &self.model.law {
+            let i = worker.saturating_sub(1);
+            let (s, f) = (mu_slow[i], mu_fast[i]);
+            let slow = self.is_slow(worker, t);
+            return (slow, if slow { s } else { f });
+        }
+        (self.is_straggler(worker, t) || self.model.is_dead(worker, t), f64::NAN)
+    }
+
+    /// Worker `worker`'s state before the first iteration (S⁰: the two-state process's initial
+    /// state; not a straggler for other laws).
+    pub fn initial_state(&self, worker: usize) -> (bool, f64) {
+        match &self.model.law {
+            Law::Markov { mu_slow, mu_fast, initial, .. } => {
+                let i = worker.saturating_sub(1);
+                let slow = initial.contains(&worker);
+                (slow, if slow { mu_slow[i] } else { mu_fast[i] })
+            }
+            _ => (false, f64::NAN),
+        }
     }
 
     /// Whether worker `w` is made slow at iteration `t` (fixed, bernoulli and markov models).

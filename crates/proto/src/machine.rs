@@ -112,6 +112,11 @@ pub enum Output<P> {
         t: u64,
         /// The model.
         model: Arc<P>,
+        /// Only these of the node's parts, in this order (None: all of them).
+        parts: Option<Vec<usize>>,
+        /// The load (points) of the selected parts, when not the node's whole load: the
+        /// modelled and injected compute time scale with it.
+        load: Option<usize>,
     },
     /// (Re)arm timer `id`: feed [`Input::Timer`] with `id` at time `at`, replacing any pending
     /// timer with the same id (a machine uses one id per purpose, so drivers hold a few timers;
@@ -213,8 +218,9 @@ pub trait Job<P> {
     }
     /// The model of the next iteration.
     fn model(&mut self) -> Arc<P>;
-    /// Rank `rank`'s parts for iteration `t`, computed on `model`.
-    fn compute(&mut self, rank: usize, t: u64, model: &P) -> Vec<P>;
+    /// Rank `rank`'s parts for iteration `t`, computed on `model`: all of them, or the
+    /// `parts` selected (in that order).
+    fn compute(&mut self, rank: usize, t: u64, model: &P, parts: Option<&[usize]>) -> Vec<P>;
     /// Apply the delivered total of iteration `t` (the job may keep the vector for reuse);
     /// what the book records, or why the run must stop (e.g. the model diverged).
     fn apply(&mut self, t: u64, total: P) -> Result<Applied, JobError>;

@@ -190,7 +190,7 @@ impl<P: Vector> Machine<P> for RingNode<P> {
                 self.sent = 0;
                 self.received = 0;
                 self.record = json!({"ev": "iter", "t": t, "worker": self.worker, "start": now});
-                self.out.push_back(Output::Compute { t, model });
+                self.out.push_back(Output::Compute { t, model, parts: None, load: None });
             }
             Input::Timing { t, timing } => {
                 if let (true, Value::Object(rec), Value::Object(tm)) = (self.cur == Some(t), &mut self.record, timing) {

@@ -51,6 +51,8 @@ pub struct TreeNode<P: Vector> {
     parent: Option<usize>,
     children: Vec<usize>,
     computes: bool,
+    /// Points of each of the node's parts (the load of a selection).
+    part_loads: Vec<usize>,
     len: usize,
     agg: Option<Box<dyn Aggregator>>,
     enc: Box<dyn Encoder>,
@@ -103,6 +105,7 @@ impl<P: Vector> TreeNode<P> {
             parent: node.parent,
             children: node.children.clone(),
             computes: !node.parts.is_empty(),
+            part_loads: node.parts.iter().map(|p| p.len()).collect(),
             len,
             agg: (k > 0).then(|| aggregator(plan, rank, len)),
             enc: encoder(plan, rank, len),
@@ -249,8 +252,13 @@ impl<P: Vector> TreeNode<P> {
         }
         let assignment = self.assignment.take().filter(|(at, _)| *at == t).map(|(_, a)| a);
         self.enc.begin(t, assignment.as_deref());
+        if let Some(note) = self.enc.note() {
+            self.record["assigned"] = note;
+        }
         if self.computes {
-            self.out.push_back(Output::Compute { t, model: model.clone() });
+            let parts = self.enc.select();
+            let load = parts.as_ref().map(|p| p.iter().map(|&i| self.part_loads[i]).sum());
+            self.out.push_back(Output::Compute { t, model: model.clone(), parts, load });
         } else {
             self.own = Some(vec![]);
         }
@@ -318,6 +326,9 @@ impl<P: Vector> TreeNode<P> {
             self.record["residual"] = json!(comb.residual);
             if comb.cond > 0.0 {
                 self.record["cond"] = json!(comb.cond);
+            }
+            for (k, v) in &comb.notes {
+                self.record[k.as_str()] = v.clone();
             }
             if comb.rounds > 0 {
                 self.record["rounds_used"] = json!(comb.rounds);

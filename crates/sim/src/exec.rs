@@ -101,11 +101,12 @@ impl<P: Vector + 'static, J: Job<P>> Sim<'_, P, J> {
                         self.schedule(evs);
                     }
                 }
-                Output::Compute { t, model } => {
+                Output::Compute { t, model, parts, load } => {
                     let node = &self.plan.nodes[rank];
-                    let parts = self.jobs[rank].compute(rank, t, &model);
-                    let base = self.cfg.timing.a * node.load() as f64;
-                    let ct = self.injector.compute_time(node.worker.unwrap_or(0), t, node.load(), base);
+                    let parts = self.jobs[rank].compute(rank, t, &model, parts.as_deref());
+                    let load = load.unwrap_or_else(|| node.load());
+                    let base = self.cfg.timing.a * load as f64;
+                    let ct = self.injector.compute_time(node.worker.unwrap_or(0), t, load, base);
                     let timing = json!({"compute_start": at, "compute_end": at, "target": ct.target, "injected": ct.injected,
                         "straggler": ct.straggler, "overrun": false});
                     self.q.push(at + ct.target, Ev::Computed { rank, t, parts });
@@ -221,7 +222,15 @@ pub fn execute<P: Vector + 'static, J: Job<P>>(plan: &Plan, cfg: &Config, stragg
     let ranks = plan.ranks;
     assert_eq!(jobs.len(), ranks, "one job per rank");
     let len = jobs[0].len();
-    let machines = (0..ranks).map(|r| outrun_proto::machine::<P>(plan, r, len, cfg.run.deadline, true)).collect();
+    // the machines see the trial's straggler process (a GC-DC master clusters with its states)
+    let trial;
+    let for_machines = if *stragglers == plan.stragglers {
+        plan
+    } else {
+        trial = Plan { stragglers: stragglers.clone(), ..plan.clone() };
+        &trial
+    };
+    let machines = (0..ranks).map(|r| outrun_proto::machine::<P>(for_machines, r, len, cfg.run.deadline, true)).collect();
     let sim = Sim {
         plan,
         cfg,

@@ -77,11 +77,16 @@ impl Job<Frame> for GradientDescent {
         Arc::new(Frame::from_vec(self.theta.clone()))
     }
 
-    fn compute(&mut self, rank: usize, _t: u64, model: &Frame) -> Vec<Frame> {
+    fn compute(&mut self, rank: usize, _t: u64, model: &Frame, select: Option<&[usize]>) -> Vec<Frame> {
         let p = self.p;
         let loss = self.model.loss;
-        self.parts[&rank]
-            .iter()
+        let all = &self.parts[&rank];
+        let chosen: Vec<_> = match select {
+            Some(idx) => idx.iter().map(|&i| &all[i]).collect(),
+            None => all.iter().collect(),
+        };
+        chosen
+            .into_iter()
             .map(|part| {
                 let mut out = vec![0.0; p + 1];
                 out[p] = gradient_paced(&part.rows, &part.coef, model.as_slice(), loss, &mut out[..p], self.pace, &mut std::thread::yield_now);
@@ -121,8 +126,8 @@ impl Job<Len> for Timing {
     fn model(&mut self) -> Arc<Len> {
         Arc::new(Len(self.len))
     }
-    fn compute(&mut self, rank: usize, _t: u64, _model: &Len) -> Vec<Len> {
-        vec![Len(self.len); self.parts[rank]]
+    fn compute(&mut self, rank: usize, _t: u64, _model: &Len, select: Option<&[usize]>) -> Vec<Len> {
+        vec![Len(self.len); select.map_or(self.parts[rank], <[usize]>::len)]
     }
     fn apply(&mut self, _t: u64, _total: Len) -> Result<Applied, JobError> {
         Ok(Applied { loss: f64::NAN, state: None })

@@ -22,7 +22,7 @@ use serde::Serialize;
 pub use exec::{ComputeMode, EngineConfig, NetworkConfig, Rate, RateError, TimingConfig, MAX_SECONDS};
 pub use job::{DataConfig, DataKind, GdConfig, JobConfig, Loss, ModelConfig, Schedule};
 pub use run::RunConfig;
-pub use scheme::{AgcConfig, CegcConfig, CodeChoice, LinearChoice, SchemeConfig, StarConfig, TreeConfig};
+pub use scheme::{AgcConfig, CegcConfig, ClusterConfig, CodeChoice, ColumnOrder, LinearChoice, SchemeConfig, Ssi, StarConfig, StaticClusterConfig, TreeConfig};
 pub use stragglers::{BernoulliMode, PerWorker, StragglerConfig};
 
 use tagged::de;
@@ -252,6 +252,19 @@ impl Config {
                     self.scheme.kind()
                 ),
             );
+        }
+        Ok(())
+    }
+
+    /// Checks for a run through the MPI engine (not the simulator): simulator-only switches.
+    pub fn validate_for_engine(&self) -> Result<(), ConfigError> {
+        if let SchemeConfig::GcDc(c) = &self.scheme {
+            if c.ssi == Ssi::Perfect {
+                return err(
+                    "scheme.ssi",
+                    "= \"perfect\" clusters with the current iteration's straggler states, which a real master cannot know: it is a simulator-only switch (outrun simulate); use \"previous\" or \"observed\"",
+                );
+            }
         }
         Ok(())
     }

@@ -129,6 +129,104 @@ fn default_agc_draws() -> usize {
     10
 }
 
+/// Clustered gradient coding (GC-SC, GC-DC; Buyukates et al.): K workers in P clusters of
+/// ℓ = K/P, an independent ℓ-worker cyclic gradient code per cluster.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterConfig {
+    /// Number of workers K.
+    pub workers: usize,
+    /// Number of clusters P (divides K).
+    pub clusters: usize,
+    /// Computation load r: mini-batches each worker combines per iteration; every cluster
+    /// tolerates r − 1 stragglers.
+    pub r: usize,
+    /// GC-DC: clusters each worker can serve (it stores their n·ℓ mini-batches). 1 = GC-SC.
+    #[serde(default = "one")]
+    pub n: usize,
+    /// GC-DC: which straggler states the master clusters with.
+    #[serde(default)]
+    pub ssi: Ssi,
+    /// GC-DC: cap each group's placement at ⌈|G|/P⌉ round-robin rounds (the note's canonical
+    /// reading of Algorithm 1; `false` = uncapped).
+    #[serde(default = "yes")]
+    pub capped: bool,
+    /// GC-DC: order inside each cluster's column (`index`, or `rate`: fastest believed first,
+    /// for heterogeneous workers).
+    #[serde(default)]
+    pub order: ColumnOrder,
+    /// GC-DC: a worker is a straggler when its believed rate is below `tau` (heterogeneous and
+    /// time-varying rates); unset = the injected process's slow state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tau: Option<f64>,
+    /// Random draws of each cluster's cyclic code; the best-conditioned one is used.
+    #[serde(default = "default_draws")]
+    pub draws: usize,
+}
+
+/// Gradient coding with static clustering (GC-SC): GC-DC's keys without the dynamic ones.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StaticClusterConfig {
+    /// Number of workers K.
+    pub workers: usize,
+    /// Number of clusters P (divides K).
+    pub clusters: usize,
+    /// Computation load r.
+    pub r: usize,
+    /// Random draws of each cluster's cyclic code.
+    #[serde(default = "default_draws")]
+    pub draws: usize,
+}
+
+impl StaticClusterConfig {
+    /// The same keys as a clustered config with n = 1 (no dynamic keys apply).
+    pub fn as_clusters(&self) -> ClusterConfig {
+        ClusterConfig { workers: self.workers, clusters: self.clusters, r: self.r, n: 1, ssi: Ssi::default(), capped: true, order: ColumnOrder::default(), tau: None, draws: self.draws }
+    }
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// Straggler state information the GC-DC master clusters with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Ssi {
+    /// The states of the previous iteration as the injected straggler process produced them
+    /// (the paper's imperfect SSI: workers' reports modelled as exact and instantaneous).
+    #[default]
+    Previous,
+    /// Measured: a worker is believed slow if its result for the previous iteration had not
+    /// arrived when that iteration was decoded (needs no injected process: real clusters).
+    Observed,
+    /// The states of the current iteration (the paper's perfect SSI): simulator only.
+    Perfect,
+}
+
+impl Ssi {
+    /// The config value.
+    pub fn name(self) -> &'static str {
+        match self {
+            Ssi::Previous => "previous",
+            Ssi::Observed => "observed",
+            Ssi::Perfect => "perfect",
+        }
+    }
+}
+
+/// Order of the workers inside each column of A_cluster.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum ColumnOrder {
+    /// By worker index.
+    #[default]
+    Index,
+    /// By believed rate, fastest first.
+    Rate,
+}
+
 /// `[scheme]`, by `kind`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
@@ -154,12 +252,18 @@ pub enum SchemeConfig {
     /// Group adaptive gradient coding.
     #[serde(rename = "g-agc")]
     GAgc(AgcConfig),
+    /// Gradient coding with static clustering.
+    GcSc(StaticClusterConfig),
+    /// Gradient coding with dynamic clustering.
+    GcDc(ClusterConfig),
 }
 
 const STAR_KEYS: &[&str] = &["workers", "s", "draws"];
 const TREE_KEYS: &[&str] = &["n", "layers", "s", "code", "draws", "workers"];
 const CEGC_KEYS: &[&str] = &["workers", "s", "m", "code", "draws"];
 const AGC_KEYS: &[&str] = &["workers", "d", "rounds", "draws"];
+const GCSC_KEYS: &[&str] = &["workers", "clusters", "r", "draws"];
+const GCDC_KEYS: &[&str] = &["workers", "clusters", "r", "n", "ssi", "capped", "order", "tau", "draws"];
 
 impl Tagged for SchemeConfig {
     const SECTION: &'static str = "scheme";
@@ -175,6 +279,8 @@ impl Tagged for SchemeConfig {
         ("cegc", CEGC_KEYS),
         ("agc", AGC_KEYS),
         ("g-agc", AGC_KEYS),
+        ("gc-sc", GCSC_KEYS),
+        ("gc-dc", GCDC_KEYS),
     ];
 
     fn variant(kind: &str, rest: toml::Value) -> Result<Self, ConfigError> {
@@ -206,6 +312,21 @@ impl Tagged for SchemeConfig {
                     SchemeConfig::Agc(c)
                 } else {
                     SchemeConfig::GAgc(c)
+                }
+            }
+            "gc-sc" | "gc-dc" => {
+                for (key, what) in [("clusters", "the number of clusters P"), ("r", "the computation load r (mini-batches per worker per iteration)")] {
+                    if rest.get(key).is_none() {
+                        return err(&format!("scheme.{key}"), format!("missing: {kind} needs {what}"));
+                    }
+                }
+                if kind == "gc-dc" && rest.get("n").is_none() {
+                    return err("scheme.n", "missing: gc-dc needs n, the clusters each worker can serve (memory n·ℓ mini-batches; n = 1 is gc-sc)");
+                }
+                if kind == "gc-sc" {
+                    SchemeConfig::GcSc(de(rest, "scheme")?)
+                } else {
+                    SchemeConfig::GcDc(de(rest, "scheme")?)
                 }
             }
             "cr" => {
@@ -240,6 +361,8 @@ impl SchemeConfig {
             SchemeConfig::Cegc(_) => "cegc",
             SchemeConfig::Agc(_) => "agc",
             SchemeConfig::GAgc(_) => "g-agc",
+            SchemeConfig::GcSc(_) => "gc-sc",
+            SchemeConfig::GcDc(_) => "gc-dc",
         }
     }
 
@@ -254,6 +377,8 @@ impl SchemeConfig {
             SchemeConfig::Cr(t) => (1..=t.layers.min(64) as u32).fold(0usize, |acc, l| acc.saturating_add(t.n.saturating_pow(l))),
             SchemeConfig::Cegc(c) => c.workers,
             SchemeConfig::Agc(c) | SchemeConfig::GAgc(c) => c.workers,
+            SchemeConfig::GcSc(c) => c.workers,
+            SchemeConfig::GcDc(c) => c.workers,
             SchemeConfig::Umw(c)
             | SchemeConfig::Ignore(c)
             | SchemeConfig::GcCyclic(c)
@@ -269,6 +394,8 @@ impl SchemeConfig {
             SchemeConfig::Cr(t) => t.s,
             SchemeConfig::Cegc(c) => c.s,
             SchemeConfig::Agc(c) | SchemeConfig::GAgc(c) => c.d.saturating_sub(1),
+            SchemeConfig::GcSc(c) => c.r.saturating_sub(1),
+            SchemeConfig::GcDc(c) => c.r.saturating_sub(1),
             SchemeConfig::Umw(c)
             | SchemeConfig::Ignore(c)
             | SchemeConfig::GcCyclic(c)
@@ -284,6 +411,8 @@ impl SchemeConfig {
             SchemeConfig::Cr(t) => return t.validate(),
             SchemeConfig::Cegc(c) => return c.validate(),
             SchemeConfig::Agc(c) | SchemeConfig::GAgc(c) => return c.validate(kind),
+            SchemeConfig::GcSc(c) => return c.as_clusters().validate(),
+            SchemeConfig::GcDc(c) => return c.validate(),
             SchemeConfig::Umw(c)
             | SchemeConfig::Ignore(c)
             | SchemeConfig::GcCyclic(c)
@@ -383,6 +512,32 @@ impl AgcConfig {
                 "scheme.rounds",
                 format!("= {l} with {what}: an adaptive code of N workers and L rounds decodes systems of up to N·L = {} rows; at most {MAX_AGC_ROWS} are supported (the decode error grows with N·L); use fewer rounds{}", size * l, if kind == "g-agc" { "" } else { " or kind = \"g-agc\"" }),
             );
+        }
+        Ok(())
+    }
+}
+
+impl ClusterConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        let (k, p, r, n) = (self.workers, self.clusters, self.r, self.n);
+        check_workers(k)?;
+        if p == 0 || !k.is_multiple_of(p) {
+            return err("scheme.clusters", format!("= {p}: must divide scheme.workers = {k} (clusters of equal size ℓ = K/P)"));
+        }
+        let ell = k / p;
+        if r == 0 || r > ell {
+            return err("scheme.r", format!("= {r}: must be between 1 and the cluster size ℓ = K/P = {ell}"));
+        }
+        if n == 0 || n > p {
+            return err("scheme.n", format!("= {n}: must be between 1 and scheme.clusters = {p} (a worker serves n distinct clusters)"));
+        }
+        if let Some(tau) = self.tau {
+            if !(tau.is_finite() && tau > 0.0) {
+                return err("scheme.tau", format!("= {tau}: must be a positive rate"));
+            }
+        }
+        if self.draws == 0 {
+            return err("scheme.draws", "must be at least 1");
         }
         Ok(())
     }

@@ -202,3 +202,32 @@ fn cegc_and_agc_constraints_name_the_field() {
     assert!(agc(&["scheme.kind=g-agc", "scheme.workers=100", "scheme.d=4", "scheme.rounds=60"]).is_ok());
     assert_eq!(agc(&["scheme.kind=g-agc", "scheme.workers=100", "scheme.d=10", "scheme.rounds=64"]).unwrap_err().field, "scheme.rounds");
 }
+
+#[test]
+fn clustered_schemes_name_the_field_and_round_trip() {
+    let dc = |extra: &[&str]| {
+        let mut v = vec!["scheme.kind=gc-dc", "scheme.s=", "scheme.workers=12", "scheme.clusters=4", "scheme.r=2", "scheme.n=2"];
+        v.extend_from_slice(extra);
+        parse_with(&v)
+    };
+    let c = dc(&["scheme.ssi=observed", "scheme.order=rate", "scheme.tau=0.5"]).unwrap();
+    assert_eq!(parse(&c.to_toml(), &[]).unwrap(), c, "the setup message re-parses the resolved TOML");
+    let sc = dc(&["scheme.kind=gc-sc", "scheme.n="]).unwrap();
+    assert_eq!(parse(&sc.to_toml(), &[]).unwrap(), sc);
+    assert_eq!(sc.scheme.s(), 1);
+    for (set, field) in [
+        ("scheme.clusters=5", "scheme.clusters"),
+        ("scheme.r=4", "scheme.r"),
+        ("scheme.r=0", "scheme.r"),
+        ("scheme.n=5", "scheme.n"),
+        ("scheme.n=", "scheme.n"),
+        ("scheme.tau=-1", "scheme.tau"),
+        ("scheme.ssi=psychic", "scheme.ssi"),
+    ] {
+        assert_eq!(dc(&[set]).unwrap_err().field, field, "{set}");
+    }
+    // the dynamic keys do not belong to gc-sc; perfect information is for the simulator only
+    assert_eq!(dc(&["scheme.kind=gc-sc"]).unwrap_err().field, "scheme.n");
+    assert_eq!(dc(&["scheme.ssi=perfect"]).unwrap().validate_for_engine().unwrap_err().field, "scheme.ssi");
+    assert!(c.validate_for_engine().is_ok());
+}

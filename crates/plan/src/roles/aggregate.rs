@@ -48,13 +48,20 @@ pub enum Rule {
         /// The groups.
         groups: Vec<GroupSpec>,
     },
+    /// Clusters of children (GC-SC, GC-DC), each decoding its block from any ℓ − r + 1 of its
+    /// members with the plan's cluster code `code`; the master may re-form the clusters every
+    /// iteration and sends each child its codeword with the model.
+    Clusters {
+        /// Index into `Plan::codes` (a cluster code).
+        code: usize,
+    },
 }
 
 impl Rule {
     /// Number of children's results the rule needs (for descriptions).
     pub fn need(&self, children: usize) -> usize {
         match *self {
-            Rule::Sum | Rule::Groups { .. } => children,
+            Rule::Sum | Rule::Groups { .. } | Rule::Clusters { .. } => children,
             Rule::Rescale { need } | Rule::Decode { need, .. } => need,
         }
     }
@@ -64,11 +71,14 @@ impl Rule {
         if let Rule::Groups { groups: g } = self {
             return format!("{} group(s), each until decodable", g.len());
         }
+        if let Rule::Clusters { .. } = self {
+            return "every cluster, decode".into();
+        }
         let how = match self {
             Rule::Sum => "sum",
             Rule::Rescale { .. } => "rescale",
             Rule::Decode { .. } => "decode",
-            Rule::Groups { .. } => unreachable!("handled above"),
+            Rule::Groups { .. } | Rule::Clusters { .. } => unreachable!("handled above"),
         };
         let need = self.need(children);
         if need == children {
@@ -123,6 +133,7 @@ pub fn aggregator(plan: &Plan, rank: usize, len: usize) -> Box<dyn Aggregator> {
         Rule::Rescale { .. } => How::Rescale { loads: node.children.iter().map(|&c| plan.nodes[c].load()).collect(), samples: plan.samples },
         Rule::Decode { code, .. } => How::Decode(Decoder::new(plan.codes[*code].gradient().clone())),
         Rule::Groups { groups } => return Box::new(Grouped::new(plan, node.children.clone(), groups, len)),
+        Rule::Clusters { code } => return Box::new(super::clusters::Clustered::new(plan, *code, len)),
     };
     Box::new(Count { k, need: rule.need(k), len, how: combine, order: vec![], got: vec![false; k], failed: vec![false; k] })
 }

@@ -55,12 +55,15 @@ pub struct Combination {
     pub rounds: usize,
     /// Results used per child (index, count), for multi-round rules.
     pub uses: Vec<(usize, usize)>,
+    /// Scheme-specific fields for the iteration's log record (e.g. a clustered scheme's
+    /// partition and responders).
+    pub notes: Vec<(String, serde_json::Value)>,
 }
 
 impl Combination {
     /// An exact combination of the given terms.
     pub fn exact(len: usize, terms: Vec<Term>) -> Self {
-        Combination { len, terms, residual: 0.0, exact: true, coverage: 1.0, used: vec![], cond: 0.0, rounds: 0, uses: vec![] }
+        Combination { len, terms, residual: 0.0, exact: true, coverage: 1.0, used: vec![], cond: 0.0, rounds: 0, uses: vec![], notes: vec![] }
     }
 
     /// These terms with every `Src::Agg` term replaced by the matching part of `agg`'s terms

@@ -31,12 +31,29 @@ pub enum Encoding {
         /// The node's index j in its group.
         worker: usize,
     },
+    /// One message: the codeword the parent assigned for the iteration, computed from the r
+    /// mini-batches it needs among the n·ℓ the node stores (GC-DC).
+    Clustered {
+        /// Index into `Plan::codes` (a cluster code).
+        code: usize,
+        /// The worker's index (0-based) in the cluster matrix.
+        worker: usize,
+    },
 }
 
 /// A node's encoder.
 pub trait Encoder: Send {
     /// Start iteration `t`, with this node's assignment if the scheme sent one.
     fn begin(&mut self, _t: u64, _assignment: Option<&[u8]>) {}
+    /// The parts to compute this iteration, in the order [`Src::Own`] numbers them (None:
+    /// all of them).
+    fn select(&self) -> Option<Vec<usize>> {
+        None
+    }
+    /// What the node was assigned, for its log record.
+    fn note(&self) -> Option<serde_json::Value> {
+        None
+    }
     /// Number of rounds the node sends per iteration.
     fn rounds(&self) -> u32 {
         1
@@ -63,6 +80,7 @@ pub fn encoder(plan: &Plan, rank: usize, len: usize) -> Box<dyn Encoder> {
             }
             Box::new(Fixed(vec![Combination::exact(r, terms)]))
         }
+        Encoding::Clustered { code, worker } => Box::new(super::clusters::Assigned::new(plan, code, worker, len)),
         Encoding::Rounds { code, worker } => {
             let PlanCode::Adaptive { code } = &plan.codes[code] else { panic!("a rounds encoding needs an adaptive code") };
             let (n, l) = (code.n, code.l);

@@ -13,6 +13,7 @@
 //! them.
 
 mod aggregate;
+mod clusters;
 mod combine;
 mod encode;
 

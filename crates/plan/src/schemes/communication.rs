@@ -20,9 +20,9 @@ use outrun_codes::{agc_groups, AgcCode, LinearCode};
 
 use crate::alloc::WeightedSet;
 use crate::config::{AgcConfig, CegcConfig, Config, ConfigError, LinearChoice, SchemeConfig};
-use crate::plan::{Node, Plan, PlanCode};
+use crate::plan::{Plan, PlanCode};
 use crate::roles::{Encoding, GroupSpec, Rule};
-use crate::schemes::star_plan;
+use crate::schemes::{star, worker};
 
 /// Largest condition number of a group code's decoding systems (over the survivor sets
 /// checked) for which the decode is exact to ~1e-8 relative.
@@ -37,16 +37,6 @@ const AGC_MAX_ERROR: f64 = 1e-6;
 
 /// Straggler sets checked per draw when an AGC code is chosen (all of them when fewer).
 const AGC_SCREEN_PATTERNS: usize = 200;
-
-fn star(cfg: &Config, title: String, samples: usize, s: usize, mut nodes: Vec<Node>, rule: Rule, codes: Vec<PlanCode>) -> Plan {
-    let n = nodes.len();
-    nodes.insert(0, Node { rank: 0, worker: None, parent: None, children: (1..=n).collect(), parts: vec![], rule: Some(rule), send: Encoding::Plain });
-    star_plan(cfg, title, samples, s, nodes, codes)
-}
-
-fn worker(rank: usize, parts: Vec<WeightedSet>, send: Encoding) -> Node {
-    Node { rank, worker: Some(rank), parent: Some(0), children: vec![], parts, rule: None, send }
-}
 
 /// A Gaussian generator: the best of `draws` by worst condition number over K-subsets (all of
 /// them when at most 2000, else a seeded sample of 200).

@@ -6,14 +6,18 @@
 //! | `rar`, `allreduce` | `schemes/ring.rs` | ring, no master |
 //! | `cr` | `schemes/coded_reduce.rs` | (n, L)-regular tree |
 //! | `cegc`, `agc`, `g-agc` | `schemes/communication.rs` | star |
+//! | `gc-sc`, `gc-dc` | `schemes/clustered.rs` | star |
 
+mod clustered;
 mod coded_reduce;
 mod communication;
 mod master_worker;
 mod ring;
 
+use crate::alloc::WeightedSet;
 use crate::config::{Config, ConfigError, SchemeConfig};
 use crate::plan::{Node, Pattern, Plan, PlanCode};
+use crate::roles::{Encoding, Rule};
 use crate::stragglers::StragglerModel;
 
 /// Build the plan of `cfg` for a data set of `samples` points. The one place that dispatches on
@@ -30,6 +34,8 @@ pub fn build(cfg: &Config, samples: usize) -> Result<Plan, ConfigError> {
         SchemeConfig::Cr(t) => coded_reduce::build(cfg, t, samples),
         SchemeConfig::Cegc(c) => communication::cegc(cfg, c, samples),
         SchemeConfig::Agc(c) | SchemeConfig::GAgc(c) => communication::agc(cfg, c, samples),
+        SchemeConfig::GcSc(c) => clustered::build(cfg, &c.as_clusters(), samples),
+        SchemeConfig::GcDc(c) => clustered::build(cfg, c, samples),
     }
 }
 
@@ -59,6 +65,18 @@ pub(crate) fn star_plan(cfg: &Config, title: String, samples: usize, s: usize, n
     }
 }
 
+/// A star whose master (rank 0) has `rule` over the given workers (ranks 1..).
+pub(crate) fn star(cfg: &Config, title: String, samples: usize, s: usize, mut nodes: Vec<Node>, rule: Rule, codes: Vec<PlanCode>) -> Plan {
+    let n = nodes.len();
+    nodes.insert(0, Node { rank: 0, worker: None, parent: None, children: (1..=n).collect(), parts: vec![], rule: Some(rule), send: Encoding::Plain });
+    star_plan(cfg, title, samples, s, nodes, codes)
+}
+
+/// A worker of a star.
+pub(crate) fn worker(rank: usize, parts: Vec<WeightedSet>, send: Encoding) -> Node {
+    Node { rank, worker: Some(rank), parent: Some(0), children: vec![], parts, rule: None, send }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -81,7 +99,7 @@ mod tests {
                 let covered: usize = survivors.iter().map(|&i| plan.nodes[i + 1].load()).sum();
                 (0..n).map(|i| if survivors.contains(&i) { plan.samples as f64 / covered as f64 } else { 0.0 }).collect()
             }
-            Rule::Groups { .. } => unreachable!("star plans of this test"),
+            Rule::Groups { .. } | Rule::Clusters { .. } => unreachable!("star plans of this test"),
             Rule::Decode { code, .. } => {
                 let mut dec = Decoder::new(plan.codes[code].gradient().clone());
                 dec.decode(&SurvivorSet::from_indices(n, survivors)).coeffs.clone()

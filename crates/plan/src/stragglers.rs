@@ -96,6 +96,27 @@ pub enum Law {
         /// The initial set was drawn at random (`initial_slow`): trials redraw it with their seed.
         #[serde(default)]
         drawn: bool,
+        /// Heterogeneous workers: the fast rates were drawn uniformly in [0, max] and the slow
+        /// ones are a factor lower (`(max, factor)`); trials redraw them with their seed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        drawn_rates: Option<(f64, f64)>,
+    },
+    /// Time-varying rates: each worker's rate is redrawn uniformly in [0, mu_max] with
+    /// probability p at the start of every iteration; straggler while below tau.
+    Rates {
+        /// Redraw probability per iteration.
+        p: f64,
+        /// Shift per point, per worker.
+        a: Vec<f64>,
+        /// Largest rate.
+        mu_max: f64,
+        /// Straggler threshold.
+        tau: f64,
+        /// Workers starting below tau.
+        initial: Vec<usize>,
+        /// The initial set was drawn (`initial_slow`).
+        #[serde(default)]
+        drawn: bool,
     },
 }
 
@@ -141,7 +162,20 @@ impl StragglerModel {
                     (None, None) => vec![],
                 };
                 let drawn = m.initial.is_none() && m.initial_slow.is_some();
-                Law::Markov { p: m.p, a: m.a.values(n), mu_slow: m.mu_slow.values(n), mu_fast: m.mu_fast.values(n), initial, drawn }
+                let drawn_rates = m.mu_fast_max.map(|max| (max, m.slow_factor.unwrap_or(1.0)));
+                let (mu_slow, mu_fast) = match drawn_rates {
+                    Some((max, factor)) => drawn_markov_rates(cfg.run.seed, n, max, factor),
+                    None => (m.mu_slow.as_ref().map_or_else(|| vec![1.0; n], |v| v.values(n)), m.mu_fast.as_ref().map_or_else(|| vec![1.0; n], |v| v.values(n))),
+                };
+                Law::Markov { p: m.p, a: m.a.values(n), mu_slow, mu_fast, initial, drawn, drawn_rates }
+            }
+            StragglerConfig::Rates(m) => {
+                let initial = match (&m.initial, m.initial_slow) {
+                    (Some(list), _) => list.clone(),
+                    (None, Some(k)) => initial_slow(cfg.run.seed, n, k),
+                    (None, None) => vec![],
+                };
+                Law::Rates { p: m.p, a: m.a.values(n), mu_max: m.mu_max, tau: m.tau, initial, drawn: m.initial.is_none() && m.initial_slow.is_some() }
             }
         };
         StragglerModel { seed: cfg.run.seed, law, compute: cfg.timing.compute, base_a: cfg.timing.a }
@@ -151,8 +185,18 @@ impl StragglerModel {
     pub fn reseeded(&self, seed: u64) -> Self {
         let mut m = self.clone();
         m.seed = seed;
-        if let Law::Markov { initial, drawn: true, a, .. } = &mut m.law {
-            *initial = initial_slow(seed, a.len(), initial.len());
+        match &mut m.law {
+            Law::Markov { initial, drawn, a, drawn_rates, mu_slow, mu_fast, .. } => {
+                let n = a.len();
+                if *drawn {
+                    *initial = initial_slow(seed, n, initial.len());
+                }
+                if let Some((max, factor)) = *drawn_rates {
+                    (*mu_slow, *mu_fast) = drawn_markov_rates(seed, n, max, factor);
+                }
+            }
+            Law::Rates { initial, drawn: true, a, .. } => *initial = initial_slow(seed, a.len(), initial.len()),
+            _ => {}
         }
         m
     }
@@ -167,6 +211,7 @@ impl StragglerModel {
             Law::Weibull { .. } => "weibull",
             Law::FailStop { .. } => "fail-stop",
             Law::Markov { .. } => "markov",
+            Law::Rates { .. } => "rates",
         }
     }
 
@@ -194,6 +239,9 @@ impl StragglerModel {
             Law::Weibull { a, mu, shape } => a[i] * l + l / mu[i] * libm::tgamma(1.0 + 1.0 / shape[i]),
             Law::Bernoulli { p, factor, .. } => base * (1.0 + p * factor),
             Law::Markov { a, mu_slow, mu_fast, .. } => l * (a[i] + 0.5 / mu_slow[i] + 0.5 / mu_fast[i]),
+            // E[1/μ] is infinite for μ uniform from 0: the mean is unbounded; this is the time at
+            // the median rate
+            Law::Rates { a, mu_max, .. } => l * (a[i] + 2.0 / mu_max),
             _ => base,
         }
     }
@@ -222,9 +270,20 @@ impl StragglerModel {
                 per(mu_slow),
                 per(mu_fast)
             ),
+            Law::Rates { p, a, mu_max, tau, initial, .. } => format!(
+                "rates: each worker's rate μ is redrawn uniformly in [0, {mu_max}] with p = {p} per iteration; time = load·({} + Exp/μ); straggler while μ < {tau}; initially below: {initial:?}",
+                per(a)
+            ),
         };
         format!("{text} [{}; seed {}]", self.name(), self.seed)
     }
+}
+
+/// Heterogeneous two-state rates: μ_fast uniform in [0, max] per worker, μ_slow = μ_fast / factor
+/// (bounded below by 1e-9 so a draw of 0 is not an infinite time).
+fn drawn_markov_rates(seed: u64, n: usize, max: f64, factor: f64) -> (Vec<f64>, Vec<f64>) {
+    let fast: Vec<f64> = (1..=n).map(|w| (max * Rng::from_key(&[seed, domain::PROCESS, w as u64, u64::MAX - 1]).uniform()).max(1e-9)).collect();
+    (fast.iter().map(|f| (f / factor).max(1e-9)).collect(), fast)
 }
 
 /// `k` of the `n` workers (1-based), drawn from `seed`: the initially slow ones.
@@ -241,6 +300,8 @@ fn values(v: &Option<crate::config::PerWorker>, n: usize) -> Vec<f64> {
 struct Cursor {
     iteration: u64,
     slow: bool,
+    /// Current rate (`rates`).
+    rate: f64,
 }
 
 /// Evaluates a [`StragglerModel`], stepping stateful processes forward as iterations are asked
@@ -262,7 +323,7 @@ impl Injector {
     pub fn is_slow(&mut self, worker: usize, t: u64) -> bool {
         let Law::Markov { p, initial, .. } = &self.model.law else { return false };
         let (p, seed) = (*p, self.model.seed);
-        let start = || Cursor { iteration: 0, slow: flip(initial.contains(&worker), seed, worker, 0, p) };
+        let start = || Cursor { iteration: 0, slow: flip(initial.contains(&worker), seed, worker, 0, p), rate: f64::NAN };
         let mut c = match self.cursors.get(&worker) {
             Some(c) if c.iteration <= t => *c,
             _ => start(),
@@ -275,6 +336,39 @@ impl Injector {
         c.slow
     }
 
+    /// Worker `worker`'s rate during iteration `t` (`rates`): the initial rate (below tau for the
+    /// initially slow workers) followed by t + 1 chances to be redrawn, one at the start of every
+    /// iteration.
+    pub fn rate(&mut self, worker: usize, t: u64) -> f64 {
+        let Law::Rates { p, mu_max, tau, initial, .. } = &self.model.law else { return f64::NAN };
+        let (p, max, tau, seed) = (*p, *mu_max, *tau, self.model.seed);
+        let step = |rate: f64, i: u64| {
+            let mut rng = Rng::from_key(&[seed, domain::PROCESS, worker as u64, i]);
+            let redraw = rng.uniform() < p;
+            let u = rng.uniform();
+            if redraw {
+                (max * u).max(1e-9)
+            } else {
+                rate
+            }
+        };
+        let start = || {
+            let u = Rng::from_key(&[seed, domain::PROCESS, worker as u64, u64::MAX - 2]).uniform();
+            let r0 = if initial.contains(&worker) { tau * u } else { tau + (max - tau) * u };
+            Cursor { iteration: 0, slow: false, rate: step(r0.max(1e-9), 0) }
+        };
+        let mut c = match self.cursors.get(&worker) {
+            Some(c) if c.iteration <= t => *c,
+            _ => start(),
+        };
+        while c.iteration < t {
+            c.iteration += 1;
+            c.rate = step(c.rate, c.iteration);
+        }
+        self.cursors.insert(worker, c);
+        c.rate
+    }
+
     /// Worker `worker`'s state at iteration `t`: whether it straggles, and its current rate μ
     /// (the two-state process's μ_slow or μ_fast; NaN for laws without a rate).
     pub fn state(&mut self, worker: usize, t: u64) -> (bool, f64) {
@@ -283,6 +377,10 @@ impl Injector {
             let (s, f) = (mu_slow[i], mu_fast[i]);
             let slow = self.is_slow(worker, t);
             return (slow, if slow { s } else { f });
+        }
+        if let Law::Rates { tau, .. } = self.model.law {
+            let r = self.rate(worker, t);
+            return (r < tau, r);
         }
         (self.is_straggler(worker, t) || self.model.is_dead(worker, t), f64::NAN)
     }
@@ -295,6 +393,12 @@ impl Injector {
                 let i = worker.saturating_sub(1);
                 let slow = initial.contains(&worker);
                 (slow, if slow { mu_slow[i] } else { mu_fast[i] })
+            }
+            Law::Rates { tau, mu_max, initial, .. } => {
+                // the draw `rate` starts from, before iteration 0's redraw chance
+                let u = Rng::from_key(&[self.model.seed, domain::PROCESS, worker as u64, u64::MAX - 2]).uniform();
+                let r = if initial.contains(&worker) { tau * u } else { tau + (mu_max - tau) * u };
+                (r < *tau, r.max(1e-9))
             }
             _ => (false, f64::NAN),
         }
@@ -312,6 +416,10 @@ impl Injector {
                 iteration >= *from && self.model.stream(worker, key).uniform() < *p
             }
             Law::Markov { .. } => self.is_slow(worker, iteration),
+            Law::Rates { tau, .. } => {
+                let tau = *tau;
+                self.rate(worker, iteration) < tau
+            }
             _ => false,
         }
     }
@@ -339,6 +447,13 @@ impl Injector {
             let e = self.model.stream(worker, iteration).exp1();
             let tail = l * e / if slow { slow_mu } else { fast_mu };
             return ComputeTime { target: a * l + tail, injected: tail, straggler: slow };
+        }
+        if let Law::Rates { a, tau, .. } = &self.model.law {
+            let (a, tau) = (a[i], *tau);
+            let mu = self.rate(worker, iteration);
+            let e = self.model.stream(worker, iteration).exp1();
+            let tail = l * e / mu;
+            return ComputeTime { target: a * l + tail, injected: tail, straggler: mu < tau };
         }
         let base = match self.model.compute {
             ComputeMode::Real => measured,
@@ -428,5 +543,31 @@ mod tests {
         let ct = b.compute_time(3, 10, 100, 0.0);
         assert_eq!(ct.straggler, seq[10]);
         assert!(ct.target >= 1e-2);
+    }
+
+    /// Heterogeneous two-state rates are drawn per worker from the seed (a trial redraws them);
+    /// time-varying rates are redrawn with probability p and spend τ/μ_max of the time below τ.
+    #[test]
+    fn drawn_and_time_varying_rates() {
+        let het = model(&["timing.compute=modelled", "stragglers.model=markov", "stragglers.p=0.05", "stragglers.a=1e-4", "stragglers.mu_fast_max=5", "stragglers.slow_factor=10"]);
+        let Law::Markov { mu_slow, mu_fast, .. } = &het.law else { panic!() };
+        assert!(mu_fast.iter().all(|&f| (0.0..=5.0).contains(&f)) && mu_fast.iter().zip(mu_slow).all(|(f, s)| (f / s - 10.0).abs() < 1e-9));
+        let Law::Markov { mu_fast: other, .. } = &het.reseeded(99).law else { panic!() };
+        assert_ne!(mu_fast, other, "a trial redraws the rates");
+
+        let m = model(&["timing.compute=modelled", "stragglers.model=rates", "stragglers.p=0.05", "stragglers.a=1e-4", "stragglers.mu_max=5", "stragglers.tau=1", "stragglers.initial_slow=9"]);
+        let mut inj = m.injector();
+        let t_max = 20_000u64;
+        let seq: Vec<f64> = (0..t_max).map(|t| inj.rate(2, t)).collect();
+        assert!(inj.initial_state(2).0, "every worker starts below tau");
+        let below = seq.iter().filter(|&&r| r < 1.0).count() as f64 / t_max as f64;
+        assert!((below - 0.2).abs() < 0.05, "fraction below tau {below}");
+        let changes = seq.windows(2).filter(|w| w[0] != w[1]).count() as f64 / t_max as f64;
+        assert!((changes - 0.05).abs() < 0.01, "redraw rate {changes}");
+        let mut again = m.injector();
+        assert_eq!(again.rate(2, 5000), seq[5000]);
+        assert_eq!(again.state(2, 10), (seq[10] < 1.0, seq[10]));
+        let ct = again.compute_time(2, 10, 100, 0.0);
+        assert_eq!(ct.straggler, seq[10] < 1.0);
     }
 }

@@ -23,7 +23,7 @@ pub use exec::{ComputeMode, EngineConfig, NetworkConfig, Rate, RateError, Timing
 pub use job::{DataConfig, DataKind, GdConfig, JobConfig, Loss, ModelConfig, Schedule};
 pub use run::RunConfig;
 pub use scheme::{AgcConfig, CegcConfig, ClusterConfig, CodeChoice, ColumnOrder, LinearChoice, SchemeConfig, Ssi, StarConfig, StaticClusterConfig, TreeConfig};
-pub use stragglers::{BernoulliMode, PerWorker, StragglerConfig};
+pub use stragglers::{BernoulliMode, MarkovConfig, PerWorker, RatesConfig, StragglerConfig};
 
 use tagged::de;
 

@@ -112,10 +112,42 @@ pub struct MarkovConfig {
     /// Shift a: seconds per data point (one value or one per worker).
     pub a: PerWorker,
     /// Rate in the slow state, points per second (one value or one per worker).
-    pub mu_slow: PerWorker,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mu_slow: Option<PerWorker>,
     /// Rate in the fast state, points per second (one value or one per worker).
-    pub mu_fast: PerWorker,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mu_fast: Option<PerWorker>,
+    /// Heterogeneous workers (GC-DC's model (B)): each worker's fast rate is drawn uniformly in
+    /// [0, mu_fast_max] from the seed (instead of `mu_fast`), its slow rate is that over
+    /// `slow_factor`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mu_fast_max: Option<f64>,
+    /// Slow-state slowdown for drawn rates (μ_slow = μ_fast / slow_factor).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slow_factor: Option<f64>,
     /// How many workers start slow (a random subset drawn from the run seed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub initial_slow: Option<usize>,
+    /// Which workers start slow (instead of `initial_slow`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub initial: Option<Vec<usize>>,
+}
+
+/// Time-varying rates (GC-DC's model (C)): every worker's rate μ is redrawn uniformly in
+/// [0, mu_max] with probability p at the start of each iteration; a worker is a straggler while
+/// μ < tau. Initially slow workers start with μ uniform in [0, tau), the others in [tau, mu_max].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RatesConfig {
+    /// Redraw probability per iteration.
+    pub p: f64,
+    /// Shift a: seconds per data point (one value or one per worker).
+    pub a: PerWorker,
+    /// Largest rate, points per second.
+    pub mu_max: f64,
+    /// Straggler threshold on the rate, points per second.
+    pub tau: f64,
+    /// How many workers start slow (drawn from the run seed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub initial_slow: Option<usize>,
     /// Which workers start slow (instead of `initial_slow`).
@@ -140,12 +172,14 @@ pub enum StragglerConfig {
     Weibull(LawConfig),
     /// Listed workers never answer from `from_iteration` on.
     FailStop(ListedConfig),
-    /// Two-state Markov stragglers (GC-DC's model (A)); needs modelled timing.
+    /// Two-state Markov stragglers (GC-DC's models (A) and (B)); needs modelled timing.
     Markov(MarkovConfig),
+    /// Time-varying rates (GC-DC's model (C)); needs modelled timing.
+    Rates(RatesConfig),
 }
 
 const ALL_KEYS: &[&str] =
-    &["workers", "factor", "from_iteration", "p", "mode", "a", "mu", "shape", "file", "mu_slow", "mu_fast", "initial_slow", "initial"];
+    &["workers", "factor", "from_iteration", "p", "mode", "a", "mu", "shape", "file", "mu_slow", "mu_fast", "mu_fast_max", "slow_factor", "initial_slow", "initial", "mu_max", "tau"];
 
 impl Tagged for StragglerConfig {
     const SECTION: &'static str = "stragglers";
@@ -157,7 +191,8 @@ impl Tagged for StragglerConfig {
         ("shifted-exp", &["a", "mu", "file"]),
         ("weibull", &["a", "mu", "shape", "file"]),
         ("fail-stop", &["workers", "from_iteration"]),
-        ("markov", &["p", "a", "mu_slow", "mu_fast", "initial_slow", "initial"]),
+        ("markov", &["p", "a", "mu_slow", "mu_fast", "mu_fast_max", "slow_factor", "initial_slow", "initial"]),
+        ("rates", &["p", "a", "mu_max", "tau", "initial_slow", "initial"]),
     ];
 
     fn variant(kind: &str, rest: toml::Value) -> Result<Self, ConfigError> {
@@ -180,9 +215,20 @@ impl Tagged for StragglerConfig {
             "markov" => {
                 need("p", "the switching probability p")?;
                 need("a", "the shift a (seconds per point)")?;
-                need("mu_slow", "the slow-state rate mu_slow (points per second)")?;
-                need("mu_fast", "the fast-state rate mu_fast (points per second)")?;
+                if rest.get("mu_fast_max").is_none() {
+                    need("mu_slow", "the slow-state rate mu_slow (points per second), or mu_fast_max and slow_factor")?;
+                    need("mu_fast", "the fast-state rate mu_fast (points per second), or mu_fast_max and slow_factor")?;
+                } else {
+                    need("slow_factor", "slow_factor with mu_fast_max (μ_slow = μ_fast / slow_factor)")?;
+                }
                 StragglerConfig::Markov(de(rest, "stragglers")?)
+            }
+            "rates" => {
+                need("p", "the redraw probability p")?;
+                need("a", "the shift a (seconds per point)")?;
+                need("mu_max", "the largest rate mu_max (points per second)")?;
+                need("tau", "the straggler threshold tau (points per second)")?;
+                StragglerConfig::Rates(de(rest, "stragglers")?)
             }
             _ => unreachable!("models are checked against VARIANTS"),
         })
@@ -207,12 +253,13 @@ impl StragglerConfig {
             StragglerConfig::Weibull(_) => "weibull",
             StragglerConfig::FailStop(_) => "fail-stop",
             StragglerConfig::Markov(_) => "markov",
+            StragglerConfig::Rates(_) => "rates",
         }
     }
 
     /// Models whose law replaces the measured compute time.
     pub fn needs_modelled_timing(&self) -> bool {
-        matches!(self, StragglerConfig::ShiftedExp(_) | StragglerConfig::Weibull(_) | StragglerConfig::Markov(_))
+        matches!(self, StragglerConfig::ShiftedExp(_) | StragglerConfig::Weibull(_) | StragglerConfig::Markov(_) | StragglerConfig::Rates(_))
     }
 
     /// The per-worker parameter file of a time law, if one is named (read by the loader, which
@@ -324,21 +371,55 @@ impl StragglerConfig {
                     _ => Ok(()),
                 }
             }
+            StragglerConfig::Rates(m) => {
+                prob(m.p)?;
+                m.a.check("stragglers.a", n, shift, "in [0, 1] seconds per point")?;
+                if !rate(m.mu_max) || m.mu_max > 1e15 {
+                    return err("stragglers.mu_max", format!("= {}: must be a rate in [1e-9, 1e15] points per second", m.mu_max));
+                }
+                if !(m.tau.is_finite() && m.tau > 0.0 && m.tau < m.mu_max) {
+                    return err("stragglers.tau", format!("= {}: must be a rate between 0 and mu_max = {}", m.tau, m.mu_max));
+                }
+                check_initial(&m.initial_slow, &m.initial, n)
+            }
             StragglerConfig::Markov(m) => {
                 prob(m.p)?;
                 m.a.check("stragglers.a", n, shift, "in [0, 1] seconds per point")?;
-                m.mu_slow.check("stragglers.mu_slow", n, rate, "at least 1e-9 points per second")?;
-                m.mu_fast.check("stragglers.mu_fast", n, rate, "at least 1e-9 points per second")?;
-                match (&m.initial_slow, &m.initial) {
-                    (Some(_), Some(_)) => err("stragglers.initial", "give initial_slow (a count) or initial (a list), not both"),
-                    (Some(k), None) if *k > n => err("stragglers.initial_slow", format!("= {k}: more than the {n} workers")),
-                    (None, Some(l)) => match l.iter().find(|&&w| w == 0 || w > n) {
-                        Some(w) => err("stragglers.initial", format!("contains {w}, but workers are numbered 1..={n}")),
-                        None => Ok(()),
-                    },
-                    _ => Ok(()),
+                match (&m.mu_fast_max, &m.mu_slow, &m.mu_fast) {
+                    (Some(max), None, None) => {
+                        if !rate(*max) || *max > 1e15 {
+                            return err("stragglers.mu_fast_max", format!("= {max}: must be a rate in [1e-9, 1e15] points per second"));
+                        }
+                        match m.slow_factor {
+                            Some(f) if f.is_finite() && f >= 1.0 && f <= MAX_FACTOR => {}
+                            f => return err("stragglers.slow_factor", format!("= {f:?}: must be between 1 and {MAX_FACTOR}")),
+                        }
+                    }
+                    (Some(_), _, _) => return err("stragglers.mu_fast_max", "give mu_fast_max and slow_factor (drawn rates) or mu_slow and mu_fast, not both"),
+                    (None, Some(s), Some(f)) => {
+                        if m.slow_factor.is_some() {
+                            return err("stragglers.slow_factor", "is only used with mu_fast_max (drawn rates)");
+                        }
+                        s.check("stragglers.mu_slow", n, rate, "at least 1e-9 points per second")?;
+                        f.check("stragglers.mu_fast", n, rate, "at least 1e-9 points per second")?;
+                    }
+                    _ => return err("stragglers.mu_fast", "missing: markov needs mu_slow and mu_fast, or mu_fast_max and slow_factor"),
                 }
+                check_initial(&m.initial_slow, &m.initial, n)
             }
         }
+    }
+}
+
+/// The initially slow workers: a count or a list, not both, within 1..=n.
+fn check_initial(initial_slow: &Option<usize>, initial: &Option<Vec<usize>>, n: usize) -> Result<(), ConfigError> {
+    match (initial_slow, initial) {
+        (Some(_), Some(_)) => err("stragglers.initial", "give initial_slow (a count) or initial (a list), not both"),
+        (Some(k), None) if *k > n => err("stragglers.initial_slow", format!("= {k}: more than the {n} workers")),
+        (None, Some(l)) => match l.iter().find(|&&w| w == 0 || w > n) {
+            Some(w) => err("stragglers.initial", format!("contains {w}, but workers are numbered 1..={n}")),
+            None => Ok(()),
+        },
+        _ => Ok(()),
     }
 }

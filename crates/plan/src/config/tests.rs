@@ -231,3 +231,27 @@ fn clustered_schemes_name_the_field_and_round_trip() {
     assert_eq!(dc(&["scheme.ssi=perfect"]).unwrap().validate_for_engine().unwrap_err().field, "scheme.ssi");
     assert!(c.validate_for_engine().is_ok());
 }
+
+#[test]
+fn heterogeneous_and_time_varying_straggler_laws_name_the_field() {
+    let with = |extra: &[&str]| {
+        let mut v = vec!["timing.compute=modelled"];
+        v.extend_from_slice(extra);
+        parse_with(&v)
+    };
+    let het = ["stragglers.model=markov", "stragglers.p=0.05", "stragglers.a=1e-6", "stragglers.mu_fast_max=5e5", "stragglers.slow_factor=10"];
+    let c = with(&het).unwrap();
+    assert_eq!(parse(&c.to_toml(), &[]).unwrap(), c);
+    let mut both = het.to_vec();
+    both.push("stragglers.mu_slow=1");
+    assert_eq!(with(&both).unwrap_err().field, "stragglers.mu_fast_max");
+    assert_eq!(with(&het[..4]).unwrap_err().field, "stragglers.slow_factor");
+    let rates = ["stragglers.model=rates", "stragglers.p=0.05", "stragglers.a=1e-6", "stragglers.mu_max=5e5", "stragglers.tau=1e5", "stragglers.initial_slow=3"];
+    let c = with(&rates).unwrap();
+    assert_eq!(parse(&c.to_toml(), &[]).unwrap(), c);
+    let mut bad = rates.to_vec();
+    bad.push("stragglers.tau=6e5");
+    assert_eq!(with(&bad).unwrap_err().field, "stragglers.tau");
+    assert_eq!(with(&rates[..4]).unwrap_err().field, "stragglers.tau");
+    assert_eq!(parse_with(&rates).unwrap_err().field, "timing.compute", "the law needs modelled timing");
+}

@@ -111,6 +111,12 @@ fn gc_dc_reclusters_every_iteration_and_never_decodes_a_stale_result() {
     // the slow workers' results for earlier iterations arrived during later ones: discarded
     let late: Vec<Value> = std::fs::read_to_string(dir.join("rank-0.jsonl")).unwrap().lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).filter(|e| e["ev"] == "late").collect();
     assert!(late.iter().any(|e| e["msg_t"].as_u64() < e["t"].as_u64()), "no stale result seen: {late:?}");
+    // `outrun report` plots the partition over time
+    let out = dir.at(dir.join("report"));
+    let rep = outrun(&["report", dir.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert_eq!(rep.code, Some(0), "{}", rep.stderr);
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("-partition-") && md.contains("cluster of every worker per iteration"), "{md}");
 }
 
 #[test]

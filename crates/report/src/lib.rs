@@ -8,7 +8,8 @@
 //!   traffic of the busiest node;
 //! - [`plots`]: error versus wall-clock time, mean (and p95) iteration time per run, and a
 //!   per-rank timeline of chosen iterations (compute, injected delay, waiting, decoding,
-//!   sending; stragglers marked), each as PNG and SVG.
+//!   sending; stragglers marked), and for clustered schemes the partition over time, each as
+//!   PNG and SVG.
 
 #![deny(missing_docs)]
 
@@ -205,6 +206,10 @@ pub fn write_report(paths: &[PathBuf], opts: &Options, out: &Path) -> Result<Str
         for r in group {
             let name = format!("{stem}-timeline-{}", sanitize(r.label()));
             if let Some(caption) = plots::timeline(r, opts.timeline_iterations.max(1), &out.join(&name))? {
+                md.push_str(&format!("![{caption}]({name}.png)\n\n"));
+            }
+            let name = format!("{stem}-partition-{}", sanitize(r.label()));
+            if let Some(caption) = plots::partition(r, &out.join(&name))? {
                 md.push_str(&format!("![{caption}]({name}.png)\n\n"));
             }
         }

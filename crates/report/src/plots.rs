@@ -326,3 +326,73 @@ pub fn timeline(run: &Run, k: usize, stem: &Path) -> Result<Option<String>, Repo
     both(stem, (1000, height), |r| draw!(r), |r| draw!(r))?;
     Ok(Some(caption))
 }
+
+/// Clustered schemes (`gc-sc`, `gc-dc`): which cluster every worker served, iteration by
+/// iteration (colour = cluster), with the workers the straggler process made slow marked, and
+/// the ones the master decoded from outlined. Returns the caption, or None if the run has no
+/// cluster records.
+pub fn partition(run: &Run, stem: &Path) -> Result<Option<String>, ReportError> {
+    const MAX_ITERATIONS: usize = 200;
+    let events = outrun_runlog::read::rank_events(&run.dir)?;
+    let Some(master) = events.get(&0) else { return Ok(None) };
+    // (t, worker → cluster, slow workers, responders)
+    type Row = (u64, Vec<(u64, usize)>, Vec<u64>, Vec<u64>);
+    let ids = |v: &Value| -> Vec<u64> { v.as_array().map(|a| a.iter().filter_map(Value::as_u64).collect()).unwrap_or_default() };
+    let rows: Vec<Row> = master
+        .iter()
+        .filter(|e| e["ev"] == "iter" && e["clusters"].is_array())
+        .take(MAX_ITERATIONS)
+        .map(|e| {
+            let place = e["clusters"].as_array().unwrap().iter().enumerate().flat_map(|(c, m)| ids(m).into_iter().map(move |w| (w, c))).collect();
+            let responders = e["responders"].as_array().map(|a| a.iter().flat_map(ids).collect()).unwrap_or_default();
+            (e["t"].as_u64().unwrap_or(0), place, ids(&e["slow"]), responders)
+        })
+        .collect();
+    if rows.is_empty() {
+        return Ok(None);
+    }
+    let workers = rows.iter().flat_map(|r| r.1.iter().map(|p| p.0)).max().unwrap_or(1) as f64;
+    let (t0, t1) = (rows[0].0 as f64, rows[rows.len() - 1].0 as f64);
+    let clusters = rows.iter().flat_map(|r| r.1.iter().map(|p| p.1)).max().unwrap_or(0) + 1;
+    let caption = format!("{} ({}): cluster of every worker per iteration (● slow, □ decoded from)", run.label(), run.summary.scheme);
+    macro_rules! draw {
+        ($root:expr) => {{
+            let mut c = frame($root, &caption, 18, 50).build_cartesian_2d(t0 - 0.5..t1 + 0.5, 0.5..workers + 0.5).map_err(e2s)?;
+            c.configure_mesh()
+                .disable_mesh()
+                .x_label_formatter(&|x| format!("{x:.0}"))
+                .y_label_formatter(&|y| format!("{y:.0}"))
+                .x_desc("iteration")
+                .y_desc("worker")
+                .draw()
+                .map_err(e2s)?;
+            for (t, place, slow, resp) in &rows {
+                let x = *t as f64;
+                for &(w, cl) in place {
+                    let y = w as f64;
+                    let cell = [(x - 0.5, y - 0.5), (x + 0.5, y + 0.5)];
+                    c.draw_series(std::iter::once(Rectangle::new(cell, PALETTE[cl % PALETTE.len()].mix(0.75).filled()))).map_err(e2s)?;
+                    if resp.contains(&w) {
+                        c.draw_series(std::iter::once(Rectangle::new(cell, BLACK.stroke_width(1)))).map_err(e2s)?;
+                    }
+                    if slow.contains(&w) {
+                        c.draw_series(std::iter::once(Circle::new((x, y), 3, BLACK.filled()))).map_err(e2s)?;
+                    }
+                }
+            }
+            for cl in 0..clusters {
+                let col = PALETTE[cl % PALETTE.len()];
+                c.draw_series(std::iter::empty::<Rectangle<(f64, f64)>>())
+                    .map_err(e2s)?
+                    .label(format!("cluster {}", cl + 1))
+                    .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], col.mix(0.75).filled()));
+            }
+            c.configure_series_labels().position(SeriesLabelPosition::UpperRight).background_style(WHITE.mix(0.9)).border_style(BLACK).draw().map_err(e2s)?;
+            Ok(())
+        }};
+    }
+    let width = (300 + 8 * rows.len() as u32).clamp(700, 1800);
+    let height = (160 + 22 * workers as u32).min(1400);
+    both(stem, (width, height), |r| draw!(r), |r| draw!(r))?;
+    Ok(Some(caption))
+}

@@ -391,7 +391,7 @@ impl StragglerConfig {
                             return err("stragglers.mu_fast_max", format!("= {max}: must be a rate in [1e-9, 1e15] points per second"));
                         }
                         match m.slow_factor {
-                            Some(f) if f.is_finite() && f >= 1.0 && f <= MAX_FACTOR => {}
+                            Some(f) if f.is_finite() && (1.0..=MAX_FACTOR).contains(&f) => {}
                             f => return err("stragglers.slow_factor", format!("= {f:?}: must be between 1 and {MAX_FACTOR}")),
                         }
                     }

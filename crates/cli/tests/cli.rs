@@ -80,3 +80,39 @@ fn bench_decode_reports_exact_decodes_and_refusals() {
         }
     }
 }
+
+/// Plans build in seconds up to the largest random cyclic code (400 children), and larger ones
+/// are refused with one line that names the field, the bound and what to use instead; schemes
+/// whose decoding does not grow as n³ plan 1000 workers at once.
+#[test]
+fn plans_build_in_time_or_are_refused_with_the_bound() {
+    let dir = tempdir("cli-scale");
+    let c = config(&dir);
+    let big = ["--set", "data.samples=100000"];
+    let ok = outrun(&[&["check", &c, "--set", "scheme.workers=400"][..], &big[..]].concat());
+    assert_eq!(ok.code, Some(0), "{}", ok.stderr);
+    for (sets, field) in [
+        (vec!["scheme.workers=1000"], "scheme.workers = 1000"),
+        (vec!["scheme.kind=cr", "scheme.workers=", "scheme.n=500", "scheme.layers=1"], "scheme.n = 500"),
+        (vec!["scheme.kind=gc-sc", "scheme.s=", "scheme.workers=1000", "scheme.clusters=2", "scheme.r=2"], "scheme.clusters = 500"),
+    ] {
+        let mut args = vec!["check", &c];
+        for s in &sets {
+            args.extend(["--set", s]);
+        }
+        args.extend(big);
+        let r = outrun(&args);
+        assert_eq!(r.code, Some(2), "{sets:?}: {}", r.stderr);
+        assert_eq!(r.stderr.trim().lines().count(), 1, "{}", r.stderr);
+        assert!(r.stderr.contains(field) && r.stderr.contains("at most 400") && r.stderr.contains("gc-frac"), "{}", r.stderr);
+    }
+    for sets in [vec!["scheme.kind=gc-frac", "scheme.workers=1000", "scheme.s=4"], vec!["scheme.kind=umw", "scheme.s=", "scheme.workers=1000"]] {
+        let mut args = vec!["check", &c];
+        for s in &sets {
+            args.extend(["--set", s]);
+        }
+        args.extend(big);
+        let r = outrun(&args);
+        assert_eq!(r.code, Some(0), "{sets:?}: {}", r.stderr);
+    }
+}

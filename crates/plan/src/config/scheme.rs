@@ -441,6 +441,7 @@ impl SchemeConfig {
                 format!("= {}: gc-frac needs s+1 = {} to divide scheme.workers = {n}; pick s+1 among the divisors of {n}, or use gc-cyclic", c.s, c.s + 1),
             ),
             SchemeConfig::GcCyclic(_) if c.draws == 0 => err("scheme.draws", "must be at least 1"),
+            SchemeConfig::GcCyclic(_) if n > MAX_CYCLIC => cyclic_too_large("scheme.workers", n, "workers"),
             _ => Ok(()),
         }
     }
@@ -448,6 +449,19 @@ impl SchemeConfig {
 
 /// Most workers a scheme may have.
 pub const MAX_WORKERS: usize = 100_000;
+
+/// Most children of one random cyclic gradient code (`gc-cyclic`, `cr` with `code = "cyclic"`,
+/// the clusters of `gc-sc`/`gc-dc`): the master solves an (n − s) × n least-squares system for
+/// every new survivor set, O(n³) — about 0.1 s at n = 400 and 2 s at n = 1000 on a 2-core machine
+/// — and the plan screens the code with such solves.
+pub const MAX_CYCLIC: usize = 400;
+
+fn cyclic_too_large(field: &str, n: usize, what: &str) -> Result<(), ConfigError> {
+    err(
+        field,
+        format!("= {n}: a random cyclic gradient code over {n} {what} decodes an (n − s) × n least-squares system for every new survivor set (O(n³): ~2 s per iteration at n = 1000); at most {MAX_CYCLIC}; use gc-frac (decoding O(n)), cr (small codes per parent) or gc-sc (cyclic codes per cluster)"),
+    )
+}
 
 fn check_workers(n: usize) -> Result<(), ConfigError> {
     match n {
@@ -531,6 +545,9 @@ impl ClusterConfig {
         if n == 0 || n > p {
             return err("scheme.n", format!("= {n}: must be between 1 and scheme.clusters = {p} (a worker serves n distinct clusters)"));
         }
+        if ell > MAX_CYCLIC {
+            return cyclic_too_large("scheme.clusters", ell, "workers per cluster");
+        }
         if let Some(tau) = self.tau {
             if !(tau.is_finite() && tau > 0.0) {
                 return err("scheme.tau", format!("= {tau}: must be a positive rate"));
@@ -571,6 +588,9 @@ impl TreeConfig {
                     format!("= {w}, but an ({n},{}) tree has {total} workers; omit scheme.workers or set it to {total}", self.layers),
                 );
             }
+        }
+        if self.code == CodeChoice::Cyclic && n > MAX_CYCLIC {
+            return cyclic_too_large("scheme.n", n, "children per parent");
         }
         if self.code == CodeChoice::Frac && !n.is_multiple_of(self.s + 1) {
             return err("scheme.code", format!("= \"frac\" needs s+1 = {} to divide scheme.n = {n}; use code = \"cyclic\"", self.s + 1));

@@ -154,3 +154,55 @@ fn cluster_sh_copies_runs_and_gathers(dir: &std::path::Path) {
     assert!(max_rel_diff(&traj, &want) <= 1e-9);
     std::fs::remove_dir_all(&gathered).unwrap();
 }
+
+/// `down` removes exactly what `up` recorded: a namespace of the same prefix that somebody else
+/// made (with a process in it) survives; a failed `up` (here `--latency` on a kernel without
+/// netem, or any failing step) leaves no namespace, link or state behind.
+#[test]
+fn emulated_cluster_touches_only_what_it_created() {
+    if std::env::var_os("OUTRUN_SKIP_NETNS").is_some() {
+        eprintln!("SKIPPED by OUTRUN_SKIP_NETNS: emulated cluster test");
+        return;
+    }
+    const NAME: &str = "orfoe";
+    let run = |args: &[&str]| {
+        let mut cmd = Command::new(script());
+        cmd.args(args).env("OUTRUN_EMU_CLUSTER", NAME);
+        run_with_timeout(cmd, Duration::from_secs(60))
+    };
+    let ours = || -> Vec<String> {
+        let out = Command::new("ip").args(["netns", "list"]).output().expect("ip netns list");
+        String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| l.split_whitespace().next()).filter(|n| n.starts_with(&format!("{NAME}-"))).map(String::from).collect()
+    };
+    let foreign = format!("{NAME}-mine");
+    /// Removes the foreign namespace and its process, also when an assertion fails.
+    struct Cleanup(String);
+    impl Drop for Cleanup {
+        fn drop(&mut self) {
+            let _ = Command::new("sh").args(["-c", &format!("ip netns pids {0} | xargs -r kill -9; ip netns del {0}", self.0)]).status();
+        }
+    }
+    assert!(Command::new("ip").args(["netns", "add", &foreign]).status().unwrap().success());
+    let _cleanup = Cleanup(foreign.clone());
+    let sleeper = Command::new("ip").args(["netns", "exec", &foreign, "sleep", "300"]).spawn().unwrap();
+    let down = run(&["down"]);
+    assert_eq!(down.code, Some(0), "{}", down.stderr);
+    assert_eq!(ours(), vec![foreign.clone()], "down removed a namespace it did not create");
+    let pids = Command::new("ip").args(["netns", "pids", &foreign]).output().unwrap();
+    assert!(String::from_utf8_lossy(&pids.stdout).contains(&sleeper.id().to_string()), "down killed a process it did not start");
+
+    // a failed up leaves nothing (this kernel has no netem; elsewhere pass a bad queue length)
+    let bad = run(&["up", "--hosts", "3", "--bandwidth", "10mbit", "--latency", "1ms", "--queue", "notatime"]);
+    assert_eq!(bad.code, Some(2), "{}", bad.stderr);
+    assert_eq!(ours(), vec![foreign.clone()], "a failed up left namespaces: {}", bad.stderr);
+    assert!(!std::path::Path::new(&format!("/run/{NAME}-emu")).exists(), "a failed up left its state");
+    let links = Command::new("ip").args(["-o", "link"]).output().unwrap();
+    assert!(!String::from_utf8_lossy(&links.stdout).contains(&format!("{NAME}e")), "a failed up left a veth");
+
+    // a real cluster comes and goes, the foreign namespace stays
+    let up = run(&["up", "--hosts", "2", "--bandwidth", "10mbit"]);
+    assert_eq!(up.code, Some(0), "{}", up.stderr);
+    assert_eq!(ours().len(), 4, "2 hosts + bridge + the foreign one");
+    assert_eq!(run(&["down"]).code, Some(0));
+    assert_eq!(ours(), vec![foreign]);
+}

@@ -34,14 +34,12 @@ export OMPI_MCA_mpi_yield_when_idle=1
 # when mpirun kills ranks it still has writes queued for after an abort (open-mpi/ompi #2004,
 # #5520); its poll backend has no such race. One BLAS thread per rank: the cores are shared.
 export EVENT_NOEPOLL=1 OPENBLAS_NUM_THREADS=1
-# outrun prints one line per error; --quiet drops mpirun's multi-line banners about non-zero
-# exits. Set OUTRUN_MPI_VERBOSE=1 to see them when debugging MPI itself.
-quiet="--quiet"
-[ "${OUTRUN_MPI_VERBOSE:-0}" = "1" ] && quiet=""
-# OUTRUN_TIMEOUT=SECONDS bounds the whole job (mpirun and its ranks are killed past it).
-bound=()
-[ -n "${OUTRUN_TIMEOUT:-}" ] && bound=(timeout --kill-after=10 "$OUTRUN_TIMEOUT")
+# The job is bounded (OUTRUN_TIMEOUT=SECONDS, or by default 120 s + iterations × run.deadline),
+# Ctrl-C stops it, and a rank killed by a signal is reported in one line (launch/lib.sh).
+# shellcheck source=launch/lib.sh
+. "$here/launch/lib.sh"
+bound="${OUTRUN_TIMEOUT:-$("$bin" plan "$config" --job-bound "$@")}"
 # shellcheck disable=SC2086
-exec "${bound[@]}" mpirun $quiet --oversubscribe --bind-to none --map-by slot -np "$np" \
+run_mpi_job "$bound" mpirun --oversubscribe --bind-to none --map-by slot -np "$np" \
   --mca btl self,vader,tcp --mca btl_base_warn_component_unused 0 \
   ${OUTRUN_MPIRUN_FLAGS:-} "$bin" train "$config" "$@"

@@ -37,6 +37,11 @@ enum Cmd {
         /// Print the plan as JSON.
         #[arg(long, conflicts_with = "ranks")]
         json: bool,
+        /// Print only the default bound on the whole MPI job, in seconds (what the launchers
+        /// use unless OUTRUN_TIMEOUT is set): start-up and shutdown allowance plus
+        /// run.iterations × run.deadline.
+        #[arg(long, conflicts_with_all = ["ranks", "json"])]
+        job_bound: bool,
     },
     /// Print the resolved config (after --set) as TOML.
     Config {
@@ -196,9 +201,13 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 Err(e) => Err(Failure(String::new(), e.exit_code() as u8)),
             }
         }
-        Cmd::Plan { config, set, ranks, json } => {
+        Cmd::Plan { config, set, ranks, json, job_bound } => {
             if ranks {
                 println!("{}", load_config(&config, &set)?.ranks());
+                return Ok(());
+            }
+            if job_bound {
+                println!("{}", load_config(&config, &set)?.job_bound_s());
                 return Ok(());
             }
             let (_, _, plan) = build_plan(&config, &set)?;

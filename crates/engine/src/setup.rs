@@ -67,6 +67,10 @@ fn prepare(config_path: &Path, overrides: &[String], world_size: usize) -> Resul
     }
     let run_dir = create_run_dir(Path::new(&config.run.out_dir), &config.run.name)
         .map_err(|e| EngineError::Setup(format!("run.out_dir: cannot create a run directory in `{}`: {e}", config.run.out_dir)))?;
+    // the launchers ask where the run directory is, to record a rank's death there
+    if let Some(note) = std::env::var_os("OUTRUN_RUN_DIR_FILE") {
+        let _ = std::fs::write(note, run_dir.display().to_string());
+    }
     Ok(Shared { config, plan, features: shape.features, run_dir })
 }
 

@@ -256,6 +256,13 @@ impl Config {
         Ok(())
     }
 
+    /// Seconds a whole MPI job of this config may take before the launchers stop it: every
+    /// iteration ends within `run.deadline` (the master fails the run otherwise), plus 120 s for
+    /// start-up (data loading, clock sync) and shutdown, capped at 10⁹ s.
+    pub fn job_bound_s(&self) -> u64 {
+        (120.0 + self.run.iterations as f64 * self.run.deadline).min(1e9).ceil() as u64
+    }
+
     /// Checks for a run through the MPI engine (not the simulator): simulator-only switches.
     pub fn validate_for_engine(&self) -> Result<(), ConfigError> {
         if let SchemeConfig::GcDc(c) = &self.scheme {

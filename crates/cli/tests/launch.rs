@@ -1,0 +1,121 @@
+//! The launcher (`launch/local.sh`) keeps the promises of a job that always ends: a default
+//! bound derived from the config (or OUTRUN_TIMEOUT), Ctrl-C stopping the MPI job and the script,
+//! and a rank killed by a signal reported in one line, also in the run directory.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+const LONG: &str = "[run]\nname='long'\niterations=1000000\ndeadline=20.0\n[data]\nkind='linear-synthetic'\nsamples=600\nfeatures=5\n[model]\nloss='least-squares'\nlr=0.1\n[scheme]\nkind='gc-cyclic'\nworkers=3\ns=1\n[timing]\ncompute='modelled'\na=1e-5\n";
+
+fn launcher() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../launch/local.sh")
+}
+
+/// Rank processes of the job writing into `out` (their argv[0] is the outrun binary).
+fn ranks(out: &Path) -> Vec<u32> {
+    let o = Command::new("pgrep").args(["-f", &format!("^{} train .*run.out_dir={}", bin(), out.display())]).output().unwrap();
+    String::from_utf8_lossy(&o.stdout).lines().filter_map(|l| l.trim().parse().ok()).collect()
+}
+
+fn start(out: &Path, cfg: &Path, env: &[(&str, &str)]) -> std::process::Child {
+    let mut cmd = Command::new("setsid");
+    cmd.arg(launcher()).arg(cfg).args(["--set", &format!("run.out_dir={}", out.display())]).env("OUTRUN_BIN", bin()).stdout(Stdio::null()).stderr(Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.spawn().unwrap()
+}
+
+/// Waits until the job's ranks run, at most 30 s.
+fn wait_for_ranks(out: &Path, n: usize) {
+    let t0 = Instant::now();
+    while ranks(out).len() < n {
+        assert!(t0.elapsed() < Duration::from_secs(30), "the ranks did not start");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+}
+
+fn finish(child: std::process::Child) -> (Option<i32>, String) {
+    let t0 = Instant::now();
+    let mut child = child;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let mut err = String::new();
+            std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+            return (status.code(), err);
+        }
+        if t0.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("the launcher did not end within 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn default_bound_follows_the_config() {
+    let dir = tempdir("bound");
+    let cfg = write_config(&dir, LONG);
+    let r = outrun(&["plan", cfg.to_str().unwrap(), "--job-bound", "--set", "run.iterations=50", "--set", "run.deadline=2"]);
+    assert_eq!((r.code, r.stdout.trim()), (Some(0), "220"), "120 s + 50 × 2 s");
+}
+
+#[test]
+fn a_job_past_its_bound_is_stopped_with_one_line() {
+    let _lock = mpi_lock();
+    let dir = tempdir("bound-run");
+    let cfg = write_config(&dir, LONG);
+    let out = dir.join("runs");
+    let (code, err) = finish(start(&out, &cfg, &[("OUTRUN_TIMEOUT", "4")]));
+    assert_eq!(code, Some(124), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("bound of 4 s") && err.contains("OUTRUN_TIMEOUT"), "{err}");
+    assert!(ranks(&out).is_empty(), "ranks left running");
+}
+
+#[test]
+fn ctrl_c_stops_the_job_and_the_launcher() {
+    let _lock = mpi_lock();
+    let dir = tempdir("sigint");
+    let cfg = write_config(&dir, LONG);
+    let out = dir.join("runs");
+    let child = start(&out, &cfg, &[]);
+    wait_for_ranks(&out, 4);
+    // Ctrl-C: SIGINT to the terminal's foreground process group (the launcher runs in its own
+    // session here, so its group is its pid); the background job ignores SIGINT, so the
+    // launcher must stop it
+    assert!(Command::new("kill").args(["-INT", "--", &format!("-{}", child.id())]).status().unwrap().success());
+    let (code, err) = finish(child);
+    assert_eq!(code, Some(130), "{err}");
+    assert!(err.contains("interrupted; the MPI job was stopped"), "{err}");
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(ranks(&out).is_empty(), "ranks left running after Ctrl-C");
+}
+
+#[test]
+fn a_rank_killed_by_a_signal_is_named_in_one_line_and_in_the_run_directory() {
+    let _lock = mpi_lock();
+    let dir = tempdir("sigkill");
+    let cfg = write_config(&dir, LONG);
+    let out = dir.join("runs");
+    let child = start(&out, &cfg, &[]);
+    wait_for_ranks(&out, 4);
+    let victim = *ranks(&out).last().unwrap();
+    assert!(Command::new("kill").args(["-9", &victim.to_string()]).status().unwrap().success());
+    let (code, err) = finish(child);
+    assert_eq!(code, Some(137), "{err}");
+    let lines: Vec<&str> = err.lines().filter(|l| l.contains("died from")).collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(lines[0].starts_with("error: rank ") && lines[0].contains("signal 9 (Killed)"), "{err}");
+    assert!(!err.contains("-------"), "mpirun's banners leaked: {err}");
+    let run = run_dir(&out);
+    let log = std::fs::read_to_string(run.join("launch.log")).expect("launch.log in the run directory");
+    assert!(log.contains("died from signal 9"), "{log}");
+    assert!(ranks(&out).is_empty(), "ranks left running");
+}

@@ -1,0 +1,80 @@
+# Shared by launch/local.sh and launch/emu-cluster (sourced): run one MPI job so that it always
+# ends, Ctrl-C stops it, and a rank's death is reported in one line.
+#
+#   run_mpi_job BOUND_SECONDS mpirun ARGS...
+#
+# - The job is bounded: past BOUND_SECONDS it is stopped (TERM, then KILL 10 s later) and one
+#   line says so (exit 124).
+# - Ctrl-C (or TERM) stops the whole job, not only this script (exit 130).
+# - mpirun's banners are reduced to one line: "error: rank R (host H) died from signal S (NAME)"
+#   for a rank killed by a signal (mpirun's --quiet would print nothing at all); outrun's own
+#   lines pass through. The line is also written to the run directory (launch.log), which rank 0
+#   reports through OUTRUN_RUN_DIR_FILE. OUTRUN_MPI_VERBOSE=1 shows mpirun's output unfiltered.
+
+# Reads mpirun's stderr; prints outrun's lines and a one-line summary of each dead rank (also
+# appended to the file $1).
+filter_mpirun() {
+  awk -v deaths="$1" -v done="$1.done" '
+    /^------------------------------/ { block = !block; next }
+    block && /exited on signal/ {
+      r = "?"; h = "?"; s = "a signal"
+      if (match($0, /rank [0-9]+/)) r = substr($0, RSTART + 5, RLENGTH - 5)
+      if (match($0, /on node [^ ]+/)) h = substr($0, RSTART + 8, RLENGTH - 8)
+      if (match($0, /signal [0-9]+ \([^)]*\)/)) s = substr($0, RSTART, RLENGTH)
+      line = "error: rank " r " (host " h ") died from " s "; the job was stopped"
+      print line; fflush()
+      print line >> deaths; fflush(deaths)
+      next
+    }
+    block { next }
+    { print; fflush() }
+    END { printf "" > done }
+  '
+}
+
+run_mpi_job() {
+  local bound="$1"; shift
+  local note deaths
+  note=$(mktemp); deaths=$(mktemp)
+  export OUTRUN_RUN_DIR_FILE="$note"
+  local rc=0 interrupted=0 pid start=$SECONDS
+  if [ "${OUTRUN_MPI_VERBOSE:-0}" = "1" ]; then
+    setsid timeout --foreground --kill-after=10 "$bound" "$@" &
+  else
+    setsid timeout --foreground --kill-after=10 "$bound" "$@" 2> >(trap "" INT; filter_mpirun "$deaths" >&2) &
+  fi
+  pid=$!
+  # The job runs in its own session (setsid), so Ctrl-C reaches only this script, which forwards
+  # exactly one TERM: `timeout --foreground` passes it to mpirun alone, and mpirun stops its
+  # ranks. (Two signals — say the terminal's INT and a TERM — make mpirun exit at once without
+  # stopping its ranks, which run in their own process groups.)
+  trap 'interrupted=1; kill -TERM "$pid" 2>/dev/null || true' INT TERM
+  while :; do
+    wait "$pid" && rc=0 || rc=$?
+    # a trapped signal interrupts wait while the job is still stopping
+    kill -0 "$pid" 2>/dev/null || break
+  done
+  trap - INT TERM
+  # the stderr filter ends when the job's last writer is gone (not `wait`: a caller's own
+  # process substitution would never end while this shell runs)
+  local i
+  for i in $(seq 50); do
+    [ -e "$deaths.done" ] || [ "${OUTRUN_MPI_VERBOSE:-0}" = "1" ] && break
+    sleep 0.1
+  done
+  local dir=""; [ -s "$note" ] && dir=$(cat "$note")
+  if [ -s "$deaths" ] && [ -n "$dir" ] && [ -d "$dir" ]; then
+    cat "$deaths" >> "$dir/launch.log"
+  fi
+  rm -f "$note" "$deaths" "$deaths.done"
+  if [ "$interrupted" -eq 1 ]; then
+    echo "launch: interrupted; the MPI job was stopped${dir:+ (run directory $dir)}" >&2
+    return 130
+  fi
+  # timeout exits 124 after TERM, 137 if KILL was needed too
+  if [ "$rc" -eq 124 ] || { [ "$rc" -eq 137 ] && [ $((SECONDS - start)) -ge "$bound" ]; }; then
+    echo "launch: the job did not end within its bound of ${bound} s and was stopped (default: 120 s + run.iterations × run.deadline; set OUTRUN_TIMEOUT=SECONDS to change it)" >&2
+    return 124
+  fi
+  return "$rc"
+}

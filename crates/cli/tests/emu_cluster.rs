@@ -184,7 +184,7 @@ fn emulated_cluster_touches_only_what_it_created() {
     }
     assert!(Command::new("ip").args(["netns", "add", &foreign]).status().unwrap().success());
     let _cleanup = Cleanup(foreign.clone());
-    let sleeper = Command::new("ip").args(["netns", "exec", &foreign, "sleep", "300"]).spawn().unwrap();
+    let mut sleeper = Command::new("ip").args(["netns", "exec", &foreign, "sleep", "300"]).spawn().unwrap();
     let down = run(&["down"]);
     assert_eq!(down.code, Some(0), "{}", down.stderr);
     assert_eq!(ours(), vec![foreign.clone()], "down removed a namespace it did not create");
@@ -205,4 +205,6 @@ fn emulated_cluster_touches_only_what_it_created() {
     assert_eq!(ours().len(), 4, "2 hosts + bridge + the foreign one");
     assert_eq!(run(&["down"]).code, Some(0));
     assert_eq!(ours(), vec![foreign]);
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
 }

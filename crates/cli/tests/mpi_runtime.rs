@@ -207,3 +207,22 @@ fn sub_communicators_broadcast_within_their_groups() {
     let f: Vec<&str> = row.split(',').collect();
     assert_eq!((f[0], f[1], f[2], f[4]), ("10", "30", "100", "true"), "C(5,3) = 10 groups, 3 broadcasts each: {row}");
 }
+
+/// A ring with one worker past the deadline: one line, from the rank that knows (the straggler's
+/// right neighbour, which received nothing), naming the straggler; the ranks stalled further
+/// along the ring log their view in their rank logs and stay quiet.
+#[test]
+fn a_stalled_ring_names_its_straggler_in_one_line() {
+    let (run, dir, _, _) = train(
+        "ring-stall",
+        BASE,
+        &["scheme.kind=rar", "stragglers.model=fixed", "stragglers.workers=[4]", "stragglers.factor=2000", "run.deadline=1"],
+    );
+    assert_ne!(run.code, Some(0));
+    let lines: Vec<&str> = run.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "{}", run.stderr);
+    assert!(lines[0].starts_with("error: ring all-reduce: worker 4 (rank 3) sent nothing of iteration 0"), "{}", run.stderr);
+    // the other ranks' views are in their logs
+    let views = std::fs::read_dir(&*dir).unwrap().flatten().filter(|e| e.path().is_dir()).flat_map(|d| std::fs::read_dir(d.path()).unwrap().flatten()).filter(|f| f.file_name().to_string_lossy().starts_with("rank-")).filter(|f| std::fs::read_to_string(f.path()).unwrap_or_default().contains("was still in")).count();
+    assert!(views >= 1, "the stalled ranks' views are logged");
+}

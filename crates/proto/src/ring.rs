@@ -229,7 +229,7 @@ impl<P: Vector> Machine<P> for RingNode<P> {
                 let t = self.cur.unwrap_or(0);
                 let left = (self.rank + self.n - 1) % self.n;
                 let phase = if self.received < self.n - 1 { "reduce-scatter" } else { "all-gather" };
-                let why = format!(
+                let detail = format!(
                     "ring all-reduce: rank {} (worker {}) was still in {phase} step {} of iteration {t} after run.deadline = {} s, waiting for its left neighbour rank {left} (worker {})",
                     self.rank,
                     self.worker,
@@ -237,7 +237,20 @@ impl<P: Vector> Machine<P> for RingNode<P> {
                     self.deadline,
                     left + 1
                 );
-                self.finish(now, Err(Failure::Run(why)));
+                if self.received == 0 {
+                    // the left neighbour never started the exchange: it is the straggler (still
+                    // computing) or dead; only this rank knows it, so only this rank says it
+                    let why = format!(
+                        "ring all-reduce: worker {} (rank {left}) sent nothing of iteration {t} within run.deadline = {} s (still computing, or dead); a ring needs every worker in every iteration: raise run.deadline or use a master-worker scheme",
+                        left + 1,
+                        self.deadline
+                    );
+                    self.finish(now, Err(Failure::Run(why)));
+                } else {
+                    // stalled behind the straggler, further along the ring: log, stay quiet
+                    self.out.push_back(Output::Log(json!({"ev": "error", "at": now, "message": detail})));
+                    self.finish(now, Err(Failure::Aborted));
+                }
             }
             Input::Finish { failure } => self.finish(now, failure.map_or(Ok(()), |f| Err(Failure::Run(f)))),
             Input::Sent { .. } => {}

@@ -24,7 +24,7 @@ if ! command -v mpirun >/dev/null 2>&1; then
 fi
 
 # Validate before MPI starts: a bad config or data file fails here with one line.
-"$bin" check "$config" "$@" >/dev/null
+"$bin" check --local "$config" "$@" >/dev/null
 np="$("$bin" plan "$config" --ranks "$@")"
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1

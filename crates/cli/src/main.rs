@@ -54,6 +54,10 @@ enum Cmd {
         config: PathBuf,
         #[arg(long = "set", value_name = "SECTION.KEY=VALUE")]
         set: Vec<String>,
+        /// Every rank will run on this machine (launch/local.sh): compare the run's total
+        /// memory, not only its largest rank's, with what this machine has.
+        #[arg(long)]
+        local: bool,
     },
     /// Execute the plan in virtual time (network and straggler models; no MPI) and write a run
     /// directory like a real run's, plus mean / p5 / p95 of the iteration time over trials.
@@ -178,6 +182,17 @@ fn load_config(path: &Path, set: &[String]) -> Result<outrun_plan::Config, Failu
 }
 
 /// The config, its data's shape, and its plan.
+/// The plan, after checking that its size is representable (rows × features in bytes).
+fn build_plan_sized(path: &Path, set: &[String]) -> Result<(outrun_plan::Config, outrun_workloads::Shape, outrun_plan::Plan), Failure> {
+    let cfg = load_config(path, set)?;
+    let shape = outrun_workloads::data::shape(cfg.data(), cfg.model().loss).map_err(|e| Failure(e.to_string(), 2))?;
+    if (shape.features as u128) * 8 > (1u128 << 40) {
+        return Err(Failure(format!("{}: memory: data.features = {} would make every model vector {} bytes; at most 2^37 features", path.display(), shape.features, shape.features as u128 * 8), 2));
+    }
+    let plan = outrun_plan::build(&cfg, shape.samples).map_err(|e| Failure(format!("{}: {e}", path.display()), 2))?;
+    Ok((cfg, shape, plan))
+}
+
 fn build_plan(path: &Path, set: &[String]) -> Result<(outrun_plan::Config, outrun_workloads::Shape, outrun_plan::Plan), Failure> {
     let cfg = load_config(path, set)?;
     let shape = outrun_workloads::data::shape(cfg.data(), cfg.model().loss).map_err(|e| Failure(e.to_string(), 2))?;
@@ -276,10 +291,28 @@ fn run(cli: Cli) -> Result<(), Failure> {
             print!("{}", load_config(&config, &set)?.to_toml());
             Ok(())
         }
-        Cmd::Check { config, set } => {
-            let (cfg, _, plan) = build_plan(&config, &set)?;
+        Cmd::Check { config, set, local } => {
+            let (cfg, shape, plan) = build_plan_sized(&config, &set)?;
             cfg.validate_for_engine().map_err(|e| Failure(format!("{}: {e}", config.display()), 2))?;
-            println!("ok: {} — {} MPI ranks, {} workers, d = {}", plan.scheme, plan.ranks, plan.workers, plan.samples);
+            let need = outrun_workloads::memory::per_rank(&plan, shape.features);
+            let (largest, total) = (need.iter().copied().max().unwrap_or(0), need.iter().fold(0u64, |a, &b| a.saturating_add(b)));
+            if let Some(have) = outrun_workloads::memory::available() {
+                use outrun_workloads::memory::human;
+                let (want, what) = if local { (total, format!("{} for its {} ranks on this machine", human(total), plan.ranks)) } else { (largest, format!("{} on its largest rank", human(largest))) };
+                if want > have {
+                    return Err(Failure(
+                        format!(
+                            "{}: memory: the run needs about {what} (rows held densely: data.samples = {} × data.features = {}), but {} are available (MemAvailable, or OUTRUN_MEMORY_LIMIT); use less data or more hosts",
+                            config.display(),
+                            shape.samples,
+                            shape.features,
+                            human(have)
+                        ),
+                        2,
+                    ));
+                }
+            }
+            println!("ok: {} — {} MPI ranks, {} workers, d = {}; memory about {} on the largest rank, {} in all", plan.scheme, plan.ranks, plan.workers, plan.samples, outrun_workloads::memory::human(largest), outrun_workloads::memory::human(total));
             Ok(())
         }
         Cmd::Bench(BenchCmd::Ring { sizes, rounds, seconds, poll_us }) => {

@@ -116,3 +116,24 @@ fn plans_build_in_time_or_are_refused_with_the_bound() {
         assert_eq!(r.code, Some(0), "{sets:?}: {}", r.stderr);
     }
 }
+
+/// Memory is checked before it is spent: one line naming the sizes and what is available.
+#[test]
+fn check_estimates_memory_before_a_run() {
+    let dir = tempdir("cli-mem");
+    let c = config(&dir);
+    for set in ["data.features=1000000000000", "data.samples=1000000000000"] {
+        let r = outrun(&["check", &c, "--set", set]);
+        assert_eq!(r.code, Some(2), "{set}: {}", r.stderr);
+        assert_eq!(r.stderr.trim().lines().count(), 1, "{}", r.stderr);
+        assert!(r.stderr.contains("memory:"), "{}", r.stderr);
+    }
+    let ok = outrun(&["check", &c]);
+    assert!(ok.stdout.contains("memory about"), "{}", ok.stdout);
+    // all ranks on this machine (launch/local.sh) against a configured limit
+    let mut cmd = std::process::Command::new(bin());
+    cmd.args(["check", "--local", &c]).env("OUTRUN_MEMORY_LIMIT", "1K");
+    let r = run_with_timeout(cmd, std::time::Duration::from_secs(30));
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(r.stderr.contains("for its 7 ranks on this machine") && r.stderr.contains("1.0 KB are available"), "{}", r.stderr);
+}

@@ -16,6 +16,7 @@ pub mod bench;
 pub mod data;
 mod job;
 pub mod kernel;
+pub mod memory;
 pub mod metrics;
 pub mod reference;
 

@@ -1,0 +1,72 @@
+//! What a run will hold in memory, estimated before it starts (`outrun check`).
+//!
+//! Each rank holds its rows densely (load × p f64 values, one copy per part), a few model-sized
+//! vectors (θ, the gradient, message buffers in flight), and rank 0 the plan and the book.
+
+use outrun_plan::Plan;
+
+/// Model-sized vectors a rank keeps at once (θ, parts' results, received frames, the total).
+const VECTORS: u64 = 8;
+
+/// Estimated peak bytes of every rank.
+pub fn per_rank(plan: &Plan, features: usize) -> Vec<u64> {
+    let p = features as u64;
+    let vec_bytes = (p + 1).saturating_mul(8);
+    plan.nodes
+        .iter()
+        .map(|n| {
+            let rows = n.load() as u64;
+            let parts = (n.parts.len() as u64).max(1) + n.children.len() as u64;
+            rows.saturating_mul(p).saturating_mul(8).saturating_add(vec_bytes.saturating_mul(VECTORS + parts))
+        })
+        .collect()
+}
+
+/// Bytes this machine can give a run: `OUTRUN_MEMORY_LIMIT` (bytes, or with a K/M/G suffix)
+/// if set, else MemAvailable from /proc/meminfo (None when unknown).
+pub fn available() -> Option<u64> {
+    if let Ok(v) = std::env::var("OUTRUN_MEMORY_LIMIT") {
+        return parse_bytes(&v);
+    }
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// `123`, `4K`, `512M`, `2G` → bytes.
+pub fn parse_bytes(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let (num, mult) = match s.chars().last()? {
+        'K' | 'k' => (&s[..s.len() - 1], 1u64 << 10),
+        'M' | 'm' => (&s[..s.len() - 1], 1 << 20),
+        'G' | 'g' => (&s[..s.len() - 1], 1 << 30),
+        _ => (s, 1),
+    };
+    num.trim().parse::<f64>().ok().filter(|v| v.is_finite() && *v >= 0.0).map(|v| (v * mult as f64) as u64)
+}
+
+/// `1.5 GB`.
+pub fn human(bytes: u64) -> String {
+    let b = bytes as f64;
+    match b {
+        _ if b >= 1e12 => format!("{:.1} TB", b / 1e12),
+        _ if b >= 1e9 => format!("{:.1} GB", b / 1e9),
+        _ if b >= 1e6 => format!("{:.1} MB", b / 1e6),
+        _ => format!("{:.1} KB", b / 1e3),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn byte_sizes_parse() {
+        assert_eq!(parse_bytes("2G"), Some(2 << 30));
+        assert_eq!(parse_bytes("512M"), Some(512 << 20));
+        assert_eq!(parse_bytes("1000"), Some(1000));
+        assert_eq!(parse_bytes("lots"), None);
+        assert_eq!(human(1_500_000_000), "1.5 GB");
+    }
+}

@@ -137,3 +137,40 @@ fn check_estimates_memory_before_a_run() {
     assert_eq!(r.code, Some(2), "{}", r.stderr);
     assert!(r.stderr.contains("for its 7 ranks on this machine") && r.stderr.contains("1.0 KB are available"), "{}", r.stderr);
 }
+
+/// The smaller hostile inputs (issue "hostile input", item 9): each gives one line naming the
+/// option or field, exit 2, and nothing reads without bound.
+#[test]
+fn small_hostile_inputs_get_one_line_each() {
+    let dir = tempdir("cli-hostile");
+    let c = config(&dir);
+    let cr = dir.join("cr.toml");
+    std::fs::write(&cr, "[run]\nname='c'\niterations=3\n[data]\nkind='linear-synthetic'\nsamples=100\nfeatures=4\n[model]\nloss='least-squares'\nlr=0.1\n[scheme]\nkind='cr'\nn=3\nlayers=2\n").unwrap();
+    let runs = dir.join("runs");
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (vec!["check".into(), "/dev/zero".into()], "not a config file"),
+        (vec!["check".into(), c.clone(), "--set".into(), "model.loss=1".into()], "model.loss: must be a quoted string"),
+        (vec!["check".into(), cr.display().to_string(), "--set".into(), "scheme.n=4294967296".into()], "scheme.n = 4294967296: at most"),
+        (vec!["simulate".into(), c.clone(), "--trials".into(), "0".into()], "--trials must be at least 1"),
+        (vec!["tune".into(), c.clone(), "--trials".into(), "0".into(), "--vary".into(), "scheme.s=0..2".into()], "--trials must be at least 1"),
+        (vec!["tune".into(), c.clone(), "--vary".into(), "scheme.s=0,2,,4".into()], "an empty value in the list"),
+    ];
+    // a finished (simulated) run to report on
+    let sim = outrun(&["simulate", &c, "--trials", "1", "--set", &format!("run.out_dir={}", runs.display())]);
+    assert_eq!(sim.code, Some(0), "{}", sim.stderr);
+    let cases = [
+        cases,
+        vec![
+            (vec!["report".into(), runs.display().to_string(), "--target-error".into(), "nan".into()], "--target-error NaN: must be a positive number"),
+            (vec!["report".into(), runs.display().to_string(), "--baseline".into(), "does-not-exist".into()], "--baseline does-not-exist: not one of the runs"),
+        ],
+    ]
+    .concat();
+    for (args, want) in cases {
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let r = outrun(&refs);
+        assert_eq!(r.code, Some(2), "{args:?}: {}", r.stderr);
+        assert_eq!(r.stderr.trim().lines().count(), 1, "{args:?}: {}", r.stderr);
+        assert!(r.stderr.contains(want), "{args:?}: {}", r.stderr);
+    }
+}

@@ -81,7 +81,7 @@ fn bench_decode_reports_exact_decodes_and_refusals() {
     }
 }
 
-/// Plans build in seconds up to the largest random cyclic code (400 children), and larger ones
+/// Plans build in seconds up to the largest random cyclic code (256 children), and larger ones
 /// are refused with one line that names the field, the bound and what to use instead; schemes
 /// whose decoding does not grow as n³ plan 1000 workers at once.
 #[test]
@@ -89,7 +89,7 @@ fn plans_build_in_time_or_are_refused_with_the_bound() {
     let dir = tempdir("cli-scale");
     let c = config(&dir);
     let big = ["--set", "data.samples=100000"];
-    let ok = outrun(&[&["check", &c, "--set", "scheme.workers=400"][..], &big[..]].concat());
+    let ok = outrun(&[&["check", &c, "--set", "scheme.workers=256"][..], &big[..]].concat());
     assert_eq!(ok.code, Some(0), "{}", ok.stderr);
     for (sets, field) in [
         (vec!["scheme.workers=1000"], "scheme.workers = 1000"),
@@ -104,7 +104,7 @@ fn plans_build_in_time_or_are_refused_with_the_bound() {
         let r = outrun(&args);
         assert_eq!(r.code, Some(2), "{sets:?}: {}", r.stderr);
         assert_eq!(r.stderr.trim().lines().count(), 1, "{}", r.stderr);
-        assert!(r.stderr.contains(field) && r.stderr.contains("at most 400") && r.stderr.contains("gc-frac"), "{}", r.stderr);
+        assert!(r.stderr.contains(field) && r.stderr.contains("at most 256") && r.stderr.contains("gc-frac"), "{}", r.stderr);
     }
     for sets in [vec!["scheme.kind=gc-frac", "scheme.workers=1000", "scheme.s=4"], vec!["scheme.kind=umw", "scheme.s=", "scheme.workers=1000"]] {
         let mut args = vec!["check", &c];

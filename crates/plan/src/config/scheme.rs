@@ -452,9 +452,10 @@ pub const MAX_WORKERS: usize = 100_000;
 
 /// Most children of one random cyclic gradient code (`gc-cyclic`, `cr` with `code = "cyclic"`,
 /// the clusters of `gc-sc`/`gc-dc`): the master solves an (n − s) × n least-squares system for
-/// every new survivor set, O(n³) — about 0.1 s at n = 400 and 2 s at n = 1000 on a 2-core machine
-/// — and the plan screens the code with such solves.
-pub const MAX_CYCLIC: usize = 400;
+/// every new survivor set, O(n³) — about 30 ms at n = 256 and 2 s at n = 1000 on a 2-core
+/// machine — and the plan screens each draw with 20 such solves (`outrun check`: 5.7 s at 256
+/// workers, 15 s at 400).
+pub const MAX_CYCLIC: usize = 256;
 
 fn cyclic_too_large(field: &str, n: usize, what: &str) -> Result<(), ConfigError> {
     err(

@@ -76,7 +76,10 @@ pub fn run_with_timeout(mut cmd: Command, timeout: Duration) -> Run {
             let _ = child.wait();
             // mpirun's children may outlive it for a moment; make sure none is left behind
             let _ = Command::new("pkill").args(["-f", bin()]).status();
-            panic!("timed out after {timeout:?}: {cmd:?}\nstderr:\n{}", std::fs::read_to_string(&err_path).unwrap_or_default());
+            let stderr = std::fs::read_to_string(&err_path).unwrap_or_default();
+            let _ = std::fs::remove_file(&out_path);
+            let _ = std::fs::remove_file(&err_path);
+            panic!("timed out after {timeout:?}: {cmd:?}\nstderr:\n{stderr}");
         }
         std::thread::sleep(Duration::from_millis(20));
     };

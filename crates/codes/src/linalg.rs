@@ -43,6 +43,29 @@ pub struct LeastSquares {
     pub rcond: f64,
 }
 
+/// A thin SVD `a = U Σ Vᵀ` with the numerical rank at [`RANK_TOL`] (the kept singular values are
+/// `s[..rank]`, largest first).
+struct Svd {
+    u: Matrix,
+    s: Array1<f64>,
+    vt: Matrix,
+    rank: usize,
+}
+
+/// The thin SVD of a non-empty `a` (LAPACK `gesdd`, one BLAS thread); None for a zero or
+/// non-finite matrix.
+fn svd(a: ArrayView2<f64>) -> Option<Svd> {
+    single_threaded_blas();
+    let owned = a.as_standard_layout().into_owned();
+    let (u, s, vt) = owned.svddc(JobSvd::Some).expect("LAPACK gesdd failed (non-finite input?)");
+    let smax = s.first().copied().unwrap_or(0.0);
+    if smax == 0.0 || !smax.is_finite() {
+        return None;
+    }
+    let rank = s.iter().take_while(|&&v| v > RANK_TOL * smax).count();
+    Some(Svd { u: u.expect("U requested"), s, vt: vt.expect("Vᵀ requested"), rank })
+}
+
 /// Least-squares solution of `a·x ≈ b` (`a` is m × n, any shape, any rank).
 pub fn lstsq(a: ArrayView2<f64>, b: ArrayView1<f64>) -> LeastSquares {
     let (m, n) = a.dim();
@@ -50,15 +73,10 @@ pub fn lstsq(a: ArrayView2<f64>, b: ArrayView1<f64>) -> LeastSquares {
     if m == 0 || n == 0 {
         return LeastSquares { x: Array1::zeros(n), rank: 0, rcond: 1.0 };
     }
-    single_threaded_blas();
-    let owned = a.as_standard_layout().into_owned();
-    let (u, s, vt) = owned.svddc(JobSvd::Some).expect("LAPACK gesdd failed (non-finite input?)");
-    let (u, vt) = (u.expect("U requested"), vt.expect("Vᵀ requested"));
-    let smax = s.first().copied().unwrap_or(0.0);
-    if smax == 0.0 || !smax.is_finite() {
+    let Some(Svd { u, s, vt, rank }) = svd(a) else {
         return LeastSquares { x: Array1::zeros(n), rank: 0, rcond: 0.0 };
-    }
-    let rank = s.iter().take_while(|&&v| v > RANK_TOL * smax).count();
+    };
+    let smax = s[0];
     // x = V_k Σ_k⁻¹ U_kᵀ b
     let mut x = Array1::zeros(n);
     for k in 0..rank {
@@ -76,15 +94,10 @@ pub fn pinv(a: ArrayView2<f64>) -> (Matrix, usize, f64) {
     if m == 0 || n == 0 {
         return (Matrix::zeros((n, m)), 0, 1.0);
     }
-    single_threaded_blas();
-    let owned = a.as_standard_layout().into_owned();
-    let (u, s, vt) = owned.svddc(JobSvd::Some).expect("LAPACK gesdd failed (non-finite input?)");
-    let (u, vt) = (u.expect("U requested"), vt.expect("Vᵀ requested"));
-    let smax = s.first().copied().unwrap_or(0.0);
-    if smax == 0.0 || !smax.is_finite() {
+    let Some(Svd { u, s, vt, rank }) = svd(a) else {
         return (Matrix::zeros((n, m)), 0, f64::INFINITY);
-    }
-    let rank = s.iter().take_while(|&&v| v > RANK_TOL * smax).count();
+    };
+    let smax = s[0];
     // a⁺ = V_k Σ_k⁻¹ U_kᵀ
     let mut out = Matrix::zeros((n, m));
     for k in 0..rank {

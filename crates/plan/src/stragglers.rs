@@ -295,13 +295,18 @@ fn values(v: &Option<crate::config::PerWorker>, n: usize) -> Vec<f64> {
     v.as_ref().map_or_else(|| vec![0.0; n], |p| p.values(n))
 }
 
-/// Where a worker's Markov chain is: its state during `iteration`.
+/// A worker's state in a stateful process: slow or fast (`markov`), or its rate (`rates`).
+#[derive(Clone, Copy, Debug)]
+enum State {
+    Slow(bool),
+    Rate(f64),
+}
+
+/// Where a worker's process is: its state during `iteration`.
 #[derive(Clone, Copy, Debug)]
 struct Cursor {
     iteration: u64,
-    slow: bool,
-    /// Current rate (`rates`).
-    rate: f64,
+    state: State,
 }
 
 /// Evaluates a [`StragglerModel`], stepping stateful processes forward as iterations are asked
@@ -322,51 +327,61 @@ impl Injector {
     /// state S⁰ followed by t + 1 transitions, one at the start of every iteration.
     pub fn is_slow(&mut self, worker: usize, t: u64) -> bool {
         let Law::Markov { p, initial, .. } = &self.model.law else { return false };
-        let (p, seed) = (*p, self.model.seed);
-        let start = || Cursor { iteration: 0, slow: flip(initial.contains(&worker), seed, worker, 0, p), rate: f64::NAN };
+        let (p, seed, slow0) = (*p, self.model.seed, initial.contains(&worker));
+        let step = |s: State, i: u64| match s {
+            State::Slow(slow) => State::Slow(flip(slow, seed, worker, i, p)),
+            rate => rate,
+        };
+        matches!(self.walk(worker, t, State::Slow(slow0), step), State::Slow(true))
+    }
+
+    /// Worker `worker`'s state at iteration `t`: from its cursor if it is not past `t`, else
+    /// from `initial` (the state before iteration 0), stepping `step(state, i)` for every
+    /// iteration i up to t (iteration 0 included).
+    fn walk(&mut self, worker: usize, t: u64, initial: State, step: impl Fn(State, u64) -> State) -> State {
         let mut c = match self.cursors.get(&worker) {
             Some(c) if c.iteration <= t => *c,
-            _ => start(),
+            _ => Cursor { iteration: 0, state: step(initial, 0) },
         };
         while c.iteration < t {
             c.iteration += 1;
-            c.slow = flip(c.slow, seed, worker, c.iteration, p);
+            c.state = step(c.state, c.iteration);
         }
         self.cursors.insert(worker, c);
-        c.slow
+        c.state
+    }
+
+    /// The rate worker `worker` starts from (`rates`), before iteration 0's redraw chance: below
+    /// tau for the initially slow workers, at least tau for the others (not yet floored at 1e-9).
+    fn initial_rate(&self, worker: usize) -> f64 {
+        let Law::Rates { mu_max, tau, initial, .. } = &self.model.law else { return f64::NAN };
+        let u = Rng::from_key(&[self.model.seed, domain::PROCESS, worker as u64, u64::MAX - 2]).uniform();
+        if initial.contains(&worker) {
+            tau * u
+        } else {
+            tau + (mu_max - tau) * u
+        }
     }
 
     /// Worker `worker`'s rate during iteration `t` (`rates`): the initial rate (below tau for the
     /// initially slow workers) followed by t + 1 chances to be redrawn, one at the start of every
     /// iteration.
     pub fn rate(&mut self, worker: usize, t: u64) -> f64 {
-        let Law::Rates { p, mu_max, tau, initial, .. } = &self.model.law else { return f64::NAN };
-        let (p, max, tau, seed) = (*p, *mu_max, *tau, self.model.seed);
-        let step = |rate: f64, i: u64| {
+        let Law::Rates { p, mu_max, .. } = &self.model.law else { return f64::NAN };
+        let (p, max, seed, r0) = (*p, *mu_max, self.model.seed, self.initial_rate(worker).max(1e-9));
+        let step = |s: State, i: u64| {
             let mut rng = Rng::from_key(&[seed, domain::PROCESS, worker as u64, i]);
             let redraw = rng.uniform() < p;
             let u = rng.uniform();
-            if redraw {
-                (max * u).max(1e-9)
-            } else {
-                rate
+            match s {
+                State::Rate(_) if redraw => State::Rate((max * u).max(1e-9)),
+                other => other,
             }
         };
-        let start = || {
-            let u = Rng::from_key(&[seed, domain::PROCESS, worker as u64, u64::MAX - 2]).uniform();
-            let r0 = if initial.contains(&worker) { tau * u } else { tau + (max - tau) * u };
-            Cursor { iteration: 0, slow: false, rate: step(r0.max(1e-9), 0) }
-        };
-        let mut c = match self.cursors.get(&worker) {
-            Some(c) if c.iteration <= t => *c,
-            _ => start(),
-        };
-        while c.iteration < t {
-            c.iteration += 1;
-            c.rate = step(c.rate, c.iteration);
+        match self.walk(worker, t, State::Rate(r0), step) {
+            State::Rate(r) => r,
+            State::Slow(_) => f64::NAN,
         }
-        self.cursors.insert(worker, c);
-        c.rate
     }
 
     /// Worker `worker`'s state at iteration `t`: whether it straggles, and its current rate μ
@@ -394,10 +409,8 @@ impl Injector {
                 let slow = initial.contains(&worker);
                 (slow, if slow { mu_slow[i] } else { mu_fast[i] })
             }
-            Law::Rates { tau, mu_max, initial, .. } => {
-                // the draw `rate` starts from, before iteration 0's redraw chance
-                let u = Rng::from_key(&[self.model.seed, domain::PROCESS, worker as u64, u64::MAX - 2]).uniform();
-                let r = if initial.contains(&worker) { tau * u } else { tau + (mu_max - tau) * u };
+            Law::Rates { tau, .. } => {
+                let r = self.initial_rate(worker);
                 (r < *tau, r.max(1e-9))
             }
             _ => (false, f64::NAN),

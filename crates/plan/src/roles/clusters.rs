@@ -54,8 +54,7 @@ pub(crate) struct Clustered {
     injector: Injector,
     /// worker → (cluster, position) this iteration
     place: Vec<(usize, usize)>,
-    /// the partition (1-based ids) and Phase II counts, for the log
-    clusters: Vec<Vec<usize>>,
+    /// Phase II counts, for the log
     swaps: usize,
     fallbacks: usize,
     believed: Vec<bool>,
@@ -74,7 +73,6 @@ impl Clustered {
         let (pc, b) = codes(plan, code);
         let PlanCode::Clusters { matrix, r, dynamic, ssi, capped, order, tau, .. } = pc else { unreachable!("checked") };
         let k = matrix.workers;
-        let st = matrix.static_partition();
         Clustered {
             len,
             need: matrix.ell() - r + 1,
@@ -85,8 +83,7 @@ impl Clustered {
             tau: *tau,
             decoder: Decoder::new(b.clone()),
             injector: plan.stragglers.injector(),
-            place: st.positions(k),
-            clusters: st.sets().into_iter().map(|c| c.into_iter().map(|w| w + 1).collect()).collect(),
+            place: matrix.static_partition().positions(k),
             swaps: 0,
             fallbacks: 0,
             believed: vec![false; k],
@@ -134,7 +131,6 @@ impl Aggregator for Clustered {
         let by_rate = self.by_rate && rate.iter().all(|r| r.is_finite());
         let c = dynamic_clustering(&self.matrix, &believed, by_rate.then_some(&rate[..]), self.capped);
         self.place = c.partition.positions(self.matrix.workers);
-        self.clusters = c.partition.sets().into_iter().map(|c| c.into_iter().map(|w| w + 1).collect()).collect();
         (self.swaps, self.fallbacks, self.believed) = (c.swaps, c.fallbacks, believed);
         Some(self.place.iter().map(|&(q, i)| encode_assignment(q, i)).collect())
     }
@@ -198,7 +194,9 @@ impl Aggregator for Clustered {
         comb.exact = residual <= EXACT_RESIDUAL;
         let truth: Vec<bool> = (1..=self.matrix.workers).map(|w| self.injector.state(w, self.t).0).collect();
         let positions: Vec<Value> = self.place.iter().map(|&(q, i)| json!([q + 1, i + 1])).collect();
-        comb.notes = vec![("clusters".into(), json!(self.clusters)), ("responders".into(), json!(responders)), ("slow".into(), json!(ids(&truth)))];
+        // the partition as 1-based worker ids, each cluster ascending
+        let clusters: Vec<Vec<usize>> = (0..self.matrix.clusters).map(|c| self.cluster_members(c).map(|w| w + 1).collect()).collect();
+        comb.notes = vec![("clusters".into(), json!(clusters)), ("responders".into(), json!(responders)), ("slow".into(), json!(ids(&truth)))];
         if self.dynamic {
             comb.notes.extend([
                 ("believed".into(), json!(ids(&self.believed))),

@@ -11,6 +11,8 @@
 //!   random construction and best-of-K [`Screening`], fractional repetition).
 //! - [`Decoder`]: decoding vectors `a` with `a·B = 1` for a survivor set, with residual checks
 //!   and a cache keyed by survivor set.
+//! - [`RowCode`], [`RowDecoder`]: codes for coded matrix–vector products (identity, Gaussian,
+//!   systematic, LT) and their decoders; [`hcmm`] and its baselines allocate the rows.
 //! - [`SurvivorSet`], [`combinations`], [`binomial`]: survivor sets and counting.
 #![deny(missing_docs)]
 
@@ -24,6 +26,7 @@ mod linalg;
 mod linear;
 mod lt;
 mod rng;
+mod rowcode;
 
 pub use agc::{groups as agc_groups, q_agc, q_star, rounds_needed, AgcCode, AgcDecoding};
 pub use cluster::{dynamic_clustering, ClusterError, ClusterMatrix, Clustering, Partition};
@@ -35,3 +38,4 @@ pub use linear::{condition, rank, GroupDecoding, LinearCode, LinearError, Linear
 pub use lt::{robust_soliton, LtCode};
 pub use linalg::{col_nnz, lstsq, norm2, pinv, row_nnz, rows_transposed, single_threaded_blas, LeastSquares, Matrix, RANK_TOL};
 pub use rng::{domain, splitmix64, Rng};
+pub use rowcode::{CodedRow, RowCode, RowCodeKind, RowDecodeError, RowDecoder, MAX_DECODE_COND};

@@ -1,0 +1,306 @@
+//! Codes for coded matrix–vector multiplication (thesis chapter 3; note part A): the master
+//! wants y = A·x for an r-row matrix A; the workers hold rows of Ã = G·A (n ≥ r coded rows) and
+//! return their rows of Ã·x = G·y; from any received set of coded values z_S = G_S·y that
+//! determines y, the master decodes it.
+//!
+//! - [`RowCodeKind::Identity`]: G = I (uncoded: every row must come back).
+//! - [`RowCodeKind::Gaussian`]: G has i.i.d. N(0, 1/r) entries: any r rows decode (with
+//!   probability 1) by one r × r LU solve.
+//! - [`RowCodeKind::Systematic`]: the first r rows of G are the identity, the rest Gaussian: the
+//!   received systematic rows are y's entries themselves, and only the u missing entries are
+//!   solved for, from u parity rows (a u × u system).
+//! - [`RowCodeKind::Lt`]: an [`LtCode`] (robust soliton degrees, 0/1 coefficients), decoded by
+//!   peeling in O(edges): the code for large r, which needs about r(1 + ε) rows.
+//!
+//! Coded rows are drawn from `(seed, row)` streams, so every rank generates only the rows it
+//! needs and all of them agree.
+
+use ndarray::Array2;
+use ndarray_linalg::{Factorize, LUFactorized, ReciprocalConditionNum, Solve};
+
+use crate::{LtCode, Rng};
+
+/// Which code.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "code", rename_all = "kebab-case")]
+pub enum RowCodeKind {
+    /// No code: coded row j is source row j.
+    Identity,
+    /// Dense Gaussian MDS code.
+    Gaussian,
+    /// Systematic MDS code: identity on the first r rows, Gaussian parity rows.
+    Systematic,
+    /// LT code with robust soliton parameters (c, δ).
+    Lt {
+        /// Robust soliton c.
+        c: f64,
+        /// Robust soliton δ.
+        delta: f64,
+    },
+}
+
+/// One coded row's coefficients over the r source rows.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CodedRow {
+    /// Source row `k` itself.
+    Unit(usize),
+    /// The sum of these source rows (coefficients 1).
+    Sum(Vec<usize>),
+    /// Dense coefficients (length r).
+    Dense(Vec<f64>),
+}
+
+/// A code of `n` coded rows over `r` source rows.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RowCode {
+    /// The kind.
+    pub kind: RowCodeKind,
+    /// Source rows r.
+    pub r: usize,
+    /// Coded rows n.
+    pub n: usize,
+    /// Seed of the coefficients.
+    pub seed: u64,
+    lt: Option<LtCode>,
+}
+
+/// Why a received set does not decode (yet).
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum RowDecodeError {
+    /// Fewer independent rows than r, or peeling stalls: wait for more.
+    #[error("the received rows do not determine y yet ({0} of {1} source rows recoverable)")]
+    NotYet(usize, usize),
+    /// The system to solve is singular or too ill-conditioned to decode exactly.
+    #[error("the decoding system is singular or ill-conditioned (κ ≈ {0:.1e})")]
+    Singular(f64),
+}
+
+/// Largest condition number accepted for an exact decode (relative error ≲ κ·ε ≈ 2e-6).
+pub const MAX_DECODE_COND: f64 = 1e10;
+
+impl RowCode {
+    /// The code; `n ≥ r` (`n == r` for the identity).
+    pub fn new(kind: RowCodeKind, r: usize, n: usize, seed: u64) -> Self {
+        assert!(n >= r && r > 0, "a code needs n ≥ r > 0 (n = {n}, r = {r})");
+        assert!(kind != RowCodeKind::Identity || n == r, "the identity code has n = r");
+        let lt = match kind {
+            RowCodeKind::Lt { c, delta } => Some(LtCode::new(r, n, c, delta, seed)),
+            _ => None,
+        };
+        RowCode { kind, r, n, seed, lt }
+    }
+
+    /// Coded row `j`'s coefficients.
+    pub fn row(&self, j: usize) -> CodedRow {
+        match self.kind {
+            RowCodeKind::Identity => CodedRow::Unit(j),
+            RowCodeKind::Systematic if j < self.r => CodedRow::Unit(j),
+            RowCodeKind::Gaussian | RowCodeKind::Systematic => {
+                let mut rng = Rng::from_key(&[self.seed, crate::domain::CODE, 0x4d56, j as u64]);
+                let scale = 1.0 / (self.r as f64).sqrt();
+                CodedRow::Dense((0..self.r).map(|_| scale * rng.normal()).collect())
+            }
+            RowCodeKind::Lt { .. } => match &self.lt.as_ref().expect("built with the code").rows[j] {
+                nb if nb.len() == 1 => CodedRow::Unit(nb[0]),
+                nb => CodedRow::Sum(nb.clone()),
+            },
+        }
+    }
+
+    /// Coded rows `rows` of Ã = G·A for a row-major `a` (r × m): a row-major |rows| × m matrix.
+    pub fn encode(&self, a: &[f64], m: usize, rows: std::ops::Range<usize>) -> Vec<f64> {
+        assert_eq!(a.len(), self.r * m, "A must be r × m");
+        let mut out = vec![0.0; rows.len() * m];
+        for (o, j) in out.chunks_mut(m.max(1)).zip(rows) {
+            match self.row(j) {
+                CodedRow::Unit(k) => o.copy_from_slice(&a[k * m..(k + 1) * m]),
+                CodedRow::Sum(ks) => ks.iter().for_each(|&k| o.iter_mut().zip(&a[k * m..(k + 1) * m]).for_each(|(x, y)| *x += y)),
+                CodedRow::Dense(g) => {
+                    // o = gᵀ·A through BLAS
+                    let av = ndarray::ArrayView2::from_shape((self.r, m), a).expect("shape checked");
+                    let v = ndarray::ArrayView1::from(&g).dot(&av);
+                    o.copy_from_slice(v.as_slice().expect("contiguous"));
+                }
+            }
+        }
+        out
+    }
+
+    /// Whether the received coded rows (distinct indices) determine y: at least r of them for
+    /// the MDS codes (any r decode with probability 1), all r for the identity, successful
+    /// peeling for LT.
+    pub fn decodable(&self, received: &[usize]) -> bool {
+        match &self.lt {
+            Some(lt) => received.len() >= self.r && lt.peel_order(received).is_some(),
+            None => received.len() >= self.r,
+        }
+    }
+
+    /// The decoder of a received set (coded row indices, in the order their values will be
+    /// given to [`RowDecoder::apply`]).
+    pub fn decoder(&self, received: &[usize]) -> Result<RowDecoder, RowDecodeError> {
+        if let Some(lt) = &self.lt {
+            let order = lt.peel_order(received).ok_or_else(|| {
+                let known = received.iter().filter(|&&j| lt.rows[j].len() == 1).count();
+                RowDecodeError::NotYet(known.min(self.r), self.r)
+            })?;
+            let rows = order.iter().map(|&(p, _)| lt.rows[received[p]].clone()).collect();
+            return Ok(RowDecoder { r: self.r, direct: vec![], solve: None, peel: order, peel_rows: rows, cond: 1.0 });
+        }
+        // systematic (unit) rows give entries directly; the rest are solved from parity rows
+        let mut known = vec![false; self.r];
+        let mut direct = vec![];
+        let mut parity = vec![];
+        for (p, &j) in received.iter().enumerate() {
+            match self.row(j) {
+                CodedRow::Unit(k) if !known[k] => {
+                    known[k] = true;
+                    direct.push((p, k));
+                }
+                CodedRow::Unit(_) => {}
+                _ => parity.push(p),
+            }
+        }
+        let unknown: Vec<usize> = (0..self.r).filter(|&k| !known[k]).collect();
+        let u = unknown.len();
+        if u == 0 {
+            return Ok(RowDecoder { r: self.r, direct, solve: None, peel: vec![], peel_rows: vec![], cond: 1.0 });
+        }
+        if parity.len() < u {
+            return Err(RowDecodeError::NotYet(self.r - u + parity.len(), self.r));
+        }
+        let eqs: Vec<usize> = parity[..u].to_vec();
+        let mut m = Array2::zeros((u, u));
+        let mut k_part = Array2::zeros((u, direct.len()));
+        for (e, &p) in eqs.iter().enumerate() {
+            let CodedRow::Dense(g) = self.row(received[p]) else { unreachable!("parity rows are dense") };
+            for (c, &k) in unknown.iter().enumerate() {
+                m[[e, c]] = g[k];
+            }
+            for (c, &(_, k)) in direct.iter().enumerate() {
+                k_part[[e, c]] = g[k];
+            }
+        }
+        let lu = m.factorize().map_err(|_| RowDecodeError::Singular(f64::INFINITY))?;
+        let rcond = lu.rcond().unwrap_or(0.0);
+        let cond = if rcond > 0.0 { 1.0 / rcond } else { f64::INFINITY };
+        if cond > MAX_DECODE_COND {
+            return Err(RowDecodeError::Singular(cond));
+        }
+        Ok(RowDecoder { r: self.r, direct, solve: Some(Solve1 { eqs, unknown, k_part, lu }), peel: vec![], peel_rows: vec![], cond })
+    }
+}
+
+/// The dense part of a decode: y_U = M⁻¹ (z_eqs − G[eqs, K]·y_K).
+struct Solve1 {
+    eqs: Vec<usize>,
+    unknown: Vec<usize>,
+    k_part: Array2<f64>,
+    lu: LUFactorized<ndarray::OwnedRepr<f64>>,
+}
+
+impl std::fmt::Debug for Solve1 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Solve1 {{ {} unknowns }}", self.unknown.len())
+    }
+}
+
+/// Decodes y from the received coded values of one received set.
+#[derive(Debug)]
+pub struct RowDecoder {
+    r: usize,
+    /// (position in z, source row) read directly.
+    direct: Vec<(usize, usize)>,
+    solve: Option<Solve1>,
+    /// Peeling schedule (position in z, source it releases) and each position's neighbours.
+    peel: Vec<(usize, usize)>,
+    peel_rows: Vec<Vec<usize>>,
+    /// Condition number (1-norm estimate) of the system solved (1 when none).
+    pub cond: f64,
+}
+
+impl RowDecoder {
+    /// y from the received values `z` (one per received row, in the decoder's order).
+    pub fn apply(&self, z: &[f64]) -> Vec<f64> {
+        let mut y = vec![0.0; self.r];
+        for &(p, k) in &self.direct {
+            y[k] = z[p];
+        }
+        for ((p, s), nb) in self.peel.iter().zip(&self.peel_rows) {
+            let others: f64 = nb.iter().filter(|&t| t != s).map(|&t| y[t]).sum();
+            y[*s] = z[*p] - others;
+        }
+        if let Some(s) = &self.solve {
+            let yk = ndarray::Array1::from_iter(self.direct.iter().map(|&(_, k)| y[k]));
+            let rhs = ndarray::Array1::from_iter(s.eqs.iter().map(|&p| z[p])) - s.k_part.dot(&yk);
+            let yu = s.lu.solve(&rhs).expect("factorized and checked");
+            for (&k, v) in s.unknown.iter().zip(yu) {
+                y[k] = v;
+            }
+        }
+        y
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn product(code: &RowCode, a: &[f64], m: usize, x: &[f64]) -> Vec<f64> {
+        code.encode(a, m, 0..code.n).chunks(m).map(|row| row.iter().zip(x).map(|(p, q)| p * q).sum()).collect()
+    }
+
+    fn check(kind: RowCodeKind, r: usize, n: usize, received: &[usize]) {
+        let m = 7;
+        let mut rng = Rng::from_key(&[5]);
+        let a: Vec<f64> = (0..r * m).map(|_| rng.normal()).collect();
+        let x: Vec<f64> = (0..m).map(|_| rng.normal()).collect();
+        let y: Vec<f64> = a.chunks(m).map(|row| row.iter().zip(&x).map(|(p, q)| p * q).sum()).collect();
+        let code = RowCode::new(kind, r, n, 3);
+        let z_all = product(&code, &a, m, &x);
+        let z: Vec<f64> = received.iter().map(|&j| z_all[j]).collect();
+        assert!(code.decodable(received));
+        let dec = code.decoder(received).unwrap();
+        let got = dec.apply(&z);
+        let norm = y.iter().map(|v| v * v).sum::<f64>().sqrt();
+        let err = got.iter().zip(&y).map(|(p, q)| (p - q) * (p - q)).sum::<f64>().sqrt() / norm;
+        assert!(err < 1e-10, "{kind:?}: relative error {err}");
+    }
+
+    #[test]
+    fn every_code_decodes_y_from_a_sufficient_set() {
+        let mut rng = Rng::from_key(&[9]);
+        let pick = |rng: &mut Rng, n: usize, k: usize| -> Vec<usize> { rng.permutation(n).into_iter().take(k).collect() };
+        check(RowCodeKind::Identity, 50, 50, &pick(&mut rng, 50, 50));
+        check(RowCodeKind::Gaussian, 60, 90, &pick(&mut rng, 90, 60));
+        check(RowCodeKind::Systematic, 60, 90, &pick(&mut rng, 90, 60));
+        // systematic rows only: no solve
+        check(RowCodeKind::Systematic, 60, 90, &(0..60).rev().collect::<Vec<_>>());
+        // LT from 60% overhead (small k needs more than the 13% of k = 10 000), shuffled
+        check(RowCodeKind::Lt { c: 0.03, delta: 0.1 }, 300, 480, &pick(&mut rng, 480, 480));
+    }
+
+    #[test]
+    fn too_few_rows_are_not_decodable() {
+        let code = RowCode::new(RowCodeKind::Gaussian, 20, 30, 1);
+        assert!(!code.decodable(&(0..19).collect::<Vec<_>>()));
+        assert_eq!(code.decoder(&(0..19).collect::<Vec<_>>()).unwrap_err(), RowDecodeError::NotYet(19, 20));
+        let sys = RowCode::new(RowCodeKind::Systematic, 20, 30, 1);
+        // 15 systematic + 4 parity: 19 of 20
+        let rec: Vec<usize> = (0..15).chain(20..24).collect();
+        assert_eq!(sys.decoder(&rec).unwrap_err(), RowDecodeError::NotYet(19, 20));
+        // repeated rows do not count twice for the systematic part
+        let code = RowCode::new(RowCodeKind::Lt { c: 0.03, delta: 0.1 }, 100, 150, 2);
+        assert!(!code.decodable(&(0..50).collect::<Vec<_>>()));
+    }
+
+    #[test]
+    fn systematic_decode_solves_only_the_missing_entries() {
+        let code = RowCode::new(RowCodeKind::Systematic, 40, 60, 4);
+        let rec: Vec<usize> = (0..35).chain(40..45).collect();
+        let dec = code.decoder(&rec).unwrap();
+        let s = dec.solve.as_ref().unwrap();
+        assert_eq!(s.unknown, vec![35, 36, 37, 38, 39]);
+        assert!(dec.cond >= 1.0 && dec.cond < MAX_DECODE_COND);
+    }
+}

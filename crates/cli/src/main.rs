@@ -185,7 +185,7 @@ fn load_config(path: &Path, set: &[String]) -> Result<outrun_plan::Config, Failu
 /// The plan, after checking that its size is representable (rows × features in bytes).
 fn build_plan_sized(path: &Path, set: &[String]) -> Result<(outrun_plan::Config, outrun_workloads::Shape, outrun_plan::Plan), Failure> {
     let cfg = load_config(path, set)?;
-    let shape = outrun_workloads::data::shape(cfg.data(), cfg.model().loss).map_err(|e| Failure(e.to_string(), 2))?;
+    let shape = outrun_workloads::job_shape(&cfg).map_err(|e| Failure(e.to_string(), 2))?;
     if (shape.features as u128) * 8 > (1u128 << 40) {
         return Err(Failure(format!("{}: memory: data.features = {} would make every model vector {} bytes; at most 2^37 features", path.display(), shape.features, shape.features as u128 * 8), 2));
     }
@@ -195,7 +195,7 @@ fn build_plan_sized(path: &Path, set: &[String]) -> Result<(outrun_plan::Config,
 
 fn build_plan(path: &Path, set: &[String]) -> Result<(outrun_plan::Config, outrun_workloads::Shape, outrun_plan::Plan), Failure> {
     let cfg = load_config(path, set)?;
-    let shape = outrun_workloads::data::shape(cfg.data(), cfg.model().loss).map_err(|e| Failure(e.to_string(), 2))?;
+    let shape = outrun_workloads::job_shape(&cfg).map_err(|e| Failure(e.to_string(), 2))?;
     let plan = outrun_plan::build(&cfg, shape.samples).map_err(|e| Failure(format!("{}: {e}", path.display()), 2))?;
     Ok((cfg, shape, plan))
 }
@@ -294,7 +294,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Cmd::Check { config, set, local } => {
             let (cfg, shape, plan) = build_plan_sized(&config, &set)?;
             cfg.validate_for_engine().map_err(|e| Failure(format!("{}: {e}", config.display()), 2))?;
-            let need = outrun_workloads::memory::per_rank(&plan, shape.features);
+            let need = match cfg.matvec() {
+                Some(_) => outrun_workloads::memory::per_rank_matvec(&plan, shape.features),
+                None => outrun_workloads::memory::per_rank(&plan, shape.features),
+            };
             let (largest, total) = (need.iter().copied().max().unwrap_or(0), need.iter().fold(0u64, |a, &b| a.saturating_add(b)));
             if let Some(have) = outrun_workloads::memory::available() {
                 use outrun_workloads::memory::human;

@@ -44,7 +44,7 @@ struct Repeat {
 }
 
 impl Job<Frame> for Repeat {
-    fn len(&self) -> usize {
+    fn len(&self, _rank: usize) -> usize {
         self.input.len()
     }
     fn model(&mut self) -> Arc<Frame> {

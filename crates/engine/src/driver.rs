@@ -93,6 +93,7 @@ impl<'a, J: Job<Frame>> Driver<'a, J> {
                                     end: now,
                                     theta: applied.state.as_deref(),
                                     loss: applied.loss,
+                                    error: applied.error,
                                     used: &info.used,
                                     coverage: info.coverage,
                                     exact: info.exact,

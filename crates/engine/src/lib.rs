@@ -9,7 +9,8 @@
 //!    pattern) is driven by the one driver loop (`driver`), which carries out its outputs over
 //!    MPI in real time. Nothing here knows which scheme runs.
 //! 3. Every rank logs its events to `rank-<r>.jsonl`; the logging rank writes `iterations.csv`,
-//!    `theta.txt` and `summary.json` (format and writers: `outrun-runlog`).
+//!    the final state (`theta.txt`; `y.txt` for a mat-vec) and `summary.json` (format and
+//!    writers: `outrun-runlog`).
 //!
 //! Messaging ([`transport`]): frames of bytes with bincode headers, probe-based receives (late
 //! messages are drained and discarded by header), non-blocking sends with owned buffers, one
@@ -31,7 +32,6 @@ use std::time::Instant;
 use mpi::traits::*;
 use outrun_proto::{Failure, Frame, Job, Machine};
 use outrun_runlog::{Book, Latency, Lines};
-use outrun_workloads::GradientDescent;
 use serde_json::json;
 
 pub use error::EngineError;
@@ -95,7 +95,7 @@ pub fn train(config: &Path, overrides: &[String], progress: &mut dyn Progress) -
         let (local, cores) = (comm.local_size(), std::thread::available_parallelism().map_or(1, |c| c.get()));
         let paced = local > cores;
         // Every rank loads its own rows; a rank that cannot tells everybody (collectively).
-        let job = GradientDescent::new(&shared.config, &shared.plan, shared.features, [rank]).map(|j| if paced { j.paced(outrun_workloads::PACE_ROWS) } else { j });
+        let job = outrun_workloads::frame_job(&shared.config, &shared.plan, shared.features, [rank], paced.then_some(outrun_workloads::PACE_ROWS));
         let failed = comm.allreduce_max(i32::from(job.is_err()));
         match (job, failed) {
             (Ok(job), 0) => run(&world, comm, &shared, job, progress, started, Host { local, cores, paced }),
@@ -125,7 +125,7 @@ struct Host {
     paced: bool,
 }
 
-fn run(world: &mpi::topology::SimpleCommunicator, mut comm: Comm, shared: &Shared, mut job: GradientDescent, progress: &mut dyn Progress, started: Instant, host: Host) -> Result<Option<Summary>, EngineError> {
+fn run(world: &mpi::topology::SimpleCommunicator, mut comm: Comm, shared: &Shared, mut job: Box<dyn Job<Frame>>, progress: &mut dyn Progress, started: Instant, host: Host) -> Result<Option<Summary>, EngineError> {
     let rank = comm.rank;
     let plan = &shared.plan;
     let cfg = &shared.config;
@@ -143,7 +143,7 @@ fn run(world: &mpi::topology::SimpleCommunicator, mut comm: Comm, shared: &Share
     log.json(&json!({"ev": "setup", "rank": rank, "worker": me.worker, "host": hostname(), "pid": std::process::id(),
         "clock_offset": clock.offset, "clock_rtt": clock.rtt, "load": me.load(), "parent": me.parent, "children": me.children,
         "local_ranks": host.local, "cores": host.cores, "paced": host.paced, "at": clock.now()}));
-    let mut machine: Box<dyn Machine<Frame>> = outrun_proto::machine(plan, rank, job.len(), cfg.run.deadline, false);
+    let mut machine: Box<dyn Machine<Frame>> = outrun_proto::machine(plan, rank, job.len(rank), cfg.run.deadline, false);
     // One barrier before the timed loop so every rank starts ready; none inside the loop.
     world.barrier();
     let setup_s = started.elapsed().as_secs_f64();

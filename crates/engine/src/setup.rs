@@ -56,7 +56,7 @@ fn broadcast_bytes(world: &SimpleCommunicator, bytes: Option<Vec<u8>>) -> Vec<u8
 fn prepare(config_path: &Path, overrides: &[String], world_size: usize) -> Result<Shared, EngineError> {
     let config = outrun_workloads::load_config(config_path, overrides).map_err(|e| EngineError::Setup(e.to_string()))?;
     config.validate_for_engine().map_err(|e| EngineError::Setup(e.to_string()))?;
-    let shape = outrun_workloads::data::shape(config.data(), config.model().loss).map_err(|e| EngineError::Setup(e.to_string()))?;
+    let shape = outrun_workloads::job_shape(&config).map_err(|e| EngineError::Setup(e.to_string()))?;
     let plan = outrun_plan::build(&config, shape.samples).map_err(|e| EngineError::Setup(format!("{}: {e}", config_path.display())))?;
     if world_size != plan.ranks {
         let detail = match plan.master() {

@@ -27,7 +27,7 @@ mod stragglers;
 mod topology;
 
 pub use config::{Config, ConfigError};
-pub use plan::{Node, Pattern, Plan, PlanCode};
+pub use plan::{Node, Pattern, Plan, PlanCode, RowsSpec};
 pub use schemes::build;
 pub use stragglers::{ComputeTime, Injector, Law, StragglerModel, DEFAULT_FACTOR};
 pub use topology::Tree;

@@ -7,7 +7,7 @@
 //! [`Encoding`] (what it sends). A master–worker scheme is a tree of depth 1; CodedReduce is a
 //! deeper tree; ring schemes have no tree edges and use [`Pattern::Ring`].
 
-use outrun_codes::{AgcCode, ClusterMatrix, GradientCode, LinearCode, LinearKind, LinearProfile, Screening};
+use outrun_codes::{AgcCode, ClusterMatrix, GradientCode, LinearCode, LinearKind, LinearProfile, RowCode, RowCodeKind, Screening};
 use serde::{Deserialize, Serialize};
 
 use crate::alloc::{fmt_coef, WeightedSet};
@@ -67,6 +67,26 @@ pub enum Pattern {
     },
 }
 
+/// The code of a coded matrix–vector product: `n` coded rows over `r` source rows.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RowsSpec {
+    /// The code.
+    pub kind: RowCodeKind,
+    /// Source rows r.
+    pub r: usize,
+    /// Coded rows (Σ ℓ_i).
+    pub n: usize,
+    /// Seed of its coefficients.
+    pub seed: u64,
+}
+
+impl RowsSpec {
+    /// The code itself (every rank builds the same from the seed).
+    pub fn build(&self) -> RowCode {
+        RowCode::new(self.kind, self.r, self.n, self.seed)
+    }
+}
+
 /// A code used by the plan's rules and encodings.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "family", rename_all = "kebab-case")]
@@ -93,6 +113,28 @@ pub enum PlanCode {
     Adaptive {
         /// The code.
         code: AgcCode,
+    },
+    /// A coded matrix–vector product's code and load allocation (HCMM and its baselines).
+    Rows {
+        /// The code.
+        code: RowsSpec,
+        /// The allocation's name (`HCMM`, `uniform uncoded`, ...).
+        allocation: String,
+        /// Rows the allocation is made for (r; r(1 + overhead) for LT codes).
+        target: usize,
+        /// Rows per worker ℓ_i.
+        loads: Vec<usize>,
+        /// HCMM's λ_i (empty for the baselines).
+        lambdas: Vec<f64>,
+        /// HCMM's τ* = r/s, seconds.
+        tau: Option<f64>,
+        /// Uniform coded: the k chosen (the master needs the rows of k workers).
+        k: Option<usize>,
+        /// Expected completion time E[T] of the model (None without per-worker laws).
+        expected: Option<f64>,
+        /// Workers the allocation can lose in the worst case (largest loads first) and still
+        /// hold `target` rows.
+        tolerates: usize,
     },
     /// Clustered gradient coding (GC-SC, GC-DC): P clusters of ℓ workers, each running the
     /// ℓ-worker gradient code `code` over its data block.
@@ -184,6 +226,32 @@ impl PlanCode {
                     if m.lemma1() { "holds" } else { "does not hold: an augmenting-path fallback places the rare conflicts" },
                     fmt_sets(&(0..p).map(|c| m.column(c)).collect::<Vec<_>>())
                 )
+            }
+            PlanCode::Rows { code, allocation, target, loads, lambdas, tau, k, expected, tolerates } => {
+                let total: usize = loads.iter().sum();
+                let how = match code.kind {
+                    RowCodeKind::Identity => "uncoded: the master needs every row".to_string(),
+                    RowCodeKind::Gaussian => format!("Gaussian MDS: the master decodes from any {} coded rows (one {0} × {0} LU solve per new set of responders)", code.r),
+                    RowCodeKind::Systematic => format!("systematic MDS (identity + Gaussian parity): any {} coded rows; the systematic rows received are y's entries, only the missing ones are solved for", code.r),
+                    RowCodeKind::Lt { c, delta } => format!("LT (robust soliton c = {c}, δ = {delta}), peeling decoder: the master stops when the rows received peel (about {target} rows)"),
+                };
+                let mut text = format!("rows: r = {} source rows, {total} coded rows (redundancy {:.3}); {how}", code.r, total as f64 / code.r as f64);
+                text.push_str(&format!("\nallocation: {allocation} for {target} rows: loads ℓ_i = {loads:?}"));
+                if !lambdas.is_empty() {
+                    text.push_str(&format!("; λ_i = [{}]", lambdas.iter().map(|l| format!("{l:.4e}")).collect::<Vec<_>>().join(", ")));
+                }
+                if let Some(t) = tau {
+                    text.push_str(&format!("; τ* = {t:.6} s"));
+                }
+                if let Some(k) = k {
+                    text.push_str(&format!("; k = {k} (any {k} workers' rows suffice)"));
+                }
+                match expected {
+                    Some(e) => text.push_str(&format!("; expected completion E[T] = {e:.6} s (DP over the rows received + adaptive quadrature)")),
+                    None => text.push_str("; no per-worker laws (scheme.a/mu or stragglers.model = \"shifted-exp\"): no expected time"),
+                }
+                text.push_str(&format!("; loses up to {tolerates} worker(s) in the worst case"));
+                text
             }
             PlanCode::Adaptive { code: c } => format!(
                 "AGC code: n = {}, d = {}, L = {}; rounds needed r_s = ⌈L/(d − s)⌉ for s = 0..{}: {} (each round 1/{} of a gradient); E chosen for stability: worst relative decode error {:.1e} over {} {} straggler sets, worst κ(Ê) {:.1e}, max|M| {:.1e}",
@@ -306,11 +374,15 @@ impl Plan {
         }
         let loads: Vec<usize> = self.nodes.iter().filter(|n| n.worker.is_some()).map(Node::load).collect();
         let (lmin, lmax) = (loads.iter().min().copied().unwrap_or(0), loads.iter().max().copied().unwrap_or(0));
+        let matvec = self.codes.iter().any(|c| matches!(c, PlanCode::Rows { .. }));
         line(
             &mut o,
             format!(
-                "data: d = {} points; worker load {} (fraction {:.4} of d){}",
+                "{}: {} = {} {}; worker load {} (fraction {:.4} of {1}){}",
+                if matvec { "matrix" } else { "data" },
+                if matvec { "r" } else { "d" },
                 self.samples,
+                if matvec { "rows (the data column below lists each worker's coded rows)" } else { "points" },
                 if lmin == lmax { format!("{lmin}") } else { format!("{lmin}..{lmax}") },
                 lmax as f64 / self.samples.max(1) as f64,
                 if self.nodes.iter().any(|n| matches!(n.send, Encoding::Clustered { .. })) { " stored; each iteration a worker computes the r mini-batches of its assigned codeword" } else { "" }

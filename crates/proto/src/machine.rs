@@ -210,12 +210,8 @@ pub trait Machine<P> {
 /// What is being computed: the drivers call it for every [`Output::Compute`] and
 /// [`Output::Deliver`].
 pub trait Job<P> {
-    /// Length of every part and message body.
-    fn len(&self) -> usize;
-    /// Whether parts are empty.
-    fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
+    /// Length of `rank`'s parts and message bodies (at a delivering rank: of the total).
+    fn len(&self, rank: usize) -> usize;
     /// The model of the next iteration.
     fn model(&mut self) -> Arc<P>;
     /// Rank `rank`'s parts for iteration `t`, computed on `model`: all of them, or the
@@ -234,8 +230,28 @@ pub struct JobError(pub String);
 /// What applying a result gave.
 #[derive(Clone, Debug, Default)]
 pub struct Applied {
-    /// The loss at the model the result was computed on (NaN when not computed).
+    /// The loss at the model the result was computed on (NaN when not computed); a power
+    /// iteration's eigenvalue estimate.
     pub loss: f64,
-    /// The new model, when there is one to record (for the trajectory, errors and `theta.txt`).
+    /// The new state, when there is one to record (for the trajectory, errors and the state
+    /// file: `theta.txt`, a mat-vec's `y.txt`).
     pub state: Option<Vec<f64>>,
+    /// The job's own error measure of this iteration, when it has one (a power iteration's
+    /// residual ‖y − λx‖/‖y‖), logged in the `normalized_error` column.
+    pub error: Option<f64>,
+}
+
+impl<P, J: Job<P> + ?Sized> Job<P> for Box<J> {
+    fn len(&self, rank: usize) -> usize {
+        (**self).len(rank)
+    }
+    fn model(&mut self) -> Arc<P> {
+        (**self).model()
+    }
+    fn compute(&mut self, rank: usize, t: u64, model: &P, parts: Option<&[usize]>) -> Vec<P> {
+        (**self).compute(rank, t, model, parts)
+    }
+    fn apply(&mut self, t: u64, total: P) -> Result<Applied, JobError> {
+        (**self).apply(t, total)
+    }
 }

@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 use outrun_codes::EXACT_RESIDUAL;
 use outrun_plan::budget::{parent_silence, shutdown_grace, wait_budget};
-use outrun_plan::roles::{aggregator, encoder, Aggregator, Combination, Encoder, Vector};
+use outrun_plan::roles::{aggregator, encoder, Aggregator, Combination, Encoder, Src, Term, Vector};
 use outrun_plan::{Plan, StragglerModel};
 use serde_json::{json, Value};
 
@@ -337,12 +337,19 @@ impl<P: Vector> TreeNode<P> {
         }
         if comb.residual > EXACT_RESIDUAL {
             let why = format!(
-                "iteration {t}: decoding with survivors {used:?} left residual ‖aB−1‖ = {:.3e} > {EXACT_RESIDUAL:e}: the result would be inexact; the code is ill-conditioned for this survivor set (try more scheme.draws or code = \"frac\")",
+                "iteration {t}: decoding with survivors {used:?} left residual {:.3e} > {EXACT_RESIDUAL:e}: the result would be inexact; the code is ill-conditioned for this survivor set (try more scheme.draws, or a better-conditioned code)",
                 comb.residual
             );
             return self.fail_iteration(clock.now(), t, why, vec![]);
         }
         let own = self.own.take().expect("checked");
+        let mut comb = comb;
+        // a decoder that is not a sum of ranges: gather, map, and use the result as one arrival
+        if let Some(v) = comb.mapped(&own, &self.arrivals) {
+            self.arrivals.push(v);
+            comb.terms = vec![Term::whole(Src::Arrival(self.arrivals.len() - 1), comb.len, 1.0)];
+            comb.post = None;
+        }
         let rounds = self.enc.rounds();
         let bodies: Vec<P> = (0..rounds)
             .map(|r| {

@@ -1,7 +1,7 @@
 //! Payload vectors: [`Frame`] holds real values (in place in a received frame, after its
 //! header), [`Len`] only a length (timing simulations, where nothing is computed).
 
-use outrun_plan::roles::Vector;
+use outrun_plan::roles::{Map, Vector};
 
 use crate::wire::HEAD_WORDS;
 
@@ -103,6 +103,9 @@ impl Vector for Frame {
     fn copy_range(&mut self, to: usize, src: &Self, from: usize, len: usize) {
         self.as_mut_slice()[to..to + len].copy_from_slice(&src.as_slice()[from..from + len]);
     }
+    fn mapped(&self, map: &dyn Map) -> Self {
+        Frame::copy_of(&map.apply(self.as_slice()))
+    }
 }
 
 /// A vector that is only a length: the simulator's timing runs move these.
@@ -121,4 +124,7 @@ impl Vector for Len {
     }
     fn add_scaled(&mut self, _to: usize, _src: &Self, _from: usize, _len: usize, _coef: f64) {}
     fn copy_range(&mut self, _to: usize, _src: &Self, _from: usize, _len: usize) {}
+    fn mapped(&self, map: &dyn Map) -> Self {
+        Len(map.out_len())
+    }
 }

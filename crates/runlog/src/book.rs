@@ -48,6 +48,9 @@ pub struct IterationRecord<'a> {
     pub theta: Option<&'a [f64]>,
     /// Loss at θ_t (NaN when not computed).
     pub loss: f64,
+    /// The job's own error of the iteration (a power iteration's residual), used for the
+    /// `normalized_error` column when there is no θ* to compare with.
+    pub error: Option<f64>,
     /// Worker ids whose results were used.
     pub used: &'a [usize],
     /// Fraction of the data the gradient covered (1 for exact schemes).
@@ -82,9 +85,12 @@ impl Book {
         let mut csv = Lines::create(&dir.join("iterations.csv"))?;
         csv.line("iteration,wall_s,cumulative_s,loss,normalized_error,relative_change,used,survivors,coverage,exact,residual,late_discarded");
         let traj = if shared.config.run.trajectory { Lines::create(&dir.join("trajectory.csv"))? } else { Lines::none() };
-        let star = match shared.config.data().kind {
-            DataKind::Libsvm => None,
-            kind => theta_star(kind, shared.config.run.seed, shared.features),
+        let star = match shared.config.matvec() {
+            Some(_) => None,
+            None => match shared.config.data().kind {
+                DataKind::Libsvm => None,
+                kind => theta_star(kind, shared.config.run.seed, shared.features),
+            },
         };
         let mut book = Book {
             csv,
@@ -115,7 +121,11 @@ impl Book {
         let wall = r.end - self.last_end;
         self.last_end = r.end;
         self.walls.push(wall);
-        let err = r.theta.and_then(|th| self.star.as_ref().map(|s| normalized_error(th, s)));
+        let err = r.theta.and_then(|th| self.star.as_ref().map(|s| normalized_error(th, s))).or(r.error);
+        if let Some(th) = r.theta {
+            // a state of another length than the model (a mat-vec's y)
+            self.prev_theta.resize(th.len(), 0.0);
+        }
         let rel = r.theta.and_then(|th| relative_change(th, &self.prev_theta));
         let opt = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x:e}"));
         let survivors: Vec<String> = r.used.iter().map(|w| w.to_string()).collect();
@@ -144,11 +154,12 @@ impl Book {
         wall
     }
 
-    /// Write `theta.txt` and `summary.json`; returns the summary.
+    /// Write the final state (`theta.txt`, or a mat-vec's `y.txt`) and `summary.json`; returns
+    /// the summary.
     pub fn finish(&self, shared: &RunInfo, theta: &[f64], setup_s: f64, late: u64, master_bytes: u64, latency: Latency) -> std::io::Result<Summary> {
         let dir = &shared.run_dir;
         let text: String = theta.iter().map(|v| format!("{v:e}\n")).collect();
-        std::fs::write(dir.join("theta.txt"), text)?;
+        std::fs::write(dir.join(shared.config.job.state_file()), text)?;
         let plan = &shared.plan;
         let total = self.last_end - self.loop_start;
         let n = self.walls.len().max(1) as f64;

@@ -127,6 +127,7 @@ impl<P: Vector + 'static, J: Job<P>> Sim<'_, P, J> {
                                         end: at,
                                         theta: applied.state.as_deref(),
                                         loss: applied.loss,
+                                        error: applied.error,
                                         used: &info.used,
                                         coverage: info.coverage,
                                         exact: info.exact,
@@ -221,7 +222,6 @@ impl<P: Vector + 'static, J: Job<P>> Sim<'_, P, J> {
 pub fn execute<P: Vector + 'static, J: Job<P>>(plan: &Plan, cfg: &Config, stragglers: &StragglerModel, jobs: Vec<J>, book: Option<&mut Book>, events: Option<&mut Vec<Vec<Value>>>) -> Result<Run, RunFailed> {
     let ranks = plan.ranks;
     assert_eq!(jobs.len(), ranks, "one job per rank");
-    let len = jobs[0].len();
     // the machines see the trial's straggler process (a GC-DC master clusters with its states)
     let trial;
     let for_machines = if *stragglers == plan.stragglers {
@@ -230,7 +230,7 @@ pub fn execute<P: Vector + 'static, J: Job<P>>(plan: &Plan, cfg: &Config, stragg
         trial = Plan { stragglers: stragglers.clone(), ..plan.clone() };
         &trial
     };
-    let machines = (0..ranks).map(|r| outrun_proto::machine::<P>(for_machines, r, len, cfg.run.deadline, true)).collect();
+    let machines = (0..ranks).map(|r| outrun_proto::machine::<P>(for_machines, r, jobs[r].len(r), cfg.run.deadline, true)).collect();
     let sim = Sim {
         plan,
         cfg,

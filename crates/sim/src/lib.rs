@@ -20,7 +20,7 @@ use std::path::PathBuf;
 use outrun_codes::splitmix64;
 use outrun_plan::{Config, ConfigError, Plan};
 use outrun_runlog::{create_run_dir, quantile, Book, Latency, Lines, RunInfo, Summary};
-use outrun_workloads::{DataError, GradientDescent, Timing};
+use outrun_workloads::{frame_job, timing_jobs, DataError};
 use serde::Serialize;
 
 pub use exec::{execute, Run, RunFailed};
@@ -91,9 +91,6 @@ fn trial_model(plan: &Plan, k: usize) -> outrun_plan::StragglerModel {
     m.reseeded(splitmix64(&mut x))
 }
 
-fn timing_jobs(plan: &Plan, p: usize) -> Vec<Timing> {
-    (0..plan.ranks).map(|_| Timing::new(plan, p + 1)).collect()
-}
 
 fn walls(ends: &[f64]) -> Vec<f64> {
     let mut prev = 0.0;
@@ -155,7 +152,7 @@ pub fn simulate(cfg: &Config, plan: &Plan, p: usize, opts: &Options) -> Result<S
             written = Some(w);
             run
         } else {
-            exec::execute(plan, cfg, &model, timing_jobs(plan, p), None, None)?
+            exec::execute(plan, cfg, &model, timing_jobs(cfg, plan, p), None, None)?
         };
         let w = walls(&run.ends);
         trial_means.push(w.iter().sum::<f64>() / w.len().max(1) as f64);
@@ -197,10 +194,10 @@ fn write_trial(cfg: &Config, plan: &Plan, p: usize, model: &outrun_plan::Straggl
     let mut book = Book::new(&info, 0.0).map_err(io)?;
     let mut events = vec![vec![]; plan.ranks];
     let run = if math {
-        let jobs = (0..plan.ranks).map(|r| GradientDescent::new(cfg, plan, p, [r])).collect::<Result<Vec<_>, _>>()?;
+        let jobs = (0..plan.ranks).map(|r| frame_job(cfg, plan, p, [r], None)).collect::<Result<Vec<_>, _>>()?;
         exec::execute(plan, cfg, model, jobs, Some(&mut book), Some(&mut events))
     } else {
-        exec::execute(plan, cfg, model, timing_jobs(plan, p), Some(&mut book), Some(&mut events))
+        exec::execute(plan, cfg, model, timing_jobs(cfg, plan, p), Some(&mut book), Some(&mut events))
     }
     ?;
     for (r, evs) in events.iter().enumerate() {
@@ -237,7 +234,7 @@ pub fn tune(text: &str, overrides: &[String], key: &str, values: &[String], tria
             sets.push(format!("{key}={v}"));
             let result = (|| {
                 let cfg = outrun_plan::config::parse(text, &sets)?;
-                let shape = outrun_workloads::data::shape(cfg.data(), cfg.model().loss)?;
+                let shape = outrun_workloads::job_shape(&cfg)?;
                 let (samples, p) = (shape.samples, shape.features);
                 let plan = outrun_plan::build(&cfg, samples)?;
                 let s = simulate(&cfg, &plan, p, &Options { trials, math: Math::Off, write: false })?;

@@ -5,7 +5,10 @@
 //!   keeps its own rows).
 //! - [`kernel`]: the weighted gradient-and-loss kernel every node runs:
 //!   `Σ c·∇ℓ(θ; x)` over its points, fused so the data is read once.
-//! - [`GradientDescent`] and [`Timing`]: the jobs the drivers run (`outrun_proto::Job`).
+//! - [`matrix`]: mat-vec matrices (generated from the seed, or Matrix Market files) and vectors.
+//! - [`GradientDescent`], [`Matvec`] and [`Timing`]: the jobs the drivers run
+//!   (`outrun_proto::Job`); [`frame_job`] and [`timing_jobs`] pick the config's.
+//! - [`job_shape`]: the config's problem size (samples or rows, features or columns).
 //! - [`reference`]: plain serial gradient descent on the whole data set — the independent
 //!   computation exactness tests compare against.
 //! - [`metrics`]: normalised error, relative change, step sizes.
@@ -16,16 +19,26 @@ pub mod bench;
 pub mod data;
 mod job;
 pub mod kernel;
+pub mod matrix;
 pub mod memory;
 pub mod metrics;
 pub mod reference;
 
 pub use data::{DataError, Rows, Shape};
-pub use job::{GradientDescent, Timing, PACE_ROWS};
+pub use job::{frame_job, timing_jobs, GradientDescent, Matvec, Timing, PACE_ROWS};
 
 use std::path::Path;
 
 use outrun_plan::{Config, ConfigError};
+
+/// The problem size of `cfg`: the data set's samples and features (gradient descent), or the
+/// matrix's rows and columns (mat-vec).
+pub fn job_shape(cfg: &Config) -> Result<Shape, DataError> {
+    match cfg.matvec() {
+        Some(mv) => matrix::shape(&mv.matrix),
+        None => data::shape(cfg.data(), cfg.model().loss),
+    }
+}
 
 /// Why a config could not be loaded.
 #[derive(Debug, thiserror::Error)]

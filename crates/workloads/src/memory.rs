@@ -22,6 +22,22 @@ pub fn per_rank(plan: &Plan, features: usize) -> Vec<u64> {
         .collect()
 }
 
+/// Estimated peak bytes of every rank of a mat-vec with `cols` columns: every rank reads the
+/// whole r × m matrix, a worker also holds its ℓ coded rows, and the master the decoder (an
+/// r × r factorization for the dense codes, counted for every rank as an upper bound).
+pub fn per_rank_matvec(plan: &Plan, cols: usize) -> Vec<u64> {
+    let (r, m) = (plan.samples as u64, cols as u64);
+    let whole = r.saturating_mul(m).saturating_mul(8);
+    plan.nodes
+        .iter()
+        .map(|n| {
+            let own = (n.load() as u64).saturating_mul(m).saturating_mul(8);
+            let decode = if n.children.is_empty() { 0 } else { r.saturating_mul(r).saturating_mul(8) };
+            whole.saturating_add(own).saturating_add(decode).saturating_add((r + m).saturating_mul(8).saturating_mul(VECTORS))
+        })
+        .collect()
+}
+
 /// Bytes this machine can give a run: `OUTRUN_MEMORY_LIMIT` (bytes, or with a K/M/G suffix)
 /// if set, else MemAvailable from /proc/meminfo (None when unknown).
 pub fn available() -> Option<u64> {

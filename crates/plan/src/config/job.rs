@@ -1,5 +1,6 @@
 //! `[job]`: what is computed. Gradient descent (the default, `kind = "gd"`) reads `[data]` and
-//! `[model]`.
+//! `[model]`; the matrix–vector product (`kind = "matvec"`, optionally `power = true`) reads
+//! `[matrix]` and `[vector]`.
 
 use serde::{Deserialize, Serialize};
 
@@ -107,11 +108,68 @@ pub struct GdConfig {
     pub model: ModelConfig,
 }
 
+/// Entries of a generated matrix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum MatrixDist {
+    /// Uniform in [0, 1) (a non-negative matrix: power iteration converges fast to its
+    /// Perron root).
+    #[default]
+    Uniform,
+    /// Standard normal.
+    Normal,
+}
+
+/// `[matrix]`: the r × m matrix A, generated from `run.seed` or read from a Matrix Market file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MatrixConfig {
+    /// Rows r (generated).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rows: Option<usize>,
+    /// Columns m (generated).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cols: Option<usize>,
+    /// A Matrix Market file (`%%MatrixMarket matrix coordinate|array real general|symmetric`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// Generate a symmetric matrix (needs rows = cols).
+    #[serde(default)]
+    pub symmetric: bool,
+    /// Distribution of generated entries.
+    #[serde(default)]
+    pub dist: MatrixDist,
+}
+
+/// `[vector]`: x, read from a file (one value per line) or generated from `run.seed` (uniform in
+/// [0, 1)).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct VectorConfig {
+    /// A file with one value per line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+}
+
+/// Matrix–vector products y = A·x: `[matrix]`, `[vector]`, and power iteration (x ← y/‖y‖
+/// every iteration) or the same x every iteration.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MatvecConfig {
+    /// `[matrix]`
+    pub matrix: MatrixConfig,
+    /// `[vector]`
+    pub vector: VectorConfig,
+    /// Power iteration.
+    pub power: bool,
+}
+
 /// `[job]`: what is computed, with the sections the job reads.
 #[derive(Clone, Debug, PartialEq)]
 pub enum JobConfig {
     /// `kind = "gd"` (the default): synchronous gradient descent.
     Gd(GdConfig),
+    /// `kind = "matvec"`: y = A·x, once per iteration (power iteration with `power = true`).
+    Matvec(MatvecConfig),
 }
 
 #[derive(Deserialize)]
@@ -119,6 +177,8 @@ pub enum JobConfig {
 struct JobSection {
     #[serde(default = "default_job")]
     kind: String,
+    #[serde(default)]
+    power: Option<bool>,
 }
 
 fn default_job() -> String {
@@ -129,10 +189,28 @@ impl JobConfig {
     /// Build from the top-level sections.
     pub(super) fn from_sections(t: &toml::Table) -> Result<Self, ConfigError> {
         let job: JobSection = match section(t, "job")? {
-            None => JobSection { kind: default_job() },
+            None => JobSection { kind: default_job(), power: None },
             Some(s) => de(toml::Value::Table(s), "job")?,
         };
+        let is_matvec = job.kind == "matvec";
+        for (name, used) in [("data", "gradient descent"), ("model", "gradient descent"), ("matrix", "job.kind = \"matvec\""), ("vector", "job.kind = \"matvec\"")] {
+            if t.contains_key(name) && (matches!(name, "matrix" | "vector") != is_matvec) && matches!(job.kind.as_str(), "gd" | "gradient-descent" | "matvec") {
+                return err(name, format!("is only read by {used}, not job.kind = \"{}\"", job.kind));
+            }
+        }
         match job.kind.as_str() {
+            "matvec" => {
+                let matrix = match section(t, "matrix")? {
+                    None => return err("matrix", "missing: a mat-vec job needs a [matrix] section (rows and cols, or path)"),
+                    Some(s) => de(toml::Value::Table(s), "matrix")?,
+                };
+                let vector = match section(t, "vector")? {
+                    None => VectorConfig::default(),
+                    Some(s) => de(toml::Value::Table(s), "vector")?,
+                };
+                Ok(JobConfig::Matvec(MatvecConfig { matrix, vector, power: job.power.unwrap_or(false) }))
+            }
+            _ if job.power.is_some() => err("job.power", format!("is only used by job.kind = \"matvec\", not \"{}\"", job.kind)),
             "gd" | "gradient-descent" => {
                 let data = match section(t, "data")? {
                     None => return err("data", "missing: gradient descent needs a [data] section (kind, samples, features)"),
@@ -144,7 +222,7 @@ impl JobConfig {
                 };
                 Ok(JobConfig::Gd(GdConfig { data, model }))
             }
-            other => err("job.kind", format!("= \"{other}\" is not known; use \"gd\"")),
+            other => err("job.kind", format!("= \"{other}\" is not known; use \"gd\" or \"matvec\"")),
         }
     }
 
@@ -158,6 +236,14 @@ impl JobConfig {
                 t.insert("data".into(), toml::Value::try_from(&g.data).expect("serializes"));
                 t.insert("model".into(), toml::Value::try_from(&g.model).expect("serializes"));
             }
+            JobConfig::Matvec(m) => {
+                let mut job = toml::Table::new();
+                job.insert("kind".into(), toml::Value::String("matvec".into()));
+                job.insert("power".into(), toml::Value::Boolean(m.power));
+                t.insert("job".into(), toml::Value::Table(job));
+                t.insert("matrix".into(), toml::Value::try_from(&m.matrix).expect("serializes"));
+                t.insert("vector".into(), toml::Value::try_from(&m.vector).expect("serializes"));
+            }
         }
     }
 
@@ -165,15 +251,71 @@ impl JobConfig {
     pub fn name(&self) -> &'static str {
         match self {
             JobConfig::Gd(_) => "gd",
+            JobConfig::Matvec(_) => "matvec",
         }
     }
 
     pub(super) fn validate(&self, workers: usize) -> Result<(), ConfigError> {
         match self {
             JobConfig::Gd(g) => g.validate(workers),
+            JobConfig::Matvec(m) => m.validate(workers),
+        }
+    }
+
+    /// The file the final state is written to in the run directory (`theta.txt`: the model;
+    /// `y.txt`: the last product).
+    pub fn state_file(&self) -> &'static str {
+        match self {
+            JobConfig::Gd(_) => "theta.txt",
+            JobConfig::Matvec(_) => "y.txt",
         }
     }
 }
+
+impl MatvecConfig {
+    fn validate(&self, workers: usize) -> Result<(), ConfigError> {
+        let m = &self.matrix;
+        match &m.path {
+            Some(p) if p.is_empty() => return err("matrix.path", "is empty"),
+            Some(_) => {
+                for (key, v) in [("rows", m.rows), ("cols", m.cols)] {
+                    if v.is_some() {
+                        return err(&format!("matrix.{key}"), "comes from the Matrix Market file's size line when matrix.path is given; remove it");
+                    }
+                }
+                if m.symmetric {
+                    return err("matrix.symmetric", "is for generated matrices; a Matrix Market file says `symmetric` in its header");
+                }
+            }
+            None => {
+                for (key, v) in [("rows", m.rows), ("cols", m.cols)] {
+                    match v {
+                        None => return err(&format!("matrix.{key}"), "missing: a generated matrix needs rows and cols (or give matrix.path)"),
+                        Some(0) => return err(&format!("matrix.{key}"), "must be at least 1"),
+                        Some(n) if n > MAX_MATRIX_SIDE => return err(&format!("matrix.{key}"), format!("= {n}: at most {MAX_MATRIX_SIDE}")),
+                        _ => {}
+                    }
+                }
+                if (m.symmetric || self.power) && m.rows != m.cols {
+                    let why = if m.symmetric { "matrix.symmetric = true" } else { "power iteration (job.power = true)" };
+                    return err("matrix.cols", format!("= {}: {why} needs a square matrix, but matrix.rows = {}", m.cols.unwrap_or(0), m.rows.unwrap_or(0)));
+                }
+                if let Some(r) = m.rows {
+                    if r < workers {
+                        return err("matrix.rows", format!("= {r} is smaller than the {workers} workers: some would hold no row"));
+                    }
+                }
+            }
+        }
+        if self.vector.path.as_deref() == Some("") {
+            return err("vector.path", "is empty");
+        }
+        Ok(())
+    }
+}
+
+/// Largest side of a generated matrix.
+pub const MAX_MATRIX_SIDE: usize = 1 << 24;
 
 impl GdConfig {
     fn validate(&self, workers: usize) -> Result<(), ConfigError> {

@@ -20,9 +20,9 @@ mod tagged;
 use serde::Serialize;
 
 pub use exec::{ComputeMode, EngineConfig, NetworkConfig, Rate, RateError, TimingConfig, MAX_SECONDS};
-pub use job::{DataConfig, DataKind, GdConfig, JobConfig, Loss, ModelConfig, Schedule};
+pub use job::{DataConfig, DataKind, GdConfig, JobConfig, Loss, MatrixConfig, MatrixDist, MatvecConfig, ModelConfig, Schedule, VectorConfig, MAX_MATRIX_SIDE};
 pub use run::RunConfig;
-pub use scheme::{AgcConfig, CegcConfig, ClusterConfig, CodeChoice, ColumnOrder, LinearChoice, SchemeConfig, Ssi, StarConfig, StaticClusterConfig, TreeConfig};
+pub use scheme::{AgcConfig, CegcConfig, ClusterConfig, CodeChoice, ColumnOrder, LinearChoice, MatvecCode, MatvecSchemeConfig, SchemeConfig, Ssi, StarConfig, StaticClusterConfig, TreeConfig};
 pub use stragglers::{BernoulliMode, MarkovConfig, PerWorker, RatesConfig, StragglerConfig};
 
 use tagged::de;
@@ -78,7 +78,7 @@ pub struct Config {
 }
 
 /// The top-level sections a config may have.
-const SECTIONS: &[&str] = &["run", "job", "data", "model", "scheme", "stragglers", "timing", "engine", "network"];
+const SECTIONS: &[&str] = &["run", "job", "data", "model", "matrix", "vector", "scheme", "stragglers", "timing", "engine", "network"];
 
 /// Parse a TOML document, apply `key=value` overrides, deserialize and validate.
 pub fn parse(text: &str, overrides: &[String]) -> Result<Config, ConfigError> {
@@ -211,10 +211,20 @@ impl Config {
         self.workers() + usize::from(!self.scheme.is_ring())
     }
 
-    /// The gradient-descent job's sections (every job is gradient descent for now).
+    /// The gradient-descent job's sections (panics for another job: callers branch on
+    /// [`Config::job`] first).
     pub fn gd(&self) -> &GdConfig {
         match &self.job {
             JobConfig::Gd(g) => g,
+            JobConfig::Matvec(_) => panic!("not a gradient-descent job"),
+        }
+    }
+
+    /// The mat-vec job's sections, if the job is a mat-vec.
+    pub fn matvec(&self) -> Option<&MatvecConfig> {
+        match &self.job {
+            JobConfig::Matvec(m) => Some(m),
+            JobConfig::Gd(_) => None,
         }
     }
 
@@ -234,6 +244,13 @@ impl Config {
         self.run.validate()?;
         self.scheme.validate()?;
         self.job.validate(self.workers())?;
+        match (self.matvec().is_some(), self.scheme.matvec().is_some()) {
+            (true, false) => {
+                return err("scheme.kind", format!("= \"{}\" aggregates gradients; a mat-vec job (job.kind = \"matvec\") runs hcmm, uniform-uncoded, lb-uncoded or uniform-coded", self.scheme.kind()))
+            }
+            (false, true) => return err("scheme.kind", format!("= \"{}\" is a mat-vec scheme: set job.kind = \"matvec\" with a [matrix] section", self.scheme.kind())),
+            _ => {}
+        }
         if self.stragglers.needs_modelled_timing() && self.timing.compute != ComputeMode::Modelled {
             return err(
                 "timing.compute",

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::tagged::{de, Tagged};
+use super::stragglers::PerWorker;
 use super::{err, ConfigError};
 
 /// Gradient code used inside each sibling group of a CodedReduce tree.
@@ -190,6 +191,107 @@ fn yes() -> bool {
     true
 }
 
+/// The code of a coded mat-vec scheme.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum MatvecCode {
+    /// Dense Gaussian MDS: any r coded rows decode (one r × r LU solve).
+    #[default]
+    Gaussian,
+    /// Systematic MDS: the first r coded rows are A's rows; only missing entries are solved.
+    Systematic,
+    /// LT (robust soliton, peeling decoder): for large r; needs about r(1 + overhead) rows.
+    Lt,
+}
+
+impl MatvecCode {
+    fn is_default(&self) -> bool {
+        *self == MatvecCode::default()
+    }
+
+    /// The config value.
+    pub fn name(self) -> &'static str {
+        match self {
+            MatvecCode::Gaussian => "gaussian",
+            MatvecCode::Systematic => "systematic",
+            MatvecCode::Lt => "lt",
+        }
+    }
+}
+
+/// Coded and uncoded mat-vec schemes (HCMM and its baselines): N heterogeneous workers, each
+/// with a run-time law a_i·ℓ + (ℓ/μ_i)·W per load of ℓ rows.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MatvecSchemeConfig {
+    /// Number of workers N.
+    pub workers: usize,
+    /// The code (coded schemes). Keys left at their defaults are not written back (the
+    /// uncoded schemes do not accept them).
+    #[serde(default, skip_serializing_if = "MatvecCode::is_default")]
+    pub code: MatvecCode,
+    /// Shift per row a_i, seconds (default: `[stragglers]`'s, for shifted-exp and weibull).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub a: Option<PerWorker>,
+    /// Straggling parameter μ_i, rows per second (default: `[stragglers]`'s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mu: Option<PerWorker>,
+    /// Weibull shape α_i (default: `[stragglers]`'s, or 1: exponential).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shape: Option<PerWorker>,
+    /// LT: the loads are allocated for r(1 + overhead) rows.
+    #[serde(default = "default_overhead", skip_serializing_if = "is_default_overhead")]
+    pub overhead: f64,
+    /// LT: robust soliton c.
+    #[serde(default = "default_lt_c", skip_serializing_if = "is_default_lt_c")]
+    pub lt_c: f64,
+    /// LT: robust soliton δ.
+    #[serde(default = "default_lt_delta", skip_serializing_if = "is_default_lt_delta")]
+    pub lt_delta: f64,
+}
+
+fn default_overhead() -> f64 {
+    0.13
+}
+fn default_lt_c() -> f64 {
+    0.03
+}
+fn default_lt_delta() -> f64 {
+    0.1
+}
+fn is_default_overhead(v: &f64) -> bool {
+    *v == default_overhead()
+}
+fn is_default_lt_c(v: &f64) -> bool {
+    *v == default_lt_c()
+}
+fn is_default_lt_delta(v: &f64) -> bool {
+    *v == default_lt_delta()
+}
+
+impl MatvecSchemeConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        check_workers(self.workers)?;
+        let n = self.workers;
+        for (field, v) in [("scheme.a", &self.a), ("scheme.mu", &self.mu), ("scheme.shape", &self.shape)] {
+            if let Some(v) = v {
+                let (ok, what): (fn(f64) -> bool, &str) = if field == "scheme.a" { (|x| x.is_finite() && x >= 0.0, "≥ 0") } else { (|x| x.is_finite() && x > 0.0, "positive") };
+                v.check(field, n, ok, what)?;
+            }
+        }
+        if !(self.overhead.is_finite() && self.overhead >= 0.0 && self.overhead <= 10.0) {
+            return err("scheme.overhead", format!("= {}: must be in [0, 10] (LT codes allocate for r(1 + overhead) rows)", self.overhead));
+        }
+        if !(self.lt_c.is_finite() && self.lt_c > 0.0) {
+            return err("scheme.lt_c", format!("= {}: must be positive", self.lt_c));
+        }
+        if !(self.lt_delta.is_finite() && self.lt_delta > 0.0 && self.lt_delta < 1.0) {
+            return err("scheme.lt_delta", format!("= {}: must be in (0, 1)", self.lt_delta));
+        }
+        Ok(())
+    }
+}
+
 /// Straggler state information the GC-DC master clusters with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
@@ -256,6 +358,14 @@ pub enum SchemeConfig {
     GcSc(StaticClusterConfig),
     /// Gradient coding with dynamic clustering.
     GcDc(ClusterConfig),
+    /// Mat-vec, HCMM: coded rows allocated ∝ 1/λ_i (heterogeneous workers).
+    Hcmm(MatvecSchemeConfig),
+    /// Mat-vec, uncoded, r/N rows each; the master waits for all.
+    UniformUncoded(MatvecSchemeConfig),
+    /// Mat-vec, uncoded, rows ∝ the workers' speeds; the master waits for all.
+    LbUncoded(MatvecSchemeConfig),
+    /// Mat-vec, coded, ⌈r/k⌉ rows each with k chosen by the model.
+    UniformCoded(MatvecSchemeConfig),
 }
 
 const STAR_KEYS: &[&str] = &["workers", "s", "draws"];
@@ -264,6 +374,8 @@ const CEGC_KEYS: &[&str] = &["workers", "s", "m", "code", "draws"];
 const AGC_KEYS: &[&str] = &["workers", "d", "rounds", "draws"];
 const GCSC_KEYS: &[&str] = &["workers", "clusters", "r", "draws"];
 const GCDC_KEYS: &[&str] = &["workers", "clusters", "r", "n", "ssi", "capped", "order", "tau", "draws"];
+const MV_KEYS: &[&str] = &["workers", "code", "a", "mu", "shape", "overhead", "lt_c", "lt_delta"];
+const MV_UNCODED_KEYS: &[&str] = &["workers", "a", "mu", "shape"];
 
 impl Tagged for SchemeConfig {
     const SECTION: &'static str = "scheme";
@@ -281,6 +393,10 @@ impl Tagged for SchemeConfig {
         ("g-agc", AGC_KEYS),
         ("gc-sc", GCSC_KEYS),
         ("gc-dc", GCDC_KEYS),
+        ("hcmm", MV_KEYS),
+        ("uniform-uncoded", MV_UNCODED_KEYS),
+        ("lb-uncoded", MV_UNCODED_KEYS),
+        ("uniform-coded", MV_KEYS),
     ];
 
     fn variant(kind: &str, rest: toml::Value) -> Result<Self, ConfigError> {
@@ -329,6 +445,10 @@ impl Tagged for SchemeConfig {
                     SchemeConfig::GcDc(de(rest, "scheme")?)
                 }
             }
+            "hcmm" => SchemeConfig::Hcmm(de(rest, "scheme")?),
+            "uniform-uncoded" => SchemeConfig::UniformUncoded(de(rest, "scheme")?),
+            "lb-uncoded" => SchemeConfig::LbUncoded(de(rest, "scheme")?),
+            "uniform-coded" => SchemeConfig::UniformCoded(de(rest, "scheme")?),
             "cr" => {
                 for key in ["n", "layers"] {
                     if rest.get(key).is_none() {
@@ -363,6 +483,19 @@ impl SchemeConfig {
             SchemeConfig::GAgc(_) => "g-agc",
             SchemeConfig::GcSc(_) => "gc-sc",
             SchemeConfig::GcDc(_) => "gc-dc",
+            SchemeConfig::Hcmm(_) => "hcmm",
+            SchemeConfig::UniformUncoded(_) => "uniform-uncoded",
+            SchemeConfig::LbUncoded(_) => "lb-uncoded",
+            SchemeConfig::UniformCoded(_) => "uniform-coded",
+        }
+    }
+
+    /// The mat-vec schemes' parameters, if this is one (the uncoded ones have the code keys'
+    /// defaults).
+    pub fn matvec(&self) -> Option<&MatvecSchemeConfig> {
+        match self {
+            SchemeConfig::Hcmm(c) | SchemeConfig::UniformCoded(c) | SchemeConfig::UniformUncoded(c) | SchemeConfig::LbUncoded(c) => Some(c),
+            _ => None,
         }
     }
 
@@ -379,6 +512,7 @@ impl SchemeConfig {
             SchemeConfig::Agc(c) | SchemeConfig::GAgc(c) => c.workers,
             SchemeConfig::GcSc(c) => c.workers,
             SchemeConfig::GcDc(c) => c.workers,
+            SchemeConfig::Hcmm(c) | SchemeConfig::UniformCoded(c) | SchemeConfig::UniformUncoded(c) | SchemeConfig::LbUncoded(c) => c.workers,
             SchemeConfig::Umw(c)
             | SchemeConfig::Ignore(c)
             | SchemeConfig::GcCyclic(c)
@@ -396,6 +530,8 @@ impl SchemeConfig {
             SchemeConfig::Agc(c) | SchemeConfig::GAgc(c) => c.d.saturating_sub(1),
             SchemeConfig::GcSc(c) => c.r.saturating_sub(1),
             SchemeConfig::GcDc(c) => c.r.saturating_sub(1),
+            // the plan says how many workers the allocation can lose
+            SchemeConfig::Hcmm(_) | SchemeConfig::UniformUncoded(_) | SchemeConfig::LbUncoded(_) | SchemeConfig::UniformCoded(_) => 0,
             SchemeConfig::Umw(c)
             | SchemeConfig::Ignore(c)
             | SchemeConfig::GcCyclic(c)
@@ -413,6 +549,7 @@ impl SchemeConfig {
             SchemeConfig::Agc(c) | SchemeConfig::GAgc(c) => return c.validate(kind),
             SchemeConfig::GcSc(c) => return c.as_clusters().validate(),
             SchemeConfig::GcDc(c) => return c.validate(),
+            SchemeConfig::Hcmm(c) | SchemeConfig::UniformCoded(c) | SchemeConfig::UniformUncoded(c) | SchemeConfig::LbUncoded(c) => return c.validate(),
             SchemeConfig::Umw(c)
             | SchemeConfig::Ignore(c)
             | SchemeConfig::GcCyclic(c)

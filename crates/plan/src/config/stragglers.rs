@@ -36,7 +36,7 @@ impl PerWorker {
         }
     }
 
-    fn check(&self, field: &str, n: usize, ok: impl Fn(f64) -> bool, what: &str) -> Result<(), ConfigError> {
+    pub(crate) fn check(&self, field: &str, n: usize, ok: impl Fn(f64) -> bool, what: &str) -> Result<(), ConfigError> {
         if let PerWorker::Each(v) = self {
             if v.len() != n {
                 return err(field, format!("has {} values but there are {n} workers (give one value, or one per worker)", v.len()));

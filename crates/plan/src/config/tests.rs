@@ -255,3 +255,32 @@ fn heterogeneous_and_time_varying_straggler_laws_name_the_field() {
     assert_eq!(with(&rates[..4]).unwrap_err().field, "stragglers.tau");
     assert_eq!(parse_with(&rates).unwrap_err().field, "timing.compute", "the law needs modelled timing");
 }
+
+const MATVEC: &str = "[run]\nname='m'\niterations=2\n[job]\nkind='matvec'\n[matrix]\nrows=100\ncols=20\n[scheme]\nkind='hcmm'\nworkers=4\na=1e-4\nmu=1e4\n";
+
+/// Every mat-vec scheme's resolved TOML parses back to the same config (rank 0 broadcasts it
+/// that way), and mistakes name their field.
+#[test]
+fn matvec_configs_round_trip_and_name_the_field() {
+    for kind in ["hcmm", "uniform-uncoded", "lb-uncoded", "uniform-coded"] {
+        let c = parse(MATVEC, &[format!("scheme.kind={kind}")]).unwrap();
+        assert_eq!(parse(&c.to_toml(), &[]).unwrap(), c, "{kind}");
+    }
+    let c = parse(MATVEC, &["job.power=true".into(), "matrix.cols=100".into(), "scheme.code=lt".into(), "vector.path=x.txt".into()]).unwrap();
+    assert_eq!(parse(&c.to_toml(), &[]).unwrap(), c);
+    let field = |sets: &[&str]| parse(MATVEC, &sets.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap_err().field;
+    assert_eq!(field(&["scheme.kind=umw", "scheme.a=", "scheme.mu="]), "scheme.kind");
+    assert_eq!(field(&["job.power=true"]), "matrix.cols");
+    assert_eq!(field(&["matrix.rows="]), "matrix.rows");
+    assert_eq!(field(&["matrix.path=a.mtx"]), "matrix.rows");
+    assert_eq!(field(&["scheme.kind=uniform-uncoded", "scheme.code=lt"]), "scheme.code");
+    assert_eq!(field(&["scheme.mu=[1.0, 2.0]"]), "scheme.mu");
+    assert_eq!(field(&["scheme.overhead=-1"]), "scheme.overhead");
+    assert_eq!(field(&["data.kind=libsvm"]), "data");
+    assert_eq!(field(&["job.kind=gd"]), "matrix");
+    assert_eq!(field(&["matrix.rows=3"]), "matrix.rows");
+    // a gradient-descent config cannot run a mat-vec scheme
+    let gd = "[run]\nname='g'\niterations=2\n[data]\nkind='linear-synthetic'\nsamples=100\nfeatures=3\n[model]\nloss='least-squares'\nlr=0.1\n[scheme]\nkind='hcmm'\nworkers=4\n";
+    assert_eq!(parse(gd, &[]).unwrap_err().field, "scheme.kind");
+    assert_eq!(parse(gd, &["job.power=true".into(), "scheme.kind=umw".into()]).unwrap_err().field, "job.power");
+}

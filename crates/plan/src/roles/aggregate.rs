@@ -55,13 +55,19 @@ pub enum Rule {
         /// Index into `Plan::codes` (a cluster code).
         code: usize,
     },
+    /// Coded rows of a matrix–vector product (HCMM and its baselines): whole messages until
+    /// the rows received determine y, then decode with the plan's rows code `code`.
+    Rows {
+        /// Index into `Plan::codes` (a rows code).
+        code: usize,
+    },
 }
 
 impl Rule {
     /// Number of children's results the rule needs (for descriptions).
     pub fn need(&self, children: usize) -> usize {
         match *self {
-            Rule::Sum | Rule::Groups { .. } | Rule::Clusters { .. } => children,
+            Rule::Sum | Rule::Groups { .. } | Rule::Clusters { .. } | Rule::Rows { .. } => children,
             Rule::Rescale { need } | Rule::Decode { need, .. } => need,
         }
     }
@@ -74,11 +80,14 @@ impl Rule {
         if let Rule::Clusters { .. } = self {
             return "every cluster, decode".into();
         }
+        if let Rule::Rows { .. } = self {
+            return "rows until decodable".into();
+        }
         let how = match self {
             Rule::Sum => "sum",
             Rule::Rescale { .. } => "rescale",
             Rule::Decode { .. } => "decode",
-            Rule::Groups { .. } | Rule::Clusters { .. } => unreachable!("handled above"),
+            Rule::Groups { .. } | Rule::Clusters { .. } | Rule::Rows { .. } => unreachable!("handled above"),
         };
         let need = self.need(children);
         if need == children {
@@ -134,6 +143,7 @@ pub fn aggregator(plan: &Plan, rank: usize, len: usize) -> Box<dyn Aggregator> {
         Rule::Decode { code, .. } => How::Decode(Decoder::new(plan.codes[*code].gradient().clone())),
         Rule::Groups { groups } => return Box::new(Grouped::new(plan, node.children.clone(), groups, len)),
         Rule::Clusters { code } => return Box::new(super::clusters::Clustered::new(plan, *code, len)),
+        Rule::Rows { code } => return Box::new(super::rows::Rows::new(plan, rank, *code)),
     };
     Box::new(Count { k, need: rule.need(k), len, how: combine, order: vec![], got: vec![false; k], failed: vec![false; k] })
 }

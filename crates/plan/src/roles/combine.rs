@@ -1,4 +1,7 @@
-//! Linear combinations of vector ranges.
+//! Linear combinations of vector ranges, optionally followed by a linear [`Map`] (a decoder
+//! that is not a sum of ranges, such as a coded mat-vec's LU solve or peeling).
+
+use std::sync::Arc;
 
 /// Where a term reads from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,12 +61,35 @@ pub struct Combination {
     /// Scheme-specific fields for the iteration's log record (e.g. a clustered scheme's
     /// partition and responders).
     pub notes: Vec<(String, serde_json::Value)>,
+    /// A map applied after the terms: the terms then gather `post.0.in_len()` values, and the
+    /// output is the map's `len` values.
+    pub post: Option<Post>,
+}
+
+/// A linear map from gathered values to the output (a decoder that is not a sum of ranges).
+pub trait Map: Send + Sync + std::fmt::Debug {
+    /// Number of values it reads.
+    fn in_len(&self) -> usize;
+    /// Number of values it produces.
+    fn out_len(&self) -> usize;
+    /// The output.
+    fn apply(&self, z: &[f64]) -> Vec<f64>;
+}
+
+/// A shared [`Map`] (equal when it is the same map).
+#[derive(Clone, Debug)]
+pub struct Post(pub Arc<dyn Map>);
+
+impl PartialEq for Post {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
 }
 
 impl Combination {
     /// An exact combination of the given terms.
     pub fn exact(len: usize, terms: Vec<Term>) -> Self {
-        Combination { len, terms, residual: 0.0, exact: true, coverage: 1.0, used: vec![], cond: 0.0, rounds: 0, uses: vec![], notes: vec![] }
+        Combination { len, terms, residual: 0.0, exact: true, coverage: 1.0, used: vec![], cond: 0.0, rounds: 0, uses: vec![], notes: vec![], post: None }
     }
 
     /// These terms with every `Src::Agg` term replaced by the matching part of `agg`'s terms
@@ -85,6 +111,14 @@ impl Combination {
             }
         }
         out
+    }
+
+    /// The output of a combination with a [`Map`]: the gathered values mapped (None without a
+    /// map; the combination's terms are then used as they are).
+    pub fn mapped<V: Vector>(&self, own: &[V], arrivals: &[V]) -> Option<V> {
+        let post = self.post.as_ref()?;
+        let gathered = Combination::evaluate(post.0.in_len(), &self.terms, own, arrivals);
+        Some(gathered.mapped(post.0.as_ref()))
     }
 
     /// Evaluate `terms` into a new vector of `len` values.
@@ -125,6 +159,8 @@ pub trait Vector: Clone {
     fn add_scaled(&mut self, to: usize, src: &Self, from: usize, len: usize, coef: f64);
     /// `self[to .. to+len] = src[from .. from+len]`.
     fn copy_range(&mut self, to: usize, src: &Self, from: usize, len: usize);
+    /// `map` applied to this vector.
+    fn mapped(&self, map: &dyn Map) -> Self;
 }
 
 impl Vector for Vec<f64> {
@@ -148,6 +184,9 @@ impl Vector for Vec<f64> {
     }
     fn copy_range(&mut self, to: usize, src: &Self, from: usize, len: usize) {
         self[to..to + len].copy_from_slice(&src[from..from + len]);
+    }
+    fn mapped(&self, map: &dyn Map) -> Self {
+        map.apply(self)
     }
 }
 

@@ -16,7 +16,8 @@ mod aggregate;
 mod clusters;
 mod combine;
 mod encode;
+mod rows;
 
 pub use aggregate::{aggregator, Aggregator, GroupSpec, Rule};
-pub use combine::{Combination, Src, Term, Vector};
+pub use combine::{Combination, Map, Post, Src, Term, Vector};
 pub use encode::{encoder, Encoder, Encoding};

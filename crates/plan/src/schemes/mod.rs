@@ -7,11 +7,13 @@
 //! | `cr` | `schemes/coded_reduce.rs` | (n, L)-regular tree |
 //! | `cegc`, `agc`, `g-agc` | `schemes/communication.rs` | star |
 //! | `gc-sc`, `gc-dc` | `schemes/clustered.rs` | star |
+//! | `hcmm`, `uniform-uncoded`, `lb-uncoded`, `uniform-coded` (mat-vec) | `schemes/matvec.rs` | star |
 
 mod clustered;
 mod coded_reduce;
 mod communication;
 mod master_worker;
+mod matvec;
 mod ring;
 
 use crate::alloc::WeightedSet;
@@ -26,7 +28,8 @@ use crate::stragglers::StragglerModel;
 pub fn build(cfg: &Config, samples: usize) -> Result<Plan, ConfigError> {
     let w = cfg.workers();
     if samples < w {
-        return Err(ConfigError::new("data.samples", format!("= {samples} is smaller than the {w} workers: some would hold no data")));
+        let field = if cfg.matvec().is_some() { "matrix.rows" } else { "data.samples" };
+        return Err(ConfigError::new(field, format!("= {samples} is smaller than the {w} workers: some would hold no data")));
     }
     match &cfg.scheme {
         SchemeConfig::Umw(c) | SchemeConfig::Ignore(c) | SchemeConfig::GcCyclic(c) | SchemeConfig::GcFrac(c) => master_worker::build(cfg, c, samples),
@@ -36,6 +39,7 @@ pub fn build(cfg: &Config, samples: usize) -> Result<Plan, ConfigError> {
         SchemeConfig::Agc(c) | SchemeConfig::GAgc(c) => communication::agc(cfg, c, samples),
         SchemeConfig::GcSc(c) => clustered::build(cfg, &c.as_clusters(), samples),
         SchemeConfig::GcDc(c) => clustered::build(cfg, c, samples),
+        SchemeConfig::Hcmm(c) | SchemeConfig::UniformUncoded(c) | SchemeConfig::LbUncoded(c) | SchemeConfig::UniformCoded(c) => matvec::build(cfg, c, samples),
     }
 }
 
@@ -99,7 +103,7 @@ mod tests {
                 let covered: usize = survivors.iter().map(|&i| plan.nodes[i + 1].load()).sum();
                 (0..n).map(|i| if survivors.contains(&i) { plan.samples as f64 / covered as f64 } else { 0.0 }).collect()
             }
-            Rule::Groups { .. } | Rule::Clusters { .. } => unreachable!("star plans of this test"),
+            Rule::Groups { .. } | Rule::Clusters { .. } | Rule::Rows { .. } => unreachable!("star plans of this test"),
             Rule::Decode { code, .. } => {
                 let mut dec = Decoder::new(plan.codes[code].gradient().clone());
                 dec.decode(&SurvivorSet::from_indices(n, survivors)).coeffs.clone()

@@ -1,0 +1,164 @@
+//! Matrix–vector multiplication on heterogeneous workers (thesis chapter 3; note part A): the
+//! master wants y = A·x for an r-row A. Worker i holds ℓ_i rows of Ã = G·A (contiguous coded
+//! rows, worker 1 first), computes their product with x and returns it in one message; the
+//! master decodes y as soon as the rows received determine it (`roles/rows.rs`).
+//!
+//! - **`uniform-uncoded`**: G = I, r/N rows each (exact partition); waits for all.
+//! - **`lb-uncoded`**: G = I, rows ∝ 1/E[time per row] = μ_i/(a_iμ_i + Γ(1 + 1/α_i)).
+//! - **`uniform-coded`**: ⌈r/k⌉ coded rows each, k = 1..N chosen for the smallest expected time.
+//! - **`hcmm`**: ℓ_i = ⌈τ*/λ_i⌉, λ_i maximising worker i's expected return, τ* = r/Σ rate_i.
+//!
+//! Coded schemes use `scheme.code`: Gaussian or systematic MDS (any r rows decode), or LT
+//! (allocated for r(1 + overhead) rows, decoded by peeling). The per-worker laws (a_i, μ_i, α_i)
+//! come from `scheme.a/mu/shape`, else from `[stragglers]` (shifted-exp, weibull), so what the
+//! plan predicts is what the run injects.
+
+use outrun_codes::{expected_time, hcmm, load_balanced, uniform_coded, uniform_uncoded, RowCodeKind, RowLaw, Rounding};
+
+use crate::alloc::{Segment, WeightedSet};
+use crate::config::{Config, ConfigError, MatvecCode, MatvecSchemeConfig, SchemeConfig};
+use crate::plan::{Plan, PlanCode, RowsSpec};
+use crate::roles::{Encoding, Rule};
+use crate::schemes::{star, worker};
+use crate::stragglers::{Law, StragglerModel};
+
+/// Largest r for the dense codes: the master's r × r LU solve is ~2/3·r³ flops (≈ 3 s at
+/// r = 2000 on one core of this machine), repeated for every new set of responders.
+pub const MAX_DENSE_ROWS: usize = 2000;
+
+/// The workers' run-time laws: `scheme.a/mu/shape`, else the straggler model's (None when
+/// neither gives them).
+fn laws(cfg: &Config, c: &MatvecSchemeConfig) -> Result<Option<Vec<RowLaw>>, ConfigError> {
+    let n = c.workers;
+    let model = StragglerModel::from_config(cfg);
+    let (a0, mu0, shape0) = match &model.law {
+        Law::ShiftedExp { a, mu } => (Some(a.clone()), Some(mu.clone()), None),
+        Law::Weibull { a, mu, shape } => (Some(a.clone()), Some(mu.clone()), Some(shape.clone())),
+        _ => (None, None, None),
+    };
+    let pick = |own: &Option<crate::config::PerWorker>, from: Option<Vec<f64>>| own.as_ref().map(|v| v.values(n)).or(from);
+    let (a, mu) = (pick(&c.a, a0), pick(&c.mu, mu0));
+    let shape = pick(&c.shape, shape0).unwrap_or_else(|| vec![1.0; n]);
+    match (a, mu) {
+        (Some(a), Some(mu)) => Ok(Some((0..n).map(|i| RowLaw::weibull(a[i], mu[i], shape[i])).collect())),
+        (None, None) => Ok(None),
+        (None, _) => Err(ConfigError::new("scheme.a", "missing: give the shifts a_i with the rates μ_i (or use stragglers.model = \"shifted-exp\")")),
+        (_, None) => Err(ConfigError::new("scheme.mu", "missing: give the rates μ_i with the shifts a_i (or use stragglers.model = \"shifted-exp\")")),
+    }
+}
+
+/// Workers that can be lost, largest loads first, with `target` rows still held.
+fn tolerates(loads: &[usize], target: usize) -> usize {
+    let mut sorted = loads.to_vec();
+    sorted.sort_unstable_by(|a, b| b.cmp(a));
+    let mut left: usize = sorted.iter().sum();
+    let mut k = 0;
+    for l in sorted {
+        if left - l < target {
+            break;
+        }
+        left -= l;
+        k += 1;
+    }
+    k
+}
+
+pub(crate) fn build(cfg: &Config, c: &MatvecSchemeConfig, r: usize) -> Result<Plan, ConfigError> {
+    let n = c.workers;
+    let laws = laws(cfg, c)?;
+    let need_laws = |what: &str| {
+        laws.clone().ok_or_else(|| ConfigError::new("scheme.mu", format!("missing: {what} needs the workers' speeds: scheme.a and scheme.mu (one value, or one per worker), or stragglers.model = \"shifted-exp\" / \"weibull\"")))
+    };
+    let coded = matches!(cfg.scheme, SchemeConfig::Hcmm(_) | SchemeConfig::UniformCoded(_));
+    let kind = match (coded, c.code) {
+        (false, _) => RowCodeKind::Identity,
+        (true, MatvecCode::Gaussian) => RowCodeKind::Gaussian,
+        (true, MatvecCode::Systematic) => RowCodeKind::Systematic,
+        (true, MatvecCode::Lt) => RowCodeKind::Lt { c: c.lt_c, delta: c.lt_delta },
+    };
+    if coded && c.code != MatvecCode::Lt && r > MAX_DENSE_ROWS {
+        return Err(ConfigError::new(
+            "scheme.code",
+            format!("= \"{}\" with r = {r} rows: the master's dense solve is O(r³) per new set of responders (~3 s at r = {MAX_DENSE_ROWS}); at most {MAX_DENSE_ROWS}; use code = \"lt\" (peeling, O(edges))", c.code.name()),
+        ));
+    }
+    let target = if c.code == MatvecCode::Lt && coded { (r as f64 * (1.0 + c.overhead)).ceil() as usize } else { r };
+    let (allocation, loads, lambdas, tau, k) = match &cfg.scheme {
+        SchemeConfig::UniformUncoded(_) => ("uniform uncoded".to_string(), uniform_uncoded(n, r, Rounding::Exact), vec![], None, None),
+        SchemeConfig::LbUncoded(_) => ("load-balanced uncoded".to_string(), load_balanced(&need_laws("lb-uncoded")?, r, Rounding::Exact), vec![], None, None),
+        SchemeConfig::UniformCoded(_) => {
+            let (k, loads, _) = uniform_coded(&need_laws("uniform-coded")?, target);
+            ("uniform coded".to_string(), loads, vec![], None, Some(k))
+        }
+        SchemeConfig::Hcmm(_) => {
+            let a = hcmm(&need_laws("hcmm")?, target);
+            ("HCMM".to_string(), a.loads, a.lambdas, Some(a.tau), None)
+        }
+        other => unreachable!("{} is not a mat-vec scheme", other.kind()),
+    };
+    let total: usize = loads.iter().sum();
+    let expected = laws.as_ref().map(|w| expected_time(w, &loads, target.min(total)));
+    let spec = RowsSpec { kind, r, n: total, seed: cfg.run.seed };
+    let mut start = 0;
+    let nodes = loads
+        .iter()
+        .enumerate()
+        .map(|(i, &l)| {
+            let mut part = WeightedSet::default();
+            part.push(Segment { start, len: l, coef: 1.0 });
+            start += l;
+            worker(i + 1, vec![part], Encoding::Plain)
+        })
+        .collect();
+    let s = tolerates(&loads, target);
+    let title = match kind {
+        RowCodeKind::Identity => format!("{allocation} mat-vec: {r} rows over {n} workers, the master waits for all"),
+        _ => format!("{allocation} coded mat-vec ({}): {total} coded rows for r = {r} over {n} workers, decoded as soon as the rows received determine y", c.code.name()),
+    };
+    let code = PlanCode::Rows { code: spec, allocation, target, loads, lambdas, tau, k, expected, tolerates: s };
+    Ok(star(cfg, title, r, s, nodes, Rule::Rows { code: 0 }, vec![code]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::parse;
+
+    fn cfg(sets: &[&str]) -> Config {
+        let base = "[run]\nname='t'\niterations=1\n[job]\nkind='matvec'\n[matrix]\nrows=200\ncols=50\n[scheme]\nkind='hcmm'\nworkers=5\n[stragglers]\nmodel='shifted-exp'\na=[0.001,0.001,0.002,0.002,0.004]\nmu=[1000.0,1000.0,500.0,500.0,250.0]\n[timing]\ncompute='modelled'\n";
+        parse(base, &sets.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap()
+    }
+
+    #[test]
+    fn hcmm_plan_gives_faster_workers_more_rows_and_covers_r() {
+        let plan = crate::build(&cfg(&[]), 200).unwrap();
+        let loads: Vec<usize> = plan.nodes[1..].iter().map(|n| n.load()).collect();
+        assert!(loads[0] == loads[1] && loads[1] > loads[2] && loads[3] > loads[4], "{loads:?}");
+        assert!(loads.iter().sum::<usize>() >= 200);
+        let PlanCode::Rows { tolerates: t, expected, .. } = &plan.codes[0] else { panic!() };
+        assert!(*t >= 1 && expected.is_some());
+        // coded rows are contiguous and disjoint
+        let starts: Vec<usize> = plan.nodes[1..].iter().map(|n| n.parts[0].segments[0].start).collect();
+        assert_eq!(starts[1], loads[0]);
+        let text = plan.describe();
+        assert!(text.contains("λ_i") && text.contains("τ*") && text.contains("E[T]"), "{text}");
+    }
+
+    #[test]
+    fn baselines_and_errors() {
+        let uu = crate::build(&cfg(&["scheme.kind=uniform-uncoded"]), 200).unwrap();
+        assert!(uu.nodes[1..].iter().all(|n| n.load() == 40));
+        assert_eq!(uu.s, 0);
+        let lb = crate::build(&cfg(&["scheme.kind=lb-uncoded"]), 200).unwrap();
+        assert_eq!(lb.nodes[1..].iter().map(|n| n.load()).sum::<usize>(), 200);
+        let uc = crate::build(&cfg(&["scheme.kind=uniform-coded"]), 200).unwrap();
+        let PlanCode::Rows { k: Some(k), .. } = &uc.codes[0] else { panic!() };
+        assert!(uc.nodes[1..].iter().all(|n| n.load() == 200usize.div_ceil(*k)));
+        // no laws anywhere: HCMM cannot allocate
+        let e = crate::build(&cfg(&["stragglers.model=none", "stragglers.a=", "stragglers.mu="]), 200).unwrap_err();
+        assert_eq!(e.field, "scheme.mu");
+        // a dense code over too many rows
+        let e = crate::build(&cfg(&["matrix.rows=5000"]), 5000).unwrap_err();
+        assert_eq!(e.field, "scheme.code");
+    }
+}

@@ -174,6 +174,8 @@ fn lt_and_the_uncoded_baselines_are_exact() {
         ("uniform-coded", vec!["scheme.kind=uniform-coded", "scheme.code=systematic"]),
         // LT over 200 rows needs more than 13% overhead to peel: allocated for 2r
         ("lt", vec!["scheme.code=lt", "scheme.overhead=1.0"]),
+        // a budget that leaves one fast machine without rows (it answers an empty message)
+        ("budget", vec!["scheme.budget=4.5e7", "scheme.gamma=2"]),
     ] {
         let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
         let (rc, err, rd) = run(&dir, &text, &sets, tag);
@@ -182,6 +184,11 @@ fn lt_and_the_uncoded_baselines_are_exact() {
         let e = rel_err(&read_vec(&rd.join("y.txt")), &y);
         assert!(e < 1e-8, "{tag}: ‖ŷ − Ax‖/‖Ax‖ = {e:e}");
         assert!(iterations(&rd).iter().all(|r| r["exact"] == "true"), "{tag}");
+        if tag == "budget" {
+            let plan: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(rd.join("plan.json")).unwrap()).unwrap();
+            let idle = plan["nodes"].as_array().unwrap()[1..].iter().filter(|n| n["parts"][0]["segments"].as_array().unwrap().is_empty()).count();
+            assert_eq!(idle, 1, "the budget should leave one machine without rows");
+        }
         eprintln!("{tag}: relative error {e:.1e}");
     }
 }

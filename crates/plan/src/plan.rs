@@ -124,7 +124,7 @@ pub enum PlanCode {
         target: usize,
         /// Rows per worker ℓ_i.
         loads: Vec<usize>,
-        /// HCMM's λ_i (empty for the baselines).
+        /// HCMM's λ_i (empty for the baselines; 0 for a machine a budget leaves unused).
         lambdas: Vec<f64>,
         /// HCMM's τ* = r/s, seconds.
         tau: Option<f64>,
@@ -238,7 +238,7 @@ impl PlanCode {
                 let mut text = format!("rows: r = {} source rows, {total} coded rows (redundancy {:.3}); {how}", code.r, total as f64 / code.r as f64);
                 text.push_str(&format!("\nallocation: {allocation} for {target} rows: loads ℓ_i = {loads:?}"));
                 if !lambdas.is_empty() {
-                    text.push_str(&format!("; λ_i = [{}]", lambdas.iter().map(|l| format!("{l:.4e}")).collect::<Vec<_>>().join(", ")));
+                    text.push_str(&format!("; λ_i = [{}]", lambdas.iter().map(|&l| if l > 0.0 { format!("{l:.4e}") } else { "unused".into() }).collect::<Vec<_>>().join(", ")));
                 }
                 if let Some(t) = tau {
                     text.push_str(&format!("; τ* = {t:.6} s"));

@@ -175,14 +175,15 @@ pub struct Options {
 /// One-line account of a run (what `outrun train` prints at the end).
 pub fn one_line(s: &Summary) -> String {
     let err = s.final_error.map_or(String::new(), |e| format!(", normalized error {e:.3e}"));
+    // a mat-vec has no loss (a power iteration's is its eigenvalue estimate)
+    let loss = if s.final_loss.is_finite() { format!("; final loss {:.4e}", s.final_loss) } else { String::new() };
     format!(
-        "outrun: {} finished {} iterations in {:.3} s (mean {:.2} ms, p95 {:.2} ms per iteration); final loss {:.4e}{err}; exact {}/{}; {} late results discarded",
+        "outrun: {} finished {} iterations in {:.3} s (mean {:.2} ms, p95 {:.2} ms per iteration){loss}{err}; exact {}/{}; {} late results discarded",
         s.scheme,
         s.iterations,
         s.total_s,
         s.mean_s * 1e3,
         s.p95_s * 1e3,
-        s.final_loss,
         s.exact_iterations,
         s.iterations,
         s.late_discarded

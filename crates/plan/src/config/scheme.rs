@@ -248,6 +248,24 @@ pub struct MatvecSchemeConfig {
     /// LT: robust soliton δ.
     #[serde(default = "default_lt_delta", skip_serializing_if = "is_default_lt_delta")]
     pub lt_delta: f64,
+    /// HCMM with a budget C (thesis §3.6): the workers are the machines available, grouped into
+    /// types by (a, μ); Algorithm 2 drops the fastest machines until the expected cost
+    /// τ*·Σ κμ^γ is within C, and the dropped ones get no rows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<f64>,
+    /// Cost scale κ of a machine (cost per unit time κμ^γ).
+    #[serde(default = "one_f", skip_serializing_if = "is_one")]
+    pub kappa: f64,
+    /// Cost exponent γ ≥ 1.
+    #[serde(default = "one_f", skip_serializing_if = "is_one")]
+    pub gamma: f64,
+}
+
+fn one_f() -> f64 {
+    1.0
+}
+fn is_one(v: &f64) -> bool {
+    *v == 1.0
 }
 
 fn default_overhead() -> f64 {
@@ -287,6 +305,17 @@ impl MatvecSchemeConfig {
         }
         if !(self.lt_delta.is_finite() && self.lt_delta > 0.0 && self.lt_delta < 1.0) {
             return err("scheme.lt_delta", format!("= {}: must be in (0, 1)", self.lt_delta));
+        }
+        if let Some(b) = self.budget {
+            if !(b.is_finite() && b > 0.0) {
+                return err("scheme.budget", format!("= {b}: must be a positive cost"));
+            }
+        }
+        if !(self.kappa.is_finite() && self.kappa > 0.0) {
+            return err("scheme.kappa", format!("= {}: must be positive", self.kappa));
+        }
+        if !(self.gamma.is_finite() && self.gamma >= 1.0) {
+            return err("scheme.gamma", format!("= {}: must be ≥ 1 (cost κμ^γ grows at least linearly with speed)", self.gamma));
         }
         Ok(())
     }
@@ -375,6 +404,7 @@ const AGC_KEYS: &[&str] = &["workers", "d", "rounds", "draws"];
 const GCSC_KEYS: &[&str] = &["workers", "clusters", "r", "draws"];
 const GCDC_KEYS: &[&str] = &["workers", "clusters", "r", "n", "ssi", "capped", "order", "tau", "draws"];
 const MV_KEYS: &[&str] = &["workers", "code", "a", "mu", "shape", "overhead", "lt_c", "lt_delta"];
+const HCMM_KEYS: &[&str] = &["workers", "code", "a", "mu", "shape", "overhead", "lt_c", "lt_delta", "budget", "kappa", "gamma"];
 const MV_UNCODED_KEYS: &[&str] = &["workers", "a", "mu", "shape"];
 
 impl Tagged for SchemeConfig {
@@ -393,7 +423,7 @@ impl Tagged for SchemeConfig {
         ("g-agc", AGC_KEYS),
         ("gc-sc", GCSC_KEYS),
         ("gc-dc", GCDC_KEYS),
-        ("hcmm", MV_KEYS),
+        ("hcmm", HCMM_KEYS),
         ("uniform-uncoded", MV_UNCODED_KEYS),
         ("lb-uncoded", MV_UNCODED_KEYS),
         ("uniform-coded", MV_KEYS),

@@ -13,7 +13,7 @@
 //! come from `scheme.a/mu/shape`, else from `[stragglers]` (shifted-exp, weibull), so what the
 //! plan predicts is what the run injects.
 
-use outrun_codes::{expected_time, hcmm, load_balanced, uniform_coded, uniform_uncoded, RowCodeKind, RowLaw, Rounding};
+use outrun_codes::{budget_heuristic, expected_time, hcmm, load_balanced, uniform_coded, uniform_uncoded, MachineType, RowCodeKind, RowLaw, Rounding};
 
 use crate::alloc::{Segment, WeightedSet};
 use crate::config::{Config, ConfigError, MatvecCode, MatvecSchemeConfig, SchemeConfig};
@@ -45,6 +45,32 @@ fn laws(cfg: &Config, c: &MatvecSchemeConfig) -> Result<Option<Vec<RowLaw>>, Con
         (None, _) => Err(ConfigError::new("scheme.a", "missing: give the shifts a_i with the rates μ_i (or use stragglers.model = \"shifted-exp\")")),
         (_, None) => Err(ConfigError::new("scheme.mu", "missing: give the rates μ_i with the shifts a_i (or use stragglers.model = \"shifted-exp\")")),
     }
+}
+
+/// The machines Algorithm 2 keeps within `budget`: the workers grouped into types by (a, μ)
+/// (exponential laws), ordered by increasing μ; the first n_k workers of type k are kept.
+fn budget_choice(laws: &[RowLaw], target: usize, c: &MatvecSchemeConfig, budget: f64) -> Result<Vec<bool>, ConfigError> {
+    if laws.iter().any(|w| w.alpha != 1.0) {
+        return Err(ConfigError::new("scheme.budget", "the budget-constrained HCMM is defined for shifted-exponential workers (shape 1)"));
+    }
+    let mut types: Vec<(RowLaw, Vec<usize>)> = vec![];
+    for (i, w) in laws.iter().enumerate() {
+        match types.iter_mut().find(|(t, _)| t.a == w.a && t.mu == w.mu) {
+            Some((_, members)) => members.push(i),
+            None => types.push((*w, vec![i])),
+        }
+    }
+    types.sort_by(|x, y| x.0.mu.total_cmp(&y.0.mu));
+    let machines: Vec<MachineType> = types.iter().map(|(law, m)| MachineType { law: *law, available: m.len() }).collect();
+    let Some(choice) = budget_heuristic(&machines, target, c.kappa, c.gamma, budget) else {
+        let cheapest = outrun_codes::budget_cost(&machines[..1], &[machines[0].available], target, c.kappa, c.gamma).0;
+        return Err(ConfigError::new("scheme.budget", format!("= {budget}: infeasible; the cheapest configuration (slowest machines only) costs {cheapest:.4}")));
+    };
+    let mut keep = vec![false; laws.len()];
+    for ((_, members), &count) in types.iter().zip(&choice.counts) {
+        members.iter().take(count).for_each(|&i| keep[i] = true);
+    }
+    Ok(keep)
 }
 
 /// Workers that can be lost, largest loads first, with `target` rows still held.
@@ -91,8 +117,20 @@ pub(crate) fn build(cfg: &Config, c: &MatvecSchemeConfig, r: usize) -> Result<Pl
             ("uniform coded".to_string(), loads, vec![], None, Some(k))
         }
         SchemeConfig::Hcmm(_) => {
-            let a = hcmm(&need_laws("hcmm")?, target);
-            ("HCMM".to_string(), a.loads, a.lambdas, Some(a.tau), None)
+            let laws = need_laws("hcmm")?;
+            let keep = match c.budget {
+                Some(budget) => budget_choice(&laws, target, c, budget)?,
+                None => vec![true; n],
+            };
+            let kept: Vec<RowLaw> = laws.iter().zip(&keep).filter(|(_, &k)| k).map(|(w, _)| *w).collect();
+            let a = hcmm(&kept, target);
+            let mut it = a.loads.iter().zip(&a.lambdas);
+            let (loads, lambdas): (Vec<usize>, Vec<f64>) = keep.iter().map(|&k| if k { it.next().map(|(l, x)| (*l, *x)).expect("one per kept") } else { (0, 0.0) }).unzip();
+            let name = match c.budget {
+                Some(b) => format!("HCMM within budget C = {b} (κ = {}, γ = {}; Algorithm 2 keeps {} of {n} machines)", c.kappa, c.gamma, kept.len()),
+                None => "HCMM".to_string(),
+            };
+            (name, loads, lambdas, Some(a.tau), None)
         }
         other => unreachable!("{} is not a mat-vec scheme", other.kind()),
     };
@@ -157,6 +195,20 @@ mod tests {
         // no laws anywhere: HCMM cannot allocate
         let e = crate::build(&cfg(&["stragglers.model=none", "stragglers.a=", "stragglers.mu="]), 200).unwrap_err();
         assert_eq!(e.field, "scheme.mu");
+        // the budget: Scenario 1 of the note (types (0.5, 2) and (0.25, 4), 10 each, r = 100,
+        // κ = 1, γ = 2, C = 860): Algorithm 2 keeps (10, 2)
+        let a: Vec<String> = (0..20).map(|i| if i < 10 { "0.5".into() } else { "0.25".into() }).collect();
+        let mu: Vec<String> = (0..20).map(|i| if i < 10 { "2.0".into() } else { "4.0".into() }).collect();
+        let sets = ["scheme.workers=20".to_string(), format!("scheme.a=[{}]", a.join(",")), format!("scheme.mu=[{}]", mu.join(",")), "scheme.budget=860".into(), "scheme.gamma=2".into(), "matrix.rows=100".into(), "stragglers.model=none".into(), "stragglers.a=".into(), "stragglers.mu=".into()];
+        let c = parse(&cfg(&[]).to_toml(), &sets).unwrap();
+        let plan = crate::build(&c, 100).unwrap();
+        let used: Vec<usize> = plan.nodes[1..].iter().map(|n| n.load()).collect();
+        assert_eq!(used[..10].iter().filter(|&&l| l > 0).count(), 10);
+        assert_eq!(used[10..].iter().filter(|&&l| l > 0).count(), 2, "{used:?}");
+        assert!(plan.describe().contains("Algorithm 2 keeps 12 of 20"));
+        let e = crate::build(&parse(&c.to_toml(), &["scheme.budget=600".into()]).unwrap(), 100).unwrap_err();
+        assert_eq!(e.field, "scheme.budget");
+        assert!(e.message.contains("629.2"), "{e}");
         // a dense code over too many rows
         let e = crate::build(&cfg(&["matrix.rows=5000"]), 5000).unwrap_err();
         assert_eq!(e.field, "scheme.code");

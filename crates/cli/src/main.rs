@@ -153,6 +153,21 @@ enum BenchCmd {
         #[arg(long, default_value_t = 5)]
         reps: usize,
     },
+    /// Coded mat-vec decoding time vs r for Gaussian, systematic and LT codes, beside LAPACK's
+    /// own LU of the same size (no MPI); prints CSV.
+    Rows {
+        /// r for the dense codes (each decodes r of 1.5r coded rows).
+        #[arg(long, value_delimiter = ',', default_value = "250,500,1000,2000")]
+        sizes: Vec<usize>,
+        /// r for the LT code (decodes all r(1 + overhead) rows by peeling).
+        #[arg(long, value_delimiter = ',', default_value = "2000,10000,50000")]
+        lt_sizes: Vec<usize>,
+        #[arg(long, default_value_t = 0.3)]
+        overhead: f64,
+        /// Received sets per size.
+        #[arg(long, default_value_t = 5)]
+        sets: usize,
+    },
     /// CommFR-GC decoding time vs group size for Gaussian, systematic and LDPC codes (no MPI);
     /// prints CSV.
     Decode {
@@ -362,6 +377,17 @@ fn run(cli: Cli) -> Result<(), Failure> {
             for r in rows {
                 let refused = r.refused.map_or(String::new(), |m| format!("\"{}\"", m.replace('"', "'")));
                 println!("{},{},{},{},{},{},{:.4},{:.4},{:.4},{:.1e},{refused}", r.code, r.n, r.n / 2, r.erased, r.sets, r.decoded, r.cold_s * 1e3, r.warm_s * 1e3, r.apply_s * 1e3, r.max_rel_err);
+            }
+            Ok(())
+        }
+        Cmd::Bench(BenchCmd::Rows { sizes, lt_sizes, overhead, sets }) => {
+            if sizes.iter().chain(&lt_sizes).any(|&r| r < 2) || sets == 0 || overhead.is_nan() || overhead <= 0.0 {
+                return Err(Failure("bench rows: sizes must be at least 2, sets at least 1, overhead positive".into(), 2));
+            }
+            outrun_codes::single_threaded_blas();
+            println!("code,r,received,solved,cold_ms,apply_ms,lapack_lu_ms,max_rel_err,cond_or_growth");
+            for r in outrun_workloads::bench::row_decode_times(&sizes, &lt_sizes, overhead, sets) {
+                println!("{},{},{},{},{:.3},{:.3},{:.3},{:.1e},{:.1e}", r.code, r.r, r.received, r.solved, r.cold_s * 1e3, r.apply_s * 1e3, r.lapack_s * 1e3, r.max_rel_err, r.cond);
             }
             Ok(())
         }

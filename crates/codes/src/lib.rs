@@ -38,4 +38,4 @@ pub use linear::{condition, rank, GroupDecoding, LinearCode, LinearError, Linear
 pub use lt::{robust_soliton, LtCode};
 pub use linalg::{col_nnz, lstsq, norm2, pinv, row_nnz, rows_transposed, single_threaded_blas, LeastSquares, Matrix, RANK_TOL};
 pub use rng::{domain, splitmix64, Rng};
-pub use rowcode::{CodedRow, RowCode, RowCodeKind, RowDecodeError, RowDecoder, MAX_DECODE_COND};
+pub use rowcode::{CodedRow, RowCode, RowCodeKind, RowDecodeError, RowDecoder, MAX_DECODE_COND, MAX_PEEL_GROWTH_EPS};

@@ -208,3 +208,90 @@ fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
 }
+
+/// One row of [`row_decode_times`].
+#[derive(Clone, Debug)]
+pub struct RowDecodeRow {
+    /// `gaussian`, `systematic` or `lt`.
+    pub code: &'static str,
+    /// Source rows r.
+    pub r: usize,
+    /// Coded rows received.
+    pub received: usize,
+    /// Unknowns solved densely (r for Gaussian, the missing systematic entries, 0 for LT).
+    pub solved: usize,
+    /// Median seconds to build the decoder of a new received set (coefficients, factorization
+    /// or peeling schedule).
+    pub cold_s: f64,
+    /// Median seconds to decode y from the received values with it.
+    pub apply_s: f64,
+    /// Median seconds of LAPACK's own LU factorization (`dgetrf` through `ndarray-linalg`) of a
+    /// random `solved` × `solved` matrix, in the same invocation (0 when nothing is solved).
+    pub lapack_s: f64,
+    /// Worst relative error ‖ŷ − y‖/‖y‖.
+    pub max_rel_err: f64,
+    /// Worst condition estimate of the dense solve, or the peeling schedule's round-off growth
+    /// bound.
+    pub cond: f64,
+}
+
+/// Decoding time of coded mat-vec versus r: for each code and r, `sets` random received sets
+/// (r of 1.5r coded rows for the MDS codes; every one of r(1 + `overhead`) LT rows, shuffled),
+/// decoded by the runtime's own decoder; beside LAPACK's LU of the same dense size.
+pub fn row_decode_times(sizes: &[usize], lt_sizes: &[usize], overhead: f64, sets: usize) -> Vec<RowDecodeRow> {
+    use ndarray_linalg::Factorize;
+    use outrun_codes::{CodedRow, Rng, RowCode, RowCodeKind};
+    let mut out = vec![];
+    let cases = sizes.iter().flat_map(|&r| [("gaussian", r), ("systematic", r)]).chain(lt_sizes.iter().map(|&r| ("lt", r)));
+    for (name, r) in cases {
+        let (kind, n) = match name {
+            "gaussian" => (RowCodeKind::Gaussian, r + r / 2),
+            "systematic" => (RowCodeKind::Systematic, r + r / 2),
+            _ => (RowCodeKind::Lt { c: 0.03, delta: 0.1 }, (r as f64 * (1.0 + overhead)).ceil() as usize),
+        };
+        let code = RowCode::new(kind, r, n, 0x5eed ^ r as u64);
+        let mut rng = Rng::from_key(&[0x40f5, r as u64]);
+        let y: Vec<f64> = (0..r).map(|_| rng.normal()).collect();
+        let norm = y.iter().map(|v| v * v).sum::<f64>().sqrt();
+        let (mut cold, mut apply, mut lapack) = (vec![], vec![], vec![]);
+        let (mut worst, mut solved, mut received_n, mut cond) = (0.0f64, 0, 0, 0.0f64);
+        for k in 0..sets {
+            let mut received = rng.permutation(n);
+            if name != "lt" {
+                received.truncate(r);
+            }
+            received_n = received.len();
+            let z: Vec<f64> = received
+                .iter()
+                .map(|&j| match code.row(j) {
+                    CodedRow::Unit(i) => y[i],
+                    CodedRow::Sum(ks) => ks.iter().map(|&i| y[i]).sum(),
+                    CodedRow::Dense(g) => g.iter().zip(&y).map(|(a, b)| a * b).sum(),
+                })
+                .collect();
+            let start = Instant::now();
+            let Ok(dec) = code.decoder(&received) else { continue };
+            cold.push(start.elapsed().as_secs_f64());
+            cond = cond.max(dec.cond);
+            let start = Instant::now();
+            let got = dec.apply(&z);
+            apply.push(start.elapsed().as_secs_f64());
+            worst = worst.max(got.iter().zip(&y).map(|(a, b)| (a - b) * (a - b)).sum::<f64>().sqrt() / norm);
+            solved = match name {
+                "gaussian" => r,
+                "systematic" => received.iter().filter(|&&j| j >= r).count().min(r),
+                _ => 0,
+            };
+            if solved > 0 && k < 3 {
+                let m = ndarray::Array2::from_shape_fn((solved, solved), |_| rng.normal());
+                let start = Instant::now();
+                let lu = m.factorize().expect("a random matrix factorizes");
+                lapack.push(start.elapsed().as_secs_f64());
+                drop(lu);
+            }
+        }
+        let lapack_s = if lapack.is_empty() { 0.0 } else { median(&mut lapack) };
+        out.push(RowDecodeRow { code: name, r, received: received_n, solved, cold_s: median(&mut cold), apply_s: median(&mut apply), lapack_s, max_rel_err: worst, cond });
+    }
+    out
+}

@@ -51,7 +51,7 @@ pub enum CodedRow {
 }
 
 /// A code of `n` coded rows over `r` source rows.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct RowCode {
     /// The kind.
     pub kind: RowCodeKind,
@@ -62,6 +62,14 @@ pub struct RowCode {
     /// Seed of the coefficients.
     pub seed: u64,
     lt: Option<LtCode>,
+    /// The dense coded rows, generated on first use by a decoder (shared by clones).
+    dense: std::sync::Arc<std::sync::OnceLock<Array2<f64>>>,
+}
+
+impl PartialEq for RowCode {
+    fn eq(&self, other: &Self) -> bool {
+        (self.kind, self.r, self.n, self.seed) == (other.kind, other.r, other.n, other.seed)
+    }
 }
 
 /// Why a received set does not decode (yet).
@@ -94,7 +102,7 @@ impl RowCode {
             RowCodeKind::Lt { c, delta } => Some(LtCode::new(r, n, c, delta, seed)),
             _ => None,
         };
-        RowCode { kind, r, n, seed, lt }
+        RowCode { kind, r, n, seed, lt, dense: Default::default() }
     }
 
     /// Coded row `j`'s coefficients.
@@ -163,13 +171,15 @@ impl RowCode {
         let mut direct = vec![];
         let mut parity = vec![];
         for (p, &j) in received.iter().enumerate() {
-            match self.row(j) {
-                CodedRow::Unit(k) if !known[k] => {
-                    known[k] = true;
-                    direct.push((p, k));
+            // identity and systematic rows below r are units (no coefficients generated)
+            let unit = matches!(self.kind, RowCodeKind::Identity) || (self.kind == RowCodeKind::Systematic && j < self.r);
+            match unit {
+                true if !known[j] => {
+                    known[j] = true;
+                    direct.push((p, j));
                 }
-                CodedRow::Unit(_) => {}
-                _ => parity.push(p),
+                true => {}
+                false => parity.push(p),
             }
         }
         let unknown: Vec<usize> = (0..self.r).filter(|&k| !known[k]).collect();
@@ -180,27 +190,69 @@ impl RowCode {
         if parity.len() < u {
             return Err(RowDecodeError::NotYet(self.r - u + parity.len(), self.r));
         }
-        let eqs: Vec<usize> = parity[..u].to_vec();
-        let mut m = Array2::zeros((u, u));
-        let mut k_part = Array2::zeros((u, direct.len()));
-        for (e, &p) in eqs.iter().enumerate() {
-            let CodedRow::Dense(g) = self.row(received[p]) else { unreachable!("parity rows are dense") };
-            for (c, &k) in unknown.iter().enumerate() {
-                m[[e, c]] = g[k];
+        // the first u parity rows; if that square system is ill-conditioned (a random square
+        // matrix's κ has a heavy tail) and more rows arrived, other selections of u of them
+        let dense = self.dense_rows();
+        let offset = if self.kind == RowCodeKind::Systematic { self.r } else { 0 };
+        let mut worst = 0.0f64;
+        for attempt in 0..SELECTIONS {
+            let eqs: Vec<usize> = match attempt {
+                0 => parity[..u].to_vec(),
+                1 => parity[parity.len() - u..].to_vec(),
+                _ => {
+                    let mut rng = Rng::from_key(&[self.seed, crate::domain::CODE, 0x5e1, attempt as u64]);
+                    let mut pick = rng.choose(parity.len(), u);
+                    pick.sort_unstable();
+                    pick.into_iter().map(|i| parity[i]).collect()
+                }
+            };
+            let mut m = Array2::zeros((u, u));
+            let mut k_part = Array2::zeros((u, direct.len()));
+            for (e, &p) in eqs.iter().enumerate() {
+                let g = dense.row(received[p] - offset);
+                for (c, &k) in unknown.iter().enumerate() {
+                    m[[e, c]] = g[k];
+                }
+                for (c, &(_, k)) in direct.iter().enumerate() {
+                    k_part[[e, c]] = g[k];
+                }
             }
-            for (c, &(_, k)) in direct.iter().enumerate() {
-                k_part[[e, c]] = g[k];
+            let cond = match m.factorize() {
+                Ok(lu) => {
+                    let rcond = lu.rcond().unwrap_or(0.0);
+                    let cond = if rcond > 0.0 { 1.0 / rcond } else { f64::INFINITY };
+                    if cond <= MAX_DECODE_COND {
+                        return Ok(RowDecoder { r: self.r, direct, solve: Some(Solve1 { eqs, unknown, k_part, lu }), peel: vec![], peel_rows: vec![], cond });
+                    }
+                    cond
+                }
+                Err(_) => f64::INFINITY,
+            };
+            worst = worst.max(cond);
+            if parity.len() == u {
+                break;
             }
         }
-        let lu = m.factorize().map_err(|_| RowDecodeError::Singular(f64::INFINITY))?;
-        let rcond = lu.rcond().unwrap_or(0.0);
-        let cond = if rcond > 0.0 { 1.0 / rcond } else { f64::INFINITY };
-        if cond > MAX_DECODE_COND {
-            return Err(RowDecodeError::Singular(cond));
-        }
-        Ok(RowDecoder { r: self.r, direct, solve: Some(Solve1 { eqs, unknown, k_part, lu }), peel: vec![], peel_rows: vec![], cond })
+        Err(RowDecodeError::Singular(worst))
+    }
+
+    /// Every dense coded row (Gaussian: all n; systematic: the n − r parity rows), generated
+    /// once and kept (the master's decoder reads the rows of every new set of responders).
+    fn dense_rows(&self) -> &Array2<f64> {
+        self.dense.get_or_init(|| {
+            let first = if self.kind == RowCodeKind::Systematic { self.r } else { 0 };
+            let mut m = Array2::zeros((self.n - first, self.r));
+            for (i, mut row) in m.rows_mut().into_iter().enumerate() {
+                let CodedRow::Dense(g) = self.row(first + i) else { unreachable!("dense rows") };
+                row.iter_mut().zip(g).for_each(|(a, b)| *a = b);
+            }
+            m
+        })
     }
 }
+
+/// Selections of u received parity rows tried before a decode is declared ill-conditioned.
+const SELECTIONS: usize = 4;
 
 /// The dense part of a decode: y_U = M⁻¹ (z_eqs − G[eqs, K]·y_K).
 struct Solve1 {

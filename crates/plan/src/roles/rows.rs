@@ -29,6 +29,22 @@ type RowCodeKey = (String, usize, usize, u64);
 /// The decoders held and their size in values.
 type Cache = Option<(HashMap<CacheKey, Arc<Decode>>, usize)>;
 
+/// The code of `spec`, built once per process (its dense rows are generated on first use and
+/// shared: the simulator builds new machines every trial).
+fn shared_code(spec: &crate::plan::RowsSpec) -> Arc<RowCode> {
+    static CODES: Mutex<Vec<Arc<RowCode>>> = Mutex::new(vec![]);
+    let mut codes = CODES.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(c) = codes.iter().find(|c| (c.kind, c.r, c.n, c.seed) == (spec.kind, spec.r, spec.n, spec.seed)) {
+        return c.clone();
+    }
+    let c = Arc::new(spec.build());
+    if codes.len() >= 4 {
+        codes.remove(0);
+    }
+    codes.push(c.clone());
+    c
+}
+
 /// Decoders shared by every aggregator of the process, keyed by the code and the rows
 /// received: the simulator's trials (new machines every trial) and repeated iterations with the
 /// same responders factorize once.
@@ -77,7 +93,7 @@ impl Map for Decode {
 
 /// The mat-vec master's aggregator.
 pub(crate) struct Rows {
-    code: RowCode,
+    code: Arc<RowCode>,
     /// Each child's coded rows.
     ranges: Vec<Range<usize>>,
     got: Vec<bool>,
@@ -99,7 +115,7 @@ impl Rows {
             })
             .collect();
         let k = children.len();
-        Rows { code: spec.build(), ranges, got: vec![false; k], failed: vec![false; k], order: vec![], received: vec![], done: false }
+        Rows { code: shared_code(spec), ranges, got: vec![false; k], failed: vec![false; k], order: vec![], received: vec![], done: false }
     }
 
     fn rows_of(&self, children: impl Iterator<Item = usize>) -> Vec<usize> {

@@ -174,3 +174,40 @@ fn small_hostile_inputs_get_one_line_each() {
         assert!(r.stderr.contains(want), "{args:?}: {}", r.stderr);
     }
 }
+
+/// Mat-vec without MPI: `outrun plan` reports HCMM's allocation with its expected time (and the
+/// Monte Carlo check), the simulator's mean over many trials matches that expected time (the
+/// model is what the simulator injects; only the small message times are added), `check`
+/// names a malformed matrix file's line, and `bench rows` decodes to round-off.
+#[test]
+fn matvec_plan_simulator_and_bad_files() {
+    let dir = tempdir("matvec-cli");
+    let cfg = dir.join("mv.toml");
+    std::fs::copy(concat!(env!("CARGO_MANIFEST_DIR"), "/../../configs/bench/matvec.toml"), &cfg).unwrap();
+    let c = cfg.display().to_string();
+    let plan = outrun(&["plan", &c]);
+    assert_eq!(plan.code, Some(0), "{}", plan.stderr);
+    assert!(plan.stdout.contains("allocation: HCMM") && plan.stdout.contains("τ*") && plan.stdout.contains("Monte Carlo"), "{}", plan.stdout);
+    let json = outrun(&["plan", &c, "--json"]);
+    let p: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    let expected = p["codes"][0]["expected"].as_f64().unwrap();
+    let runs = dir.join("runs");
+    let sim = outrun(&["simulate", &c, "--trials", "300", "--set", &format!("run.out_dir={}", runs.display())]);
+    assert_eq!(sim.code, Some(0), "{}", sim.stderr);
+    let mean: f64 = sim.stdout.split("mean ").nth(1).unwrap().split(" ms").next().unwrap().parse::<f64>().unwrap() / 1e3;
+    assert!((mean - expected).abs() < 0.03 * expected, "simulated {mean} vs E[T] {expected}");
+    // a malformed matrix file: one line naming the file and line, exit 2
+    let bad = dir.join("bad.mtx");
+    std::fs::write(&bad, "%%MatrixMarket matrix coordinate real general\n12 3 2\n1 1 1\n13 1 2\n").unwrap();
+    let chk = outrun(&["check", &c, "--set", "matrix.rows=", "--set", "matrix.cols=", "--set", &format!("matrix.path={}", bad.display())]);
+    assert_eq!(chk.code, Some(2));
+    assert!(chk.stderr.contains("bad.mtx:4: row index `13` is not in 1..=12"), "{}", chk.stderr);
+    assert_eq!(chk.stderr.trim().lines().count(), 1, "{}", chk.stderr);
+    // decode benchmark: every code decodes to round-off
+    let rows = outrun(&["bench", "rows", "--sizes", "100", "--lt-sizes", "500", "--overhead", "1.0", "--sets", "2"]);
+    assert_eq!(rows.code, Some(0), "{}", rows.stderr);
+    for line in rows.stdout.lines().skip(1) {
+        let err: f64 = line.split(',').nth(7).unwrap().parse().unwrap();
+        assert!(err < 1e-10, "{line}");
+    }
+}

@@ -90,8 +90,11 @@ pub const MAX_PEEL_GROWTH_EPS: f64 = 1e-2;
 /// Refinement passes after peeling (the residual of the peeled rows, peeled again).
 const REFINE: usize = 2;
 
-/// Largest condition number accepted for an exact decode (relative error ≲ κ·ε ≈ 2e-6).
-pub const MAX_DECODE_COND: f64 = 1e10;
+/// Largest condition number accepted for an exact decode: the error bound κ·ε stays within
+/// [`EXACT_RESIDUAL`](crate::EXACT_RESIDUAL) (κ ≈ 4.5e9), the bound the master checks (with
+/// 1e10 here, a set at κ = 6e9 was accepted by the decoder and then refused by the master
+/// instead of trying another selection of rows).
+pub const MAX_DECODE_COND: f64 = crate::EXACT_RESIDUAL / f64::EPSILON;
 
 impl RowCode {
     /// The code; `n ≥ r` (`n == r` for the identity).

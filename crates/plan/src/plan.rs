@@ -132,6 +132,10 @@ pub enum PlanCode {
         k: Option<usize>,
         /// Expected completion time E[T] of the model (None without per-worker laws).
         expected: Option<f64>,
+        /// The same by Monte Carlo (mean, standard error; 20 000 draws): a check of the
+        /// evaluator.
+        #[serde(default)]
+        expected_mc: Option<(f64, f64)>,
         /// Workers the allocation can lose in the worst case (largest loads first) and still
         /// hold `target` rows.
         tolerates: usize,
@@ -227,7 +231,7 @@ impl PlanCode {
                     fmt_sets(&(0..p).map(|c| m.column(c)).collect::<Vec<_>>())
                 )
             }
-            PlanCode::Rows { code, allocation, target, loads, lambdas, tau, k, expected, tolerates } => {
+            PlanCode::Rows { code, allocation, target, loads, lambdas, tau, k, expected, expected_mc, tolerates } => {
                 let total: usize = loads.iter().sum();
                 let how = match code.kind {
                     RowCodeKind::Identity => "uncoded: the master needs every row".to_string(),
@@ -247,7 +251,12 @@ impl PlanCode {
                     text.push_str(&format!("; k = {k} (any {k} workers' rows suffice)"));
                 }
                 match expected {
-                    Some(e) => text.push_str(&format!("; expected completion E[T] = {e:.6} s (DP over the rows received + adaptive quadrature)")),
+                    Some(e) => {
+                        text.push_str(&format!("; expected completion E[T] = {e:.6} s (DP over the rows received + adaptive quadrature)"));
+                        if let Some((m, se)) = expected_mc {
+                            text.push_str(&format!(", Monte Carlo {m:.6} ± {se:.6} s"));
+                        }
+                    }
                     None => text.push_str("; no per-worker laws (scheme.a/mu or stragglers.model = \"shifted-exp\"): no expected time"),
                 }
                 text.push_str(&format!("; loses up to {tolerates} worker(s) in the worst case"));

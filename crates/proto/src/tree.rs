@@ -107,7 +107,13 @@ impl<P: Vector> TreeNode<P> {
             computes: !node.parts.is_empty(),
             part_loads: node.parts.iter().map(|p| p.len()).collect(),
             len,
-            agg: (k > 0).then(|| aggregator(plan, rank, len)),
+            agg: (k > 0).then(|| {
+                let mut a = aggregator(plan, rank, len);
+                if !P::VALUES {
+                    a.lengths_only();
+                }
+                a
+            }),
             enc: encoder(plan, rank, len),
             faults: plan.stragglers.clone(),
             scheme: plan.scheme.clone(),

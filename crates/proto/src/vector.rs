@@ -113,6 +113,7 @@ impl Vector for Frame {
 pub struct Len(pub usize);
 
 impl Vector for Len {
+    const VALUES: bool = false;
     fn zeros(len: usize) -> Self {
         Len(len)
     }

@@ -206,7 +206,7 @@ fn write_trial(cfg: &Config, plan: &Plan, p: usize, model: &outrun_plan::Straggl
             "load": plan.nodes[r].load(), "parent": plan.nodes[r].parent, "children": plan.nodes[r].children, "at": 0.0}));
         evs.iter().for_each(|e| l.json(e));
     }
-    let theta = run.state.clone().unwrap_or_else(|| vec![f64::NAN; p]);
+    let theta = run.state.clone().unwrap_or_else(|| vec![f64::NAN; if cfg.matvec().is_some() { plan.samples } else { p }]);
     let h = &run.latency;
     let latency = Latency { count: h.count(), p50: h.quantile(0.5), p95: h.quantile(0.95), max: (h.count() > 0).then(|| h.max()) };
     let summary = book.finish(&info, &theta, 0.0, run.late, run.recv_bytes[plan.log_rank()], latency).map_err(io)?;

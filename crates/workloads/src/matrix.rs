@@ -144,14 +144,14 @@ fn header(lines: &mut impl Iterator<Item = (usize, std::io::Result<String>)>, pa
     Err(mm_err(path, 1, "no size line after the header"))
 }
 
-/// The shape (r = samples, m = features) of the configured matrix.
+/// The shape (r = samples, m = features) of the configured matrix. A file is read whole, so a
+/// malformed line is reported before MPI starts (rank 0 calls this at set-up).
 pub fn shape(m: &MatrixConfig) -> Result<Shape, DataError> {
     match &m.path {
         None => Ok(Shape { samples: m.rows.expect("validated"), features: m.cols.expect("validated") }),
-        Some(p) => {
-            let mut lines = open("matrix.path", Path::new(p))?.lines().enumerate().map(|(i, l)| (i + 1, l));
-            let h = header(&mut lines, p)?;
-            Ok(Shape { samples: h.rows, features: h.cols })
+        Some(_) => {
+            let a = load(m, 0)?;
+            Ok(Shape { samples: a.rows, features: a.cols })
         }
     }
 }

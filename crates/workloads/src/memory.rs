@@ -23,16 +23,34 @@ pub fn per_rank(plan: &Plan, features: usize) -> Vec<u64> {
 }
 
 /// Estimated peak bytes of every rank of a mat-vec with `cols` columns: every rank reads the
-/// whole r × m matrix, a worker also holds its ℓ coded rows, and the master the decoder (an
-/// r × r factorization for the dense codes, counted for every rank as an upper bound).
+/// whole r × m matrix, a worker also holds its ℓ coded rows, and the master the decoder (the
+/// dense coded rows and an r × r factorization for the Gaussian code, the parity rows and at
+/// most their square for the systematic one, the neighbour lists for LT).
 pub fn per_rank_matvec(plan: &Plan, cols: usize) -> Vec<u64> {
+    use outrun_codes::RowCodeKind;
     let (r, m) = (plan.samples as u64, cols as u64);
     let whole = r.saturating_mul(m).saturating_mul(8);
+    let decoder = plan
+        .codes
+        .iter()
+        .find_map(|c| match c {
+            outrun_plan::PlanCode::Rows { code, .. } => Some((code.kind, code.n as u64)),
+            _ => None,
+        })
+        .map_or(0, |(kind, n)| match kind {
+            RowCodeKind::Identity => 0,
+            RowCodeKind::Gaussian => n.saturating_mul(r).saturating_add(r.saturating_mul(r)),
+            RowCodeKind::Systematic => {
+                let parity = n.saturating_sub(r);
+                parity.saturating_mul(r).saturating_add(parity.min(r).saturating_mul(r))
+            }
+            RowCodeKind::Lt { .. } => n.saturating_mul(20),
+        });
     plan.nodes
         .iter()
         .map(|n| {
             let own = (n.load() as u64).saturating_mul(m).saturating_mul(8);
-            let decode = if n.children.is_empty() { 0 } else { r.saturating_mul(r).saturating_mul(8) };
+            let decode = if n.children.is_empty() { 0 } else { decoder.saturating_mul(8) };
             whole.saturating_add(own).saturating_add(decode).saturating_add((r + m).saturating_mul(8).saturating_mul(VECTORS))
         })
         .collect()

@@ -130,6 +130,9 @@ pub trait Aggregator: Send {
     fn assignments(&mut self, _t: u64) -> Option<Vec<Vec<u8>>> {
         None
     }
+    /// The vectors are lengths only (timing simulations): an aggregator may skip the numerical
+    /// work of decoding (its combination's terms and lengths must stay right).
+    fn lengths_only(&mut self) {}
 }
 
 /// The aggregator of `rank` (which must have children) for payloads of `len` values.

@@ -141,6 +141,8 @@ impl Combination {
 
 /// A vector the node protocol can combine: real values, or only a length (timing simulations).
 pub trait Vector: Clone {
+    /// Whether the vectors carry values (false: lengths only, so decoders need not be built).
+    const VALUES: bool = true;
     /// A zero vector of `len` values.
     fn zeros(len: usize) -> Self;
     /// Number of values.

@@ -91,6 +91,25 @@ impl Map for Decode {
     }
 }
 
+/// The map of a timing simulation: lengths only, nothing is decoded.
+#[derive(Debug)]
+struct Lengths {
+    rows_in: usize,
+    r: usize,
+}
+
+impl Map for Lengths {
+    fn in_len(&self) -> usize {
+        self.rows_in
+    }
+    fn out_len(&self) -> usize {
+        self.r
+    }
+    fn apply(&self, _z: &[f64]) -> Vec<f64> {
+        unreachable!("a lengths-only combination is never applied to values")
+    }
+}
+
 /// The mat-vec master's aggregator.
 pub(crate) struct Rows {
     code: Arc<RowCode>,
@@ -101,6 +120,8 @@ pub(crate) struct Rows {
     order: Vec<usize>,
     received: Vec<usize>,
     done: bool,
+    /// Timing simulation: no decoder is built (the map only says the lengths).
+    lengths: bool,
 }
 
 impl Rows {
@@ -115,7 +136,7 @@ impl Rows {
             })
             .collect();
         let k = children.len();
-        Rows { code: shared_code(spec), ranges, got: vec![false; k], failed: vec![false; k], order: vec![], received: vec![], done: false }
+        Rows { code: shared_code(spec), ranges, got: vec![false; k], failed: vec![false; k], order: vec![], received: vec![], done: false, lengths: false }
     }
 
     fn rows_of(&self, children: impl Iterator<Item = usize>) -> Vec<usize> {
@@ -157,6 +178,10 @@ impl Aggregator for Rows {
         !self.done && !self.code.decodable(&self.rows_of((0..self.ranges.len()).filter(|&i| !self.failed[i])))
     }
 
+    fn lengths_only(&mut self) {
+        self.lengths = true;
+    }
+
     fn combine(&mut self) -> Combination {
         let r = self.code.r;
         // gather the accepted messages in child order (so the decoder depends on the set of
@@ -171,6 +196,12 @@ impl Aggregator for Rows {
             at += len;
         }
         let key: Vec<usize> = used.iter().map(|&(i, _)| i).collect();
+        if self.lengths {
+            let mut c = Combination::exact(r, terms);
+            c.used = self.order.clone();
+            c.post = Some(Post(Arc::new(Lengths { rows_in: at, r })));
+            return c;
+        }
         let rows = self.rows_of(key.iter().copied());
         let decoded = cached(&self.code, &rows, || self.code.decoder(&rows).map(|dec| Arc::new(Decode { dec, rows_in: at, r })));
         let mut c = Combination::exact(r, terms);

@@ -13,7 +13,7 @@
 //! come from `scheme.a/mu/shape`, else from `[stragglers]` (shifted-exp, weibull), so what the
 //! plan predicts is what the run injects.
 
-use outrun_codes::{budget_heuristic, expected_time, hcmm, load_balanced, uniform_coded, uniform_uncoded, MachineType, RowCodeKind, RowLaw, Rounding};
+use outrun_codes::{budget_heuristic, expected_time, hcmm, load_balanced, monte_carlo, uniform_coded, uniform_uncoded, MachineType, RowCodeKind, RowLaw, Rounding};
 
 use crate::alloc::{Segment, WeightedSet};
 use crate::config::{Config, ConfigError, MatvecCode, MatvecSchemeConfig, SchemeConfig};
@@ -136,6 +136,7 @@ pub(crate) fn build(cfg: &Config, c: &MatvecSchemeConfig, r: usize) -> Result<Pl
     };
     let total: usize = loads.iter().sum();
     let expected = laws.as_ref().map(|w| expected_time(w, &loads, target.min(total)));
+    let expected_mc = laws.as_ref().map(|w| monte_carlo(w, &loads, target.min(total), 20_000, cfg.run.seed));
     let spec = RowsSpec { kind, r, n: total, seed: cfg.run.seed };
     let mut start = 0;
     let nodes = loads
@@ -153,7 +154,7 @@ pub(crate) fn build(cfg: &Config, c: &MatvecSchemeConfig, r: usize) -> Result<Pl
         RowCodeKind::Identity => format!("{allocation} mat-vec: {r} rows over {n} workers, the master waits for all"),
         _ => format!("{allocation} coded mat-vec ({}): {total} coded rows for r = {r} over {n} workers, decoded as soon as the rows received determine y", c.code.name()),
     };
-    let code = PlanCode::Rows { code: spec, allocation, target, loads, lambdas, tau, k, expected, tolerates: s };
+    let code = PlanCode::Rows { code: spec, allocation, target, loads, lambdas, tau, k, expected, expected_mc, tolerates: s };
     Ok(star(cfg, title, r, s, nodes, Rule::Rows { code: 0 }, vec![code]))
 }
 
@@ -173,8 +174,11 @@ mod tests {
         let loads: Vec<usize> = plan.nodes[1..].iter().map(|n| n.load()).collect();
         assert!(loads[0] == loads[1] && loads[1] > loads[2] && loads[3] > loads[4], "{loads:?}");
         assert!(loads.iter().sum::<usize>() >= 200);
-        let PlanCode::Rows { tolerates: t, expected, .. } = &plan.codes[0] else { panic!() };
-        assert!(*t >= 1 && expected.is_some());
+        let PlanCode::Rows { tolerates: t, expected, expected_mc, .. } = &plan.codes[0] else { panic!() };
+        assert!(*t >= 1);
+        // the evaluator agrees with its Monte Carlo check
+        let (e, (m, se)) = (expected.unwrap(), expected_mc.unwrap());
+        assert!((e - m).abs() < 4.0 * se + 1e-9, "E[T] {e} vs Monte Carlo {m} ± {se}");
         // coded rows are contiguous and disjoint
         let starts: Vec<usize> = plan.nodes[1..].iter().map(|n| n.parts[0].segments[0].start).collect();
         assert_eq!(starts[1], loads[0]);

@@ -52,6 +52,8 @@ pub(crate) struct Driver<'a, J: Job<Frame>> {
     pub progress: &'a mut dyn Progress,
     /// The last applied model (for `theta.txt`).
     pub state: Option<Vec<f64>>,
+    /// The rank's log failure was reported to the machine.
+    log_dropped: bool,
     /// This rank failed to apply a result that every rank failed to apply (a ring's
     /// divergence): only the logging rank reports it.
     pub quiet_failure: bool,
@@ -65,7 +67,7 @@ pub(crate) struct Driver<'a, J: Job<Frame>> {
 impl<'a, J: Job<Frame>> Driver<'a, J> {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(comm: Comm, clock: Clock, log: Lines, job: J, injector: Injector, rank: usize, worker: Option<usize>, load: usize, modelled: bool, poll_us: u64, iterations: u64, book: Option<Book>, progress: &'a mut dyn Progress) -> Self {
-        Driver { comm, clock, log, job, injector, rank, worker, load, modelled, poll_us, iterations, book, progress, state: None, quiet_failure: false, collective: false, timers: vec![], pending: None, done: None }
+        Driver { comm, clock, log, job, injector, rank, worker, load, modelled, poll_us, iterations, book, progress, state: None, log_dropped: false, quiet_failure: false, collective: false, timers: vec![], pending: None, done: None }
     }
 
     /// Feed one input and carry out everything the machine asks for.
@@ -180,6 +182,11 @@ impl<'a, J: Job<Frame>> Driver<'a, J> {
     }
 
     /// Drive `m` until it is done. Returns its outcome.
+    /// Whether the log's failure was given to the machine (so it travelled with the goodbye).
+    pub(crate) fn log_reported(&self) -> bool {
+        self.log_dropped
+    }
+
     pub(crate) fn run(&mut self, m: &mut dyn Machine<Frame>) -> Outcome {
         let mut backoff = Backoff::new(self.poll_us);
         let mut eager = false;
@@ -187,6 +194,14 @@ impl<'a, J: Job<Frame>> Driver<'a, J> {
             if let Some(o) = self.done.take() {
                 self.flush();
                 return o;
+            }
+            // the log file refused a line (a full disk): the machine reports it with its goodbye
+            if !self.log_dropped {
+                if let Some(e) = self.log.failure() {
+                    self.log_dropped = true;
+                    let error = e.to_string();
+                    self.feed(m, Input::LogDropped { error });
+                }
             }
             let mut progressed = false;
             while let Some(r) = self.comm.try_recv() {

@@ -114,6 +114,31 @@ pub fn train(config: &Path, overrides: &[String], progress: &mut dyn Progress) -
     Finished { rank, result }
 }
 
+/// One line for the run about log files that dropped lines (a full disk): the master prints
+/// every rank's that reached it with the goodbyes; a rank whose report could not travel (a ring,
+/// an unclean shutdown) prints its own.
+fn report_dropped_logs(rank: usize, plan: &outrun_plan::Plan, outcome: &outrun_proto::Outcome, dir: &Path, own: Option<&str>, told_machine: bool) {
+    // a failure after the goodbye left (the shutdown record) never reached the master
+    let reported_up = plan.nodes[rank].parent.is_some() && outcome.clean && (own.is_none() || told_machine);
+    let mut dropped = outcome.dropped.clone();
+    if let Some(e) = own {
+        if !dropped.iter().any(|(r, _)| *r == rank as u32) {
+            dropped.push((rank as u32, e.to_string()));
+        }
+    }
+    if dropped.is_empty() || reported_up {
+        return;
+    }
+    dropped.sort();
+    let files: Vec<String> = dropped.iter().map(|(r, _)| format!("rank-{r}.jsonl")).collect();
+    eprintln!(
+        "warning: {} in {} refused log lines ({}); their later lines were dropped, the run went on",
+        files.join(", "),
+        dir.display(),
+        dropped[0].1
+    );
+}
+
 fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string()).unwrap_or_default()
 }
@@ -133,7 +158,7 @@ fn run(world: &mpi::topology::SimpleCommunicator, mut comm: Comm, shared: &Share
     let io = |e: std::io::Error| EngineError::Run(format!("cannot write to the run directory {}: {e}", dir.display()));
     let mut clock = Clock::start();
     clock.sync(&mut comm);
-    let mut log = Lines::create(&dir.join(format!("rank-{rank}.jsonl"))).map_err(io)?;
+    let mut log = Lines::create(&dir.join(format!("rank-{rank}.jsonl"))).map_err(io)?.quiet();
     if rank == plan.log_rank() {
         std::fs::write(dir.join("config.toml"), cfg.to_toml()).map_err(io)?;
         std::fs::write(dir.join("plan.json"), serde_json::to_string(plan).expect("plan serializes")).map_err(io)?;
@@ -166,6 +191,7 @@ fn run(world: &mpi::topology::SimpleCommunicator, mut comm: Comm, shared: &Share
     if logs {
         d.progress.end();
     }
+    report_dropped_logs(rank, plan, &outcome, dir, d.log.failure(), d.log_reported());
     let failure = match outcome.result {
         Ok(()) => None,
         Err(Failure::Run(_)) if d.quiet_failure => Some(EngineError::Aborted),

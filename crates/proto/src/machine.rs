@@ -82,6 +82,12 @@ pub enum Input<P> {
         /// Why the run failed, if it did.
         failure: Option<String>,
     },
+    /// The driver could not write this node's log (e.g. a full disk): later records are
+    /// dropped. The node reports it with its goodbye, so the master says it once for the run.
+    LogDropped {
+        /// The error.
+        error: String,
+    },
     /// The collective all-reduce asked for by [`Output::Collective`] completed.
     Reduced {
         /// Iteration.
@@ -192,6 +198,8 @@ pub struct Outcome {
     pub up_sent: u64,
     /// Model send→receive latencies of this node's subtree (merged from the children).
     pub latency: Histogram,
+    /// Ranks of this node's subtree (itself included) whose logs dropped lines, with the error.
+    pub dropped: Vec<(u32, String)>,
 }
 
 /// A node state machine.

@@ -42,6 +42,8 @@ pub struct RingNode<P: Vector> {
     /// When the step timer is due (None: disarmed).
     step_at: Option<f64>,
     done: bool,
+    /// This rank's log dropped lines (a ring has no goodbye: each rank reports its own).
+    dropped: Vec<(u32, String)>,
     out: VecDeque<Output<P>>,
 }
 
@@ -80,6 +82,7 @@ impl<P: Vector> RingNode<P> {
             record: Value::Null,
             step_at: None,
             done: false,
+            dropped: vec![],
             out: VecDeque::new(),
         }
     }
@@ -172,7 +175,7 @@ impl<P: Vector> RingNode<P> {
     fn finish(&mut self, now: f64, result: Result<(), Failure>) {
         self.done = true;
         self.out.push_back(Output::Log(json!({"ev": "shutdown", "kind": if result.is_ok() { "stop" } else { "abort" }, "at": now, "clean": true})));
-        self.out.push_back(Output::Done(Outcome { result, clean: true, late: 0, up_sent: 0, latency: Histogram::default() }));
+        self.out.push_back(Output::Done(Outcome { result, clean: true, late: 0, up_sent: 0, latency: Histogram::default(), dropped: self.dropped.clone() }));
     }
 }
 
@@ -211,6 +214,7 @@ impl<P: Vector> Machine<P> for RingNode<P> {
                 }
             }
             Input::Reduced { t, total } => self.deliver(now, t, total),
+            Input::LogDropped { error } => self.dropped = vec![(self.rank as u32, error)],
             Input::Recv { from, msg } => {
                 let left = (self.rank + self.n - 1) % self.n;
                 let head = msg.head;

@@ -84,6 +84,8 @@ pub struct TreeNode<P: Vector> {
     rounds_sent: u32,
     late: u64,
     latency: Histogram,
+    /// Ranks of the subtree whose logs dropped lines (this one and its children's reports).
+    dropped: Vec<(u32, String)>,
     failure: Option<String>,
     phase: Phase,
     /// When each timer is due (None: disarmed); a firing before that is stale.
@@ -140,6 +142,7 @@ impl<P: Vector> TreeNode<P> {
             rounds_sent: 0,
             late: 0,
             latency: Histogram::default(),
+            dropped: vec![],
             failure: None,
             phase: Phase::Running,
             wait_at: None,
@@ -443,11 +446,12 @@ impl<P: Vector> TreeNode<P> {
         let from = self.children[idx];
         let head = msg.head;
         if head.kind == Kind::Bye {
-            let Meta::Bye { count, latency } = head.meta else {
+            let Meta::Bye { count, latency, dropped } = head.meta else {
                 return self.log(json!({"ev": "warn", "at": now, "message": format!("goodbye from rank {from} without a count")}));
             };
             self.bye[idx] = Some(count);
             self.latency.merge(&Histogram::from_sparse(&latency));
+            self.dropped.extend(dropped);
             return self.check_drained(now);
         }
         self.recv[idx] += 1;
@@ -562,7 +566,7 @@ impl<P: Vector> TreeNode<P> {
     fn finish(&mut self, now: f64, clean: bool) {
         let Phase::Draining { abort } = self.phase else { return };
         if let Some(parent) = self.parent {
-            let meta = Meta::Bye { count: self.up_sent, latency: self.latency.sparse() };
+            let meta = Meta::Bye { count: self.up_sent, latency: self.latency.sparse(), dropped: self.dropped.clone() };
             self.send(vec![parent], Header { meta, ..Header::new(Kind::Bye, 0) }, None);
         }
         self.phase = Phase::Finished;
@@ -572,7 +576,7 @@ impl<P: Vector> TreeNode<P> {
             (None, true) => Err(Failure::Aborted),
             (None, false) => Ok(()),
         };
-        let outcome = Outcome { result, clean, late: self.late, up_sent: self.up_sent, latency: self.latency.clone() };
+        let outcome = Outcome { result, clean, late: self.late, up_sent: self.up_sent, latency: self.latency.clone(), dropped: self.dropped.clone() };
         self.out.push_back(Output::Done(outcome));
     }
 
@@ -605,7 +609,7 @@ impl<P: Vector> TreeNode<P> {
             );
             self.log(json!({"ev": "error", "at": now, "message": why.clone()}));
             self.phase = Phase::Finished;
-            let outcome = Outcome { result: Err(Failure::Run(why)), clean: false, late: self.late, up_sent: self.up_sent, latency: self.latency.clone() };
+            let outcome = Outcome { result: Err(Failure::Run(why)), clean: false, late: self.late, up_sent: self.up_sent, latency: self.latency.clone(), dropped: self.dropped.clone() };
             self.out.push_back(Output::Done(outcome));
         }
     }
@@ -662,6 +666,11 @@ impl<P: Vector> Machine<P> for TreeNode<P> {
             }
             Input::Finish { failure } => self.start_drain(clock.now(), failure),
             Input::Reduced { .. } => {}
+            Input::LogDropped { error } => {
+                if !self.dropped.iter().any(|(r, _)| *r == self.rank as u32) {
+                    self.dropped.push((self.rank as u32, error));
+                }
+            }
         }
     }
 

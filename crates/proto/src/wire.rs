@@ -68,12 +68,15 @@ pub enum Meta {
     Missing(Vec<u32>),
     /// `Assign`: a scheme-defined assignment.
     Assignment(Vec<u8>),
-    /// `Bye`: up messages sent, and the model-latency histogram of the sender's subtree.
+    /// `Bye`: up messages sent, the model-latency histogram of the sender's subtree, and the
+    /// ranks of the subtree whose log file refused lines (so the master reports them once).
     Bye {
         /// Up messages sent before the goodbye.
         count: u64,
         /// Sparse histogram: (bin, count).
         latency: Vec<(u16, u32)>,
+        /// Ranks whose log dropped lines, with the first error.
+        dropped: Vec<(u32, String)>,
     },
 }
 
@@ -244,7 +247,7 @@ mod tests {
         assert!(!starts_with(&frame, &Header::new(Kind::Result, 7)));
 
         let mut bye = Header::new(Kind::Bye, 0);
-        bye.meta = Meta::Bye { count: 41, latency: vec![(3, 7), (200, 1)] };
+        bye.meta = Meta::Bye { count: 41, latency: vec![(3, 7), (200, 1)], dropped: vec![(3, "No space left on device".into())] };
         let (words, n) = encode(&bye, None);
         assert_eq!(n, frame_bytes(&bye, 0));
         let (back, frame) = decode(words, n).unwrap();

@@ -82,9 +82,10 @@ impl Book {
     /// Open `iterations.csv` (and `trajectory.csv`) in the run directory.
     pub fn new(shared: &RunInfo, loop_start: f64) -> std::io::Result<Self> {
         let dir = &shared.run_dir;
-        let mut csv = Lines::create(&dir.join("iterations.csv"))?;
+        // a write that fails here fails the run's summary later, with one line (no warning)
+        let mut csv = Lines::create(&dir.join("iterations.csv"))?.quiet();
         csv.line("iteration,wall_s,cumulative_s,loss,normalized_error,relative_change,used,survivors,coverage,exact,residual,late_discarded");
-        let traj = if shared.config.run.trajectory { Lines::create(&dir.join("trajectory.csv"))? } else { Lines::none() };
+        let traj = if shared.config.run.trajectory { Lines::create(&dir.join("trajectory.csv"))?.quiet() } else { Lines::none() };
         let star = match shared.config.matvec() {
             Some(_) => None,
             None => match shared.config.data().kind {
@@ -158,6 +159,11 @@ impl Book {
     /// the summary.
     pub fn finish(&self, shared: &RunInfo, theta: &[f64], setup_s: f64, late: u64, master_bytes: u64, latency: Latency) -> std::io::Result<Summary> {
         let dir = &shared.run_dir;
+        for (name, lines) in [("iterations.csv", &self.csv), ("trajectory.csv", &self.traj)] {
+            if let Some(e) = lines.failure() {
+                return Err(std::io::Error::other(format!("{name} dropped lines ({e})")));
+            }
+        }
         let text: String = theta.iter().map(|v| format!("{v:e}\n")).collect();
         std::fs::write(dir.join(shared.config.job.state_file()), text)?;
         let plan = &shared.plan;

@@ -58,18 +58,33 @@ pub fn create_run_dir(out_dir: &Path, name: &str) -> std::io::Result<PathBuf> {
 pub struct Lines {
     w: Option<LineWriter<File>>,
     path: PathBuf,
+    /// Report a failed write through [`Lines::failure`] instead of a warning (the engine's rank
+    /// logs: the master reports every rank's in one line).
+    quiet: bool,
+    failure: Option<String>,
 }
 
 impl Lines {
     /// Create (truncate) the file.
     pub fn create(path: &Path) -> std::io::Result<Self> {
         let f = OpenOptions::new().create(true).truncate(true).write(true).open(path)?;
-        Ok(Lines { w: Some(LineWriter::new(f)), path: path.to_path_buf() })
+        Ok(Lines { w: Some(LineWriter::new(f)), path: path.to_path_buf(), quiet: false, failure: None })
     }
 
     /// A sink that discards everything.
     pub fn none() -> Self {
-        Lines { w: None, path: PathBuf::new() }
+        Lines { w: None, path: PathBuf::new(), quiet: false, failure: None }
+    }
+
+    /// Record a failed write (see [`Lines::failure`]) instead of warning.
+    pub fn quiet(mut self) -> Self {
+        self.quiet = true;
+        self
+    }
+
+    /// The error that made this file drop its lines, if one did.
+    pub fn failure(&self) -> Option<&str> {
+        self.failure.as_deref()
     }
 
     /// Whether lines go anywhere (callers skip building lines nobody will read).
@@ -82,7 +97,10 @@ impl Lines {
     pub fn line(&mut self, s: &str) {
         if let Some(w) = &mut self.w {
             if let Err(e) = writeln!(w, "{s}") {
-                tracing::warn!("cannot write {}: {e}; further lines to it are dropped", self.path.display());
+                if !self.quiet {
+                    tracing::warn!("cannot write {}: {e}; further lines to it are dropped", self.path.display());
+                }
+                self.failure = Some(e.to_string());
                 self.w = None;
             }
         }

@@ -266,6 +266,8 @@ pub fn vector(v: &VectorConfig, seed: u64, m: usize) -> Result<Vec<f64>, DataErr
 mod tests {
     use super::*;
 
+    /// A file unique to this process and `name` (tests run in parallel threads: every test
+    /// uses its own names).
     fn write(name: &str, text: &str) -> String {
         let p = std::env::temp_dir().join(format!("outrun-mm-{}-{name}", std::process::id()));
         std::fs::write(&p, text).unwrap();
@@ -278,14 +280,14 @@ mod tests {
 
     #[test]
     fn reads_every_supported_layout() {
-        let coord = write("c", "%%MatrixMarket matrix coordinate real general\n% comment\n2 3 3\n1 1 1.5\n2 3 -2\n1 3 4e0\n");
+        let coord = write("layout-c", "%%MatrixMarket matrix coordinate real general\n% comment\n2 3 3\n1 1 1.5\n2 3 -2\n1 3 4e0\n");
         let a = load(&cfg(&coord), 0).unwrap();
         assert_eq!(a.data, vec![1.5, 0.0, 4.0, 0.0, 0.0, -2.0]);
-        let sym = write("s", "%%MatrixMarket matrix coordinate real symmetric\n3 3 2\n2 1 5\n3 3 1\n");
+        let sym = write("layout-s", "%%MatrixMarket matrix coordinate real symmetric\n3 3 2\n2 1 5\n3 3 1\n");
         assert_eq!(load(&cfg(&sym), 0).unwrap().data, vec![0.0, 5.0, 0.0, 5.0, 0.0, 0.0, 0.0, 0.0, 1.0]);
-        let arr = write("a", "%%MatrixMarket matrix array real general\n2 2\n1\n2\n3\n4\n");
+        let arr = write("layout-a", "%%MatrixMarket matrix array real general\n2 2\n1\n2\n3\n4\n");
         assert_eq!(load(&cfg(&arr), 0).unwrap().data, vec![1.0, 3.0, 2.0, 4.0]);
-        let arrs = write("as", "%%MatrixMarket matrix array integer symmetric\n2 2\n1\n2\n3\n");
+        let arrs = write("layout-as", "%%MatrixMarket matrix array integer symmetric\n2 2\n1\n2\n3\n");
         assert_eq!(load(&cfg(&arrs), 0).unwrap().data, vec![1.0, 2.0, 2.0, 3.0]);
         assert_eq!(shape(&cfg(&coord)).unwrap(), Shape { samples: 2, features: 3 });
         for p in [coord, sym, arr, arrs] {
@@ -304,12 +306,12 @@ mod tests {
             ("s", "%%MatrixMarket matrix coordinate real general\n2 x 1\n", ":2: expected the size line"),
         ];
         for (name, text, want) in cases {
-            let p = write(name, text);
+            let p = write(&format!("bad-{name}"), text);
             let e = load(&cfg(&p), 0).unwrap_err().to_string();
             assert!(e.contains(want), "{name}: {e}");
             std::fs::remove_file(p).unwrap();
         }
-        let v = write("v", "1\n# c\n2\nx\n");
+        let v = write("bad-v", "1\n# c\n2\nx\n");
         let e = vector(&VectorConfig { path: Some(v.clone()) }, 0, 3).unwrap_err().to_string();
         assert!(e.contains(":4: `x` is not a finite number"), "{e}");
         let e = vector(&VectorConfig { path: Some(v.clone()) }, 0, 1).unwrap_err().to_string();

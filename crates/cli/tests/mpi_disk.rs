@@ -1,0 +1,52 @@
+//! A full disk during a run (issue 9, item 7): the rank logs that refuse lines are reported in
+//! one line by the master, naming the files and the error, instead of one warning per rank; the
+//! run itself goes on and ends with one error line when its summary cannot be written. Needs
+//! root (a small tmpfs is mounted for the run directory); set OUTRUN_SKIP_MOUNT=1 to skip it
+//! explicitly where that is impossible.
+
+mod common;
+
+use std::process::Command;
+use std::time::Duration;
+
+use common::*;
+
+/// A mounted tmpfs, unmounted when dropped.
+struct Mount(std::path::PathBuf);
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_full_disk_is_reported_once() {
+    if std::env::var_os("OUTRUN_SKIP_MOUNT").is_some() {
+        eprintln!("skipped: OUTRUN_SKIP_MOUNT is set");
+        return;
+    }
+    let uid = Command::new("id").arg("-u").output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&uid.stdout).trim(), "0", "the full-disk test needs root to mount a tmpfs (or set OUTRUN_SKIP_MOUNT=1 to skip it)");
+    let _lock = mpi_lock();
+    let dir = tempdir("disk");
+    let small = dir.join("small");
+    std::fs::create_dir(&small).unwrap();
+    let st = Command::new("mount").args(["-t", "tmpfs", "-o", "size=48k", "tmpfs"]).arg(&small).status().unwrap();
+    assert!(st.success(), "mount tmpfs");
+    let _m = Mount(small.clone());
+    let text = format!(
+        "[run]\nname='disk'\niterations=300\ndeadline=10.0\nout_dir='{}'\n[data]\nkind='linear-synthetic'\nsamples=400\nfeatures=5\n[model]\nloss='least-squares'\nlr=0.1\n[scheme]\nkind='umw'\nworkers=4\n[timing]\ncompute='modelled'\na=1e-6\n",
+        small.display()
+    );
+    let cfg = write_config(&dir, &text);
+    let run = mpirun(5, &cfg, &[], Duration::from_secs(120));
+    let lines: Vec<&str> = run.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert!(!run.stderr.contains("WARN"), "no per-rank warnings:\n{}", run.stderr);
+    let warn: Vec<&&str> = lines.iter().filter(|l| l.contains("refused log lines")).collect();
+    assert_eq!(warn.len(), 1, "one line for the dropped logs:\n{}", run.stderr);
+    assert!(warn[0].contains("rank-0.jsonl") && warn[0].contains("rank-1.jsonl") && warn[0].contains("No space left on device"), "{}", warn[0]);
+    // the run went on to the end; its summary could not be written: one error line, exit ≠ 0
+    assert_ne!(run.code, Some(0));
+    assert!(lines.len() <= 2, "at most the warning and the error:\n{}", run.stderr);
+}

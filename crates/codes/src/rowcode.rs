@@ -144,6 +144,18 @@ impl RowCode {
         out
     }
 
+    /// The coded values G_S·y of the rows `rows` for a vector `y` of r values (what workers
+    /// return for y = A·x; tests and benchmarks form received values with it).
+    pub fn values(&self, rows: &[usize], y: &[f64]) -> Vec<f64> {
+        rows.iter()
+            .map(|&j| match self.row(j) {
+                CodedRow::Unit(i) => y[i],
+                CodedRow::Sum(ks) => ks.iter().map(|&i| y[i]).sum(),
+                CodedRow::Dense(g) => g.iter().zip(y).map(|(a, b)| a * b).sum(),
+            })
+            .collect()
+    }
+
     /// Whether the received coded rows (distinct indices) determine y: at least r of them for
     /// the MDS codes (any r decode with probability 1), all r for the identity, successful
     /// peeling for LT.
@@ -374,14 +386,7 @@ mod tests {
             let mut rng = Rng::from_key(&[1]);
             let y: Vec<f64> = (0..r).map(|_| rng.below(1000) as f64 - 500.0).collect();
             let received = rng.permutation(n);
-            let z: Vec<f64> = received
-                .iter()
-                .map(|&j| match code.row(j) {
-                    CodedRow::Unit(i) => y[i],
-                    CodedRow::Sum(ks) => ks.iter().map(|&i| y[i]).sum(),
-                    CodedRow::Dense(_) => unreachable!("LT rows are 0/1"),
-                })
-                .collect();
+            let z = code.values(&received, &y);
             let got = code.decoder(&received).unwrap().apply(&z);
             let wrong = got.iter().zip(&y).filter(|(a, b)| a != b).count();
             assert_eq!(wrong, 0, "r = {r}");
@@ -399,14 +404,7 @@ mod tests {
         let mut rng = Rng::from_key(&[2]);
         let y: Vec<f64> = (0..r).map(|_| rng.normal()).collect();
         let received = rng.permutation(n);
-        let z: Vec<f64> = received
-            .iter()
-            .map(|&j| match code.row(j) {
-                CodedRow::Unit(i) => y[i],
-                CodedRow::Sum(ks) => ks.iter().map(|&i| y[i]).sum(),
-                CodedRow::Dense(_) => unreachable!("LT rows are 0/1"),
-            })
-            .collect();
+        let z = code.values(&received, &y);
         let dec = code.decoder(&received).unwrap();
         assert!(dec.cond < 1e6, "growth bound {}", dec.cond);
         let got = dec.apply(&z);

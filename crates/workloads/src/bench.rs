@@ -240,7 +240,7 @@ pub struct RowDecodeRow {
 /// decoded by the runtime's own decoder; beside LAPACK's LU of the same dense size.
 pub fn row_decode_times(sizes: &[usize], lt_sizes: &[usize], overhead: f64, sets: usize) -> Vec<RowDecodeRow> {
     use ndarray_linalg::Factorize;
-    use outrun_codes::{CodedRow, Rng, RowCode, RowCodeKind};
+    use outrun_codes::{Rng, RowCode, RowCodeKind};
     let mut out = vec![];
     let cases = sizes.iter().flat_map(|&r| [("gaussian", r), ("systematic", r)]).chain(lt_sizes.iter().map(|&r| ("lt", r)));
     for (name, r) in cases {
@@ -261,14 +261,7 @@ pub fn row_decode_times(sizes: &[usize], lt_sizes: &[usize], overhead: f64, sets
                 received.truncate(r);
             }
             received_n = received.len();
-            let z: Vec<f64> = received
-                .iter()
-                .map(|&j| match code.row(j) {
-                    CodedRow::Unit(i) => y[i],
-                    CodedRow::Sum(ks) => ks.iter().map(|&i| y[i]).sum(),
-                    CodedRow::Dense(g) => g.iter().zip(&y).map(|(a, b)| a * b).sum(),
-                })
-                .collect();
+            let z = code.values(&received, &y);
             let start = Instant::now();
             let Ok(dec) = code.decoder(&received) else { continue };
             cold.push(start.elapsed().as_secs_f64());

@@ -325,7 +325,7 @@ impl<P: Vector> TreeNode<P> {
         let t = self.cur.expect("an iteration in progress");
         self.collecting = false;
         let t0 = clock.now();
-        let comb = match self.agg.as_mut() {
+        let mut comb = match self.agg.as_mut() {
             Some(a) => a.combine(),
             None => Combination::exact(self.len, vec![]),
         };
@@ -352,7 +352,6 @@ impl<P: Vector> TreeNode<P> {
             return self.fail_iteration(clock.now(), t, why, vec![]);
         }
         let own = self.own.take().expect("checked");
-        let mut comb = comb;
         // a decoder that is not a sum of ranges: gather, map, and use the result as one arrival
         if let Some(v) = comb.mapped(&own, &self.arrivals) {
             self.arrivals.push(v);

@@ -183,7 +183,7 @@ impl Matvec {
                 coded.insert(rank, code.encode(&a.data, a.cols, seg.start..seg.start + seg.len));
             }
         }
-        let lens = plan.nodes.iter().map(|n| if n.parts.is_empty() { a.rows } else { n.load() }).collect();
+        let lens = matvec_lens(plan);
         Ok(Matvec { r: a.rows, m: a.cols, power: mv.power, x, coded, lens, pace: usize::MAX })
     }
 
@@ -238,6 +238,12 @@ impl Job<Frame> for Matvec {
     }
 }
 
+/// Payload lengths of a mat-vec plan's ranks: a worker sends its coded rows' values, the master
+/// delivers y (r values).
+fn matvec_lens(plan: &Plan) -> Vec<usize> {
+    plan.nodes.iter().map(|n| if n.parts.is_empty() { plan.samples } else { n.load() }).collect()
+}
+
 /// The job of `cfg` on real values for `ranks` (the engine: its own rank; the simulator's
 /// arithmetic: every rank), with `p` features for gradient descent.
 pub fn frame_job(cfg: &Config, plan: &Plan, p: usize, ranks: impl IntoIterator<Item = usize>, pace: Option<usize>) -> Result<Box<dyn Job<Frame>>, DataError> {
@@ -262,7 +268,7 @@ pub fn frame_job(cfg: &Config, plan: &Plan, p: usize, ranks: impl IntoIterator<I
 /// Timing-only jobs (lengths) of `cfg`, one per rank: payloads of p + 1 values for gradient
 /// descent; a worker's rows and the master's r for a mat-vec (models of m = `p` values).
 pub fn timing_jobs(cfg: &Config, plan: &Plan, p: usize) -> Vec<Timing> {
-    let lens: Option<Vec<usize>> = cfg.matvec().map(|_| plan.nodes.iter().map(|n| if n.parts.is_empty() { plan.samples } else { n.load() }).collect());
+    let lens: Option<Vec<usize>> = cfg.matvec().map(|_| matvec_lens(plan));
     (0..plan.ranks)
         .map(|_| match &lens {
             Some(l) => Timing::per_rank(plan, p, l.clone()),

@@ -302,3 +302,29 @@ fn ring_ranks_all_deliver_the_sum_even_when_a_neighbour_runs_ahead() {
         assert_eq!(total, &vec![6.0, 60.0, 1.5, 3.0 * *t as f64]);
     }
 }
+
+/// Dropped logs travel with the goodbyes: a leaf under a parent and the parent itself report
+/// their log failures, and the master's outcome names both (it prints one line for the run).
+#[test]
+fn dropped_logs_reach_the_master_with_the_goodbyes() {
+    let p = plan(&["scheme.kind=cr", "scheme.workers=", "scheme.n=3", "scheme.layers=2", "scheme.s=1"]);
+    let mut net = Net::new(p);
+    net.start(0, vec![1.0; LEN]);
+    net.flush(|_, _, _| false);
+    let computes = net.computes.clone();
+    for (r, t) in computes {
+        net.compute(r, t, vec![1.0; LEN]);
+    }
+    net.flush(|_, _, _| false);
+    assert_eq!(net.delivered.len(), 1);
+    net.input(7, Input::LogDropped { error: "No space left on device".into() });
+    net.input(2, Input::LogDropped { error: "No space left on device".into() });
+    net.input(2, Input::LogDropped { error: "again".into() });
+    net.finish(None);
+    let o = net.done[0].as_ref().expect("the master finished");
+    assert!(o.clean && o.result.is_ok(), "{o:?}");
+    let mut ranks: Vec<u32> = o.dropped.iter().map(|(r, _)| *r).collect();
+    ranks.sort();
+    assert_eq!(ranks, vec![2, 7], "each rank once: {:?}", o.dropped);
+    assert!(o.dropped.iter().all(|(_, e)| e == "No space left on device"));
+}

@@ -307,6 +307,13 @@ impl RowDecoder {
         }
     }
 
+    /// Values (8-byte words) the decoder holds: its factorization and coefficients, or its
+    /// peeling schedule (for caches that bound their memory).
+    pub fn size(&self) -> usize {
+        let solve = self.solve.as_ref().map_or(0, |s| s.k_part.len() + s.unknown.len() * (s.unknown.len() + 2));
+        solve + 2 * self.direct.len() + 2 * self.peel.len() + self.peel_rows.iter().map(Vec::len).sum::<usize>()
+    }
+
     /// y from the received values `z` (one per received row, in the decoder's order).
     pub fn apply(&self, z: &[f64]) -> Vec<f64> {
         let mut y = vec![0.0; self.r];

@@ -181,12 +181,12 @@ impl<'a, J: Job<Frame>> Driver<'a, J> {
             "straggler": timing.straggler, "overrun": overrun})
     }
 
-    /// Drive `m` until it is done. Returns its outcome.
     /// Whether the log's failure was given to the machine (so it travelled with the goodbye).
     pub(crate) fn log_reported(&self) -> bool {
         self.log_dropped
     }
 
+    /// Drive `m` until it is done. Returns its outcome.
     pub(crate) fn run(&mut self, m: &mut dyn Machine<Frame>) -> Outcome {
         let mut backoff = Backoff::new(self.poll_us);
         let mut eager = false;

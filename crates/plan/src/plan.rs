@@ -45,6 +45,12 @@ impl Node {
     pub fn points(&self) -> impl Iterator<Item = (usize, f64)> + '_ {
         self.parts.iter().flat_map(|p| p.points())
     }
+
+    /// A mat-vec worker's coded rows (its one run of rows; None for the master, or a worker a
+    /// budget left without rows).
+    pub fn coded_rows(&self) -> Option<std::ops::Range<usize>> {
+        self.parts.first().and_then(|p| p.segments.first()).map(|s| s.start..s.start + s.len)
+    }
 }
 
 /// Who talks to whom.

@@ -91,7 +91,6 @@ fn trial_model(plan: &Plan, k: usize) -> outrun_plan::StragglerModel {
     m.reseeded(splitmix64(&mut x))
 }
 
-
 fn walls(ends: &[f64]) -> Vec<f64> {
     let mut prev = 0.0;
     ends

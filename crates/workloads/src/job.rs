@@ -16,7 +16,7 @@ use outrun_proto::{Applied, Frame, Job, JobError, Len};
 
 use crate::data::{rows, DataError, Rows};
 use crate::kernel::gradient_paced;
-use crate::metrics::gd_step;
+use crate::metrics::{gd_step, norm_sq};
 
 /// One part of a node: its rows and their coefficients.
 struct Part {
@@ -170,7 +170,7 @@ impl Matvec {
         }
         let mut x = crate::matrix::vector(&mv.vector, cfg.run.seed, a.cols)?;
         if mv.power {
-            let norm = x.iter().map(|v| v * v).sum::<f64>().sqrt();
+            let norm = norm_sq(&x).sqrt();
             if norm == 0.0 {
                 return Err(DataError("vector: x = 0 cannot start a power iteration".into()));
             }
@@ -179,8 +179,8 @@ impl Matvec {
         let code = plan.codes.iter().find_map(|c| if let PlanCode::Rows { code, .. } = c { Some(code.build()) } else { None }).expect("a mat-vec plan has a rows code");
         let mut coded = HashMap::new();
         for rank in ranks {
-            if let Some(seg) = plan.nodes[rank].parts.first().and_then(|p| p.segments.first()) {
-                coded.insert(rank, code.encode(&a.data, a.cols, seg.start..seg.start + seg.len));
+            if let Some(rows) = plan.nodes[rank].coded_rows() {
+                coded.insert(rank, code.encode(&a.data, a.cols, rows));
             }
         }
         let lens = matvec_lens(plan);
@@ -228,7 +228,7 @@ impl Job<Frame> for Matvec {
         // x is a unit vector: λ = xᵀy is the Rayleigh quotient, the residual says how far x is
         // from an eigenvector
         let lambda: f64 = self.x.iter().zip(&y).map(|(a, b)| a * b).sum();
-        let norm = y.iter().map(|v| v * v).sum::<f64>().sqrt();
+        let norm = norm_sq(&y).sqrt();
         if norm == 0.0 {
             return Err(JobError(format!("iteration {t}: A·x = 0, the power iteration cannot continue")));
         }
@@ -247,21 +247,10 @@ fn matvec_lens(plan: &Plan) -> Vec<usize> {
 /// The job of `cfg` on real values for `ranks` (the engine: its own rank; the simulator's
 /// arithmetic: every rank), with `p` features for gradient descent.
 pub fn frame_job(cfg: &Config, plan: &Plan, p: usize, ranks: impl IntoIterator<Item = usize>, pace: Option<usize>) -> Result<Box<dyn Job<Frame>>, DataError> {
+    let pace = pace.unwrap_or(usize::MAX);
     Ok(match cfg.matvec() {
-        Some(_) => {
-            let j = Matvec::new(cfg, plan, ranks)?;
-            Box::new(match pace {
-                Some(rows) => j.paced(rows),
-                None => j,
-            })
-        }
-        None => {
-            let j = GradientDescent::new(cfg, plan, p, ranks)?;
-            Box::new(match pace {
-                Some(rows) => j.paced(rows),
-                None => j,
-            })
-        }
+        Some(_) => Box::new(Matvec::new(cfg, plan, ranks)?.paced(pace)),
+        None => Box::new(GradientDescent::new(cfg, plan, p, ranks)?.paced(pace)),
     })
 }
 

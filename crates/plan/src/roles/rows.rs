@@ -3,8 +3,8 @@
 //! whole messages until the coded rows received determine y (at least r rows for the MDS codes,
 //! successful peeling for LT, every row for the uncoded schemes), then decodes: the accepted
 //! messages are gathered (in child order) into one vector z and a [`Map`] (the code's [`RowDecoder`]: direct
-//! reads, an LU solve, or peeling) turns z into y. Decoders are cached (per process)
-//! by the rows received, so iterations and simulated trials with the same responders factorize
+//! reads, an LU solve, or peeling) turns z into y. Decoders are cached per process and code by
+//! the rows received, so iterations and simulated trials with the same responders factorize
 //! once.
 
 use std::collections::HashMap;
@@ -17,58 +17,56 @@ use super::aggregate::Aggregator;
 use super::combine::{Combination, Map, Post, Src, Term};
 use crate::plan::{Plan, PlanCode};
 
-/// Values (8 bytes each) the decoders kept in [`cached`] may hold: 64 MB.
+/// Values (8-byte words) the decoders kept for one code may hold: 64 MB.
 const CACHE_VALUES: usize = 8 << 20;
 
-/// Key of a cached decoder: the code and the coded rows received.
-type CacheKey = (RowCodeKey, Vec<usize>);
-
-/// A code's identity (kind by name, r, n, seed).
-type RowCodeKey = (String, usize, usize, u64);
-
-/// The decoders held and their size in values.
-type Cache = Option<(HashMap<CacheKey, Arc<Decode>>, usize)>;
-
-/// The code of `spec`, built once per process (its dense rows are generated on first use and
-/// shared: the simulator builds new machines every trial).
-fn shared_code(spec: &crate::plan::RowsSpec) -> Arc<RowCode> {
-    static CODES: Mutex<Vec<Arc<RowCode>>> = Mutex::new(vec![]);
-    let mut codes = CODES.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(c) = codes.iter().find(|c| (c.kind, c.r, c.n, c.seed) == (spec.kind, spec.r, spec.n, spec.seed)) {
-        return c.clone();
-    }
-    let c = Arc::new(spec.build());
-    if codes.len() >= 4 {
-        codes.remove(0);
-    }
-    codes.push(c.clone());
-    c
+/// A code shared by every aggregator of the process (the simulator builds new machines every
+/// trial), with its decoders by the coded rows received: repeated iterations and trials with
+/// the same responders factorize once, and the dense rows are generated once.
+struct Shared {
+    code: RowCode,
+    /// Decoders by rows received, and the values they hold (at most [`CACHE_VALUES`]).
+    decoders: Mutex<Decoders>,
 }
 
-/// Decoders shared by every aggregator of the process, keyed by the code and the rows
-/// received: the simulator's trials (new machines every trial) and repeated iterations with the
-/// same responders factorize once.
-fn cached(code: &RowCode, rows: &[usize], make: impl FnOnce() -> Result<Arc<Decode>, RowDecodeError>) -> Result<Arc<Decode>, RowDecodeError> {
-    static CACHE: Mutex<Cache> = Mutex::new(None);
-    let key = ((format!("{:?}", code.kind), code.r, code.n, code.seed), rows.to_vec());
-    if let Some((map, _)) = CACHE.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
-        if let Some(d) = map.get(&key) {
+/// Decoders by rows received, and the values they hold.
+type Decoders = (HashMap<Vec<usize>, Arc<Decode>>, usize);
+
+impl Shared {
+    /// The code of `spec` (the last few codes are kept).
+    fn of(spec: &crate::plan::RowsSpec) -> Arc<Shared> {
+        static CODES: Mutex<Vec<Arc<Shared>>> = Mutex::new(vec![]);
+        let mut codes = CODES.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(s) = codes.iter().find(|s| (s.code.kind, s.code.r, s.code.n, s.code.seed) == (spec.kind, spec.r, spec.n, spec.seed)) {
+            return s.clone();
+        }
+        let s = Arc::new(Shared { code: spec.build(), decoders: Mutex::new((HashMap::new(), 0)) });
+        if codes.len() >= 4 {
+            codes.remove(0);
+        }
+        codes.push(s.clone());
+        s
+    }
+
+    /// The decoder of the received `rows` (gathered into `rows_in` values), cached.
+    fn decoder(&self, rows: &[usize], rows_in: usize) -> Result<Arc<Decode>, RowDecodeError> {
+        if let Some(d) = self.decoders.lock().unwrap_or_else(|e| e.into_inner()).0.get(rows) {
             return Ok(d.clone());
         }
+        let d = Arc::new(Decode { dec: self.code.decoder(rows)?, rows_in, r: self.code.r });
+        let size = d.dec.size();
+        let mut guard = self.decoders.lock().unwrap_or_else(|e| e.into_inner());
+        let (map, held) = &mut *guard;
+        if *held + size > CACHE_VALUES {
+            map.clear();
+            *held = 0;
+        }
+        if size <= CACHE_VALUES {
+            map.insert(rows.to_vec(), d.clone());
+            *held += size;
+        }
+        Ok(d)
     }
-    let d = make()?;
-    let size = code.r * code.r + rows.len();
-    let mut guard = CACHE.lock().unwrap_or_else(|e| e.into_inner());
-    let (map, held) = guard.get_or_insert_with(Default::default);
-    if *held + size > CACHE_VALUES {
-        map.clear();
-        *held = 0;
-    }
-    if size <= CACHE_VALUES {
-        map.insert(key, d.clone());
-        *held += size;
-    }
-    Ok(d)
 }
 
 /// A decoder as a [`Map`] from the gathered values.
@@ -112,7 +110,9 @@ impl Map for Lengths {
 
 /// The mat-vec master's aggregator.
 pub(crate) struct Rows {
-    code: Arc<RowCode>,
+    shared: Arc<Shared>,
+    /// Rows the allocation was made for (r; r(1 + overhead) for LT), for messages.
+    target: usize,
     /// Each child's coded rows.
     ranges: Vec<Range<usize>>,
     got: Vec<bool>,
@@ -126,17 +126,15 @@ pub(crate) struct Rows {
 
 impl Rows {
     pub(crate) fn new(plan: &Plan, rank: usize, code: usize) -> Self {
-        let PlanCode::Rows { code: spec, .. } = &plan.codes[code] else { panic!("a rows rule needs a rows code") };
+        let PlanCode::Rows { code: spec, target, .. } = &plan.codes[code] else { panic!("a rows rule needs a rows code") };
         let children = &plan.nodes[rank].children;
-        let ranges = children
-            .iter()
-            .map(|&c| match plan.nodes[c].parts.first().and_then(|p| p.segments.first()) {
-                Some(seg) => seg.start..seg.start + seg.len,
-                None => 0..0,
-            })
-            .collect();
+        let ranges = children.iter().map(|&c| plan.nodes[c].coded_rows().unwrap_or(0..0)).collect();
         let k = children.len();
-        Rows { code: shared_code(spec), ranges, got: vec![false; k], failed: vec![false; k], order: vec![], received: vec![], done: false, lengths: false }
+        Rows { shared: Shared::of(spec), target: *target, ranges, got: vec![false; k], failed: vec![false; k], order: vec![], received: vec![], done: false, lengths: false }
+    }
+
+    fn code(&self) -> &RowCode {
+        &self.shared.code
     }
 
     fn rows_of(&self, children: impl Iterator<Item = usize>) -> Vec<usize> {
@@ -160,7 +158,7 @@ impl Aggregator for Rows {
         self.got[idx] = true;
         self.order.push(idx);
         self.received.extend(self.ranges[idx].clone());
-        self.done = self.code.decodable(&self.received);
+        self.done = self.code().decodable(&self.received);
         true
     }
 
@@ -175,7 +173,7 @@ impl Aggregator for Rows {
     }
 
     fn hopeless(&self) -> bool {
-        !self.done && !self.code.decodable(&self.rows_of((0..self.ranges.len()).filter(|&i| !self.failed[i])))
+        !self.done && !self.code().decodable(&self.rows_of((0..self.ranges.len()).filter(|&i| !self.failed[i])))
     }
 
     fn lengths_only(&mut self) {
@@ -183,7 +181,7 @@ impl Aggregator for Rows {
     }
 
     fn combine(&mut self) -> Combination {
-        let r = self.code.r;
+        let r = self.code().r;
         // gather the accepted messages in child order (so the decoder depends on the set of
         // responders, not on their arrival order, and is cached by it)
         let mut used: Vec<(usize, usize)> = self.order.iter().enumerate().map(|(j, &i)| (i, j)).collect();
@@ -203,7 +201,7 @@ impl Aggregator for Rows {
             return c;
         }
         let rows = self.rows_of(key.iter().copied());
-        let decoded = cached(&self.code, &rows, || self.code.decoder(&rows).map(|dec| Arc::new(Decode { dec, rows_in: at, r })));
+        let decoded = self.shared.decoder(&rows, at);
         let mut c = Combination::exact(r, terms);
         c.used = self.order.clone();
         c.notes.push(("rows".into(), serde_json::json!(at)));
@@ -227,10 +225,11 @@ impl Aggregator for Rows {
     }
 
     fn needs(&self) -> String {
-        match self.code.kind {
-            outrun_codes::RowCodeKind::Identity => format!("all {} rows", self.code.r),
-            outrun_codes::RowCodeKind::Lt { .. } => format!("coded rows that peel to all {} (about {:.0})", self.code.r, self.code.r as f64 * 1.13),
-            _ => format!("any {} of {} coded rows", self.code.r, self.code.n),
+        let c = self.code();
+        match c.kind {
+            outrun_codes::RowCodeKind::Identity => format!("all {} rows", c.r),
+            outrun_codes::RowCodeKind::Lt { .. } => format!("coded rows that peel to all {} (allocated for {})", c.r, self.target),
+            _ => format!("any {} of {} coded rows", c.r, c.n),
         }
     }
 }

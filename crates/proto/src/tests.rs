@@ -99,6 +99,17 @@ impl Net {
         self.flush(|_, _, _| false);
     }
 
+    /// Start iteration `t` and let every node asked to compute answer at once with ones.
+    fn run_iteration(&mut self, t: u64) {
+        self.start(t, vec![1.0; LEN]);
+        self.flush(|_, _, _| false);
+        let computes = self.computes.clone();
+        for (r, t) in computes {
+            self.compute(r, t, vec![1.0; LEN]);
+        }
+        self.flush(|_, _, _| false);
+    }
+
     fn late(&self, rank: usize) -> usize {
         self.logs[rank].iter().filter(|e| e["ev"] == "late").count()
     }
@@ -209,13 +220,7 @@ fn failed_subtrees_are_reported_up_and_named_by_the_master() {
     // (3, 2) tree, s = 1 per parent: leaves 5, 6 (under parent 1) and 8, 9 (under parent 2) dead
     let p = plan(&["scheme.kind=cr", "scheme.workers=", "scheme.n=3", "scheme.layers=2", "scheme.s=1", "stragglers.model=fail-stop", "stragglers.workers=[5, 6, 8, 9]"]);
     let mut net = Net::new(p);
-    net.start(0, vec![1.0; LEN]);
-    net.flush(|_, _, _| false);
-    let computes = net.computes.clone();
-    for (r, t) in computes {
-        net.compute(r, t, vec![1.0; LEN]);
-    }
-    net.flush(|_, _, _| false);
+    net.run_iteration(0);
     // parents 1 and 2 wait (budget 2/3 of the deadline), then report their subtrees failed
     net.fire_timers(1, 6.67);
     net.fire_timers(2, 6.67);
@@ -309,13 +314,7 @@ fn ring_ranks_all_deliver_the_sum_even_when_a_neighbour_runs_ahead() {
 fn dropped_logs_reach_the_master_with_the_goodbyes() {
     let p = plan(&["scheme.kind=cr", "scheme.workers=", "scheme.n=3", "scheme.layers=2", "scheme.s=1"]);
     let mut net = Net::new(p);
-    net.start(0, vec![1.0; LEN]);
-    net.flush(|_, _, _| false);
-    let computes = net.computes.clone();
-    for (r, t) in computes {
-        net.compute(r, t, vec![1.0; LEN]);
-    }
-    net.flush(|_, _, _| false);
+    net.run_iteration(0);
     assert_eq!(net.delivered.len(), 1);
     net.input(7, Input::LogDropped { error: "No space left on device".into() });
     net.input(2, Input::LogDropped { error: "No space left on device".into() });

@@ -27,6 +27,7 @@ mod linear;
 mod lt;
 mod rng;
 mod rowcode;
+mod shuffle;
 
 pub use agc::{groups as agc_groups, q_agc, q_star, rounds_needed, AgcCode, AgcDecoding};
 pub use cluster::{dynamic_clustering, ClusterError, ClusterMatrix, Clustering, Partition};
@@ -38,4 +39,5 @@ pub use linear::{condition, rank, GroupDecoding, LinearCode, LinearError, Linear
 pub use lt::{robust_soliton, LtCode};
 pub use linalg::{col_nnz, lstsq, norm2, pinv, row_nnz, rows_transposed, single_threaded_blas, LeastSquares, Matrix, RANK_TOL};
 pub use rng::{domain, splitmix64, Rng};
+pub use shuffle::{dangling_mass, det_er, loads, pagerank_update, segment_len, Allocation as ShuffleAllocation, Dangling, Graph, Loads, ReducePolicy, ShuffleError, ShuffleNode, Turn, MAX_SUBSETS};
 pub use rowcode::{CodedRow, RowCode, RowCodeKind, RowDecodeError, RowDecoder, MAX_DECODE_COND, MAX_PEEL_GROWTH_EPS};

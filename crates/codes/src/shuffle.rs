@@ -300,11 +300,10 @@ impl Allocation {
     /// z(k, b): the values from batch b to the Reducers of k (the row Z^k when k does not Map b).
     pub fn row_sizes(&self, g: &Graph) -> Vec<Vec<usize>> {
         let mut z = vec![vec![0usize; self.batches()]; self.servers];
-        for b in 0..self.batches() {
-            for j in self.batch(b) {
-                for &i in g.targets(j) {
-                    z[self.reducer(i as usize)][b] += 1;
-                }
+        for j in 0..self.n {
+            let b = self.batch_of(j);
+            for &i in g.targets(j) {
+                z[self.reducer(i as usize)][b] += 1;
             }
         }
         z

@@ -31,6 +31,8 @@ pub mod domain {
     pub const SCREEN: u64 = 0x7363_7265_656e_0001;
     /// The circular shifts of a clustered code's A_cluster.
     pub const CLUSTER: u64 = 0x636c_7573_7465_7201;
+    /// Generated graphs (PageRank) and their vertex permutation.
+    pub const GRAPH: u64 = 0x6772_6170_6800_0001;
 }
 
 /// One step of SplitMix64; used to expand keys into generator seeds.

@@ -71,6 +71,19 @@ pub enum Pattern {
         /// Use `MPI_Allreduce`.
         collective: bool,
     },
+    /// Map/Shuffle/Reduce among K servers (PageRank): every server Maps the batches of the
+    /// r-subsets it belongs to and exchanges intermediate values in the C(K, r+1) multicast
+    /// groups (coded: one XOR per member and group), then all-gathers the new ranks. No master.
+    Shuffle {
+        /// Servers K.
+        servers: usize,
+        /// Computation load r.
+        r: usize,
+        /// Coded multicasts (else uncoded segments to their owners).
+        coded: bool,
+        /// Which server Reduces a vertex.
+        reduce: outrun_codes::ReducePolicy,
+    },
 }
 
 /// The code of a coded matrix–vector product: `n` coded rows over `r` source rows.
@@ -337,7 +350,7 @@ impl Plan {
     pub fn layers(&self) -> usize {
         match self.pattern {
             Pattern::Tree { layers, .. } => layers,
-            Pattern::Ring { .. } => 0,
+            Pattern::Ring { .. } | Pattern::Shuffle { .. } => 0,
         }
     }
 
@@ -353,6 +366,7 @@ impl Plan {
         match self.pattern {
             Pattern::Tree { .. } => rank == 0,
             Pattern::Ring { .. } => true,
+            Pattern::Shuffle { .. } => rank == 0,
         }
     }
 
@@ -376,6 +390,17 @@ impl Plan {
                 format!(
                     "ranks: {} (rank 0 = master; ranks 1..{} = workers 1..{}); tree n = {n}, layers = {layers}",
                     self.ranks, self.workers, self.workers
+                ),
+            ),
+            Pattern::Shuffle { servers, r, coded, reduce } => line(
+                &mut o,
+                format!(
+                    "ranks: {} (rank k = server k, no master); each vertex Mapped by r = {r} of the K = {servers} servers ({} batches), Reducers {}; {} shuffle in {} multicast groups of r+1",
+                    self.ranks,
+                    outrun_codes::binomial(servers, r),
+                    if reduce == outrun_codes::ReducePolicy::Contiguous { "contiguous" } else { "i mod K" },
+                    if coded { "XOR-coded" } else { "uncoded" },
+                    if r < servers { outrun_codes::binomial(servers, r + 1) } else { 0 },
                 ),
             ),
             Pattern::Ring { collective: mpi } => line(

@@ -5,6 +5,7 @@
 //!   keeps its own rows).
 //! - [`kernel`]: the weighted gradient-and-loss kernel every node runs:
 //!   `Σ c·∇ℓ(θ; x)` over its points, fused so the data is read once.
+//! - [`graph`]: PageRank graphs (SNAP edge lists, seeded generators).
 //! - [`matrix`]: mat-vec matrices (generated from the seed, or Matrix Market files) and vectors.
 //! - [`GradientDescent`], [`Matvec`] and [`Timing`]: the jobs the drivers run
 //!   (`outrun_proto::Job`); [`frame_job`] and [`timing_jobs`] pick the config's.
@@ -17,6 +18,7 @@
 
 pub mod bench;
 pub mod data;
+pub mod graph;
 mod job;
 pub mod kernel;
 pub mod matrix;
@@ -34,6 +36,10 @@ use outrun_plan::{Config, ConfigError};
 /// The problem size of `cfg`: the data set's samples and features (gradient descent), or the
 /// matrix's rows and columns (mat-vec).
 pub fn job_shape(cfg: &Config) -> Result<Shape, DataError> {
+    if let Some(pr) = cfg.pagerank() {
+        let g = graph::load(&pr.graph, cfg.run.seed)?;
+        return Ok(Shape { samples: g.graph.vertices(), features: 0 });
+    }
     match cfg.matvec() {
         Some(mv) => matrix::shape(&mv.matrix),
         None => data::shape(cfg.data(), cfg.model().loss),

@@ -1,6 +1,7 @@
 //! `[job]`: what is computed. Gradient descent (the default, `kind = "gd"`) reads `[data]` and
 //! `[model]`; the matrix–vector product (`kind = "matvec"`, optionally `power = true`) reads
-//! `[matrix]` and `[vector]`.
+//! `[matrix]` and `[vector]`; PageRank (`kind = "pagerank"`, with `damping`, `tol` and
+//! `dangling`) reads `[graph]`.
 
 use serde::{Deserialize, Serialize};
 
@@ -163,6 +164,151 @@ pub struct MatvecConfig {
     pub power: bool,
 }
 
+/// A generated graph's model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GraphKind {
+    /// Erdős–Rényi G(n, p) from the run's ChaCha stream.
+    Er,
+    /// The note's portable Erdős–Rényi (SplitMix64, one draw per pair: the note's test tables).
+    DetEr,
+    /// Chung–Lu power law: expected degrees Pareto(γ) (x ≥ 1), edge {i, j} with probability
+    /// min(1, d_i d_j / Σd).
+    PowerLaw,
+    /// Stochastic block model: two clusters (n1 and n − n1 vertices), p inside, q across.
+    Sbm,
+    /// Random bipartite: two sides (n1 and n − n1), each cross pair with probability q.
+    Bipartite,
+}
+
+impl GraphKind {
+    /// The config spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            GraphKind::Er => "er",
+            GraphKind::DetEr => "det-er",
+            GraphKind::PowerLaw => "power-law",
+            GraphKind::Sbm => "sbm",
+            GraphKind::Bipartite => "bipartite",
+        }
+    }
+}
+
+/// `[graph]`: an edge-list file (`path`) or a generated graph (`kind`, `n`, and the model's
+/// parameters).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct GraphConfig {
+    /// A SNAP-style edge list: one `a b` pair per line (tabs or spaces; `#` or `%` comments;
+    /// arbitrary non-negative integer ids; further columns ignored).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// The generator.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<GraphKind>,
+    /// Vertices (generated graphs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub n: Option<usize>,
+    /// First cluster or side (sbm, bipartite; default n/2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub n1: Option<usize>,
+    /// Edge probability (er, det-er; inside a cluster for sbm).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p: Option<f64>,
+    /// Edge probability across clusters or sides (sbm, bipartite).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub q: Option<f64>,
+    /// Power-law exponent γ > 2.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gamma: Option<f64>,
+    /// Seed of a generated graph (default `run.seed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// Generated graphs draw self-loops too (each with the pair's probability).
+    #[serde(default)]
+    pub self_loops: bool,
+    /// The file's edges are directed (a b: a sends its rank to b); otherwise undirected.
+    #[serde(default)]
+    pub directed: bool,
+    /// Relabel the vertices by a seeded permutation before allocating them (A_C assumes ids
+    /// carry no structure: note §5.8).
+    #[serde(default)]
+    pub permute: bool,
+}
+
+/// Most vertices of a graph (ids are 32-bit inside the runtime).
+pub const MAX_GRAPH_VERTICES: usize = 1 << 31;
+
+impl GraphConfig {
+    fn validate(&self, servers: usize) -> Result<(), ConfigError> {
+        let gen_keys = [("n", self.n.is_some()), ("n1", self.n1.is_some()), ("p", self.p.is_some()), ("q", self.q.is_some()), ("gamma", self.gamma.is_some()), ("seed", self.seed.is_some()), ("self_loops", self.self_loops)];
+        match (&self.path, self.kind) {
+            (Some(_), Some(k)) => return err("graph.kind", format!("= \"{}\" generates a graph, but graph.path names a file; keep one", k.name())),
+            (None, None) => return err("graph", "needs either path (an edge-list file) or kind (er, det-er, power-law, sbm, bipartite) with n"),
+            (Some(p), None) => {
+                if p.is_empty() {
+                    return err("graph.path", "is empty");
+                }
+                if let Some((key, _)) = gen_keys.iter().find(|(_, set)| *set) {
+                    return err(&format!("graph.{key}"), "is for generated graphs (graph.kind); a file's graph is what the file says");
+                }
+                return Ok(());
+            }
+            (None, Some(_)) => {}
+        }
+        let kind = self.kind.expect("checked");
+        if self.directed {
+            return err("graph.directed", format!("= true is for edge-list files; graph.kind = \"{}\" generates an undirected graph", kind.name()));
+        }
+        let n = match self.n {
+            None => return err("graph.n", format!("missing: graph.kind = \"{}\" needs the number of vertices n", kind.name())),
+            Some(n) if n > MAX_GRAPH_VERTICES => return err("graph.n", format!("= {n}: at most {MAX_GRAPH_VERTICES}")),
+            Some(n) if n < servers.max(1) => return err("graph.n", format!("= {n} is smaller than the {servers} servers: each Reduces n/K vertices")),
+            Some(n) => n,
+        };
+        let prob = |key: &str, v: Option<f64>, needed: bool| -> Result<(), ConfigError> {
+            match v {
+                None if needed => err(&format!("graph.{key}"), format!("missing: graph.kind = \"{}\" needs the edge probability {key}", kind.name())),
+                Some(_) if !needed => err(&format!("graph.{key}"), format!("is not a parameter of graph.kind = \"{}\"", kind.name())),
+                Some(x) if !(0.0..=1.0).contains(&x) => err(&format!("graph.{key}"), format!("= {x}: a probability must be in [0, 1]")),
+                _ => Ok(()),
+            }
+        };
+        let (p, q, gamma, two) = match kind {
+            GraphKind::Er | GraphKind::DetEr => (true, false, false, false),
+            GraphKind::PowerLaw => (false, false, true, false),
+            GraphKind::Sbm => (true, true, false, true),
+            GraphKind::Bipartite => (false, true, false, true),
+        };
+        prob("p", self.p, p)?;
+        prob("q", self.q, q)?;
+        match (self.gamma, gamma) {
+            (None, true) => return err("graph.gamma", "missing: graph.kind = \"power-law\" needs the exponent gamma (> 2)"),
+            (Some(_), false) => return err("graph.gamma", format!("is not a parameter of graph.kind = \"{}\"", kind.name())),
+            (Some(g), true) if !(g.is_finite() && g > 2.0) => return err("graph.gamma", format!("= {g}: must be greater than 2 (finite mean degree)")),
+            _ => {}
+        }
+        match (self.n1, two) {
+            (Some(_), false) => err("graph.n1", format!("is not a parameter of graph.kind = \"{}\"", kind.name())),
+            (Some(n1), true) if n1 == 0 || n1 >= n => err("graph.n1", format!("= {n1}: must be between 1 and graph.n − 1 = {}", n.saturating_sub(1))),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// PageRank: Π_k(i) = (1−α)/n + α·Σ_{j∈N(i)} Π_{k−1}(j)/deg⁺(j), Π_0 = 1/n, on `[graph]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PagerankConfig {
+    /// `[graph]`
+    pub graph: GraphConfig,
+    /// α (`job.damping`, default 0.85).
+    pub damping: f64,
+    /// Stop once ‖Π_k − Π_{k−1}‖₁ ≤ tol (`job.tol`; otherwise after `run.iterations`).
+    pub tol: Option<f64>,
+    /// Dangling vertices' mass (`job.dangling`, default uniform).
+    pub dangling: outrun_codes::Dangling,
+}
+
 /// `[job]`: what is computed, with the sections the job reads.
 #[derive(Clone, Debug, PartialEq)]
 pub enum JobConfig {
@@ -170,6 +316,8 @@ pub enum JobConfig {
     Gd(GdConfig),
     /// `kind = "matvec"`: y = A·x, once per iteration (power iteration with `power = true`).
     Matvec(MatvecConfig),
+    /// `kind = "pagerank"`: PageRank iterations on `[graph]`.
+    Pagerank(PagerankConfig),
 }
 
 #[derive(Deserialize)]
@@ -179,6 +327,12 @@ struct JobSection {
     kind: String,
     #[serde(default)]
     power: Option<bool>,
+    #[serde(default)]
+    damping: Option<f64>,
+    #[serde(default)]
+    tol: Option<f64>,
+    #[serde(default)]
+    dangling: Option<outrun_codes::Dangling>,
 }
 
 fn default_job() -> String {
@@ -189,13 +343,24 @@ impl JobConfig {
     /// Build from the top-level sections.
     pub(super) fn from_sections(t: &toml::Table) -> Result<Self, ConfigError> {
         let job: JobSection = match section(t, "job")? {
-            None => JobSection { kind: default_job(), power: None },
+            None => JobSection { kind: default_job(), power: None, damping: None, tol: None, dangling: None },
             Some(s) => de(toml::Value::Table(s), "job")?,
         };
-        let is_matvec = job.kind == "matvec";
-        for (name, used) in [("data", "gradient descent"), ("model", "gradient descent"), ("matrix", "job.kind = \"matvec\""), ("vector", "job.kind = \"matvec\"")] {
-            if t.contains_key(name) && (matches!(name, "matrix" | "vector") != is_matvec) && matches!(job.kind.as_str(), "gd" | "gradient-descent" | "matvec") {
+        let reader = |kind: &str| match kind {
+            "matvec" => "matvec",
+            "pagerank" => "pagerank",
+            _ => "gd",
+        };
+        for (name, used, by) in [("data", "gradient descent", "gd"), ("model", "gradient descent", "gd"), ("matrix", "job.kind = \"matvec\"", "matvec"), ("vector", "job.kind = \"matvec\"", "matvec"), ("graph", "job.kind = \"pagerank\"", "pagerank")] {
+            if t.contains_key(name) && reader(&job.kind) != by && matches!(job.kind.as_str(), "gd" | "gradient-descent" | "matvec" | "pagerank") {
                 return err(name, format!("is only read by {used}, not job.kind = \"{}\"", job.kind));
+            }
+        }
+        if job.kind != "pagerank" {
+            for (key, set) in [("damping", job.damping.is_some()), ("tol", job.tol.is_some()), ("dangling", job.dangling.is_some())] {
+                if set {
+                    return err(&format!("job.{key}"), format!("is only used by job.kind = \"pagerank\", not \"{}\"", job.kind));
+                }
             }
         }
         match job.kind.as_str() {
@@ -210,6 +375,13 @@ impl JobConfig {
                 };
                 Ok(JobConfig::Matvec(MatvecConfig { matrix, vector, power: job.power.unwrap_or(false) }))
             }
+            "pagerank" if job.power.is_none() => {
+                let graph = match section(t, "graph")? {
+                    None => return err("graph", "missing: a PageRank job needs a [graph] section (path, or kind and n)"),
+                    Some(s) => de(toml::Value::Table(s), "graph")?,
+                };
+                Ok(JobConfig::Pagerank(PagerankConfig { graph, damping: job.damping.unwrap_or(0.85), tol: job.tol, dangling: job.dangling.unwrap_or(outrun_codes::Dangling::Uniform) }))
+            }
             _ if job.power.is_some() => err("job.power", format!("is only used by job.kind = \"matvec\", not \"{}\"", job.kind)),
             "gd" | "gradient-descent" => {
                 let data = match section(t, "data")? {
@@ -222,7 +394,7 @@ impl JobConfig {
                 };
                 Ok(JobConfig::Gd(GdConfig { data, model }))
             }
-            other => err("job.kind", format!("= \"{other}\" is not known; use \"gd\" or \"matvec\"")),
+            other => err("job.kind", format!("= \"{other}\" is not known; use \"gd\", \"matvec\" or \"pagerank\"")),
         }
     }
 
@@ -244,6 +416,17 @@ impl JobConfig {
                 t.insert("matrix".into(), toml::Value::try_from(&m.matrix).expect("serializes"));
                 t.insert("vector".into(), toml::Value::try_from(&m.vector).expect("serializes"));
             }
+            JobConfig::Pagerank(p) => {
+                let mut job = toml::Table::new();
+                job.insert("kind".into(), toml::Value::String("pagerank".into()));
+                job.insert("damping".into(), toml::Value::Float(p.damping));
+                if let Some(tol) = p.tol {
+                    job.insert("tol".into(), toml::Value::Float(tol));
+                }
+                job.insert("dangling".into(), toml::Value::try_from(p.dangling).expect("serializes"));
+                t.insert("job".into(), toml::Value::Table(job));
+                t.insert("graph".into(), toml::Value::try_from(&p.graph).expect("serializes"));
+            }
         }
     }
 
@@ -252,6 +435,7 @@ impl JobConfig {
         match self {
             JobConfig::Gd(_) => "gd",
             JobConfig::Matvec(_) => "matvec",
+            JobConfig::Pagerank(_) => "pagerank",
         }
     }
 
@@ -259,6 +443,7 @@ impl JobConfig {
         match self {
             JobConfig::Gd(g) => g.validate(workers),
             JobConfig::Matvec(m) => m.validate(workers),
+            JobConfig::Pagerank(p) => p.validate(workers),
         }
     }
 
@@ -268,7 +453,22 @@ impl JobConfig {
         match self {
             JobConfig::Gd(_) => "theta.txt",
             JobConfig::Matvec(_) => "y.txt",
+            JobConfig::Pagerank(_) => "ranks.txt",
         }
+    }
+}
+
+impl PagerankConfig {
+    fn validate(&self, servers: usize) -> Result<(), ConfigError> {
+        if !(self.damping.is_finite() && (0.0..=1.0).contains(&self.damping)) {
+            return err("job.damping", format!("= {}: must be in [0, 1] (the probability of following an edge; 0.85 is usual)", self.damping));
+        }
+        if let Some(tol) = self.tol {
+            if !(tol.is_finite() && tol >= 0.0) {
+                return err("job.tol", format!("= {tol}: must be ≥ 0"));
+            }
+        }
+        self.graph.validate(servers)
     }
 }
 

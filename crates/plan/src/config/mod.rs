@@ -20,9 +20,9 @@ mod tagged;
 use serde::Serialize;
 
 pub use exec::{ComputeMode, EngineConfig, NetworkConfig, Rate, RateError, TimingConfig, MAX_SECONDS};
-pub use job::{DataConfig, DataKind, GdConfig, JobConfig, Loss, MatrixConfig, MatrixDist, MatvecConfig, ModelConfig, Schedule, VectorConfig, MAX_MATRIX_SIDE};
+pub use job::{DataConfig, DataKind, GdConfig, GraphConfig, GraphKind, JobConfig, Loss, MatrixConfig, MatrixDist, MatvecConfig, ModelConfig, PagerankConfig, Schedule, VectorConfig, MAX_GRAPH_VERTICES, MAX_MATRIX_SIDE};
 pub use run::RunConfig;
-pub use scheme::{AgcConfig, CegcConfig, ClusterConfig, CodeChoice, ColumnOrder, LinearChoice, MatvecCode, MatvecSchemeConfig, SchemeConfig, Ssi, StarConfig, StaticClusterConfig, TreeConfig};
+pub use scheme::{AgcConfig, CegcConfig, ClusterConfig, CodeChoice, ColumnOrder, LinearChoice, MatvecCode, MatvecSchemeConfig, SchemeConfig, ShuffleConfig, Ssi, StarConfig, StaticClusterConfig, TreeConfig};
 pub use stragglers::{BernoulliMode, MarkovConfig, PerWorker, RatesConfig, StragglerConfig};
 
 use tagged::de;
@@ -78,7 +78,7 @@ pub struct Config {
 }
 
 /// The top-level sections a config may have.
-const SECTIONS: &[&str] = &["run", "job", "data", "model", "matrix", "vector", "scheme", "stragglers", "timing", "engine", "network"];
+const SECTIONS: &[&str] = &["run", "job", "data", "model", "matrix", "vector", "graph", "scheme", "stragglers", "timing", "engine", "network"];
 
 /// Parse a TOML document, apply `key=value` overrides, deserialize and validate.
 pub fn parse(text: &str, overrides: &[String]) -> Result<Config, ConfigError> {
@@ -208,7 +208,7 @@ impl Config {
     /// Number of MPI ranks a run needs: the workers, plus a master unless the workers form a
     /// ring.
     pub fn ranks(&self) -> usize {
-        self.workers() + usize::from(!self.scheme.is_ring())
+        self.workers() + usize::from(!self.scheme.masterless())
     }
 
     /// The gradient-descent job's sections (panics for another job: callers branch on
@@ -216,7 +216,7 @@ impl Config {
     pub fn gd(&self) -> &GdConfig {
         match &self.job {
             JobConfig::Gd(g) => g,
-            JobConfig::Matvec(_) => panic!("not a gradient-descent job"),
+            JobConfig::Matvec(_) | JobConfig::Pagerank(_) => panic!("not a gradient-descent job"),
         }
     }
 
@@ -224,7 +224,15 @@ impl Config {
     pub fn matvec(&self) -> Option<&MatvecConfig> {
         match &self.job {
             JobConfig::Matvec(m) => Some(m),
-            JobConfig::Gd(_) => None,
+            JobConfig::Gd(_) | JobConfig::Pagerank(_) => None,
+        }
+    }
+
+    /// The PageRank job's sections, if the job is PageRank.
+    pub fn pagerank(&self) -> Option<&PagerankConfig> {
+        match &self.job {
+            JobConfig::Pagerank(p) => Some(p),
+            _ => None,
         }
     }
 
@@ -249,6 +257,17 @@ impl Config {
                 return err("scheme.kind", format!("= \"{}\" aggregates gradients; a mat-vec job (job.kind = \"matvec\") runs hcmm, uniform-uncoded, lb-uncoded or uniform-coded", self.scheme.kind()))
             }
             (false, true) => return err("scheme.kind", format!("= \"{}\" is a mat-vec scheme: set job.kind = \"matvec\" with a [matrix] section", self.scheme.kind())),
+            _ => {}
+        }
+        match (self.pagerank().is_some(), self.scheme.pagerank().is_some()) {
+            (true, false) => return err("scheme.kind", format!("= \"{}\" is not a PageRank scheme: a PageRank job (job.kind = \"pagerank\") runs coded-pagerank or uncoded-pagerank", self.scheme.kind())),
+            (false, true) => return err("scheme.kind", format!("= \"{}\" is a PageRank scheme: set job.kind = \"pagerank\" with a [graph] section", self.scheme.kind())),
+            (true, true) if self.stragglers.name() != "none" => {
+                return err(
+                    "stragglers.model",
+                    format!("= \"{}\": PageRank's shuffle needs every server in every multicast group (it tolerates no straggler), and straggler injection is not implemented for it; remove [stragglers]", self.stragglers.name()),
+                )
+            }
             _ => {}
         }
         if self.stragglers.needs_modelled_timing() && self.timing.compute != ComputeMode::Modelled {

@@ -2,6 +2,7 @@
 //! the plan builders are in `crate::schemes`.
 
 use serde::{Deserialize, Serialize};
+use outrun_codes::ReducePolicy;
 
 use super::tagged::{de, Tagged};
 use super::stragglers::PerWorker;
@@ -30,6 +31,43 @@ pub struct StarConfig {
     /// Random draws of a cyclic code; the best-conditioned one is used (gc-cyclic).
     #[serde(default = "default_draws")]
     pub draws: usize,
+}
+
+/// Parameters of coded and uncoded PageRank: K servers (one MPI rank each, no master), each
+/// vertex Mapped by r of them, Reducers contiguous or `i mod K`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShuffleConfig {
+    /// Number of servers K.
+    pub servers: usize,
+    /// Computation load r: each vertex is Mapped by r servers (1 = conventional PageRank).
+    #[serde(default = "one")]
+    pub r: usize,
+    /// Which server Reduces vertex i: `"contiguous"` (the thesis) or `"mod"` (i mod K).
+    #[serde(default = "contiguous")]
+    pub reduce: ReducePolicy,
+}
+
+fn contiguous() -> ReducePolicy {
+    ReducePolicy::Contiguous
+}
+
+impl ShuffleConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        if self.servers == 0 {
+            return err("scheme.servers", "must be at least 1");
+        }
+        if self.r == 0 || self.r > self.servers {
+            return err("scheme.r", format!("= {}: the computation load must be between 1 and scheme.servers = {}", self.r, self.servers));
+        }
+        for (k, what) in [(self.r, "batches C(K, r)"), (self.r + 1, "multicast groups C(K, r+1)")] {
+            let count = outrun_codes::binomial(self.servers, k);
+            if count > outrun_codes::MAX_SUBSETS && k <= self.servers {
+                return err("scheme.r", format!("= {}: {count} {what} with K = {} servers; at most {} (every group is an MPI communicator)", self.r, self.servers, outrun_codes::MAX_SUBSETS));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Parameters of CodedReduce on an (n, L)-regular tree.
@@ -395,6 +433,10 @@ pub enum SchemeConfig {
     LbUncoded(MatvecSchemeConfig),
     /// Mat-vec, coded, ⌈r/k⌉ rows each with k chosen by the model.
     UniformCoded(MatvecSchemeConfig),
+    /// PageRank with the coded Shuffle: XOR-coded multicasts in the C(K, r+1) groups.
+    CodedPagerank(ShuffleConfig),
+    /// PageRank with the uncoded Shuffle under the same allocation (r = 1: conventional).
+    UncodedPagerank(ShuffleConfig),
 }
 
 const STAR_KEYS: &[&str] = &["workers", "s", "draws"];
@@ -406,6 +448,7 @@ const GCDC_KEYS: &[&str] = &["workers", "clusters", "r", "n", "ssi", "capped", "
 const MV_KEYS: &[&str] = &["workers", "code", "a", "mu", "shape", "overhead", "lt_c", "lt_delta"];
 const HCMM_KEYS: &[&str] = &["workers", "code", "a", "mu", "shape", "overhead", "lt_c", "lt_delta", "budget", "kappa", "gamma"];
 const MV_UNCODED_KEYS: &[&str] = &["workers", "a", "mu", "shape"];
+const PAGERANK_KEYS: &[&str] = &["servers", "r", "reduce"];
 
 impl Tagged for SchemeConfig {
     const SECTION: &'static str = "scheme";
@@ -427,9 +470,18 @@ impl Tagged for SchemeConfig {
         ("uniform-uncoded", MV_UNCODED_KEYS),
         ("lb-uncoded", MV_UNCODED_KEYS),
         ("uniform-coded", MV_KEYS),
+        ("coded-pagerank", PAGERANK_KEYS),
+        ("uncoded-pagerank", PAGERANK_KEYS),
     ];
 
     fn variant(kind: &str, rest: toml::Value) -> Result<Self, ConfigError> {
+        if kind.ends_with("pagerank") {
+            if rest.get("servers").is_none() {
+                return err("scheme.servers", "missing: the number of servers K");
+            }
+            let c = de(rest, "scheme")?;
+            return Ok(if kind == "coded-pagerank" { SchemeConfig::CodedPagerank(c) } else { SchemeConfig::UncodedPagerank(c) });
+        }
         if kind != "cr" && rest.get("workers").is_none() {
             return err("scheme.workers", "missing: the number of workers N");
         }
@@ -517,6 +569,8 @@ impl SchemeConfig {
             SchemeConfig::UniformUncoded(_) => "uniform-uncoded",
             SchemeConfig::LbUncoded(_) => "lb-uncoded",
             SchemeConfig::UniformCoded(_) => "uniform-coded",
+            SchemeConfig::CodedPagerank(_) => "coded-pagerank",
+            SchemeConfig::UncodedPagerank(_) => "uncoded-pagerank",
         }
     }
 
@@ -527,6 +581,19 @@ impl SchemeConfig {
             SchemeConfig::Hcmm(c) | SchemeConfig::UniformCoded(c) | SchemeConfig::UniformUncoded(c) | SchemeConfig::LbUncoded(c) => Some(c),
             _ => None,
         }
+    }
+
+    /// The PageRank schemes' parameters, if this is one.
+    pub fn pagerank(&self) -> Option<&ShuffleConfig> {
+        match self {
+            SchemeConfig::CodedPagerank(c) | SchemeConfig::UncodedPagerank(c) => Some(c),
+            _ => None,
+        }
+    }
+
+    /// Schemes with no master: rings, and the PageRank servers.
+    pub fn masterless(&self) -> bool {
+        self.is_ring() || self.pagerank().is_some()
     }
 
     /// Schemes whose workers form a ring with no master.
@@ -543,6 +610,7 @@ impl SchemeConfig {
             SchemeConfig::GcSc(c) => c.workers,
             SchemeConfig::GcDc(c) => c.workers,
             SchemeConfig::Hcmm(c) | SchemeConfig::UniformCoded(c) | SchemeConfig::UniformUncoded(c) | SchemeConfig::LbUncoded(c) => c.workers,
+            SchemeConfig::CodedPagerank(c) | SchemeConfig::UncodedPagerank(c) => c.servers,
             SchemeConfig::Umw(c)
             | SchemeConfig::Ignore(c)
             | SchemeConfig::GcCyclic(c)
@@ -562,6 +630,8 @@ impl SchemeConfig {
             SchemeConfig::GcDc(c) => c.r.saturating_sub(1),
             // the plan says how many workers the allocation can lose
             SchemeConfig::Hcmm(_) | SchemeConfig::UniformUncoded(_) | SchemeConfig::LbUncoded(_) | SchemeConfig::UniformCoded(_) => 0,
+            // every multicast group needs all its members
+            SchemeConfig::CodedPagerank(_) | SchemeConfig::UncodedPagerank(_) => 0,
             SchemeConfig::Umw(c)
             | SchemeConfig::Ignore(c)
             | SchemeConfig::GcCyclic(c)
@@ -580,6 +650,7 @@ impl SchemeConfig {
             SchemeConfig::GcSc(c) => return c.as_clusters().validate(),
             SchemeConfig::GcDc(c) => return c.validate(),
             SchemeConfig::Hcmm(c) | SchemeConfig::UniformCoded(c) | SchemeConfig::UniformUncoded(c) | SchemeConfig::LbUncoded(c) => return c.validate(),
+            SchemeConfig::CodedPagerank(c) | SchemeConfig::UncodedPagerank(c) => return c.validate(),
             SchemeConfig::Umw(c)
             | SchemeConfig::Ignore(c)
             | SchemeConfig::GcCyclic(c)

@@ -8,12 +8,14 @@
 //! | `cegc`, `agc`, `g-agc` | `schemes/communication.rs` | star |
 //! | `gc-sc`, `gc-dc` | `schemes/clustered.rs` | star |
 //! | `hcmm`, `uniform-uncoded`, `lb-uncoded`, `uniform-coded` (mat-vec) | `schemes/matvec.rs` | star |
+//! | `coded-pagerank`, `uncoded-pagerank` (PageRank) | `schemes/pagerank.rs` | shuffle, no master |
 
 mod clustered;
 mod coded_reduce;
 mod communication;
 mod master_worker;
 mod matvec;
+mod pagerank;
 mod ring;
 
 use crate::alloc::WeightedSet;
@@ -28,7 +30,13 @@ use crate::stragglers::StragglerModel;
 pub fn build(cfg: &Config, samples: usize) -> Result<Plan, ConfigError> {
     let w = cfg.workers();
     if samples < w {
-        let field = if cfg.matvec().is_some() { "matrix.rows" } else { "data.samples" };
+        let field = if cfg.matvec().is_some() {
+            "matrix.rows"
+        } else if cfg.pagerank().is_some() {
+            "graph"
+        } else {
+            "data.samples"
+        };
         return Err(ConfigError::new(field, format!("= {samples} is smaller than the {w} workers: some would hold no data")));
     }
     match &cfg.scheme {
@@ -40,6 +48,7 @@ pub fn build(cfg: &Config, samples: usize) -> Result<Plan, ConfigError> {
         SchemeConfig::GcSc(c) => clustered::build(cfg, &c.as_clusters(), samples),
         SchemeConfig::GcDc(c) => clustered::build(cfg, c, samples),
         SchemeConfig::Hcmm(c) | SchemeConfig::UniformUncoded(c) | SchemeConfig::LbUncoded(c) | SchemeConfig::UniformCoded(c) => matvec::build(cfg, c, samples),
+        SchemeConfig::CodedPagerank(c) | SchemeConfig::UncodedPagerank(c) => Ok(pagerank::build(cfg, c, samples)),
     }
 }
 

@@ -1,0 +1,211 @@
+//! PageRank graphs: SNAP-style edge lists and seeded generators (Erdős–Rényi, the note's
+//! portable `det_er`, Chung–Lu power law, two-block SBM, random bipartite). Every rank builds
+//! the whole graph (generated from the seed, or read from the file) and keeps the vertices it
+//! Maps and Reduces.
+//!
+//! Edge-list rule (documented in `docs/configuration.md`): one edge per line, the first two
+//! whitespace-separated fields are non-negative integer ids, further fields are ignored, blank
+//! lines and lines starting with `#` or `%` are comments. Ids are renamed `0..n` in ascending
+//! id order (and mapped back in `ranks.txt`); a vertex exists iff it is an endpoint of some
+//! edge. Duplicate edges count once (undirected: `a b` and `b a` are the same edge); a self-loop
+//! is kept (the vertex sends a share of its rank to itself).
+
+use std::io::BufRead;
+
+use outrun_codes::{det_er, domain, Graph, Rng};
+use outrun_plan::config::{GraphConfig, GraphKind};
+
+use crate::data::DataError;
+
+/// A graph with the ids its vertices had in the file (`ids[v]` is vertex v's id).
+#[derive(Clone, Debug)]
+pub struct LoadedGraph {
+    /// The graph on `0..n` (after the permutation, if any).
+    pub graph: Graph,
+    /// Original id of each vertex.
+    pub ids: Vec<u64>,
+}
+
+/// Read an edge list. Errors name the file and line.
+pub fn read_edge_list(path: &str, directed: bool) -> Result<LoadedGraph, DataError> {
+    let file = std::fs::File::open(path).map_err(|e| DataError(format!("{path}: cannot open the graph file: {e}")))?;
+    let mut pairs: Vec<(u64, u64)> = Vec::new();
+    for (ln, line) in std::io::BufReader::new(file).lines().enumerate() {
+        let ln = ln + 1;
+        let line = line.map_err(|e| DataError(format!("{path}:{ln}: cannot read: {e}")))?;
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') || line.starts_with('%') {
+            continue;
+        }
+        let mut fields = line.split_whitespace();
+        let mut id = |what: &str| -> Result<u64, DataError> {
+            match fields.next() {
+                None => Err(DataError(format!("{path}:{ln}: one column (`{line}`); an edge needs two vertex ids"))),
+                Some(f) => f.parse::<u64>().map_err(|_| DataError(format!("{path}:{ln}: the {what} vertex id `{f}` is not a non-negative integer"))),
+            }
+        };
+        let a = id("first")?;
+        let b = id("second")?;
+        pairs.push((a, b));
+    }
+    if pairs.is_empty() {
+        return Err(DataError(format!("{path}: no edges (an edge list has one `a b` pair of vertex ids per line)")));
+    }
+    let mut ids: Vec<u64> = pairs.iter().flat_map(|&(a, b)| [a, b]).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    if ids.len() > u32::MAX as usize {
+        return Err(DataError(format!("{path}: {} vertices; at most {}", ids.len(), u32::MAX)));
+    }
+    let index = |x: u64| ids.binary_search(&x).expect("an endpoint") as u32;
+    let edges: Vec<(u32, u32)> = pairs.iter().map(|&(a, b)| (index(a), index(b))).collect();
+    Ok(LoadedGraph { graph: Graph::new(ids.len(), &edges, directed), ids })
+}
+
+/// Undirected edges {i, j}, i ≤ j (i < j without self-loops), each with probability
+/// `prob(i, j)`, from one uniform per pair in (i, j) order.
+fn pairs(n: usize, self_loops: bool, rng: &mut Rng, prob: impl Fn(usize, usize) -> f64) -> Vec<(u32, u32)> {
+    let mut edges = Vec::new();
+    for i in 0..n {
+        for j in (if self_loops { i } else { i + 1 })..n {
+            let p = prob(i, j);
+            if p > 0.0 && rng.uniform() < p {
+                edges.push((i as u32, j as u32));
+            }
+        }
+    }
+    edges
+}
+
+/// The configured graph: the file, or the generator's from `seed` (`graph.seed` overrides it),
+/// relabelled by a seeded permutation with `graph.permute`.
+pub fn load(g: &GraphConfig, seed: u64) -> Result<LoadedGraph, DataError> {
+    let seed = g.seed.unwrap_or(seed);
+    let loaded = match (&g.path, g.kind) {
+        (Some(path), _) => read_edge_list(path, g.directed)?,
+        (None, Some(kind)) => {
+            let n = g.n.expect("validated");
+            let mut rng = Rng::from_key(&[seed, domain::GRAPH, n as u64]);
+            let edges = match kind {
+                GraphKind::DetEr => det_er(n, g.p.expect("validated"), seed, g.self_loops),
+                GraphKind::Er => {
+                    let p = g.p.expect("validated");
+                    pairs(n, g.self_loops, &mut rng, |_, _| p)
+                }
+                GraphKind::PowerLaw => {
+                    let gamma = g.gamma.expect("validated");
+                    let d: Vec<f64> = (0..n).map(|_| (1.0 - rng.uniform()).powf(-1.0 / (gamma - 1.0))).collect();
+                    let total: f64 = d.iter().sum();
+                    pairs(n, g.self_loops, &mut rng, |i, j| (d[i] * d[j] / total).min(1.0))
+                }
+                GraphKind::Sbm | GraphKind::Bipartite => {
+                    let n1 = g.n1.unwrap_or(n / 2);
+                    let inside = if kind == GraphKind::Sbm { g.p.expect("validated") } else { 0.0 };
+                    let across = g.q.expect("validated");
+                    pairs(n, g.self_loops, &mut rng, |i, j| if (i < n1) == (j < n1) { inside } else { across })
+                }
+            };
+            LoadedGraph { graph: Graph::new(n, &edges, false), ids: (0..n as u64).collect() }
+        }
+        (None, None) => unreachable!("validated: a path or a kind"),
+    };
+    if !g.permute {
+        return Ok(loaded);
+    }
+    let n = loaded.graph.vertices();
+    let perm: Vec<u32> = Rng::from_key(&[seed, domain::GRAPH, 1]).permutation(n).into_iter().map(|v| v as u32).collect();
+    let mut ids = vec![0u64; n];
+    for (v, &to) in perm.iter().enumerate() {
+        ids[to as usize] = loaded.ids[v];
+    }
+    Ok(LoadedGraph { graph: loaded.graph.relabel(&perm), ids })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(name: &str, text: &str) -> String {
+        let p = std::env::temp_dir().join(format!("outrun-graph-{}-{name}", std::process::id()));
+        std::fs::write(&p, text).unwrap();
+        p.display().to_string()
+    }
+
+    #[test]
+    fn reads_snap_edge_lists_with_comments_tabs_and_arbitrary_ids() {
+        let p = file("ok.txt", "# Directed graph\n% another comment\n\n10\t20\n20 30 1.5\n30 10\n10 20\n7 7\n");
+        let g = read_edge_list(&p, false).unwrap();
+        assert_eq!(g.ids, vec![7, 10, 20, 30]);
+        // undirected, duplicates once, self-loop kept
+        assert_eq!(g.graph.targets(0), &[0]);
+        assert_eq!(g.graph.targets(1), &[2, 3]);
+        assert_eq!(g.graph.values(), 7);
+        let d = read_edge_list(&p, true).unwrap();
+        assert_eq!(d.graph.targets(1), &[2]);
+        assert_eq!(d.graph.sources(1), &[3]);
+        assert_eq!(d.graph.values(), 4);
+        std::fs::remove_file(p).unwrap();
+    }
+
+    #[test]
+    fn bad_files_name_the_line() {
+        for (name, text, want) in [
+            ("nonnum.txt", "1 2\n3 x\n", "nonnum.txt:2: the second vertex id `x` is not a non-negative integer"),
+            ("onecol.txt", "# c\n1 2\n5\n", "onecol.txt:3: one column (`5`); an edge needs two vertex ids"),
+            ("neg.txt", "-1 2\n", "neg.txt:1: the first vertex id `-1`"),
+            ("empty.txt", "", "empty.txt: no edges"),
+            ("comments.txt", "# only\n\n", "comments.txt: no edges"),
+        ] {
+            let p = file(name, text);
+            let e = read_edge_list(&p, false).unwrap_err().to_string();
+            assert!(e.contains(want), "{e}");
+            std::fs::remove_file(p).unwrap();
+        }
+        assert!(read_edge_list("/nonexistent/g.txt", false).unwrap_err().to_string().contains("cannot open"));
+    }
+
+    fn cfg(kind: GraphKind, n: usize) -> GraphConfig {
+        GraphConfig { kind: Some(kind), n: Some(n), ..Default::default() }
+    }
+
+    #[test]
+    fn generators_are_seeded_and_have_their_density() {
+        let er = GraphConfig { p: Some(0.1), ..cfg(GraphKind::Er, 400) };
+        let a = load(&er, 1).unwrap();
+        assert_eq!(a.graph, load(&er, 1).unwrap().graph);
+        assert_ne!(a.graph, load(&er, 2).unwrap().graph);
+        let pairs = 400.0 * 399.0 / 2.0;
+        let edges = a.graph.values() as f64 / 2.0;
+        assert!((edges / pairs - 0.1).abs() < 0.01, "{}", edges / pairs);
+        let det = GraphConfig { p: Some(0.2), seed: Some(1), ..cfg(GraphKind::DetEr, 60) };
+        assert_eq!(load(&det, 99).unwrap().graph.values(), 750);
+        let bip = GraphConfig { q: Some(0.2), ..cfg(GraphKind::Bipartite, 200) };
+        let b = load(&bip, 3).unwrap().graph;
+        for j in 0..200 {
+            assert!(b.targets(j).iter().all(|&i| (i < 100) != (j < 100)));
+        }
+        let sbm = GraphConfig { p: Some(0.3), q: Some(0.01), ..cfg(GraphKind::Sbm, 300) };
+        let s = load(&sbm, 3).unwrap().graph;
+        let inside: usize = (0..300).map(|j| s.targets(j).iter().filter(|&&i| (i < 150) == (j < 150)).count()).sum();
+        assert!(inside as f64 > 0.9 * s.values() as f64);
+        let pl = GraphConfig { gamma: Some(2.5), ..cfg(GraphKind::PowerLaw, 2000) };
+        let p = load(&pl, 3).unwrap().graph;
+        let mean = p.values() as f64 / 2000.0;
+        let max = (0..2000).map(|j| p.targets(j).len()).max().unwrap();
+        assert!((1.5..5.0).contains(&mean) && max as f64 > 10.0 * mean, "mean {mean}, max {max}");
+    }
+
+    #[test]
+    fn permutation_relabels_and_keeps_the_ids() {
+        let p = file("perm.txt", "100 200\n200 300\n");
+        let g = GraphConfig { path: Some(p.clone()), permute: true, ..Default::default() };
+        let a = load(&g, 5).unwrap();
+        let mut ids = a.ids.clone();
+        ids.sort();
+        assert_eq!(ids, vec![100, 200, 300]);
+        // the middle vertex (id 200) has two neighbours wherever it went
+        let mid = a.ids.iter().position(|&x| x == 200).unwrap();
+        assert_eq!(a.graph.targets(mid).len(), 2);
+        std::fs::remove_file(p).unwrap();
+    }
+}

@@ -83,6 +83,33 @@ enum Cmd {
         #[arg(long, default_value_t = 100)]
         trials: usize,
     },
+    /// PageRank's Shuffle loads for a graph, per computation load r: uncoded and coded values,
+    /// segments and bytes, the thesis's L (no MPI).
+    PagerankLoad {
+        /// A SNAP-style edge-list file.
+        #[arg(long, conflicts_with = "config", required_unless_present = "config")]
+        graph: Option<PathBuf>,
+        /// Or a PageRank config: its [graph], scheme.servers and scheme.reduce.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        #[arg(long = "set", value_name = "SECTION.KEY=VALUE", requires = "config")]
+        set: Vec<String>,
+        /// Servers K (default: the config's scheme.servers).
+        #[arg(long)]
+        servers: Option<usize>,
+        /// Computation loads: a..b or a,b,c (default 1..K).
+        #[arg(long)]
+        r: Option<String>,
+        /// Reducers: contiguous or mod (default: the config's, else contiguous).
+        #[arg(long, value_parser = ["contiguous", "mod"])]
+        reduce: Option<String>,
+        /// The edge list is directed (with --graph).
+        #[arg(long, requires = "graph")]
+        directed: bool,
+        /// Print JSON lines instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
     /// Micro-benchmarks (used by `make bench`).
     #[command(subcommand)]
     Bench(BenchCmd),
@@ -302,6 +329,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             }
             Ok(())
         }
+        Cmd::PagerankLoad { graph, config, set, servers, r, reduce, directed, json } => pagerank_load(graph, config, &set, servers, r, reduce, directed, json),
         Cmd::Config { config, set } => {
             print!("{}", load_config(&config, &set)?.to_toml());
             Ok(())
@@ -309,9 +337,13 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Cmd::Check { config, set, local } => {
             let (cfg, shape, plan) = build_plan_sized(&config, &set)?;
             cfg.validate_for_engine().map_err(|e| Failure(format!("{}: {e}", config.display()), 2))?;
-            let need = match cfg.matvec() {
-                Some(_) => outrun_workloads::memory::per_rank_matvec(&plan, shape.features),
-                None => outrun_workloads::memory::per_rank(&plan, shape.features),
+            let need = match (cfg.matvec(), cfg.pagerank()) {
+                (Some(_), _) => outrun_workloads::memory::per_rank_matvec(&plan, shape.features),
+                (_, Some(pr)) => {
+                    let g = outrun_workloads::graph::load(&pr.graph, cfg.run.seed).map_err(|e| Failure(e.to_string(), 2))?;
+                    outrun_workloads::memory::per_rank_pagerank(&plan, g.graph.vertices(), g.graph.values())
+                }
+                _ => outrun_workloads::memory::per_rank(&plan, shape.features),
             };
             let (largest, total) = (need.iter().copied().max().unwrap_or(0), need.iter().fold(0u64, |a, &b| a.saturating_add(b)));
             if let Some(have) = outrun_workloads::memory::available() {
@@ -424,6 +456,59 @@ fn run(cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
     }
+}
+
+/// `outrun pagerank-load`: the loads of every r, from the note's formulas over the graph.
+#[allow(clippy::too_many_arguments)]
+fn pagerank_load(graph: Option<PathBuf>, config: Option<PathBuf>, set: &[String], servers: Option<usize>, r: Option<String>, reduce: Option<String>, directed: bool, json: bool) -> Result<(), Failure> {
+    use outrun_codes::{binomial, loads, ReducePolicy, ShuffleAllocation};
+    let input = |e: String| Failure(e, 2);
+    let (loaded, cfg_servers, cfg_reduce) = match (&graph, &config) {
+        (Some(path), _) => (outrun_workloads::graph::read_edge_list(&path.display().to_string(), directed).map_err(|e| input(e.to_string()))?, None, None),
+        (None, Some(c)) => {
+            let cfg = load_config(c, set)?;
+            let Some(pr) = cfg.pagerank() else {
+                return Err(input(format!("{}: job.kind = \"{}\" is not a PageRank job", c.display(), cfg.job.name())));
+            };
+            let sc = cfg.scheme.pagerank().expect("validated: a PageRank job runs a PageRank scheme");
+            (outrun_workloads::graph::load(&pr.graph, cfg.run.seed).map_err(|e| input(e.to_string()))?, Some(sc.servers), Some(sc.reduce))
+        }
+        (None, None) => return Err(input("give --graph FILE or --config CONFIG".into())),
+    };
+    let k = servers.or(cfg_servers).ok_or_else(|| input("--servers: missing (the number of servers K)".into()))?;
+    let policy = match reduce.as_deref() {
+        Some("mod") => ReducePolicy::Modulo,
+        Some(_) => ReducePolicy::Contiguous,
+        None => cfg_reduce.unwrap_or(ReducePolicy::Contiguous),
+    };
+    let rs: Vec<usize> = match r {
+        None => (1..=k).collect(),
+        Some(spec) => outrun_sim::sweep_values(&spec)
+            .map_err(|e| input(format!("--r {e}")))?
+            .iter()
+            .map(|v| v.parse::<usize>().map_err(|_| input(format!("--r: `{v}` is not a computation load (1..K)"))))
+            .collect::<Result<_, _>>()?,
+    };
+    let g = &loaded.graph;
+    let n = g.vertices();
+    if !json {
+        println!("graph: n = {n} vertices, {} values per iteration (directed edges); K = {k} servers, Reducers {}", g.values(), if policy == ReducePolicy::Modulo { "i mod K" } else { "contiguous" });
+        println!("| r | batches | groups | uncoded values U | L_UC | coded segments | L_C | coded bytes | uncoded bytes | gain L_UC/L_C | redistributed values |");
+        println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    }
+    for r in rs {
+        let a = ShuffleAllocation::new(n, k, r, policy).map_err(|e| input(format!("--r {r}: {e}")))?;
+        let l = loads(g, &a);
+        let groups = if r < k { binomial(k, r + 1) } else { 0 };
+        let gain = if l.segments > 0 { format!("{:.2}", l.l_uncoded() / l.l_coded()) } else { "-".into() };
+        if json {
+            println!("{}", serde_json::json!({"r": r, "servers": k, "n": n, "values": l.values, "batches": a.batches(), "groups": groups, "uncoded": l.uncoded, "l_uncoded": l.l_uncoded(),
+                "segments": l.segments, "chunks": l.chunks, "l_coded": l.l_coded(), "coded_bytes": l.coded_bytes, "uncoded_bytes": l.uncoded_bytes(), "redistribution": l.redistribution}));
+        } else {
+            println!("| {r} | {} | {groups} | {} | {:.6} | {} | {:.6} | {} | {} | {gain} | {} |", a.batches(), l.uncoded, l.l_uncoded(), l.segments, l.l_coded(), l.coded_bytes, l.uncoded_bytes(), l.redistribution);
+        }
+    }
+    Ok(())
 }
 
 fn main() -> ExitCode {

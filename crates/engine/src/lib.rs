@@ -24,6 +24,7 @@ mod clock;
 mod driver;
 mod error;
 mod setup;
+mod shuffle;
 pub mod transport;
 
 use std::path::Path;
@@ -90,6 +91,16 @@ pub fn train(config: &Path, overrides: &[String], progress: &mut dyn Progress) -
     let rank = world.rank() as usize;
     let mut comm = Comm::new(&world);
     let result = setup::setup(&world, config, overrides).and_then(|shared| {
+        if let Some(pr) = shared.config.pagerank() {
+            // every rank builds the whole graph (generated, or read from the file)
+            let graph = outrun_workloads::graph::load(&pr.graph, shared.config.run.seed);
+            let failed = comm.allreduce_max(i32::from(graph.is_err()));
+            return match (graph, failed) {
+                (Ok(g), 0) => shuffle::run(&world, comm, &shared, g, progress, started),
+                (Err(e), _) => Err(EngineError::Local(format!("rank {rank} ({}): {e}", hostname()))),
+                (Ok(_), _) => Err(EngineError::PeerSetup),
+            };
+        }
         // More ranks than cores on this host: computations yield the core now and then, so a
         // rank woken by a message is not queued behind a peer's whole computation.
         let (local, cores) = (comm.local_size(), std::thread::available_parallelism().map_or(1, |c| c.get()));

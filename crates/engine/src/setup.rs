@@ -61,6 +61,7 @@ fn prepare(config_path: &Path, overrides: &[String], world_size: usize) -> Resul
     if world_size != plan.ranks {
         let detail = match plan.master() {
             Some(_) => format!("1 master + {} workers", plan.workers),
+            None if plan.layers() == 0 && matches!(plan.pattern, outrun_plan::Pattern::Shuffle { .. }) => format!("{} servers, no master", plan.workers),
             None => format!("{} ring workers, no master", plan.workers),
         };
         return Err(EngineError::WorldSize { need: plan.ranks, got: world_size, detail });

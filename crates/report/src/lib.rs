@@ -174,7 +174,9 @@ pub struct Options {
 
 /// One-line account of a run (what `outrun train` prints at the end).
 pub fn one_line(s: &Summary) -> String {
-    let err = s.final_error.map_or(String::new(), |e| format!(", normalized error {e:.3e}"));
+    // PageRank's error column is the last iteration's change ‖Π_k − Π_{k−1}‖₁
+    let what = if s.scheme.ends_with("pagerank") { "last L1 change" } else { "normalized error" };
+    let err = s.final_error.map_or(String::new(), |e| format!(", {what} {e:.3e}"));
     // a mat-vec has no loss (a power iteration's is its eigenvalue estimate)
     let loss = if s.final_loss.is_finite() { format!("; final loss {:.4e}", s.final_loss) } else { String::new() };
     format!(

@@ -86,9 +86,9 @@ impl Book {
         let mut csv = Lines::create(&dir.join("iterations.csv"))?.quiet();
         csv.line("iteration,wall_s,cumulative_s,loss,normalized_error,relative_change,used,survivors,coverage,exact,residual,late_discarded");
         let traj = if shared.config.run.trajectory { Lines::create(&dir.join("trajectory.csv"))?.quiet() } else { Lines::none() };
-        let star = match shared.config.matvec() {
-            Some(_) => None,
-            None => match shared.config.data().kind {
+        let star = match (shared.config.matvec(), shared.config.pagerank()) {
+            (Some(_), _) | (_, Some(_)) => None,
+            _ => match shared.config.data().kind {
                 DataKind::Libsvm => None,
                 kind => theta_star(kind, shared.config.run.seed, shared.features),
             },
@@ -158,14 +158,20 @@ impl Book {
     /// Write the final state (`theta.txt`, or a mat-vec's `y.txt`) and `summary.json`; returns
     /// the summary.
     pub fn finish(&self, shared: &RunInfo, theta: &[f64], setup_s: f64, late: u64, master_bytes: u64, latency: Latency) -> std::io::Result<Summary> {
+        let text: String = theta.iter().map(|v| format!("{v:e}\n")).collect();
+        self.finish_with_state(shared, &text, setup_s, late, master_bytes, latency)
+    }
+
+    /// [`Book::finish`] with the state file's text given (PageRank's `ranks.txt`: `id rank`
+    /// lines).
+    pub fn finish_with_state(&self, shared: &RunInfo, state: &str, setup_s: f64, late: u64, master_bytes: u64, latency: Latency) -> std::io::Result<Summary> {
         let dir = &shared.run_dir;
         for (name, lines) in [("iterations.csv", &self.csv), ("trajectory.csv", &self.traj)] {
             if let Some(e) = lines.failure() {
                 return Err(std::io::Error::other(format!("{name} dropped lines ({e})")));
             }
         }
-        let text: String = theta.iter().map(|v| format!("{v:e}\n")).collect();
-        std::fs::write(dir.join(shared.config.job.state_file()), text)?;
+        std::fs::write(dir.join(shared.config.job.state_file()), state)?;
         let plan = &shared.plan;
         let total = self.last_end - self.loop_start;
         let n = self.walls.len().max(1) as f64;

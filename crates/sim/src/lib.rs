@@ -128,6 +128,12 @@ pub fn simulate(cfg: &Config, plan: &Plan, p: usize, opts: &Options) -> Result<S
     if opts.trials == 0 {
         return Err(SimError::Input("--trials must be at least 1".into()));
     }
+    if matches!(plan.pattern, outrun_plan::Pattern::Shuffle { .. }) {
+        return Err(SimError::Input(format!(
+            "scheme.kind = \"{}\": the simulator does not model the shuffle pattern (PageRank) yet; run it with launch/local.sh, and see its loads with outrun pagerank-load",
+            plan.scheme
+        )));
+    }
     let cost = plan.nodes.iter().map(|n| n.load() as f64).sum::<f64>() * p as f64 * cfg.run.iterations as f64;
     let math = opts.write
         && match opts.math {

@@ -22,6 +22,15 @@ pub fn per_rank(plan: &Plan, features: usize) -> Vec<u64> {
         .collect()
 }
 
+/// PageRank: every server holds the whole graph in both directions (two CSR arrays of u32
+/// ids plus offsets), a value per edge (its Map output), the rank vector twice, its rows' slots
+/// and the bytes of its rows (bounded by a value per edge).
+pub fn per_rank_pagerank(plan: &Plan, vertices: usize, values: usize) -> Vec<u64> {
+    let (n, e) = (vertices as u64, values as u64);
+    let each = e.saturating_mul(4 * 2 + 8 + 8 + 8).saturating_add(n.saturating_mul(8 * 2 + 8 * 2));
+    vec![each; plan.ranks]
+}
+
 /// Estimated peak bytes of every rank of a mat-vec with `cols` columns: every rank reads the
 /// whole r × m matrix, a worker also holds its ℓ coded rows, and the master the decoder (the
 /// dense coded rows and an r × r factorization for the Gaussian code, the parity rows and at

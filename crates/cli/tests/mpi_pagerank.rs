@@ -1,0 +1,213 @@
+//! Coded PageRank through `mpirun` (note seed-004-ch2, T8 and T9): for every computation load
+//! r, the coded ranks are bit-equal to the uncoded ranks on the same graph, and both equal the
+//! test's own centralised PageRank within 1e-12; the bytes the servers multicast equal the
+//! note's coded byte counts exactly; bad graph files fail with one line naming the line.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use common::*;
+
+/// The test's graph, written as a SNAP edge list with arbitrary ids, comments and tabs:
+/// vertex v has id 1000 + 7v; edges from a deterministic formula, plus a few directed sinks.
+fn write_graph(path: &Path, n: u64) -> Vec<(u64, u64)> {
+    let mut edges = Vec::new();
+    for a in 0..n {
+        for b in a..n {
+            if (a * 31 + b * 17 + a * b) % 11 == 0 || b == a + 1 {
+                edges.push((1000 + 7 * a, 1000 + 7 * b));
+            }
+        }
+    }
+    let mut text = String::from("# test graph\n# FromNodeId\tToNodeId\n");
+    for (a, b) in &edges {
+        text.push_str(&format!("{a}\t{b}\n"));
+    }
+    std::fs::write(path, text).unwrap();
+    edges
+}
+
+/// Centralised PageRank: Π(i) = (1−α)/n + α(Σ_{j→i} Π(j)/deg⁺(j) + m/n), m the dangling
+/// mass; from the edge list, by id.
+fn pagerank(edges: &[(u64, u64)], directed: bool, alpha: f64, iterations: usize) -> BTreeMap<u64, f64> {
+    let mut out: BTreeMap<u64, BTreeSet<u64>> = BTreeMap::new();
+    for &(a, b) in edges {
+        out.entry(a).or_default().insert(b);
+        out.entry(b).or_default();
+        if !directed {
+            out.entry(b).or_default().insert(a);
+        }
+    }
+    let n = out.len() as f64;
+    let mut pi: BTreeMap<u64, f64> = out.keys().map(|&v| (v, 1.0 / n)).collect();
+    for _ in 0..iterations {
+        let mass: f64 = out.iter().filter(|(_, t)| t.is_empty()).map(|(v, _)| pi[v]).sum();
+        let mut sum: BTreeMap<u64, f64> = out.keys().map(|&v| (v, 0.0)).collect();
+        for (j, targets) in &out {
+            for i in targets {
+                *sum.get_mut(i).unwrap() += pi[j] / targets.len() as f64;
+            }
+        }
+        pi = sum.into_iter().map(|(v, s)| (v, (1.0 - alpha) / n + alpha * (s + mass / n))).collect();
+    }
+    pi
+}
+
+fn read_ranks(path: &Path) -> BTreeMap<u64, f64> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let (id, v) = l.split_once(' ').unwrap();
+            (id.parse().unwrap(), v.parse().unwrap())
+        })
+        .collect()
+}
+
+const ITERATIONS: usize = 12;
+
+fn config(graph: &str, directed: bool) -> String {
+    format!(
+        r#"
+[run]
+name = "pagerank"
+iterations = {ITERATIONS}
+
+[job]
+kind = "pagerank"
+damping = 0.85
+
+[graph]
+{graph}
+directed = {directed}
+
+[scheme]
+kind = "coded-pagerank"
+servers = 4
+r = 2
+"#
+    )
+}
+
+/// Run; (exit code, stderr, run directory if it succeeded).
+fn run(dir: &Scratch, text: &str, sets: &[String], tag: &str) -> (Option<i32>, String, Option<PathBuf>) {
+    let _lock = mpi_lock();
+    let out = dir.join(format!("runs-{tag}"));
+    let mut sets = sets.to_vec();
+    sets.push(format!("run.out_dir={}", out.display()));
+    let cfg_path = dir.join(format!("{tag}.toml"));
+    std::fs::write(&cfg_path, text).unwrap();
+    let cfg = outrun_workloads::load_config(&cfg_path, &sets).expect("valid test config");
+    let r = mpirun(cfg.ranks(), &cfg_path, &sets, std::time::Duration::from_secs(60));
+    let rd = (r.code == Some(0)).then(|| run_dir(&out));
+    (r.code, r.stderr, rd)
+}
+
+/// Every r for K servers, coded and uncoded: bit-equal to each other, within 1e-12 of the
+/// reference.
+fn every_r(dir: &Scratch, text: &str, servers: usize, extra: &[&str], want: &BTreeMap<u64, f64>) {
+    for r in 1..=servers {
+        let mut files = vec![];
+        for kind in ["coded-pagerank", "uncoded-pagerank"] {
+            let mut sets: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+            sets.extend([format!("scheme.kind={kind}"), format!("scheme.servers={servers}"), format!("scheme.r={r}")]);
+            let tag = format!("{kind}-k{servers}-r{r}-{}", extra.join("-").replace(['.', '='], ""));
+            let (rc, err, rd) = run(dir, text, &sets, &tag);
+            assert_eq!(rc, Some(0), "{tag}: {err}");
+            let rd = rd.unwrap();
+            let got = read_ranks(&rd.join("ranks.txt"));
+            assert_eq!(got.len(), want.len(), "{tag}");
+            for (id, w) in want {
+                let g = got[id];
+                assert!((g - w).abs() <= 1e-12 * w.abs(), "{tag}: vertex {id}: {g} vs {w}");
+            }
+            assert_eq!(iterations(&rd).len(), ITERATIONS, "{tag}");
+            files.push(std::fs::read_to_string(rd.join("ranks.txt")).unwrap());
+        }
+        assert_eq!(files[0], files[1], "K = {servers}, r = {r} {extra:?}: coded and uncoded ranks differ");
+    }
+}
+
+#[test]
+fn coded_equals_uncoded_equals_centralised_for_every_r() {
+    let dir = tempdir("pagerank-every-r");
+    let path = dir.join("g.txt");
+    let edges = write_graph(&path, 90);
+    let text = config(&format!("path = \"{}\"", path.display()), false);
+    let want = pagerank(&edges, false, 0.85, ITERATIONS);
+    every_r(&dir, &text, 4, &[], &want);
+    every_r(&dir, &text, 5, &["scheme.reduce=mod", "graph.permute=true"], &want);
+    // directed: sinks are dangling vertices (their mass is spread uniformly)
+    let text = config(&format!("path = \"{}\"", path.display()), true);
+    let want = pagerank(&edges, true, 0.85, ITERATIONS);
+    assert!(want.len() == 90);
+    every_r(&dir, &text, 3, &[], &want);
+}
+
+/// T8: the bytes multicast per iteration equal the note's Cbytes for det_er(60, 0.2, 1), K = 5
+/// (1952 / 915 / 310 for r = 2 / 3 / 4); uncoded sends 8 bytes per value (U = 448 / 299 / 132).
+#[test]
+fn measured_shuffle_bytes_equal_the_notes_counts() {
+    let dir = tempdir("pagerank-bytes");
+    let text = config("kind = \"det-er\"\nn = 60\np = 0.2\nseed = 1", false).replace("directed = false\n", "");
+    for (r, coded, uncoded) in [(2, 1952, 448), (3, 915, 299), (4, 310, 132)] {
+        for (kind, want) in [("coded-pagerank", coded), ("uncoded-pagerank", 8 * uncoded)] {
+            let sets = vec![format!("scheme.kind={kind}"), "scheme.servers=5".into(), format!("scheme.r={r}"), "run.iterations=3".into()];
+            let tag = format!("{kind}-{r}");
+            let (rc, err, rd) = run(&dir, &text, &sets, &tag);
+            assert_eq!(rc, Some(0), "{tag}: {err}");
+            let phases = std::fs::read_to_string(rd.unwrap().join("phases.csv")).unwrap();
+            let header: Vec<&str> = phases.lines().next().unwrap().split(',').collect();
+            let col = header.iter().position(|h| *h == "l_bytes").unwrap();
+            let rows: Vec<&str> = phases.lines().skip(1).collect();
+            assert_eq!(rows.len(), 3);
+            for row in rows {
+                assert_eq!(row.split(',').nth(col).unwrap(), want.to_string(), "{tag}: {row}");
+            }
+        }
+    }
+}
+
+#[test]
+fn tolerance_stops_every_server_after_the_same_iteration() {
+    let dir = tempdir("pagerank-tol");
+    let text = config("kind = \"er\"\nn = 200\np = 0.05", false).replace("directed = false\n", "");
+    let sets = vec!["run.iterations=500".into(), "job.tol=1e-10".into()];
+    let (rc, err, rd) = run(&dir, &text, &sets, "tol");
+    assert_eq!(rc, Some(0), "{err}");
+    let rd = rd.unwrap();
+    let rows = iterations(&rd);
+    assert!(rows.len() > 5 && rows.len() < 500, "{} iterations", rows.len());
+    let last: f64 = rows.last().unwrap()["normalized_error"].parse().unwrap();
+    let before: f64 = rows[rows.len() - 2]["normalized_error"].parse().unwrap();
+    assert!(last <= 1e-10 && before > 1e-10, "{before} then {last}");
+    // every server logged the same number of iterations
+    for k in 0..4 {
+        let log = std::fs::read_to_string(rd.join(format!("rank-{k}.jsonl"))).unwrap();
+        assert_eq!(log.lines().filter(|l| l.contains("\"ev\":\"iteration\"")).count(), rows.len(), "rank {k}");
+    }
+}
+
+#[test]
+fn bad_graph_files_fail_with_one_line_on_every_rank() {
+    let dir = tempdir("pagerank-bad");
+    for (name, body, want) in [("nonnum.txt", "1 2\n2 x3\n", ":2: the second vertex id `x3`"), ("onecol.txt", "1 2\n\n7\n", ":3: one column"), ("empty.txt", "", ": no edges")] {
+        let path = dir.join(name);
+        std::fs::write(&path, body).unwrap();
+        let text = config(&format!("path = \"{}\"", path.display()), false);
+        // before MPI: outrun check
+        let cfg = write_config(&dir, &text);
+        let c = outrun(&["check", cfg.to_str().unwrap()]);
+        assert_eq!(c.code, Some(2), "{name}: {}", c.stderr);
+        assert!(c.stderr.contains(want) && c.stderr.lines().count() == 1, "{name}: {}", c.stderr);
+        // and through mpirun straight away (no launcher): every rank exits, one line
+        let (rc, err, _) = run(&dir, &text, &[], &format!("bad-{name}"));
+        assert_ne!(rc, Some(0));
+        let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
+        assert_eq!(lines.len(), 1, "{name}: {err}");
+        assert!(lines[0].contains(want), "{name}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}

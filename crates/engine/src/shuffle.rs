@@ -1,0 +1,228 @@
+//! The driver of the shuffle pattern (PageRank): K servers, no master. The pattern is
+//! bulk-synchronous and tolerates no straggler, so its protocol is a fixed schedule — Map,
+//! Encode, one turn per (multicast group, sender) in the same order on every server, Decode,
+//! Reduce, all-gather of the new ranks — computed by `outrun_codes::ShuffleNode`; this module
+//! moves its bytes with MPI and times every phase.
+//!
+//! - Multicast groups are communicators created once, by their members only
+//!   (`MPI_Comm_create_group`, in the groups' lexicographic order), C(K−1, r) per server.
+//! - Coded: a sender's turn is one `MPI_Bcast` of its XOR message on the group's communicator.
+//!   Uncoded: the sender sends each member its segment (`MPI_Send`), each member receives its own.
+//!   Turns are walked in one global order (groups lexicographic, senders ascending), so the
+//!   earliest unfinished turn always has all its members on their way to it: no deadlock and no
+//!   global barrier.
+//! - The new ranks reach every server by `MPI_Allgatherv` (at most n values each; not part of
+//!   the thesis's load L, logged separately), so every server can test convergence itself and
+//!   they all stop after the same iteration without another collective.
+//! - Each server logs its phases per iteration in `rank-<k>.jsonl` (flushed line by line); after
+//!   the loop rank 0 gathers them once and writes `phases.csv` (per iteration: each phase's
+//!   maximum over servers, bytes summed over servers).
+
+use std::time::Instant;
+
+use mpi::datatype::PartitionMut;
+use mpi::topology::SimpleCommunicator;
+use mpi::traits::*;
+use outrun_codes::{dangling_mass, Graph, ShuffleAllocation, ShuffleNode};
+use outrun_plan::Pattern;
+use outrun_runlog::{Book, IterationRecord, Latency, Lines, Summary};
+use outrun_workloads::graph::LoadedGraph;
+use serde_json::json;
+
+use crate::clock::Clock;
+use crate::error::EngineError;
+use crate::transport::Comm;
+use crate::{hostname, Progress, Shared};
+
+/// Phases per iteration, in `phases.csv` order.
+const PHASES: [&str; 6] = ["map_s", "encode_s", "shuffle_s", "decode_s", "reduce_s", "redistribute_s"];
+/// Per-iteration numbers gathered to rank 0: the phases, then L-bytes, wire bytes, values mapped.
+const FIELDS: usize = PHASES.len() + 3;
+
+/// Run the PageRank plan of `shared` on this rank. `graph` is the graph every rank loaded.
+pub(crate) fn run(world: &SimpleCommunicator, mut comm: Comm, shared: &Shared, loaded: LoadedGraph, progress: &mut dyn Progress, started: Instant) -> Result<Option<Summary>, EngineError> {
+    let rank = comm.rank;
+    let plan = &shared.plan;
+    let cfg = &shared.config;
+    let pr = cfg.pagerank().expect("a PageRank plan has a PageRank job");
+    let Pattern::Shuffle { servers, r, coded, reduce } = plan.pattern else { unreachable!("a shuffle plan") };
+    let dir = &shared.run_dir;
+    let io = |e: std::io::Error| EngineError::Run(format!("cannot write to the run directory {}: {e}", dir.display()));
+    let g: &Graph = &loaded.graph;
+    let n = g.vertices();
+    let alloc = ShuffleAllocation::new(n, servers, r, reduce).map_err(|e| EngineError::Setup(format!("scheme: {e}")))?;
+    let mut node = ShuffleNode::new(g, &alloc, rank, coded);
+    // one communicator per group this server is in, created by the members only, in order
+    let comms: Vec<SimpleCommunicator> = (0..node.group_count())
+        .map(|x| {
+            let (members, id) = node.group(x);
+            let ranks: Vec<i32> = members.iter().map(|&m| m as i32).collect();
+            world.split_by_subgroup_with_tag(&world.group().include(&ranks), id as i32).expect("a member gets the group's communicator")
+        })
+        .collect();
+    let mut clock = Clock::start();
+    clock.sync(&mut comm);
+    let mut log = Lines::create(&dir.join(format!("rank-{rank}.jsonl"))).map_err(io)?.quiet();
+    let logs = rank == plan.log_rank();
+    if logs {
+        std::fs::write(dir.join("config.toml"), cfg.to_toml()).map_err(io)?;
+        std::fs::write(dir.join("plan.json"), serde_json::to_string(plan).expect("plan serializes")).map_err(io)?;
+        tracing::info!("{}: {} servers, n = {n} vertices, {} values per iteration; run directory {}", plan.scheme, servers, g.values(), dir.display());
+    }
+    log.json(&json!({"ev": "setup", "rank": rank, "server": rank, "host": hostname(), "pid": std::process::id(),
+        "clock_offset": clock.offset, "clock_rtt": clock.rtt, "mapped": node.mapped().len(), "reduced": node.reduced().len(),
+        "groups": node.group_count(), "at": clock.now()}));
+    // where each server's reduced vertices land in the all-gathered vector
+    let owned: Vec<Vec<u32>> = (0..servers).map(|k| alloc.reduced(k)).collect();
+    let counts: Vec<i32> = owned.iter().map(|o| o.len() as i32).collect();
+    let displs: Vec<i32> = counts.iter().scan(0, |acc, &c| {
+        let d = *acc;
+        *acc += c;
+        Some(d)
+    }).collect();
+    let turns = node.turns();
+    world.barrier();
+    let setup_s = started.elapsed().as_secs_f64();
+    let mut book = if logs {
+        tracing::info!("setup took {setup_s:.3} s; starting at most {} iterations", cfg.run.iterations);
+        progress.begin(cfg.run.iterations);
+        Some(Book::new(&shared.run_info(), clock.now()).map_err(io)?)
+    } else {
+        None
+    };
+    let servers_used: Vec<usize> = (1..=servers).collect();
+    let mut pi = vec![1.0 / n as f64; n];
+    let mut gathered = vec![0.0; n];
+    let mut rows: Vec<f64> = Vec::new();
+    let mut recv_bytes_total = 0u64;
+    let mut stats: Vec<f64> = Vec::new();
+    for t in 0..cfg.run.iterations {
+        let mut mark = clock.now();
+        let mut lap = |clock: &Clock| {
+            let now = clock.now();
+            let d = now - mark;
+            mark = now;
+            d
+        };
+        let mapped = node.map(g, &pi);
+        let map_s = lap(&clock);
+        let mut out: Vec<Vec<(Option<usize>, Vec<u8>)>> = (0..node.group_count()).map(|x| node.encode(x)).collect();
+        let encode_s = lap(&clock);
+        let (mut l_bytes, mut wire_bytes, mut recv_bytes) = (0u64, 0u64, 0u64);
+        let mut received: Vec<(usize, usize, Vec<u8>)> = Vec::with_capacity(turns.len());
+        for turn in &turns {
+            let (members, _) = node.group(turn.group);
+            let index = |k: usize| members.iter().position(|&m| m == k).expect("a member") as i32;
+            let c = &comms[turn.group];
+            if turn.sender == rank {
+                for (to, mut bytes) in std::mem::take(&mut out[turn.group]) {
+                    // an empty message is not sent: its receivers know its length is 0 too
+                    if bytes.is_empty() {
+                        continue;
+                    }
+                    l_bytes += bytes.len() as u64;
+                    match to {
+                        None => {
+                            wire_bytes += (bytes.len() * (members.len() - 1)) as u64;
+                            c.process_at_rank(index(rank)).broadcast_into(&mut bytes[..]);
+                        }
+                        Some(k) => {
+                            wire_bytes += bytes.len() as u64;
+                            c.process_at_rank(index(k)).send(&bytes[..]);
+                        }
+                    }
+                }
+            } else {
+                let root = c.process_at_rank(index(turn.sender));
+                let want = node.expected_len(turn.group, turn.sender);
+                let bytes = if want == 0 {
+                    Vec::new()
+                } else if coded {
+                    let mut buf = vec![0u8; want];
+                    root.broadcast_into(&mut buf[..]);
+                    buf
+                } else {
+                    root.receive_vec::<u8>().0
+                };
+                recv_bytes += bytes.len() as u64;
+                received.push((turn.group, turn.sender, bytes));
+            }
+        }
+        let shuffle_s = lap(&clock);
+        for (group, sender, bytes) in received {
+            if let Err(e) = node.decode(group, sender, bytes) {
+                // lengths are derived from the same graph on every server: a mismatch means the
+                // servers disagree about the graph, and nobody can go on
+                eprintln!("error: server {rank}: {e}; the servers do not hold the same graph, the MPI job is aborted");
+                comm.abort(1);
+            }
+        }
+        node.unpack();
+        let decode_s = lap(&clock);
+        let mass = dangling_mass(g, &pi);
+        rows.clear();
+        rows.extend(node.reduce(pr.damping, pr.dangling, mass));
+        let reduce_s = lap(&clock);
+        {
+            let mut part = PartitionMut::new(&mut gathered[..], &counts[..], &displs[..]);
+            world.all_gather_varcount_into(&rows[..], &mut part);
+        }
+        let mut change = 0.0;
+        for (k, o) in owned.iter().enumerate() {
+            for (x, &v) in o.iter().enumerate() {
+                let new = gathered[displs[k] as usize + x];
+                change += (new - pi[v as usize]).abs();
+                pi[v as usize] = new;
+            }
+        }
+        let redistribute_s = lap(&clock);
+        recv_bytes_total += recv_bytes;
+        let end = clock.now();
+        let phases = [map_s, encode_s, shuffle_s, decode_s, reduce_s, redistribute_s];
+        let mut rec = json!({"ev": "iteration", "t": t, "end": end, "values_mapped": mapped, "l_bytes": l_bytes, "wire_bytes": wire_bytes,
+            "recv_bytes": recv_bytes, "redistribute_bytes": 8 * (n - rows.len()), "change_l1": change});
+        for (name, v) in PHASES.iter().zip(phases) {
+            rec[*name] = json!(v);
+        }
+        log.json(&rec);
+        stats.extend(phases.iter().copied().chain([l_bytes as f64, wire_bytes as f64, mapped as f64]));
+        if let Some(book) = book.as_mut() {
+            let wall = book.record(IterationRecord { t, end, theta: Some(&pi), loss: f64::NAN, error: Some(change), used: &servers_used, coverage: 1.0, exact: true, residual: 0.0, late_total: 0 });
+            progress.tick(t, wall, f64::NAN);
+        }
+        if pr.tol.is_some_and(|tol| change <= tol) {
+            break;
+        }
+    }
+    if logs {
+        progress.end();
+    }
+    log.json(&json!({"ev": "shutdown", "at": clock.now(), "recv_bytes": recv_bytes_total, "clean": true}));
+    // once, after the timed loop: every server's phases to rank 0 (all ran the same iterations)
+    let root = world.process_at_rank(0);
+    let Some(book) = book else {
+        root.gather_into(&stats[..]);
+        return Ok(None);
+    };
+    let mut all = vec![0.0; stats.len() * servers];
+    root.gather_into_root(&stats[..], &mut all[..]);
+    let iterations = stats.len() / FIELDS;
+    let mut csv = Lines::create(&dir.join("phases.csv")).map_err(io)?.quiet();
+    csv.line(&format!("iteration,{},l_bytes,wire_bytes,load_l,values_mapped", PHASES.join(",")));
+    for t in 0..iterations {
+        let at = |k: usize, f: usize| all[k * stats.len() + t * FIELDS + f];
+        let max: Vec<String> = (0..PHASES.len()).map(|f| format!("{:.6}", (0..servers).map(|k| at(k, f)).fold(0.0, f64::max))).collect();
+        let sum = |f: usize| (0..servers).map(|k| at(k, f)).sum::<f64>();
+        let l = sum(PHASES.len());
+        csv.line(&format!("{t},{},{},{},{:e},{}", max.join(","), l, sum(PHASES.len() + 1), l / (8.0 * n as f64 * n as f64), sum(PHASES.len() + 2)));
+    }
+    if let Some(e) = csv.failure() {
+        return Err(io(std::io::Error::other(format!("phases.csv dropped lines ({e})"))));
+    }
+    // ranks.txt: `id rank` per vertex, by the file's ids, shortest round-trip decimal
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by_key(|&v| loaded.ids[v]);
+    let text: String = order.iter().map(|&v| format!("{} {}\n", loaded.ids[v], pi[v])).collect();
+    let summary = book.finish_with_state(&shared.run_info(), &text, setup_s, 0, recv_bytes_total, Latency { count: 0, p50: None, p95: None, max: None }).map_err(io)?;
+    Ok(Some(summary))
+}

@@ -8,7 +8,7 @@
 #       [--launch-from HOST]   run mpirun on HOST over ssh (needed when the hosts cannot connect
 #                              back to this machine, e.g. a laptop and cloud instances)
 #       [--dry-run]            print the ssh / rsync / mpirun commands instead of running them
-# It copies the outrun binary, the resolved config and the data file (if any) to every host
+# It copies the outrun binary, the resolved config and the data or graph file (if any) to every host
 # (rsync over ssh; hosts need the same OS and OpenMPI as this machine — scripts/ec2/ sets that
 # up), runs mpirun over the hostfile (the first host gets rank 0, the master: give it slots=1 so
 # it is alone), and gathers the run directory from every host into runs/ here.
@@ -62,6 +62,12 @@ remote_sets=(--set "run.out_dir=$workdir/runs")
 if [ -n "$data" ]; then
   files+=("$data")
   remote_sets+=(--set "data.path=$workdir/$(basename "$data")")
+fi
+# a PageRank edge-list file goes with it the same way
+graph="$(awk '/^\[/{s=$0} s=="[graph]" && /^path *=/{sub(/^path *= */,""); gsub(/"/,""); print}' "$tmp/config.toml")"
+if [ -n "$graph" ]; then
+  files+=("$graph")
+  remote_sets+=(--set "graph.path=$workdir/$(basename "$graph")")
 fi
 echo "cluster: $np ranks over ${#hosts[@]} hosts; work directory $workdir" >&2
 for h in "${hosts[@]}"; do

@@ -39,6 +39,39 @@ const PHASES: [&str; 6] = ["map_s", "encode_s", "shuffle_s", "decode_s", "reduce
 /// Per-iteration numbers gathered to rank 0: the phases, then L-bytes, wire bytes, values mapped.
 const FIELDS: usize = PHASES.len() + 3;
 
+/// One transfer of an iteration: in this server's `group`-th group, a message from this server
+/// (`peer`: itself for a multicast, else the member it goes to) or to it (`peer`: the sender).
+struct Op {
+    group: usize,
+    peer: usize,
+    receive: bool,
+}
+
+/// Start every transfer of the iteration at once — `MPI_Ibcast` on the group's communicator
+/// (coded), `MPI_Isend` / `MPI_Irecv` (uncoded) — and wait for all of them: groups with
+/// different members proceed concurrently, limited only by the links. Each member posts its
+/// groups' broadcasts in the turns' order (the order MPI requires per communicator).
+fn transfer(node: &ShuffleNode, comms: &[SimpleCommunicator], ops: &mut [(Op, Vec<u8>)], coded: bool, rank: usize) {
+    let count = ops.len();
+    mpi::request::multiple_scope(count, |scope, requests| {
+        for (op, buf) in ops.iter_mut() {
+            let (members, _) = node.group(op.group);
+            let index = |k: usize| members.iter().position(|&m| m == k).expect("a member") as i32;
+            let c = &comms[op.group];
+            if coded {
+                let root = if op.receive { op.peer } else { rank };
+                requests.add(c.process_at_rank(index(root)).immediate_broadcast_into(scope, &mut buf[..]));
+            } else if op.receive {
+                requests.add(c.process_at_rank(index(op.peer)).immediate_receive_into(scope, &mut buf[..]));
+            } else {
+                requests.add(c.process_at_rank(index(op.peer)).immediate_send(scope, &buf[..]));
+            }
+        }
+        let mut done = Vec::with_capacity(count);
+        requests.wait_all(&mut done);
+    });
+}
+
 /// Run the PageRank plan of `shared` on this rank. `graph` is the graph every rank loaded.
 pub(crate) fn run(world: &SimpleCommunicator, mut comm: Comm, shared: &Shared, loaded: LoadedGraph, progress: &mut dyn Progress, started: Instant) -> Result<Option<Summary>, EngineError> {
     let rank = comm.rank;
@@ -50,6 +83,15 @@ pub(crate) fn run(world: &SimpleCommunicator, mut comm: Comm, shared: &Shared, l
     let io = |e: std::io::Error| EngineError::Run(format!("cannot write to the run directory {}: {e}", dir.display()));
     let g: &Graph = &loaded.graph;
     let n = g.vertices();
+    // every server derives the messages' lengths from its own copy of the graph: they must agree
+    let print = g.fingerprint();
+    let (mut lo, mut hi) = (0u64, 0u64);
+    world.all_reduce_into(&print, &mut lo, mpi::collective::SystemOperation::min());
+    world.all_reduce_into(&print, &mut hi, mpi::collective::SystemOperation::max());
+    if lo != hi {
+        let why = format!("the servers built different graphs (rank {rank}: {n} vertices, {} values, fingerprint {print:016x}): is the graph file the same on every host?", g.values());
+        return Err(if rank == 0 { EngineError::Run(why) } else { EngineError::Aborted });
+    }
     let alloc = ShuffleAllocation::new(n, servers, r, reduce).map_err(|e| EngineError::Setup(format!("scheme: {e}")))?;
     let mut node = ShuffleNode::new(g, &alloc, rank, coded);
     // one communicator per group this server is in, created by the members only, in order
@@ -109,53 +151,34 @@ pub(crate) fn run(world: &SimpleCommunicator, mut comm: Comm, shared: &Shared, l
         let mut out: Vec<Vec<(Option<usize>, Vec<u8>)>> = (0..node.group_count()).map(|x| node.encode(x)).collect();
         let encode_s = lap(&clock);
         let (mut l_bytes, mut wire_bytes, mut recv_bytes) = (0u64, 0u64, 0u64);
-        let mut received: Vec<(usize, usize, Vec<u8>)> = Vec::with_capacity(turns.len());
+        // every transfer of the iteration, in the turns' order; empty messages are not sent
+        // (their receivers know their length is 0 too)
+        let mut ops: Vec<(Op, Vec<u8>)> = Vec::with_capacity(turns.len() * 2);
         for turn in &turns {
             let (members, _) = node.group(turn.group);
-            let index = |k: usize| members.iter().position(|&m| m == k).expect("a member") as i32;
-            let c = &comms[turn.group];
             if turn.sender == rank {
-                for (to, mut bytes) in std::mem::take(&mut out[turn.group]) {
-                    // an empty message is not sent: its receivers know its length is 0 too
+                for (to, bytes) in std::mem::take(&mut out[turn.group]) {
                     if bytes.is_empty() {
                         continue;
                     }
                     l_bytes += bytes.len() as u64;
-                    match to {
-                        None => {
-                            wire_bytes += (bytes.len() * (members.len() - 1)) as u64;
-                            c.process_at_rank(index(rank)).broadcast_into(&mut bytes[..]);
-                        }
-                        Some(k) => {
-                            wire_bytes += bytes.len() as u64;
-                            c.process_at_rank(index(k)).send(&bytes[..]);
-                        }
-                    }
+                    wire_bytes += (bytes.len() * if to.is_some() { 1 } else { members.len() - 1 }) as u64;
+                    ops.push((Op { group: turn.group, peer: to.unwrap_or(rank), receive: false }, bytes));
                 }
             } else {
-                let root = c.process_at_rank(index(turn.sender));
                 let want = node.expected_len(turn.group, turn.sender);
-                let bytes = if want == 0 {
-                    Vec::new()
-                } else if coded {
-                    let mut buf = vec![0u8; want];
-                    root.broadcast_into(&mut buf[..]);
-                    buf
-                } else {
-                    root.receive_vec::<u8>().0
-                };
-                recv_bytes += bytes.len() as u64;
-                received.push((turn.group, turn.sender, bytes));
+                if want > 0 {
+                    recv_bytes += want as u64;
+                    ops.push((Op { group: turn.group, peer: turn.sender, receive: true }, vec![0u8; want]));
+                }
             }
         }
+        transfer(&node, &comms, &mut ops, coded, rank);
         let shuffle_s = lap(&clock);
+        let received = ops.into_iter().filter(|(op, _)| op.receive).map(|(op, bytes)| (op.group, op.peer, bytes));
         for (group, sender, bytes) in received {
-            if let Err(e) = node.decode(group, sender, bytes) {
-                // lengths are derived from the same graph on every server: a mismatch means the
-                // servers disagree about the graph, and nobody can go on
-                eprintln!("error: server {rank}: {e}; the servers do not hold the same graph, the MPI job is aborted");
-                comm.abort(1);
-            }
+            // lengths come from the same graph on every server (fingerprints compared at setup)
+            node.decode(group, sender, bytes).expect("a message of the length the graph implies");
         }
         node.unpack();
         let decode_s = lap(&clock);

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Coded PageRank on the emulated cluster (make bench section 9): K = 5 hosts, one server each,
+# every link shaped to BANDWIDTH both ways; coded and uncoded Shuffle for r = 1..K−1 on the
+# Erdős–Rényi graph of configs/bench/pagerank.toml, REPS interleaved repetitions. Prints a
+# Markdown report: per-phase times (max over servers), bytes, the best r and its speedup over
+# r = 1, beside the thesis's EC2 figures and the load model's predicted best r. Needs root.
+#   scripts/bench/pagerank.sh [OUT_DIR] [REPS] [BANDWIDTH]
+set -euo pipefail
+export OUTRUN_TIMEOUT="${OUTRUN_TIMEOUT:-600}"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$here"
+bin="${OUTRUN_BIN:-$here/target/release/outrun}"
+out="${1:-runs/bench-pagerank-$(date -u +%Y%m%d-%H%M%S)}"
+reps="${2:-2}"
+bw="${3:-100mbit}"
+cfg=configs/bench/pagerank.toml
+[ "$(id -u)" -eq 0 ] || { echo "bench-pagerank: needs root for the emulated cluster (network namespaces); skipped" >&2; echo "(section 9 skipped: not root)"; exit 0; }
+export OUTRUN_EMU_CLUSTER=prbench
+emu=launch/emu-cluster
+servers=$("$bin" config "$cfg" | awk -F' = ' '/^servers/{print $2}')
+$emu up --hosts "$servers" --bandwidth "$bw" >&2
+trap '$emu down >&2' EXIT
+mkdir -p "$out"
+"$bin" pagerank-load --config "$cfg" --json > "$out/loads.jsonl"
+for rep in $(seq "$reps"); do
+  for r in $(seq 1 $((servers - 1))); do
+    for kind in coded uncoded; do
+      echo "bench-pagerank: rep $rep: $kind r = $r" >&2
+      $emu run "$cfg" --set "scheme.kind=$kind-pagerank" --set "scheme.r=$r" --set "run.name=$kind-r$r-rep$rep" --set "run.out_dir=$out/runs" >/dev/null
+    done
+  done
+done
+python3 scripts/bench/pagerank.py "$out" "$bw"

@@ -211,3 +211,40 @@ fn matvec_plan_simulator_and_bad_files() {
         assert!(err < 1e-10, "{line}");
     }
 }
+
+/// `outrun pagerank-load` on the note's cycle C_60 (T5, written here as an edge list) gives its
+/// table's exact integers; `plan` describes the shuffle; the simulator says it does not model it.
+#[test]
+fn pagerank_load_plan_and_simulator() {
+    let dir = tempdir("pagerank-cli");
+    let g = dir.join("cycle.txt");
+    std::fs::write(&g, (0..60).map(|i| format!("{i} {}\n", (i + 1) % 60)).collect::<String>()).unwrap();
+    let gs = g.display().to_string();
+    let rows = |reduce: &str| -> Vec<serde_json::Value> {
+        let out = outrun(&["pagerank-load", "--graph", &gs, "--servers", "5", "--r", "1..4", "--reduce", reduce, "--json"]);
+        assert_eq!(out.code, Some(0), "{}", out.stderr);
+        out.stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    };
+    let got: Vec<(u64, u64, u64, u64)> = rows("contiguous").iter().map(|j| (j["uncoded"].as_u64().unwrap(), j["segments"].as_u64().unwrap(), j["chunks"].as_u64().unwrap(), j["coded_bytes"].as_u64().unwrap())).collect();
+    assert_eq!(got[1..], [(51, 100, 51, 400), (36, 104, 35, 278), (24, 89, 22, 178)]);
+    assert_eq!(got[0].0, 10);
+    let got: Vec<(u64, u64, u64, u64)> = rows("mod").iter().map(|j| (j["uncoded"].as_u64().unwrap(), j["segments"].as_u64().unwrap(), j["chunks"].as_u64().unwrap(), j["coded_bytes"].as_u64().unwrap())).collect();
+    assert_eq!(got[1..], [(70, 78, 40, 312), (50, 59, 28, 156), (24, 25, 7, 50)]);
+    let table = outrun(&["pagerank-load", "--graph", &gs, "--servers", "5"]);
+    assert!(table.stdout.contains("| 2 | 10 | 10 | 51 |"), "{}", table.stdout);
+    let bad = outrun(&["pagerank-load", "--graph", &gs, "--servers", "5", "--r", "6"]);
+    assert_eq!(bad.code, Some(2));
+    assert!(bad.stderr.contains("r = 6 must be between 1 and the number of servers K = 5"), "{}", bad.stderr);
+    // plan, check and simulate on a PageRank config
+    let cfg = dir.join("pr.toml");
+    std::fs::write(&cfg, format!("[run]\nname='p'\niterations=3\n[job]\nkind='pagerank'\n[graph]\npath='{gs}'\n[scheme]\nkind='coded-pagerank'\nservers=5\nr=2\n")).unwrap();
+    let c = cfg.display().to_string();
+    let plan = outrun(&["plan", &c]);
+    assert!(plan.stdout.contains("XOR-coded shuffle in 10 multicast groups"), "{}", plan.stdout);
+    assert_eq!(outrun(&["plan", &c, "--ranks"]).stdout.trim(), "5");
+    let load = outrun(&["pagerank-load", "--config", &c, "--r", "2", "--json"]);
+    assert!(load.stdout.contains("\"coded_bytes\":400"), "{}", load.stdout);
+    let sim = outrun(&["simulate", &c]);
+    assert_eq!(sim.code, Some(2));
+    assert!(sim.stderr.contains("does not model the shuffle pattern"), "{}", sim.stderr);
+}

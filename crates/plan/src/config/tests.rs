@@ -284,3 +284,58 @@ fn matvec_configs_round_trip_and_name_the_field() {
     assert_eq!(parse(gd, &[]).unwrap_err().field, "scheme.kind");
     assert_eq!(parse(gd, &["job.power=true".into(), "scheme.kind=umw".into()]).unwrap_err().field, "job.power");
 }
+
+const PAGERANK: &str = "[run]\nname='p'\niterations=5\n[job]\nkind='pagerank'\n[graph]\nkind='er'\nn=100\np=0.1\n[scheme]\nkind='coded-pagerank'\nservers=4\nr=2\n";
+
+/// PageRank configs round-trip (both schemes, file and generated graphs, every option), need K
+/// ranks (no master), and mistakes name their field.
+#[test]
+fn pagerank_configs_round_trip_and_name_the_field() {
+    for sets in [
+        vec![],
+        vec!["scheme.kind=uncoded-pagerank", "scheme.reduce=mod", "job.tol=1e-9", "job.dangling=leak", "job.damping=0.9"],
+        vec!["graph.kind=", "graph.n=", "graph.p=", "graph.path=g.txt", "graph.directed=true", "graph.permute=true"],
+        vec!["graph.kind=sbm", "graph.q=0.01", "graph.n1=30", "graph.seed=4", "graph.self_loops=true"],
+        vec!["graph.kind=power-law", "graph.p=", "graph.gamma=2.5"],
+        vec!["graph.kind=bipartite", "graph.p=", "graph.q=0.2"],
+    ] {
+        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        let c = parse(PAGERANK, &sets).unwrap_or_else(|e| panic!("{sets:?}: {e}"));
+        assert_eq!(parse(&c.to_toml(), &[]).unwrap(), c, "{sets:?}");
+        assert_eq!(c.ranks(), 4);
+    }
+    let c = parse(PAGERANK, &[]).unwrap();
+    let pr = c.pagerank().unwrap();
+    assert_eq!((pr.damping, pr.tol, pr.dangling), (0.85, None, outrun_codes::Dangling::Uniform));
+    assert_eq!(c.job.state_file(), "ranks.txt");
+    let field = |sets: &[&str]| parse(PAGERANK, &sets.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap_err().field;
+    assert_eq!(field(&["scheme.r=5"]), "scheme.r");
+    assert_eq!(field(&["scheme.r=0"]), "scheme.r");
+    assert_eq!(field(&["scheme.servers=0"]), "scheme.servers");
+    assert_eq!(field(&["scheme.servers="]), "scheme.servers");
+    assert_eq!(field(&["scheme.servers=", "scheme.workers=4"]), "scheme.workers");
+    assert_eq!(field(&["scheme.servers=40", "scheme.r=12"]), "scheme.r");
+    assert_eq!(field(&["scheme.reduce=random"]), "scheme.reduce");
+    assert_eq!(field(&["job.damping=1.5"]), "job.damping");
+    assert_eq!(field(&["job.tol=-1"]), "job.tol");
+    assert_eq!(field(&["job.dangling=drop"]), "job.dangling");
+    assert_eq!(field(&["graph.p=1.5"]), "graph.p");
+    assert_eq!(field(&["graph.p="]), "graph.p");
+    assert_eq!(field(&["graph.q=0.1"]), "graph.q");
+    assert_eq!(field(&["graph.n="]), "graph.n");
+    assert_eq!(field(&["graph.n=3"]), "graph.n");
+    assert_eq!(field(&["graph.path=g.txt"]), "graph.kind");
+    assert_eq!(field(&["graph.kind=", "graph.path=g.txt"]), "graph.n");
+    assert_eq!(field(&["graph.directed=true"]), "graph.directed");
+    assert_eq!(field(&["graph.kind=power-law", "graph.p=", "graph.gamma=2"]), "graph.gamma");
+    assert_eq!(field(&["graph.kind=sbm", "graph.q=0.1", "graph.n1=100"]), "graph.n1");
+    assert_eq!(field(&["graph.kind=", "graph.n=", "graph.p="]), "graph");
+    assert_eq!(field(&["scheme.kind=umw", "scheme.servers=", "scheme.r=", "scheme.workers=4"]), "scheme.kind");
+    assert_eq!(field(&["stragglers.model=fixed", "stragglers.workers=[1]"]), "stragglers.model");
+    assert_eq!(field(&["job.kind=gd"]), "graph");
+    assert_eq!(field(&["job.power=true"]), "job.power");
+    // a gradient-descent config cannot run a PageRank scheme, nor set PageRank's keys
+    let gd = "[run]\nname='g'\niterations=2\n[data]\nkind='linear-synthetic'\nsamples=100\nfeatures=3\n[model]\nloss='least-squares'\nlr=0.1\n[scheme]\nkind='coded-pagerank'\nservers=4\n";
+    assert_eq!(parse(gd, &[]).unwrap_err().field, "scheme.kind");
+    assert_eq!(parse(gd, &["job.damping=0.5".into(), "scheme.kind=umw".into(), "scheme.servers=".into(), "scheme.workers=4".into()]).unwrap_err().field, "job.damping");
+}

@@ -218,3 +218,18 @@ pub fn assert_exact(tag: &str, text: &str, sets: &[&str]) -> serde_json::Value {
     eprintln!("{tag}: max relative θ difference to serial GD = {diff:.2e}, late discarded = {}", s["late_discarded"]);
     s
 }
+
+/// Run `text` (written into `dir` as `<tag>.toml`) with overrides under mpirun with its rank
+/// count, into `dir/runs-<tag>`: (exit code, stderr, the run directory if it succeeded).
+pub fn run_config(dir: &Path, text: &str, sets: &[String], tag: &str, timeout: Duration) -> (Option<i32>, String, Option<PathBuf>) {
+    let _lock = mpi_lock();
+    let out = dir.join(format!("runs-{tag}"));
+    let mut sets = sets.to_vec();
+    sets.push(format!("run.out_dir={}", out.display()));
+    let cfg_path = dir.join(format!("{tag}.toml"));
+    std::fs::write(&cfg_path, text).unwrap();
+    let cfg = outrun_workloads::load_config(&cfg_path, &sets).expect("valid test config");
+    let r = mpirun(cfg.ranks(), &cfg_path, &sets, timeout);
+    let rd = (r.code == Some(0)).then(|| run_dir(&out));
+    (r.code, r.stderr, rd)
+}

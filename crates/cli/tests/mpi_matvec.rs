@@ -93,18 +93,9 @@ fn setup(dir: &Path) -> Vec<f64> {
     a.iter().map(|row| row.iter().zip(&x).map(|(p, q)| p * q).sum()).collect()
 }
 
-/// Run the config in `dir` with overrides; (exit code, stderr, run directory if it succeeded).
+/// One run of the test's config (see `common::run_config`).
 fn run(dir: &Scratch, text: &str, sets: &[String], tag: &str) -> (Option<i32>, String, Option<std::path::PathBuf>) {
-    let _lock = mpi_lock();
-    let out = dir.join(format!("runs-{tag}"));
-    let mut sets = sets.to_vec();
-    sets.push(format!("run.out_dir={}", out.display()));
-    let cfg_path = dir.join(format!("{tag}.toml"));
-    std::fs::write(&cfg_path, text).unwrap();
-    let cfg = outrun_workloads::load_config(&cfg_path, &sets).expect("valid test config");
-    let r = mpirun(cfg.ranks(), &cfg_path, &sets, std::time::Duration::from_secs(90));
-    let rd = (r.code == Some(0)).then(|| run_dir(&out));
-    (r.code, r.stderr, rd)
+    run_config(dir, text, sets, tag, std::time::Duration::from_secs(90))
 }
 
 #[test]

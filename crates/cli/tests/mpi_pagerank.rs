@@ -6,7 +6,7 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use common::*;
 
@@ -91,18 +91,9 @@ r = 2
     )
 }
 
-/// Run; (exit code, stderr, run directory if it succeeded).
-fn run(dir: &Scratch, text: &str, sets: &[String], tag: &str) -> (Option<i32>, String, Option<PathBuf>) {
-    let _lock = mpi_lock();
-    let out = dir.join(format!("runs-{tag}"));
-    let mut sets = sets.to_vec();
-    sets.push(format!("run.out_dir={}", out.display()));
-    let cfg_path = dir.join(format!("{tag}.toml"));
-    std::fs::write(&cfg_path, text).unwrap();
-    let cfg = outrun_workloads::load_config(&cfg_path, &sets).expect("valid test config");
-    let r = mpirun(cfg.ranks(), &cfg_path, &sets, std::time::Duration::from_secs(60));
-    let rd = (r.code == Some(0)).then(|| run_dir(&out));
-    (r.code, r.stderr, rd)
+/// One run of the test's config (see `common::run_config`).
+fn run(dir: &Scratch, text: &str, sets: &[String], tag: &str) -> (Option<i32>, String, Option<std::path::PathBuf>) {
+    run_config(dir, text, sets, tag, std::time::Duration::from_secs(60))
 }
 
 /// Every r for K servers, coded and uncoded: bit-equal to each other, within 1e-12 of the

@@ -187,7 +187,11 @@ fn run(world: &mpi::topology::SimpleCommunicator, mut comm: Comm, shared: &Share
     let book = if logs {
         tracing::info!("setup took {setup_s:.3} s; starting {} iterations", cfg.run.iterations);
         progress.begin(cfg.run.iterations);
-        Some(Book::new(&shared.run_info(), clock.now()).map_err(io)?)
+        let test = match cfg.matvec() {
+            None => outrun_workloads::data::test_set(cfg.data(), cfg.model().loss, shared.features).map_err(|e| EngineError::Run(e.to_string()))?,
+            Some(_) => None,
+        };
+        Some(Book::new(&shared.run_info(), clock.now()).map_err(io)?.with_test(test))
     } else {
         None
     };

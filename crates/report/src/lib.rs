@@ -179,6 +179,10 @@ pub fn one_line(s: &Summary) -> String {
     let err = s.final_error.map_or(String::new(), |e| format!(", {what} {e:.3e}"));
     // a mat-vec has no loss (a power iteration's is its eigenvalue estimate)
     let loss = if s.final_loss.is_finite() { format!("; final loss {:.4e}", s.final_loss) } else { String::new() };
+    let loss = match s.final_test_accuracy {
+        Some(a) => format!("{loss}, test accuracy {:.1} %", 100.0 * a),
+        None => loss,
+    };
     format!(
         "outrun: {} finished {} iterations in {:.3} s (mean {:.2} ms, p95 {:.2} ms per iteration){loss}{err}; exact {}/{}; {} late results discarded",
         s.scheme,

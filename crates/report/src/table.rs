@@ -31,6 +31,11 @@ pub fn markdown(runs: &[&Run], opts: &Options) -> Result<String, ReportError> {
             },
         };
         let err = s.final_error.map_or_else(|| format!("loss {:.4e}", s.final_loss), |e| format!("{e:.4e}"));
+        // real data with a held-out set: the training loss beside the test accuracy
+        let err = match s.final_test_accuracy {
+            Some(a) => format!("{err}, test accuracy {:.1} %", 100.0 * a),
+            None => err,
+        };
         let exact = if s.all_exact() { "yes".to_string() } else { format!("no ({}/{})", s.exact_iterations, s.iterations) };
         let up = r.uploaded.map_or("n/a".into(), |b| format!("{:.2}", b / 1e3));
         let busy = r.busiest.map_or("n/a".into(), |(rank, b)| format!("{:.1} ({rank})", b / 1e3));

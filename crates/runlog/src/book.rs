@@ -76,6 +76,8 @@ pub struct Book {
     exact: u64,
     last_loss: f64,
     last_error: Option<f64>,
+    test: Option<outrun_workloads::Rows>,
+    last_accuracy: Option<f64>,
 }
 
 impl Book {
@@ -84,7 +86,7 @@ impl Book {
         let dir = &shared.run_dir;
         // a write that fails here fails the run's summary later, with one line (no warning)
         let mut csv = Lines::create(&dir.join("iterations.csv"))?.quiet();
-        csv.line("iteration,wall_s,cumulative_s,loss,normalized_error,relative_change,used,survivors,coverage,exact,residual,late_discarded");
+        csv.line("iteration,wall_s,cumulative_s,loss,normalized_error,relative_change,used,survivors,coverage,exact,residual,late_discarded,test_accuracy");
         let traj = if shared.config.run.trajectory { Lines::create(&dir.join("trajectory.csv"))?.quiet() } else { Lines::none() };
         let star = match (shared.config.matvec(), shared.config.pagerank()) {
             (Some(_), _) | (_, Some(_)) => None,
@@ -104,9 +106,17 @@ impl Book {
             exact: 0,
             last_loss: f64::NAN,
             last_error: None,
+            test: None,
+            last_accuracy: None,
         };
         book.trajectory(0, &vec![0.0; shared.features]);
         Ok(book)
+    }
+
+    /// Report the accuracy of every θ on this held-out set (`data.test_path`).
+    pub fn with_test(mut self, rows: Option<outrun_workloads::Rows>) -> Self {
+        self.test = rows;
+        self
     }
 
     fn trajectory(&mut self, t: u64, theta: &[f64]) {
@@ -130,8 +140,12 @@ impl Book {
         let rel = r.theta.and_then(|th| relative_change(th, &self.prev_theta));
         let opt = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x:e}"));
         let survivors: Vec<String> = r.used.iter().map(|w| w.to_string()).collect();
+        let accuracy = match (&self.test, r.theta) {
+            (Some(test), Some(th)) => Some(outrun_workloads::metrics::accuracy(test, th)),
+            _ => None,
+        };
         self.csv.line(&format!(
-            "{},{:.6},{:.6},{},{},{},{},{},{:.6},{},{:e},{}",
+            "{},{:.6},{:.6},{},{},{},{},{},{:.6},{},{:e},{},{}",
             r.t,
             wall,
             r.end - self.loop_start,
@@ -143,8 +157,12 @@ impl Book {
             r.coverage,
             r.exact,
             r.residual,
-            r.late_total
+            r.late_total,
+            accuracy.map_or(String::new(), |a| format!("{a:.6}"))
         ));
+        if accuracy.is_some() {
+            self.last_accuracy = accuracy;
+        }
         if let Some(th) = r.theta {
             self.trajectory(r.t + 1, th);
             self.prev_theta.copy_from_slice(th);
@@ -193,6 +211,7 @@ impl Book {
             max_s: self.walls.iter().cloned().fold(0.0, f64::max),
             final_loss: self.last_loss,
             final_error: self.last_error,
+            final_test_accuracy: self.last_accuracy,
             exact_iterations: self.exact,
             late_discarded: late,
             master_bytes_per_iter: master_bytes as f64 / n,

@@ -149,6 +149,9 @@ pub struct Summary {
     pub final_loss: f64,
     /// Normalised error of the final model (synthetic data).
     pub final_error: Option<f64>,
+    /// Accuracy of the final model on `data.test_path` (logistic regression with a test set).
+    #[serde(default)]
+    pub final_test_accuracy: Option<f64>,
     /// Iterations whose gradient was exact (decoded or complete).
     pub exact_iterations: u64,
     /// Late messages discarded at the master (rank 0 of a ring).

@@ -196,7 +196,11 @@ fn write_trial(cfg: &Config, plan: &Plan, p: usize, model: &outrun_plan::Straggl
     std::fs::write(dir.join("config.toml"), cfg.to_toml()).map_err(io)?;
     std::fs::write(dir.join("plan.json"), serde_json::to_string(plan).expect("plan serializes")).map_err(io)?;
     let info = RunInfo { config: cfg, plan, features: p, run_dir: dir.clone(), compute: "simulated" };
-    let mut book = Book::new(&info, 0.0).map_err(io)?;
+    let test = match cfg.matvec() {
+        None if math => outrun_workloads::data::test_set(cfg.data(), cfg.model().loss, p)?,
+        _ => None,
+    };
+    let mut book = Book::new(&info, 0.0).map_err(io)?.with_test(test);
     let mut events = vec![vec![]; plan.ranks];
     let run = if math {
         let jobs = (0..plan.ranks).map(|r| frame_job(cfg, plan, p, [r], None)).collect::<Result<Vec<_>, _>>()?;

@@ -285,6 +285,13 @@ pub fn rows(data: &DataConfig, seed: u64, loss: Loss, p: usize, idx: &[usize]) -
     }
 }
 
+/// The held-out test set of `data.test_path` (as wide as the training set, `p`), if any.
+pub fn test_set(data: &DataConfig, loss: Loss, p: usize) -> Result<Option<Rows>, DataError> {
+    let Some(path) = data.test_path.as_deref() else { return Ok(None) };
+    let text = std::fs::read_to_string(path).map_err(|e| DataError(format!("data.test_path: cannot read `{path}`: {e}")))?;
+    parse_libsvm(&text, path, None, Some(p), loss).map(Some)
+}
+
 /// The whole data set (reference computations).
 pub fn load_all(data: &DataConfig, seed: u64, loss: Loss) -> Result<Rows, DataError> {
     let s = shape(data, loss)?;

@@ -33,8 +33,9 @@ use std::path::Path;
 
 use outrun_plan::{Config, ConfigError};
 
-/// The problem size of `cfg`: the data set's samples and features (gradient descent), or the
-/// matrix's rows and columns (mat-vec).
+/// The problem size of `cfg`: the data set's samples and features (gradient descent; its
+/// held-out set, if any, is read and checked too), the matrix's rows and columns (mat-vec), or
+/// the graph's vertices (PageRank).
 pub fn job_shape(cfg: &Config) -> Result<Shape, DataError> {
     if let Some(pr) = cfg.pagerank() {
         let g = graph::load(&pr.graph, cfg.run.seed)?;
@@ -42,7 +43,12 @@ pub fn job_shape(cfg: &Config) -> Result<Shape, DataError> {
     }
     match cfg.matvec() {
         Some(mv) => matrix::shape(&mv.matrix),
-        None => data::shape(cfg.data(), cfg.model().loss),
+        None => {
+            let shape = data::shape(cfg.data(), cfg.model().loss)?;
+            // the held-out set is read by the logging rank after setup: check it here, before MPI
+            data::test_set(cfg.data(), cfg.model().loss, shape.features)?;
+            Ok(shape)
+        }
     }
 }
 

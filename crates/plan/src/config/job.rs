@@ -50,6 +50,10 @@ pub struct DataConfig {
     /// Standard deviation of the label noise of `linear-synthetic`.
     #[serde(default = "default_noise")]
     pub noise: f64,
+    /// A held-out LIBSVM file (logistic loss): the logging rank reports the model's accuracy on
+    /// it after every iteration (`test_accuracy` in `iterations.csv` and the summary).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub test_path: Option<String>,
 }
 
 fn default_noise() -> f64 {
@@ -544,6 +548,12 @@ impl GdConfig {
                     return err(if d.samples == Some(0) { "data.samples" } else { "data.features" }, "must be at least 1");
                 }
             }
+        }
+        match &d.test_path {
+            Some(_) if d.kind != DataKind::Libsvm => return err("data.test_path", format!("is for data.kind = \"libsvm\" (a held-out file of the same features), not \"{}\"", d.kind.name())),
+            Some(_) if self.model.loss != Loss::Logistic => return err("data.test_path", "reports classification accuracy: it needs model.loss = \"logistic\" (0/1 labels)"),
+            Some(p) if p.is_empty() => return err("data.test_path", "is empty"),
+            _ => {}
         }
         if !(d.noise.is_finite() && d.noise >= 0.0) {
             return err("data.noise", format!("= {}: must be ≥ 0", d.noise));

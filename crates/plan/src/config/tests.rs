@@ -339,3 +339,14 @@ fn pagerank_configs_round_trip_and_name_the_field() {
     assert_eq!(parse(gd, &[]).unwrap_err().field, "scheme.kind");
     assert_eq!(parse(gd, &["job.damping=0.5".into(), "scheme.kind=umw".into(), "scheme.servers=".into(), "scheme.workers=4".into()]).unwrap_err().field, "job.damping");
 }
+
+/// A held-out set needs a LIBSVM training file and the logistic loss.
+#[test]
+fn test_path_needs_libsvm_and_logistic() {
+    let base = "[run]\nname='d'\niterations=2\n[data]\nkind='libsvm'\npath='a.libsvm'\ntest_path='b.libsvm'\n[model]\nloss='logistic'\nlr=0.1\n[scheme]\nkind='umw'\nworkers=2\n";
+    let c = parse(base, &[]).unwrap();
+    assert_eq!(c.data().test_path.as_deref(), Some("b.libsvm"));
+    assert_eq!(parse(&c.to_toml(), &[]).unwrap(), c);
+    assert_eq!(parse(base, &["model.loss=least-squares".into()]).unwrap_err().field, "data.test_path");
+    assert_eq!(parse(base, &["data.kind=logistic-synthetic".into(), "data.path=".into(), "data.samples=10".into(), "data.features=2".into()]).unwrap_err().field, "data.test_path");
+}

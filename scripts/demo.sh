@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Train the default experiment once per scheme and print a comparison table.
+# Train the default experiment once per scheme (outrun sweep configs/sweeps/demo.toml) and print
+# a comparison table.
 #   scripts/demo.sh [CONFIG]   (default configs/demo.toml)
 set -euo pipefail
 # every MPI job is bounded in time (launch/local.sh, launch/emu-cluster honour it)
@@ -10,24 +11,11 @@ config="${1:-configs/demo.toml}"
 bin="${OUTRUN_BIN:-$here/target/release/outrun}"
 out="runs/demo-$(date -u +%Y%m%d-%H%M%S)"
 
-# scheme and its overrides ("scheme.s=" removes s for schemes that wait for every worker)
-schemes=(
-  "umw --set scheme.s="
-  "ignore"
-  "gc-cyclic"
-  "gc-frac"
-  "rar --set scheme.s="
-  "allreduce --set scheme.s="
-)
+# one run per scheme: the sweep configs/sweeps/demo.toml (its overrides drop s for the schemes
+# that wait for every worker), then the comparison table against UMW
 echo "demo: $("$bin" plan "$config" --ranks) ranks per run; results in $out" >&2
-for entry in "${schemes[@]}"; do
-  # shellcheck disable=SC2086
-  set -- $entry
-  kind="$1"; shift
-  echo "demo: running $kind ..." >&2
-  launch/local.sh "$config" --set "scheme.kind=$kind" --set "run.name=$kind" --set "run.out_dir=$out" "$@" >/dev/null
-done
+"$bin" sweep configs/sweeps/demo.toml --base "$config" --out "$out" > /dev/null
 echo
 echo "Per-iteration times and errors ($out; speedup = UMW total time / scheme total time):"
 echo
-"$bin" report "$out" --baseline "$(ls -d "$out"/umw-* | head -1)"
+"$bin" report "$out/runs" --baseline "$(ls -d "$out"/runs/v00-kind-umw-* | head -1)"

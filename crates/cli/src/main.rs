@@ -3,6 +3,7 @@
 
 mod link;
 mod progress;
+mod sweep;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -82,6 +83,25 @@ enum Cmd {
         set: Vec<String>,
         #[arg(long, default_value_t = 100)]
         trials: usize,
+    },
+    /// Run every variant of a sweep file (a base config and axes) through a launcher,
+    /// repetitions interleaved; resumes after an interruption; ends with the sweep's report.
+    Sweep {
+        /// The sweep file (TOML: base, axes, repetitions, overrides; see docs/configuration.md).
+        file: PathBuf,
+        /// Launcher command instead of the file's (e.g. "launch/emu-cluster run").
+        #[arg(long)]
+        launcher: Option<String>,
+        /// Print the runs instead of running them.
+        #[arg(long)]
+        dry_run: bool,
+        /// Base config instead of the file's.
+        #[arg(long)]
+        base: Option<PathBuf>,
+        /// Directory of the sweep's runs, logs and report (default: the file's out_dir, else
+        /// runs/sweep-<name>); running again into the same directory resumes.
+        #[arg(long)]
+        out: Option<PathBuf>,
     },
     /// PageRank's Shuffle loads for a graph, per computation load r: uncoded and coded values,
     /// segments and bytes, the thesis's L (no MPI).
@@ -329,6 +349,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             }
             Ok(())
         }
+        Cmd::Sweep { file, launcher, dry_run, base, out } => sweep::run(&sweep::Options { file, launcher, dry_run, base, out }),
         Cmd::PagerankLoad { graph, config, set, servers, r, reduce, directed, json } => pagerank_load(graph, config, &set, servers, r, reduce, directed, json),
         Cmd::Config { config, set } => {
             print!("{}", load_config(&config, &set)?.to_toml());

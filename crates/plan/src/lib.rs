@@ -15,6 +15,7 @@
 //! - [`roles`]: what nodes do with data — aggregators (wait rules and decoders), encoders,
 //!   linear combinations — executed by the node protocol (`outrun-proto`).
 //! - [`budget`]: the deadlines of the collect tree.
+//! - [`sweep`]: sweep files (a base config and axes) expanded into validated variants.
 #![deny(missing_docs)]
 
 pub mod alloc;
@@ -24,6 +25,7 @@ mod plan;
 pub mod roles;
 mod schemes;
 mod stragglers;
+pub mod sweep;
 mod topology;
 
 pub use config::{Config, ConfigError};

@@ -9,11 +9,14 @@
 //! - [`plots`]: error versus wall-clock time, mean (and p95) iteration time per run, and a
 //!   per-rank timeline of chosen iterations (compute, injected delay, waiting, decoding,
 //!   sending; stragglers marked), and for clustered schemes the partition over time, each as
-//!   PNG and SVG.
+//!   PNG and SVG;
+//! - [`sweep`]: a sweep's variants with medians and spread over repetitions, and one table per
+//!   axis.
 
 #![deny(missing_docs)]
 
 pub mod plots;
+pub mod sweep;
 pub mod table;
 
 use std::path::{Path, PathBuf};

@@ -1,0 +1,207 @@
+//! `outrun sweep`: run every variant of a sweep file through a launcher, repetitions
+//! interleaved, with progress; resume where a previous invocation stopped; end with the sweep's
+//! report. The expansion is `outrun_plan::sweep`, the report `outrun_report::sweep`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::time::{Duration, Instant};
+
+use outrun_plan::sweep::{Sweep, Variant};
+use outrun_report::sweep::SweepRow;
+use outrun_runlog::Summary;
+
+use crate::Failure;
+
+/// Options of `outrun sweep`.
+pub struct Options {
+    /// The sweep file.
+    pub file: PathBuf,
+    /// Replace the file's launcher (e.g. `launch/emu-cluster run`).
+    pub launcher: Option<String>,
+    /// Print the runs instead of running them.
+    pub dry_run: bool,
+    /// The sweep's directory instead of the file's.
+    pub out: Option<PathBuf>,
+    /// The base config instead of the file's.
+    pub base: Option<PathBuf>,
+}
+
+fn input(e: impl std::fmt::Display) -> Failure {
+    Failure(e.to_string(), 2)
+}
+
+/// Run directories of `name` (`<name>-<UTC time>`) in `runs`.
+fn dirs_of(runs: &Path, name: &str) -> Vec<PathBuf> {
+    let prefix = format!("{name}-");
+    let mut v: Vec<PathBuf> = std::fs::read_dir(runs)
+        .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_dir() && p.file_name().and_then(|f| f.to_str()).is_some_and(|f| f.starts_with(&prefix) && f[prefix.len()..].starts_with(char::is_numeric))).collect())
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+fn finished(runs: &Path, name: &str) -> Option<PathBuf> {
+    dirs_of(runs, name).into_iter().find(|d| d.join("summary.json").is_file())
+}
+
+/// The signal that interrupted the sweep (0: none).
+static STOP: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn on_signal(sig: libc::c_int) {
+    STOP.store(sig, Ordering::SeqCst);
+}
+
+/// Wait for the launcher; if the sweep is interrupted (INT or TERM), pass one TERM on to the
+/// launcher (which stops its MPI job) and wait for it to finish.
+fn wait(mut child: std::process::Child) -> std::io::Result<(ExitStatus, bool)> {
+    let mut forwarded = false;
+    loop {
+        if let Some(st) = child.try_wait()? {
+            return Ok((st, forwarded));
+        }
+        if !forwarded && STOP.load(Ordering::SeqCst) != 0 {
+            // SAFETY: kill(2) on our own child's pid
+            unsafe {
+                libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
+            }
+            forwarded = true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn minutes(s: f64) -> String {
+    if s < 60.0 {
+        format!("{s:.0}s")
+    } else {
+        format!("{}m{:02.0}s", (s / 60.0) as u64, s % 60.0)
+    }
+}
+
+/// `outrun sweep`.
+pub fn run(o: &Options) -> Result<(), Failure> {
+    let text = std::fs::read_to_string(&o.file).map_err(|e| input(format!("cannot read sweep `{}`: {e}", o.file.display())))?;
+    let sweep = Sweep::parse(&text).map_err(|e| input(format!("{}: {e}", o.file.display())))?;
+    let here = o.file.parent().unwrap_or(Path::new("."));
+    let base = o.base.clone().unwrap_or_else(|| here.join(&sweep.base));
+    let base_text = std::fs::read_to_string(&base).map_err(|e| input(format!("{}: base: cannot read `{}`: {e}", o.file.display(), base.display())))?;
+    let variants = sweep.expand(&base_text).map_err(|e| input(format!("{}: {e}", o.file.display())))?;
+    let name = sweep.name.clone().unwrap_or_else(|| o.file.file_stem().map_or("sweep".into(), |s| s.to_string_lossy().into_owned()));
+    let out = o.out.clone().unwrap_or_else(|| PathBuf::from(sweep.out_dir.clone().unwrap_or_else(|| format!("runs/sweep-{name}"))));
+    let launcher: Vec<String> = match &o.launcher {
+        Some(l) => l.split_whitespace().map(String::from).collect(),
+        None => sweep.launcher.clone(),
+    };
+    if launcher.is_empty() {
+        return Err(input("--launcher is empty"));
+    }
+    if launcher[0].contains('/') && !Path::new(&launcher[0]).is_file() {
+        return Err(input(format!("launcher `{}` not found (paths are relative to the current directory: run from the repository root, or give an absolute path)", launcher[0])));
+    }
+    let runs = out.join("runs");
+    let logs = out.join("logs");
+    let total = variants.len() * sweep.repetitions;
+    eprintln!(
+        "sweep {name}: {} variants ({} combinations of {} axes) × {} repetitions = {total} runs through `{}`; results in {}",
+        variants.len(),
+        sweep.combinations(),
+        sweep.axes.len(),
+        sweep.repetitions,
+        launcher.join(" "),
+        out.display()
+    );
+    let command = |v: &Variant, rep: usize| -> Command {
+        let mut c = Command::new(&launcher[0]);
+        c.args(&launcher[1..]).arg(&base);
+        for s in v.sets.iter().cloned().chain([format!("run.name={}-rep{rep}", v.id), format!("run.out_dir={}", runs.display())]) {
+            c.arg("--set").arg(s);
+        }
+        c
+    };
+    if o.dry_run {
+        for rep in 1..=sweep.repetitions {
+            for v in &variants {
+                println!("{:?}", command(v, rep));
+            }
+        }
+        return Ok(());
+    }
+    for d in [&runs, &logs] {
+        std::fs::create_dir_all(d).map_err(|e| Failure(format!("cannot create {}: {e}", d.display()), 1))?;
+    }
+    let manifest: Vec<serde_json::Value> = variants.iter().map(|v| serde_json::json!({"id": v.id, "labels": v.labels, "sets": v.sets})).collect();
+    std::fs::write(out.join("sweep.json"), serde_json::to_string_pretty(&serde_json::json!({"name": name, "base": base, "repetitions": sweep.repetitions, "launcher": launcher, "variants": manifest})).expect("serializes"))
+        .map_err(|e| Failure(format!("cannot write {}: {e}", out.display()), 1))?;
+    // SAFETY: installing async-signal-safe handlers (one atomic store) before any child exists
+    unsafe {
+        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+    }
+    let started = Instant::now();
+    let (mut done, mut ran, mut skipped) = (0usize, 0usize, 0usize);
+    let mut failed: Vec<String> = Vec::new();
+    for rep in 1..=sweep.repetitions {
+        for v in &variants {
+            let run_name = format!("{}-rep{rep}", v.id);
+            done += 1;
+            if finished(&runs, &run_name).is_some() {
+                skipped += 1;
+                continue;
+            }
+            // a run killed half-way by an earlier invocation: keep its logs aside, run it again
+            for d in dirs_of(&runs, &run_name) {
+                let aside = out.join("incomplete");
+                let _ = std::fs::create_dir_all(&aside);
+                let _ = std::fs::rename(&d, aside.join(d.file_name().expect("a run directory")));
+            }
+            let elapsed = started.elapsed().as_secs_f64();
+            let left = if ran > 0 { format!(", ~{} left", minutes(elapsed / ran as f64 * (total - done + 1) as f64)) } else { String::new() };
+            eprintln!("sweep: [{done}/{total}] {run_name}: elapsed {}{left}", minutes(elapsed));
+            let log = logs.join(format!("{run_name}.log"));
+            let file = std::fs::File::create(&log).map_err(|e| Failure(format!("cannot write {}: {e}", log.display()), 1))?;
+            let child = command(v, rep)
+                .stdin(Stdio::null())
+                .stdout(file.try_clone().map_err(|e| Failure(e.to_string(), 1))?)
+                .stderr(file)
+                .spawn()
+                .map_err(|e| Failure(format!("cannot start the launcher `{}`: {e}", launcher[0]), 1))?;
+            let (status, interrupted) = wait(child).map_err(|e| Failure(format!("waiting for the launcher: {e}"), 1))?;
+            if interrupted || STOP.load(Ordering::SeqCst) != 0 {
+                return Err(Failure(format!("sweep interrupted during {run_name} ({done} of {total}); run the same command again to resume (finished runs are kept)"), 130));
+            }
+            ran += 1;
+            if !status.success() {
+                eprintln!("sweep: {run_name} failed ({status}); its output is in {}", log.display());
+                failed.push(run_name);
+            }
+        }
+    }
+    eprintln!("sweep: {ran} runs in {}, {skipped} already done", minutes(started.elapsed().as_secs_f64()));
+    let rows: Vec<SweepRow> = variants
+        .iter()
+        .map(|v| SweepRow {
+            id: v.id.clone(),
+            labels: v.labels.clone(),
+            runs: (1..=sweep.repetitions)
+                .filter_map(|rep| finished(&runs, &format!("{}-rep{rep}", v.id)))
+                .filter_map(|d| std::fs::read_to_string(d.join("summary.json")).ok().and_then(|t| serde_json::from_str::<Summary>(&t).ok()))
+                .collect(),
+        })
+        .collect();
+    let report = format!(
+        "# Sweep `{name}`\n\nBase config `{}`, {} variants × {} repetitions (run directories in `{}`).\n\n{}",
+        base.display(),
+        variants.len(),
+        sweep.repetitions,
+        runs.display(),
+        outrun_report::sweep::markdown(&rows)
+    );
+    std::fs::write(out.join("report.md"), &report).map_err(|e| Failure(format!("cannot write {}: {e}", out.join("report.md").display()), 1))?;
+    println!("{report}");
+    eprintln!("sweep: report in {}", out.join("report.md").display());
+    if !failed.is_empty() {
+        return Err(Failure(format!("{} of {total} runs failed: {} (logs in {}; run the sweep again to retry them)", failed.len(), failed.join(", "), logs.display()), 1));
+    }
+    Ok(())
+}

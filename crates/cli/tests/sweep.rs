@@ -1,0 +1,105 @@
+//! `outrun sweep`: a three-axis sweep with repetitions through launch/local.sh, interrupted
+//! half-way (TERM, as a user's kill or Ctrl-C), then resumed: finished runs are not redone,
+//! every run ends up done once, and the report groups the runs by axis.
+
+mod common;
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::*;
+
+const BASE: &str = "[run]\nname='sw'\niterations=3\ndeadline=10.0\n[data]\nkind='linear-synthetic'\nsamples=400\nfeatures=10\n[model]\nloss='least-squares'\nlr=0.1\n[scheme]\nkind='gc-cyclic'\nworkers=4\ns=1\n";
+
+const SWEEP: &str = "base = 'base.toml'\nrepetitions = 2\n\
+[[axis]]\nkey = 'scheme.kind'\nvalues = ['gc-cyclic', 'umw']\n\
+[[axis]]\nkey = 'scheme.s'\nvalues = [1, 2]\n\
+[[axis]]\nkey = 'run.seed'\nvalues = [1, 2]\n\
+[[override]]\nwhen = { 'scheme.kind' = 'umw' }\nset = ['scheme.s=']\n";
+
+fn finished(dir: &std::path::Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir.join("runs"))
+        .map(|rd| rd.filter_map(|e| e.ok()).filter(|e| e.path().join("summary.json").is_file()).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+fn sweep(file: &std::path::Path, out: &std::path::Path) -> Command {
+    let mut c = Command::new(bin());
+    c.current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+        .env("OUTRUN_BIN", bin())
+        .arg("sweep")
+        .arg(file)
+        .arg("--out")
+        .arg(out);
+    c
+}
+
+#[test]
+fn a_sweep_resumes_after_an_interruption_without_redoing_runs() {
+    let _lock = mpi_lock();
+    let dir = tempdir("sweep");
+    std::fs::write(dir.join("base.toml"), BASE).unwrap();
+    let file = dir.join("sweep.toml");
+    std::fs::write(&file, SWEEP).unwrap();
+    let out = dir.join("out");
+    // 2 kinds × 2 s × 2 seeds, but umw has no s: 6 variants × 2 repetitions
+    let dry = run_with_timeout(
+        {
+            let mut c = sweep(&file, &out);
+            c.arg("--dry-run");
+            c
+        },
+        Duration::from_secs(30),
+    );
+    assert_eq!(dry.code, Some(0), "{}", dry.stderr);
+    assert_eq!(dry.stdout.lines().count(), 12, "{}", dry.stdout);
+    assert!(dry.stderr.contains("6 variants (8 combinations of 3 axes) × 2 repetitions = 12 runs"), "{}", dry.stderr);
+    // start, and stop it with TERM once 4 runs are done
+    let mut child = sweep(&file, &out).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let t0 = Instant::now();
+    while finished(&out).len() < 4 {
+        assert!(t0.elapsed() < Duration::from_secs(120), "the sweep made no progress");
+        assert!(child.try_wait().unwrap().is_none(), "the sweep ended early");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // SAFETY: signalling our own child
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
+    }
+    let t1 = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        assert!(t1.elapsed() < Duration::from_secs(60), "the interrupted sweep did not end");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(130), "{err}");
+    assert!(err.contains("sweep interrupted during") && err.contains("run the same command again to resume"), "{err}");
+    let before = finished(&out);
+    assert!(before.len() >= 4 && before.len() < 12, "{before:?}");
+    // no MPI job of the interrupted sweep is left running
+    let left = Command::new("pgrep").args(["-f", &format!("{} train", bin())]).output().unwrap();
+    assert!(left.stdout.is_empty(), "ranks left running: {}", String::from_utf8_lossy(&left.stdout));
+    // resume: only the missing runs
+    let again = run_with_timeout(sweep(&file, &out), Duration::from_secs(300));
+    assert_eq!(again.code, Some(0), "{}", again.stderr);
+    assert!(again.stderr.contains(&format!("{} runs in", 12 - before.len())) && again.stderr.contains(&format!("{} already done", before.len())), "{}", again.stderr);
+    let after = finished(&out);
+    assert_eq!(after.len(), 12, "{after:?}");
+    for name in &before {
+        assert!(after.contains(name), "{name} was redone");
+    }
+    // one finished run per variant and repetition
+    let mut names: Vec<String> = after.iter().map(|d| d.rsplitn(3, '-').last().unwrap().to_string()).collect();
+    names.dedup();
+    assert_eq!(names.len(), 12, "{names:?}");
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(report.contains("| v00-kind-gc-cyclic_s-1_seed-1 | gc-cyclic | 1 | 1 | 2 |"), "{report}");
+    assert!(report.contains("### By `scheme.kind`") && report.contains("| umw | 4 |") && report.contains("| gc-cyclic | 8 |"), "{report}");
+    assert!(again.stdout.contains("# Sweep"), "{}", again.stdout);
+}

@@ -1,0 +1,227 @@
+//! Sweeps: a base config and the axes to vary, expanded into variants (pure: the CLI runs them).
+//!
+//! ```toml
+//! base = "../demo.toml"            # relative to the sweep file
+//! name = "cr-vs-baselines"         # default: the sweep file's stem
+//! repetitions = 3                  # every variant this many times, interleaved
+//! launcher = ["launch/local.sh"]   # the command that runs one config (+ --set overrides)
+//! set = ["run.iterations=30"]      # overrides for every variant
+//!
+//! [[axis]]
+//! key = "scheme.kind"
+//! values = ["cr", "gc-cyclic", "umw"]
+//!
+//! [[axis]]
+//! key = "scheme.s"
+//! values = [1, 2]
+//!
+//! [[override]]                     # where a key does not apply
+//! when = { "scheme.kind" = "umw" }
+//! set = ["scheme.s="]
+//! ```
+//!
+//! Variants are the cartesian product of the axes (first axis outermost), each with the sweep's
+//! `set`, its axis values and the overrides whose `when` it matches, in that order. Every
+//! variant is parsed and validated; variants whose resolved configs are identical (e.g. UMW for
+//! every value of `scheme.s`, once the override removed it) are run once, under the first one's
+//! labels.
+
+use serde::Deserialize;
+
+use crate::config::{parse, ConfigError};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SweepFile {
+    base: String,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default = "one")]
+    repetitions: usize,
+    #[serde(default)]
+    launcher: Option<Vec<String>>,
+    #[serde(default)]
+    out_dir: Option<String>,
+    #[serde(default)]
+    set: Vec<String>,
+    #[serde(default)]
+    axis: Vec<AxisFile>,
+    #[serde(default, rename = "override")]
+    overrides: Vec<OverrideFile>,
+}
+
+fn one() -> usize {
+    1
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AxisFile {
+    key: String,
+    values: Vec<toml::Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OverrideFile {
+    when: toml::Table,
+    set: Vec<String>,
+}
+
+/// A parsed sweep.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sweep {
+    /// The base config's path, as written (relative to the sweep file).
+    pub base: String,
+    /// Name (run directories go to `<out_dir>/`).
+    pub name: Option<String>,
+    /// Repetitions of every variant.
+    pub repetitions: usize,
+    /// The command that runs one config; default `launch/local.sh`.
+    pub launcher: Vec<String>,
+    /// Where the sweep's runs go (default `runs/sweep-<name>`).
+    pub out_dir: Option<String>,
+    /// The axes: key and its values (as override values).
+    pub axes: Vec<(String, Vec<String>)>,
+    set: Vec<String>,
+    overrides: Vec<(Vec<(String, String)>, Vec<String>)>,
+}
+
+/// One variant: its labels (axis key = value) and every override it runs with.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Variant {
+    /// `v<index>-<labels>`: a file-name-safe, stable identifier.
+    pub id: String,
+    /// Axis key and value, one per axis.
+    pub labels: Vec<(String, String)>,
+    /// The `--set` overrides of this variant (sweep-wide, axis values, matching overrides).
+    pub sets: Vec<String>,
+}
+
+fn sweep_err(field: &str, message: impl Into<String>) -> ConfigError {
+    ConfigError::new(format!("sweep: {field}"), message)
+}
+
+/// An override value of a TOML value: strings quoted (so `"1"` stays a string), the rest as
+/// TOML writes them.
+fn value_text(v: &toml::Value) -> String {
+    v.to_string()
+}
+
+impl Sweep {
+    /// Parse a sweep file's text.
+    pub fn parse(text: &str) -> Result<Sweep, ConfigError> {
+        let f: SweepFile = toml::from_str(text).map_err(|e| {
+            let line = e.span().map(|s| text[..s.start].matches('\n').count() + 1);
+            ConfigError::new("sweep", format!("{}{}", line.map_or(String::new(), |l| format!("line {l}: ")), e.message().replace('\n', "; ")))
+        })?;
+        if f.repetitions == 0 {
+            return Err(sweep_err("repetitions", "must be at least 1"));
+        }
+        let mut axes = Vec::new();
+        for (i, a) in f.axis.iter().enumerate() {
+            if a.values.is_empty() {
+                return Err(sweep_err(&format!("axis[{i}] ({})", a.key), "has no values"));
+            }
+            if !a.key.contains('.') {
+                return Err(sweep_err(&format!("axis[{i}]"), format!("key `{}` is not of the form section.key", a.key)));
+            }
+            if axes.iter().any(|(k, _): &(String, Vec<String>)| *k == a.key) {
+                return Err(sweep_err(&format!("axis[{i}]"), format!("`{}` is an axis twice", a.key)));
+            }
+            axes.push((a.key.clone(), a.values.iter().map(value_text).collect()));
+        }
+        let overrides = f.overrides.iter().map(|o| (o.when.iter().map(|(k, v)| (k.clone(), value_text(v))).collect(), o.set.clone())).collect();
+        let launcher = f.launcher.unwrap_or_else(|| vec!["launch/local.sh".into()]);
+        if launcher.is_empty() {
+            return Err(sweep_err("launcher", "is empty; e.g. [\"launch/local.sh\"] or [\"launch/emu-cluster\", \"run\"]"));
+        }
+        Ok(Sweep { base: f.base, name: f.name, repetitions: f.repetitions, launcher, out_dir: f.out_dir, axes, set: f.set, overrides })
+    }
+
+    /// Number of combinations of the axes (before duplicates are removed).
+    pub fn combinations(&self) -> usize {
+        self.axes.iter().map(|(_, v)| v.len()).product()
+    }
+
+    /// The variants, each validated against `base_text` (the base config's text); duplicates
+    /// (identical resolved configs) removed. An invalid variant is an error naming it.
+    pub fn expand(&self, base_text: &str) -> Result<Vec<Variant>, ConfigError> {
+        let mut out: Vec<Variant> = Vec::new();
+        let mut seen: Vec<String> = Vec::new();
+        for c in 0..self.combinations() {
+            // mixed radix, first axis outermost
+            let mut rest = c;
+            let mut picks = vec![0; self.axes.len()];
+            for (i, (_, values)) in self.axes.iter().enumerate().rev() {
+                picks[i] = rest % values.len();
+                rest /= values.len();
+            }
+            let labels: Vec<(String, String)> = self.axes.iter().zip(&picks).map(|((k, v), &p)| (k.clone(), v[p].clone())).collect();
+            let mut sets = self.set.clone();
+            sets.extend(labels.iter().map(|(k, v)| format!("{k}={v}")));
+            for (when, set) in &self.overrides {
+                if when.iter().all(|(k, v)| labels.iter().any(|(lk, lv)| lk == k && lv == v)) {
+                    sets.extend(set.iter().cloned());
+                }
+            }
+            let describe = || labels.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", ");
+            let cfg = parse(base_text, &sets).map_err(|e| ConfigError::new(e.field.clone(), format!("{} (sweep variant {})", e.message, describe())))?;
+            let resolved = cfg.to_toml();
+            if seen.contains(&resolved) {
+                continue;
+            }
+            seen.push(resolved);
+            let slug: String = labels
+                .iter()
+                .map(|(k, v)| format!("{}-{}", k.rsplit('.').next().unwrap_or(k), v.trim_matches('"')))
+                .collect::<Vec<_>>()
+                .join("_")
+                .chars()
+                .map(|ch| if ch.is_ascii_alphanumeric() || matches!(ch, '-' | '_' | '.') { ch } else { '-' })
+                .collect();
+            let id = if slug.is_empty() { format!("v{:02}", out.len()) } else { format!("v{:02}-{slug}", out.len()) };
+            out.push(Variant { id, labels, sets });
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BASE: &str = "[run]\nname='b'\niterations=3\n[data]\nkind='linear-synthetic'\nsamples=100\nfeatures=3\n[model]\nloss='least-squares'\nlr=0.1\n[scheme]\nkind='gc-cyclic'\nworkers=6\ns=1\n";
+
+    #[test]
+    fn expands_the_product_applies_overrides_and_removes_duplicates() {
+        let s = Sweep::parse(
+            "base = 'b.toml'\nrepetitions = 2\nset = ['run.iterations=2']\n[[axis]]\nkey = 'scheme.kind'\nvalues = ['gc-cyclic', 'umw']\n[[axis]]\nkey = 'scheme.s'\nvalues = [1, 2]\n[[axis]]\nkey = 'run.seed'\nvalues = [1, 2]\n[[override]]\nwhen = { 'scheme.kind' = 'umw' }\nset = ['scheme.s=']\n",
+        )
+        .unwrap();
+        assert_eq!(s.combinations(), 8);
+        assert_eq!(s.launcher, vec!["launch/local.sh"]);
+        let v = s.expand(BASE).unwrap();
+        // gc-cyclic: 2 s × 2 seeds; umw: its s removed, so s = 1 and s = 2 are the same run
+        assert_eq!(v.len(), 6);
+        assert_eq!(v[0].id, "v00-kind-gc-cyclic_s-1_seed-1");
+        assert_eq!(v[0].sets, vec!["run.iterations=2", "scheme.kind=\"gc-cyclic\"", "scheme.s=1", "run.seed=1"]);
+        let umw: Vec<&Variant> = v.iter().filter(|x| x.labels[0].1 == "\"umw\"").collect();
+        assert_eq!(umw.len(), 2);
+        assert!(umw[0].sets.contains(&"scheme.s=".to_string()));
+        assert_eq!(umw[0].labels[1].1, "1");
+        let ids: std::collections::HashSet<&String> = v.iter().map(|x| &x.id).collect();
+        assert_eq!(ids.len(), 6);
+    }
+
+    #[test]
+    fn bad_sweeps_name_the_field_or_the_variant() {
+        assert!(Sweep::parse("base = 'b'\nrepetitions = 0\n").unwrap_err().to_string().contains("sweep: repetitions"));
+        assert!(Sweep::parse("base = 'b'\n[[axis]]\nkey = 'scheme.s'\nvalues = []\n").unwrap_err().to_string().contains("no values"));
+        assert!(Sweep::parse("base = 'b'\nbogus = 1\n").unwrap_err().to_string().contains("unknown field"));
+        assert!(Sweep::parse("base = 'b'\n[[axis]]\nkey = 's'\nvalues = [1]\n").unwrap_err().to_string().contains("section.key"));
+        let s = Sweep::parse("base = 'b'\n[[axis]]\nkey = 'scheme.s'\nvalues = [1, 6]\n").unwrap();
+        let e = s.expand(BASE).unwrap_err().to_string();
+        assert!(e.contains("scheme.s") && e.contains("sweep variant scheme.s=6"), "{e}");
+    }
+}

@@ -84,8 +84,11 @@ pub struct Sweep {
     /// The axes: key and its values (as override values).
     pub axes: Vec<(String, Vec<String>)>,
     set: Vec<String>,
-    overrides: Vec<(Vec<(String, String)>, Vec<String>)>,
+    overrides: Vec<Override>,
 }
+
+/// An override: the axis values it applies to, and its `--set`s.
+type Override = (Vec<(String, String)>, Vec<String>);
 
 /// One variant: its labels (axis key = value) and every override it runs with.
 #[derive(Clone, Debug, PartialEq)]

@@ -82,7 +82,7 @@ def time_to(dirpath):
 
 
 runs = {}
-for d in glob.glob(os.path.join(out, "cr-runs", "*", "summary.json")):
+for d in glob.glob(os.path.join(out, "cr-runs", "**", "summary.json"), recursive=True):
     s = json.load(open(d))
     runs.setdefault(s["scheme"], []).append((s["mean_s"], s["p95_s"], time_to(os.path.dirname(d)), s["exact_iterations"] == s["iterations"]))
 if runs:

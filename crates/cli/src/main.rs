@@ -98,6 +98,9 @@ enum Cmd {
         /// Base config instead of the file's.
         #[arg(long)]
         base: Option<PathBuf>,
+        /// Repetitions instead of the file's.
+        #[arg(long)]
+        repetitions: Option<usize>,
         /// Directory of the sweep's runs, logs and report (default: the file's out_dir, else
         /// runs/sweep-<name>); running again into the same directory resumes.
         #[arg(long)]
@@ -349,7 +352,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             }
             Ok(())
         }
-        Cmd::Sweep { file, launcher, dry_run, base, out } => sweep::run(&sweep::Options { file, launcher, dry_run, base, out }),
+        Cmd::Sweep { file, launcher, dry_run, base, repetitions, out } => sweep::run(&sweep::Options { file, launcher, dry_run, base, repetitions, out }),
         Cmd::PagerankLoad { graph, config, set, servers, r, reduce, directed, json } => pagerank_load(graph, config, &set, servers, r, reduce, directed, json),
         Cmd::Config { config, set } => {
             print!("{}", load_config(&config, &set)?.to_toml());

@@ -25,6 +25,8 @@ pub struct Options {
     pub out: Option<PathBuf>,
     /// The base config instead of the file's.
     pub base: Option<PathBuf>,
+    /// Repetitions instead of the file's.
+    pub repetitions: Option<usize>,
 }
 
 fn input(e: impl std::fmt::Display) -> Failure {
@@ -82,7 +84,12 @@ fn minutes(s: f64) -> String {
 /// `outrun sweep`.
 pub fn run(o: &Options) -> Result<(), Failure> {
     let text = std::fs::read_to_string(&o.file).map_err(|e| input(format!("cannot read sweep `{}`: {e}", o.file.display())))?;
-    let sweep = Sweep::parse(&text).map_err(|e| input(format!("{}: {e}", o.file.display())))?;
+    let mut sweep = Sweep::parse(&text).map_err(|e| input(format!("{}: {e}", o.file.display())))?;
+    match o.repetitions {
+        Some(0) => return Err(input("--repetitions must be at least 1")),
+        Some(r) => sweep.repetitions = r,
+        None => {}
+    }
     let here = o.file.parent().unwrap_or(Path::new("."));
     let base = o.base.clone().unwrap_or_else(|| here.join(&sweep.base));
     let base_text = std::fs::read_to_string(&base).map_err(|e| input(format!("{}: base: cannot read `{}`: {e}", o.file.display(), base.display())))?;

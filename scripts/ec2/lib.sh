@@ -8,12 +8,18 @@ STATE="ec2-cluster"
 SSH_USER="admin"
 KEY_FILE=""
 REGION=""
+ENDPOINT=""
 
 die() { echo "ec2: $*" >&2; exit 2; }
 
 # print (dry run) or run a command
 run() {
   if [ "$DRY" -eq 1 ]; then printf '%q ' "$@"; echo; else "$@"; fi
+}
+
+# the same, without the command's own output (a real run's JSON answers)
+run_quiet() {
+  if [ "$DRY" -eq 1 ]; then printf '%q ' "$@"; echo; else "$@" >/dev/null; fi
 }
 
 # capture VAR PLACEHOLDER cmd...: VAR = the command's output, or PLACEHOLDER in a dry run
@@ -23,18 +29,22 @@ capture() {
     printf '%q ' "$@"; echo
     printf -v "$var" '%s' "$placeholder"
   else
-    printf -v "$var" '%s' "$("$@")"
+    local out
+    out="$("$@")" || return
+    printf -v "$var" '%s' "$out"
   fi
 }
 
 aws_cmd() {
-  local a=(aws)
+  local a=("${OUTRUN_AWS:-aws}")
   [ -n "$REGION" ] && a+=(--region "$REGION")
+  # an EC2 API emulator (e.g. moto_server) instead of AWS
+  [ -n "$ENDPOINT" ] && a+=(--endpoint-url "$ENDPOINT")
   printf '%s\n' "${a[@]}"
 }
 
 need_aws() {
-  [ "$DRY" -eq 1 ] || command -v aws >/dev/null || die "the AWS CLI (aws) is not installed; see docs/clusters.md"
+  [ "$DRY" -eq 1 ] || command -v "${OUTRUN_AWS:-aws}" >/dev/null || die "the AWS CLI (aws) is not installed; see docs/clusters.md"
 }
 
 ssh_opts() {
@@ -53,6 +63,7 @@ parse_common() {
       --user) SSH_USER="$2"; shift 2 ;;
       --key-file) KEY_FILE="$2"; shift 2 ;;
       --region) REGION="$2"; shift 2 ;;
+      --endpoint-url) ENDPOINT="$2"; shift 2 ;;
       *) REST+=("$1"); shift ;;
     esac
   done

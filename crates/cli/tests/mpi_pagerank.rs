@@ -174,6 +174,10 @@ fn tolerance_stops_every_server_after_the_same_iteration() {
     let last: f64 = rows.last().unwrap()["normalized_error"].parse().unwrap();
     let before: f64 = rows[rows.len() - 2]["normalized_error"].parse().unwrap();
     assert!(last <= 1e-10 && before > 1e-10, "{before} then {last}");
+    // outrun report reads a PageRank run (no loss: null in the summary)
+    let rep = outrun(&["report", rd.to_str().unwrap()]);
+    assert_eq!(rep.code, Some(0), "{}", rep.stderr);
+    assert!(rep.stdout.contains("PageRank, er graph, n = 200"), "{}", rep.stdout);
     // every server logged the same number of iterations
     for k in 0..4 {
         let log = std::fs::read_to_string(rd.join(format!("rank-{k}.jsonl"))).unwrap();

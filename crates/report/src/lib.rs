@@ -75,6 +75,15 @@ impl Run {
         let summary = read::summary(dir)?;
         let iterations = read::iterations(dir)?;
         let problem = match std::fs::read_to_string(dir.join("config.toml")).ok().and_then(|t| outrun_plan::config::parse(&t, &[]).ok()) {
+            Some(c) if c.matvec().is_some() => {
+                let m = &c.matvec().expect("checked").matrix;
+                format!("mat-vec, {} × {} matrix{}, seed {}", summary.samples, summary.features, m.path.as_ref().map_or(String::new(), |p| format!(" from {p}")), c.run.seed)
+            }
+            Some(c) if c.pagerank().is_some() => {
+                let g = &c.pagerank().expect("checked").graph;
+                let what = g.path.clone().unwrap_or_else(|| g.kind.map_or("graph".into(), |k| format!("{} graph", k.name())));
+                format!("PageRank, {what}, n = {}, seed {}", summary.samples, c.run.seed)
+            }
             Some(c) => {
                 let d = c.data();
                 format!(

@@ -20,6 +20,11 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+/// JSON has no NaN: serde_json writes it as null; read null back as NaN.
+fn nan_if_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
+
 /// Seconds since the Unix epoch as `YYYYmmdd-HHMMSS` (UTC).
 pub fn utc_stamp(secs: u64) -> String {
     let days = (secs / 86_400) as i64;
@@ -145,7 +150,9 @@ pub struct Summary {
     pub p95_s: f64,
     /// Slowest iteration, seconds.
     pub max_s: f64,
-    /// Loss at the last iteration's model.
+    /// Loss at the last iteration's model (NaN when the job has none — a mat-vec, PageRank —
+    /// written as null).
+    #[serde(deserialize_with = "nan_if_null")]
     pub final_loss: f64,
     /// Normalised error of the final model (synthetic data).
     pub final_error: Option<f64>,
@@ -215,6 +222,16 @@ mod tests {
         assert_eq!(quantile(&v, 0.0), 1.0);
         assert_eq!(quantile(&v, 1.0), 5.0);
         assert!((quantile(&v, 0.95) - 4.8).abs() < 1e-12);
+    }
+
+    /// A job without a loss (mat-vec, PageRank) writes NaN as null; the summary reads back.
+    #[test]
+    fn a_summary_without_loss_round_trips() {
+        let json = r#"{"name":"m","scheme":"hcmm","title":"t","workers":2,"ranks":3,"s":0,"samples":4,"features":2,"iterations":1,"setup_s":0.1,"total_s":1.0,"mean_s":1.0,"median_s":1.0,"p95_s":1.0,"max_s":1.0,"final_loss":null,"final_error":null,"exact_iterations":1,"late_discarded":0,"master_bytes_per_iter":0.0,"stragglers":"none","compute":"real","run_dir":"x"}"#;
+        let s: Summary = serde_json::from_str(json).unwrap();
+        assert!(s.final_loss.is_nan());
+        let again: Summary = serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
+        assert!(again.final_loss.is_nan() && again.final_test_accuracy.is_none());
     }
 
     #[test]

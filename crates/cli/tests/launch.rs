@@ -28,6 +28,19 @@ fn start(out: &Path, cfg: &Path, env: &[(&str, &str)]) -> std::process::Child {
     for (k, v) in env {
         cmd.env(k, v);
     }
+    // A launcher started from a terminal has the default SIGINT disposition. A test binary run
+    // by a non-interactive shell in the background (`make test &`) inherits SIGINT and SIGQUIT
+    // ignored, and a shell cannot trap a signal ignored on entry: the Ctrl-C test would then
+    // deliver nothing (measured: the job ran on until the test killed the launcher).
+    use std::os::unix::process::CommandExt;
+    // SAFETY: only async-signal-safe calls (signal(2)) between fork and exec
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            libc::signal(libc::SIGQUIT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
     cmd.spawn().unwrap()
 }
 
@@ -41,7 +54,7 @@ fn wait_for_ranks(out: &Path, n: usize) {
     std::thread::sleep(Duration::from_millis(500));
 }
 
-fn finish(child: std::process::Child) -> (Option<i32>, String) {
+fn finish(child: std::process::Child, out: &Path) -> (Option<i32>, String) {
     let t0 = Instant::now();
     let mut child = child;
     loop {
@@ -52,6 +65,8 @@ fn finish(child: std::process::Child) -> (Option<i32>, String) {
         }
         if t0.elapsed() > Duration::from_secs(60) {
             let _ = child.kill();
+            // the job runs in its own session: stop it too, so a failure leaves nothing running
+            let _ = Command::new("pkill").args(["-KILL", "-f", &format!("run.out_dir={}", out.display())]).status();
             panic!("the launcher did not end within 60 s");
         }
         std::thread::sleep(Duration::from_millis(100));
@@ -72,7 +87,7 @@ fn a_job_past_its_bound_is_stopped_with_one_line() {
     let dir = tempdir("bound-run");
     let cfg = write_config(&dir, LONG);
     let out = dir.join("runs");
-    let (code, err) = finish(start(&out, &cfg, &[("OUTRUN_TIMEOUT", "4")]));
+    let (code, err) = finish(start(&out, &cfg, &[("OUTRUN_TIMEOUT", "4")]), &out);
     assert_eq!(code, Some(124), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(err.contains("bound of 4 s") && err.contains("OUTRUN_TIMEOUT"), "{err}");
@@ -91,7 +106,7 @@ fn ctrl_c_stops_the_job_and_the_launcher() {
     // session here, so its group is its pid); the background job ignores SIGINT, so the
     // launcher must stop it
     assert!(Command::new("kill").args(["-INT", "--", &format!("-{}", child.id())]).status().unwrap().success());
-    let (code, err) = finish(child);
+    let (code, err) = finish(child, &out);
     assert_eq!(code, Some(130), "{err}");
     assert!(err.contains("interrupted; the MPI job was stopped"), "{err}");
     std::thread::sleep(Duration::from_millis(500));
@@ -108,7 +123,7 @@ fn a_rank_killed_by_a_signal_is_named_in_one_line_and_in_the_run_directory() {
     wait_for_ranks(&out, 4);
     let victim = *ranks(&out).last().unwrap();
     assert!(Command::new("kill").args(["-9", &victim.to_string()]).status().unwrap().success());
-    let (code, err) = finish(child);
+    let (code, err) = finish(child, &out);
     assert_eq!(code, Some(137), "{err}");
     let lines: Vec<&str> = err.lines().filter(|l| l.contains("died from")).collect();
     assert_eq!(lines.len(), 1, "{err}");

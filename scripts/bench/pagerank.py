@@ -4,15 +4,17 @@ servers, mean over iterations after the first and over repetitions), bytes per i
 best r and its speedup over r = 1, and two predictions of the best r from the r = 1 runs: the
 thesis's r* = sqrt(T_Shuffle / T_Map) (Remark 14) and T(r) = r·T_Map(1) + T_Shuffle(1)·wire(r)/wire(1)
 + T_other(1), the shuffle scaled by the bytes the servers actually send."""
-import csv, glob, json, math, os, sys
+import csv, glob, json, math, os, sys, tomllib
 from collections import defaultdict
 
 out, bw = sys.argv[1], sys.argv[2]
 PH = ["map_s", "encode_s", "shuffle_s", "decode_s", "reduce_s", "redistribute_s"]
 runs = defaultdict(list)  # (kind, r) -> list of dicts of means
 for d in sorted(glob.glob(os.path.join(out, "runs", "*"))):
-    name = os.path.basename(d)
-    kind, r = name.split("-")[0], int(name.split("-")[1][1:])
+    # scheme and r from the run's own summary and config (run names are the sweep's)
+    s = json.load(open(os.path.join(d, "summary.json")))
+    kind = s["scheme"].split("-")[0]
+    r = tomllib.load(open(os.path.join(d, "config.toml"), "rb"))["scheme"]["r"]
     rows = list(csv.DictReader(open(os.path.join(d, "phases.csv"))))[1:]
     it = list(csv.DictReader(open(os.path.join(d, "iterations.csv"))))[1:]
     m = {p: sum(float(x[p]) for x in rows) / len(rows) for p in PH}

@@ -22,12 +22,6 @@ $emu up --hosts "$servers" --bandwidth "$bw" >&2
 trap '$emu down >&2' EXIT
 mkdir -p "$out"
 "$bin" pagerank-load --config "$cfg" --json > "$out/loads.jsonl"
-for rep in $(seq "$reps"); do
-  for r in $(seq 1 $((servers - 1))); do
-    for kind in coded uncoded; do
-      echo "bench-pagerank: rep $rep: $kind r = $r" >&2
-      $emu run "$cfg" --set "scheme.kind=$kind-pagerank" --set "scheme.r=$r" --set "run.name=$kind-r$r-rep$rep" --set "run.out_dir=$out/runs" >/dev/null
-    done
-  done
-done
+# the runs: the sweep configs/sweeps/pagerank-bench.toml (r × coded/uncoded, interleaved)
+"$bin" sweep configs/sweeps/pagerank-bench.toml --repetitions "$reps" --out "$out" >/dev/null
 python3 scripts/bench/pagerank.py "$out" "$bw"

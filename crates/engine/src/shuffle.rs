@@ -6,11 +6,13 @@
 //!
 //! - Multicast groups are communicators created once, by their members only
 //!   (`MPI_Comm_create_group`, in the groups' lexicographic order), C(K−1, r) per server.
-//! - Coded: a sender's turn is one `MPI_Bcast` of its XOR message on the group's communicator.
-//!   Uncoded: the sender sends each member its segment (`MPI_Send`), each member receives its own.
-//!   Turns are walked in one global order (groups lexicographic, senders ascending), so the
-//!   earliest unfinished turn always has all its members on their way to it: no deadlock and no
-//!   global barrier.
+//! - Coded: a sender's turn is one `MPI_Ibcast` of its XOR message on the group's communicator.
+//!   Uncoded: the sender sends each member its segment (`MPI_Isend`), each member receives its
+//!   own (`MPI_Irecv` of the length the graph implies). Every transfer of an iteration is started
+//!   at once, in the turns' order (which MPI requires for the broadcasts of one communicator),
+//!   and waited for together: no deadlock, no global barrier, and groups with different members
+//!   share the links concurrently (blocking turns taken one after the other were twice as slow
+//!   at r = 1: docs/performance.md section 9).
 //! - The new ranks reach every server by `MPI_Allgatherv` (at most n values each; not part of
 //!   the thesis's load L, logged separately), so every server can test convergence itself and
 //!   they all stop after the same iteration without another collective.

@@ -93,26 +93,16 @@ pub fn train(config: &Path, overrides: &[String], progress: &mut dyn Progress) -
     let result = setup::setup(&world, config, overrides).and_then(|shared| {
         if let Some(pr) = shared.config.pagerank() {
             // every rank builds the whole graph (generated, or read from the file)
-            let graph = outrun_workloads::graph::load(&pr.graph, shared.config.run.seed);
-            let failed = comm.allreduce_max(i32::from(graph.is_err()));
-            return match (graph, failed) {
-                (Ok(g), 0) => shuffle::run(&world, comm, &shared, g, progress, started),
-                (Err(e), _) => Err(EngineError::Local(format!("rank {rank} ({}): {e}", hostname()))),
-                (Ok(_), _) => Err(EngineError::PeerSetup),
-            };
+            let graph = agree(&mut comm, outrun_workloads::graph::load(&pr.graph, shared.config.run.seed))?;
+            return shuffle::run(&world, comm, &shared, graph, progress, started);
         }
         // More ranks than cores on this host: computations yield the core now and then, so a
         // rank woken by a message is not queued behind a peer's whole computation.
         let (local, cores) = (comm.local_size(), std::thread::available_parallelism().map_or(1, |c| c.get()));
         let paced = local > cores;
         // Every rank loads its own rows; a rank that cannot tells everybody (collectively).
-        let job = outrun_workloads::frame_job(&shared.config, &shared.plan, shared.features, [rank], paced.then_some(outrun_workloads::PACE_ROWS));
-        let failed = comm.allreduce_max(i32::from(job.is_err()));
-        match (job, failed) {
-            (Ok(job), 0) => run(&world, comm, &shared, job, progress, started, Host { local, cores, paced }),
-            (Err(e), _) => Err(EngineError::Local(format!("rank {rank} ({}): {e}", hostname()))),
-            (Ok(_), _) => Err(EngineError::PeerSetup),
-        }
+        let job = agree(&mut comm, outrun_workloads::frame_job(&shared.config, &shared.plan, shared.features, [rank], paced.then_some(outrun_workloads::PACE_ROWS)))?;
+        run(&world, comm, &shared, job, progress, started, Host { local, cores, paced })
     });
     // Print before MPI_Finalize: finalize synchronises the ranks, so the line is out before any
     // rank exits non-zero and mpirun starts killing the others.
@@ -148,6 +138,18 @@ fn report_dropped_logs(rank: usize, plan: &outrun_plan::Plan, outcome: &outrun_p
         dir.display(),
         dropped[0].1
     );
+}
+
+/// Collective: every rank learns whether every rank succeeded in a local step (loading its
+/// rows, building the graph). A rank that failed reports its own error (it prints it); the
+/// others stop without a line.
+fn agree<T, E: std::fmt::Display>(comm: &mut Comm, local: Result<T, E>) -> Result<T, EngineError> {
+    let failed = comm.allreduce_max(i32::from(local.is_err()));
+    match (local, failed) {
+        (Ok(v), 0) => Ok(v),
+        (Err(e), _) => Err(EngineError::Local(format!("rank {} ({}): {e}", comm.rank, hostname()))),
+        (Ok(_), _) => Err(EngineError::PeerSetup),
+    }
 }
 
 fn hostname() -> String {

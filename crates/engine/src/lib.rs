@@ -189,10 +189,7 @@ fn run(world: &mpi::topology::SimpleCommunicator, mut comm: Comm, shared: &Share
     let book = if logs {
         tracing::info!("setup took {setup_s:.3} s; starting {} iterations", cfg.run.iterations);
         progress.begin(cfg.run.iterations);
-        let test = match cfg.matvec() {
-            None => outrun_workloads::data::test_set(cfg.data(), cfg.model().loss, shared.features).map_err(|e| EngineError::Run(e.to_string()))?,
-            Some(_) => None,
-        };
+        let test = outrun_workloads::data::test_set(cfg, shared.features).map_err(|e| EngineError::Run(e.to_string()))?;
         Some(Book::new(&shared.run_info(), clock.now()).map_err(io)?.with_test(test))
     } else {
         None

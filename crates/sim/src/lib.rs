@@ -196,10 +196,8 @@ fn write_trial(cfg: &Config, plan: &Plan, p: usize, model: &outrun_plan::Straggl
     std::fs::write(dir.join("config.toml"), cfg.to_toml()).map_err(io)?;
     std::fs::write(dir.join("plan.json"), serde_json::to_string(plan).expect("plan serializes")).map_err(io)?;
     let info = RunInfo { config: cfg, plan, features: p, run_dir: dir.clone(), compute: "simulated" };
-    let test = match cfg.matvec() {
-        None if math => outrun_workloads::data::test_set(cfg.data(), cfg.model().loss, p)?,
-        _ => None,
-    };
+    // accuracy needs θ: only when trial 0 computes it
+    let test = if math { outrun_workloads::data::test_set(cfg, p)? } else { None };
     let mut book = Book::new(&info, 0.0).map_err(io)?.with_test(test);
     let mut events = vec![vec![]; plan.ranks];
     let run = if math {

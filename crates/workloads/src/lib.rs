@@ -46,7 +46,7 @@ pub fn job_shape(cfg: &Config) -> Result<Shape, DataError> {
         None => {
             let shape = data::shape(cfg.data(), cfg.model().loss)?;
             // the held-out set is read by the logging rank after setup: check it here, before MPI
-            data::test_set(cfg.data(), cfg.model().loss, shape.features)?;
+            data::test_set(cfg, shape.features)?;
             Ok(shape)
         }
     }

@@ -11,7 +11,7 @@ use outrun_codes::{AgcCode, ClusterMatrix, GradientCode, LinearCode, LinearKind,
 use serde::{Deserialize, Serialize};
 
 use crate::alloc::{fmt_coef, WeightedSet};
-use crate::config::{ColumnOrder, Ssi};
+use crate::config::{ColumnOrder, Ssi, Upload};
 use crate::roles::{Encoding, Rule};
 use crate::stragglers::StragglerModel;
 
@@ -327,6 +327,9 @@ pub struct Plan {
     pub codes: Vec<PlanCode>,
     /// The straggler model.
     pub stragglers: StragglerModel,
+    /// When children's results cross the link (`engine.upload`; collect trees only).
+    #[serde(default)]
+    pub upload: Upload,
 }
 
 impl Plan {

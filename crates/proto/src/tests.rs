@@ -327,3 +327,127 @@ fn dropped_logs_reach_the_master_with_the_goodbyes() {
     assert_eq!(ranks, vec![2, 7], "each rank once: {:?}", o.dropped);
     assert!(o.dropped.iter().all(|(_, e)| e == "No space left on device"));
 }
+
+/// Messages of `kind` on the wire from `from` (any destination).
+fn on_wire(net: &Net, from: usize, kind: Kind) -> usize {
+    net.wire.iter().filter(|(f, _, m)| *f == from && m.head.kind == kind).count()
+}
+
+#[test]
+fn granted_uploads_cross_only_for_the_results_the_rule_uses() {
+    let p = plan(&["scheme.kind=gc-cyclic", "scheme.s=1", "engine.upload=granted"]);
+    let mut net = Net::new(p.clone());
+    net.start(0, vec![0.5; LEN]);
+    net.flush(|_, _, _| false);
+    // workers 3 and 2 finish first: each announces, and is granted at once
+    net.compute(3, 0, coded_part(&p, 3));
+    assert_eq!((on_wire(&net, 3, Kind::Ready), on_wire(&net, 3, Kind::Result)), (1, 0), "a notice, not the result");
+    net.deliver(|f, _, h| f == 3 && h.kind == Kind::Ready);
+    assert_eq!(on_wire(&net, 0, Kind::Grant), 1);
+    net.compute(2, 0, coded_part(&p, 2));
+    net.deliver(|f, _, h| f == 2 && h.kind == Kind::Ready);
+    // two grants meet the rule (any 2 of 3): worker 1 is refused before it announces
+    assert_eq!(on_wire(&net, 0, Kind::Grant), 2);
+    assert!(net.wire.iter().any(|(f, t, m)| *f == 0 && *t == 1 && m.head.kind == Kind::Refuse));
+    net.flush(|_, _, _| false);
+    let (_, t, total, info) = &net.delivered[0];
+    assert_eq!((*t, info.used.clone()), (0, vec![3, 2]));
+    assert!(close(total, &full_sum(3)) && info.exact, "{total:?}");
+    // the slow worker finishes: it says nothing, and its record says why
+    net.compute(1, 0, coded_part(&p, 1));
+    assert!(net.wire.is_empty(), "a refused worker sends nothing: {:?}", net.wire.iter().map(|w| w.2.head.kind).collect::<Vec<_>>());
+    assert!(net.logs[1].iter().any(|e| e["t"] == 0 && e["status"] == "refused"));
+    let rec = net.logs[0].iter().find(|e| e["ev"] == "iter" && e["t"] == 0).unwrap();
+    let result = crate::wire::frame_bytes(&Header::new(Kind::Result, 0), LEN) as u64;
+    let notice = crate::wire::frame_bytes(&Header::new(Kind::Ready, 0), 0) as u64;
+    assert_eq!((rec["notices"].as_u64(), rec["grants"].as_u64(), rec["refusals"].as_u64()), (Some(2), Some(2), Some(1)));
+    assert_eq!(rec["result_bytes"].as_u64(), Some(2 * result));
+    assert_eq!(rec["recv_bytes"].as_u64(), Some(2 * result + 2 * notice));
+    // next iteration: nothing late, nothing abandoned
+    net.run_iteration(1);
+    assert_eq!(net.delivered.len(), 2);
+    net.finish(None);
+    assert_eq!(net.late(0), 0);
+    let o = net.done[0].as_ref().unwrap();
+    assert!(o.result.is_ok() && o.clean && o.late == 0, "{o:?}");
+    let down = net.logs[0].iter().find(|e| e["ev"] == "shutdown").unwrap();
+    assert_eq!(down["late_result_bytes"], 0);
+    assert_eq!(down["upload"]["grants"], 4, "2 per iteration: {down}");
+}
+
+#[test]
+fn a_notice_that_crosses_its_refusal_gets_no_second_answer() {
+    let p = plan(&["scheme.kind=ignore", "scheme.s=1", "engine.upload=granted"]);
+    let mut net = Net::new(p.clone());
+    net.start(0, vec![1.0; LEN]);
+    net.flush(|_, _, _| false);
+    for w in 1..=3 {
+        net.compute(w, 0, vec![w as f64; LEN]);
+    }
+    // the master reads the notices of 1 and 2 (granted; 3 refused unseen), then 3's
+    net.deliver(|f, _, h| f == 1 && h.kind == Kind::Ready);
+    net.deliver(|f, _, h| f == 2 && h.kind == Kind::Ready);
+    net.deliver(|f, _, h| f == 3 && h.kind == Kind::Ready);
+    assert_eq!(net.wire.iter().filter(|(_, t, m)| *t == 3 && m.head.kind == Kind::Refuse).count(), 1, "one refusal for worker 3");
+    net.flush(|_, _, _| false);
+    assert!(close(&net.delivered[0].2, &[3.0 * 120.0 / 80.0; LEN]), "{:?}", net.delivered[0].2);
+    assert!(net.logs[3].iter().any(|e| e["t"] == 0 && e["status"] == "refused"));
+    net.finish(None);
+    assert!(net.done.iter().all(|d| d.as_ref().is_some_and(|o| o.clean && o.result.is_ok())));
+}
+
+#[test]
+fn a_granted_child_that_never_uploads_is_replaced_by_a_refused_one() {
+    let p = plan(&["scheme.kind=gc-cyclic", "scheme.s=1", "engine.upload=granted"]);
+    let mut net = Net::new(p.clone());
+    net.start(0, vec![1.0; LEN]);
+    net.flush(|_, _, _| false);
+    for w in 1..=3 {
+        net.compute(w, 0, coded_part(&p, w));
+    }
+    for w in 1..=3 {
+        net.deliver(|f, _, h| f == w && h.kind == Kind::Ready);
+    }
+    // worker 2 is granted, then dies: its grant is lost (so is its upload)
+    assert!(net.deliver(|_, t, h| t == 1 && h.kind == Kind::Grant));
+    net.wire.retain(|(_, t, m)| !(*t == 2 && m.head.kind == Kind::Grant));
+    net.flush(|_, _, _| false);
+    assert!(net.delivered.is_empty(), "one of two granted results is missing");
+    // half the wait budget: worker 2 is given up on, worker 3 (refused, holding) granted
+    net.fire_timers(0, 5.0);
+    let ev = net.logs[0].iter().find(|e| e["ev"] == "regrant").expect("a regrant record");
+    assert_eq!((ev["gave_up"].clone(), ev["granted"].clone()), (json!([2]), json!([3])));
+    net.flush(|_, _, _| false);
+    let (_, _, total, info) = &net.delivered[0];
+    assert_eq!(info.used, vec![1, 3]);
+    assert!(close(total, &full_sum(3)) && info.exact);
+    assert!(net.logs[3].iter().any(|e| e["ev"] == "regranted"), "worker 3 uploads after its refusal");
+}
+
+#[test]
+fn adaptive_codes_are_granted_one_round_at_a_time() {
+    let p = plan(&["scheme.kind=agc", "scheme.s=", "scheme.d=2", "scheme.rounds=3", "engine.upload=granted"]);
+    let mut net = Net::new(p.clone());
+    net.start(0, vec![1.0; LEN]);
+    net.flush(|_, _, _| false);
+    let computes = std::mem::take(&mut net.computes);
+    for (r, t) in computes {
+        // every part of worker r: ones
+        let parts = vec![vec![1.0; LEN]; p.nodes[r].parts.len()];
+        net.input(r, Input::Computed { t, parts, ready: 0.0 });
+    }
+    // every notice announces all the rounds, but a grant names one
+    assert!(net.wire.iter().filter(|w| w.2.head.kind == Kind::Ready).all(|w| w.2.head.round == 3));
+    while net.deliver(|_, _, h| h.kind == Kind::Ready) {}
+    assert!(net.wire.iter().filter(|w| w.2.head.kind == Kind::Grant).all(|w| w.2.head.round == 0));
+    net.flush(|_, _, _| false);
+    assert_eq!(net.delivered.len(), 1);
+    let rec = net.logs[0].iter().find(|e| e["ev"] == "iter" && e["t"] == 0).unwrap();
+    let rounds_granted = rec["grants"].as_u64().unwrap();
+    assert!(rounds_granted > 3, "some worker was granted more than its first round");
+    net.finish(None);
+    assert_eq!(net.late(0), 0);
+    // the workers' records close at the stop: what they uploaded is what was granted
+    let uploads: u64 = (1..=3).flat_map(|w| net.logs[w].iter().filter(|e| e["ev"] == "iter").filter_map(|e| e["rounds"].as_u64())).sum();
+    assert_eq!(rounds_granted, uploads, "every granted round was uploaded, no other");
+}

@@ -17,6 +17,11 @@
 //! the run at `run.deadline`, naming them). At the end, `Stop` (or `Abort`) flows down, every node
 //! drains its children until their `Bye` (which carries how many up messages they sent) and says
 //! goodbye upward, so nothing is in flight when the drivers finish.
+//!
+//! With `engine.upload = "granted"` step 3 goes through grants (see `grant.rs`): a child sends a
+//! ready notice, the parent offers it to the same rule and answers `Grant` (upload it) or
+//! `Refuse`; only granted results cross the link, and the parent combines when the rule is met
+//! and every granted result arrived.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -24,9 +29,11 @@ use std::sync::Arc;
 use outrun_codes::EXACT_RESIDUAL;
 use outrun_plan::budget::{parent_silence, shutdown_grace, wait_budget};
 use outrun_plan::roles::{aggregator, encoder, Aggregator, Combination, Encoder, Src, Term, Vector};
+use outrun_plan::config::Upload;
 use outrun_plan::{Plan, StragglerModel};
 use serde_json::{json, Value};
 
+use crate::grant::Grants;
 use crate::hist::Histogram;
 use crate::machine::{Clock, Delivered, Failure, Input, Machine, Outcome, Output};
 use crate::wire::{Header, Kind, Meta, Msg};
@@ -35,6 +42,12 @@ use crate::wire::{Header, Kind, Meta, Msg};
 const WAIT: u64 = 1;
 const GRACE: u64 = 2;
 const SILENCE: u64 = 3;
+const REGRANT: u64 = 4;
+
+/// Bytes of the frame a message occupies on the wire.
+fn msg_bytes<P: Vector>(msg: &Msg<P>) -> u64 {
+    crate::wire::frame_bytes(&msg.head, msg.body.as_ref().map_or(0, |b| b.len())) as u64
+}
 
 #[derive(Debug, PartialEq)]
 enum Phase {
@@ -93,6 +106,17 @@ pub struct TreeNode<P: Vector> {
     grace_at: Option<f64>,
     silence_at: Option<f64>,
     out: VecDeque<Output<P>>,
+    /// Uploads by grant (`engine.upload = "granted"`).
+    granted: bool,
+    grants: Grants<P>,
+    regrant_at: Option<f64>,
+    /// Bytes received from children for the current iteration while collecting it: all
+    /// frames, and results.
+    it_bytes: (u64, u64),
+    /// Bytes received from children over the run: all frames, and results discarded as late.
+    bytes: (u64, u64),
+    /// The iteration whose result the parent refused before this node announced it.
+    refused: Option<u64>,
 }
 
 impl<P: Vector> TreeNode<P> {
@@ -149,6 +173,12 @@ impl<P: Vector> TreeNode<P> {
             grace_at: None,
             silence_at: None,
             out: VecDeque::new(),
+            granted: plan.upload == Upload::Granted,
+            grants: Grants::new(k),
+            regrant_at: None,
+            it_bytes: (0, 0),
+            bytes: (0, 0),
+            refused: None,
         }
     }
 
@@ -200,9 +230,14 @@ impl<P: Vector> TreeNode<P> {
             self.close_record(status, at);
         } else {
             self.record["status"] = json!(status);
-            self.record["send"] = json!(at);
+            if status == "sent" {
+                self.record["send"] = json!(at);
+            }
             if self.record.get("ready").is_none() {
                 self.record["ready"] = json!(at);
+            }
+            if self.agg.is_some() {
+                self.record["arrivals"] = self.arrivals_json();
             }
         }
     }
@@ -246,6 +281,8 @@ impl<P: Vector> TreeNode<P> {
         self.arrivals.clear();
         self.arrived.clear();
         self.failed.clear();
+        self.grants.clear();
+        self.it_bytes = (0, 0);
         if !self.children.is_empty() {
             if let Some(assign) = self.agg.as_mut().and_then(|a| a.assignments(t)) {
                 for (&c, a) in self.children.clone().iter().zip(assign) {
@@ -256,8 +293,12 @@ impl<P: Vector> TreeNode<P> {
             self.send(self.children.clone(), Header { sent_at, ..Header::new(Kind::Model, t) }, Some(model.clone()));
             self.agg.as_mut().expect("a parent").begin(t);
             self.collecting = true;
-            let until = now + if self.parent.is_none() { self.deadline } else { self.budget };
-            self.wait_at = self.arm(WAIT, until);
+            let wait = if self.parent.is_none() { self.deadline } else { self.budget };
+            self.wait_at = self.arm(WAIT, now + wait);
+            if self.granted {
+                // a granted upload missing at half the wait is given up on (see grant.rs)
+                self.regrant_at = self.arm(REGRANT, now + wait / 2.0);
+            }
         }
         let assignment = self.assignment.take().filter(|(at, _)| *at == t).map(|(_, a)| a);
         self.enc.begin(t, assignment.as_deref());
@@ -301,7 +342,10 @@ impl<P: Vector> TreeNode<P> {
     fn abandon(&mut self, t: u64, now: f64) {
         self.answered = true;
         self.collecting = false;
-        self.send_up(Header::new(Kind::Abandoned, t), None);
+        if self.refused != Some(t) {
+            // (a refused node's parent expects nothing more of it)
+            self.send_up(Header::new(Kind::Abandoned, t), None);
+        }
         self.close_record("abandoned", now);
     }
 
@@ -310,6 +354,9 @@ impl<P: Vector> TreeNode<P> {
     fn stop_rounds(&mut self, now: f64) {
         if !self.rounds.is_empty() {
             self.rounds.clear();
+            if self.granted {
+                return; // a held result the parent did not grant (the record says so)
+            }
             if let Some(t) = self.cur {
                 self.log(json!({"ev": "rounds-stopped", "t": t, "sent": self.rounds_sent, "at": now}));
             }
@@ -319,12 +366,15 @@ impl<P: Vector> TreeNode<P> {
     /// Send the result (or deliver it, at the root) once the node's parts and its children's
     /// rule are both ready.
     fn try_finish(&mut self, clock: &dyn Clock) {
-        if self.answered || self.own.is_none() || self.agg.as_ref().is_some_and(|a| !a.satisfied()) {
+        if self.answered || self.own.is_none() || (self.agg.is_some() && !self.collected()) {
             return;
         }
         let t = self.cur.expect("an iteration in progress");
         self.collecting = false;
         let t0 = clock.now();
+        if self.granted && self.agg.is_some() {
+            self.arrivals = self.grants.take();
+        }
         let mut comb = match self.agg.as_mut() {
             Some(a) => a.combine(),
             None => Combination::exact(self.len, vec![]),
@@ -338,6 +388,14 @@ impl<P: Vector> TreeNode<P> {
             }
             for (k, v) in &comb.notes {
                 self.record[k.as_str()] = v.clone();
+            }
+            self.record["recv_bytes"] = json!(self.it_bytes.0);
+            self.record["result_bytes"] = json!(self.it_bytes.1);
+            if self.granted {
+                let (notices, grants, refusals) = self.grants.iteration;
+                self.record["notices"] = json!(notices);
+                self.record["grants"] = json!(grants);
+                self.record["refusals"] = json!(refusals);
             }
             if comb.rounds > 0 {
                 self.record["rounds_used"] = json!(comb.rounds);
@@ -383,8 +441,19 @@ impl<P: Vector> TreeNode<P> {
             self.out.push_back(Output::Deliver { t, total, info });
         } else {
             self.rounds = bodies.into_iter().enumerate().map(|(r, b)| (r as u32, b)).collect();
-            self.send_next_round();
-            self.close_record_keep("sent", now);
+            if self.granted && self.refused == Some(t) {
+                // the parent has enough already: nothing to announce
+                self.rounds.clear();
+                self.close_record("refused", now);
+            } else if self.granted {
+                // announce; the result waits for the parent's grant (or refusal)
+                let rounds = self.rounds.len() as u32;
+                self.send_up(Header { round: rounds, ..Header::new(Kind::Ready, t) }, None);
+                self.close_record_keep("ready", now);
+            } else {
+                self.send_next_round();
+                self.close_record_keep("sent", now);
+            }
         }
     }
 
@@ -443,6 +512,8 @@ impl<P: Vector> TreeNode<P> {
     fn on_child(&mut self, clock: &dyn Clock, idx: usize, msg: Msg<P>) {
         let now = clock.now();
         let from = self.children[idx];
+        let bytes = msg_bytes(&msg);
+        self.bytes.0 += bytes;
         let head = msg.head;
         if head.kind == Kind::Bye {
             let Meta::Bye { count, latency, dropped } = head.meta else {
@@ -456,8 +527,31 @@ impl<P: Vector> TreeNode<P> {
         self.recv[idx] += 1;
         let t = head.t;
         let current = self.collecting && self.cur == Some(t);
+        if current {
+            self.it_bytes.0 += bytes;
+            if head.kind == Kind::Result {
+                self.it_bytes.1 += bytes;
+            }
+        }
+        if head.kind == Kind::Ready && self.cur == Some(t) && self.phase == Phase::Running {
+            return self.on_notice(idx, t, head.round, current);
+        }
         let taken = current
             && match head.kind {
+                Kind::Result if self.granted => {
+                    let body = msg.body.map(|b| Arc::try_unwrap(b).unwrap_or_else(|b| (*b).clone())).unwrap_or_else(|| P::zeros(self.len));
+                    if self.grants.fill(idx, head.round, body) {
+                        self.arrived.push((from, now, head.round));
+                        let agg = self.agg.as_deref_mut().expect("a parent");
+                        if let Some(r) = self.grants.next_round(agg, idx, head.round) {
+                            self.send(vec![from], Header { round: r, ..Header::new(Kind::Grant, t) }, None);
+                            self.refuse_rest(t);
+                        }
+                        true
+                    } else {
+                        false
+                    }
+                }
                 Kind::Result => {
                     let agg = self.agg.as_mut().expect("a parent");
                     if agg.offer(idx, head.round) {
@@ -484,19 +578,117 @@ impl<P: Vector> TreeNode<P> {
             // An earlier iteration, beyond what the rule needed, or an abandonment: drain and
             // discard.
             self.late += 1;
+            if head.kind == Kind::Result {
+                self.bytes.1 += bytes;
+            }
             let cur = self.cur.unwrap_or(t);
             self.log(json!({"ev": "late", "t": cur, "child": from, "msg_t": t, "kind": head.kind.name(), "at": now}));
             // the goodbye may have overtaken this message's accounting: re-check
             return self.check_drained(now);
         }
+        self.after_arrival(clock, now, t);
+    }
+
+    /// Whether the iteration's results are all in: the rule is met (and, with grants, every
+    /// granted upload arrived).
+    fn collected(&self) -> bool {
+        self.agg.as_ref().is_some_and(|a| a.satisfied()) && (!self.granted || self.grants.complete())
+    }
+
+    /// Something arrived for the iteration being collected: finish it, or fail it when the
+    /// rule can no longer be met.
+    fn after_arrival(&mut self, clock: &dyn Clock, now: f64, t: u64) {
         let agg = self.agg.as_ref().expect("a parent");
-        if agg.satisfied() {
+        if self.collected() {
             self.collecting = false;
             self.try_finish(clock);
         } else if agg.hopeless() {
             let why = self.deadline_error(t);
             let missing = self.missing_children();
             self.fail_iteration(now, t, why, missing);
+        }
+    }
+
+    /// A ready notice of child `idx` for the current iteration `t` (with `rounds` rounds):
+    /// grant its upload if the rule takes it while collecting, refuse it otherwise.
+    fn on_notice(&mut self, idx: usize, t: u64, rounds: u32, collecting: bool) {
+        let to = vec![self.children[idx]];
+        let grant = if collecting {
+            let agg = self.agg.as_deref_mut().expect("a parent");
+            match self.grants.notice(agg, idx, rounds) {
+                Some(g) => g,
+                None => return, // refused before its notice came
+            }
+        } else if self.grants.notice_after(idx) {
+            None
+        } else {
+            return;
+        };
+        let head = match grant {
+            Some(r) => Header { round: r, ..Header::new(Kind::Grant, t) },
+            None => Header::new(Kind::Refuse, t),
+        };
+        self.send(to, head, None);
+        if grant.is_some() {
+            self.refuse_rest(t);
+        }
+    }
+
+    /// Once the grants meet the rule, the children that have not announced need not: refuse
+    /// them now (one small message each).
+    fn refuse_rest(&mut self, t: u64) {
+        if self.agg.as_ref().is_some_and(|a| a.satisfied()) {
+            let failed: Vec<usize> = self.failed.iter().map(|f| f.0).collect();
+            let rest: Vec<usize> = self.grants.refuse_rest(&failed).into_iter().map(|i| self.children[i]).collect();
+            if !rest.is_empty() {
+                self.send(rest, Header::new(Kind::Refuse, t), None);
+            }
+        }
+    }
+
+    /// The re-grant check (half the wait budget): give up on granted uploads that did not
+    /// come and grant refused children instead, where the rule allows it.
+    fn regrant(&mut self, clock: &dyn Clock) {
+        let now = clock.now();
+        let Some(t) = self.cur else { return };
+        if !self.collecting || self.answered || self.grants.outstanding().is_empty() {
+            return;
+        }
+        let agg = self.agg.as_deref_mut().expect("a parent");
+        let (gone, granted) = self.grants.regrant(agg, t);
+        let gone: Vec<usize> = gone.into_iter().map(|i| self.children[i]).collect();
+        let granted: Vec<usize> = granted.into_iter().map(|i| self.children[i]).collect();
+        self.arrived.retain(|(r, _, _)| !gone.contains(r));
+        self.log(json!({"ev": "regrant", "t": t, "at": now, "gave_up": gone, "granted": granted}));
+        for &c in &granted {
+            self.send(vec![c], Header::new(Kind::Grant, t), None);
+        }
+        if !granted.is_empty() {
+            self.refuse_rest(t);
+        }
+        self.after_arrival(clock, now, t);
+    }
+
+    /// The parent granted round `round` of this node's result for `t`: upload it.
+    fn on_grant(&mut self, now: f64, t: u64, round: u32) {
+        let pos = self.rounds.iter().position(|(r, _)| *r == round);
+        let (Some(pos), true) = (pos, self.cur == Some(t)) else {
+            return self.log(json!({"ev": "warn", "at": now, "message": format!("grant of round {round} of iteration {t}, which this node does not hold")}));
+        };
+        let (r, body) = self.rounds.remove(pos).expect("found");
+        self.rounds_sent += 1;
+        self.send_up(Header { round: r, ..Header::new(Kind::Result, t) }, Some(Arc::new(body)));
+        if self.record.is_object() {
+            self.record["status"] = json!("sent");
+            self.record["send"] = json!(now);
+            self.record["rounds"] = json!(self.rounds_sent);
+            self.record["up_bytes"] = json!(self.up_bytes - self.iter_bytes_start);
+            if self.rounds.is_empty() {
+                self.flush_record();
+            }
+        } else {
+            // granted after a refusal (a granted sibling failed): the record is out already
+            self.log(json!({"ev": "regranted", "t": t, "round": r, "at": now}));
         }
     }
 
@@ -514,6 +706,20 @@ impl<P: Vector> TreeNode<P> {
             Kind::Assign => {
                 if let Meta::Assignment(a) = head.meta {
                     self.assignment = Some((head.t, a));
+                }
+            }
+            Kind::Grant if self.phase == Phase::Running => self.on_grant(now, head.t, head.round),
+            Kind::Refuse if self.phase == Phase::Running => {
+                if self.cur == Some(head.t) && self.record.is_object() {
+                    self.record["refused"] = json!(now);
+                    if self.answered {
+                        // announced and held: the result stays until the next model
+                        self.record["status"] = json!("refused");
+                        self.flush_record();
+                    } else {
+                        // refused before its notice: it will not announce
+                        self.refused = Some(head.t);
+                    }
                 }
             }
             Kind::Stop | Kind::Abort if self.phase == Phase::Running => {
@@ -569,7 +775,16 @@ impl<P: Vector> TreeNode<P> {
             self.send(vec![parent], Header { meta, ..Header::new(Kind::Bye, 0) }, None);
         }
         self.phase = Phase::Finished;
-        self.log(json!({"ev": "shutdown", "kind": if abort { "abort" } else { "stop" }, "at": now, "late_discarded": self.late, "up_sent": self.up_sent, "clean": clean}));
+        let mut ev = json!({"ev": "shutdown", "kind": if abort { "abort" } else { "stop" }, "at": now, "late_discarded": self.late, "up_sent": self.up_sent, "clean": clean});
+        if !self.children.is_empty() {
+            ev["children_bytes"] = json!(self.bytes.0);
+            ev["late_result_bytes"] = json!(self.bytes.1);
+            if self.granted {
+                let [notices, grants, refusals, regrants] = self.grants.total;
+                ev["upload"] = json!({"notices": notices, "grants": grants, "refusals": refusals, "regrants": regrants});
+            }
+        }
+        self.log(ev);
         let result = match (self.failure.take(), abort) {
             (Some(f), _) => Err(Failure::Run(f)),
             (None, true) => Err(Failure::Aborted),
@@ -591,6 +806,11 @@ impl<P: Vector> TreeNode<P> {
             let why = self.deadline_error(t);
             let missing = self.missing_children();
             self.fail_iteration(now, t, why, missing);
+        } else if id == REGRANT && due(self.regrant_at) {
+            self.regrant_at = None;
+            if self.phase == Phase::Running {
+                self.regrant(clock);
+            }
         } else if id == GRACE && due(self.grace_at) && matches!(self.phase, Phase::Draining { .. }) {
             let waiting: Vec<String> = self.children.iter().enumerate().filter(|(i, _)| self.bye[*i] != Some(self.recv[*i])).map(|(_, c)| c.to_string()).collect();
             let why = format!("rank {}: children {} did not say goodbye within {} s", self.rank, waiting.join(", "), self.grace);

@@ -39,6 +39,14 @@ pub enum Kind {
     Bye,
     /// Ring: step `round` of iteration `t` (body: one segment).
     Segment,
+    /// Child → parent (`engine.upload = "granted"`): the child has its result for `t`, in
+    /// `round` rounds; no body.
+    Ready,
+    /// Parent → child: upload round `round` of your result for `t`.
+    Grant,
+    /// Parent → child: your result for `t` is not needed (keep it until the next model: a
+    /// grant may still come if a granted child fails).
+    Refuse,
 }
 
 impl Kind {
@@ -54,6 +62,9 @@ impl Kind {
             Kind::Failed => "failed",
             Kind::Bye => "bye",
             Kind::Segment => "segment",
+            Kind::Ready => "ready",
+            Kind::Grant => "grant",
+            Kind::Refuse => "refuse",
         }
     }
 }

@@ -10,9 +10,9 @@
 //! - `Timer` → an event at its time; `Deliver` → apply, record, start the next iteration.
 //!
 //! Decoding and the update take no virtual time. A ring plan that asks for the library's
-//! collective runs as our ring (the model of `MPI_Allreduce`). With `network.cancel_late`, a
-//! result upload still queued for a parent that has already sent its own result for that
-//! iteration is delivered without occupying the link (the papers' latency model).
+//! collective runs as our ring (the model of `MPI_Allreduce`). The papers' latency model, where
+//! late results cost nothing, is what `engine.upload = "granted"` does in both drivers: the
+//! machines themselves send only the results their parents grant.
 
 use outrun_plan::roles::Vector;
 use outrun_plan::{Config, Plan, StragglerModel};
@@ -71,7 +71,7 @@ struct Sim<'a, P: Vector, J: Job<P>> {
 }
 
 fn is_down(kind: Kind) -> bool {
-    matches!(kind, Kind::Model | Kind::Assign | Kind::Stop | Kind::Abort)
+    matches!(kind, Kind::Model | Kind::Assign | Kind::Stop | Kind::Abort | Kind::Grant | Kind::Refuse)
 }
 
 impl<P: Vector + 'static, J: Job<P>> Sim<'_, P, J> {
@@ -92,9 +92,6 @@ impl<P: Vector + 'static, J: Job<P>> Sim<'_, P, J> {
                     let len = msg.body.as_ref().map_or(0, |b| b.len());
                     let bytes = wire::frame_bytes(&msg.head, len);
                     let down = is_down(msg.head.kind);
-                    if msg.head.kind == Kind::Result && self.cfg.network.cancel_late {
-                        self.cancel_late(rank, msg.head.t, at);
-                    }
                     for d in to {
                         let sent = track.map(|track| Ev::Sent { rank, track });
                         let evs = self.net.submit_notify(rank, d, bytes, at, down, Ev::Arrive { from: rank, to: d, msg: msg.clone() }, sent);
@@ -114,9 +111,6 @@ impl<P: Vector + 'static, J: Job<P>> Sim<'_, P, J> {
                 }
                 Output::Timer { id, at: when } => self.q.push(when, Ev::Timer { rank, id }),
                 Output::Deliver { t, total, info } => {
-                    if self.cfg.network.cancel_late && self.plan.nodes[rank].parent.is_none() && !self.plan.nodes[rank].children.is_empty() {
-                        self.cancel_late(rank, t, at);
-                    }
                     let next = match self.jobs[rank].apply(t, total) {
                         Ok(applied) => {
                             if rank == self.plan.log_rank() {
@@ -170,14 +164,6 @@ impl<P: Vector + 'static, J: Job<P>> Sim<'_, P, J> {
                     }
                 }
             }
-        }
-    }
-
-    /// Result uploads to `parent` for iterations ≤ `t` still queued: delivered now, free.
-    fn cancel_late(&mut self, parent: usize, t: u64, at: f64) {
-        let gone = self.net.cancel(|e| matches!(e, Ev::Arrive { to, msg, .. } if *to == parent && msg.head.kind == Kind::Result && msg.head.t <= t));
-        for ev in gone {
-            self.q.push(at, ev);
         }
     }
 

@@ -4,9 +4,8 @@
 //! both the sender's send port and the receiver's receive port are free; among the messages
 //! that could start, the one that became ready first goes first, so a busy receiver queues them.
 //!
-//! Messages that have not started can be cancelled (the papers' model, where a parent that has
-//! what it needs never receives the late uploads); by default nothing is cancelled, as in the
-//! MPI engine, where every result sent crosses the link.
+//! Every message sent crosses the link, as in the MPI engine. The papers' model, where late
+//! results cost nothing, is a protocol setting (`engine.upload = "granted"`), not a network one.
 
 use outrun_plan::config::Config;
 
@@ -136,14 +135,6 @@ impl<P> Network<P> {
         }
         out
     }
-
-    /// Take out the queued (not started) messages whose payload matches: they will not occupy
-    /// a port. Returns their payloads.
-    pub fn cancel(&mut self, matches: impl Fn(&P) -> bool) -> Vec<P> {
-        let (gone, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.pending).into_iter().partition(|m| matches(&m.payload));
-        self.pending = kept;
-        gone.into_iter().map(|m| m.payload).collect()
-    }
 }
 
 #[cfg(test)]
@@ -197,18 +188,11 @@ mod tests {
     }
 
     #[test]
-    fn free_downlink_heterogeneous_rates_and_cancellation() {
+    fn free_downlink_and_heterogeneous_rates() {
         let mut n: Network<u32> = Network::new(vec![1000.0, 100.0, 1000.0], 0.0, false);
         let ev = n.submit(0, 1, 100, 1.0, true, 7);
         assert!(matches!(ev[..], [(t, NetEvent::Deliver(7))] if t == 1.0));
         let got = run(&mut n, &[(0, 1, 100, 1.0)]);
         assert!((got[0].1 - 2.0).abs() < 1e-12, "the slower NIC sets the rate");
-        // queued messages can be cancelled before they start
-        let mut n: Network<u32> = Network::new(vec![100.0; 3], 0.0, true);
-        let _ = n.submit(1, 0, 100, 0.0, false, 1); // starts at once
-        let _ = n.submit(2, 0, 100, 0.0, false, 2); // waits for the receiver
-        assert_eq!(n.cancel(|p| *p == 2), vec![2]);
-        assert!(n.cancel(|p| *p == 1).is_empty(), "already started");
-        assert_eq!(n.recv_bytes[0], 100);
     }
 }

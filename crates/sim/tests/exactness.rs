@@ -66,6 +66,33 @@ fn exact_schemes_reproduce_serial_gradient_descent() {
     }
 }
 
+/// Uploads by grant: every collect-pattern scheme (stars and trees, single- and multi-round
+/// codes, clusters) still reproduces serial gradient descent, and the master never receives a
+/// result it does not use.
+#[test]
+fn granted_uploads_are_exact_for_every_collect_scheme() {
+    for sets in [
+        vec![],
+        vec!["scheme.kind=gc-frac", "scheme.s=2"],
+        vec!["scheme.kind=umw", "scheme.s="],
+        vec!["scheme.kind=cr", "scheme.workers=", "scheme.n=3", "scheme.layers=2", "scheme.s=1"],
+        vec!["scheme.kind=cr", "scheme.workers=", "scheme.n=2", "scheme.layers=3", "scheme.s=1", "scheme.code=frac"],
+        vec!["scheme.kind=cegc", "scheme.s=1", "scheme.m=2", "scheme.code=gaussian"],
+        vec!["scheme.kind=agc", "scheme.s=", "scheme.d=3", "scheme.rounds=9"],
+        vec!["scheme.kind=g-agc", "scheme.s=", "scheme.d=3", "scheme.rounds=3"],
+        vec!["scheme.kind=gc-sc", "scheme.s=", "scheme.clusters=3", "scheme.r=2"],
+        vec!["scheme.kind=gc-dc", "scheme.s=", "scheme.clusters=3", "scheme.r=2", "scheme.n=3"],
+    ] {
+        let mut granted = sets.clone();
+        granted.push("engine.upload=granted");
+        let (got, want, summary) = final_theta(&granted);
+        let diff = relative_diff(&got, &want);
+        assert!(diff < 1e-9, "{sets:?}: {diff:e}");
+        assert_eq!(summary["exact_iterations"], 15, "{sets:?}");
+        assert_eq!(summary["late_discarded"], 0, "{sets:?}: granted uploads are never late");
+    }
+}
+
 #[test]
 fn ignore_stragglers_is_inexact_in_simulation_too() {
     let (got, want, summary) = final_theta(&["scheme.kind=ignore"]);

@@ -97,7 +97,8 @@ compute = "modelled"
 [network]
 bandwidth = 82400.0
 downlink = false
-cancel_late = true
+[engine]
+upload = "granted"
 "#;
 
 /// CR paper Theorem 2 (thesis Thm 10), at fixed α = 1/4 and L = 2 with t_c = 10 ms per message
@@ -188,7 +189,8 @@ compute = "modelled"
 [network]
 bandwidth = 16480.0
 downlink = false
-cancel_late = true
+[engine]
+upload = "granted"
 "#;
 
 /// The thesis's neural-network time model (§4.4.2): t_c = 0.05 s per message (103 doubles at

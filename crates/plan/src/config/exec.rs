@@ -85,6 +85,35 @@ pub struct EngineConfig {
     /// to this. Smaller is more precise and burns more CPU.
     #[serde(default = "default_poll_us")]
     pub poll_us: u64,
+    /// How results go up a collect tree: every child sends its result when it has it
+    /// (`eager`), or announces it and sends it only when its parent grants the upload
+    /// (`granted`). Both drivers (the engine and the simulator) run the same protocol.
+    #[serde(default)]
+    pub upload: Upload,
+}
+
+/// `engine.upload`: when a child's result crosses the link to its parent.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Upload {
+    /// A child sends its result as soon as it has it; results the parent no longer needs
+    /// (late) still cross the link and are discarded on arrival.
+    #[default]
+    Eager,
+    /// A child sends a small ready notice; the parent grants uploads to the first children its
+    /// wait rule needs (one round at a time for multi-round codes) and refuses the others, so
+    /// only results it uses cross the link, at the price of a notice–grant round trip.
+    Granted,
+}
+
+impl Upload {
+    /// The config spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            Upload::Eager => "eager",
+            Upload::Granted => "granted",
+        }
+    }
 }
 
 fn default_poll_us() -> u64 {
@@ -93,7 +122,7 @@ fn default_poll_us() -> u64 {
 
 impl Default for EngineConfig {
     fn default() -> Self {
-        EngineConfig { poll_us: default_poll_us() }
+        EngineConfig { poll_us: default_poll_us(), upload: Upload::Eager }
     }
 }
 
@@ -165,10 +194,10 @@ pub struct NetworkConfig {
     /// Whether model messages down the tree cost time (the papers' model counts only uploads).
     #[serde(default = "default_true")]
     pub downlink: bool,
-    /// Whether a parent that has what it needs cancels the late uploads still queued for it
-    /// (the papers' model); by default they cross the link, as in the MPI engine.
-    #[serde(default)]
-    pub cancel_late: bool,
+    /// Replaced by `engine.upload = "granted"` (kept only to name the replacement when an old
+    /// config sets it).
+    #[serde(default, skip_serializing)]
+    pub cancel_late: Option<bool>,
 }
 
 fn default_true() -> bool {
@@ -177,12 +206,18 @@ fn default_true() -> bool {
 
 impl Default for NetworkConfig {
     fn default() -> Self {
-        NetworkConfig { bandwidth: None, latency: 0.0, node_bandwidth: vec![], downlink: true, cancel_late: false }
+        NetworkConfig { bandwidth: None, latency: 0.0, node_bandwidth: vec![], downlink: true, cancel_late: None }
     }
 }
 
 impl NetworkConfig {
     pub(super) fn validate(&self, ranks: usize) -> Result<(), ConfigError> {
+        if self.cancel_late.is_some() {
+            return err(
+                "network.cancel_late",
+                "was replaced by engine.upload = \"granted\" (a parent grants only the uploads it needs, in the engine and the simulator alike); remove it",
+            );
+        }
         if let Some(b) = &self.bandwidth {
             b.bytes_per_second().map_err(|e| ConfigError::new("network.bandwidth", e.0))?;
         }

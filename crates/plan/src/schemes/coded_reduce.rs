@@ -62,5 +62,6 @@ pub(crate) fn build(cfg: &Config, sc: &TreeConfig, samples: usize) -> Result<Pla
         nodes,
         codes: vec![PlanCode::Gradient { code, screening, draws: sc.draws }],
         stragglers: StragglerModel::from_config(cfg),
+        upload: cfg.engine.upload,
     })
 }

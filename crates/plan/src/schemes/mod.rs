@@ -75,6 +75,7 @@ pub(crate) fn star_plan(cfg: &Config, title: String, samples: usize, s: usize, n
         nodes,
         codes,
         stragglers: StragglerModel::from_config(cfg),
+        upload: cfg.engine.upload,
     }
 }
 

@@ -35,5 +35,6 @@ pub(crate) fn build(cfg: &Config, c: &ShuffleConfig, vertices: usize) -> Plan {
         nodes,
         codes: vec![],
         stragglers: StragglerModel::from_config(cfg),
+        upload: cfg.engine.upload,
     }
 }

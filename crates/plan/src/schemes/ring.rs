@@ -34,5 +34,6 @@ pub(crate) fn build(cfg: &Config, samples: usize) -> Plan {
         nodes,
         codes: vec![],
         stragglers: StragglerModel::from_config(cfg),
+        upload: cfg.engine.upload,
     }
 }

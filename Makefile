@@ -40,3 +40,7 @@ reproduce-cr: build
 .PHONY: reproduce-comm
 reproduce-comm: build
 	scripts/reproduce-comm.sh
+
+.PHONY: reproduce-upload
+reproduce-upload: build
+	scripts/reproduce-upload.sh

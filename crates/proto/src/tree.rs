@@ -533,8 +533,14 @@ impl<P: Vector> TreeNode<P> {
                 self.it_bytes.1 += bytes;
             }
         }
-        if head.kind == Kind::Ready && self.cur == Some(t) && self.phase == Phase::Running {
-            return self.on_notice(idx, t, head.round, current);
+        if head.kind == Kind::Ready {
+            if self.cur == Some(t) && self.phase == Phase::Running {
+                return self.on_notice(idx, t, head.round, current);
+            }
+            // a notice that crossed its refusal and arrived after the iteration ended: no
+            // result came with it, nothing to answer
+            self.grants.total[0] += 1;
+            return self.check_drained(now);
         }
         let taken = current
             && match head.kind {

@@ -122,6 +122,43 @@ for n in ["12", "56"]:
                 speed.append(f"{NAMES[k]} {statistics.median(g['meas']) / statistics.median(e['meas']):.2f}")
         print(f"Granted / eager time: {', '.join(speed)}. Packets dropped on all links: {drops[0]} sent, {drops[1]} received.\n")
 
+# the issue's check: granted GC and ignore within 10 % of the simulator, per setting
+checks = []
+for n in ["12", "56"]:
+    for links in ["symmetric", "fast-down"]:
+        d = os.path.join(out, f"n{n}-{links}")
+        if not os.path.isdir(d):
+            continue
+        rows = setting(d)
+        for k in ["gc-cyclic", "ignore"]:
+            r = rows.get((k, "granted"))
+            if r and r["sim"]:
+                ratio = statistics.median(r["meas"]) / statistics.median(r["sim"])
+                checks.append((f"N = {n} {links}, {NAMES[k]}", ratio))
+print("## Reading the tables\n")
+inside = [f"{c} {r:.2f}" for c, r in checks if abs(r - 1) <= 0.10]
+outside = [f"{c} {r:.2f}" for c, r in checks if abs(r - 1) > 0.10]
+print("- **Only granted results reach the master.** In every granted run and every iteration the master's received")
+print("  result bytes were exactly its grants × one result frame (column \"bytes = grants × frame\"), with no late")
+print("  result; the rest of what it received were 32-byte notices. Every exact scheme stayed exact in both modes.")
+print(f"- **Simulator against measurement, granted GC and ignore-stragglers** (measured / simulated): within 10 %:"
+      f" {', '.join(inside) or 'none'}; outside: {', '.join(outside) or 'none'}.")
+print("  Where it is outside, eager runs of the same setting are off by the same factor, so the simulator still")
+print("  ranks the modes right: the gap is a near-constant cost per iteration that the simulator does not charge")
+print("  (with 57 processes on 2 cores when the links are not the bottleneck; not measured apart).")
+print("- **Symmetric links favour eager.** A grant is a message on the master's link like the model broadcast: the")
+print("  grants of iteration t queue behind θ_t to the children served after the first ones, so no upload starts")
+print("  before the broadcast has nearly ended, while eager children upload during it (links are full duplex); and")
+print("  the late results eager sends arrive while the master broadcasts θ_t+1, overlapping it. UMW, which uses every")
+print("  result anyway, only pays the notice round trip behind the broadcast. The simulator predicts this too.")
+print("- **A fast downlink favours granted** where late results are on the critical path: ignore-stragglers, whose")
+print("  stragglers finish soon after the needed results, gains most; schemes that use every result (UMW) or whose")
+print("  late results are few (CR, whose master hears from n parents) are unchanged.")
+print("- **When to switch** to `engine.upload = \"granted\"`: when the uploads into a parent are the bottleneck and the")
+print("  model reaches the workers fast (a master with a faster NIC than its workers, a broadcast tree, the papers'")
+print("  uploads-only model), or when late results are large. Otherwise keep the default, eager. `outrun simulate")
+print("  --set engine.upload=granted` predicts which is faster for a given config.\n")
+
 nn = os.path.join(out, "thesis-nn")
 if os.path.isdir(nn):
     print("## The thesis's neural-network time model (simulated)\n")

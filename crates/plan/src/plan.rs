@@ -391,8 +391,14 @@ impl Plan {
             Pattern::Tree { n, layers } => line(
                 &mut o,
                 format!(
-                    "ranks: {} (rank 0 = master; ranks 1..{} = workers 1..{}); tree n = {n}, layers = {layers}",
-                    self.ranks, self.workers, self.workers
+                    "ranks: {} (rank 0 = master; ranks 1..{} = workers 1..{}); tree n = {n}, layers = {layers}; uploads {}",
+                    self.ranks,
+                    self.workers,
+                    self.workers,
+                    match self.upload {
+                        Upload::Eager => "eager (every result is sent)",
+                        Upload::Granted => "by grant (only results a parent needs are sent)",
+                    }
                 ),
             ),
             Pattern::Shuffle { servers, r, coded, reduce } => line(

@@ -194,8 +194,8 @@ pub struct NetworkConfig {
     /// Whether model messages down the tree cost time (the papers' model counts only uploads).
     #[serde(default = "default_true")]
     pub downlink: bool,
-    /// Replaced by `engine.upload = "granted"` (kept only to name the replacement when an old
-    /// config sets it).
+    /// Replaced by `engine.upload = "granted"`: `true` is refused with a line naming the
+    /// replacement; `false`, the old default written in every run's `config.toml`, is accepted.
     #[serde(default, skip_serializing)]
     pub cancel_late: Option<bool>,
 }
@@ -212,7 +212,8 @@ impl Default for NetworkConfig {
 
 impl NetworkConfig {
     pub(super) fn validate(&self, ranks: usize) -> Result<(), ConfigError> {
-        if self.cancel_late.is_some() {
+        // false (what every run's config.toml said before) is today's eager default: accepted
+        if self.cancel_late == Some(true) {
             return err(
                 "network.cancel_late",
                 "was replaced by engine.upload = \"granted\" (a parent grants only the uploads it needs, in the engine and the simulator alike); remove it",

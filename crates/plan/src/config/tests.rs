@@ -350,3 +350,18 @@ fn test_path_needs_libsvm_and_logistic() {
     assert_eq!(parse(base, &["model.loss=least-squares".into()]).unwrap_err().field, "data.test_path");
     assert_eq!(parse(base, &["data.kind=logistic-synthetic".into(), "data.path=".into(), "data.samples=10".into(), "data.features=2".into()]).unwrap_err().field, "data.test_path");
 }
+
+#[test]
+fn upload_mode_defaults_to_eager_and_replaces_cancel_late() {
+    assert_eq!(parse_with(&[]).unwrap().engine.upload, Upload::Eager);
+    let g = parse_with(&["engine.upload=granted"]).unwrap();
+    assert_eq!(g.engine.upload, Upload::Granted);
+    assert_eq!(parse(&g.to_toml(), &[]).unwrap(), g, "round trip");
+    let e = parse_with(&["engine.upload=lazy"]).unwrap_err();
+    assert!(e.to_string().contains("engine") && e.to_string().contains("granted"), "{e}");
+    let e = parse_with(&["network.cancel_late=true"]).unwrap_err();
+    assert_eq!(e.field, "network.cancel_late");
+    assert!(e.message.contains("engine.upload = \"granted\""), "{e}");
+    // what older run directories' config.toml say: today's default
+    assert_eq!(parse_with(&["network.cancel_late=false"]).unwrap().engine.upload, Upload::Eager);
+}

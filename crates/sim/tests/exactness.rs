@@ -48,17 +48,29 @@ fn final_theta(sets: &[&str]) -> (Vec<f64>, Vec<f64>, serde_json::Value) {
     (theta, want, summary)
 }
 
+/// Exact schemes of the base data set (on top of the base gc-cyclic).
+const EXACT: &[&[&str]] = &[
+    &[],
+    &["scheme.kind=gc-frac", "scheme.s=2"],
+    &["scheme.kind=umw", "scheme.s="],
+    &["scheme.kind=cr", "scheme.workers=", "scheme.n=3", "scheme.layers=2", "scheme.s=1"],
+    &["scheme.kind=cr", "scheme.workers=", "scheme.n=2", "scheme.layers=3", "scheme.s=1", "scheme.code=frac"],
+];
+
+/// Collect-pattern schemes with codes beyond those: groups, adaptive rounds, clusters.
+const MORE: &[&[&str]] = &[
+    &["scheme.kind=cegc", "scheme.s=1", "scheme.m=2", "scheme.code=gaussian"],
+    &["scheme.kind=agc", "scheme.s=", "scheme.d=3", "scheme.rounds=9"],
+    &["scheme.kind=g-agc", "scheme.s=", "scheme.d=3", "scheme.rounds=3"],
+    &["scheme.kind=gc-sc", "scheme.s=", "scheme.clusters=3", "scheme.r=2"],
+    &["scheme.kind=gc-dc", "scheme.s=", "scheme.clusters=3", "scheme.r=2", "scheme.n=3"],
+];
+
 #[test]
 fn exact_schemes_reproduce_serial_gradient_descent() {
-    for sets in [
-        vec![],
-        vec!["scheme.kind=gc-frac", "scheme.s=2"],
-        vec!["scheme.kind=umw", "scheme.s="],
-        vec!["scheme.kind=rar", "scheme.s="],
-        vec!["scheme.kind=cr", "scheme.workers=", "scheme.n=3", "scheme.layers=2", "scheme.s=1"],
-        vec!["scheme.kind=cr", "scheme.workers=", "scheme.n=2", "scheme.layers=3", "scheme.s=1", "scheme.code=frac"],
-    ] {
-        let (got, want, summary) = final_theta(&sets);
+    let ring: &[&str] = &["scheme.kind=rar", "scheme.s="];
+    for &sets in EXACT.iter().chain(MORE).chain([ring].iter()) {
+        let (got, want, summary) = final_theta(sets);
         let diff = relative_diff(&got, &want);
         assert!(diff < 1e-9, "{sets:?}: {diff:e}");
         assert_eq!(summary["exact_iterations"], 15, "{sets:?}");
@@ -71,19 +83,8 @@ fn exact_schemes_reproduce_serial_gradient_descent() {
 /// result it does not use.
 #[test]
 fn granted_uploads_are_exact_for_every_collect_scheme() {
-    for sets in [
-        vec![],
-        vec!["scheme.kind=gc-frac", "scheme.s=2"],
-        vec!["scheme.kind=umw", "scheme.s="],
-        vec!["scheme.kind=cr", "scheme.workers=", "scheme.n=3", "scheme.layers=2", "scheme.s=1"],
-        vec!["scheme.kind=cr", "scheme.workers=", "scheme.n=2", "scheme.layers=3", "scheme.s=1", "scheme.code=frac"],
-        vec!["scheme.kind=cegc", "scheme.s=1", "scheme.m=2", "scheme.code=gaussian"],
-        vec!["scheme.kind=agc", "scheme.s=", "scheme.d=3", "scheme.rounds=9"],
-        vec!["scheme.kind=g-agc", "scheme.s=", "scheme.d=3", "scheme.rounds=3"],
-        vec!["scheme.kind=gc-sc", "scheme.s=", "scheme.clusters=3", "scheme.r=2"],
-        vec!["scheme.kind=gc-dc", "scheme.s=", "scheme.clusters=3", "scheme.r=2", "scheme.n=3"],
-    ] {
-        let mut granted = sets.clone();
+    for &sets in EXACT.iter().chain(MORE) {
+        let mut granted = sets.to_vec();
         granted.push("engine.upload=granted");
         let (got, want, summary) = final_theta(&granted);
         let diff = relative_diff(&got, &want);

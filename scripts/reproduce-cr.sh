@@ -1,54 +1,47 @@
 #!/usr/bin/env bash
 # make reproduce-cr: the CodedReduce comparison on an emulated cluster (needs root).
-# Brings up 13 hosts with every link shaped to RATE (default 20mbit), runs CR on the (3,2) tree
-# and UMW, ignore-stragglers, GC, our ring all-reduce and MPI_Allreduce on 12 workers with the
-# same data and the same injected shifted-exponential delays, REPS times each (default 2),
-# tears the cluster down, simulates the same runs (outrun simulate, the shaped rate as the
-# network's bandwidth), and writes docs/results/cr.md (+ plots in docs/results/cr/).
-#   scripts/reproduce-cr.sh [RATE] [REPS]
+# N = 12: 13 hosts with every link shaped to RATE (default 20mbit), CR on the (3,2) tree against
+# UMW, ignore-stragglers, GC, our ring all-reduce and MPI_Allreduce on 12 workers with the same data
+# and the same injected shifted-exponential delays (the sweep configs/sweeps/cr-12.toml, REPS
+# interleaved repetitions, default 2). Then the papers' scale as far as this host goes with one
+# rank per host: N = 56 on 57 hosts, CR on the (7,2) tree (configs/sweeps/cr-56.toml; the thesis's
+# N = 84 needs 85 hosts, whose TCP wire-up fails here: docs/clusters.md). Simulates every run's
+# config (outrun simulate, the shaped rate as the network's bandwidth) and writes
+# docs/results/cr.md (+ plots in docs/results/cr/): measured beside simulated beside the papers'.
+#   scripts/reproduce-cr.sh [RATE] [REPS] [SIZES]      (defaults: 20mbit 2 "12 56")
 set -euo pipefail
 # every MPI job is bounded in time (launch/local.sh, launch/emu-cluster honour it)
 export OUTRUN_TIMEOUT="${OUTRUN_TIMEOUT:-600}"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
-rate="${1:-20mbit}"; reps="${2:-2}"
+rate="${1:-20mbit}"; reps="${2:-2}"; sizes="${3:-12 56}"
 bin="${OUTRUN_BIN:-$here/target/release/outrun}"
-cfg=configs/reproduce/cr-emu.toml
 out="runs/reproduce-cr-$(date -u +%Y%m%d-%H%M%S)"
 export OUTRUN_EMU_CLUSTER=repro
 emu=launch/emu-cluster
 [ "$(id -u)" -eq 0 ] || { echo "reproduce-cr: needs root (network namespaces); run it with sudo" >&2; exit 2; }
 $emu down >/dev/null 2>&1 || true
-$emu up --hosts 13 --bandwidth "$rate"
 trap '$emu down >/dev/null 2>&1 || true' EXIT
-$emu link h1 h2 10 | tee "$out.link" >&2 || true
-flat=(--set scheme.n= --set scheme.layers= --set scheme.workers=12)
-for rep in $(seq "$reps"); do
-  for kind in cr gc-cyclic umw ignore rar allreduce; do
-    case "$kind" in
-      cr) args=() ;;
-      gc-cyclic|ignore) args=("${flat[@]}" --set scheme.s=4) ;;
-      *) args=("${flat[@]}" --set scheme.s=) ;;
-    esac
-    echo "reproduce-cr: rep $rep/$reps: $kind" >&2
-    $emu run "$cfg" --set "scheme.kind=$kind" --set "run.name=$kind-r$rep" --set "run.out_dir=$out" "${args[@]}" >/dev/null
+mkdir -p "$out"
+for n in $sizes; do
+  echo "reproduce-cr: N = $n" >&2
+  dir="$out/n$n"
+  $emu up --hosts $((n + 1)) --bandwidth "$rate" >&2
+  mkdir -p "$dir"
+  $emu link h1 h2 10 > "$dir/link" || true
+  "$bin" sweep "configs/sweeps/cr-$n.toml" --repetitions "$reps" --out "$dir" >/dev/null
+  $emu drops | awk '{e+=$3; i+=$5} END {print e+0, i+0}' > "$dir/drops"
+  $emu down >&2
+  # the simulator's prediction for each scheme: its first run's own config, the shaped rate as
+  # every NIC's bandwidth, the engine's semantics (model messages cost time, eager uploads)
+  for run in "$dir"/runs/*-rep1-*/; do
+    "$bin" simulate "$run/config.toml" --trials 20 --math off --set "run.name=$(basename "$run")" \
+      --set "run.out_dir=$dir/sim" --set "network.bandwidth=\"$rate\"" >/dev/null
   done
-done
-$emu drops | awk '{e+=$3; i+=$5} END {print e+0, i+0}' > "$out.drops"
-# the simulator's prediction for each scheme: the shaped rate as every NIC's bandwidth, the
-# engine's semantics (model messages cost time, late results cross the link)
-for kind in cr gc-cyclic umw ignore rar allreduce; do
-  case "$kind" in
-    cr) args=() ;;
-    gc-cyclic|ignore) args=("${flat[@]}" --set scheme.s=4) ;;
-    *) args=("${flat[@]}" --set scheme.s=) ;;
-  esac
-  "$bin" simulate "$cfg" --trials 20 --math off --set "scheme.kind=$kind" --set "run.name=$kind" \
-    --set "run.out_dir=$out-sim" --set "network.bandwidth=\"$rate\"" "${args[@]}" >/dev/null
 done
 mkdir -p docs/results
 rm -rf docs/results/cr
-"$bin" report "$out" --out docs/results/cr --baseline "$(ls -d "$out"/cr-r1-* | head -1)" >/dev/null
-python3 scripts/reproduce/cr_doc.py "$out" "$rate" "$(cat "$out.link")" "$out-sim" "$(cat "$out.drops")" > docs/results/cr.md
-rm -f "$out.link" "$out.drops"
+first=$(echo $sizes | awk '{print $1}')
+"$bin" report "$out/n$first/runs" --out docs/results/cr --baseline "$(ls -d "$out/n$first"/runs/*-kind-cr-rep1-* | head -1)" >/dev/null
+python3 scripts/reproduce/cr_doc.py "$out" "$rate" > docs/results/cr.md
 echo "reproduce-cr: wrote docs/results/cr.md (runs in $out)" >&2

@@ -103,3 +103,19 @@ fn a_sweep_resumes_after_an_interruption_without_redoing_runs() {
     assert!(report.contains("### By `scheme.kind`") && report.contains("| umw | 4 |") && report.contains("| gc-cyclic | 8 |"), "{report}");
     assert!(again.stdout.contains("# Sweep"), "{}", again.stdout);
 }
+
+/// Every sweep file shipped in configs/sweeps (make demo, bench, reproduce-cr, reproduce-upload)
+/// validates all its variants: `--dry-run` exits 0 and lists one command per run.
+#[test]
+fn shipped_sweep_files_validate_every_variant() {
+    let root = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
+    let mut files: Vec<_> = std::fs::read_dir(root.join("configs/sweeps")).unwrap().filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "toml")).collect();
+    files.sort();
+    assert!(files.len() >= 6, "{files:?}");
+    for f in files {
+        let out = Command::new(bin()).current_dir(root).args(["sweep", f.to_str().unwrap(), "--dry-run"]).output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{}: {}", f.display(), String::from_utf8_lossy(&out.stderr));
+        assert!(stdout.lines().count() >= 2, "{}: {stdout}", f.display());
+    }
+}

@@ -66,6 +66,11 @@ fn gc_gc_sc_and_gc_dc_are_exact_under_markov_stragglers() {
         let s = assert_exact(tag, BASE, &sets);
         assert!(s["late_discarded"].as_u64().unwrap() > 0, "{tag}: the slow workers' results should arrive late");
     }
+    // uploads by grant: the master re-clusters and grants within clusters; nothing arrives late
+    for (tag, sets) in [("gc-sc-granted", vec!["scheme.kind=gc-sc", "scheme.n=", "engine.upload=granted"]), ("gc-dc-granted", vec!["engine.upload=granted"])] {
+        let s = assert_exact(tag, BASE, &sets);
+        assert_eq!(s["late_discarded"], 0, "{tag}");
+    }
 }
 
 #[test]

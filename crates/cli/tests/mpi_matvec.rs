@@ -167,6 +167,9 @@ fn lt_and_the_uncoded_baselines_are_exact() {
         ("lt", vec!["scheme.code=lt", "scheme.overhead=1.0"]),
         // a budget that leaves one fast machine without rows (it answers an empty message)
         ("budget", vec!["scheme.budget=4.5e7", "scheme.gamma=2"]),
+        // uploads by grant: the master grants rows until they determine y
+        ("hcmm-granted", vec!["engine.upload=granted"]),
+        ("lt-granted", vec!["scheme.code=lt", "scheme.overhead=1.0", "engine.upload=granted"]),
     ] {
         let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
         let (rc, err, rd) = run(&dir, &text, &sets, tag);

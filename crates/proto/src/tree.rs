@@ -449,6 +449,7 @@ impl<P: Vector> TreeNode<P> {
                 // announce; the result waits for the parent's grant (or refusal)
                 let rounds = self.rounds.len() as u32;
                 self.send_up(Header { round: rounds, ..Header::new(Kind::Ready, t) }, None);
+                self.record["up_bytes"] = json!(self.up_bytes - self.iter_bytes_start);
                 self.close_record_keep("ready", now);
             } else {
                 self.send_next_round();

@@ -10,19 +10,12 @@
 # docs/results/cr.md (+ plots in docs/results/cr/): measured beside simulated beside the papers'.
 #   scripts/reproduce-cr.sh [RATE] [REPS] [SIZES]      (defaults: 20mbit 2 "12 56")
 set -euo pipefail
-# every MPI job is bounded in time (launch/local.sh, launch/emu-cluster honour it)
-export OUTRUN_TIMEOUT="${OUTRUN_TIMEOUT:-600}"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
 rate="${1:-20mbit}"; reps="${2:-2}"; sizes="${3:-12 56}"
-bin="${OUTRUN_BIN:-$here/target/release/outrun}"
-out="runs/reproduce-cr-$(date -u +%Y%m%d-%H%M%S)"
-export OUTRUN_EMU_CLUSTER=repro
-emu=launch/emu-cluster
-[ "$(id -u)" -eq 0 ] || { echo "reproduce-cr: needs root (network namespaces); run it with sudo" >&2; exit 2; }
-$emu down >/dev/null 2>&1 || true
-trap '$emu down >/dev/null 2>&1 || true' EXIT
-mkdir -p "$out"
+# shellcheck source=scripts/reproduce/lib.sh
+. scripts/reproduce/lib.sh
+reproduce_init cr repro
 for n in $sizes; do
   echo "reproduce-cr: N = $n" >&2
   dir="$out/n$n"

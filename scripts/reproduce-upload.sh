@@ -8,18 +8,12 @@
 # config with the same link model, and writes docs/results/upload.md.
 #   scripts/reproduce-upload.sh [RATE] [REPS] [SIZES]      (defaults: 20mbit 2 "12 56")
 set -euo pipefail
-export OUTRUN_TIMEOUT="${OUTRUN_TIMEOUT:-600}"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
 rate="${1:-20mbit}"; reps="${2:-2}"; sizes="${3:-12 56}"
-bin="${OUTRUN_BIN:-$here/target/release/outrun}"
-out="runs/reproduce-upload-$(date -u +%Y%m%d-%H%M%S)"
-export OUTRUN_EMU_CLUSTER=upload
-emu=launch/emu-cluster
-[ "$(id -u)" -eq 0 ] || { echo "reproduce-upload: needs root (network namespaces); run it with sudo" >&2; exit 2; }
-$emu down >/dev/null 2>&1 || true
-trap '$emu down >/dev/null 2>&1 || true' EXIT
-mkdir -p "$out"
+# shellcheck source=scripts/reproduce/lib.sh
+. scripts/reproduce/lib.sh
+reproduce_init upload upload
 for n in $sizes; do
   for links in symmetric fast-down; do
     down=(); sim=()

@@ -100,6 +100,23 @@ a = 1e-4
         assert_eq!(ev["host"], format!("h{r}"), "rank {r}");
     }
 
+    // the same run with uploads by grant: exact, and across the shaped links the master receives
+    // exactly the n − s = 2 granted results per iteration (one frame: a 32-byte header and
+    // p + 1 = 41 values each), nothing late
+    let out_g = dir.join("runs-granted");
+    let set_g = format!("run.out_dir={}", out_g.display());
+    let run = emu(&["run", cfg.to_str().unwrap(), "--set", &set_g, "--set", "engine.upload=granted"], Duration::from_secs(120));
+    assert_eq!(run.code, Some(0), "granted run failed: {}", run.stderr);
+    let rd = run_dir(&out_g);
+    assert!(max_rel_diff(&trajectory(&rd), &reference(text, &[set_g])) <= 1e-9);
+    assert_eq!(summary(&rd)["late_discarded"], 0);
+    let master = std::fs::read_to_string(rd.join("rank-0.jsonl")).unwrap();
+    let iters: Vec<serde_json::Value> = master.lines().map(|l| serde_json::from_str(l).unwrap()).filter(|e: &serde_json::Value| e["ev"] == "iter").collect();
+    assert_eq!(iters.len(), 15);
+    for e in &iters {
+        assert_eq!((e["grants"].as_u64(), e["result_bytes"].as_u64()), (Some(2), Some(2 * (32 + 8 * 41))), "{e}");
+    }
+
     // bulk transfer h1 → h2: 50 Mbit/s = 6.25 MB/s, within 15 %
     let link = emu(&["link", "h1", "h2", "10"], Duration::from_secs(60));
     assert_eq!(link.code, Some(0), "{}", link.stderr);

@@ -113,7 +113,9 @@ pub trait Aggregator: Send {
     /// Start collecting iteration `t` (forgets the previous one).
     fn begin(&mut self, t: u64);
     /// Child `idx` sent its result for round `round`: whether it is used. Used results are
-    /// numbered in the order they were accepted ([`Src::Arrival`]).
+    /// numbered in the order they were accepted ([`Src::Arrival`]). The decision depends on
+    /// `(idx, round)` and on what was accepted before, never on the values: with uploads by
+    /// grant the protocol offers a child's ready notice, before its result crosses the link.
     fn offer(&mut self, idx: usize, round: u32) -> bool;
     /// Child `idx` reported that its subtree failed.
     fn fail(&mut self, idx: usize);

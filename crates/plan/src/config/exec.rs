@@ -106,16 +106,6 @@ pub enum Upload {
     Granted,
 }
 
-impl Upload {
-    /// The config spelling.
-    pub fn name(self) -> &'static str {
-        match self {
-            Upload::Eager => "eager",
-            Upload::Granted => "granted",
-        }
-    }
-}
-
 fn default_poll_us() -> u64 {
     200
 }

@@ -222,7 +222,7 @@ impl<P: Vector> Machine<P> for RingNode<P> {
                     self.out.push_back(Output::Log(json!({"ev": "warn", "at": now, "message": format!("unexpected {} from rank {from}", head.kind.name())})));
                     return;
                 }
-                let body = msg.body.map(|b| Arc::try_unwrap(b).unwrap_or_else(|b| (*b).clone())).unwrap_or_else(|| P::zeros(0));
+                let body = crate::wire::owned_body(msg.body, 0);
                 self.early.insert((head.t, head.round), body);
                 self.advance(clock);
             }

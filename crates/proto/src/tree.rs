@@ -44,10 +44,6 @@ const GRACE: u64 = 2;
 const SILENCE: u64 = 3;
 const REGRANT: u64 = 4;
 
-/// Bytes of the frame a message occupies on the wire.
-fn msg_bytes<P: Vector>(msg: &Msg<P>) -> u64 {
-    crate::wire::frame_bytes(&msg.head, msg.body.as_ref().map_or(0, |b| b.len())) as u64
-}
 
 #[derive(Debug, PartialEq)]
 enum Phase {
@@ -199,8 +195,9 @@ impl<P: Vector> TreeNode<P> {
     fn send_up_tracked(&mut self, head: Header, body: Option<Arc<P>>, track: Option<u64>) {
         let parent = self.parent.expect("a worker has a parent");
         self.up_sent += 1;
-        self.up_bytes += crate::wire::frame_bytes(&head, body.as_ref().map_or(0, |b| b.len())) as u64;
-        self.out.push_back(Output::Send { to: vec![parent], msg: Msg { head, body }, track });
+        let msg = Msg { head, body };
+        self.up_bytes += msg.frame_bytes() as u64;
+        self.out.push_back(Output::Send { to: vec![parent], msg, track });
     }
 
     /// Send the next queued round of the current iteration (multi-round encoders send one round
@@ -513,7 +510,7 @@ impl<P: Vector> TreeNode<P> {
     fn on_child(&mut self, clock: &dyn Clock, idx: usize, msg: Msg<P>) {
         let now = clock.now();
         let from = self.children[idx];
-        let bytes = msg_bytes(&msg);
+        let bytes = msg.frame_bytes() as u64;
         self.bytes.0 += bytes;
         let head = msg.head;
         if head.kind == Kind::Bye {
@@ -546,7 +543,7 @@ impl<P: Vector> TreeNode<P> {
         let taken = current
             && match head.kind {
                 Kind::Result if self.granted => {
-                    let body = msg.body.map(|b| Arc::try_unwrap(b).unwrap_or_else(|b| (*b).clone())).unwrap_or_else(|| P::zeros(self.len));
+                    let body = crate::wire::owned_body(msg.body, self.len);
                     if self.grants.fill(idx, head.round, body) {
                         self.arrived.push((from, now, head.round));
                         let agg = self.agg.as_deref_mut().expect("a parent");
@@ -562,7 +559,7 @@ impl<P: Vector> TreeNode<P> {
                 Kind::Result => {
                     let agg = self.agg.as_mut().expect("a parent");
                     if agg.offer(idx, head.round) {
-                        let body = msg.body.map(|b| Arc::try_unwrap(b).unwrap_or_else(|b| (*b).clone())).unwrap_or_else(|| P::zeros(self.len));
+                        let body = crate::wire::owned_body(msg.body, self.len);
                         self.arrivals.push(body);
                         self.arrived.push((from, now, head.round));
                         true

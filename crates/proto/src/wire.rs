@@ -122,6 +122,19 @@ pub struct Msg<P> {
     pub body: Option<std::sync::Arc<P>>,
 }
 
+impl<P: outrun_plan::roles::Vector> Msg<P> {
+    /// Bytes of the message's frame on the wire ([`frame_bytes`]).
+    pub fn frame_bytes(&self) -> usize {
+        frame_bytes(&self.head, self.body.as_ref().map_or(0, |b| b.len()))
+    }
+}
+
+/// A received message's body, owned (copied only if another holder still shares it), or `len`
+/// zeros when the message had none.
+pub fn owned_body<P: outrun_plan::roles::Vector>(body: Option<std::sync::Arc<P>>, len: usize) -> P {
+    body.map(|b| std::sync::Arc::try_unwrap(b).unwrap_or_else(|b| (*b).clone())).unwrap_or_else(|| P::zeros(len))
+}
+
 /// A frame that could not be read.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum WireError {

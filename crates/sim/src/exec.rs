@@ -3,7 +3,7 @@
 //! messages, computations, timers and deliveries, never schemes:
 //!
 //! - `Send` → the message crosses the [`Network`] (latency + bytes / rate, single-port nodes)
-//!   with its exact wire size (`outrun_proto::wire::frame_bytes`);
+//!   with its exact wire size (`Msg::frame_bytes`);
 //! - `Compute` → the job computes now (real arithmetic, or lengths only), and the result is fed
 //!   back at now + the modelled compute time from the same straggler model and seed a real run
 //!   uses (base time `timing.a × load`);
@@ -16,7 +16,7 @@
 
 use outrun_plan::roles::Vector;
 use outrun_plan::{Config, Plan, StragglerModel};
-use outrun_proto::{wire, At, Failure, Histogram, Input, Job, Kind, Machine, Msg, Output};
+use outrun_proto::{At, Failure, Histogram, Input, Job, Kind, Machine, Msg, Output};
 use outrun_runlog::{Book, IterationRecord};
 use serde_json::{json, Value};
 
@@ -89,8 +89,7 @@ impl<P: Vector + 'static, J: Job<P>> Sim<'_, P, J> {
         while let Some(o) = self.machines[rank].poll() {
             match o {
                 Output::Send { to, msg, track } => {
-                    let len = msg.body.as_ref().map_or(0, |b| b.len());
-                    let bytes = wire::frame_bytes(&msg.head, len);
+                    let bytes = msg.frame_bytes();
                     let down = is_down(msg.head.kind);
                     for d in to {
                         let sent = track.map(|track| Ev::Sent { rank, track });

@@ -248,17 +248,31 @@ fn load_config(path: &Path, set: &[String]) -> Result<outrun_plan::Config, Failu
 
 /// The config, its data's shape, and its plan.
 /// The plan, after checking that its size is representable (rows × features in bytes).
-fn build_plan_sized(path: &Path, set: &[String]) -> Result<(outrun_plan::Config, outrun_workloads::Shape, outrun_plan::Plan), Failure> {
+fn build_plan_sized(
+    path: &Path,
+    set: &[String],
+) -> Result<(outrun_plan::Config, outrun_workloads::Shape, outrun_plan::Plan), Failure> {
     let cfg = load_config(path, set)?;
     let shape = outrun_workloads::job_shape(&cfg).map_err(|e| Failure(e.to_string(), 2))?;
     if (shape.features as u128) * 8 > (1u128 << 40) {
-        return Err(Failure(format!("{}: memory: data.features = {} would make every model vector {} bytes; at most 2^37 features", path.display(), shape.features, shape.features as u128 * 8), 2));
+        return Err(Failure(
+            format!(
+                "{}: memory: data.features = {} would make every model vector {} bytes; at most 2^37 features",
+                path.display(),
+                shape.features,
+                shape.features as u128 * 8
+            ),
+            2,
+        ));
     }
     let plan = outrun_plan::build(&cfg, shape.samples).map_err(|e| Failure(format!("{}: {e}", path.display()), 2))?;
     Ok((cfg, shape, plan))
 }
 
-fn build_plan(path: &Path, set: &[String]) -> Result<(outrun_plan::Config, outrun_workloads::Shape, outrun_plan::Plan), Failure> {
+fn build_plan(
+    path: &Path,
+    set: &[String],
+) -> Result<(outrun_plan::Config, outrun_workloads::Shape, outrun_plan::Plan), Failure> {
     let cfg = load_config(path, set)?;
     let shape = outrun_workloads::job_shape(&cfg).map_err(|e| Failure(e.to_string(), 2))?;
     let plan = outrun_plan::build(&cfg, shape.samples).map_err(|e| Failure(format!("{}: {e}", path.display()), 2))?;
@@ -305,7 +319,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 "off" => outrun_sim::Math::Off,
                 _ => outrun_sim::Math::Auto,
             };
-            let sim = outrun_sim::simulate(&cfg, &plan, shape.features, &outrun_sim::Options { trials, math, write: true }).map_err(sim_failure)?;
+            let sim =
+                outrun_sim::simulate(&cfg, &plan, shape.features, &outrun_sim::Options { trials, math, write: true })
+                    .map_err(sim_failure)?;
             let st = &sim.stats;
             println!(
                 "simulated {}: {} trials × {} iterations: per-iteration time mean {:.3} ms, p5 {:.3} ms, p95 {:.3} ms (virtual time)",
@@ -325,8 +341,11 @@ fn run(cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
         Cmd::Tune { config, vary, set, trials } => {
-            let text = std::fs::read_to_string(&config).map_err(|e| Failure(format!("cannot read config `{}`: {e}", config.display()), 2))?;
-            let (key, spec) = vary.split_once('=').ok_or_else(|| Failure(format!("--vary `{vary}`: use KEY=VALUES, e.g. scheme.s=0..6"), 2))?;
+            let text = std::fs::read_to_string(&config)
+                .map_err(|e| Failure(format!("cannot read config `{}`: {e}", config.display()), 2))?;
+            let (key, spec) = vary
+                .split_once('=')
+                .ok_or_else(|| Failure(format!("--vary `{vary}`: use KEY=VALUES, e.g. scheme.s=0..6"), 2))?;
             let values = outrun_sim::sweep_values(spec).map_err(|e| Failure(format!("--vary {e}"), 2))?;
             if trials == 0 {
                 return Err(Failure("--trials must be at least 1".into(), 2));
@@ -338,7 +357,14 @@ fn run(cli: Cli) -> Result<(), Failure> {
             for r in &rows {
                 match &r.result {
                     Ok((s, exact)) => {
-                        println!("| {} | {:.3} | {:.3} | {:.3} | {} | |", r.value, s.mean_s * 1e3, s.p5_s * 1e3, s.p95_s * 1e3, if *exact { "yes" } else { "no" });
+                        println!(
+                            "| {} | {:.3} | {:.3} | {:.3} | {} | |",
+                            r.value,
+                            s.mean_s * 1e3,
+                            s.p5_s * 1e3,
+                            s.p95_s * 1e3,
+                            if *exact { "yes" } else { "no" }
+                        );
                         if *exact && best.is_none_or(|(b, _)| s.mean_s < b) {
                             best = Some((s.mean_s, &r.value));
                         }
@@ -352,8 +378,12 @@ fn run(cli: Cli) -> Result<(), Failure> {
             }
             Ok(())
         }
-        Cmd::Sweep { file, launcher, dry_run, base, repetitions, out } => sweep::run(&sweep::Options { file, launcher, dry_run, base, repetitions, out }),
-        Cmd::PagerankLoad { graph, config, set, servers, r, reduce, directed, json } => pagerank_load(graph, config, &set, servers, r, reduce, directed, json),
+        Cmd::Sweep { file, launcher, dry_run, base, repetitions, out } => {
+            sweep::run(&sweep::Options { file, launcher, dry_run, base, repetitions, out })
+        }
+        Cmd::PagerankLoad { graph, config, set, servers, r, reduce, directed, json } => {
+            pagerank_load(graph, config, &set, servers, r, reduce, directed, json)
+        }
         Cmd::Config { config, set } => {
             print!("{}", load_config(&config, &set)?.to_toml());
             Ok(())
@@ -364,15 +394,21 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let need = match (cfg.matvec(), cfg.pagerank()) {
                 (Some(_), _) => outrun_workloads::memory::per_rank_matvec(&plan, shape.features),
                 (_, Some(pr)) => {
-                    let g = outrun_workloads::graph::load(&pr.graph, cfg.run.seed).map_err(|e| Failure(e.to_string(), 2))?;
+                    let g = outrun_workloads::graph::load(&pr.graph, cfg.run.seed)
+                        .map_err(|e| Failure(e.to_string(), 2))?;
                     outrun_workloads::memory::per_rank_pagerank(&plan, g.graph.vertices(), g.graph.values())
                 }
                 _ => outrun_workloads::memory::per_rank(&plan, shape.features),
             };
-            let (largest, total) = (need.iter().copied().max().unwrap_or(0), need.iter().fold(0u64, |a, &b| a.saturating_add(b)));
+            let (largest, total) =
+                (need.iter().copied().max().unwrap_or(0), need.iter().fold(0u64, |a, &b| a.saturating_add(b)));
             if let Some(have) = outrun_workloads::memory::available() {
                 use outrun_workloads::memory::human;
-                let (want, what) = if local { (total, format!("{} for its {} ranks on this machine", human(total), plan.ranks)) } else { (largest, format!("{} on its largest rank", human(largest))) };
+                let (want, what) = if local {
+                    (total, format!("{} for its {} ranks on this machine", human(total), plan.ranks))
+                } else {
+                    (largest, format!("{} on its largest rank", human(largest)))
+                };
                 if want > have {
                     return Err(Failure(
                         format!(
@@ -386,7 +422,15 @@ fn run(cli: Cli) -> Result<(), Failure> {
                     ));
                 }
             }
-            println!("ok: {} — {} MPI ranks, {} workers, d = {}; memory about {} on the largest rank, {} in all", plan.scheme, plan.ranks, plan.workers, plan.samples, outrun_workloads::memory::human(largest), outrun_workloads::memory::human(total));
+            println!(
+                "ok: {} — {} MPI ranks, {} workers, d = {}; memory about {} on the largest rank, {} in all",
+                plan.scheme,
+                plan.ranks,
+                plan.workers,
+                plan.samples,
+                outrun_workloads::memory::human(largest),
+                outrun_workloads::memory::human(total)
+            );
             Ok(())
         }
         Cmd::Bench(BenchCmd::Ring { sizes, rounds, seconds, poll_us }) => {
@@ -394,7 +438,15 @@ fn run(cli: Cli) -> Result<(), Failure> {
             if rank == 0 {
                 println!("ranks,bytes,reps,ring_s,mpi_allreduce_s,ratio,agree");
                 for r in rows {
-                    println!("{size},{},{},{:.9},{:.9},{:.3},{}", r.bytes, r.reps, r.ring_s, r.mpi_s, r.ring_s / r.mpi_s, r.agree);
+                    println!(
+                        "{size},{},{},{:.9},{:.9},{:.3},{}",
+                        r.bytes,
+                        r.reps,
+                        r.ring_s,
+                        r.mpi_s,
+                        r.ring_s / r.mpi_s,
+                        r.agree
+                    );
                 }
             }
             Ok(())
@@ -410,7 +462,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
         },
         Cmd::Bench(BenchCmd::Kernel { samples, features, reps }) => {
             use outrun_plan::config::Loss;
-            println!("loss,bytes,kernel_gb_s,read_gb_s,fraction,blas_gb_s,kernel_over_blas,paced_gb_s,paced_over_kernel");
+            println!(
+                "loss,bytes,kernel_gb_s,read_gb_s,fraction,blas_gb_s,kernel_over_blas,paced_gb_s,paced_over_kernel"
+            );
             for (name, loss) in [("least-squares", Loss::LeastSquares), ("logistic", Loss::Logistic)] {
                 let b = outrun_workloads::bench::kernel_vs_memory(samples, features, reps, loss);
                 println!(
@@ -428,22 +482,49 @@ fn run(cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
         Cmd::Bench(BenchCmd::Decode { sizes, len, sets }) => {
-            let rows = outrun_workloads::bench::decode_times(&sizes, len, sets).map_err(|e| Failure(format!("bench decode: {e}"), 2))?;
+            let rows = outrun_workloads::bench::decode_times(&sizes, len, sets)
+                .map_err(|e| Failure(format!("bench decode: {e}"), 2))?;
             println!("code,n,k,erased,sets,decoded,cold_ms,warm_ms,apply_ms,max_rel_err,refused");
             for r in rows {
                 let refused = r.refused.map_or(String::new(), |m| format!("\"{}\"", m.replace('"', "'")));
-                println!("{},{},{},{},{},{},{:.4},{:.4},{:.4},{:.1e},{refused}", r.code, r.n, r.n / 2, r.erased, r.sets, r.decoded, r.cold_s * 1e3, r.warm_s * 1e3, r.apply_s * 1e3, r.max_rel_err);
+                println!(
+                    "{},{},{},{},{},{},{:.4},{:.4},{:.4},{:.1e},{refused}",
+                    r.code,
+                    r.n,
+                    r.n / 2,
+                    r.erased,
+                    r.sets,
+                    r.decoded,
+                    r.cold_s * 1e3,
+                    r.warm_s * 1e3,
+                    r.apply_s * 1e3,
+                    r.max_rel_err
+                );
             }
             Ok(())
         }
         Cmd::Bench(BenchCmd::Rows { sizes, lt_sizes, overhead, sets }) => {
             if sizes.iter().chain(&lt_sizes).any(|&r| r < 2) || sets == 0 || overhead.is_nan() || overhead <= 0.0 {
-                return Err(Failure("bench rows: sizes must be at least 2, sets at least 1, overhead positive".into(), 2));
+                return Err(Failure(
+                    "bench rows: sizes must be at least 2, sets at least 1, overhead positive".into(),
+                    2,
+                ));
             }
             outrun_codes::single_threaded_blas();
             println!("code,r,received,solved,cold_ms,apply_ms,lapack_lu_ms,max_rel_err,cond_or_growth");
             for r in outrun_workloads::bench::row_decode_times(&sizes, &lt_sizes, overhead, sets) {
-                println!("{},{},{},{},{:.3},{:.3},{:.3},{:.1e},{:.1e}", r.code, r.r, r.received, r.solved, r.cold_s * 1e3, r.apply_s * 1e3, r.lapack_s * 1e3, r.max_rel_err, r.cond);
+                println!(
+                    "{},{},{},{},{:.3},{:.3},{:.3},{:.1e},{:.1e}",
+                    r.code,
+                    r.r,
+                    r.received,
+                    r.solved,
+                    r.cold_s * 1e3,
+                    r.apply_s * 1e3,
+                    r.lapack_s * 1e3,
+                    r.max_rel_err,
+                    r.cond
+                );
             }
             Ok(())
         }
@@ -472,7 +553,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
                     outrun_report::check_options(&loaded, &opts).map_err(|e| Failure(e.to_string(), 2))?;
                     for (k, group) in outrun_report::comparisons(&loaded).iter().enumerate() {
                         println!("Comparison {}: {}\n", k + 1, group[0].problem);
-                        print!("{}", outrun_report::table::markdown(group, &opts).map_err(|e| Failure(e.to_string(), 2))?);
+                        print!(
+                            "{}",
+                            outrun_report::table::markdown(group, &opts).map_err(|e| Failure(e.to_string(), 2))?
+                        );
                         println!();
                     }
                 }
@@ -484,18 +568,36 @@ fn run(cli: Cli) -> Result<(), Failure> {
 
 /// `outrun pagerank-load`: the loads of every r, from the note's formulas over the graph.
 #[allow(clippy::too_many_arguments)]
-fn pagerank_load(graph: Option<PathBuf>, config: Option<PathBuf>, set: &[String], servers: Option<usize>, r: Option<String>, reduce: Option<String>, directed: bool, json: bool) -> Result<(), Failure> {
+fn pagerank_load(
+    graph: Option<PathBuf>,
+    config: Option<PathBuf>,
+    set: &[String],
+    servers: Option<usize>,
+    r: Option<String>,
+    reduce: Option<String>,
+    directed: bool,
+    json: bool,
+) -> Result<(), Failure> {
     use outrun_codes::{binomial, loads, ReducePolicy, ShuffleAllocation};
     let input = |e: String| Failure(e, 2);
     let (loaded, cfg_servers, cfg_reduce) = match (&graph, &config) {
-        (Some(path), _) => (outrun_workloads::graph::read_edge_list(&path.display().to_string(), directed).map_err(|e| input(e.to_string()))?, None, None),
+        (Some(path), _) => (
+            outrun_workloads::graph::read_edge_list(&path.display().to_string(), directed)
+                .map_err(|e| input(e.to_string()))?,
+            None,
+            None,
+        ),
         (None, Some(c)) => {
             let cfg = load_config(c, set)?;
             let Some(pr) = cfg.pagerank() else {
                 return Err(input(format!("{}: job.kind = \"{}\" is not a PageRank job", c.display(), cfg.job.name())));
             };
             let sc = cfg.scheme.pagerank().expect("validated: a PageRank job runs a PageRank scheme");
-            (outrun_workloads::graph::load(&pr.graph, cfg.run.seed).map_err(|e| input(e.to_string()))?, Some(sc.servers), Some(sc.reduce))
+            (
+                outrun_workloads::graph::load(&pr.graph, cfg.run.seed).map_err(|e| input(e.to_string()))?,
+                Some(sc.servers),
+                Some(sc.reduce),
+            )
         }
         (None, None) => return Err(input("give --graph FILE or --config CONFIG".into())),
     };
@@ -516,7 +618,11 @@ fn pagerank_load(graph: Option<PathBuf>, config: Option<PathBuf>, set: &[String]
     let g = &loaded.graph;
     let n = g.vertices();
     if !json {
-        println!("graph: n = {n} vertices, {} values per iteration (directed edges); K = {k} servers, Reducers {}", g.values(), if policy == ReducePolicy::Modulo { "i mod K" } else { "contiguous" });
+        println!(
+            "graph: n = {n} vertices, {} values per iteration (directed edges); K = {k} servers, Reducers {}",
+            g.values(),
+            if policy == ReducePolicy::Modulo { "i mod K" } else { "contiguous" }
+        );
         println!("| r | batches | groups | uncoded values U | L_UC | coded segments | L_C | coded bytes | uncoded bytes | gain L_UC/L_C | redistributed values |");
         println!("|---|---|---|---|---|---|---|---|---|---|---|");
     }
@@ -526,10 +632,23 @@ fn pagerank_load(graph: Option<PathBuf>, config: Option<PathBuf>, set: &[String]
         let groups = if r < k { binomial(k, r + 1) } else { 0 };
         let gain = if l.segments > 0 { format!("{:.2}", l.l_uncoded() / l.l_coded()) } else { "-".into() };
         if json {
-            println!("{}", serde_json::json!({"r": r, "servers": k, "n": n, "values": l.values, "batches": a.batches(), "groups": groups, "uncoded": l.uncoded, "l_uncoded": l.l_uncoded(),
-                "segments": l.segments, "chunks": l.chunks, "l_coded": l.l_coded(), "coded_bytes": l.coded_bytes, "uncoded_bytes": l.uncoded_bytes(), "redistribution": l.redistribution}));
+            println!(
+                "{}",
+                serde_json::json!({"r": r, "servers": k, "n": n, "values": l.values, "batches": a.batches(), "groups": groups, "uncoded": l.uncoded, "l_uncoded": l.l_uncoded(),
+                "segments": l.segments, "chunks": l.chunks, "l_coded": l.l_coded(), "coded_bytes": l.coded_bytes, "uncoded_bytes": l.uncoded_bytes(), "redistribution": l.redistribution})
+            );
         } else {
-            println!("| {r} | {} | {groups} | {} | {:.6} | {} | {:.6} | {} | {} | {gain} | {} |", a.batches(), l.uncoded, l.l_uncoded(), l.segments, l.l_coded(), l.coded_bytes, l.uncoded_bytes(), l.redistribution);
+            println!(
+                "| {r} | {} | {groups} | {} | {:.6} | {} | {:.6} | {} | {} | {gain} | {} |",
+                a.batches(),
+                l.uncoded,
+                l.l_uncoded(),
+                l.segments,
+                l.l_coded(),
+                l.coded_bytes,
+                l.uncoded_bytes(),
+                l.redistribution
+            );
         }
     }
     Ok(())

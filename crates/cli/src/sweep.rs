@@ -37,7 +37,16 @@ fn input(e: impl std::fmt::Display) -> Failure {
 fn dirs_of(runs: &Path, name: &str) -> Vec<PathBuf> {
     let prefix = format!("{name}-");
     let mut v: Vec<PathBuf> = std::fs::read_dir(runs)
-        .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_dir() && p.file_name().and_then(|f| f.to_str()).is_some_and(|f| f.starts_with(&prefix) && f[prefix.len()..].starts_with(char::is_numeric))).collect())
+        .map(|rd| {
+            rd.filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| {
+                    p.is_dir()
+                        && p.file_name()
+                            .and_then(|f| f.to_str())
+                            .is_some_and(|f| f.starts_with(&prefix) && f[prefix.len()..].starts_with(char::is_numeric))
+                })
+                .collect()
+        })
         .unwrap_or_default();
     v.sort();
     v
@@ -83,7 +92,8 @@ fn minutes(s: f64) -> String {
 
 /// `outrun sweep`.
 pub fn run(o: &Options) -> Result<(), Failure> {
-    let text = std::fs::read_to_string(&o.file).map_err(|e| input(format!("cannot read sweep `{}`: {e}", o.file.display())))?;
+    let text = std::fs::read_to_string(&o.file)
+        .map_err(|e| input(format!("cannot read sweep `{}`: {e}", o.file.display())))?;
     let mut sweep = Sweep::parse(&text).map_err(|e| input(format!("{}: {e}", o.file.display())))?;
     match o.repetitions {
         Some(0) => return Err(input("--repetitions must be at least 1")),
@@ -92,10 +102,17 @@ pub fn run(o: &Options) -> Result<(), Failure> {
     }
     let here = o.file.parent().unwrap_or(Path::new("."));
     let base = o.base.clone().unwrap_or_else(|| here.join(&sweep.base));
-    let base_text = std::fs::read_to_string(&base).map_err(|e| input(format!("{}: base: cannot read `{}`: {e}", o.file.display(), base.display())))?;
+    let base_text = std::fs::read_to_string(&base)
+        .map_err(|e| input(format!("{}: base: cannot read `{}`: {e}", o.file.display(), base.display())))?;
     let variants = sweep.expand(&base_text).map_err(|e| input(format!("{}: {e}", o.file.display())))?;
-    let name = sweep.name.clone().unwrap_or_else(|| o.file.file_stem().map_or("sweep".into(), |s| s.to_string_lossy().into_owned()));
-    let out = o.out.clone().unwrap_or_else(|| PathBuf::from(sweep.out_dir.clone().unwrap_or_else(|| format!("runs/sweep-{name}"))));
+    let name = sweep
+        .name
+        .clone()
+        .unwrap_or_else(|| o.file.file_stem().map_or("sweep".into(), |s| s.to_string_lossy().into_owned()));
+    let out = o
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(sweep.out_dir.clone().unwrap_or_else(|| format!("runs/sweep-{name}"))));
     let launcher: Vec<String> = match &o.launcher {
         Some(l) => l.split_whitespace().map(String::from).collect(),
         None => sweep.launcher.clone(),
@@ -121,7 +138,12 @@ pub fn run(o: &Options) -> Result<(), Failure> {
     let command = |v: &Variant, rep: usize| -> Command {
         let mut c = Command::new(&launcher[0]);
         c.args(&launcher[1..]).arg(&base);
-        for s in v.sets.iter().cloned().chain([format!("run.name={}-rep{rep}", v.id), format!("run.out_dir={}", runs.display())]) {
+        for s in v
+            .sets
+            .iter()
+            .cloned()
+            .chain([format!("run.name={}-rep{rep}", v.id), format!("run.out_dir={}", runs.display())])
+        {
             c.arg("--set").arg(s);
         }
         c
@@ -137,7 +159,8 @@ pub fn run(o: &Options) -> Result<(), Failure> {
     for d in [&runs, &logs] {
         std::fs::create_dir_all(d).map_err(|e| Failure(format!("cannot create {}: {e}", d.display()), 1))?;
     }
-    let manifest: Vec<serde_json::Value> = variants.iter().map(|v| serde_json::json!({"id": v.id, "labels": v.labels, "sets": v.sets})).collect();
+    let manifest: Vec<serde_json::Value> =
+        variants.iter().map(|v| serde_json::json!({"id": v.id, "labels": v.labels, "sets": v.sets})).collect();
     std::fs::write(out.join("sweep.json"), serde_json::to_string_pretty(&serde_json::json!({"name": name, "base": base, "repetitions": sweep.repetitions, "launcher": launcher, "variants": manifest})).expect("serializes"))
         .map_err(|e| Failure(format!("cannot write {}: {e}", out.display()), 1))?;
     // SAFETY: installing async-signal-safe handlers (one atomic store) before any child exists
@@ -163,17 +186,23 @@ pub fn run(o: &Options) -> Result<(), Failure> {
                 let _ = std::fs::rename(&d, aside.join(d.file_name().expect("a run directory")));
             }
             let elapsed = started.elapsed().as_secs_f64();
-            let left = if ran > 0 { format!(", ~{} left", minutes(elapsed / ran as f64 * (total - done + 1) as f64)) } else { String::new() };
+            let left = if ran > 0 {
+                format!(", ~{} left", minutes(elapsed / ran as f64 * (total - done + 1) as f64))
+            } else {
+                String::new()
+            };
             eprintln!("sweep: [{done}/{total}] {run_name}: elapsed {}{left}", minutes(elapsed));
             let log = logs.join(format!("{run_name}.log"));
-            let file = std::fs::File::create(&log).map_err(|e| Failure(format!("cannot write {}: {e}", log.display()), 1))?;
+            let file =
+                std::fs::File::create(&log).map_err(|e| Failure(format!("cannot write {}: {e}", log.display()), 1))?;
             let child = command(v, rep)
                 .stdin(Stdio::null())
                 .stdout(file.try_clone().map_err(|e| Failure(e.to_string(), 1))?)
                 .stderr(file)
                 .spawn()
                 .map_err(|e| Failure(format!("cannot start the launcher `{}`: {e}", launcher[0]), 1))?;
-            let (status, interrupted) = wait(child).map_err(|e| Failure(format!("waiting for the launcher: {e}"), 1))?;
+            let (status, interrupted) =
+                wait(child).map_err(|e| Failure(format!("waiting for the launcher: {e}"), 1))?;
             if interrupted || STOP.load(Ordering::SeqCst) != 0 {
                 return Err(Failure(format!("sweep interrupted during {run_name} ({done} of {total}); run the same command again to resume (finished runs are kept)"), 130));
             }
@@ -192,7 +221,11 @@ pub fn run(o: &Options) -> Result<(), Failure> {
             labels: v.labels.clone(),
             runs: (1..=sweep.repetitions)
                 .filter_map(|rep| finished(&runs, &format!("{}-rep{rep}", v.id)))
-                .filter_map(|d| std::fs::read_to_string(d.join("summary.json")).ok().and_then(|t| serde_json::from_str::<Summary>(&t).ok()))
+                .filter_map(|d| {
+                    std::fs::read_to_string(d.join("summary.json"))
+                        .ok()
+                        .and_then(|t| serde_json::from_str::<Summary>(&t).ok())
+                })
                 .collect(),
         })
         .collect();
@@ -204,11 +237,20 @@ pub fn run(o: &Options) -> Result<(), Failure> {
         runs.display(),
         outrun_report::sweep::markdown(&rows)
     );
-    std::fs::write(out.join("report.md"), &report).map_err(|e| Failure(format!("cannot write {}: {e}", out.join("report.md").display()), 1))?;
+    std::fs::write(out.join("report.md"), &report)
+        .map_err(|e| Failure(format!("cannot write {}: {e}", out.join("report.md").display()), 1))?;
     println!("{report}");
     eprintln!("sweep: report in {}", out.join("report.md").display());
     if !failed.is_empty() {
-        return Err(Failure(format!("{} of {total} runs failed: {} (logs in {}; run the sweep again to retry them)", failed.len(), failed.join(", "), logs.display()), 1));
+        return Err(Failure(
+            format!(
+                "{} of {total} runs failed: {} (logs in {}; run the sweep again to retry them)",
+                failed.len(),
+                failed.join(", "),
+                logs.display()
+            ),
+            1,
+        ));
     }
     Ok(())
 }

@@ -94,7 +94,10 @@ fn plans_build_in_time_or_are_refused_with_the_bound() {
     for (sets, field) in [
         (vec!["scheme.workers=1000"], "scheme.workers = 1000"),
         (vec!["scheme.kind=cr", "scheme.workers=", "scheme.n=500", "scheme.layers=1"], "scheme.n = 500"),
-        (vec!["scheme.kind=gc-sc", "scheme.s=", "scheme.workers=1000", "scheme.clusters=2", "scheme.r=2"], "scheme.clusters = 500"),
+        (
+            vec!["scheme.kind=gc-sc", "scheme.s=", "scheme.workers=1000", "scheme.clusters=2", "scheme.r=2"],
+            "scheme.clusters = 500",
+        ),
     ] {
         let mut args = vec!["check", &c];
         for s in &sets {
@@ -104,9 +107,16 @@ fn plans_build_in_time_or_are_refused_with_the_bound() {
         let r = outrun(&args);
         assert_eq!(r.code, Some(2), "{sets:?}: {}", r.stderr);
         assert_eq!(r.stderr.trim().lines().count(), 1, "{}", r.stderr);
-        assert!(r.stderr.contains(field) && r.stderr.contains("at most 256") && r.stderr.contains("gc-frac"), "{}", r.stderr);
+        assert!(
+            r.stderr.contains(field) && r.stderr.contains("at most 256") && r.stderr.contains("gc-frac"),
+            "{}",
+            r.stderr
+        );
     }
-    for sets in [vec!["scheme.kind=gc-frac", "scheme.workers=1000", "scheme.s=4"], vec!["scheme.kind=umw", "scheme.s=", "scheme.workers=1000"]] {
+    for sets in [
+        vec!["scheme.kind=gc-frac", "scheme.workers=1000", "scheme.s=4"],
+        vec!["scheme.kind=umw", "scheme.s=", "scheme.workers=1000"],
+    ] {
         let mut args = vec!["check", &c];
         for s in &sets {
             args.extend(["--set", s]);
@@ -135,7 +145,11 @@ fn check_estimates_memory_before_a_run() {
     cmd.args(["check", "--local", &c]).env("OUTRUN_MEMORY_LIMIT", "1K");
     let r = run_with_timeout(cmd, std::time::Duration::from_secs(30));
     assert_eq!(r.code, Some(2), "{}", r.stderr);
-    assert!(r.stderr.contains("for its 7 ranks on this machine") && r.stderr.contains("1.0 KB are available"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("for its 7 ranks on this machine") && r.stderr.contains("1.0 KB are available"),
+        "{}",
+        r.stderr
+    );
 }
 
 /// The smaller hostile inputs (issue "hostile input", item 9): each gives one line naming the
@@ -150,9 +164,15 @@ fn small_hostile_inputs_get_one_line_each() {
     let cases: Vec<(Vec<String>, &str)> = vec![
         (vec!["check".into(), "/dev/zero".into()], "not a config file"),
         (vec!["check".into(), c.clone(), "--set".into(), "model.loss=1".into()], "model.loss: must be a quoted string"),
-        (vec!["check".into(), cr.display().to_string(), "--set".into(), "scheme.n=4294967296".into()], "scheme.n = 4294967296: at most"),
+        (
+            vec!["check".into(), cr.display().to_string(), "--set".into(), "scheme.n=4294967296".into()],
+            "scheme.n = 4294967296: at most",
+        ),
         (vec!["simulate".into(), c.clone(), "--trials".into(), "0".into()], "--trials must be at least 1"),
-        (vec!["tune".into(), c.clone(), "--trials".into(), "0".into(), "--vary".into(), "scheme.s=0..2".into()], "--trials must be at least 1"),
+        (
+            vec!["tune".into(), c.clone(), "--trials".into(), "0".into(), "--vary".into(), "scheme.s=0..2".into()],
+            "--trials must be at least 1",
+        ),
         (vec!["tune".into(), c.clone(), "--vary".into(), "scheme.s=0,2,,4".into()], "an empty value in the list"),
     ];
     // a finished (simulated) run to report on
@@ -161,8 +181,14 @@ fn small_hostile_inputs_get_one_line_each() {
     let cases = [
         cases,
         vec![
-            (vec!["report".into(), runs.display().to_string(), "--target-error".into(), "nan".into()], "--target-error NaN: must be a positive number"),
-            (vec!["report".into(), runs.display().to_string(), "--baseline".into(), "does-not-exist".into()], "--baseline does-not-exist: not one of the runs"),
+            (
+                vec!["report".into(), runs.display().to_string(), "--target-error".into(), "nan".into()],
+                "--target-error NaN: must be a positive number",
+            ),
+            (
+                vec!["report".into(), runs.display().to_string(), "--baseline".into(), "does-not-exist".into()],
+                "--baseline does-not-exist: not one of the runs",
+            ),
         ],
     ]
     .concat();
@@ -187,19 +213,33 @@ fn matvec_plan_simulator_and_bad_files() {
     let c = cfg.display().to_string();
     let plan = outrun(&["plan", &c]);
     assert_eq!(plan.code, Some(0), "{}", plan.stderr);
-    assert!(plan.stdout.contains("allocation: HCMM") && plan.stdout.contains("τ*") && plan.stdout.contains("Monte Carlo"), "{}", plan.stdout);
+    assert!(
+        plan.stdout.contains("allocation: HCMM") && plan.stdout.contains("τ*") && plan.stdout.contains("Monte Carlo"),
+        "{}",
+        plan.stdout
+    );
     let json = outrun(&["plan", &c, "--json"]);
     let p: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
     let expected = p["codes"][0]["expected"].as_f64().unwrap();
     let runs = dir.join("runs");
     let sim = outrun(&["simulate", &c, "--trials", "300", "--set", &format!("run.out_dir={}", runs.display())]);
     assert_eq!(sim.code, Some(0), "{}", sim.stderr);
-    let mean: f64 = sim.stdout.split("mean ").nth(1).unwrap().split(" ms").next().unwrap().parse::<f64>().unwrap() / 1e3;
+    let mean: f64 =
+        sim.stdout.split("mean ").nth(1).unwrap().split(" ms").next().unwrap().parse::<f64>().unwrap() / 1e3;
     assert!((mean - expected).abs() < 0.03 * expected, "simulated {mean} vs E[T] {expected}");
     // a malformed matrix file: one line naming the file and line, exit 2
     let bad = dir.join("bad.mtx");
     std::fs::write(&bad, "%%MatrixMarket matrix coordinate real general\n12 3 2\n1 1 1\n13 1 2\n").unwrap();
-    let chk = outrun(&["check", &c, "--set", "matrix.rows=", "--set", "matrix.cols=", "--set", &format!("matrix.path={}", bad.display())]);
+    let chk = outrun(&[
+        "check",
+        &c,
+        "--set",
+        "matrix.rows=",
+        "--set",
+        "matrix.cols=",
+        "--set",
+        &format!("matrix.path={}", bad.display()),
+    ]);
     assert_eq!(chk.code, Some(2));
     assert!(chk.stderr.contains("bad.mtx:4: row index `13` is not in 1..=12"), "{}", chk.stderr);
     assert_eq!(chk.stderr.trim().lines().count(), 1, "{}", chk.stderr);
@@ -221,14 +261,35 @@ fn pagerank_load_plan_and_simulator() {
     std::fs::write(&g, (0..60).map(|i| format!("{i} {}\n", (i + 1) % 60)).collect::<String>()).unwrap();
     let gs = g.display().to_string();
     let rows = |reduce: &str| -> Vec<serde_json::Value> {
-        let out = outrun(&["pagerank-load", "--graph", &gs, "--servers", "5", "--r", "1..4", "--reduce", reduce, "--json"]);
+        let out =
+            outrun(&["pagerank-load", "--graph", &gs, "--servers", "5", "--r", "1..4", "--reduce", reduce, "--json"]);
         assert_eq!(out.code, Some(0), "{}", out.stderr);
         out.stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
     };
-    let got: Vec<(u64, u64, u64, u64)> = rows("contiguous").iter().map(|j| (j["uncoded"].as_u64().unwrap(), j["segments"].as_u64().unwrap(), j["chunks"].as_u64().unwrap(), j["coded_bytes"].as_u64().unwrap())).collect();
+    let got: Vec<(u64, u64, u64, u64)> = rows("contiguous")
+        .iter()
+        .map(|j| {
+            (
+                j["uncoded"].as_u64().unwrap(),
+                j["segments"].as_u64().unwrap(),
+                j["chunks"].as_u64().unwrap(),
+                j["coded_bytes"].as_u64().unwrap(),
+            )
+        })
+        .collect();
     assert_eq!(got[1..], [(51, 100, 51, 400), (36, 104, 35, 278), (24, 89, 22, 178)]);
     assert_eq!(got[0].0, 10);
-    let got: Vec<(u64, u64, u64, u64)> = rows("mod").iter().map(|j| (j["uncoded"].as_u64().unwrap(), j["segments"].as_u64().unwrap(), j["chunks"].as_u64().unwrap(), j["coded_bytes"].as_u64().unwrap())).collect();
+    let got: Vec<(u64, u64, u64, u64)> = rows("mod")
+        .iter()
+        .map(|j| {
+            (
+                j["uncoded"].as_u64().unwrap(),
+                j["segments"].as_u64().unwrap(),
+                j["chunks"].as_u64().unwrap(),
+                j["coded_bytes"].as_u64().unwrap(),
+            )
+        })
+        .collect();
     assert_eq!(got[1..], [(70, 78, 40, 312), (50, 59, 28, 156), (24, 25, 7, 50)]);
     let table = outrun(&["pagerank-load", "--graph", &gs, "--servers", "5"]);
     assert!(table.stdout.contains("| 2 | 10 | 10 | 51 |"), "{}", table.stdout);

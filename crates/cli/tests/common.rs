@@ -131,7 +131,8 @@ pub fn outrun(args: &[&str]) -> Run {
 
 /// The single run directory created under `out`.
 pub fn run_dir(out: &Path) -> PathBuf {
-    let dirs: Vec<PathBuf> = std::fs::read_dir(out).unwrap().map(|e| e.unwrap().path()).filter(|p| p.is_dir()).collect();
+    let dirs: Vec<PathBuf> =
+        std::fs::read_dir(out).unwrap().map(|e| e.unwrap().path()).filter(|p| p.is_dir()).collect();
     assert_eq!(dirs.len(), 1, "expected one run directory in {}: {dirs:?}", out.display());
     dirs[0].clone()
 }
@@ -164,11 +165,7 @@ pub fn summary(dir: &Path) -> serde_json::Value {
 /// Largest relative difference ‖a_t − b_t‖/‖b_t‖ over t ≥ 1 (θ_0 = 0).
 pub fn max_rel_diff(a: &[Vec<f64>], b: &[Vec<f64>]) -> f64 {
     assert_eq!(a.len(), b.len(), "trajectory lengths differ");
-    a.iter()
-        .zip(b)
-        .skip(1)
-        .map(|(x, y)| outrun_workloads::metrics::relative_diff(x, y))
-        .fold(0.0, f64::max)
+    a.iter().zip(b).skip(1).map(|(x, y)| outrun_workloads::metrics::relative_diff(x, y)).fold(0.0, f64::max)
 }
 
 pub fn write_config(dir: &Path, text: &str) -> PathBuf {
@@ -221,7 +218,13 @@ pub fn assert_exact(tag: &str, text: &str, sets: &[&str]) -> serde_json::Value {
 
 /// Run `text` (written into `dir` as `<tag>.toml`) with overrides under mpirun with its rank
 /// count, into `dir/runs-<tag>`: (exit code, stderr, the run directory if it succeeded).
-pub fn run_config(dir: &Path, text: &str, sets: &[String], tag: &str, timeout: Duration) -> (Option<i32>, String, Option<PathBuf>) {
+pub fn run_config(
+    dir: &Path,
+    text: &str,
+    sets: &[String],
+    tag: &str,
+    timeout: Duration,
+) -> (Option<i32>, String, Option<PathBuf>) {
     let _lock = mpi_lock();
     let out = dir.join(format!("runs-{tag}"));
     let mut sets = sets.to_vec();

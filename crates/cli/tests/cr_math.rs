@@ -39,7 +39,8 @@ fn cr_decodes_the_full_gradient_at_thesis_sizes() {
     for (n, layers, s, d, code) in cases {
         let cfg = config(n, layers, s, d, code, &[]);
         let plan = outrun_plan::build(&cfg, d).unwrap();
-        let want = serial_gd(&load_all(cfg.data(), cfg.run.seed, cfg.model().loss).unwrap(), cfg.model(), 3).pop().unwrap();
+        let want =
+            serial_gd(&load_all(cfg.data(), cfg.run.seed, cfg.model().loss).unwrap(), cfg.model(), 3).pop().unwrap();
         let mut rng = Rng::from_key(&[n as u64, layers as u64, s as u64]);
         let mut worst = 0.0f64;
         for trial in 0..30 {
@@ -72,7 +73,13 @@ fn cr_decodes_the_full_gradient_at_thesis_sizes() {
 
 #[test]
 fn cr_loads_are_r_cr_times_d() {
-    for (n, layers, s, d, want) in [(4, 3, 1, 6552, 468), (12, 2, 1, 6552, 156), (12, 2, 5, 4968, 828), (12, 2, 3, 7632, 636), (12, 2, 2, 6540, 327)] {
+    for (n, layers, s, d, want) in [
+        (4, 3, 1, 6552, 468),
+        (12, 2, 1, 6552, 156),
+        (12, 2, 5, 4968, 828),
+        (12, 2, 3, 7632, 636),
+        (12, 2, 2, 6540, 327),
+    ] {
         let plan = outrun_plan::build(&config(n, layers, s, d, "cyclic", &[]), d).unwrap();
         assert!(plan.nodes[1..].iter().all(|x| x.load() == want), "({n},{layers},{s}) d={d}");
     }

@@ -25,7 +25,28 @@ fn full_experiment_dry_run_prints_every_step() {
     let st = state.to_str().unwrap();
     let r = script(
         "experiment.sh",
-        &["--dry-run", "--state", st, "--count", "4", "--ami", "ami-0abc", "--key", "k1", "--key-file", "/keys/k1.pem", "--type", "c5.large", "--region", "eu-west-1", "--slots", "3", "configs/quick.toml", "--set", "run.iterations=5"],
+        &[
+            "--dry-run",
+            "--state",
+            st,
+            "--count",
+            "4",
+            "--ami",
+            "ami-0abc",
+            "--key",
+            "k1",
+            "--key-file",
+            "/keys/k1.pem",
+            "--type",
+            "c5.large",
+            "--region",
+            "eu-west-1",
+            "--slots",
+            "3",
+            "configs/quick.toml",
+            "--set",
+            "run.iterations=5",
+        ],
     );
     assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
     let out = &r.stdout;
@@ -52,16 +73,37 @@ fn full_experiment_dry_run_prints_every_step() {
 fn each_script_has_a_dry_run_and_checks_its_arguments() {
     let state = tempdir("ec2b");
     let st = state.to_str().unwrap();
-    let p = script("provision.sh", &["--dry-run", "--state", st, "--count", "2", "--ami", "a", "--key", "k", "--security-group", "sg-1"]);
+    let p = script(
+        "provision.sh",
+        &["--dry-run", "--state", st, "--count", "2", "--ami", "a", "--key", "k", "--security-group", "sg-1"],
+    );
     assert_eq!(p.code, Some(0), "{}", p.stderr);
     assert!(!p.stdout.contains("create-security-group"), "an existing group is used as given");
     assert!(p.stdout.contains("--security-group-ids sg-1"));
-    for (name, args) in [("install.sh", vec!["--dry-run", "--state", st]), ("terminate.sh", vec!["--dry-run", "--state", st])] {
+    for (name, args) in
+        [("install.sh", vec!["--dry-run", "--state", st]), ("terminate.sh", vec!["--dry-run", "--state", st])]
+    {
         let r = script(name, &args);
         assert_eq!(r.code, Some(0), "{name}: {}", r.stderr);
         assert!(r.stdout.lines().count() >= 2, "{name} printed nothing");
     }
-    let r = script("run.sh", &["--dry-run", "--state", st, "configs/quick.toml", "--set", "scheme.workers=1", "--set", "scheme.s=0", "--set", "scheme.kind=umw", "--set", "stragglers.model=none"]);
+    let r = script(
+        "run.sh",
+        &[
+            "--dry-run",
+            "--state",
+            st,
+            "configs/quick.toml",
+            "--set",
+            "scheme.workers=1",
+            "--set",
+            "scheme.s=0",
+            "--set",
+            "scheme.kind=umw",
+            "--set",
+            "stragglers.model=none",
+        ],
+    );
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert!(r.stdout.contains("mpirun\\ --hostfile\\ outrun-work/hostfile\\ -np\\ 2"), "{}", r.stdout);
     // missing arguments and too small a cluster are clear errors

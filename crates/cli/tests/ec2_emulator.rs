@@ -65,7 +65,12 @@ impl Drop for Moto {
 
 fn start(bin: &Path) -> Moto {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let child = Command::new(bin.join("moto_server")).args(["-H", "127.0.0.1", "-p", &port.to_string()]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    let child = Command::new(bin.join("moto_server"))
+        .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
     let t0 = Instant::now();
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(t0.elapsed() < Duration::from_secs(30), "moto_server did not start");
@@ -109,12 +114,16 @@ fn aws(bin: &Path, home: &Path, url: &str, args: &[&str]) -> String {
 }
 
 fn states(bin: &Path, home: &Path, url: &str) -> Vec<String> {
-    aws(bin, home, url, &["describe-instances", "--query", "Reservations[].Instances[].State.Name"]).split_whitespace().map(String::from).collect()
+    aws(bin, home, url, &["describe-instances", "--query", "Reservations[].Instances[].State.Name"])
+        .split_whitespace()
+        .map(String::from)
+        .collect()
 }
 
 fn leftovers(bin: &Path, home: &Path, url: &str) -> (usize, String, String) {
     let running = states(bin, home, url).iter().filter(|s| *s != "terminated").count();
-    let groups = aws(bin, home, url, &["describe-security-groups", "--query", "SecurityGroups[].GroupName"]).trim().to_string();
+    let groups =
+        aws(bin, home, url, &["describe-security-groups", "--query", "SecurityGroups[].GroupName"]).trim().to_string();
     let keys = aws(bin, home, url, &["describe-key-pairs", "--query", "KeyPairs[].KeyName"]).trim().to_string();
     (running, groups, keys)
 }
@@ -146,7 +155,12 @@ fn provision_and_terminate_against_an_ec2_emulator() {
     let hostfile = std::fs::read_to_string(state.join("hostfile")).unwrap();
     let lines: Vec<&str> = hostfile.lines().collect();
     assert_eq!(lines.len(), 3, "{hostfile}");
-    assert!(lines.iter().all(|l| l.ends_with(" slots=1") && l.split(' ').next().unwrap().parse::<std::net::Ipv4Addr>().is_ok()), "{hostfile}");
+    assert!(
+        lines
+            .iter()
+            .all(|l| l.ends_with(" slots=1") && l.split(' ').next().unwrap().parse::<std::net::Ipv4Addr>().is_ok()),
+        "{hostfile}"
+    );
     assert_eq!(std::fs::read_to_string(state.join("access")).unwrap().lines().count(), 3);
     use std::os::unix::fs::PermissionsExt;
     assert_eq!(std::fs::metadata(state.join("key.pem")).unwrap().permissions().mode() & 0o777, 0o600);
@@ -175,7 +189,13 @@ fn provision_and_terminate_against_an_ec2_emulator() {
     let half = prov("3", Some(&flaky));
     assert_ne!(half.code, Some(0));
     let last = half.stderr.trim().lines().last().unwrap_or("");
-    assert!(last.starts_with("ec2: provision failed at: describe-instances; terminated 3 instances, deleted security group") && last.contains("deleted key pair"), "{}", half.stderr);
+    assert!(
+        last.starts_with(
+            "ec2: provision failed at: describe-instances; terminated 3 instances, deleted security group"
+        ) && last.contains("deleted key pair"),
+        "{}",
+        half.stderr
+    );
     assert_eq!(leftovers(&bin, &home, url), (0, "default".into(), String::new()));
     assert_eq!(states(&bin, &home, url).len(), 6);
     assert!(!state.join("instances").exists() && !state.join("hostfile").exists() && !state.join("key.pem").exists());

@@ -27,7 +27,12 @@ fn emu(args: &[&str], timeout: Duration) -> Run {
 
 fn namespaces() -> Vec<String> {
     let out = Command::new("ip").args(["netns", "list"]).output().expect("ip netns list");
-    String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| l.split_whitespace().next()).filter(|n| n.starts_with(&format!("{CLUSTER}-"))).map(String::from).collect()
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|n| n.starts_with(&format!("{CLUSTER}-")))
+        .map(String::from)
+        .collect()
 }
 
 /// Tears the test cluster down when dropped, also when an assertion fails.
@@ -45,7 +50,11 @@ fn emulated_cluster_runs_exact_gc_at_the_shaped_rate() {
         return;
     }
     let uid = Command::new("id").arg("-u").output().expect("id -u");
-    assert_eq!(String::from_utf8_lossy(&uid.stdout).trim(), "0", "the emulated-cluster test needs root (or set OUTRUN_SKIP_NETNS=1 to skip it)");
+    assert_eq!(
+        String::from_utf8_lossy(&uid.stdout).trim(),
+        "0",
+        "the emulated-cluster test needs root (or set OUTRUN_SKIP_NETNS=1 to skip it)"
+    );
     let _lock = mpi_lock();
     let _ = emu(&["down"], Duration::from_secs(60)); // leftovers of an interrupted run
     let up = emu(&["up", "--hosts", "4", "--bandwidth", "50mbit"], Duration::from_secs(60));
@@ -95,7 +104,8 @@ a = 1e-4
     assert!(diff <= 1e-9, "θ differs from serial GD by {diff:e}");
     // every rank ran on its own emulated host
     for r in 0..4 {
-        let first = std::fs::read_to_string(rd.join(format!("rank-{r}.jsonl"))).unwrap().lines().next().unwrap().to_string();
+        let first =
+            std::fs::read_to_string(rd.join(format!("rank-{r}.jsonl"))).unwrap().lines().next().unwrap().to_string();
         let ev: serde_json::Value = serde_json::from_str(&first).unwrap();
         assert_eq!(ev["host"], format!("h{r}"), "rank {r}");
     }
@@ -105,13 +115,20 @@ a = 1e-4
     // p + 1 = 41 values each), nothing late
     let out_g = dir.join("runs-granted");
     let set_g = format!("run.out_dir={}", out_g.display());
-    let run = emu(&["run", cfg.to_str().unwrap(), "--set", &set_g, "--set", "engine.upload=granted"], Duration::from_secs(120));
+    let run = emu(
+        &["run", cfg.to_str().unwrap(), "--set", &set_g, "--set", "engine.upload=granted"],
+        Duration::from_secs(120),
+    );
     assert_eq!(run.code, Some(0), "granted run failed: {}", run.stderr);
     let rd = run_dir(&out_g);
     assert!(max_rel_diff(&trajectory(&rd), &reference(text, &[set_g])) <= 1e-9);
     assert_eq!(summary(&rd)["late_discarded"], 0);
     let master = std::fs::read_to_string(rd.join("rank-0.jsonl")).unwrap();
-    let iters: Vec<serde_json::Value> = master.lines().map(|l| serde_json::from_str(l).unwrap()).filter(|e: &serde_json::Value| e["ev"] == "iter").collect();
+    let iters: Vec<serde_json::Value> = master
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|e: &serde_json::Value| e["ev"] == "iter")
+        .collect();
     assert_eq!(iters.len(), 15);
     for e in &iters {
         assert_eq!((e["grants"].as_u64(), e["result_bytes"].as_u64()), (Some(2), Some(2 * (32 + 8 * 41))), "{e}");
@@ -120,7 +137,13 @@ a = 1e-4
     // bulk transfer h1 → h2: 50 Mbit/s = 6.25 MB/s, within 15 %
     let link = emu(&["link", "h1", "h2", "10"], Duration::from_secs(60));
     assert_eq!(link.code, Some(0), "{}", link.stderr);
-    let mbs: f64 = link.stdout.split(": ").nth(1).and_then(|v| v.split(' ').next()).and_then(|v| v.parse().ok()).expect(&link.stdout);
+    let mbs: f64 = link
+        .stdout
+        .split(": ")
+        .nth(1)
+        .and_then(|v| v.split(' ').next())
+        .and_then(|v| v.parse().ok())
+        .expect(&link.stdout);
     eprintln!("emulated link: {}", link.stdout.trim());
     assert!((mbs - 6.25).abs() / 6.25 <= 0.15, "shaped 50 Mbit/s link measured {mbs} MB/s");
 
@@ -134,9 +157,16 @@ a = 1e-4
 
 fn cluster_sh_copies_runs_and_gathers(dir: &std::path::Path) {
     let data = dir.join("d.libsvm");
-    let rows = outrun_workloads::data::synthetic_rows(outrun_plan::config::DataKind::LinearSynthetic, 8, 6, 0.5, 0..120);
+    let rows =
+        outrun_workloads::data::synthetic_rows(outrun_plan::config::DataKind::LinearSynthetic, 8, 6, 0.5, 0..120);
     let text: String = (0..rows.len())
-        .map(|i| format!("{} {}\n", rows.y[i], rows.row(i).iter().enumerate().map(|(k, v)| format!("{}:{v}", k + 1)).collect::<Vec<_>>().join(" ")))
+        .map(|i| {
+            format!(
+                "{} {}\n",
+                rows.y[i],
+                rows.row(i).iter().enumerate().map(|(k, v)| format!("{}:{v}", k + 1)).collect::<Vec<_>>().join(" ")
+            )
+        })
         .collect();
     std::fs::write(&data, text).unwrap();
     let cfg_text = format!(
@@ -159,12 +189,22 @@ fn cluster_sh_copies_runs_and_gathers(dir: &std::path::Path) {
         .env("OMPI_MCA_btl", "tcp,self")
         .env("OMPI_MCA_btl_tcp_if_include", "10.213.0.0/24")
         .env("OMPI_MCA_oob_tcp_if_include", "10.213.0.0/24")
-        .args(["--hostfile", hostfile.to_str().unwrap(), "--launch-from", "h0", "--ssh", &agent, "--workdir", work.to_str().unwrap()])
+        .args([
+            "--hostfile",
+            hostfile.to_str().unwrap(),
+            "--launch-from",
+            "h0",
+            "--ssh",
+            &agent,
+            "--workdir",
+            work.to_str().unwrap(),
+        ])
         .arg(&cfg);
     let run = run_with_timeout(cmd, Duration::from_secs(120));
     assert_eq!(run.code, Some(0), "cluster.sh failed:\n{}\n{}", run.stdout, run.stderr);
     assert!(work.join("d.libsvm").is_file() && work.join("config.toml").is_file() && work.join("outrun").is_file());
-    let name = run.stdout.lines().find_map(|l| l.strip_prefix("run directory: ")).expect("run directory line").to_string();
+    let name =
+        run.stdout.lines().find_map(|l| l.strip_prefix("run directory: ")).expect("run directory line").to_string();
     let gathered = repo.join("runs").join(PathBuf::from(&name).file_name().unwrap());
     let traj = trajectory(&gathered);
     let want = reference(&cfg_text, &[]);
@@ -189,14 +229,21 @@ fn emulated_cluster_touches_only_what_it_created() {
     };
     let ours = || -> Vec<String> {
         let out = Command::new("ip").args(["netns", "list"]).output().expect("ip netns list");
-        String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| l.split_whitespace().next()).filter(|n| n.starts_with(&format!("{NAME}-"))).map(String::from).collect()
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| l.split_whitespace().next())
+            .filter(|n| n.starts_with(&format!("{NAME}-")))
+            .map(String::from)
+            .collect()
     };
     let foreign = format!("{NAME}-mine");
     /// Removes the foreign namespace and its process, also when an assertion fails.
     struct Cleanup(String);
     impl Drop for Cleanup {
         fn drop(&mut self) {
-            let _ = Command::new("sh").args(["-c", &format!("ip netns pids {0} | xargs -r kill -9; ip netns del {0}", self.0)]).status();
+            let _ = Command::new("sh")
+                .args(["-c", &format!("ip netns pids {0} | xargs -r kill -9; ip netns del {0}", self.0)])
+                .status();
         }
     }
     assert!(Command::new("ip").args(["netns", "add", &foreign]).status().unwrap().success());
@@ -206,7 +253,10 @@ fn emulated_cluster_touches_only_what_it_created() {
     assert_eq!(down.code, Some(0), "{}", down.stderr);
     assert_eq!(ours(), vec![foreign.clone()], "down removed a namespace it did not create");
     let pids = Command::new("ip").args(["netns", "pids", &foreign]).output().unwrap();
-    assert!(String::from_utf8_lossy(&pids.stdout).contains(&sleeper.id().to_string()), "down killed a process it did not start");
+    assert!(
+        String::from_utf8_lossy(&pids.stdout).contains(&sleeper.id().to_string()),
+        "down killed a process it did not start"
+    );
 
     // a failed up leaves nothing (this kernel has no netem; elsewhere pass a bad queue length)
     let bad = run(&["up", "--hosts", "3", "--bandwidth", "10mbit", "--latency", "1ms", "--queue", "notatime"]);

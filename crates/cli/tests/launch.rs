@@ -18,13 +18,21 @@ fn launcher() -> PathBuf {
 
 /// Rank processes of the job writing into `out` (their argv[0] is the outrun binary).
 fn ranks(out: &Path) -> Vec<u32> {
-    let o = Command::new("pgrep").args(["-f", &format!("^{} train .*run.out_dir={}", bin(), out.display())]).output().unwrap();
+    let o = Command::new("pgrep")
+        .args(["-f", &format!("^{} train .*run.out_dir={}", bin(), out.display())])
+        .output()
+        .unwrap();
     String::from_utf8_lossy(&o.stdout).lines().filter_map(|l| l.trim().parse().ok()).collect()
 }
 
 fn start(out: &Path, cfg: &Path, env: &[(&str, &str)]) -> std::process::Child {
     let mut cmd = Command::new("setsid");
-    cmd.arg(launcher()).arg(cfg).args(["--set", &format!("run.out_dir={}", out.display())]).env("OUTRUN_BIN", bin()).stdout(Stdio::null()).stderr(Stdio::piped());
+    cmd.arg(launcher())
+        .arg(cfg)
+        .args(["--set", &format!("run.out_dir={}", out.display())])
+        .env("OUTRUN_BIN", bin())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -77,7 +85,15 @@ fn finish(child: std::process::Child, out: &Path) -> (Option<i32>, String) {
 fn default_bound_follows_the_config() {
     let dir = tempdir("bound");
     let cfg = write_config(&dir, LONG);
-    let r = outrun(&["plan", cfg.to_str().unwrap(), "--job-bound", "--set", "run.iterations=50", "--set", "run.deadline=2"]);
+    let r = outrun(&[
+        "plan",
+        cfg.to_str().unwrap(),
+        "--job-bound",
+        "--set",
+        "run.iterations=50",
+        "--set",
+        "run.deadline=2",
+    ]);
     assert_eq!((r.code, r.stdout.trim()), (Some(0), "220"), "120 s + 50 × 2 s");
 }
 

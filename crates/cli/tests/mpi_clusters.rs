@@ -49,7 +49,12 @@ compute = "modelled"
 "#;
 
 fn iters(dir: &std::path::Path, rank: usize) -> Vec<Value> {
-    std::fs::read_to_string(dir.join(format!("rank-{rank}.jsonl"))).unwrap().lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).filter(|e| e["ev"] == "iter").collect()
+    std::fs::read_to_string(dir.join(format!("rank-{rank}.jsonl")))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["ev"] == "iter")
+        .collect()
 }
 
 fn ids(v: &Value) -> BTreeSet<u64> {
@@ -67,7 +72,10 @@ fn gc_gc_sc_and_gc_dc_are_exact_under_markov_stragglers() {
         assert!(s["late_discarded"].as_u64().unwrap() > 0, "{tag}: the slow workers' results should arrive late");
     }
     // uploads by grant: the master re-clusters and grants within clusters; nothing arrives late
-    for (tag, sets) in [("gc-sc-granted", vec!["scheme.kind=gc-sc", "scheme.n=", "engine.upload=granted"]), ("gc-dc-granted", vec!["engine.upload=granted"])] {
+    for (tag, sets) in [
+        ("gc-sc-granted", vec!["scheme.kind=gc-sc", "scheme.n=", "engine.upload=granted"]),
+        ("gc-dc-granted", vec!["engine.upload=granted"]),
+    ] {
         let s = assert_exact(tag, BASE, &sets);
         assert_eq!(s["late_discarded"], 0, "{tag}");
     }
@@ -79,7 +87,8 @@ fn gc_dc_reclusters_every_iteration_and_never_decodes_a_stale_result() {
     let (_, dir, _, _) = train("gc-dc-logs", BASE, &[]);
     assert!(s["late_discarded"].as_u64().unwrap() > 0);
     let master = iters(&dir, 0);
-    let workers: Vec<HashMap<u64, Value>> = (1..=12).map(|w| iters(&dir, w).into_iter().map(|e| (e["t"].as_u64().unwrap(), e)).collect()).collect();
+    let workers: Vec<HashMap<u64, Value>> =
+        (1..=12).map(|w| iters(&dir, w).into_iter().map(|e| (e["t"].as_u64().unwrap(), e)).collect()).collect();
     let mut partitions = BTreeSet::new();
     let mut prev_slow: Option<BTreeSet<u64>> = None;
     for e in &master {
@@ -89,9 +98,19 @@ fn gc_dc_reclusters_every_iteration_and_never_decodes_a_stale_result() {
         assert_eq!(clusters.iter().map(BTreeSet::len).collect::<Vec<_>>(), vec![3; 4], "{e}");
         assert_eq!(clusters.iter().flatten().copied().collect::<BTreeSet<_>>(), (1..=12).collect(), "{e}");
         partitions.insert(format!("{clusters:?}"));
-        let positions: Vec<(u64, u64)> = e["positions"].as_array().unwrap().iter().map(|p| (p[0].as_u64().unwrap(), p[1].as_u64().unwrap())).collect();
+        let positions: Vec<(u64, u64)> = e["positions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| (p[0].as_u64().unwrap(), p[1].as_u64().unwrap()))
+            .collect();
         for (c, members) in clusters.iter().enumerate() {
-            let pos: BTreeSet<u64> = members.iter().map(|&w| positions[w as usize - 1]).filter(|p| p.0 == c as u64 + 1).map(|p| p.1).collect();
+            let pos: BTreeSet<u64> = members
+                .iter()
+                .map(|&w| positions[w as usize - 1])
+                .filter(|p| p.0 == c as u64 + 1)
+                .map(|p| p.1)
+                .collect();
             assert_eq!(pos, (1..=3).collect(), "cluster {}: positions {positions:?}", c + 1);
         }
         // imperfect SSI: the master believes the previous iteration's true states
@@ -108,13 +127,22 @@ fn gc_dc_reclusters_every_iteration_and_never_decodes_a_stale_result() {
                 let rec = &workers[w as usize - 1][&t];
                 assert_eq!(rec["status"], "sent", "worker {w} at {t}: {rec}");
                 let a = &rec["assigned"];
-                assert_eq!((a[0].as_u64().unwrap(), a[1].as_u64().unwrap()), positions[w as usize - 1], "worker {w} at {t}");
+                assert_eq!(
+                    (a[0].as_u64().unwrap(), a[1].as_u64().unwrap()),
+                    positions[w as usize - 1],
+                    "worker {w} at {t}"
+                );
             }
         }
     }
     assert!(partitions.len() > 1, "the clusters never changed");
     // the slow workers' results for earlier iterations arrived during later ones: discarded
-    let late: Vec<Value> = std::fs::read_to_string(dir.join("rank-0.jsonl")).unwrap().lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).filter(|e| e["ev"] == "late").collect();
+    let late: Vec<Value> = std::fs::read_to_string(dir.join("rank-0.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["ev"] == "late")
+        .collect();
     assert!(late.iter().any(|e| e["msg_t"].as_u64() < e["t"].as_u64()), "no stale result seen: {late:?}");
     // `outrun report` plots the partition over time
     let out = dir.at(dir.join("report"));
@@ -132,6 +160,15 @@ fn perfect_state_information_is_refused_outside_the_simulator() {
     assert_eq!(run.code, Some(2));
     assert!(run.stderr.contains("scheme.ssi") && run.stderr.contains("simulator-only"), "{}", run.stderr);
     assert_eq!(run.stderr.trim().lines().count(), 1, "{}", run.stderr);
-    let sim = outrun(&["simulate", cfg.to_str().unwrap(), "--trials", "2", "--set", "scheme.ssi=perfect", "--set", &format!("run.out_dir={}", dir.join("sim").display())]);
+    let sim = outrun(&[
+        "simulate",
+        cfg.to_str().unwrap(),
+        "--trials",
+        "2",
+        "--set",
+        "scheme.ssi=perfect",
+        "--set",
+        &format!("run.out_dir={}", dir.join("sim").display()),
+    ]);
     assert_eq!(sim.code, Some(0), "{}", sim.stderr);
 }

@@ -35,7 +35,11 @@ a = 2e-5
 "#;
 
 fn events(dir: &std::path::Path, rank: usize) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(dir.join(format!("rank-{rank}.jsonl"))).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    std::fs::read_to_string(dir.join(format!("rank-{rank}.jsonl")))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
 }
 
 fn iters(dir: &std::path::Path, rank: usize) -> Vec<serde_json::Value> {
@@ -60,7 +64,8 @@ fn cegc_is_exact_for_every_code_kind() {
 /// Each CommFR-GC upload is ⌈(p + 1)/m⌉ values (the gradient and the loss) in one frame.
 #[test]
 fn cegc_uploads_are_a_fraction_of_a_gradient() {
-    let (run, dir, _, _) = train("cegc-bytes", BASE, &["scheme.m=2", "stragglers.model=fixed", "stragglers.workers=[3]"]);
+    let (run, dir, _, _) =
+        train("cegc-bytes", BASE, &["scheme.m=2", "stragglers.model=fixed", "stragglers.workers=[3]"]);
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     let values = (21 + 1usize).div_ceil(2);
     let head = outrun_proto::Header::new(outrun_proto::Kind::Result, 0);
@@ -77,7 +82,11 @@ fn cegc_uploads_are_a_fraction_of_a_gradient() {
     // next model overtakes its upload
     assert!(uploads >= 20 * 6, "{uploads} uploads");
     // `outrun report` shows the same bytes per iteration, beside a GC run's full-vector uploads
-    let (gc, gc_dir, _, _) = train("gc-bytes", BASE, &["scheme.kind=gc-cyclic", "scheme.m=", "stragglers.model=fixed", "stragglers.workers=[3]"]);
+    let (gc, gc_dir, _, _) = train(
+        "gc-bytes",
+        BASE,
+        &["scheme.kind=gc-cyclic", "scheme.m=", "stragglers.model=fixed", "stragglers.workers=[3]"],
+    );
     assert_eq!(gc.code, Some(0), "{}", gc.stderr);
     let out = tempdir("comm-report");
     let r = outrun(&["report", dir.to_str().unwrap(), gc_dir.to_str().unwrap(), "--out", out.to_str().unwrap()]);
@@ -86,7 +95,8 @@ fn cegc_uploads_are_a_fraction_of_a_gradient() {
     let header: Vec<&str> = md.lines().find(|l| l.starts_with("| run |")).unwrap().split('|').map(str::trim).collect();
     let col = header.iter().position(|c| *c == "uploaded KB/it").expect("an upload column");
     let cell = |scheme: &str| -> f64 {
-        let row = md.lines().find(|l| l.split('|').nth(2).map(str::trim) == Some(scheme)).unwrap_or_else(|| panic!("{md}"));
+        let row =
+            md.lines().find(|l| l.split('|').nth(2).map(str::trim) == Some(scheme)).unwrap_or_else(|| panic!("{md}"));
         row.split('|').nth(col).unwrap().trim().parse().unwrap()
     };
     assert_eq!(format!("{:.2}", cell("cegc")), format!("{:.2}", (uploads as u64 * frame) as f64 / 20.0 / 1e3), "{md}");
@@ -100,7 +110,15 @@ fn agc_and_g_agc_are_exact() {
     let mut sets = agc.to_vec();
     sets.extend(["stragglers.model=fixed", "stragglers.workers=[4, 9]", "stragglers.factor=5"]);
     assert_exact("agc", BASE, &sets);
-    let mut sets = vec!["scheme.kind=g-agc", "scheme.workers=20", "scheme.s=", "scheme.m=", "scheme.d=3", "scheme.rounds=6", "data.samples=2000"];
+    let mut sets = vec![
+        "scheme.kind=g-agc",
+        "scheme.workers=20",
+        "scheme.s=",
+        "scheme.m=",
+        "scheme.d=3",
+        "scheme.rounds=6",
+        "data.samples=2000",
+    ];
     sets.extend(["stragglers.model=bernoulli", "stragglers.p=0.15", "stragglers.factor=5"]);
     assert_exact("g-agc", BASE, &sets);
 }
@@ -109,7 +127,17 @@ fn agc_and_g_agc_are_exact() {
 /// conditioning with them; θ follows serial gradient descent within 1e-6 (notes §8.H).
 #[test]
 fn agc_at_16_workers_is_exact_to_1e_6() {
-    let sets = ["scheme.kind=agc", "scheme.workers=16", "scheme.s=", "scheme.m=", "scheme.d=3", "scheme.rounds=6", "stragglers.model=fixed", "stragglers.workers=[1, 16]", "stragglers.factor=5"];
+    let sets = [
+        "scheme.kind=agc",
+        "scheme.workers=16",
+        "scheme.s=",
+        "scheme.m=",
+        "scheme.d=3",
+        "scheme.rounds=6",
+        "stragglers.model=fixed",
+        "stragglers.workers=[1, 16]",
+        "stragglers.factor=5",
+    ];
     let (run, dir, _, all) = train("agc16", BASE, &sets);
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     let diff = max_rel_diff(&trajectory(&dir), &reference(BASE, &all));
@@ -127,9 +155,24 @@ fn agc_decodes_from_active_workers_after_r_s_rounds() {
     let (n, d, l) = (12usize, 4usize, 12usize);
     for slow in [vec![], vec![6usize], vec![2, 6], vec![2, 6, 11]] {
         let s = slow.len();
-        let mut sets: Vec<String> = ["scheme.kind=agc", "scheme.s=", "scheme.m=", "scheme.workers=12", "scheme.d=4", "scheme.rounds=12", "run.iterations=6"].iter().map(|x| x.to_string()).collect();
+        let mut sets: Vec<String> = [
+            "scheme.kind=agc",
+            "scheme.s=",
+            "scheme.m=",
+            "scheme.workers=12",
+            "scheme.d=4",
+            "scheme.rounds=12",
+            "run.iterations=6",
+        ]
+        .iter()
+        .map(|x| x.to_string())
+        .collect();
         if !slow.is_empty() {
-            sets.extend(["stragglers.model=fixed".into(), format!("stragglers.workers={slow:?}"), "stragglers.factor=30".into()]);
+            sets.extend([
+                "stragglers.model=fixed".into(),
+                format!("stragglers.workers={slow:?}"),
+                "stragglers.factor=30".into(),
+            ]);
         }
         let refs: Vec<&str> = sets.iter().map(String::as_str).collect();
         let (run, dir, _, _) = train(&format!("agc-q{s}"), BASE, &refs);
@@ -140,11 +183,22 @@ fn agc_decodes_from_active_workers_after_r_s_rounds() {
         for e in iters(&dir, 0) {
             assert_eq!(e["exact"], true, "s = {s}: {e}");
             assert!(e["rounds_used"].as_u64().unwrap() >= r_s as u64, "s = {s}: {e}");
-            let uses: Vec<(u64, u64)> = e["uses"].as_array().unwrap().iter().map(|x| (x[0].as_u64().unwrap(), x[1].as_u64().unwrap())).collect();
-            assert!(uses.iter().all(|(w, _)| !slow.contains(&(*w as usize))), "s = {s}: a straggler's rounds were used: {uses:?}");
+            let uses: Vec<(u64, u64)> = e["uses"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| (x[0].as_u64().unwrap(), x[1].as_u64().unwrap()))
+                .collect();
+            assert!(
+                uses.iter().all(|(w, _)| !slow.contains(&(*w as usize))),
+                "s = {s}: a straggler's rounds were used: {uses:?}"
+            );
             let rows: u64 = uses.iter().map(|u| u.1).sum();
             let arrived = e["arrivals"].as_array().unwrap().len() as u64;
-            assert!(rows >= least as u64 && rows <= arrived, "s = {s}: {rows} rows used, {arrived} arrived, at least {least} needed");
+            assert!(
+                rows >= least as u64 && rows <= arrived,
+                "s = {s}: {rows} rows used, {arrived} arrived, at least {least} needed"
+            );
             seen += 1;
         }
         assert_eq!(seen, 6, "s = {s}");
@@ -154,9 +208,14 @@ fn agc_decodes_from_active_workers_after_r_s_rounds() {
 #[test]
 fn a_group_beyond_tolerance_fails_naming_the_group() {
     // three dead workers in group 1 (workers 1..4) of a [4, 2] code: group 1 cannot decode
-    let (run, _, _, _) = train("cegc-dead", BASE, &["stragglers.model=fail-stop", "stragglers.workers=[1, 2, 3]", "run.deadline=2"]);
+    let (run, _, _, _) =
+        train("cegc-dead", BASE, &["stragglers.model=fail-stop", "stragglers.workers=[1, 2, 3]", "run.deadline=2"]);
     assert_eq!(run.code, Some(1), "{}", run.stderr);
     let lines: Vec<&str> = run.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
     assert_eq!(lines.len(), 1, "{}", run.stderr);
-    assert!(lines[0].contains("group 1 (children 1..4)") && lines[0].contains("missing: workers 1, 2, 3"), "{}", lines[0]);
+    assert!(
+        lines[0].contains("group 1 (children 1..4)") && lines[0].contains("missing: workers 1, 2, 3"),
+        "{}",
+        lines[0]
+    );
 }

@@ -37,7 +37,8 @@ compute = "modelled"
 a = 5e-5
 "#;
 
-const RANDOM: [&str; 4] = ["stragglers.model=bernoulli", "stragglers.p=0.25", "stragglers.factor=6", "stragglers.mode=per-iteration"];
+const RANDOM: [&str; 4] =
+    ["stragglers.model=bernoulli", "stragglers.p=0.25", "stragglers.factor=6", "stragglers.mode=per-iteration"];
 
 #[test]
 fn cr_3x2_cyclic_is_exact_under_random_stragglers() {
@@ -49,7 +50,11 @@ fn cr_3x2_cyclic_is_exact_under_random_stragglers() {
 fn cr_3x2_is_exact_with_s_stragglers_under_every_parent() {
     // worker 2 is a parent: its whole subtree straggles at the master; 5, 9, 12 straggle under
     // parents 1, 2, 3 — exactly s = 1 per parent, every iteration (AT-10's stale results too).
-    let s = assert_exact("cr32-fixed", CR, &["stragglers.model=fixed", "stragglers.workers=[2, 5, 9, 12]", "stragglers.factor=4"]);
+    let s = assert_exact(
+        "cr32-fixed",
+        CR,
+        &["stragglers.model=fixed", "stragglers.workers=[2, 5, 9, 12]", "stragglers.factor=4"],
+    );
     assert!(s["late_discarded"].as_u64().unwrap() >= 19, "the slow subtree's results must be discarded as late");
 }
 
@@ -64,7 +69,16 @@ fn cr_2x3_is_exact_with_both_codes() {
         let s = assert_exact(
             &format!("cr23-{code}"),
             CR,
-            &["scheme.n=2", "scheme.layers=3", &format!("scheme.code={code}"), "data.samples=997", RANDOM[0], RANDOM[1], RANDOM[2], RANDOM[3]],
+            &[
+                "scheme.n=2",
+                "scheme.layers=3",
+                &format!("scheme.code={code}"),
+                "data.samples=997",
+                RANDOM[0],
+                RANDOM[1],
+                RANDOM[2],
+                RANDOM[3],
+            ],
         );
         assert_eq!(s["ranks"], 15);
     }
@@ -83,7 +97,12 @@ fn dead_leaves_under_two_parents_fail_the_run_naming_the_subtrees() {
     let (run, _, _, _) = train(
         "cr-dead-leaves",
         CR,
-        &["stragglers.model=fail-stop", "stragglers.workers=[5, 6, 8, 9]", "stragglers.from_iteration=2", "run.deadline=3"],
+        &[
+            "stragglers.model=fail-stop",
+            "stragglers.workers=[5, 6, 8, 9]",
+            "stragglers.from_iteration=2",
+            "run.deadline=3",
+        ],
     );
     assert_eq!(run.code, Some(1), "{}", run.stderr);
     let line = run.stderr.trim();
@@ -96,7 +115,8 @@ fn dead_leaves_under_two_parents_fail_the_run_naming_the_subtrees() {
 
 #[test]
 fn dead_parents_beyond_tolerance_fail_within_the_deadline() {
-    let (run, _, _, _) = train("cr-dead-parents", CR, &["stragglers.model=fail-stop", "stragglers.workers=[1, 3]", "run.deadline=2"]);
+    let (run, _, _, _) =
+        train("cr-dead-parents", CR, &["stragglers.model=fail-stop", "stragglers.workers=[1, 3]", "run.deadline=2"]);
     assert_eq!(run.code, Some(1), "{}", run.stderr);
     assert!(run.stderr.contains("iteration 0: cr needs 2 of 3 results at the master but only 1 arrived within run.deadline = 2 s; missing: workers 1, 3"), "{}", run.stderr);
     assert!(run.elapsed < Duration::from_secs(2 + 15));
@@ -105,5 +125,9 @@ fn dead_parents_beyond_tolerance_fail_within_the_deadline() {
 #[test]
 fn a_dead_subtree_within_tolerance_is_still_exact() {
     // parent 2 and its whole subtree die at iteration 3: one straggler at the master, tolerated
-    assert_exact("cr-dead-subtree-ok", CR, &["stragglers.model=fail-stop", "stragglers.workers=[2, 7, 8, 9]", "stragglers.from_iteration=3"]);
+    assert_exact(
+        "cr-dead-subtree-ok",
+        CR,
+        &["stragglers.model=fail-stop", "stragglers.workers=[2, 7, 8, 9]", "stragglers.from_iteration=3"],
+    );
 }

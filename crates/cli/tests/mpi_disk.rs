@@ -27,7 +27,11 @@ fn a_full_disk_is_reported_once() {
         return;
     }
     let uid = Command::new("id").arg("-u").output().unwrap();
-    assert_eq!(String::from_utf8_lossy(&uid.stdout).trim(), "0", "the full-disk test needs root to mount a tmpfs (or set OUTRUN_SKIP_MOUNT=1 to skip it)");
+    assert_eq!(
+        String::from_utf8_lossy(&uid.stdout).trim(),
+        "0",
+        "the full-disk test needs root to mount a tmpfs (or set OUTRUN_SKIP_MOUNT=1 to skip it)"
+    );
     let _lock = mpi_lock();
     let dir = tempdir("disk");
     let small = dir.join("small");
@@ -45,7 +49,13 @@ fn a_full_disk_is_reported_once() {
     assert!(!run.stderr.contains("WARN"), "no per-rank warnings:\n{}", run.stderr);
     let warn: Vec<&&str> = lines.iter().filter(|l| l.contains("refused log lines")).collect();
     assert_eq!(warn.len(), 1, "one line for the dropped logs:\n{}", run.stderr);
-    assert!(warn[0].contains("rank-0.jsonl") && warn[0].contains("rank-1.jsonl") && warn[0].contains("No space left on device"), "{}", warn[0]);
+    assert!(
+        warn[0].contains("rank-0.jsonl")
+            && warn[0].contains("rank-1.jsonl")
+            && warn[0].contains("No space left on device"),
+        "{}",
+        warn[0]
+    );
     // the run went on to the end; its summary could not be written: one error line, exit ≠ 0
     assert_ne!(run.code, Some(0));
     assert!(lines.len() <= 2, "at most the warning and the error:\n{}", run.stderr);

@@ -145,7 +145,11 @@ fn every_covering_subset_of_silenced_workers_decodes_exactly() {
     }
     // silencing workers whose rows are needed: one clear line naming them, non-zero exit
     let lost = failing.expect("a non-covering pair");
-    let sets = vec!["stragglers.model=fail-stop".to_string(), format!("stragglers.workers={lost:?}"), "run.deadline=1.5".into()];
+    let sets = vec![
+        "stragglers.model=fail-stop".to_string(),
+        format!("stragglers.workers={lost:?}"),
+        "run.deadline=1.5".into(),
+    ];
     let (rc, err, _) = run(&dir, &text, &sets, "not-covered");
     assert_ne!(rc, Some(0));
     assert!(err.contains("any 200 of") && err.contains("missing: workers"), "{err}");
@@ -179,8 +183,12 @@ fn lt_and_the_uncoded_baselines_are_exact() {
         assert!(e < 1e-8, "{tag}: ‖ŷ − Ax‖/‖Ax‖ = {e:e}");
         assert!(iterations(&rd).iter().all(|r| r["exact"] == "true"), "{tag}");
         if tag == "budget" {
-            let plan: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(rd.join("plan.json")).unwrap()).unwrap();
-            let idle = plan["nodes"].as_array().unwrap()[1..].iter().filter(|n| n["parts"][0]["segments"].as_array().unwrap().is_empty()).count();
+            let plan: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(rd.join("plan.json")).unwrap()).unwrap();
+            let idle = plan["nodes"].as_array().unwrap()[1..]
+                .iter()
+                .filter(|n| n["parts"][0]["segments"].as_array().unwrap().is_empty())
+                .count();
             assert_eq!(idle, 1, "the budget should leave one machine without rows");
         }
         eprintln!("{tag}: relative error {e:.1e}");
@@ -243,5 +251,9 @@ compute = "modelled"
     let rows = iterations(&rd);
     let res: Vec<f64> = rows.iter().map(|r| r["normalized_error"].parse().unwrap()).collect();
     assert!(res[res.len() - 1] < 1e-8 && res[0] > res[res.len() - 1], "{res:?}");
-    eprintln!("power iteration: λ = {got} (reference {lambda}, relative {rel:.1e}); residual {:.1e} → {:.1e}", res[0], res[res.len() - 1]);
+    eprintln!(
+        "power iteration: λ = {got} (reference {lambda}, relative {rel:.1e}); residual {:.1e} → {:.1e}",
+        res[0],
+        res[res.len() - 1]
+    );
 }

@@ -145,7 +145,12 @@ fn measured_shuffle_bytes_equal_the_notes_counts() {
     let text = config("kind = \"det-er\"\nn = 60\np = 0.2\nseed = 1", false).replace("directed = false\n", "");
     for (r, coded, uncoded) in [(2, 1952, 448), (3, 915, 299), (4, 310, 132)] {
         for (kind, want) in [("coded-pagerank", coded), ("uncoded-pagerank", 8 * uncoded)] {
-            let sets = vec![format!("scheme.kind={kind}"), "scheme.servers=5".into(), format!("scheme.r={r}"), "run.iterations=3".into()];
+            let sets = vec![
+                format!("scheme.kind={kind}"),
+                "scheme.servers=5".into(),
+                format!("scheme.r={r}"),
+                "run.iterations=3".into(),
+            ];
             let tag = format!("{kind}-{r}");
             let (rc, err, rd) = run(&dir, &text, &sets, &tag);
             assert_eq!(rc, Some(0), "{tag}: {err}");
@@ -188,7 +193,11 @@ fn tolerance_stops_every_server_after_the_same_iteration() {
 #[test]
 fn bad_graph_files_fail_with_one_line_on_every_rank() {
     let dir = tempdir("pagerank-bad");
-    for (name, body, want) in [("nonnum.txt", "1 2\n2 x3\n", ":2: the second vertex id `x3`"), ("onecol.txt", "1 2\n\n7\n", ":3: one column"), ("empty.txt", "", ": no edges")] {
+    for (name, body, want) in [
+        ("nonnum.txt", "1 2\n2 x3\n", ":2: the second vertex id `x3`"),
+        ("onecol.txt", "1 2\n\n7\n", ":3: one column"),
+        ("empty.txt", "", ": no edges"),
+    ] {
         let path = dir.join(name);
         std::fs::write(&path, body).unwrap();
         let text = config(&format!("path = \"{}\"", path.display()), false);

@@ -9,7 +9,10 @@ use common::*;
 
 fn config() -> String {
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
-    std::fs::read_to_string(format!("{root}/configs/real-digits.toml")).unwrap().replace("\"data/", &format!("\"{root}/data/")).replace("iterations = 100", "iterations = 30")
+    std::fs::read_to_string(format!("{root}/configs/real-digits.toml"))
+        .unwrap()
+        .replace("\"data/", &format!("\"{root}/data/"))
+        .replace("iterations = 100", "iterations = 30")
 }
 
 /// The test's own reading of a LIBSVM file with 64 features: (rows, labels).
@@ -37,7 +40,18 @@ fn coded_reduce_and_gc_train_on_real_digits_exactly() {
     assert_eq!(x.len(), 72);
     for (tag, sets) in [
         ("digits-cr", vec!["run.trajectory=true"]),
-        ("digits-gc", vec!["run.trajectory=true", "scheme.kind=gc-cyclic", "scheme.n=", "scheme.layers=", "scheme.workers=12", "scheme.s=1", "scheme.code="]),
+        (
+            "digits-gc",
+            vec![
+                "run.trajectory=true",
+                "scheme.kind=gc-cyclic",
+                "scheme.n=",
+                "scheme.layers=",
+                "scheme.workers=12",
+                "scheme.s=1",
+                "scheme.code=",
+            ],
+        ),
     ] {
         let (run, dir, _, all_sets) = train(tag, &text, &sets);
         assert_eq!(run.code, Some(0), "{tag}: {}", run.stderr);
@@ -49,7 +63,11 @@ fn coded_reduce_and_gc_train_on_real_digits_exactly() {
         assert!(rows.iter().all(|r| r["exact"] == "true"), "{tag}");
         // the reported accuracy is the test's own count with the final θ
         let theta = want.last().unwrap();
-        let right = x.iter().zip(&y).filter(|(row, &label)| (row.iter().zip(theta).map(|(a, b)| a * b).sum::<f64>() > 0.0) == (label == 1.0)).count();
+        let right = x
+            .iter()
+            .zip(&y)
+            .filter(|(row, &label)| (row.iter().zip(theta).map(|(a, b)| a * b).sum::<f64>() > 0.0) == (label == 1.0))
+            .count();
         let reported: f64 = rows.last().unwrap()["test_accuracy"].parse().unwrap();
         assert!((reported - right as f64 / 72.0).abs() < 1e-6, "{tag}: reported {reported}, counted {right}/72");
         assert!(reported > 0.9, "{tag}: test accuracy {reported}");

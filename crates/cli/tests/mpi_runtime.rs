@@ -36,7 +36,8 @@ compute = "modelled"
 a = 2e-5
 "#;
 
-const BERNOULLI: [&str; 4] = ["stragglers.model=bernoulli", "stragglers.p=0.25", "stragglers.factor=6", "stragglers.mode=per-iteration"];
+const BERNOULLI: [&str; 4] =
+    ["stragglers.model=bernoulli", "stragglers.p=0.25", "stragglers.factor=6", "stragglers.mode=per-iteration"];
 
 #[test]
 fn umw_is_exact_under_stragglers() {
@@ -56,7 +57,13 @@ fn gc_frac_is_exact_with_fixed_stragglers() {
     let s = assert_exact(
         "gc-frac",
         BASE,
-        &["scheme.kind=gc-frac", "scheme.s=2", "stragglers.model=fixed", "stragglers.workers=[1, 4, 8]", "stragglers.factor=5"],
+        &[
+            "scheme.kind=gc-frac",
+            "scheme.s=2",
+            "stragglers.model=fixed",
+            "stragglers.workers=[1, 4, 8]",
+            "stragglers.factor=5",
+        ],
     );
     // Three slow workers but s = 2: the master needs 7 results, so it waits for one slow worker
     // (exact, only slower) and discards the other two as late, every iteration.
@@ -68,13 +75,23 @@ fn gc_cyclic_tolerates_s_dead_workers() {
     assert_exact(
         "gc-dead",
         BASE,
-        &["scheme.kind=gc-cyclic", "scheme.s=2", "stragglers.model=fail-stop", "stragglers.workers=[3, 7]", "stragglers.from_iteration=4"],
+        &[
+            "scheme.kind=gc-cyclic",
+            "scheme.s=2",
+            "stragglers.model=fail-stop",
+            "stragglers.workers=[3, 7]",
+            "stragglers.from_iteration=4",
+        ],
     );
 }
 
 #[test]
 fn ring_allreduce_and_mpi_allreduce_are_exact() {
-    assert_exact("rar", BASE, &["scheme.kind=rar", "stragglers.model=fixed", "stragglers.workers=[2]", "stragglers.factor=3"]);
+    assert_exact(
+        "rar",
+        BASE,
+        &["scheme.kind=rar", "stragglers.model=fixed", "stragglers.workers=[2]", "stragglers.factor=3"],
+    );
     assert_exact("allreduce", BASE, &["scheme.kind=allreduce"]);
 }
 
@@ -83,7 +100,8 @@ fn logistic_regression_on_a_libsvm_file_is_exact() {
     let dir = tempdir("libsvm-data");
     let path = dir.join("data.libsvm");
     // labels ±1, sparse features, written from the synthetic logistic generator
-    let rows = outrun_workloads::data::synthetic_rows(outrun_plan::config::DataKind::LogisticSynthetic, 5, 8, 1.0, 0..301);
+    let rows =
+        outrun_workloads::data::synthetic_rows(outrun_plan::config::DataKind::LogisticSynthetic, 5, 8, 1.0, 0..301);
     let mut text = String::new();
     for i in 0..rows.len() {
         text.push_str(if rows.y[i] == 1.0 { "+1" } else { "-1" });
@@ -96,16 +114,27 @@ fn logistic_regression_on_a_libsvm_file_is_exact() {
     }
     std::fs::write(&path, text).unwrap();
     let cfg = BASE
-        .replace("kind = \"linear-synthetic\"\nsamples = 997\nfeatures = 12", &format!("kind = \"libsvm\"\npath = \"{}\"", path.display()))
+        .replace(
+            "kind = \"linear-synthetic\"\nsamples = 997\nfeatures = 12",
+            &format!("kind = \"libsvm\"\npath = \"{}\"", path.display()),
+        )
         .replace("least-squares", "logistic");
-    let s = assert_exact("libsvm-gc", &cfg, &["scheme.kind=gc-frac", "scheme.s=2", "stragglers.model=fixed", "stragglers.workers=[5]"]);
+    let s = assert_exact(
+        "libsvm-gc",
+        &cfg,
+        &["scheme.kind=gc-frac", "scheme.s=2", "stragglers.model=fixed", "stragglers.workers=[5]"],
+    );
     assert_eq!(s["samples"], 301);
     assert_eq!(s["features"], 7, "the largest index in the file (feature 8 was never written)");
 }
 
 #[test]
 fn ignore_stragglers_is_inexact_and_says_so() {
-    let (run, dir, _, sets) = train("ignore", BASE, &["scheme.kind=ignore", "scheme.s=2", "stragglers.model=fixed", "stragglers.workers=[2, 6]"]);
+    let (run, dir, _, sets) = train(
+        "ignore",
+        BASE,
+        &["scheme.kind=ignore", "scheme.s=2", "stragglers.model=fixed", "stragglers.workers=[2, 6]"],
+    );
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     let diff = max_rel_diff(&trajectory(&dir), &reference(BASE, &sets));
     assert!(diff > 1e-4, "ignore should not reproduce full gradient descent (diff {diff:e})");
@@ -122,7 +151,14 @@ fn fail_stop_beyond_tolerance_fails_clearly_within_the_deadline() {
     let (run, _, _, _) = train(
         "failstop",
         BASE,
-        &["scheme.kind=gc-cyclic", "scheme.s=1", "stragglers.model=fail-stop", "stragglers.workers=[2, 3]", "stragglers.from_iteration=3", "run.deadline=3"],
+        &[
+            "scheme.kind=gc-cyclic",
+            "scheme.s=1",
+            "stragglers.model=fail-stop",
+            "stragglers.workers=[2, 3]",
+            "stragglers.from_iteration=3",
+            "run.deadline=3",
+        ],
     );
     assert_eq!(run.code, Some(1), "stderr: {}", run.stderr);
     let lines: Vec<&str> = run.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
@@ -134,9 +170,14 @@ fn fail_stop_beyond_tolerance_fails_clearly_within_the_deadline() {
 
 #[test]
 fn umw_waits_for_a_dead_worker_until_the_deadline() {
-    let (run, _, _, _) = train("umw-dead", BASE, &["stragglers.model=fail-stop", "stragglers.workers=[9]", "run.deadline=2"]);
+    let (run, _, _, _) =
+        train("umw-dead", BASE, &["stragglers.model=fail-stop", "stragglers.workers=[9]", "run.deadline=2"]);
     assert_eq!(run.code, Some(1));
-    assert!(run.stderr.contains("iteration 0: umw needs 9 of 9") && run.stderr.contains("missing: workers 9"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("iteration 0: umw needs 9 of 9") && run.stderr.contains("missing: workers 9"),
+        "{}",
+        run.stderr
+    );
 }
 
 #[test]
@@ -154,7 +195,10 @@ fn malformed_data_file_fails_on_every_rank_with_the_line() {
     let dir = tempdir("baddata");
     let path = dir.join("bad.libsvm");
     std::fs::write(&path, "1 1:0.5 2:1\n-1 1:x\n").unwrap();
-    let cfg = BASE.replace("kind = \"linear-synthetic\"\nsamples = 997\nfeatures = 12", &format!("kind = \"libsvm\"\npath = \"{}\"", path.display()));
+    let cfg = BASE.replace(
+        "kind = \"linear-synthetic\"\nsamples = 997\nfeatures = 12",
+        &format!("kind = \"libsvm\"\npath = \"{}\"", path.display()),
+    );
     let (run, _, _, _) = train("baddata", &cfg, &["scheme.workers=2"]);
     assert_eq!(run.code, Some(2));
     assert_eq!(run.stderr.trim(), format!("error: {}:2: value in `1:x` is not a number", path.display()));
@@ -170,7 +214,11 @@ fn divergence_is_reported() {
 
 #[test]
 fn run_directory_has_every_log() {
-    let (run, dir, _, _) = train("logs", BASE, &["scheme.kind=gc-cyclic", "scheme.s=1", "stragglers.model=fixed", "stragglers.workers=[4]"]);
+    let (run, dir, _, _) = train(
+        "logs",
+        BASE,
+        &["scheme.kind=gc-cyclic", "scheme.s=1", "stragglers.model=fixed", "stragglers.workers=[4]"],
+    );
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     for f in ["config.toml", "plan.json", "iterations.csv", "theta.txt", "summary.json", "trajectory.csv"] {
         assert!(dir.join(f).is_file(), "missing {f}");
@@ -187,10 +235,17 @@ fn run_directory_has_every_log() {
     }
     // the slow worker's results were late, and logged as such at the master
     let master = std::fs::read_to_string(dir.join("rank-0.jsonl")).unwrap();
-    let late: Vec<serde_json::Value> = master.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()).filter(|e| e["ev"] == "late").collect();
+    let late: Vec<serde_json::Value> = master
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|e| e["ev"] == "late")
+        .collect();
     assert!(!late.is_empty());
-    assert!(late.iter().all(|e| e["child"] == 4 && e["msg_t"].as_u64().unwrap() < e["t"].as_u64().unwrap() || e["msg_t"] == e["t"]));
-    let theta: Vec<f64> = std::fs::read_to_string(dir.join("theta.txt")).unwrap().lines().map(|l| l.parse().unwrap()).collect();
+    assert!(late
+        .iter()
+        .all(|e| e["child"] == 4 && e["msg_t"].as_u64().unwrap() < e["t"].as_u64().unwrap() || e["msg_t"] == e["t"]));
+    let theta: Vec<f64> =
+        std::fs::read_to_string(dir.join("theta.txt")).unwrap().lines().map(|l| l.parse().unwrap()).collect();
     assert_eq!(theta.len(), 12);
     assert_eq!(theta, *trajectory(&dir).last().unwrap());
 }
@@ -216,13 +271,30 @@ fn a_stalled_ring_names_its_straggler_in_one_line() {
     let (run, dir, _, _) = train(
         "ring-stall",
         BASE,
-        &["scheme.kind=rar", "stragglers.model=fixed", "stragglers.workers=[4]", "stragglers.factor=2000", "run.deadline=1"],
+        &[
+            "scheme.kind=rar",
+            "stragglers.model=fixed",
+            "stragglers.workers=[4]",
+            "stragglers.factor=2000",
+            "run.deadline=1",
+        ],
     );
     assert_ne!(run.code, Some(0));
     let lines: Vec<&str> = run.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
     assert_eq!(lines.len(), 1, "{}", run.stderr);
-    assert!(lines[0].starts_with("error: ring all-reduce: worker 4 (rank 3) sent nothing of iteration 0"), "{}", run.stderr);
+    assert!(
+        lines[0].starts_with("error: ring all-reduce: worker 4 (rank 3) sent nothing of iteration 0"),
+        "{}",
+        run.stderr
+    );
     // the other ranks' views are in their logs
-    let views = std::fs::read_dir(&*dir).unwrap().flatten().filter(|e| e.path().is_dir()).flat_map(|d| std::fs::read_dir(d.path()).unwrap().flatten()).filter(|f| f.file_name().to_string_lossy().starts_with("rank-")).filter(|f| std::fs::read_to_string(f.path()).unwrap_or_default().contains("was still in")).count();
+    let views = std::fs::read_dir(&*dir)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().is_dir())
+        .flat_map(|d| std::fs::read_dir(d.path()).unwrap().flatten())
+        .filter(|f| f.file_name().to_string_lossy().starts_with("rank-"))
+        .filter(|f| std::fs::read_to_string(f.path()).unwrap_or_default().contains("was still in"))
+        .count();
     assert!(views >= 1, "the stalled ranks' views are logged");
 }

@@ -83,11 +83,15 @@ fn granted_gc_receives_exactly_the_results_it_uses_and_eager_receives_more() {
     }
     assert_eq!(s["late_discarded"], 0);
     assert_eq!(down["late_result_bytes"], 0);
-    assert!(down["children_bytes"].as_u64().unwrap() <= down["recv_bytes"].as_u64().unwrap(), "the protocol's count within the transport's: {down}");
+    assert!(
+        down["children_bytes"].as_u64().unwrap() <= down["recv_bytes"].as_u64().unwrap(),
+        "the protocol's count within the transport's: {down}"
+    );
 
     let (eager, edown, es) = exact_run("gc-eager", &[]);
     let granted_bytes: u64 = iters.iter().map(|r| r["result_bytes"].as_u64().unwrap()).sum();
-    let eager_bytes: u64 = eager.iter().map(|r| r["result_bytes"].as_u64().unwrap()).sum::<u64>() + edown["late_result_bytes"].as_u64().unwrap();
+    let eager_bytes: u64 = eager.iter().map(|r| r["result_bytes"].as_u64().unwrap()).sum::<u64>()
+        + edown["late_result_bytes"].as_u64().unwrap();
     assert!(es["late_discarded"].as_u64().unwrap() > 0, "eager stragglers' results arrive late");
     assert!(eager_bytes > granted_bytes, "eager {eager_bytes} B of results, granted {granted_bytes} B");
     eprintln!("result bytes at the master over 15 iterations: eager {eager_bytes}, granted {granted_bytes}");
@@ -95,10 +99,16 @@ fn granted_gc_receives_exactly_the_results_it_uses_and_eager_receives_more() {
 
 #[test]
 fn granted_trees_and_adaptive_rounds_are_exact() {
-    let (iters, _, s) = exact_run("cr-granted", &["engine.upload=granted", "scheme.kind=cr", "scheme.workers=", "scheme.n=3", "scheme.layers=2", "scheme.s=1"]);
+    let (iters, _, s) = exact_run(
+        "cr-granted",
+        &["engine.upload=granted", "scheme.kind=cr", "scheme.workers=", "scheme.n=3", "scheme.layers=2", "scheme.s=1"],
+    );
     assert!(iters.iter().all(|r| r["grants"].as_u64() == Some(2)), "the master grants n − s = 2 of its 3 parents");
     assert_eq!(s["late_discarded"], 0);
-    let (iters, _, s) = exact_run("agc-granted", &["engine.upload=granted", "scheme.kind=agc", "scheme.s=", "scheme.d=3", "scheme.rounds=9"]);
+    let (iters, _, s) = exact_run(
+        "agc-granted",
+        &["engine.upload=granted", "scheme.kind=agc", "scheme.s=", "scheme.d=3", "scheme.rounds=9"],
+    );
     assert!(iters.iter().any(|r| r["grants"].as_u64().unwrap() > 9), "some workers were granted more than one round");
     assert_eq!(s["late_discarded"], 0);
 }

@@ -35,7 +35,17 @@ fn report_writes_tables_and_plots_for_a_comparison() {
     let (b, gc, _, _) = train("rep-gc", CFG, &["run.name=gc", "scheme.kind=gc-cyclic", "scheme.s=1"]);
     assert_eq!(b.code, Some(0), "{}", b.stderr);
     let out = tempdir("report-out");
-    let r = outrun(&["report", umw.to_str().unwrap(), gc.to_str().unwrap(), "--baseline", umw.to_str().unwrap(), "--target-error", "1e-2", "--out", out.to_str().unwrap()]);
+    let r = outrun(&[
+        "report",
+        umw.to_str().unwrap(),
+        gc.to_str().unwrap(),
+        "--baseline",
+        umw.to_str().unwrap(),
+        "--target-error",
+        "1e-2",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(md.contains("## Comparison 1: linear-synthetic data, d = 600, p = 10, seed 3"), "{md}");
@@ -44,7 +54,8 @@ fn report_writes_tables_and_plots_for_a_comparison() {
     assert!(rows[0].starts_with("| umw (baseline) | umw | 4 | 0 | 12 |"), "{}", rows[0]);
     assert!(rows[0].contains("| 1.00× |"), "the baseline's speedup is 1: {}", rows[0]);
     // the GC run tolerates the slow worker: faster than UMW, to the target error too
-    let speedups: Vec<f64> = rows[1].split('|').filter_map(|c| c.trim().strip_suffix('×')).map(|v| v.parse().unwrap()).collect();
+    let speedups: Vec<f64> =
+        rows[1].split('|').filter_map(|c| c.trim().strip_suffix('×')).map(|v| v.parse().unwrap()).collect();
     assert_eq!(speedups.len(), 2, "{}", rows[1]);
     assert!(speedups.iter().all(|&s| s > 1.2), "gc should beat umw with a 4x slow worker: {}", rows[1]);
     // the busiest node of a star is the master

@@ -71,7 +71,11 @@ fn tune_predicts_a_best_setting() {
     let rows: Vec<&str> = r.stdout.lines().filter(|l| l.starts_with("| ") && !l.starts_with("| scheme.s")).collect();
     assert_eq!(rows.len(), 7, "{}", r.stdout);
     assert!(rows[..6].iter().all(|r| r.contains("| yes |")), "s = 0..5 run and are exact: {}", r.stdout);
-    assert!(rows[6].contains("must be less than scheme.workers = 6"), "s = 6 is not runnable with 6 workers: {}", rows[6]);
+    assert!(
+        rows[6].contains("must be less than scheme.workers = 6"),
+        "s = 6 is not runnable with 6 workers: {}",
+        rows[6]
+    );
     assert!(r.stdout.contains("predicted best scheme.s = "), "{}", r.stdout);
     let bad = outrun(&["tune", cfg.to_str().unwrap(), "--vary", "scheme.s"]);
     assert_eq!(bad.code, Some(2));

@@ -19,7 +19,12 @@ const SWEEP: &str = "base = 'base.toml'\nrepetitions = 2\n\
 
 fn finished(dir: &std::path::Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(dir.join("runs"))
-        .map(|rd| rd.filter_map(|e| e.ok()).filter(|e| e.path().join("summary.json").is_file()).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .filter(|e| e.path().join("summary.json").is_file())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
         .unwrap_or_default();
     v.sort();
     v
@@ -57,7 +62,8 @@ fn a_sweep_resumes_after_an_interruption_without_redoing_runs() {
     assert_eq!(dry.stdout.lines().count(), 12, "{}", dry.stdout);
     assert!(dry.stderr.contains("6 variants (8 combinations of 3 axes) × 2 repetitions = 12 runs"), "{}", dry.stderr);
     // start, and stop it with TERM once 4 runs are done
-    let mut child = sweep(&file, &out).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let mut child =
+        sweep(&file, &out).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped()).spawn().unwrap();
     let t0 = Instant::now();
     while finished(&out).len() < 4 {
         assert!(t0.elapsed() < Duration::from_secs(120), "the sweep made no progress");
@@ -88,7 +94,12 @@ fn a_sweep_resumes_after_an_interruption_without_redoing_runs() {
     // resume: only the missing runs
     let again = run_with_timeout(sweep(&file, &out), Duration::from_secs(300));
     assert_eq!(again.code, Some(0), "{}", again.stderr);
-    assert!(again.stderr.contains(&format!("{} runs in", 12 - before.len())) && again.stderr.contains(&format!("{} already done", before.len())), "{}", again.stderr);
+    assert!(
+        again.stderr.contains(&format!("{} runs in", 12 - before.len()))
+            && again.stderr.contains(&format!("{} already done", before.len())),
+        "{}",
+        again.stderr
+    );
     let after = finished(&out);
     assert_eq!(after.len(), 12, "{after:?}");
     for name in &before {
@@ -100,7 +111,12 @@ fn a_sweep_resumes_after_an_interruption_without_redoing_runs() {
     assert_eq!(names.len(), 12, "{names:?}");
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(report.contains("| v00-kind-gc-cyclic_s-1_seed-1 | gc-cyclic | 1 | 1 | 2 |"), "{report}");
-    assert!(report.contains("### By `scheme.kind`") && report.contains("| umw | 4 |") && report.contains("| gc-cyclic | 8 |"), "{report}");
+    assert!(
+        report.contains("### By `scheme.kind`")
+            && report.contains("| umw | 4 |")
+            && report.contains("| gc-cyclic | 8 |"),
+        "{report}"
+    );
     assert!(again.stdout.contains("# Sweep"), "{}", again.stdout);
 }
 
@@ -109,11 +125,17 @@ fn a_sweep_resumes_after_an_interruption_without_redoing_runs() {
 #[test]
 fn shipped_sweep_files_validate_every_variant() {
     let root = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
-    let mut files: Vec<_> = std::fs::read_dir(root.join("configs/sweeps")).unwrap().filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "toml")).collect();
+    let mut files: Vec<_> = std::fs::read_dir(root.join("configs/sweeps"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
     files.sort();
     assert!(files.len() >= 6, "{files:?}");
     for f in files {
-        let out = Command::new(bin()).current_dir(root).args(["sweep", f.to_str().unwrap(), "--dry-run"]).output().unwrap();
+        let out =
+            Command::new(bin()).current_dir(root).args(["sweep", f.to_str().unwrap(), "--dry-run"]).output().unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(out.status.success(), "{}: {}", f.display(), String::from_utf8_lossy(&out.stderr));
         assert!(stdout.lines().count() >= 2, "{}: {stdout}", f.display());

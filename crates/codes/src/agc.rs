@@ -121,7 +121,8 @@ impl AgcCode {
             // A_i depends on the part only: one LU factorization (exact, no rank cutoff: A_i is
             // square and invertible with probability 1, but can be badly conditioned), L solves
             for i in 0..n {
-                let q: Vec<usize> = (0..l).flat_map(|r| (0..n).filter(move |&j| !holds(j, i)).map(move |j| r * n + j)).collect();
+                let q: Vec<usize> =
+                    (0..l).flat_map(|r| (0..n).filter(move |&j| !holds(j, i)).map(move |j| r * n + j)).collect();
                 let a = e.select(Axis(0), &q).slice(ndarray::s![.., l..cols]).to_owned();
                 let lu = a.factorize_into().expect("A_i is square");
                 for mm in 0..l {
@@ -264,8 +265,8 @@ impl AgcCode {
         let size = used.len();
         let rows: Vec<usize> = used.iter().map(|&k| arrivals[k].1 * n + arrivals[k].0).collect();
         let ehat = self.e.select(Axis(0), &rows).slice(ndarray::s![.., ..size]).to_owned(); // size × size
-        // Ê·Z = X, so the first L unknowns are rows of Ê⁻¹: coef[m] = e_mᵀ Ê⁻¹ = (Ê⁻ᵀ e_m)ᵀ:
-        // one LU factorization of Êᵀ (LAPACK getrf), L solves
+                                                                                            // Ê·Z = X, so the first L unknowns are rows of Ê⁻¹: coef[m] = e_mᵀ Ê⁻¹ = (Ê⁻ᵀ e_m)ᵀ:
+                                                                                            // one LU factorization of Êᵀ (LAPACK getrf), L solves
         let cond = condition(&ehat);
         if !cond.is_finite() || cond > 1e15 {
             return None;
@@ -301,7 +302,9 @@ mod tests {
         assert_eq!(q_star(2, 2), vec![1, 2]);
         assert_eq!(q_star(4, 12), vec![3, 4, 6, 12]);
         assert_eq!(q_star(3, 11_173_962), vec![3_724_654, 5_586_981, 11_173_962]);
-        for (l, want) in [(1, vec![12, 12, 12, 12]), (4, vec![3, 6, 6, 12]), (6, vec![4, 4, 6, 12]), (12, vec![3, 4, 6, 12])] {
+        for (l, want) in
+            [(1, vec![12, 12, 12, 12]), (4, vec![3, 6, 6, 12]), (6, vec![4, 4, 6, 12]), (12, vec![3, 4, 6, 12])]
+        {
             assert_eq!(q_agc(4, 12, l), want, "L = {l}");
         }
         assert_eq!(q_agc(3, 11_173_962, 6), vec![3_724_654, 5_586_981, 11_173_962]);
@@ -330,15 +333,13 @@ mod tests {
         let close = |a: f64, b: f64| (a - b).abs() <= 1e-12;
         // X[0,0] = 5/2 g1(0) + g0(1) + 1/2 g1(1): columns m·n + i
         let row = |r: usize, j: usize| (0..6).map(|v| c.b[(r * 3 + j, v)]).collect::<Vec<f64>>();
-        let want = [
-            [0.0, 2.5, 0.0, 1.0, 0.5, 0.0],
-            [0.0, 2.5, 0.0, 0.0, -0.5, -1.0],
-            [-5.0, 0.0, -5.0, 1.0, 0.0, -1.0],
-        ];
+        let want =
+            [[0.0, 2.5, 0.0, 1.0, 0.5, 0.0], [0.0, 2.5, 0.0, 0.0, -0.5, -1.0], [-5.0, 0.0, -5.0, 1.0, 0.0, -1.0]];
         for (j, w) in want.iter().enumerate() {
             assert!(row(0, j).iter().zip(w).all(|(a, b)| close(*a, *b)), "round 0 worker {j}: {:?}", row(0, j));
         }
-        let want1 = [[-3.0, -1.0, 0.0, -3.0, -3.0, 0.0], [0.0, -0.5, 3.0, 0.0, 0.5, 4.0], [3.0, 0.0, 6.0, -1.0, 0.0, 4.0]];
+        let want1 =
+            [[-3.0, -1.0, 0.0, -3.0, -3.0, 0.0], [0.0, -0.5, 3.0, 0.0, 0.5, 4.0], [3.0, 0.0, 6.0, -1.0, 0.0, 4.0]];
         for (j, w) in want1.iter().enumerate() {
             assert!(row(1, j).iter().zip(w).all(|(a, b)| close(*a, *b)), "round 1 worker {j}: {:?}", row(1, j));
         }
@@ -397,7 +398,8 @@ mod tests {
                 }
                 worst = worst.max(out[..w].iter().zip(&total).fold(0.0f64, |a, (x, y)| a.max((x - y).abs())) / scale);
                 // one round fewer is not enough
-                let fewer: Vec<(usize, usize)> = arrivals.iter().copied().filter(|&(_, r)| r + 1 < dec.rounds).collect();
+                let fewer: Vec<(usize, usize)> =
+                    arrivals.iter().copied().filter(|&(_, r)| r + 1 < dec.rounds).collect();
                 assert!(c.select(&fewer).is_none(), "decoded with r_s − 1 rounds");
             }
         }
@@ -407,7 +409,15 @@ mod tests {
     /// C: the property grid (random E with fixed seeds, all patterns, w divisible by L and not).
     #[test]
     fn property_grid() {
-        for (n, d, l, tol) in [(3, 2, 2, 1e-9), (4, 2, 4, 1e-9), (5, 3, 6, 1e-9), (5, 4, 12, 1e-9), (6, 3, 6, 1e-9), (7, 3, 6, 1e-9), (10, 3, 6, 1e-6)] {
+        for (n, d, l, tol) in [
+            (3, 2, 2, 1e-9),
+            (4, 2, 4, 1e-9),
+            (5, 3, 6, 1e-9),
+            (5, 4, 12, 1e-9),
+            (6, 3, 6, 1e-9),
+            (7, 3, 6, 1e-9),
+            (10, 3, 6, 1e-6),
+        ] {
             let c = AgcCode::search(n, d, l, 1, 5, 1000);
             let scale = c.b.iter().fold(0.0f64, |a, v| a.max(v.abs()));
             for j in 0..n {
@@ -415,7 +425,10 @@ mod tests {
                     if !c.holds(j, i) {
                         for r in 0..l {
                             for m in 0..l {
-                                assert!(c.b[(r * n + j, m * n + i)].abs() <= 1e-9 * scale, "structural zero ({n},{d},{l})");
+                                assert!(
+                                    c.b[(r * n + j, m * n + i)].abs() <= 1e-9 * scale,
+                                    "structural zero ({n},{d},{l})"
+                                );
                             }
                         }
                     }
@@ -464,7 +477,8 @@ mod tests {
                     for (gi, code) in codes.iter().enumerate() {
                         let n = code.n;
                         let active: Vec<usize> = (0..n).filter(|&j| dead[gi] != j + 1).collect();
-                        let arrivals: Vec<(usize, usize)> = (0..2).flat_map(|r| active.iter().map(move |&j| (j, r))).collect();
+                        let arrivals: Vec<(usize, usize)> =
+                            (0..2).flat_map(|r| active.iter().map(move |&j| (j, r))).collect();
                         rounds = rounds.max(code.select(&arrivals).expect("≤ 1 straggler per group decodes").rounds);
                     }
                     assert_eq!(rounds, if dead.iter().all(|&x| x == 0) { 1 } else { 2 }, "{dead:?}");
@@ -482,8 +496,16 @@ mod tests {
         let c = AgcCode::search(20, 3, 6, 1, 10, 1000);
         assert!(c.exhaustive);
         assert_eq!(c.patterns_checked, 211);
-        assert!(c.worst_error <= 1e-6, "worst relative error {:e} (max|M| {:e}, worst κ {:e})", c.worst_error, c.max_m, c.worst_cond);
-        eprintln!("AGC n=20 d=3 L=6: worst relative error {:.1e}, max|M| {:.1e}, worst κ(Ê) {:.1e}", c.worst_error, c.max_m, c.worst_cond);
+        assert!(
+            c.worst_error <= 1e-6,
+            "worst relative error {:e} (max|M| {:e}, worst κ {:e})",
+            c.worst_error,
+            c.max_m,
+            c.worst_cond
+        );
+        eprintln!(
+            "AGC n=20 d=3 L=6: worst relative error {:.1e}, max|M| {:.1e}, worst κ(Ê) {:.1e}",
+            c.worst_error, c.max_m, c.worst_cond
+        );
     }
 }
-

@@ -66,18 +66,24 @@ impl ClusterMatrix {
             v.sort_unstable();
             v.dedup();
             if v.len() != n || v.iter().any(|&x| x >= clusters) {
-                return Err(ClusterError::Shifts(format!("group {g}: {s:?} must be {n} distinct values below {clusters}")));
+                return Err(ClusterError::Shifts(format!(
+                    "group {g}: {s:?} must be {n} distinct values below {clusters}"
+                )));
             }
         }
         let p = clusters;
-        let rows = (0..n).flat_map(|j| (0..ell).map(move |g| (j, g))).map(|(j, g)| (0..p).map(|c| g * p + (c + p - shifts[g][j]) % p).collect()).collect();
+        let rows = (0..n)
+            .flat_map(|j| (0..ell).map(move |g| (j, g)))
+            .map(|(j, g)| (0..p).map(|c| g * p + (c + p - shifts[g][j]) % p).collect())
+            .collect();
         Ok(ClusterMatrix { workers, clusters, n, rows })
     }
 
     /// With shifts drawn uniformly without replacement from `rng` (n per group).
     pub fn random(workers: usize, clusters: usize, n: usize, rng: &mut Rng) -> Result<Self, ClusterError> {
         check(workers, clusters, n)?;
-        let shifts: Vec<Vec<usize>> = (0..workers / clusters).map(|_| rng.permutation(clusters)[..n].to_vec()).collect();
+        let shifts: Vec<Vec<usize>> =
+            (0..workers / clusters).map(|_| rng.permutation(clusters)[..n].to_vec()).collect();
         Self::from_shifts(workers, clusters, n, &shifts)
     }
 
@@ -271,7 +277,9 @@ pub fn dynamic_clustering(m: &ClusterMatrix, straggler: &[bool], rate: Option<&[
             continue;
         }
         let target = open[0];
-        let swap = elig[w].iter().find_map(|&pb| clusters[pb].iter().position(|&kb| elig[kb].contains(&target)).map(|i| (pb, i)));
+        let swap = elig[w]
+            .iter()
+            .find_map(|&pb| clusters[pb].iter().position(|&kb| elig[kb].contains(&target)).map(|i| (pb, i)));
         if let Some((pb, i)) = swap {
             let kb = clusters[pb].remove(i);
             clusters[pb].push(w);
@@ -347,7 +355,11 @@ mod tests {
     #[test]
     fn cluster_matrix_of_the_worked_example() {
         let m = example();
-        let rows: Vec<Vec<usize>> = [[1, 2, 3, 4], [6, 7, 8, 5], [9, 10, 11, 12], [4, 1, 2, 3], [7, 8, 5, 6], [10, 11, 12, 9]].iter().map(|r| zb(r)).collect();
+        let rows: Vec<Vec<usize>> =
+            [[1, 2, 3, 4], [6, 7, 8, 5], [9, 10, 11, 12], [4, 1, 2, 3], [7, 8, 5, 6], [10, 11, 12, 9]]
+                .iter()
+                .map(|r| zb(r))
+                .collect();
         assert_eq!(m.rows, rows);
         assert_eq!(m.column(0), zb(&[1, 4, 6, 7, 9, 10]));
         assert_eq!(m.column(1), zb(&[1, 2, 7, 8, 10, 11]));
@@ -386,7 +398,10 @@ mod tests {
             }
         }
         assert!(matches!(ClusterMatrix::random(10, 4, 1, &mut Rng::from_key(&[1])), Err(ClusterError::Uneven { .. })));
-        assert!(matches!(ClusterMatrix::random(12, 4, 5, &mut Rng::from_key(&[1])), Err(ClusterError::Replication { .. })));
+        assert!(matches!(
+            ClusterMatrix::random(12, 4, 5, &mut Rng::from_key(&[1])),
+            Err(ClusterError::Replication { .. })
+        ));
     }
 
     /// Test 6 (note §3.2): one straggler per cluster, no conflict.
@@ -420,7 +435,9 @@ mod tests {
     /// without Lemma 1 (about 5% of draws for (20, 5, 2)); n = 1 gives the static partition.
     #[test]
     fn greedy_invariants_and_fallback_rate() {
-        for (k, p, n, trials) in [(12, 4, 2, 3000), (20, 5, 3, 3000), (24, 6, 3, 2000), (12, 4, 1, 1000), (12, 4, 4, 1000), (20, 5, 2, 8000)] {
+        for (k, p, n, trials) in
+            [(12, 4, 2, 3000), (20, 5, 3, 3000), (24, 6, 3, 2000), (12, 4, 1, 1000), (12, 4, 4, 1000), (20, 5, 2, 8000)]
+        {
             let mut fallbacks = 0;
             for t in 0..trials as u64 {
                 let mut rng = Rng::from_key(&[7, k as u64, n as u64, t]);

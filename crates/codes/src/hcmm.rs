@@ -218,7 +218,13 @@ fn p_done(workers: &[RowLaw], units: &[usize], need: usize, loads: &[usize], t: 
         // every mass from need − u up lands at the cap
         let capped: f64 = dist[need.saturating_sub(u)..=need].iter().sum();
         for j in (0..=need).rev() {
-            let from = if j == need { capped } else if j >= u { dist[j - u] } else { 0.0 };
+            let from = if j == need {
+                capped
+            } else if j >= u {
+                dist[j - u]
+            } else {
+                0.0
+            };
             dist[j] = (1.0 - f) * dist[j] + f * from;
         }
     }
@@ -240,8 +246,10 @@ fn simpson(f: &mut dyn FnMut(f64) -> f64, a: f64, b: f64, eps: f64) -> f64 {
     fn rec(f: &mut dyn FnMut(f64) -> f64, p: Piece, eps: f64, depth: u32) -> f64 {
         let m = 0.5 * (p.a + p.b);
         let (flm, frm) = (f(0.5 * (p.a + m)), f(0.5 * (m + p.b)));
-        let left = Piece { a: p.a, b: m, fa: p.fa, fm: flm, fb: p.fm, whole: (m - p.a) / 6.0 * (p.fa + 4.0 * flm + p.fm) };
-        let right = Piece { a: m, b: p.b, fa: p.fm, fm: frm, fb: p.fb, whole: (p.b - m) / 6.0 * (p.fm + 4.0 * frm + p.fb) };
+        let left =
+            Piece { a: p.a, b: m, fa: p.fa, fm: flm, fb: p.fm, whole: (m - p.a) / 6.0 * (p.fa + 4.0 * flm + p.fm) };
+        let right =
+            Piece { a: m, b: p.b, fa: p.fm, fm: frm, fb: p.fb, whole: (p.b - m) / 6.0 * (p.fm + 4.0 * frm + p.fb) };
         let both = left.whole + right.whole;
         if depth == 0 || (both - p.whole).abs() <= 15.0 * eps {
             return both + (both - p.whole) / 15.0;
@@ -362,13 +370,25 @@ mod tests {
     /// Acceptance tests 1 and 2: λ for the exponential and Weibull laws.
     #[test]
     fn lambdas_of_the_note() {
-        for (a, mu, want) in [(1.0, 1.0, 2.1461932206), (4.0, 0.5, 7.0104829916), (12.0, 0.25, 18.9961255441), (4.0, 2.0, 5.2184198488)] {
+        for (a, mu, want) in
+            [(1.0, 1.0, 2.1461932206), (4.0, 0.5, 7.0104829916), (12.0, 0.25, 18.9961255441), (4.0, 2.0, 5.2184198488)]
+        {
             assert!((lambda(&RowLaw::exp(a, mu)) - want).abs() < 1e-9, "({a}, {mu})");
         }
         assert!(close(x_of_xi(166.0606), 172.20932, 1e-7));
         assert!(x_of_xi(1000.0).is_finite() && x_of_xi(1e6).is_finite());
-        for (a, mu, al, want) in [(1.0, 1.0, 1.2, 2.29171852), (4.0, 0.5, 0.8, 6.66353750), (1.0, 0.5, 0.9, 2.49020456), (4.0, 2.0, 1.2, 5.16218520), (12.0, 0.25, 1.5, 19.07577159)] {
-            assert!((lambda(&RowLaw::weibull(a, mu, al)) - want).abs() < 1e-7, "({a}, {mu}, {al}): {}", lambda(&RowLaw::weibull(a, mu, al)));
+        for (a, mu, al, want) in [
+            (1.0, 1.0, 1.2, 2.29171852),
+            (4.0, 0.5, 0.8, 6.66353750),
+            (1.0, 0.5, 0.9, 2.49020456),
+            (4.0, 2.0, 1.2, 5.16218520),
+            (12.0, 0.25, 1.5, 19.07577159),
+        ] {
+            assert!(
+                (lambda(&RowLaw::weibull(a, mu, al)) - want).abs() < 1e-7,
+                "({a}, {mu}, {al}): {}",
+                lambda(&RowLaw::weibull(a, mu, al))
+            );
         }
         // α = 1 through the Weibull path equals the exponential closed form
         let w = RowLaw::weibull(2.0, 1.0, 1.0 + 1e-12);
@@ -432,12 +452,32 @@ mod tests {
     /// one percentage point of the note, redundancies exact, E[T_HCMM] ∈ [τ*, 1.03 τ*].
     #[test]
     fn n100_studies() {
-        let rep = |v: &[(RowLaw, usize)]| -> Vec<RowLaw> { v.iter().flat_map(|&(w, k)| std::iter::repeat_n(w, k)).collect() };
+        let rep =
+            |v: &[(RowLaw, usize)]| -> Vec<RowLaw> { v.iter().flat_map(|&(w, k)| std::iter::repeat_n(w, k)).collect() };
         let cases = [
             ("exp S1", rep(&[(RowLaw::exp(1.0, 1.0), 50), (RowLaw::exp(4.0, 0.5), 50)]), [64.0, 44.9, 25.0], 1.425),
-            ("exp S2", rep(&[(RowLaw::exp(1.0, 0.5), 25), (RowLaw::exp(4.0, 2.0), 25), (RowLaw::exp(12.0, 0.25), 50)]), [71.5, 50.0, 25.7], 1.4075),
-            ("wei S1", rep(&[(RowLaw::weibull(1.0, 1.0, 1.2), 50), (RowLaw::weibull(4.0, 0.5, 0.8), 50)]), [73.1, 46.5, 24.1], 1.365),
-            ("wei S2", rep(&[(RowLaw::weibull(1.0, 0.5, 0.9), 25), (RowLaw::weibull(4.0, 2.0, 1.2), 25), (RowLaw::weibull(12.0, 0.25, 1.5), 50)]), [63.5, 56.2, 27.2], 1.4275),
+            (
+                "exp S2",
+                rep(&[(RowLaw::exp(1.0, 0.5), 25), (RowLaw::exp(4.0, 2.0), 25), (RowLaw::exp(12.0, 0.25), 50)]),
+                [71.5, 50.0, 25.7],
+                1.4075,
+            ),
+            (
+                "wei S1",
+                rep(&[(RowLaw::weibull(1.0, 1.0, 1.2), 50), (RowLaw::weibull(4.0, 0.5, 0.8), 50)]),
+                [73.1, 46.5, 24.1],
+                1.365,
+            ),
+            (
+                "wei S2",
+                rep(&[
+                    (RowLaw::weibull(1.0, 0.5, 0.9), 25),
+                    (RowLaw::weibull(4.0, 2.0, 1.2), 25),
+                    (RowLaw::weibull(12.0, 0.25, 1.5), 50),
+                ]),
+                [63.5, 56.2, 27.2],
+                1.4275,
+            ),
         ];
         let r = 10_000;
         for (name, w, want, red) in cases {
@@ -458,14 +498,17 @@ mod tests {
         }
         let s1 = hcmm(&rep(&[(RowLaw::exp(1.0, 1.0), 50), (RowLaw::exp(4.0, 0.5), 50)]), r);
         assert!(close(s1.tau, 466.3893, 1e-6) && s1.loads.iter().sum::<usize>() == 14250);
-        let s2 = hcmm(&rep(&[(RowLaw::exp(1.0, 0.5), 25), (RowLaw::exp(4.0, 2.0), 25), (RowLaw::exp(12.0, 0.25), 50)]), r);
+        let s2 =
+            hcmm(&rep(&[(RowLaw::exp(1.0, 0.5), 25), (RowLaw::exp(4.0, 2.0), 25), (RowLaw::exp(12.0, 0.25), 50)]), r);
         assert_eq!((s2.loads[0], s2.loads[25], s2.loads[50], s2.loads.iter().sum::<usize>()), (311, 162, 45, 14075));
     }
 
     /// Acceptance test 6: the budget heuristic's two scenarios (γ = 2, κ = 1, r = 100).
     #[test]
     fn budget_scenarios() {
-        let t = |v: &[(f64, f64)]| v.iter().map(|&(a, mu)| MachineType { law: RowLaw::exp(a, mu), available: 10 }).collect::<Vec<_>>();
+        let t = |v: &[(f64, f64)]| {
+            v.iter().map(|&(a, mu)| MachineType { law: RowLaw::exp(a, mu), available: 10 }).collect::<Vec<_>>()
+        };
         let s1 = t(&[(0.5, 2.0), (0.25, 4.0)]);
         assert!(close(budget_cost(&s1, &[10, 0], 100, 1.0, 2.0).0, 629.24, 1e-4));
         assert!(close(budget_cost(&s1, &[0, 10], 100, 1.0, 2.0).0, 1258.48, 1e-4));
@@ -476,7 +519,11 @@ mod tests {
         assert!(close(budget_cost(&s2, &[10, 0, 0], 100, 1.0, 2.0).0, 314.62, 1e-4));
         assert!(close(budget_cost(&s2, &[0, 0, 10], 100, 1.0, 2.0).0, 2516.95, 1e-4));
         let c = budget_heuristic(&s2, 100, 1.0, 2.0, 475.0).unwrap();
-        assert_eq!((c.counts.clone(), c.evaluations), (vec![10, 5, 0], 16), "the thesis's (10,6,0) exceeds its own budget");
+        assert_eq!(
+            (c.counts.clone(), c.evaluations),
+            (vec![10, 5, 0], 16),
+            "the thesis's (10,6,0) exceeds its own budget"
+        );
         assert!(close(c.cost, 471.93, 1e-4) && close(c.time, 15.731, 1e-4));
         assert!(close(budget_cost(&s2, &[10, 6, 0], 100, 1.0, 2.0).0, 486.23, 1e-4));
         assert!(budget_heuristic(&s2, 100, 1.0, 2.0, 300.0).is_none());

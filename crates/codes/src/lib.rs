@@ -33,11 +33,19 @@ pub use agc::{groups as agc_groups, q_agc, q_star, rounds_needed, AgcCode, AgcDe
 pub use cluster::{dynamic_clustering, ClusterError, ClusterMatrix, Clustering, Partition};
 pub use code::{CodeError, CodeKind, GradientCode, Screening};
 pub use combin::{binomial, combinations, Combinations, SurvivorSet};
-pub use hcmm::{budget_cost, budget_heuristic, expected_time, hcmm, lambda, load_balanced, monte_carlo, proportional, rate, uniform_coded, uniform_uncoded, x_of_xi, Allocation, BudgetChoice, MachineType, Rounding, RowLaw};
 pub use decode::{decode, Decoder, Decoding, EXACT_RESIDUAL};
-pub use linear::{condition, rank, GroupDecoding, LinearCode, LinearError, LinearProfile, LinearKind, PeelStep};
+pub use hcmm::{
+    budget_cost, budget_heuristic, expected_time, hcmm, lambda, load_balanced, monte_carlo, proportional, rate,
+    uniform_coded, uniform_uncoded, x_of_xi, Allocation, BudgetChoice, MachineType, Rounding, RowLaw,
+};
+pub use linalg::{
+    col_nnz, lstsq, norm2, pinv, row_nnz, rows_transposed, single_threaded_blas, LeastSquares, Matrix, RANK_TOL,
+};
+pub use linear::{condition, rank, GroupDecoding, LinearCode, LinearError, LinearKind, LinearProfile, PeelStep};
 pub use lt::{robust_soliton, LtCode};
-pub use linalg::{col_nnz, lstsq, norm2, pinv, row_nnz, rows_transposed, single_threaded_blas, LeastSquares, Matrix, RANK_TOL};
 pub use rng::{domain, splitmix64, Rng};
-pub use shuffle::{dangling_mass, det_er, loads, pagerank_update, segment_len, Allocation as ShuffleAllocation, Dangling, Graph, Loads, ReducePolicy, ShuffleError, ShuffleNode, Turn, MAX_SUBSETS};
 pub use rowcode::{CodedRow, RowCode, RowCodeKind, RowDecodeError, RowDecoder, MAX_DECODE_COND, MAX_PEEL_GROWTH_EPS};
+pub use shuffle::{
+    dangling_mass, det_er, loads, pagerank_update, segment_len, Allocation as ShuffleAllocation, Dangling, Graph,
+    Loads, ReducePolicy, ShuffleError, ShuffleNode, Turn, MAX_SUBSETS,
+};

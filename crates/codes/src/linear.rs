@@ -160,7 +160,14 @@ impl LinearCode {
 
     /// The [N, 1, N] repetition code: every worker sends the group's whole gradient.
     pub fn repetition(len: usize) -> Self {
-        LinearCode { kind: LinearKind::Repetition, len, dim: 1, g: Array2::ones((1, len)), checks: vec![], systematic: vec![0] }
+        LinearCode {
+            kind: LinearKind::Repetition,
+            len,
+            dim: 1,
+            g: Array2::ones((1, len)),
+            checks: vec![],
+            systematic: vec![0],
+        }
     }
 
     /// A code given by its generator (K × N).
@@ -212,11 +219,14 @@ impl LinearCode {
                     neigh[v].push(c);
                 }
             }
-            let mut sorted: Vec<Vec<usize>> = neigh.iter().map(|n| {
-                let mut n = n.clone();
-                n.sort_unstable();
-                n
-            }).collect();
+            let mut sorted: Vec<Vec<usize>> = neigh
+                .iter()
+                .map(|n| {
+                    let mut n = n.clone();
+                    n.sort_unstable();
+                    n
+                })
+                .collect();
             sorted.sort();
             if sorted.windows(2).any(|w| w[0] == w[1]) {
                 continue;
@@ -256,11 +266,13 @@ impl LinearCode {
             crate::combin::combinations(self.len, keep).collect()
         } else {
             let mut rng = Rng::from_key(&[seed, domain::SCREEN, 0x11e, self.len as u64, keep as u64]);
-            (0..max_sets).map(|_| {
-                let mut t = rng.choose(self.len, keep);
-                t.sort_unstable();
-                t
-            }).collect()
+            (0..max_sets)
+                .map(|_| {
+                    let mut t = rng.choose(self.len, keep);
+                    t.sort_unstable();
+                    t
+                })
+                .collect()
         };
         let (mut decodable, mut worst_cond) = (0, 0.0f64);
         for t in &sets {
@@ -287,7 +299,10 @@ impl LinearCode {
         let k = self.dim;
         // systematic fast path: the K systematic positions arrived → concatenation, no solve
         if !self.systematic.is_empty() && self.systematic.iter().all(|s| t.contains(s)) {
-            let coef = t.iter().map(|&p| (0..k).map(|c| if self.systematic.get(c) == Some(&p) { 1.0 } else { 0.0 }).collect()).collect();
+            let coef = t
+                .iter()
+                .map(|&p| (0..k).map(|c| if self.systematic.get(c) == Some(&p) { 1.0 } else { 0.0 }).collect())
+                .collect();
             return Some(GroupDecoding::Solve { coef, cond: 1.0, residual: 0.0 });
         }
         // R = g_mat·G_T (r × |T|), so g_mat = R·G_T⁺: chunk c = Σ_j (G_T⁺)[j, c]·R_j (one SVD)
@@ -315,7 +330,8 @@ impl LinearCode {
         for &k in known {
             have[k] = true;
         }
-        let mut erased_in: Vec<usize> = self.checks.iter().map(|c| c.iter().filter(|(v, _)| !have[*v]).count()).collect();
+        let mut erased_in: Vec<usize> =
+            self.checks.iter().map(|c| c.iter().filter(|(v, _)| !have[*v]).count()).collect();
         let mut by_pos: Vec<Vec<usize>> = vec![vec![]; self.len];
         for (ci, c) in self.checks.iter().enumerate() {
             for &(v, _) in c {
@@ -392,7 +408,8 @@ fn systematic_generator(h: &Matrix) -> Option<(Matrix, Vec<usize>)> {
         if row == m {
             break;
         }
-        let (best, val) = (row..m).map(|r| (r, a[(r, col)].abs())).fold((row, 0.0), |acc, x| if x.1 > acc.1 { x } else { acc });
+        let (best, val) =
+            (row..m).map(|r| (r, a[(r, col)].abs())).fold((row, 0.0), |acc, x| if x.1 > acc.1 { x } else { acc });
         if val < 1e-9 {
             continue;
         }
@@ -496,7 +513,10 @@ mod tests {
                 let d1 = decode(&code, 4, &a, &a.iter().map(|&j| sends1[j].clone()).collect::<Vec<_>>()).unwrap();
                 let d2 = decode(&code, 4, &b, &b.iter().map(|&j| sends2[j].clone()).collect::<Vec<_>>()).unwrap();
                 let total: Vec<f64> = d1.iter().zip(&d2).map(|(x, y)| x + y).collect();
-                assert!(total.iter().zip([8.0, 6.0, 12.0, 18.0]).all(|(x, y)| (x - y).abs() <= 1e-12), "{a:?} {b:?}: {total:?}");
+                assert!(
+                    total.iter().zip([8.0, 6.0, 12.0, 18.0]).all(|(x, y)| (x - y).abs() <= 1e-12),
+                    "{a:?} {b:?}: {total:?}"
+                );
                 patterns += 1;
             }
         }
@@ -533,7 +553,9 @@ mod tests {
         // vector B: n = k = 6, s = 1, m = 2, G = [[1,0,1],[0,1,1]], d = 5, g_u(x) = 10u + x
         let code = LinearCode::explicit(array![[1.0, 0.0, 1.0], [0.0, 1.0, 1.0]]);
         let gu = |u: usize| (1..=5).map(|x| (10 * u + x) as f64).collect::<Vec<f64>>();
-        let gi = |i: usize| (3 * i + 1..=3 * i + 3).map(gu).fold(vec![0.0; 5], |a, b| a.iter().zip(&b).map(|(x, y)| x + y).collect());
+        let gi = |i: usize| {
+            (3 * i + 1..=3 * i + 3).map(gu).fold(vec![0.0; 5], |a, b| a.iter().zip(&b).map(|(x, y)| x + y).collect())
+        };
         for t in combinations(3, 2) {
             let mut total = vec![0.0; 5];
             for i in 0..2 {
@@ -542,7 +564,10 @@ mod tests {
                 let d = decode(&code, 5, &t, &recv).unwrap();
                 total.iter_mut().zip(&d).for_each(|(a, b)| *a += b);
             }
-            assert!(total.iter().zip([216.0, 222.0, 228.0, 234.0, 240.0]).all(|(x, y)| (x - y).abs() <= 1e-12), "{t:?}: {total:?}");
+            assert!(
+                total.iter().zip([216.0, 222.0, 228.0, 234.0, 240.0]).all(|(x, y)| (x - y).abs() <= 1e-12),
+                "{t:?}: {total:?}"
+            );
         }
         let sys = LinearCode::systematic(5, 3).unwrap();
         let g: Vec<f64> = (0..10).map(|i| i as f64 * 0.37 - 1.0).collect();
@@ -644,7 +669,8 @@ mod tests {
     fn ldpc_small_groups_are_found_for_every_seed() {
         for len in [10, 12, 16] {
             for seed in 0..20 {
-                let code = LinearCode::ldpc(len, len / 2, seed, 1).unwrap_or_else(|e| panic!("N = {len}, seed {seed}: {e}"));
+                let code =
+                    LinearCode::ldpc(len, len / 2, seed, 1).unwrap_or_else(|e| panic!("N = {len}, seed {seed}: {e}"));
                 assert_eq!(code.systematic.len(), len / 2);
             }
         }
@@ -666,6 +692,11 @@ mod tests {
         let ours = code.profile(6, 100, 1);
         let theirs = hilbert.profile(6, 100, 1);
         assert_eq!(ours.decodable, ours.sets);
-        assert!(ours.worst_cond < 1e3 && theirs.worst_cond > 1e5, "interlaced {:.1e}, Hilbert {:.1e}", ours.worst_cond, theirs.worst_cond);
+        assert!(
+            ours.worst_cond < 1e3 && theirs.worst_cond > 1e5,
+            "interlaced {:.1e}, Hilbert {:.1e}",
+            ours.worst_cond,
+            theirs.worst_cond
+        );
     }
 }

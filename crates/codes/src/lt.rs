@@ -97,8 +97,11 @@ impl LtCode {
         let mut bound: Vec<f64> = vec![f64::NAN; self.k];
         let mut known = vec![false; self.k];
         // a row's bound once all but one neighbour are known (positive floats order as their bits)
-        let ready = |p: usize, known: &[bool], bound: &[f64]| -> u64 { (1.0 + self.rows[received[p]].iter().filter(|&&t| known[t]).map(|&t| bound[t]).sum::<f64>()).to_bits() };
-        let mut heap: BinaryHeap<Reverse<(u64, usize)>> = (0..received.len()).filter(|&p| unknown[p] == 1).map(|p| Reverse((ready(p, &known, &bound), p))).collect();
+        let ready = |p: usize, known: &[bool], bound: &[f64]| -> u64 {
+            (1.0 + self.rows[received[p]].iter().filter(|&&t| known[t]).map(|&t| bound[t]).sum::<f64>()).to_bits()
+        };
+        let mut heap: BinaryHeap<Reverse<(u64, usize)>> =
+            (0..received.len()).filter(|&p| unknown[p] == 1).map(|p| Reverse((ready(p, &known, &bound), p))).collect();
         let mut order = Vec::with_capacity(self.k);
         let mut worst = 1.0f64;
         while let Some(Reverse((b, p))) = heap.pop() {
@@ -168,13 +171,16 @@ mod tests {
     #[test]
     fn peeling_recovers_from_113_percent() {
         let (k, n) = (10_000, 11_300);
-        let ok = (0..100u64).filter(|&seed| LtCode::new(k, n, 0.03, 0.1, seed).peel_order(&(0..n).collect::<Vec<_>>()).is_some()).count();
+        let ok = (0..100u64)
+            .filter(|&seed| LtCode::new(k, n, 0.03, 0.1, seed).peel_order(&(0..n).collect::<Vec<_>>()).is_some())
+            .count();
         assert!(ok >= 95, "{ok}/100 trials peeled");
         // values: y = A x for a small code, from a shuffled subset
         let (k, n, m) = (300, 420, 3);
         let code = LtCode::new(k, n, 0.03, 0.1, 7);
         let src: Vec<Vec<f64>> = (0..k).map(|i| (0..m).map(|c| (i * 7 + c) as f64 * 0.37 - 1.0).collect()).collect();
-        let coded: Vec<Vec<f64>> = code.rows.iter().map(|nb| (0..m).map(|c| nb.iter().map(|&s| src[s][c]).sum()).collect()).collect();
+        let coded: Vec<Vec<f64>> =
+            code.rows.iter().map(|nb| (0..m).map(|c| nb.iter().map(|&s| src[s][c]).sum()).collect()).collect();
         let mut rng = Rng::from_key(&[11]);
         let received: Vec<usize> = rng.permutation(n);
         let values: Vec<&[f64]> = received.iter().map(|&j| coded[j].as_slice()).collect();

@@ -132,7 +132,9 @@ impl RowCode {
         for (o, j) in out.chunks_mut(m.max(1)).zip(rows) {
             match self.row(j) {
                 CodedRow::Unit(k) => o.copy_from_slice(&a[k * m..(k + 1) * m]),
-                CodedRow::Sum(ks) => ks.iter().for_each(|&k| o.iter_mut().zip(&a[k * m..(k + 1) * m]).for_each(|(x, y)| *x += y)),
+                CodedRow::Sum(ks) => {
+                    ks.iter().for_each(|&k| o.iter_mut().zip(&a[k * m..(k + 1) * m]).for_each(|(x, y)| *x += y))
+                }
                 CodedRow::Dense(g) => {
                     // o = gᵀ·A through BLAS
                     let av = ndarray::ArrayView2::from_shape((self.r, m), a).expect("shape checked");
@@ -179,7 +181,14 @@ impl RowCode {
                 return Err(RowDecodeError::Singular(growth));
             }
             let rows = order.iter().map(|&(p, _)| lt.rows[received[p]].clone()).collect();
-            return Ok(RowDecoder { r: self.r, direct: vec![], solve: None, peel: order, peel_rows: rows, cond: growth });
+            return Ok(RowDecoder {
+                r: self.r,
+                direct: vec![],
+                solve: None,
+                peel: order,
+                peel_rows: rows,
+                cond: growth,
+            });
         }
         // systematic (unit) rows give entries directly; the rest are solved from parity rows
         let mut known = vec![false; self.r];
@@ -187,7 +196,8 @@ impl RowCode {
         let mut parity = vec![];
         for (p, &j) in received.iter().enumerate() {
             // identity and systematic rows below r are units (no coefficients generated)
-            let unit = matches!(self.kind, RowCodeKind::Identity) || (self.kind == RowCodeKind::Systematic && j < self.r);
+            let unit =
+                matches!(self.kind, RowCodeKind::Identity) || (self.kind == RowCodeKind::Systematic && j < self.r);
             match unit {
                 true if !known[j] => {
                     known[j] = true;
@@ -237,7 +247,14 @@ impl RowCode {
                     let rcond = lu.rcond().unwrap_or(0.0);
                     let cond = if rcond > 0.0 { 1.0 / rcond } else { f64::INFINITY };
                     if cond <= MAX_DECODE_COND {
-                        return Ok(RowDecoder { r: self.r, direct, solve: Some(Solve1 { eqs, unknown, k_part, lu }), peel: vec![], peel_rows: vec![], cond });
+                        return Ok(RowDecoder {
+                            r: self.r,
+                            direct,
+                            solve: Some(Solve1 { eqs, unknown, k_part, lu }),
+                            peel: vec![],
+                            peel_rows: vec![],
+                            cond,
+                        });
                     }
                     cond
                 }
@@ -373,7 +390,8 @@ mod tests {
     #[test]
     fn every_code_decodes_y_from_a_sufficient_set() {
         let mut rng = Rng::from_key(&[9]);
-        let pick = |rng: &mut Rng, n: usize, k: usize| -> Vec<usize> { rng.permutation(n).into_iter().take(k).collect() };
+        let pick =
+            |rng: &mut Rng, n: usize, k: usize| -> Vec<usize> { rng.permutation(n).into_iter().take(k).collect() };
         check(RowCodeKind::Identity, 50, 50, &pick(&mut rng, 50, 50));
         check(RowCodeKind::Gaussian, 60, 90, &pick(&mut rng, 90, 60));
         check(RowCodeKind::Systematic, 60, 90, &pick(&mut rng, 90, 60));

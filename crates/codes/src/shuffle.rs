@@ -307,7 +307,9 @@ impl Allocation {
     pub fn reduced(&self, k: usize) -> Vec<u32> {
         match self.reduce {
             ReducePolicy::Modulo => (k..self.n).step_by(self.servers).map(|i| i as u32).collect(),
-            ReducePolicy::Contiguous => (k * self.n / self.servers..(k + 1) * self.n / self.servers).map(|i| i as u32).collect(),
+            ReducePolicy::Contiguous => {
+                (k * self.n / self.servers..(k + 1) * self.n / self.servers).map(|i| i as u32).collect()
+            }
         }
     }
 
@@ -384,7 +386,9 @@ impl Loads {
 pub fn loads(g: &Graph, a: &Allocation) -> Loads {
     let z = a.row_sizes(g);
     let r = a.r();
-    let uncoded = (0..a.servers()).map(|k| (0..a.batches()).filter(|&b| !a.subset(b).contains(&k)).map(|b| z[k][b]).sum::<usize>()).sum();
+    let uncoded = (0..a.servers())
+        .map(|k| (0..a.batches()).filter(|&b| !a.subset(b).contains(&k)).map(|b| z[k][b]).sum::<usize>())
+        .sum();
     let (mut segments, mut chunks, mut coded_bytes) = (0, 0, 0);
     if r < a.servers() {
         for s_set in a.groups() {
@@ -405,7 +409,16 @@ pub fn loads(g: &Graph, a: &Allocation) -> Loads {
             }
         }
     }
-    Loads { n: a.vertices(), r, values: g.values(), uncoded, segments, chunks, coded_bytes, redistribution: a.redistribution() }
+    Loads {
+        n: a.vertices(),
+        r,
+        values: g.values(),
+        uncoded,
+        segments,
+        chunks,
+        coded_bytes,
+        redistribution: a.redistribution(),
+    }
 }
 
 /// What happens to dangling vertices (no out-edge): their rank mass is lost (`Leak`, the
@@ -566,14 +579,31 @@ impl ShuffleNode {
                 if k == me {
                     own = Some(Row { owner: k, carriers, entries: pairs.iter().map(|&(i, j)| slot(i, j)).collect() });
                 } else {
-                    rows.push(Row { owner: k, carriers, entries: pairs.iter().map(|&(i, j)| edge_index(g, j as usize, i)).collect() });
+                    rows.push(Row {
+                        owner: k,
+                        carriers,
+                        entries: pairs.iter().map(|&(i, j)| edge_index(g, j as usize, i)).collect(),
+                    });
                 }
             }
             groups.push(GroupTables { id, members, rows, own: own.expect("me is a member") });
         }
         let own_bytes = groups.iter().map(|gt| vec![0u8; 8 * gt.own.entries.len()]).collect();
         let slots = vec![0.0; *slot_off.last().unwrap()];
-        ShuffleNode { me, r, n: g.vertices(), coded, mapped, reduced, slot_off, local, groups, values: vec![0.0; g.values()], slots, own_bytes }
+        ShuffleNode {
+            me,
+            r,
+            n: g.vertices(),
+            coded,
+            mapped,
+            reduced,
+            slot_off,
+            local,
+            groups,
+            values: vec![0.0; g.values()],
+            slots,
+            own_bytes,
+        }
     }
 
     /// This server.
@@ -603,7 +633,11 @@ impl ShuffleNode {
 
     /// The transfer's turns at this server, in the order every server walks them.
     pub fn turns(&self) -> Vec<Turn> {
-        self.groups.iter().enumerate().flat_map(|(x, gt)| gt.members.iter().map(move |&s| Turn { group: x, sender: s })).collect()
+        self.groups
+            .iter()
+            .enumerate()
+            .flat_map(|(x, gt)| gt.members.iter().map(move |&s| Turn { group: x, sender: s }))
+            .collect()
     }
 
     /// Map: the value Π(j)/deg⁺(j) of every out-edge of every Mapped vertex j (`pi` has every
@@ -652,7 +686,12 @@ impl ShuffleNode {
     pub fn encode(&self, group: usize) -> Vec<(Option<usize>, Vec<u8>)> {
         let gt = &self.groups[group];
         if self.coded {
-            let len = gt.rows.iter().map(|row| segment_len(row.entries.len(), self.r, row.segment_of(self.me))).max().unwrap_or(0);
+            let len = gt
+                .rows
+                .iter()
+                .map(|row| segment_len(row.entries.len(), self.r, row.segment_of(self.me)))
+                .max()
+                .unwrap_or(0);
             let mut out = vec![0u8; len];
             for row in &gt.rows {
                 self.xor_segment(&row.entries, row.segment_of(self.me), &mut out);
@@ -679,7 +718,11 @@ impl ShuffleNode {
         if !self.coded {
             return own;
         }
-        gt.rows.iter().filter(|row| row.owner != sender).map(|row| segment_len(row.entries.len(), self.r, row.segment_of(sender))).fold(own, usize::max)
+        gt.rows
+            .iter()
+            .filter(|row| row.owner != sender)
+            .map(|row| segment_len(row.entries.len(), self.r, row.segment_of(sender)))
+            .fold(own, usize::max)
     }
 
     /// Decode the message `sender` sent in this server's `group`-th group: XOR out the segments

@@ -10,8 +10,8 @@ use mpi::collective::SystemOperation;
 use mpi::traits::*;
 use outrun_codes::combinations;
 use outrun_plan::config::ComputeMode;
-use outrun_plan::{Law, StragglerModel};
 use outrun_plan::roles::Vector;
+use outrun_plan::{Law, StragglerModel};
 use outrun_proto::{Applied, Frame, Input, Job, JobError, RingNode};
 use outrun_runlog::Lines;
 
@@ -67,7 +67,21 @@ fn ring_reps(comm: Comm, job: Repeat, reps: usize, poll_us: u64) -> (Comm, Repea
     let (rank, size, len) = (comm.rank, comm.size, job.input.len());
     let none = StragglerModel { seed: 0, law: Law::None, compute: ComputeMode::Real, base_a: 0.0 };
     let mut progress = NoProgress;
-    let mut d = Driver::new(comm, Clock::start(), Lines::none(), job, none.injector(), rank, Some(rank + 1), 0, false, poll_us, reps as u64, None, &mut progress);
+    let mut d = Driver::new(
+        comm,
+        Clock::start(),
+        Lines::none(),
+        job,
+        none.injector(),
+        rank,
+        Some(rank + 1),
+        0,
+        false,
+        poll_us,
+        reps as u64,
+        None,
+        &mut progress,
+    );
     let mut m = RingNode::<Frame>::standalone(rank, size, len, 1e6, false);
     let model = d.job.model();
     d.feed(&mut m, Input::Start { t: 0, model });
@@ -119,7 +133,8 @@ pub fn ring_vs_mpi(sizes: &[usize], rounds: usize, target_s: f64, poll_us: u64) 
             best_mpi = best_mpi.min(m);
         }
         let ring_sum = job.spare.as_ref().map_or(&[][..], Frame::as_slice);
-        let agree_here = ring_sum.len() == n && ring_sum.iter().zip(&out).all(|(a, b)| (a - b).abs() <= 1e-9 * b.abs().max(1.0));
+        let agree_here =
+            ring_sum.len() == n && ring_sum.iter().zip(&out).all(|(a, b)| (a - b).abs() <= 1e-9 * b.abs().max(1.0));
         let mut agree_all = false;
         world.all_reduce_into(&agree_here, &mut agree_all, SystemOperation::logical_and());
         rows.push(RingRow { bytes, reps, ring_s: best_ring, mpi_s: best_mpi, agree: agree_all });
@@ -149,7 +164,11 @@ pub fn group_broadcasts(r: usize, values: usize) -> (usize, GroupsRow) {
     let comm = Comm::new(&world);
     let (rank, k) = (comm.rank, comm.size);
     let subsets: Vec<Vec<usize>> = combinations(k, (r + 1).min(k)).collect();
-    let mut groups: Vec<Option<Comm>> = subsets.iter().enumerate().map(|(g, members)| comm.split(members.contains(&rank).then_some(g as i32), rank as i32)).collect();
+    let mut groups: Vec<Option<Comm>> = subsets
+        .iter()
+        .enumerate()
+        .map(|(g, members)| comm.split(members.contains(&rank).then_some(g as i32), rank as i32))
+        .collect();
     let expect = |g: usize, root: usize, i: usize| (g * 1000 + root * 10) as f64 + i as f64 * 0.5;
     let t0 = Instant::now();
     let mut ok = true;
@@ -157,7 +176,8 @@ pub fn group_broadcasts(r: usize, values: usize) -> (usize, GroupsRow) {
     for (g, sub) in groups.iter_mut().enumerate() {
         let Some(sub) = sub.as_mut() else { continue };
         for root in 0..sub.size {
-            let mut buf: Vec<f64> = if sub.rank == root { (0..values).map(|i| expect(g, root, i)).collect() } else { vec![0.0; values] };
+            let mut buf: Vec<f64> =
+                if sub.rank == root { (0..values).map(|i| expect(g, root, i)).collect() } else { vec![0.0; values] };
             sub.broadcast(root, &mut buf);
             ok &= buf.iter().enumerate().all(|(i, &v)| v == expect(g, root, i));
             count += 1;
@@ -173,5 +193,13 @@ pub fn group_broadcasts(r: usize, values: usize) -> (usize, GroupsRow) {
     for c in groups.into_iter().flatten() {
         c.free();
     }
-    (rank, GroupsRow { groups: subsets.len(), broadcasts: total as usize / (r + 1).min(k), seconds: worst, correct: all_ok })
+    (
+        rank,
+        GroupsRow {
+            groups: subsets.len(),
+            broadcasts: total as usize / (r + 1).min(k),
+            seconds: worst,
+            correct: all_ok,
+        },
+    )
 }

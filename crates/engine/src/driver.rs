@@ -66,8 +66,43 @@ pub(crate) struct Driver<'a, J: Job<Frame>> {
 
 impl<'a, J: Job<Frame>> Driver<'a, J> {
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn new(comm: Comm, clock: Clock, log: Lines, job: J, injector: Injector, rank: usize, worker: Option<usize>, load: usize, modelled: bool, poll_us: u64, iterations: u64, book: Option<Book>, progress: &'a mut dyn Progress) -> Self {
-        Driver { comm, clock, log, job, injector, rank, worker, load, modelled, poll_us, iterations, book, progress, state: None, log_dropped: false, quiet_failure: false, collective: false, timers: vec![], pending: None, done: None }
+    pub(crate) fn new(
+        comm: Comm,
+        clock: Clock,
+        log: Lines,
+        job: J,
+        injector: Injector,
+        rank: usize,
+        worker: Option<usize>,
+        load: usize,
+        modelled: bool,
+        poll_us: u64,
+        iterations: u64,
+        book: Option<Book>,
+        progress: &'a mut dyn Progress,
+    ) -> Self {
+        Driver {
+            comm,
+            clock,
+            log,
+            job,
+            injector,
+            rank,
+            worker,
+            load,
+            modelled,
+            poll_us,
+            iterations,
+            book,
+            progress,
+            state: None,
+            log_dropped: false,
+            quiet_failure: false,
+            collective: false,
+            timers: vec![],
+            pending: None,
+            done: None,
+        }
     }
 
     /// Feed one input and carry out everything the machine asks for.
@@ -243,7 +278,13 @@ impl<'a, J: Job<Frame>> Driver<'a, J> {
                 eager = m.eager();
                 backoff = if eager { Backoff::with_spin(self.poll_us, RING_SPIN) } else { Backoff::new(self.poll_us) };
             }
-            let next = self.pending.as_ref().map(|p| p.ready_at).into_iter().chain(self.timers.first().map(|t| t.1)).fold(f64::INFINITY, f64::min);
+            let next = self
+                .pending
+                .as_ref()
+                .map(|p| p.ready_at)
+                .into_iter()
+                .chain(self.timers.first().map(|t| t.1))
+                .fold(f64::INFINITY, f64::min);
             let left = (next - self.clock.now()).clamp(0.0, 1.0);
             backoff.idle_for(Duration::from_secs_f64(left));
         }

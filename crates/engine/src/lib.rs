@@ -101,7 +101,16 @@ pub fn train(config: &Path, overrides: &[String], progress: &mut dyn Progress) -
         let (local, cores) = (comm.local_size(), std::thread::available_parallelism().map_or(1, |c| c.get()));
         let paced = local > cores;
         // Every rank loads its own rows; a rank that cannot tells everybody (collectively).
-        let job = agree(&mut comm, outrun_workloads::frame_job(&shared.config, &shared.plan, shared.features, [rank], paced.then_some(outrun_workloads::PACE_ROWS)))?;
+        let job = agree(
+            &mut comm,
+            outrun_workloads::frame_job(
+                &shared.config,
+                &shared.plan,
+                shared.features,
+                [rank],
+                paced.then_some(outrun_workloads::PACE_ROWS),
+            ),
+        )?;
         run(&world, comm, &shared, job, progress, started, Host { local, cores, paced })
     });
     // Print before MPI_Finalize: finalize synchronises the ranks, so the line is out before any
@@ -118,7 +127,14 @@ pub fn train(config: &Path, overrides: &[String], progress: &mut dyn Progress) -
 /// One line for the run about log files that dropped lines (a full disk): the master prints
 /// every rank's that reached it with the goodbyes; a rank whose report could not travel (a ring,
 /// an unclean shutdown) prints its own.
-fn report_dropped_logs(rank: usize, plan: &outrun_plan::Plan, outcome: &outrun_proto::Outcome, dir: &Path, own: Option<&str>, told_machine: bool) {
+fn report_dropped_logs(
+    rank: usize,
+    plan: &outrun_plan::Plan,
+    outcome: &outrun_proto::Outcome,
+    dir: &Path,
+    own: Option<&str>,
+    told_machine: bool,
+) {
     // a failure after the goodbye left (the shutdown record) never reached the master
     let reported_up = plan.nodes[rank].parent.is_some() && outcome.clean && (own.is_none() || told_machine);
     let mut dropped = outcome.dropped.clone();
@@ -163,7 +179,15 @@ struct Host {
     paced: bool,
 }
 
-fn run(world: &mpi::topology::SimpleCommunicator, mut comm: Comm, shared: &Shared, mut job: Box<dyn Job<Frame>>, progress: &mut dyn Progress, started: Instant, host: Host) -> Result<Option<Summary>, EngineError> {
+fn run(
+    world: &mpi::topology::SimpleCommunicator,
+    mut comm: Comm,
+    shared: &Shared,
+    mut job: Box<dyn Job<Frame>>,
+    progress: &mut dyn Progress,
+    started: Instant,
+    host: Host,
+) -> Result<Option<Summary>, EngineError> {
     let rank = comm.rank;
     let plan = &shared.plan;
     let cfg = &shared.config;
@@ -175,13 +199,22 @@ fn run(world: &mpi::topology::SimpleCommunicator, mut comm: Comm, shared: &Share
     if rank == plan.log_rank() {
         std::fs::write(dir.join("config.toml"), cfg.to_toml()).map_err(io)?;
         std::fs::write(dir.join("plan.json"), serde_json::to_string(plan).expect("plan serializes")).map_err(io)?;
-        tracing::info!("{}: {} ranks, {} workers, d = {}, p = {}; run directory {}", plan.scheme, plan.ranks, plan.workers, plan.samples, shared.features, dir.display());
+        tracing::info!(
+            "{}: {} ranks, {} workers, d = {}, p = {}; run directory {}",
+            plan.scheme,
+            plan.ranks,
+            plan.workers,
+            plan.samples,
+            shared.features,
+            dir.display()
+        );
     }
     let me = &plan.nodes[rank];
     log.json(&json!({"ev": "setup", "rank": rank, "worker": me.worker, "host": hostname(), "pid": std::process::id(),
         "clock_offset": clock.offset, "clock_rtt": clock.rtt, "load": me.load(), "parent": me.parent, "children": me.children,
         "local_ranks": host.local, "cores": host.cores, "paced": host.paced, "at": clock.now()}));
-    let mut machine: Box<dyn Machine<Frame>> = outrun_proto::machine(plan, rank, job.len(rank), cfg.run.deadline, false);
+    let mut machine: Box<dyn Machine<Frame>> =
+        outrun_proto::machine(plan, rank, job.len(rank), cfg.run.deadline, false);
     // One barrier before the timed loop so every rank starts ready; none inside the loop.
     world.barrier();
     let setup_s = started.elapsed().as_secs_f64();
@@ -189,7 +222,8 @@ fn run(world: &mpi::topology::SimpleCommunicator, mut comm: Comm, shared: &Share
     let book = if logs {
         tracing::info!("setup took {setup_s:.3} s; starting {} iterations", cfg.run.iterations);
         progress.begin(cfg.run.iterations);
-        let test = outrun_workloads::data::test_set(cfg, shared.features).map_err(|e| EngineError::Run(e.to_string()))?;
+        let test =
+            outrun_workloads::data::test_set(cfg, shared.features).map_err(|e| EngineError::Run(e.to_string()))?;
         Some(Book::new(&shared.run_info(), clock.now()).map_err(io)?.with_test(test))
     } else {
         None
@@ -197,7 +231,21 @@ fn run(world: &mpi::topology::SimpleCommunicator, mut comm: Comm, shared: &Share
     let model = job.model();
     let starts = plan.delivers(rank);
     let modelled = cfg.timing.compute == outrun_plan::config::ComputeMode::Modelled;
-    let mut d = Driver::new(comm, clock, log, job, plan.stragglers.injector(), rank, me.worker, me.load(), modelled, cfg.engine.poll_us, cfg.run.iterations, book, progress);
+    let mut d = Driver::new(
+        comm,
+        clock,
+        log,
+        job,
+        plan.stragglers.injector(),
+        rank,
+        me.worker,
+        me.load(),
+        modelled,
+        cfg.engine.poll_us,
+        cfg.run.iterations,
+        book,
+        progress,
+    );
     if starts {
         d.feed(machine.as_mut(), outrun_proto::Input::Start { t: 0, model });
     }
@@ -227,7 +275,12 @@ fn run(world: &mpi::topology::SimpleCommunicator, mut comm: Comm, shared: &Share
     }
     let Some(book) = d.book.take() else { return Ok(None) };
     let h = &outcome.latency;
-    let latency = Latency { count: h.count(), p50: h.quantile(0.5), p95: h.quantile(0.95), max: (h.count() > 0).then(|| h.max()) };
+    let latency = Latency {
+        count: h.count(),
+        p50: h.quantile(0.5),
+        p95: h.quantile(0.95),
+        max: (h.count() > 0).then(|| h.max()),
+    };
     let theta = d.state.clone().unwrap_or_default();
     Ok(Some(book.finish(&shared.run_info(), &theta, setup_s, outcome.late, d.comm.recv_bytes, latency).map_err(io)?))
 }

@@ -30,7 +30,13 @@ pub struct Shared {
 impl Shared {
     /// What the run's book-keeping needs.
     pub fn run_info(&self) -> outrun_runlog::RunInfo<'_> {
-        outrun_runlog::RunInfo { config: &self.config, plan: &self.plan, features: self.features, run_dir: self.run_dir.clone(), compute: self.config.timing.compute.name() }
+        outrun_runlog::RunInfo {
+            config: &self.config,
+            plan: &self.plan,
+            features: self.features,
+            run_dir: self.run_dir.clone(),
+            compute: self.config.timing.compute.name(),
+        }
     }
 }
 
@@ -54,20 +60,25 @@ fn broadcast_bytes(world: &SimpleCommunicator, bytes: Option<Vec<u8>>) -> Vec<u8
 /// Rank 0's part: config, data shape, world size, plan, run directory (created last, so a
 /// failed start leaves nothing behind).
 fn prepare(config_path: &Path, overrides: &[String], world_size: usize) -> Result<Shared, EngineError> {
-    let config = outrun_workloads::load_config(config_path, overrides).map_err(|e| EngineError::Setup(e.to_string()))?;
+    let config =
+        outrun_workloads::load_config(config_path, overrides).map_err(|e| EngineError::Setup(e.to_string()))?;
     config.validate_for_engine().map_err(|e| EngineError::Setup(e.to_string()))?;
     let shape = outrun_workloads::job_shape(&config).map_err(|e| EngineError::Setup(e.to_string()))?;
-    let plan = outrun_plan::build(&config, shape.samples).map_err(|e| EngineError::Setup(format!("{}: {e}", config_path.display())))?;
+    let plan = outrun_plan::build(&config, shape.samples)
+        .map_err(|e| EngineError::Setup(format!("{}: {e}", config_path.display())))?;
     if world_size != plan.ranks {
         let detail = match plan.master() {
             Some(_) => format!("1 master + {} workers", plan.workers),
-            None if plan.layers() == 0 && matches!(plan.pattern, outrun_plan::Pattern::Shuffle { .. }) => format!("{} servers, no master", plan.workers),
+            None if plan.layers() == 0 && matches!(plan.pattern, outrun_plan::Pattern::Shuffle { .. }) => {
+                format!("{} servers, no master", plan.workers)
+            }
             None => format!("{} ring workers, no master", plan.workers),
         };
         return Err(EngineError::WorldSize { need: plan.ranks, got: world_size, detail });
     }
-    let run_dir = create_run_dir(Path::new(&config.run.out_dir), &config.run.name)
-        .map_err(|e| EngineError::Setup(format!("run.out_dir: cannot create a run directory in `{}`: {e}", config.run.out_dir)))?;
+    let run_dir = create_run_dir(Path::new(&config.run.out_dir), &config.run.name).map_err(|e| {
+        EngineError::Setup(format!("run.out_dir: cannot create a run directory in `{}`: {e}", config.run.out_dir))
+    })?;
     // the launchers ask where the run directory is, to record a rank's death there
     if let Some(note) = std::env::var_os("OUTRUN_RUN_DIR_FILE") {
         let _ = std::fs::write(note, run_dir.display().to_string());
@@ -80,20 +91,29 @@ pub fn setup(world: &SimpleCommunicator, config_path: &Path, overrides: &[String
     let rank = world.rank();
     let bytes = (rank == 0).then(|| {
         let reply = match prepare(config_path, overrides, world.size() as usize) {
-            Ok(s) => Reply::Ok { config: s.config.to_toml(), plan: Box::new(s.plan), features: s.features, run_dir: s.run_dir },
+            Ok(s) => Reply::Ok {
+                config: s.config.to_toml(),
+                plan: Box::new(s.plan),
+                features: s.features,
+                run_dir: s.run_dir,
+            },
             Err(e) => Reply::Err(e),
         };
         serde_json::to_vec(&reply).expect("setup serializes")
     });
     let bytes = broadcast_bytes(world, bytes);
-    let reply: Reply = serde_json::from_slice(&bytes).map_err(|e| EngineError::Setup(format!("corrupt setup message: {e}")))?;
+    let reply: Reply =
+        serde_json::from_slice(&bytes).map_err(|e| EngineError::Setup(format!("corrupt setup message: {e}")))?;
     let (config, plan, features, run_dir) = match reply {
         Reply::Ok { config, plan, features, run_dir } => (config, plan, features, run_dir),
         Reply::Err(e) => return Err(e),
     };
-    let config = outrun_plan::config::parse(&config, &[]).map_err(|e| EngineError::Setup(format!("corrupt setup message: {e}")))?;
+    let config = outrun_plan::config::parse(&config, &[])
+        .map_err(|e| EngineError::Setup(format!("corrupt setup message: {e}")))?;
     if rank != 0 {
-        std::fs::create_dir_all(&run_dir).map_err(|e| EngineError::Setup(format!("rank {rank}: cannot create run directory {}: {e}", run_dir.display())))?;
+        std::fs::create_dir_all(&run_dir).map_err(|e| {
+            EngineError::Setup(format!("rank {rank}: cannot create run directory {}: {e}", run_dir.display()))
+        })?;
     }
     Ok(Shared { config, plan: *plan, features, run_dir })
 }

@@ -75,7 +75,14 @@ fn transfer(node: &ShuffleNode, comms: &[SimpleCommunicator], ops: &mut [(Op, Ve
 }
 
 /// Run the PageRank plan of `shared` on this rank. `graph` is the graph every rank loaded.
-pub(crate) fn run(world: &SimpleCommunicator, mut comm: Comm, shared: &Shared, loaded: LoadedGraph, progress: &mut dyn Progress, started: Instant) -> Result<Option<Summary>, EngineError> {
+pub(crate) fn run(
+    world: &SimpleCommunicator,
+    mut comm: Comm,
+    shared: &Shared,
+    loaded: LoadedGraph,
+    progress: &mut dyn Progress,
+    started: Instant,
+) -> Result<Option<Summary>, EngineError> {
     let rank = comm.rank;
     let plan = &shared.plan;
     let cfg = &shared.config;
@@ -94,14 +101,17 @@ pub(crate) fn run(world: &SimpleCommunicator, mut comm: Comm, shared: &Shared, l
         let why = format!("the servers built different graphs (rank {rank}: {n} vertices, {} values, fingerprint {print:016x}): is the graph file the same on every host?", g.values());
         return Err(if rank == 0 { EngineError::Run(why) } else { EngineError::Aborted });
     }
-    let alloc = ShuffleAllocation::new(n, servers, r, reduce).map_err(|e| EngineError::Setup(format!("scheme: {e}")))?;
+    let alloc =
+        ShuffleAllocation::new(n, servers, r, reduce).map_err(|e| EngineError::Setup(format!("scheme: {e}")))?;
     let mut node = ShuffleNode::new(g, &alloc, rank, coded);
     // one communicator per group this server is in, created by the members only, in order
     let comms: Vec<SimpleCommunicator> = (0..node.group_count())
         .map(|x| {
             let (members, id) = node.group(x);
             let ranks: Vec<i32> = members.iter().map(|&m| m as i32).collect();
-            world.split_by_subgroup_with_tag(&world.group().include(&ranks), id as i32).expect("a member gets the group's communicator")
+            world
+                .split_by_subgroup_with_tag(&world.group().include(&ranks), id as i32)
+                .expect("a member gets the group's communicator")
         })
         .collect();
     let mut clock = Clock::start();
@@ -111,7 +121,13 @@ pub(crate) fn run(world: &SimpleCommunicator, mut comm: Comm, shared: &Shared, l
     if logs {
         std::fs::write(dir.join("config.toml"), cfg.to_toml()).map_err(io)?;
         std::fs::write(dir.join("plan.json"), serde_json::to_string(plan).expect("plan serializes")).map_err(io)?;
-        tracing::info!("{}: {} servers, n = {n} vertices, {} values per iteration; run directory {}", plan.scheme, servers, g.values(), dir.display());
+        tracing::info!(
+            "{}: {} servers, n = {n} vertices, {} values per iteration; run directory {}",
+            plan.scheme,
+            servers,
+            g.values(),
+            dir.display()
+        );
     }
     log.json(&json!({"ev": "setup", "rank": rank, "server": rank, "host": hostname(), "pid": std::process::id(),
         "clock_offset": clock.offset, "clock_rtt": clock.rtt, "mapped": node.mapped().len(), "reduced": node.reduced().len(),
@@ -119,11 +135,14 @@ pub(crate) fn run(world: &SimpleCommunicator, mut comm: Comm, shared: &Shared, l
     // where each server's reduced vertices land in the all-gathered vector
     let owned: Vec<Vec<u32>> = (0..servers).map(|k| alloc.reduced(k)).collect();
     let counts: Vec<i32> = owned.iter().map(|o| o.len() as i32).collect();
-    let displs: Vec<i32> = counts.iter().scan(0, |acc, &c| {
-        let d = *acc;
-        *acc += c;
-        Some(d)
-    }).collect();
+    let displs: Vec<i32> = counts
+        .iter()
+        .scan(0, |acc, &c| {
+            let d = *acc;
+            *acc += c;
+            Some(d)
+        })
+        .collect();
     let turns = node.turns();
     world.barrier();
     let setup_s = started.elapsed().as_secs_f64();
@@ -212,7 +231,18 @@ pub(crate) fn run(world: &SimpleCommunicator, mut comm: Comm, shared: &Shared, l
         log.json(&rec);
         stats.extend(phases.iter().copied().chain([l_bytes as f64, wire_bytes as f64, mapped as f64]));
         if let Some(book) = book.as_mut() {
-            let wall = book.record(IterationRecord { t, end, theta: Some(&pi), loss: f64::NAN, error: Some(change), used: &servers_used, coverage: 1.0, exact: true, residual: 0.0, late_total: 0 });
+            let wall = book.record(IterationRecord {
+                t,
+                end,
+                theta: Some(&pi),
+                loss: f64::NAN,
+                error: Some(change),
+                used: &servers_used,
+                coverage: 1.0,
+                exact: true,
+                residual: 0.0,
+                late_total: 0,
+            });
             progress.tick(t, wall, f64::NAN);
         }
         if pr.tol.is_some_and(|tol| change <= tol) {
@@ -236,10 +266,18 @@ pub(crate) fn run(world: &SimpleCommunicator, mut comm: Comm, shared: &Shared, l
     csv.line(&format!("iteration,{},l_bytes,wire_bytes,load_l,values_mapped", PHASES.join(",")));
     for t in 0..iterations {
         let at = |k: usize, f: usize| all[k * stats.len() + t * FIELDS + f];
-        let max: Vec<String> = (0..PHASES.len()).map(|f| format!("{:.6}", (0..servers).map(|k| at(k, f)).fold(0.0, f64::max))).collect();
+        let max: Vec<String> =
+            (0..PHASES.len()).map(|f| format!("{:.6}", (0..servers).map(|k| at(k, f)).fold(0.0, f64::max))).collect();
         let sum = |f: usize| (0..servers).map(|k| at(k, f)).sum::<f64>();
         let l = sum(PHASES.len());
-        csv.line(&format!("{t},{},{},{},{:e},{}", max.join(","), l, sum(PHASES.len() + 1), l / (8.0 * n as f64 * n as f64), sum(PHASES.len() + 2)));
+        csv.line(&format!(
+            "{t},{},{},{},{:e},{}",
+            max.join(","),
+            l,
+            sum(PHASES.len() + 1),
+            l / (8.0 * n as f64 * n as f64),
+            sum(PHASES.len() + 2)
+        ));
     }
     if let Some(e) = csv.failure() {
         return Err(io(std::io::Error::other(format!("phases.csv dropped lines ({e})"))));
@@ -248,6 +286,15 @@ pub(crate) fn run(world: &SimpleCommunicator, mut comm: Comm, shared: &Shared, l
     let mut order: Vec<usize> = (0..n).collect();
     order.sort_by_key(|&v| loaded.ids[v]);
     let text: String = order.iter().map(|&v| format!("{} {}\n", loaded.ids[v], pi[v])).collect();
-    let summary = book.finish_with_state(&shared.run_info(), &text, setup_s, 0, recv_bytes_total, Latency { count: 0, p50: None, p95: None, max: None }).map_err(io)?;
+    let summary = book
+        .finish_with_state(
+            &shared.run_info(),
+            &text,
+            setup_s,
+            0,
+            recv_bytes_total,
+            Latency { count: 0, p50: None, p95: None, max: None },
+        )
+        .map_err(io)?;
     Ok(Some(summary))
 }

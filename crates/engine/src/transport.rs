@@ -91,7 +91,17 @@ impl Comm {
     }
 
     fn from_raw(raw: ffi::MPI_Comm, rank: usize, size: usize) -> Self {
-        Comm { raw, rank, size, sends: Vec::new(), done: Vec::new(), sent_msgs: 0, sent_bytes: 0, recv_msgs: 0, recv_bytes: 0 }
+        Comm {
+            raw,
+            rank,
+            size,
+            sends: Vec::new(),
+            done: Vec::new(),
+            sent_msgs: 0,
+            sent_bytes: 0,
+            recv_msgs: 0,
+            recv_bytes: 0,
+        }
     }
 
     fn isend_raw(&mut self, dest: usize, tag: i32, ptr: *const f64, nbytes: usize, keep: Keep, track: Option<u64>) {
@@ -132,7 +142,14 @@ impl Comm {
     }
 
     /// Start sending the first `nbytes` bytes of `words`, reported by [`Comm::completed`] when done.
-    pub fn isend_words_tracked(&mut self, dest: usize, tag: i32, words: Arc<Vec<f64>>, nbytes: usize, track: Option<u64>) {
+    pub fn isend_words_tracked(
+        &mut self,
+        dest: usize,
+        tag: i32,
+        words: Arc<Vec<f64>>,
+        nbytes: usize,
+        track: Option<u64>,
+    ) {
         assert!(nbytes <= words.len() * 8);
         let ptr = words.as_ptr();
         self.isend_raw(dest, tag, ptr, nbytes, Keep::Words(words), track);
@@ -237,14 +254,32 @@ impl Comm {
     pub fn allreduce_sum(&mut self, send: &[f64], recv: &mut [f64]) {
         assert_eq!(send.len(), recv.len());
         let n = c_int::try_from(send.len()).expect("vector too large");
-        let rc = unsafe { ffi::MPI_Allreduce(send.as_ptr() as *const _, recv.as_mut_ptr() as *mut _, n, ffi::RSMPI_DOUBLE, ffi::RSMPI_SUM, self.raw) };
+        let rc = unsafe {
+            ffi::MPI_Allreduce(
+                send.as_ptr() as *const _,
+                recv.as_mut_ptr() as *mut _,
+                n,
+                ffi::RSMPI_DOUBLE,
+                ffi::RSMPI_SUM,
+                self.raw,
+            )
+        };
         check(rc, "MPI_Allreduce");
     }
 
     /// `MPI_Allreduce` (max) of one integer: a collective verdict (setup errors).
     pub fn allreduce_max(&mut self, v: i32) -> i32 {
         let mut out: c_int = 0;
-        let rc = unsafe { ffi::MPI_Allreduce(&v as *const c_int as *const _, &mut out as *mut c_int as *mut _, 1, ffi::RSMPI_INT32_T, ffi::RSMPI_MAX, self.raw) };
+        let rc = unsafe {
+            ffi::MPI_Allreduce(
+                &v as *const c_int as *const _,
+                &mut out as *mut c_int as *mut _,
+                1,
+                ffi::RSMPI_INT32_T,
+                ffi::RSMPI_MAX,
+                self.raw,
+            )
+        };
         check(rc, "MPI_Allreduce");
         out
     }
@@ -271,7 +306,16 @@ impl Comm {
         let mut size: c_int = 0;
         // SAFETY: plain MPI calls on valid handles; the new communicator is freed at once.
         unsafe {
-            check(ffi::MPI_Comm_split_type(self.raw, ffi::RSMPI_COMM_TYPE_SHARED as c_int, self.rank as c_int, ffi::RSMPI_INFO_NULL, &mut local), "MPI_Comm_split_type");
+            check(
+                ffi::MPI_Comm_split_type(
+                    self.raw,
+                    ffi::RSMPI_COMM_TYPE_SHARED as c_int,
+                    self.rank as c_int,
+                    ffi::RSMPI_INFO_NULL,
+                    &mut local,
+                ),
+                "MPI_Comm_split_type",
+            );
             check(ffi::MPI_Comm_size(local, &mut size), "MPI_Comm_size");
             check(ffi::MPI_Comm_free(&mut local), "MPI_Comm_free");
         }

@@ -218,7 +218,7 @@ pub fn tree_allocate(d: usize, tree: Tree, s: usize, b: &Matrix) -> Vec<Weighted
     for layer in 1..=tree.layers {
         let mut next = Vec::new();
         let m = (tree.layers - layer) as u32; // layers below this one
-        // keep fraction 1/Σ_{j=0..m} ρ^j = (s+1)^m / Σ_j n^j (s+1)^{m−j}
+                                              // keep fraction 1/Σ_{j=0..m} ρ^j = (s+1)^m / Σ_j n^j (s+1)^{m−j}
         let num = s1.pow(m);
         let den: u128 = (0..=m).map(|j| n.pow(j) * s1.pow(m - j)).sum();
         for (parent, data) in pending {
@@ -242,8 +242,8 @@ pub fn tree_allocate(d: usize, tree: Tree, s: usize, b: &Matrix) -> Vec<Weighted
 #[cfg(test)]
 mod tests {
     use super::*;
-    use outrun_codes::decode;
     use ndarray::array;
+    use outrun_codes::decode;
 
     fn thesis_b() -> Matrix {
         array![[0.5, 1.0, 0.0], [0.0, 1.0, -1.0], [0.5, 0.0, 1.0]]
@@ -310,7 +310,13 @@ mod tests {
     /// AT-6: load balance, exact for multiples of the modulus, within ±2 otherwise.
     #[test]
     fn loads_match_r_cr() {
-        for (n, l, s, d, want) in [(4, 3, 1, 6552, 468), (12, 2, 1, 6552, 156), (12, 2, 5, 4968, 828), (12, 2, 3, 7632, 636), (12, 2, 2, 6540, 327)] {
+        for (n, l, s, d, want) in [
+            (4, 3, 1, 6552, 468),
+            (12, 2, 1, 6552, 156),
+            (12, 2, 5, 4968, 828),
+            (12, 2, 3, 7632, 636),
+            (12, 2, 2, 6540, 327),
+        ] {
             let b = outrun_codes::GradientCode::identity(n).b; // loads do not depend on B's values, only its support
             let b = if s == 0 { b } else { outrun_codes::GradientCode::cyclic(n, s, 1, 1).unwrap().0.b };
             let alloc = tree_allocate(d, Tree::new(n, l), s, &b);

@@ -7,7 +7,9 @@
 //! [`Encoding`] (what it sends). A master–worker scheme is a tree of depth 1; CodedReduce is a
 //! deeper tree; ring schemes have no tree edges and use [`Pattern::Ring`].
 
-use outrun_codes::{AgcCode, ClusterMatrix, GradientCode, LinearCode, LinearKind, LinearProfile, RowCode, RowCodeKind, Screening};
+use outrun_codes::{
+    AgcCode, ClusterMatrix, GradientCode, LinearCode, LinearKind, LinearProfile, RowCode, RowCodeKind, Screening,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::alloc::{fmt_coef, WeightedSet};
@@ -301,7 +303,10 @@ impl PlanCode {
 
 /// `{1,6,9} {2,7,10}` with 1-based workers.
 fn fmt_sets(sets: &[Vec<usize>]) -> String {
-    sets.iter().map(|c| format!("{{{}}}", c.iter().map(|w| (w + 1).to_string()).collect::<Vec<_>>().join(","))).collect::<Vec<_>>().join(" ")
+    sets.iter()
+        .map(|c| format!("{{{}}}", c.iter().map(|w| (w + 1).to_string()).collect::<Vec<_>>().join(",")))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// A complete plan: pure data, computed once from the config and broadcast.
@@ -434,7 +439,11 @@ impl Plan {
                 if matvec { "rows (the data column below lists each worker's coded rows)" } else { "points" },
                 if lmin == lmax { format!("{lmin}") } else { format!("{lmin}..{lmax}") },
                 lmax as f64 / self.samples.max(1) as f64,
-                if self.nodes.iter().any(|n| matches!(n.send, Encoding::Clustered { .. })) { " stored; each iteration a worker computes the r mini-batches of its assigned codeword" } else { "" }
+                if self.nodes.iter().any(|n| matches!(n.send, Encoding::Clustered { .. })) {
+                    " stored; each iteration a worker computes the r mini-batches of its assigned codeword"
+                } else {
+                    ""
+                }
             ),
         );
         for pc in &self.codes {
@@ -442,7 +451,11 @@ impl Plan {
             let PlanCode::Gradient { code: c, .. } = pc else { continue };
             if c.n <= 16 {
                 for i in 0..c.n {
-                    let row: Vec<String> = c.b.row(i).iter().map(|v| format!("{:>8}", if *v == 0.0 { "0".into() } else { fmt_coef(*v) })).collect();
+                    let row: Vec<String> =
+                        c.b.row(i)
+                            .iter()
+                            .map(|v| format!("{:>8}", if *v == 0.0 { "0".into() } else { fmt_coef(*v) }))
+                            .collect();
                     line(&mut o, format!("  {}", row.join(" ")));
                 }
             } else {
@@ -450,7 +463,13 @@ impl Plan {
             }
         }
         line(&mut o, format!("stragglers: {}", self.stragglers.describe()));
-        line(&mut o, format!("{:>5}  {:<7} {:>6} {:>6}  {:<12} {:>6}  {:<24} data (0-based points @ coefficient)", "rank", "role", "worker", "parent", "children", "load", "waits for"));
+        line(
+            &mut o,
+            format!(
+                "{:>5}  {:<7} {:>6} {:>6}  {:<12} {:>6}  {:<24} data (0-based points @ coefficient)",
+                "rank", "role", "worker", "parent", "children", "load", "waits for"
+            ),
+        );
         for n in &self.nodes {
             let role = if n.worker.is_none() {
                 "master"

@@ -150,11 +150,22 @@ impl StragglerModel {
         let n = cfg.workers();
         let law = match &cfg.stragglers {
             StragglerConfig::None => Law::None,
-            StragglerConfig::Fixed(l) => Law::Fixed { workers: l.workers.clone(), factor: l.factor.unwrap_or(DEFAULT_FACTOR), from: l.from_iteration },
+            StragglerConfig::Fixed(l) => Law::Fixed {
+                workers: l.workers.clone(),
+                factor: l.factor.unwrap_or(DEFAULT_FACTOR),
+                from: l.from_iteration,
+            },
             StragglerConfig::FailStop(l) => Law::FailStop { workers: l.workers.clone(), from: l.from_iteration },
-            StragglerConfig::Bernoulli(b) => Law::Bernoulli { p: b.p, factor: b.factor.unwrap_or(DEFAULT_FACTOR), mode: b.mode, from: b.from_iteration },
+            StragglerConfig::Bernoulli(b) => Law::Bernoulli {
+                p: b.p,
+                factor: b.factor.unwrap_or(DEFAULT_FACTOR),
+                mode: b.mode,
+                from: b.from_iteration,
+            },
             StragglerConfig::ShiftedExp(l) => Law::ShiftedExp { a: values(&l.a, n), mu: values(&l.mu, n) },
-            StragglerConfig::Weibull(l) => Law::Weibull { a: values(&l.a, n), mu: values(&l.mu, n), shape: values(&l.shape, n) },
+            StragglerConfig::Weibull(l) => {
+                Law::Weibull { a: values(&l.a, n), mu: values(&l.mu, n), shape: values(&l.shape, n) }
+            }
             StragglerConfig::Markov(m) => {
                 let initial = match (&m.initial, m.initial_slow) {
                     (Some(list), _) => list.clone(),
@@ -165,7 +176,10 @@ impl StragglerModel {
                 let drawn_rates = m.mu_fast_max.map(|max| (max, m.slow_factor.unwrap_or(1.0)));
                 let (mu_slow, mu_fast) = match drawn_rates {
                     Some((max, factor)) => drawn_markov_rates(cfg.run.seed, n, max, factor),
-                    None => (m.mu_slow.as_ref().map_or_else(|| vec![1.0; n], |v| v.values(n)), m.mu_fast.as_ref().map_or_else(|| vec![1.0; n], |v| v.values(n))),
+                    None => (
+                        m.mu_slow.as_ref().map_or_else(|| vec![1.0; n], |v| v.values(n)),
+                        m.mu_fast.as_ref().map_or_else(|| vec![1.0; n], |v| v.values(n)),
+                    ),
                 };
                 Law::Markov { p: m.p, a: m.a.values(n), mu_slow, mu_fast, initial, drawn, drawn_rates }
             }
@@ -175,7 +189,14 @@ impl StragglerModel {
                     (None, Some(k)) => initial_slow(cfg.run.seed, n, k),
                     (None, None) => vec![],
                 };
-                Law::Rates { p: m.p, a: m.a.values(n), mu_max: m.mu_max, tau: m.tau, initial, drawn: m.initial.is_none() && m.initial_slow.is_some() }
+                Law::Rates {
+                    p: m.p,
+                    a: m.a.values(n),
+                    mu_max: m.mu_max,
+                    tau: m.tau,
+                    initial,
+                    drawn: m.initial.is_none() && m.initial_slow.is_some(),
+                }
             }
         };
         StragglerModel { seed: cfg.run.seed, law, compute: cfg.timing.compute, base_a: cfg.timing.a }
@@ -282,7 +303,9 @@ impl StragglerModel {
 /// Heterogeneous two-state rates: μ_fast uniform in [0, max] per worker, μ_slow = μ_fast / factor
 /// (bounded below by 1e-9 so a draw of 0 is not an infinite time).
 fn drawn_markov_rates(seed: u64, n: usize, max: f64, factor: f64) -> (Vec<f64>, Vec<f64>) {
-    let fast: Vec<f64> = (1..=n).map(|w| (max * Rng::from_key(&[seed, domain::PROCESS, w as u64, u64::MAX - 1]).uniform()).max(1e-9)).collect();
+    let fast: Vec<f64> = (1..=n)
+        .map(|w| (max * Rng::from_key(&[seed, domain::PROCESS, w as u64, u64::MAX - 1]).uniform()).max(1e-9))
+        .collect();
     (fast.iter().map(|f| (f / factor).max(1e-9)).collect(), fast)
 }
 
@@ -500,7 +523,13 @@ mod tests {
 
     #[test]
     fn fixed_and_fail_stop_follow_the_lists() {
-        let mut m = model(&["stragglers.model=fixed", "stragglers.workers=[2, 5]", "stragglers.factor=4", "stragglers.from_iteration=1"]).injector();
+        let mut m = model(&[
+            "stragglers.model=fixed",
+            "stragglers.workers=[2, 5]",
+            "stragglers.factor=4",
+            "stragglers.from_iteration=1",
+        ])
+        .injector();
         assert!(!m.is_straggler(2, 0));
         assert!(m.is_straggler(2, 1) && m.is_straggler(5, 7) && !m.is_straggler(3, 7));
         let t = m.compute_time(5, 3, 10, 0.5);
@@ -525,10 +554,17 @@ mod tests {
 
     #[test]
     fn shifted_exponential_mean_and_per_worker_rates() {
-        let m = model(&["timing.compute=modelled", "stragglers.model=shifted-exp", "stragglers.a=1e-3", "stragglers.mu=[1e3, 1e3, 1e3, 1e3, 1e3, 1e3, 1e3, 1e3, 1e2]"]);
+        let m = model(&[
+            "timing.compute=modelled",
+            "stragglers.model=shifted-exp",
+            "stragglers.a=1e-3",
+            "stragglers.mu=[1e3, 1e3, 1e3, 1e3, 1e3, 1e3, 1e3, 1e3, 1e2]",
+        ]);
         let mut inj = m.injector();
         let n = 20_000;
-        let mean = |inj: &mut Injector, w: usize| (0..n).map(|t| inj.compute_time(w, t, 10, 0.0).target).sum::<f64>() / n as f64;
+        let mean = |inj: &mut Injector, w: usize| {
+            (0..n).map(|t| inj.compute_time(w, t, 10, 0.0).target).sum::<f64>() / n as f64
+        };
         let (fast, slow) = (mean(&mut inj, 1), mean(&mut inj, 9));
         assert!((fast - m.mean_time(1, 10, 0.0)).abs() < 0.03 * m.mean_time(1, 10, 0.0), "{fast}");
         assert!((slow - m.mean_time(9, 10, 0.0)).abs() < 0.03 * m.mean_time(9, 10, 0.0), "{slow}");
@@ -540,7 +576,15 @@ mod tests {
     /// order they ask in.
     #[test]
     fn markov_chain_statistics_and_reproducibility() {
-        let m = model(&["timing.compute=modelled", "stragglers.model=markov", "stragglers.p=0.05", "stragglers.a=1e-4", "stragglers.mu_slow=10", "stragglers.mu_fast=1000", "stragglers.initial_slow=4"]);
+        let m = model(&[
+            "timing.compute=modelled",
+            "stragglers.model=markov",
+            "stragglers.p=0.05",
+            "stragglers.a=1e-4",
+            "stragglers.mu_slow=10",
+            "stragglers.mu_fast=1000",
+            "stragglers.initial_slow=4",
+        ]);
         let Law::Markov { initial, .. } = &m.law else { panic!() };
         assert_eq!(initial.len(), 4);
         let mut a = m.injector();
@@ -562,13 +606,31 @@ mod tests {
     /// time-varying rates are redrawn with probability p and spend τ/μ_max of the time below τ.
     #[test]
     fn drawn_and_time_varying_rates() {
-        let het = model(&["timing.compute=modelled", "stragglers.model=markov", "stragglers.p=0.05", "stragglers.a=1e-4", "stragglers.mu_fast_max=5", "stragglers.slow_factor=10"]);
+        let het = model(&[
+            "timing.compute=modelled",
+            "stragglers.model=markov",
+            "stragglers.p=0.05",
+            "stragglers.a=1e-4",
+            "stragglers.mu_fast_max=5",
+            "stragglers.slow_factor=10",
+        ]);
         let Law::Markov { mu_slow, mu_fast, .. } = &het.law else { panic!() };
-        assert!(mu_fast.iter().all(|&f| (0.0..=5.0).contains(&f)) && mu_fast.iter().zip(mu_slow).all(|(f, s)| (f / s - 10.0).abs() < 1e-9));
+        assert!(
+            mu_fast.iter().all(|&f| (0.0..=5.0).contains(&f))
+                && mu_fast.iter().zip(mu_slow).all(|(f, s)| (f / s - 10.0).abs() < 1e-9)
+        );
         let Law::Markov { mu_fast: other, .. } = &het.reseeded(99).law else { panic!() };
         assert_ne!(mu_fast, other, "a trial redraws the rates");
 
-        let m = model(&["timing.compute=modelled", "stragglers.model=rates", "stragglers.p=0.05", "stragglers.a=1e-4", "stragglers.mu_max=5", "stragglers.tau=1", "stragglers.initial_slow=9"]);
+        let m = model(&[
+            "timing.compute=modelled",
+            "stragglers.model=rates",
+            "stragglers.p=0.05",
+            "stragglers.a=1e-4",
+            "stragglers.mu_max=5",
+            "stragglers.tau=1",
+            "stragglers.initial_slow=9",
+        ]);
         let mut inj = m.injector();
         let t_max = 20_000u64;
         let seq: Vec<f64> = (0..t_max).map(|t| inj.rate(2, t)).collect();

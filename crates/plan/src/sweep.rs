@@ -116,7 +116,10 @@ impl Sweep {
     pub fn parse(text: &str) -> Result<Sweep, ConfigError> {
         let f: SweepFile = toml::from_str(text).map_err(|e| {
             let line = e.span().map(|s| text[..s.start].matches('\n').count() + 1);
-            ConfigError::new("sweep", format!("{}{}", line.map_or(String::new(), |l| format!("line {l}: ")), e.message().replace('\n', "; ")))
+            ConfigError::new(
+                "sweep",
+                format!("{}{}", line.map_or(String::new(), |l| format!("line {l}: ")), e.message().replace('\n', "; ")),
+            )
         })?;
         if f.repetitions == 0 {
             return Err(sweep_err("repetitions", "must be at least 1"));
@@ -127,19 +130,38 @@ impl Sweep {
                 return Err(sweep_err(&format!("axis[{i}] ({})", a.key), "has no values"));
             }
             if !a.key.contains('.') {
-                return Err(sweep_err(&format!("axis[{i}]"), format!("key `{}` is not of the form section.key", a.key)));
+                return Err(sweep_err(
+                    &format!("axis[{i}]"),
+                    format!("key `{}` is not of the form section.key", a.key),
+                ));
             }
             if axes.iter().any(|(k, _): &(String, Vec<String>)| *k == a.key) {
                 return Err(sweep_err(&format!("axis[{i}]"), format!("`{}` is an axis twice", a.key)));
             }
             axes.push((a.key.clone(), a.values.iter().map(value_text).collect()));
         }
-        let overrides = f.overrides.iter().map(|o| (o.when.iter().map(|(k, v)| (k.clone(), value_text(v))).collect(), o.set.clone())).collect();
+        let overrides = f
+            .overrides
+            .iter()
+            .map(|o| (o.when.iter().map(|(k, v)| (k.clone(), value_text(v))).collect(), o.set.clone()))
+            .collect();
         let launcher = f.launcher.unwrap_or_else(|| vec!["launch/local.sh".into()]);
         if launcher.is_empty() {
-            return Err(sweep_err("launcher", "is empty; e.g. [\"launch/local.sh\"] or [\"launch/emu-cluster\", \"run\"]"));
+            return Err(sweep_err(
+                "launcher",
+                "is empty; e.g. [\"launch/local.sh\"] or [\"launch/emu-cluster\", \"run\"]",
+            ));
         }
-        Ok(Sweep { base: f.base, name: f.name, repetitions: f.repetitions, launcher, out_dir: f.out_dir, axes, set: f.set, overrides })
+        Ok(Sweep {
+            base: f.base,
+            name: f.name,
+            repetitions: f.repetitions,
+            launcher,
+            out_dir: f.out_dir,
+            axes,
+            set: f.set,
+            overrides,
+        })
     }
 
     /// Number of combinations of the axes (before duplicates are removed).
@@ -160,7 +182,8 @@ impl Sweep {
                 picks[i] = rest % values.len();
                 rest /= values.len();
             }
-            let labels: Vec<(String, String)> = self.axes.iter().zip(&picks).map(|((k, v), &p)| (k.clone(), v[p].clone())).collect();
+            let labels: Vec<(String, String)> =
+                self.axes.iter().zip(&picks).map(|((k, v), &p)| (k.clone(), v[p].clone())).collect();
             let mut sets = self.set.clone();
             sets.extend(labels.iter().map(|(k, v)| format!("{k}={v}")));
             for (when, set) in &self.overrides {
@@ -169,7 +192,9 @@ impl Sweep {
                 }
             }
             let describe = || labels.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", ");
-            let cfg = parse(base_text, &sets).map_err(|e| ConfigError::new(e.field.clone(), format!("{} (sweep variant {})", e.message, describe())))?;
+            let cfg = parse(base_text, &sets).map_err(|e| {
+                ConfigError::new(e.field.clone(), format!("{} (sweep variant {})", e.message, describe()))
+            })?;
             let resolved = cfg.to_toml();
             if seen.contains(&resolved) {
                 continue;
@@ -220,9 +245,15 @@ mod tests {
     #[test]
     fn bad_sweeps_name_the_field_or_the_variant() {
         assert!(Sweep::parse("base = 'b'\nrepetitions = 0\n").unwrap_err().to_string().contains("sweep: repetitions"));
-        assert!(Sweep::parse("base = 'b'\n[[axis]]\nkey = 'scheme.s'\nvalues = []\n").unwrap_err().to_string().contains("no values"));
+        assert!(Sweep::parse("base = 'b'\n[[axis]]\nkey = 'scheme.s'\nvalues = []\n")
+            .unwrap_err()
+            .to_string()
+            .contains("no values"));
         assert!(Sweep::parse("base = 'b'\nbogus = 1\n").unwrap_err().to_string().contains("unknown field"));
-        assert!(Sweep::parse("base = 'b'\n[[axis]]\nkey = 's'\nvalues = [1]\n").unwrap_err().to_string().contains("section.key"));
+        assert!(Sweep::parse("base = 'b'\n[[axis]]\nkey = 's'\nvalues = [1]\n")
+            .unwrap_err()
+            .to_string()
+            .contains("section.key"));
         let s = Sweep::parse("base = 'b'\n[[axis]]\nkey = 'scheme.s'\nvalues = [1, 6]\n").unwrap();
         let e = s.expand(BASE).unwrap_err().to_string();
         assert!(e.contains("scheme.s") && e.contains("sweep variant scheme.s=6"), "{e}");

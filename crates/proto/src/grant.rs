@@ -46,7 +46,14 @@ pub(crate) struct Grants<P> {
 impl<P> Grants<P> {
     /// The book of a parent of `children` children.
     pub(crate) fn new(children: usize) -> Self {
-        Grants { slots: vec![], ready: vec![], refused: vec![], told: vec![false; children], iteration: (0, 0, 0), total: [0; 4] }
+        Grants {
+            slots: vec![],
+            ready: vec![],
+            refused: vec![],
+            told: vec![false; children],
+            iteration: (0, 0, 0),
+            total: [0; 4],
+        }
     }
 
     /// Forget the previous iteration.

@@ -40,10 +40,18 @@ use outrun_plan::{Pattern, Plan};
 /// The shuffle pattern (PageRank) has no event machine: it is bulk-synchronous with a fixed
 /// schedule of turns (`outrun_codes::ShuffleNode::turns`), which the engine's shuffle driver
 /// walks; callers branch on [`Pattern::Shuffle`] before asking for a machine.
-pub fn machine<P: Vector + 'static>(plan: &Plan, rank: usize, len: usize, deadline: f64, collective_as_ring: bool) -> Box<dyn Machine<P>> {
+pub fn machine<P: Vector + 'static>(
+    plan: &Plan,
+    rank: usize,
+    len: usize,
+    deadline: f64,
+    collective_as_ring: bool,
+) -> Box<dyn Machine<P>> {
     match plan.pattern {
         Pattern::Tree { .. } => Box::new(TreeNode::new(plan, rank, len, deadline)),
-        Pattern::Ring { collective } => Box::new(RingNode::new(plan, rank, len, deadline, collective && !collective_as_ring)),
+        Pattern::Ring { collective } => {
+            Box::new(RingNode::new(plan, rank, len, deadline, collective && !collective_as_ring))
+        }
         Pattern::Shuffle { .. } => panic!("the shuffle pattern is driven by its schedule, not by a node machine"),
     }
 }

@@ -132,7 +132,11 @@ impl<P: Vector> RingNode<P> {
                 let body = P::range(self.buf.as_ref().expect("checked"), off, len);
                 let right = (self.rank + 1) % self.n;
                 let head = Header { round: k as u32, ..Header::new(Kind::Segment, t) };
-                self.out.push_back(Output::Send { to: vec![right], msg: Msg { head, body: Some(Arc::new(body)) }, track: None });
+                self.out.push_back(Output::Send {
+                    to: vec![right],
+                    msg: Msg { head, body: Some(Arc::new(body)) },
+                    track: None,
+                });
                 self.sent += 1;
                 continue;
             }
@@ -174,8 +178,17 @@ impl<P: Vector> RingNode<P> {
 
     fn finish(&mut self, now: f64, result: Result<(), Failure>) {
         self.done = true;
-        self.out.push_back(Output::Log(json!({"ev": "shutdown", "kind": if result.is_ok() { "stop" } else { "abort" }, "at": now, "clean": true})));
-        self.out.push_back(Output::Done(Outcome { result, clean: true, late: 0, up_sent: 0, latency: Histogram::default(), dropped: self.dropped.clone() }));
+        self.out.push_back(Output::Log(
+            json!({"ev": "shutdown", "kind": if result.is_ok() { "stop" } else { "abort" }, "at": now, "clean": true}),
+        ));
+        self.out.push_back(Output::Done(Outcome {
+            result,
+            clean: true,
+            late: 0,
+            up_sent: 0,
+            latency: Histogram::default(),
+            dropped: self.dropped.clone(),
+        }));
     }
 }
 

@@ -38,7 +38,17 @@ impl Net {
     fn new(plan: Plan) -> Self {
         let n = plan.ranks;
         let nodes = (0..n).map(|r| machine::<V>(&plan, r, LEN, 10.0, false)).collect();
-        Net { nodes, now: 0.0, wire: vec![], computes: vec![], timers: vec![], delivered: vec![], logs: vec![vec![]; n], done: vec![None; n], sent_to: vec![0; n] }
+        Net {
+            nodes,
+            now: 0.0,
+            wire: vec![],
+            computes: vec![],
+            timers: vec![],
+            delivered: vec![],
+            logs: vec![vec![]; n],
+            done: vec![None; n],
+            sent_to: vec![0; n],
+        }
     }
 
     fn input(&mut self, rank: usize, input: Input<V>) {
@@ -75,7 +85,11 @@ impl Net {
     }
 
     fn compute(&mut self, rank: usize, t: u64, part: V) {
-        let i = self.computes.iter().position(|&c| c == (rank, t)).unwrap_or_else(|| panic!("rank {rank} was not asked to compute {t}"));
+        let i = self
+            .computes
+            .iter()
+            .position(|&c| c == (rank, t))
+            .unwrap_or_else(|| panic!("rank {rank} was not asked to compute {t}"));
         self.computes.remove(i);
         self.input(rank, Input::Timing { t, timing: json!({"compute_start": self.now}) });
         self.input(rank, Input::Computed { t, parts: vec![part], ready: self.now });
@@ -218,7 +232,15 @@ fn dead_workers_beyond_tolerance_fail_the_run_at_the_deadline_naming_them() {
 #[test]
 fn failed_subtrees_are_reported_up_and_named_by_the_master() {
     // (3, 2) tree, s = 1 per parent: leaves 5, 6 (under parent 1) and 8, 9 (under parent 2) dead
-    let p = plan(&["scheme.kind=cr", "scheme.workers=", "scheme.n=3", "scheme.layers=2", "scheme.s=1", "stragglers.model=fail-stop", "stragglers.workers=[5, 6, 8, 9]"]);
+    let p = plan(&[
+        "scheme.kind=cr",
+        "scheme.workers=",
+        "scheme.n=3",
+        "scheme.layers=2",
+        "scheme.s=1",
+        "stragglers.model=fail-stop",
+        "stragglers.workers=[5, 6, 8, 9]",
+    ]);
     let mut net = Net::new(p);
     net.run_iteration(0);
     // parents 1 and 2 wait (budget 2/3 of the deadline), then report their subtrees failed
@@ -227,8 +249,15 @@ fn failed_subtrees_are_reported_up_and_named_by_the_master() {
     net.flush(|_, _, _| false);
     let o = net.done[0].as_ref().expect("hopeless: the master fails without waiting for its deadline");
     let Err(Failure::Run(msg)) = &o.result else { panic!("{o:?}") };
-    assert!(msg.starts_with("iteration 0: cr needs 2 of 3 results at the master but 2 children reported failed subtrees"), "{msg}");
-    assert!(msg.contains("1 (its subtree failed: rank 1 is missing children 5, 6)") && msg.contains("2 (its subtree failed: rank 2 is missing children 8, 9)"), "{msg}");
+    assert!(
+        msg.starts_with("iteration 0: cr needs 2 of 3 results at the master but 2 children reported failed subtrees"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("1 (its subtree failed: rank 1 is missing children 5, 6)")
+            && msg.contains("2 (its subtree failed: rank 2 is missing children 8, 9)"),
+        "{msg}"
+    );
     assert!(net.done.iter().all(Option::is_some), "every node finished");
 }
 
@@ -355,12 +384,19 @@ fn granted_uploads_cross_only_for_the_results_the_rule_uses() {
     assert!(close(total, &full_sum(3)) && info.exact, "{total:?}");
     // the slow worker finishes: it says nothing, and its record says why
     net.compute(1, 0, coded_part(&p, 1));
-    assert!(net.wire.is_empty(), "a refused worker sends nothing: {:?}", net.wire.iter().map(|w| w.2.head.kind).collect::<Vec<_>>());
+    assert!(
+        net.wire.is_empty(),
+        "a refused worker sends nothing: {:?}",
+        net.wire.iter().map(|w| w.2.head.kind).collect::<Vec<_>>()
+    );
     assert!(net.logs[1].iter().any(|e| e["t"] == 0 && e["status"] == "refused"));
     let rec = net.logs[0].iter().find(|e| e["ev"] == "iter" && e["t"] == 0).unwrap();
     let result = crate::wire::frame_bytes(&Header::new(Kind::Result, 0), LEN) as u64;
     let notice = crate::wire::frame_bytes(&Header::new(Kind::Ready, 0), 0) as u64;
-    assert_eq!((rec["notices"].as_u64(), rec["grants"].as_u64(), rec["refusals"].as_u64()), (Some(2), Some(2), Some(1)));
+    assert_eq!(
+        (rec["notices"].as_u64(), rec["grants"].as_u64(), rec["refusals"].as_u64()),
+        (Some(2), Some(2), Some(1))
+    );
     assert_eq!(rec["result_bytes"].as_u64(), Some(2 * result));
     assert_eq!(rec["recv_bytes"].as_u64(), Some(2 * result + 2 * notice));
     // next iteration: nothing late, nothing abandoned
@@ -388,7 +424,11 @@ fn a_notice_that_crosses_its_refusal_gets_no_second_answer() {
     net.deliver(|f, _, h| f == 1 && h.kind == Kind::Ready);
     net.deliver(|f, _, h| f == 2 && h.kind == Kind::Ready);
     net.deliver(|f, _, h| f == 3 && h.kind == Kind::Ready);
-    assert_eq!(net.wire.iter().filter(|(_, t, m)| *t == 3 && m.head.kind == Kind::Refuse).count(), 1, "one refusal for worker 3");
+    assert_eq!(
+        net.wire.iter().filter(|(_, t, m)| *t == 3 && m.head.kind == Kind::Refuse).count(),
+        1,
+        "one refusal for worker 3"
+    );
     net.flush(|_, _, _| false);
     assert!(close(&net.delivered[0].2, &[3.0 * 120.0 / 80.0; LEN]), "{:?}", net.delivered[0].2);
     assert!(net.logs[3].iter().any(|e| e["t"] == 0 && e["status"] == "refused"));
@@ -448,6 +488,8 @@ fn adaptive_codes_are_granted_one_round_at_a_time() {
     net.finish(None);
     assert_eq!(net.late(0), 0);
     // the workers' records close at the stop: what they uploaded is what was granted
-    let uploads: u64 = (1..=3).flat_map(|w| net.logs[w].iter().filter(|e| e["ev"] == "iter").filter_map(|e| e["rounds"].as_u64())).sum();
+    let uploads: u64 = (1..=3)
+        .flat_map(|w| net.logs[w].iter().filter(|e| e["ev"] == "iter").filter_map(|e| e["rounds"].as_u64()))
+        .sum();
     assert_eq!(rounds_granted, uploads, "every granted round was uploaded, no other");
 }

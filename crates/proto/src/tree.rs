@@ -28,8 +28,8 @@ use std::sync::Arc;
 
 use outrun_codes::EXACT_RESIDUAL;
 use outrun_plan::budget::{parent_silence, shutdown_grace, wait_budget};
-use outrun_plan::roles::{aggregator, encoder, Aggregator, Combination, Encoder, Src, Term, Vector};
 use outrun_plan::config::Upload;
+use outrun_plan::roles::{aggregator, encoder, Aggregator, Combination, Encoder, Src, Term, Vector};
 use outrun_plan::{Plan, StragglerModel};
 use serde_json::{json, Value};
 
@@ -44,12 +44,13 @@ const GRACE: u64 = 2;
 const SILENCE: u64 = 3;
 const REGRANT: u64 = 4;
 
-
 #[derive(Debug, PartialEq)]
 enum Phase {
     Running,
     /// Stop or abort sent down; waiting for the children's goodbyes.
-    Draining { abort: bool },
+    Draining {
+        abort: bool,
+    },
     Finished,
 }
 
@@ -264,7 +265,11 @@ impl<P: Vector> TreeNode<P> {
     }
 
     fn arrivals_json(&self) -> Value {
-        json!(self.arrived.iter().map(|(r, at, round)| if *round == 0 { json!([r, at]) } else { json!([r, at, round]) }).collect::<Vec<_>>())
+        json!(self
+            .arrived
+            .iter()
+            .map(|(r, at, round)| if *round == 0 { json!([r, at]) } else { json!([r, at, round]) })
+            .collect::<Vec<_>>())
     }
 
     /// Start iteration `t`: forward the model, begin collecting, start computing.
@@ -328,7 +333,9 @@ impl<P: Vector> TreeNode<P> {
             self.cur = None;
             self.answered = true;
             self.collecting = false;
-            self.log(json!({"ev": "iter", "t": t, "worker": worker, "model": now, "latency": latency, "status": "dead"}));
+            self.log(
+                json!({"ev": "iter", "t": t, "worker": worker, "model": now, "latency": latency, "status": "dead"}),
+            );
             return;
         }
         self.record = json!({"ev": "iter", "t": t, "worker": worker, "model": now, "latency": latency});
@@ -396,7 +403,8 @@ impl<P: Vector> TreeNode<P> {
             }
             if comb.rounds > 0 {
                 self.record["rounds_used"] = json!(comb.rounds);
-                self.record["uses"] = json!(comb.uses.iter().map(|&(i, k)| json!([self.children[i], k])).collect::<Vec<_>>());
+                self.record["uses"] =
+                    json!(comb.uses.iter().map(|&(i, k)| json!([self.children[i], k])).collect::<Vec<_>>());
             }
         }
         if comb.residual > EXACT_RESIDUAL {
@@ -434,7 +442,13 @@ impl<P: Vector> TreeNode<P> {
             self.log(ev);
             let workers = used.clone();
             let total = bodies.into_iter().next().expect("the root delivers one vector");
-            let info = Delivered { used: workers, residual: comb.residual, exact: comb.exact, coverage: comb.coverage, late_total: self.late };
+            let info = Delivered {
+                used: workers,
+                residual: comb.residual,
+                exact: comb.exact,
+                coverage: comb.coverage,
+                late_total: self.late,
+            };
             self.out.push_back(Output::Deliver { t, total, info });
         } else {
             self.rounds = bodies.into_iter().enumerate().map(|(r, b)| (r as u32, b)).collect();
@@ -501,7 +515,11 @@ impl<P: Vector> TreeNode<P> {
             "iteration {t}: {} needs {} at the master but {} within run.deadline = {} s; missing: workers {}",
             self.scheme,
             self.agg.as_ref().map_or(String::new(), |a| a.needs()),
-            if hopeless { format!("{} children reported failed subtrees", self.failed.len()) } else { format!("only {} arrived", self.arrived.len()) },
+            if hopeless {
+                format!("{} children reported failed subtrees", self.failed.len())
+            } else {
+                format!("only {} arrived", self.arrived.len())
+            },
             self.deadline,
             self.describe_missing()
         )
@@ -515,7 +533,9 @@ impl<P: Vector> TreeNode<P> {
         let head = msg.head;
         if head.kind == Kind::Bye {
             let Meta::Bye { count, latency, dropped } = head.meta else {
-                return self.log(json!({"ev": "warn", "at": now, "message": format!("goodbye from rank {from} without a count")}));
+                return self.log(
+                    json!({"ev": "warn", "at": now, "message": format!("goodbye from rank {from} without a count")}),
+                );
             };
             self.bye[idx] = Some(count);
             self.latency.merge(&Histogram::from_sparse(&latency));
@@ -740,7 +760,9 @@ impl<P: Vector> TreeNode<P> {
                 }
                 self.check_drained(now);
             }
-            other => self.log(json!({"ev": "warn", "at": now, "message": format!("unexpected {} from the parent", other.name())})),
+            other => self.log(
+                json!({"ev": "warn", "at": now, "message": format!("unexpected {} from the parent", other.name())}),
+            ),
         }
     }
 
@@ -785,7 +807,8 @@ impl<P: Vector> TreeNode<P> {
             ev["late_result_bytes"] = json!(self.bytes.1);
             if self.granted {
                 let [notices, grants, refusals, regrants] = self.grants.total;
-                ev["upload"] = json!({"notices": notices, "grants": grants, "refusals": refusals, "regrants": regrants});
+                ev["upload"] =
+                    json!({"notices": notices, "grants": grants, "refusals": refusals, "regrants": regrants});
             }
         }
         self.log(ev);
@@ -794,7 +817,14 @@ impl<P: Vector> TreeNode<P> {
             (None, true) => Err(Failure::Aborted),
             (None, false) => Ok(()),
         };
-        let outcome = Outcome { result, clean, late: self.late, up_sent: self.up_sent, latency: self.latency.clone(), dropped: self.dropped.clone() };
+        let outcome = Outcome {
+            result,
+            clean,
+            late: self.late,
+            up_sent: self.up_sent,
+            latency: self.latency.clone(),
+            dropped: self.dropped.clone(),
+        };
         self.out.push_back(Output::Done(outcome));
     }
 
@@ -816,8 +846,19 @@ impl<P: Vector> TreeNode<P> {
                 self.regrant(clock);
             }
         } else if id == GRACE && due(self.grace_at) && matches!(self.phase, Phase::Draining { .. }) {
-            let waiting: Vec<String> = self.children.iter().enumerate().filter(|(i, _)| self.bye[*i] != Some(self.recv[*i])).map(|(_, c)| c.to_string()).collect();
-            let why = format!("rank {}: children {} did not say goodbye within {} s", self.rank, waiting.join(", "), self.grace);
+            let waiting: Vec<String> = self
+                .children
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| self.bye[*i] != Some(self.recv[*i]))
+                .map(|(_, c)| c.to_string())
+                .collect();
+            let why = format!(
+                "rank {}: children {} did not say goodbye within {} s",
+                self.rank,
+                waiting.join(", "),
+                self.grace
+            );
             self.log(json!({"ev": "warn", "at": now, "message": why}));
             if self.failure.is_none() {
                 self.failure = Some(why);
@@ -832,7 +873,14 @@ impl<P: Vector> TreeNode<P> {
             );
             self.log(json!({"ev": "error", "at": now, "message": why.clone()}));
             self.phase = Phase::Finished;
-            let outcome = Outcome { result: Err(Failure::Run(why)), clean: false, late: self.late, up_sent: self.up_sent, latency: self.latency.clone(), dropped: self.dropped.clone() };
+            let outcome = Outcome {
+                result: Err(Failure::Run(why)),
+                clean: false,
+                late: self.late,
+                up_sent: self.up_sent,
+                latency: self.latency.clone(),
+                dropped: self.dropped.clone(),
+            };
             self.out.push_back(Output::Done(outcome));
         }
     }

@@ -243,7 +243,8 @@ pub fn decode(words: Vec<f64>, nbytes: usize) -> Result<(Header, Option<Frame>),
     if 4 + h > nbytes || (nbytes > 4 + h && (off * 8 < 4 + h || off * 8 > nbytes)) {
         return Err(WireError::Truncated(nbytes));
     }
-    let (head, _): (Header, usize) = bincode::serde::decode_from_slice(&bytes[4..4 + h], config()).map_err(|e| WireError::Header(e.to_string()))?;
+    let (head, _): (Header, usize) =
+        bincode::serde::decode_from_slice(&bytes[4..4 + h], config()).map_err(|e| WireError::Header(e.to_string()))?;
     let body_words = (nbytes / 8).saturating_sub(off);
     let body = (nbytes > 4 + h && body_words > 0).then(|| Frame::received(words, off, body_words));
     Ok((head, body))
@@ -271,7 +272,11 @@ mod tests {
         assert!(!starts_with(&frame, &Header::new(Kind::Result, 7)));
 
         let mut bye = Header::new(Kind::Bye, 0);
-        bye.meta = Meta::Bye { count: 41, latency: vec![(3, 7), (200, 1)], dropped: vec![(3, "No space left on device".into())] };
+        bye.meta = Meta::Bye {
+            count: 41,
+            latency: vec![(3, 7), (200, 1)],
+            dropped: vec![(3, "No space left on device".into())],
+        };
         let (words, n) = encode(&bye, None);
         assert_eq!(n, frame_bytes(&bye, 0));
         let (back, frame) = decode(words, n).unwrap();

@@ -74,14 +74,24 @@ impl Run {
     pub fn load(dir: &Path) -> Result<Self, ReportError> {
         let summary = read::summary(dir)?;
         let iterations = read::iterations(dir)?;
-        let problem = match std::fs::read_to_string(dir.join("config.toml")).ok().and_then(|t| outrun_plan::config::parse(&t, &[]).ok()) {
+        let problem = match std::fs::read_to_string(dir.join("config.toml"))
+            .ok()
+            .and_then(|t| outrun_plan::config::parse(&t, &[]).ok())
+        {
             Some(c) if c.matvec().is_some() => {
                 let m = &c.matvec().expect("checked").matrix;
-                format!("mat-vec, {} × {} matrix{}, seed {}", summary.samples, summary.features, m.path.as_ref().map_or(String::new(), |p| format!(" from {p}")), c.run.seed)
+                format!(
+                    "mat-vec, {} × {} matrix{}, seed {}",
+                    summary.samples,
+                    summary.features,
+                    m.path.as_ref().map_or(String::new(), |p| format!(" from {p}")),
+                    c.run.seed
+                )
             }
             Some(c) if c.pagerank().is_some() => {
                 let g = &c.pagerank().expect("checked").graph;
-                let what = g.path.clone().unwrap_or_else(|| g.kind.map_or("graph".into(), |k| format!("{} graph", k.name())));
+                let what =
+                    g.path.clone().unwrap_or_else(|| g.kind.map_or("graph".into(), |k| format!("{} graph", k.name())));
                 format!("PageRank, {what}, n = {}, seed {}", summary.samples, c.run.seed)
             }
             Some(c) => {
@@ -131,11 +141,17 @@ impl Run {
 /// Uploaded bytes per iteration: the `up_bytes` of every rank's iteration records; in a ring
 /// (whose records have none, every byte it sends is reduction traffic) the ranks' bytes sent.
 fn uploaded(events: &std::collections::HashMap<usize, Vec<serde_json::Value>>, iters: f64) -> Option<f64> {
-    let ups: Vec<f64> = events.values().flat_map(|evs| evs.iter().filter(|e| e["ev"] == "iter").filter_map(|e| e["up_bytes"].as_f64())).collect();
+    let ups: Vec<f64> = events
+        .values()
+        .flat_map(|evs| evs.iter().filter(|e| e["ev"] == "iter").filter_map(|e| e["up_bytes"].as_f64()))
+        .collect();
     if !ups.is_empty() {
         return Some(ups.iter().sum::<f64>() / iters);
     }
-    let sent: Option<Vec<f64>> = events.values().map(|evs| evs.iter().rev().find(|e| e["ev"] == "shutdown").and_then(|e| e["sent_bytes"].as_f64())).collect();
+    let sent: Option<Vec<f64>> = events
+        .values()
+        .map(|evs| evs.iter().rev().find(|e| e["ev"] == "shutdown").and_then(|e| e["sent_bytes"].as_f64()))
+        .collect();
     sent.map(|s| s.iter().sum::<f64>() / iters)
 }
 
@@ -149,7 +165,10 @@ pub fn load_runs(paths: &[PathBuf]) -> Result<Vec<Run>, ReportError> {
 pub fn check_options(runs: &[Run], opts: &Options) -> Result<(), ReportError> {
     if let Some(b) = &opts.baseline {
         if !runs.iter().any(|r| table::same_dir(&r.dir, b)) {
-            return Err(ReportError::Option(format!("--baseline {}: not one of the runs reported (give a finished run directory among them)", b.display())));
+            return Err(ReportError::Option(format!(
+                "--baseline {}: not one of the runs reported (give a finished run directory among them)",
+                b.display()
+            )));
         }
     }
     if let Some(t) = opts.target_error {
@@ -220,7 +239,9 @@ pub fn write_report(paths: &[PathBuf], opts: &Options, out: &Path) -> Result<Str
         let stem = format!("c{}", k + 1);
         let errs = plots::error_vs_time(group, &out.join(format!("{stem}-error-vs-time")))?;
         let bars = plots::iteration_times(group, &out.join(format!("{stem}-iteration-time")))?;
-        md.push_str(&format!("\n![{errs}]({stem}-error-vs-time.png)\n\n![mean iteration time]({stem}-iteration-time.png)\n\n"));
+        md.push_str(&format!(
+            "\n![{errs}]({stem}-error-vs-time.png)\n\n![mean iteration time]({stem}-iteration-time.png)\n\n"
+        ));
         let _ = bars;
         for r in group {
             let name = format!("{stem}-timeline-{}", sanitize(r.label()));

@@ -53,14 +53,24 @@ fn e2s<E: std::fmt::Display>(e: E) -> ReportError {
 }
 
 /// The frame every plot shares: caption, margins and label areas.
-fn frame<'a, 'b, DB: DrawingBackend>(root: &'a DrawingArea<DB, Shift>, caption: &str, caption_size: u32, y_label_area: u32) -> ChartBuilder<'a, 'b, DB> {
+fn frame<'a, 'b, DB: DrawingBackend>(
+    root: &'a DrawingArea<DB, Shift>,
+    caption: &str,
+    caption_size: u32,
+    y_label_area: u32,
+) -> ChartBuilder<'a, 'b, DB> {
     let mut b = ChartBuilder::on(root);
     b.caption(caption, (FONT, caption_size)).margin(12).x_label_area_size(40).y_label_area_size(y_label_area);
     b
 }
 
 /// Draw the same figure to PNG and SVG.
-fn both(stem: &Path, size: (u32, u32), draw: impl Fn(&DrawingArea<BitMapBackend, Shift>) -> Result<(), ReportError>, draw_svg: impl Fn(&DrawingArea<SVGBackend, Shift>) -> Result<(), ReportError>) -> Result<(), ReportError> {
+fn both(
+    stem: &Path,
+    size: (u32, u32),
+    draw: impl Fn(&DrawingArea<BitMapBackend, Shift>) -> Result<(), ReportError>,
+    draw_svg: impl Fn(&DrawingArea<SVGBackend, Shift>) -> Result<(), ReportError>,
+) -> Result<(), ReportError> {
     let png = stem.with_extension("png");
     let svg = stem.with_extension("svg");
     {
@@ -92,7 +102,13 @@ pub fn error_vs_time(runs: &[&Run], stem: &Path) -> Result<String, ReportError> 
                 .collect();
             let first = runs.iter().position(|o| o.summary.scheme == r.summary.scheme) == Some(k);
             let count = runs.iter().filter(|o| o.summary.scheme == r.summary.scheme).count();
-            let name = first.then(|| if count > 1 { format!("{} ({count} runs)", r.summary.scheme) } else { format!("{} ({})", r.summary.scheme, r.label()) });
+            let name = first.then(|| {
+                if count > 1 {
+                    format!("{} ({count} runs)", r.summary.scheme)
+                } else {
+                    format!("{} ({})", r.summary.scheme, r.label())
+                }
+            });
             (name, pts)
         })
         .collect();
@@ -114,7 +130,9 @@ pub fn error_vs_time(runs: &[&Run], stem: &Path) -> Result<String, ReportError> 
                 let col = colors[k];
                 let drawn = c.draw_series(LineSeries::new(pts.iter().copied(), col.stroke_width(2))).map_err(e2s)?;
                 if let Some(name) = name {
-                    drawn.label(name.as_str()).legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], col.stroke_width(2)));
+                    drawn
+                        .label(name.as_str())
+                        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], col.stroke_width(2)));
                 }
             }
             c.configure_series_labels().background_style(WHITE.mix(0.9)).border_style(BLACK).draw().map_err(e2s)?;
@@ -142,7 +160,11 @@ pub fn iteration_times(runs: &[&Run], stem: &Path) -> Result<String, ReportError
                 .x_labels(n)
                 .x_label_formatter(&|x| {
                     let i = x.round();
-                    if (x - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < labels.len() { labels[i as usize].clone() } else { String::new() }
+                    if (x - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < labels.len() {
+                        labels[i as usize].clone()
+                    } else {
+                        String::new()
+                    }
                 })
                 .y_desc("ms per iteration")
                 .draw()
@@ -150,10 +172,16 @@ pub fn iteration_times(runs: &[&Run], stem: &Path) -> Result<String, ReportError
             for (k, r) in runs.iter().enumerate() {
                 let (x, m, p) = (k as f64, r.summary.mean_s * 1e3, r.summary.p95_s * 1e3);
                 let col = colors[k];
-                c.draw_series(std::iter::once(Rectangle::new([(x - 0.35, 0.0), (x + 0.35, m)], col.filled()))).map_err(e2s)?;
-                c.draw_series(std::iter::once(PathElement::new(vec![(x - 0.2, p), (x + 0.2, p)], BLACK.stroke_width(2)))).map_err(e2s)?;
+                c.draw_series(std::iter::once(Rectangle::new([(x - 0.35, 0.0), (x + 0.35, m)], col.filled())))
+                    .map_err(e2s)?;
+                c.draw_series(std::iter::once(PathElement::new(
+                    vec![(x - 0.2, p), (x + 0.2, p)],
+                    BLACK.stroke_width(2),
+                )))
+                .map_err(e2s)?;
                 let label_at = if p - m > top * 0.06 { m + top * 0.045 } else { p + top * 0.045 };
-                c.draw_series(std::iter::once(Text::new(format!("{m:.1}"), (x - 0.18, label_at), (FONT, 14)))).map_err(e2s)?;
+                c.draw_series(std::iter::once(Text::new(format!("{m:.1}"), (x - 0.18, label_at), (FONT, 14))))
+                    .map_err(e2s)?;
             }
             Ok(())
         }};
@@ -267,7 +295,8 @@ pub fn timeline(run: &Run, k: usize, stem: &Path) -> Result<Option<String>, Repo
     let xs = ps.iter().map(|p| p.x0).fold(f64::INFINITY, f64::min);
     let xe = ps.iter().map(|p| p.x1).fold(0.0, f64::max);
     let ms = |x: f64| (x - xs) * 1e3;
-    let caption = format!("{} ({}): iterations {t0}–{t1} by rank (slowest: {})", run.label(), run.summary.scheme, slow.iteration);
+    let caption =
+        format!("{} ({}): iterations {t0}–{t1} by rank (slowest: {})", run.label(), run.summary.scheme, slow.iteration);
     let height = (160 + 26 * ranks as u32).min(1400);
     macro_rules! draw {
         ($root:expr) => {{
@@ -280,7 +309,11 @@ pub fn timeline(run: &Run, k: usize, stem: &Path) -> Result<Option<String>, Repo
                 .y_labels(rows.min(40))
                 .y_label_formatter(&|y| {
                     let r = y.round();
-                    if (y - r).abs() < 1e-6 && r >= 0.0 && (r as usize) < rows { format!("{}", rows - 1 - r as usize) } else { String::new() }
+                    if (y - r).abs() < 1e-6 && r >= 0.0 && (r as usize) < rows {
+                        format!("{}", rows - 1 - r as usize)
+                    } else {
+                        String::new()
+                    }
                 })
                 .x_desc("ms since the window's first event")
                 .y_desc("rank")
@@ -289,9 +322,17 @@ pub fn timeline(run: &Run, k: usize, stem: &Path) -> Result<Option<String>, Repo
             let y = |rank: usize| (ranks - 1 - rank) as f64;
             for p in &ps {
                 let (a, b) = (ms(p.x0), ms(p.x1));
-                c.draw_series(std::iter::once(Rectangle::new([(a, y(p.rank) - 0.32), (b, y(p.rank) + 0.32)], p.seg.color().filled()))).map_err(e2s)?;
+                c.draw_series(std::iter::once(Rectangle::new(
+                    [(a, y(p.rank) - 0.32), (b, y(p.rank) + 0.32)],
+                    p.seg.color().filled(),
+                )))
+                .map_err(e2s)?;
                 if p.straggler {
-                    c.draw_series(std::iter::once(Rectangle::new([(a, y(p.rank) - 0.32), (b, y(p.rank) + 0.32)], RED.stroke_width(2)))).map_err(e2s)?;
+                    c.draw_series(std::iter::once(Rectangle::new(
+                        [(a, y(p.rank) - 0.32), (b, y(p.rank) + 0.32)],
+                        RED.stroke_width(2),
+                    )))
+                    .map_err(e2s)?;
                 }
             }
             for &(rank, x, what) in &marks {
@@ -319,7 +360,12 @@ pub fn timeline(run: &Run, k: usize, stem: &Path) -> Result<Option<String>, Repo
                     .label("abandoned: result came too late")
                     .legend(|(x, y)| Cross::new((x + 7, y), 5, RED.stroke_width(2)));
             }
-            c.configure_series_labels().position(SeriesLabelPosition::UpperRight).background_style(WHITE.mix(0.9)).border_style(BLACK).draw().map_err(e2s)?;
+            c.configure_series_labels()
+                .position(SeriesLabelPosition::UpperRight)
+                .background_style(WHITE.mix(0.9))
+                .border_style(BLACK)
+                .draw()
+                .map_err(e2s)?;
             Ok(())
         }};
     }
@@ -337,13 +383,21 @@ pub fn partition(run: &Run, stem: &Path) -> Result<Option<String>, ReportError> 
     let Some(master) = events.get(&0) else { return Ok(None) };
     // (t, worker → cluster, slow workers, responders)
     type Row = (u64, Vec<(u64, usize)>, Vec<u64>, Vec<u64>);
-    let ids = |v: &Value| -> Vec<u64> { v.as_array().map(|a| a.iter().filter_map(Value::as_u64).collect()).unwrap_or_default() };
+    let ids = |v: &Value| -> Vec<u64> {
+        v.as_array().map(|a| a.iter().filter_map(Value::as_u64).collect()).unwrap_or_default()
+    };
     let rows: Vec<Row> = master
         .iter()
         .filter(|e| e["ev"] == "iter" && e["clusters"].is_array())
         .take(MAX_ITERATIONS)
         .map(|e| {
-            let place = e["clusters"].as_array().unwrap().iter().enumerate().flat_map(|(c, m)| ids(m).into_iter().map(move |w| (w, c))).collect();
+            let place = e["clusters"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .enumerate()
+                .flat_map(|(c, m)| ids(m).into_iter().map(move |w| (w, c)))
+                .collect();
             let responders = e["responders"].as_array().map(|a| a.iter().flat_map(ids).collect()).unwrap_or_default();
             (e["t"].as_u64().unwrap_or(0), place, ids(&e["slow"]), responders)
         })
@@ -354,10 +408,16 @@ pub fn partition(run: &Run, stem: &Path) -> Result<Option<String>, ReportError> 
     let workers = rows.iter().flat_map(|r| r.1.iter().map(|p| p.0)).max().unwrap_or(1) as f64;
     let (t0, t1) = (rows[0].0 as f64, rows[rows.len() - 1].0 as f64);
     let clusters = rows.iter().flat_map(|r| r.1.iter().map(|p| p.1)).max().unwrap_or(0) + 1;
-    let caption = format!("{} ({}): cluster of every worker per iteration (● slow, □ decoded from)", run.label(), run.summary.scheme);
+    let caption = format!(
+        "{} ({}): cluster of every worker per iteration (● slow, □ decoded from)",
+        run.label(),
+        run.summary.scheme
+    );
     macro_rules! draw {
         ($root:expr) => {{
-            let mut c = frame($root, &caption, 18, 50).build_cartesian_2d(t0 - 0.5..t1 + 0.5, 0.5..workers + 0.5).map_err(e2s)?;
+            let mut c = frame($root, &caption, 18, 50)
+                .build_cartesian_2d(t0 - 0.5..t1 + 0.5, 0.5..workers + 0.5)
+                .map_err(e2s)?;
             c.configure_mesh()
                 .disable_mesh()
                 .x_label_formatter(&|x| format!("{x:.0}"))
@@ -371,7 +431,11 @@ pub fn partition(run: &Run, stem: &Path) -> Result<Option<String>, ReportError> 
                 for &(w, cl) in place {
                     let y = w as f64;
                     let cell = [(x - 0.5, y - 0.5), (x + 0.5, y + 0.5)];
-                    c.draw_series(std::iter::once(Rectangle::new(cell, PALETTE[cl % PALETTE.len()].mix(0.75).filled()))).map_err(e2s)?;
+                    c.draw_series(std::iter::once(Rectangle::new(
+                        cell,
+                        PALETTE[cl % PALETTE.len()].mix(0.75).filled(),
+                    )))
+                    .map_err(e2s)?;
                     if resp.contains(&w) {
                         c.draw_series(std::iter::once(Rectangle::new(cell, BLACK.stroke_width(1)))).map_err(e2s)?;
                     }
@@ -387,7 +451,12 @@ pub fn partition(run: &Run, stem: &Path) -> Result<Option<String>, ReportError> 
                     .label(format!("cluster {}", cl + 1))
                     .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], col.mix(0.75).filled()));
             }
-            c.configure_series_labels().position(SeriesLabelPosition::UpperRight).background_style(WHITE.mix(0.9)).border_style(BLACK).draw().map_err(e2s)?;
+            c.configure_series_labels()
+                .position(SeriesLabelPosition::UpperRight)
+                .background_style(WHITE.mix(0.9))
+                .border_style(BLACK)
+                .draw()
+                .map_err(e2s)?;
             Ok(())
         }};
     }

@@ -52,12 +52,28 @@ pub fn markdown(rows: &[SweepRow]) -> String {
         keys.join(" | "),
         if any_accuracy { " test accuracy |" } else { "" }
     ));
-    o.push_str(&format!("|---|{}---|---|---|---|---|---|{}\n", "---|".repeat(keys.len()), if any_accuracy { "---|" } else { "" }));
+    o.push_str(&format!(
+        "|---|{}---|---|---|---|---|---|{}\n",
+        "---|".repeat(keys.len()),
+        if any_accuracy { "---|" } else { "" }
+    ));
     for r in rows {
         let means: Vec<f64> = r.runs.iter().map(|s| s.mean_s).collect();
         let errors: Vec<f64> = r.runs.iter().filter_map(error_of).collect();
         let exact = r.runs.iter().filter(|s| s.all_exact()).count();
-        let acc = if any_accuracy { format!(" {} |", r.runs.iter().filter_map(|s| s.final_test_accuracy).map(|a| format!("{:.1} %", 100.0 * a)).next().unwrap_or("-".into())) } else { String::new() };
+        let acc = if any_accuracy {
+            format!(
+                " {} |",
+                r.runs
+                    .iter()
+                    .filter_map(|s| s.final_test_accuracy)
+                    .map(|a| format!("{:.1} %", 100.0 * a))
+                    .next()
+                    .unwrap_or("-".into())
+            )
+        } else {
+            String::new()
+        };
         o.push_str(&format!(
             "| {} | {} | {} | {:.2} | {} | {:.3} | {} | {}/{} |{acc}\n",
             r.id,
@@ -84,8 +100,15 @@ pub fn markdown(rows: &[SweepRow]) -> String {
         }
         o.push_str(&format!("\n### By `{key}` (every run with the value, across the other axes)\n\n| {key} | runs | median ms/it | spread ms/it |\n|---|---|---|---|\n"));
         for v in values {
-            let means: Vec<f64> = rows.iter().filter(|r| r.labels[a].1 == v).flat_map(|r| r.runs.iter().map(|s| s.mean_s)).collect();
-            o.push_str(&format!("| {} | {} | {:.2} | {} |\n", v.trim_matches('"'), means.len(), median(means.clone()) * 1e3, spread(&means)));
+            let means: Vec<f64> =
+                rows.iter().filter(|r| r.labels[a].1 == v).flat_map(|r| r.runs.iter().map(|s| s.mean_s)).collect();
+            o.push_str(&format!(
+                "| {} | {} | {:.2} | {} |\n",
+                v.trim_matches('"'),
+                means.len(),
+                median(means.clone()) * 1e3,
+                spread(&means)
+            ));
         }
     }
     o

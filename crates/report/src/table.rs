@@ -6,12 +6,10 @@ use crate::{Options, ReportError, Run};
 /// the same on the time to the target error); baseline: `opts.baseline` if it is in this
 /// comparison, else the slowest run.
 pub fn markdown(runs: &[&Run], opts: &Options) -> Result<String, ReportError> {
-    let base = opts
-        .baseline
-        .as_ref()
-        .and_then(|b| runs.iter().find(|r| same_dir(&r.dir, b)))
-        .copied()
-        .unwrap_or_else(|| *runs.iter().max_by(|a, b| a.summary.total_s.total_cmp(&b.summary.total_s)).expect("non-empty comparison"));
+    let base =
+        opts.baseline.as_ref().and_then(|b| runs.iter().find(|r| same_dir(&r.dir, b))).copied().unwrap_or_else(|| {
+            *runs.iter().max_by(|a, b| a.summary.total_s.total_cmp(&b.summary.total_s)).expect("non-empty comparison")
+        });
     let target = opts.target_error;
     let base_to = target.and_then(|t| base.time_to_error(t));
     let mut o = String::new();
@@ -19,7 +17,10 @@ pub fn markdown(runs: &[&Run], opts: &Options) -> Result<String, ReportError> {
     o.push_str(&format!(
         "| run | scheme | N | s | iterations | mean ms/it | median ms/it | p95 ms/it | uploaded KB/it | total s | speedup |{tcols} final error | exact | late discarded | busiest node: KB/it (rank) |\n"
     ));
-    o.push_str(&format!("|---|---|---|---|---|---|---|---|---|---|---|{}---|---|---|---|\n", if target.is_some() { "---|---|" } else { "" }));
+    o.push_str(&format!(
+        "|---|---|---|---|---|---|---|---|---|---|---|{}---|---|---|---|\n",
+        if target.is_some() { "---|---|" } else { "" }
+    ));
     for r in runs {
         let s = &r.summary;
         let tvals = match target {
@@ -36,7 +37,8 @@ pub fn markdown(runs: &[&Run], opts: &Options) -> Result<String, ReportError> {
             Some(a) => format!("{err}, test accuracy {:.1} %", 100.0 * a),
             None => err,
         };
-        let exact = if s.all_exact() { "yes".to_string() } else { format!("no ({}/{})", s.exact_iterations, s.iterations) };
+        let exact =
+            if s.all_exact() { "yes".to_string() } else { format!("no ({}/{})", s.exact_iterations, s.iterations) };
         let up = r.uploaded.map_or("n/a".into(), |b| format!("{:.2}", b / 1e3));
         let busy = r.busiest.map_or("n/a".into(), |(rank, b)| format!("{:.1} ({rank})", b / 1e3));
         o.push_str(&format!(

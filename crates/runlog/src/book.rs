@@ -87,7 +87,11 @@ impl Book {
         // a write that fails here fails the run's summary later, with one line (no warning)
         let mut csv = Lines::create(&dir.join("iterations.csv"))?.quiet();
         csv.line("iteration,wall_s,cumulative_s,loss,normalized_error,relative_change,used,survivors,coverage,exact,residual,late_discarded,test_accuracy");
-        let traj = if shared.config.run.trajectory { Lines::create(&dir.join("trajectory.csv"))?.quiet() } else { Lines::none() };
+        let traj = if shared.config.run.trajectory {
+            Lines::create(&dir.join("trajectory.csv"))?.quiet()
+        } else {
+            Lines::none()
+        };
         let star = match (shared.config.matvec(), shared.config.pagerank()) {
             (Some(_), _) | (_, Some(_)) => None,
             _ => match shared.config.data().kind {
@@ -175,14 +179,30 @@ impl Book {
 
     /// Write the final state (`theta.txt`, or a mat-vec's `y.txt`) and `summary.json`; returns
     /// the summary.
-    pub fn finish(&self, shared: &RunInfo, theta: &[f64], setup_s: f64, late: u64, master_bytes: u64, latency: Latency) -> std::io::Result<Summary> {
+    pub fn finish(
+        &self,
+        shared: &RunInfo,
+        theta: &[f64],
+        setup_s: f64,
+        late: u64,
+        master_bytes: u64,
+        latency: Latency,
+    ) -> std::io::Result<Summary> {
         let text: String = theta.iter().map(|v| format!("{v:e}\n")).collect();
         self.finish_with_state(shared, &text, setup_s, late, master_bytes, latency)
     }
 
     /// [`Book::finish`] with the state file's text given (PageRank's `ranks.txt`: `id rank`
     /// lines).
-    pub fn finish_with_state(&self, shared: &RunInfo, state: &str, setup_s: f64, late: u64, master_bytes: u64, latency: Latency) -> std::io::Result<Summary> {
+    pub fn finish_with_state(
+        &self,
+        shared: &RunInfo,
+        state: &str,
+        setup_s: f64,
+        late: u64,
+        master_bytes: u64,
+        latency: Latency,
+    ) -> std::io::Result<Summary> {
         let dir = &shared.run_dir;
         for (name, lines) in [("iterations.csv", &self.csv), ("trajectory.csv", &self.traj)] {
             if let Some(e) = lines.failure() {
@@ -223,7 +243,10 @@ impl Book {
             compute: shared.compute.to_string(),
             run_dir: dir.display().to_string(),
         };
-        std::fs::write(dir.join("summary.json"), serde_json::to_string_pretty(&summary).expect("summary serializes") + "\n")?;
+        std::fs::write(
+            dir.join("summary.json"),
+            serde_json::to_string_pretty(&summary).expect("summary serializes") + "\n",
+        )?;
         Ok(summary)
     }
 }

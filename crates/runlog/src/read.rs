@@ -43,7 +43,8 @@ fn err(path: &Path, e: impl std::fmt::Display) -> ReadError {
 /// `summary.json` of a run directory.
 pub fn summary(dir: &Path) -> Result<Summary, ReadError> {
     let path = dir.join("summary.json");
-    let text = std::fs::read_to_string(&path).map_err(|e| err(&path, format!("{e} (is it a finished run directory?)")))?;
+    let text =
+        std::fs::read_to_string(&path).map_err(|e| err(&path, format!("{e} (is it a finished run directory?)")))?;
     serde_json::from_str(&text).map_err(|e| err(&path, format!("malformed summary: {e}")))
 }
 
@@ -54,7 +55,15 @@ pub fn iterations(dir: &Path) -> Result<Vec<IterationRow>, ReadError> {
     let mut lines = text.lines();
     let head: Vec<&str> = lines.next().unwrap_or("").split(',').collect();
     let col = |name: &str| head.iter().position(|h| *h == name).ok_or_else(|| err(&path, format!("no column {name}")));
-    let (ci, cw, cc, cl, ce, cx, cv) = (col("iteration")?, col("wall_s")?, col("cumulative_s")?, col("loss")?, col("normalized_error")?, col("exact")?, col("coverage")?);
+    let (ci, cw, cc, cl, ce, cx, cv) = (
+        col("iteration")?,
+        col("wall_s")?,
+        col("cumulative_s")?,
+        col("loss")?,
+        col("normalized_error")?,
+        col("exact")?,
+        col("coverage")?,
+    );
     let mut out = Vec::new();
     for (n, l) in lines.enumerate() {
         let f: Vec<&str> = l.split(',').collect();
@@ -80,7 +89,11 @@ pub fn rank_events(dir: &Path) -> Result<HashMap<usize, Vec<Value>>, ReadError> 
     let rd = std::fs::read_dir(dir).map_err(|e| err(dir, e))?;
     for entry in rd.flatten() {
         let name = entry.file_name().to_string_lossy().to_string();
-        let Some(r) = name.strip_prefix("rank-").and_then(|n| n.strip_suffix(".jsonl")).and_then(|n| n.parse::<usize>().ok()) else { continue };
+        let Some(r) =
+            name.strip_prefix("rank-").and_then(|n| n.strip_suffix(".jsonl")).and_then(|n| n.parse::<usize>().ok())
+        else {
+            continue;
+        };
         let text = std::fs::read_to_string(entry.path()).map_err(|e| err(&entry.path(), e))?;
         out.insert(r, text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect());
     }
@@ -97,7 +110,8 @@ pub fn find_runs(paths: &[PathBuf]) -> Result<Vec<PathBuf>, ReadError> {
             continue;
         }
         let rd = std::fs::read_dir(p).map_err(|e| err(p, e))?;
-        let mut subs: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).filter(|d| d.join("summary.json").is_file()).collect();
+        let mut subs: Vec<PathBuf> =
+            rd.filter_map(|e| e.ok().map(|e| e.path())).filter(|d| d.join("summary.json").is_file()).collect();
         if subs.is_empty() {
             return Err(err(p, "no finished run (summary.json) here"));
         }

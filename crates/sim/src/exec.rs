@@ -93,7 +93,15 @@ impl<P: Vector + 'static, J: Job<P>> Sim<'_, P, J> {
                     let down = is_down(msg.head.kind);
                     for d in to {
                         let sent = track.map(|track| Ev::Sent { rank, track });
-                        let evs = self.net.submit_notify(rank, d, bytes, at, down, Ev::Arrive { from: rank, to: d, msg: msg.clone() }, sent);
+                        let evs = self.net.submit_notify(
+                            rank,
+                            d,
+                            bytes,
+                            at,
+                            down,
+                            Ev::Arrive { from: rank, to: d, msg: msg.clone() },
+                            sent,
+                        );
                         self.schedule(evs);
                     }
                 }
@@ -192,7 +200,11 @@ impl<P: Vector + 'static, J: Job<P>> Sim<'_, P, J> {
             }
         }
         if (self.run.ends.len() as u64) < self.cfg.run.iterations {
-            return Err(RunFailed(format!("simulation stopped after {} of {} iterations with nothing left to happen", self.run.ends.len(), self.cfg.run.iterations)));
+            return Err(RunFailed(format!(
+                "simulation stopped after {} of {} iterations with nothing left to happen",
+                self.run.ends.len(),
+                self.cfg.run.iterations
+            )));
         }
         self.run.sent_bytes = self.net.sent_bytes.clone();
         self.run.recv_bytes = self.net.recv_bytes.clone();
@@ -204,7 +216,14 @@ impl<P: Vector + 'static, J: Job<P>> Sim<'_, P, J> {
 /// `stragglers` (the plan's, or a trial's reseeded copy) and one job per rank (real arithmetic
 /// or lengths). With a `book`, the logging rank records every iteration; with `events`, every
 /// rank's log records are kept in the engine's format.
-pub fn execute<P: Vector + 'static, J: Job<P>>(plan: &Plan, cfg: &Config, stragglers: &StragglerModel, jobs: Vec<J>, book: Option<&mut Book>, events: Option<&mut Vec<Vec<Value>>>) -> Result<Run, RunFailed> {
+pub fn execute<P: Vector + 'static, J: Job<P>>(
+    plan: &Plan,
+    cfg: &Config,
+    stragglers: &StragglerModel,
+    jobs: Vec<J>,
+    book: Option<&mut Book>,
+    events: Option<&mut Vec<Vec<Value>>>,
+) -> Result<Run, RunFailed> {
     let ranks = plan.ranks;
     assert_eq!(jobs.len(), ranks, "one job per rank");
     // the machines see the trial's straggler process (a GC-DC master clusters with its states)
@@ -215,7 +234,9 @@ pub fn execute<P: Vector + 'static, J: Job<P>>(plan: &Plan, cfg: &Config, stragg
         trial = Plan { stragglers: stragglers.clone(), ..plan.clone() };
         &trial
     };
-    let machines = (0..ranks).map(|r| outrun_proto::machine::<P>(for_machines, r, jobs[r].len(r), cfg.run.deadline, true)).collect();
+    let machines = (0..ranks)
+        .map(|r| outrun_proto::machine::<P>(for_machines, r, jobs[r].len(r), cfg.run.deadline, true))
+        .collect();
     let sim = Sim {
         plan,
         cfg,

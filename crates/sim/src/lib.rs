@@ -93,8 +93,7 @@ fn trial_model(plan: &Plan, k: usize) -> outrun_plan::StragglerModel {
 
 fn walls(ends: &[f64]) -> Vec<f64> {
     let mut prev = 0.0;
-    ends
-        .iter()
+    ends.iter()
         .map(|&e| {
             let w = e - prev;
             prev = e;
@@ -179,7 +178,8 @@ pub fn simulate(cfg: &Config, plan: &Plan, p: usize, opts: &Options) -> Result<S
             let sim = serde_json::json!({"stats": stats, "network": {
                 "bandwidth_bytes_per_s": cfg.network.bandwidth.as_ref().map(|b| b.bytes_per_second().ok()),
                 "latency_s": cfg.network.latency, "downlink": cfg.network.downlink}, "math": math_note});
-            std::fs::write(dir.join("simulate.json"), serde_json::to_string_pretty(&sim).expect("serializes") + "\n").map_err(|e| SimError::Io(format!("{}: {e}", dir.display())))?;
+            std::fs::write(dir.join("simulate.json"), serde_json::to_string_pretty(&sim).expect("serializes") + "\n")
+                .map_err(|e| SimError::Io(format!("{}: {e}", dir.display())))?;
             (Some(summary), Some(dir))
         }
         None => (None, None),
@@ -189,9 +189,17 @@ pub fn simulate(cfg: &Config, plan: &Plan, p: usize, opts: &Options) -> Result<S
 
 /// Trial 0 with a run directory in the engine's format: real arithmetic through the protocol
 /// (when `math`), every rank's log records, the book.
-fn write_trial(cfg: &Config, plan: &Plan, p: usize, model: &outrun_plan::StragglerModel, math: bool) -> Result<(exec::Run, (Summary, PathBuf)), SimError> {
-    let dir = create_run_dir(std::path::Path::new(&cfg.run.out_dir), &format!("{}-sim", cfg.run.name))
-        .map_err(|e| SimError::Io(format!("run.out_dir: cannot create a run directory in `{}`: {e}", cfg.run.out_dir)))?;
+fn write_trial(
+    cfg: &Config,
+    plan: &Plan,
+    p: usize,
+    model: &outrun_plan::StragglerModel,
+    math: bool,
+) -> Result<(exec::Run, (Summary, PathBuf)), SimError> {
+    let dir =
+        create_run_dir(std::path::Path::new(&cfg.run.out_dir), &format!("{}-sim", cfg.run.name)).map_err(|e| {
+            SimError::Io(format!("run.out_dir: cannot create a run directory in `{}`: {e}", cfg.run.out_dir))
+        })?;
     let io = |e: std::io::Error| SimError::Io(format!("{}: {e}", dir.display()));
     std::fs::write(dir.join("config.toml"), cfg.to_toml()).map_err(io)?;
     std::fs::write(dir.join("plan.json"), serde_json::to_string(plan).expect("plan serializes")).map_err(io)?;
@@ -205,17 +213,22 @@ fn write_trial(cfg: &Config, plan: &Plan, p: usize, model: &outrun_plan::Straggl
         exec::execute(plan, cfg, model, jobs, Some(&mut book), Some(&mut events))
     } else {
         exec::execute(plan, cfg, model, timing_jobs(cfg, plan, p), Some(&mut book), Some(&mut events))
-    }
-    ?;
+    }?;
     for (r, evs) in events.iter().enumerate() {
         let mut l = Lines::create(&dir.join(format!("rank-{r}.jsonl"))).map_err(io)?;
         l.json(&serde_json::json!({"ev": "setup", "rank": r, "worker": plan.nodes[r].worker, "host": "simulated",
             "load": plan.nodes[r].load(), "parent": plan.nodes[r].parent, "children": plan.nodes[r].children, "at": 0.0}));
         evs.iter().for_each(|e| l.json(e));
     }
-    let theta = run.state.clone().unwrap_or_else(|| vec![f64::NAN; if cfg.matvec().is_some() { plan.samples } else { p }]);
+    let theta =
+        run.state.clone().unwrap_or_else(|| vec![f64::NAN; if cfg.matvec().is_some() { plan.samples } else { p }]);
     let h = &run.latency;
-    let latency = Latency { count: h.count(), p50: h.quantile(0.5), p95: h.quantile(0.95), max: (h.count() > 0).then(|| h.max()) };
+    let latency = Latency {
+        count: h.count(),
+        p50: h.quantile(0.5),
+        p95: h.quantile(0.95),
+        max: (h.count() > 0).then(|| h.max()),
+    };
     let summary = book.finish(&info, &theta, 0.0, run.late, run.recv_bytes[plan.log_rank()], latency).map_err(io)?;
     Ok((run, (summary, dir)))
 }

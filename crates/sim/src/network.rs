@@ -88,14 +88,31 @@ impl<P> Network<P> {
 
     /// Send `bytes` from `from` to `to` at time `now` (`down`: a model message). Returns what to
     /// schedule.
-    pub fn submit(&mut self, from: usize, to: usize, bytes: usize, now: f64, down: bool, payload: P) -> Vec<(f64, NetEvent<P>)> {
+    pub fn submit(
+        &mut self,
+        from: usize,
+        to: usize,
+        bytes: usize,
+        now: f64,
+        down: bool,
+        payload: P,
+    ) -> Vec<(f64, NetEvent<P>)> {
         self.submit_notify(from, to, bytes, now, down, payload, None)
     }
 
     /// [`Network::submit`], also delivering `sent` (to the sender) when the last byte has left
     /// its port.
     #[allow(clippy::too_many_arguments)]
-    pub fn submit_notify(&mut self, from: usize, to: usize, bytes: usize, now: f64, down: bool, payload: P, sent: Option<P>) -> Vec<(f64, NetEvent<P>)> {
+    pub fn submit_notify(
+        &mut self,
+        from: usize,
+        to: usize,
+        bytes: usize,
+        now: f64,
+        down: bool,
+        payload: P,
+        sent: Option<P>,
+    ) -> Vec<(f64, NetEvent<P>)> {
         if down && !self.downlink {
             self.count(from, to, bytes);
             let mut out = vec![(now + self.latency, NetEvent::Deliver(payload))];
@@ -163,10 +180,13 @@ mod tests {
                 }
             };
             for (when, ev) in evs {
-                q.push(when, Ok(match ev {
-                    NetEvent::Deliver(p) => Some(p),
-                    NetEvent::Free => None,
-                }));
+                q.push(
+                    when,
+                    Ok(match ev {
+                        NetEvent::Deliver(p) => Some(p),
+                        NetEvent::Free => None,
+                    }),
+                );
             }
         }
         out.sort_by_key(|a| a.0);
@@ -177,7 +197,8 @@ mod tests {
     fn a_busy_receiver_serialises_messages() {
         // 1000 B/s, 100-byte messages: 0.1 s each, latency 0.01 s
         let mut n = Network::new(vec![1000.0; 4], 0.01, true);
-        let got = run(&mut n, &[(1, 0, 100, 0.0), (2, 0, 100, 0.0), (3, 0, 100, 0.05), (0, 1, 100, 0.0), (0, 2, 100, 0.0)]);
+        let got =
+            run(&mut n, &[(1, 0, 100, 0.0), (2, 0, 100, 0.0), (3, 0, 100, 0.05), (0, 1, 100, 0.0), (0, 2, 100, 0.0)]);
         let at = |p: u32| got.iter().find(|g| g.0 == p).unwrap().1;
         assert!((at(0) - 0.11).abs() < 1e-12);
         assert!((at(1) - 0.21).abs() < 1e-12, "queued behind the first");

@@ -41,7 +41,11 @@ fn agc_decodes_from_q_s_values_per_active_worker() {
         let out = tempfile::tempdir().unwrap();
         let mut sets = vec![format!("run.out_dir={}", out.path().display())];
         if !slow.is_empty() {
-            sets.extend(["stragglers.model=fixed".into(), format!("stragglers.workers={slow:?}"), "stragglers.factor=30".into()]);
+            sets.extend([
+                "stragglers.model=fixed".into(),
+                format!("stragglers.workers={slow:?}"),
+                "stragglers.factor=30".into(),
+            ]);
         }
         let cfg = parse(CFG, &sets).unwrap();
         let plan = outrun_plan::build(&cfg, 1200).unwrap();
@@ -50,8 +54,15 @@ fn agc_decodes_from_q_s_values_per_active_worker() {
         let r_s = outrun_codes::rounds_needed(d, l, s);
         let q_s = outrun_codes::q_agc(d, w, l)[s];
         let mut seen = 0;
-        for e in log.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()).filter(|e| e["ev"] == "iter") {
-            let uses: Vec<(usize, usize)> = e["uses"].as_array().unwrap().iter().map(|x| (x[0].as_u64().unwrap() as usize, x[1].as_u64().unwrap() as usize)).collect();
+        for e in
+            log.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()).filter(|e| e["ev"] == "iter")
+        {
+            let uses: Vec<(usize, usize)> = e["uses"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| (x[0].as_u64().unwrap() as usize, x[1].as_u64().unwrap() as usize))
+                .collect();
             let active: Vec<usize> = (1..=n).filter(|w| !slow.contains(w)).collect();
             assert_eq!(uses.iter().map(|u| u.0).collect::<Vec<_>>(), active, "s = {s}: {e}");
             for &(worker, rounds) in &uses {

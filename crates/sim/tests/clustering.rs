@@ -44,7 +44,8 @@ bandwidth = "100gbit"
 compute = "modelled"
 "#,
         stragglers = stragglers.replace("{half}", &(k / 2).to_string()),
-        scheme = scheme.replace("{p}", &p.to_string()).replace("{r}", &r.to_string()).replace("{s}", &(r - 1).to_string()),
+        scheme =
+            scheme.replace("{p}", &p.to_string()).replace("{r}", &r.to_string()).replace("{s}", &(r - 1).to_string()),
     );
     let out = tempfile::tempdir().unwrap();
     let cfg = parse(&cfg, &[format!("run.out_dir={}", out.path().display())]).unwrap();
@@ -68,7 +69,11 @@ fn dynamic_clustering_beats_static_clustering_as_in_the_paper() {
     let dc_prev = mean_ms(k, p, r, &dc(3, "previous"));
     let dc_perfect = mean_ms(k, p, r, &dc(3, "perfect"));
     let gain = |x: f64| 1.0 - x / sc;
-    let what = format!("GC {gc:.2}, SC {sc:.2}, DC {dc_prev:.2} ({:.1}%), DC perfect {dc_perfect:.2} ({:.1}%)", 100.0 * gain(dc_prev), 100.0 * gain(dc_perfect));
+    let what = format!(
+        "GC {gc:.2}, SC {sc:.2}, DC {dc_prev:.2} ({:.1}%), DC perfect {dc_perfect:.2} ({:.1}%)",
+        100.0 * gain(dc_prev),
+        100.0 * gain(dc_perfect)
+    );
     println!("{what}");
     assert!((0.29..=0.40).contains(&gain(dc_prev)), "imperfect SSI gain outside [29%, 40%]: {what}");
     assert!((0.40..=0.51).contains(&gain(dc_perfect)), "perfect SSI gain outside [40%, 51%]: {what}");
@@ -102,8 +107,11 @@ fn smaller_configuration_of_fig_3() {
 fn heterogeneous_and_time_varying_rates() {
     let (k, p, r, runs) = (20, 5, 3, 150);
     let het = "model = \"markov\"\np = 0.05\na = 1e-7\nmu_fast_max = 5e5\nslow_factor = 10\ninitial_slow = 10";
-    let rates = |tau: &str| format!("model = \"rates\"\np = 0.05\na = 1e-7\nmu_max = 5e5\ntau = {tau}\ninitial_slow = 10");
-    let dc_rate = |ssi: &str, tau: Option<&str>| format!("{}\norder = \"rate\"{}", dc(3, ssi), tau.map_or(String::new(), |t| format!("\ntau = {t}")));
+    let rates =
+        |tau: &str| format!("model = \"rates\"\np = 0.05\na = 1e-7\nmu_max = 5e5\ntau = {tau}\ninitial_slow = 10");
+    let dc_rate = |ssi: &str, tau: Option<&str>| {
+        format!("{}\norder = \"rate\"{}", dc(3, ssi), tau.map_or(String::new(), |t| format!("\ntau = {t}")))
+    };
     let gain = |sc: f64, x: f64| 1.0 - x / sc;
 
     // nine independent simulations, two at a time (one per core)
@@ -120,8 +128,18 @@ fn heterogeneous_and_time_varying_rates() {
     ];
     let means: Vec<f64> = std::thread::scope(|sc| {
         let threads = std::thread::available_parallelism().map_or(2, |n| n.get()).max(1);
-        let chunks: Vec<Vec<(usize, &(String, String))>> = (0..threads).map(|i| jobs.iter().enumerate().skip(i).step_by(threads).collect()).collect();
-        let handles: Vec<_> = chunks.into_iter().map(|c| sc.spawn(move || c.into_iter().map(|(i, (scheme, law))| (i, mean_ms_with(k, p, r, scheme, law, runs))).collect::<Vec<_>>())).collect();
+        let chunks: Vec<Vec<(usize, &(String, String))>> =
+            (0..threads).map(|i| jobs.iter().enumerate().skip(i).step_by(threads).collect()).collect();
+        let handles: Vec<_> = chunks
+            .into_iter()
+            .map(|c| {
+                sc.spawn(move || {
+                    c.into_iter()
+                        .map(|(i, (scheme, law))| (i, mean_ms_with(k, p, r, scheme, law, runs)))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
         let mut out = vec![0.0; jobs.len()];
         for h in handles {
             for (i, m) in h.join().unwrap() {
@@ -131,7 +149,11 @@ fn heterogeneous_and_time_varying_rates() {
         out
     });
     let (sc5, dc5, dc5p) = (means[0], means[1], means[2]);
-    let fig5 = format!("Fig. 5: SC {sc5:.2}, DC {dc5:.2} ({:.1}%), DC perfect {dc5p:.2} ({:.1}%)", 100.0 * gain(sc5, dc5), 100.0 * gain(sc5, dc5p));
+    let fig5 = format!(
+        "Fig. 5: SC {sc5:.2}, DC {dc5:.2} ({:.1}%), DC perfect {dc5p:.2} ({:.1}%)",
+        100.0 * gain(sc5, dc5),
+        100.0 * gain(sc5, dc5p)
+    );
     println!("{fig5}");
     assert!((0.17..=0.33).contains(&gain(sc5, dc5)), "{fig5}");
     assert!(gain(sc5, dc5p) >= gain(sc5, dc5), "{fig5}");

@@ -34,16 +34,23 @@ a = 1e-4
 "#;
 
 fn final_theta(sets: &[&str]) -> (Vec<f64>, Vec<f64>, serde_json::Value) {
-    let out = std::env::temp_dir().join(format!("outrun-simx-{}-{}", std::process::id(), sets.join("_").replace(['=', '.', '[', ']', ',', ' '], "")));
+    let out = std::env::temp_dir().join(format!(
+        "outrun-simx-{}-{}",
+        std::process::id(),
+        sets.join("_").replace(['=', '.', '[', ']', ',', ' '], "")
+    ));
     let mut all: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
     all.push(format!("run.out_dir={}", out.display()));
     let cfg = parse(CFG, &all).unwrap();
     let plan = outrun_plan::build(&cfg, 903).unwrap();
     let sim = simulate(&cfg, &plan, 7, &Options { trials: 3, math: Math::On, write: true }).unwrap();
     let dir = sim.run_dir.unwrap();
-    let theta: Vec<f64> = std::fs::read_to_string(dir.join("theta.txt")).unwrap().lines().map(|l| l.parse().unwrap()).collect();
-    let want = serial_gd(&load_all(cfg.data(), cfg.run.seed, cfg.model().loss).unwrap(), cfg.model(), 15).pop().unwrap();
-    let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    let theta: Vec<f64> =
+        std::fs::read_to_string(dir.join("theta.txt")).unwrap().lines().map(|l| l.parse().unwrap()).collect();
+    let want =
+        serial_gd(&load_all(cfg.data(), cfg.run.seed, cfg.model().loss).unwrap(), cfg.model(), 15).pop().unwrap();
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
     std::fs::remove_dir_all(&out).unwrap();
     (theta, want, summary)
 }

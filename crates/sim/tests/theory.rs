@@ -10,7 +10,9 @@ fn config(text: &str, sets: &[&str]) -> Config {
 
 fn run(cfg: &Config, trials: usize) -> Stats {
     let plan = outrun_plan::build(cfg, cfg.data().samples.unwrap()).unwrap();
-    simulate(cfg, &plan, cfg.data().features.unwrap(), &Options { trials, math: Math::Off, write: false }).unwrap().stats
+    simulate(cfg, &plan, cfg.data().features.unwrap(), &Options { trials, math: Math::Off, write: false })
+        .unwrap()
+        .stats
 }
 
 fn harmonic(k: usize) -> f64 {
@@ -58,7 +60,18 @@ fn star_without_communication_matches_the_order_statistic() {
 /// A ring with equal compute and no stragglers: compute + 2(N−1) segment transfers.
 #[test]
 fn ring_time_is_the_pipelined_steps() {
-    let cfg = config(STAR, &["scheme.kind=rar", "scheme.s=", "stragglers.model=none", "timing.a=1e-4", "data.features=407", "network.bandwidth=1e6", "network.latency=1e-4"]);
+    let cfg = config(
+        STAR,
+        &[
+            "scheme.kind=rar",
+            "scheme.s=",
+            "stragglers.model=none",
+            "timing.a=1e-4",
+            "data.features=407",
+            "network.bandwidth=1e6",
+            "network.latency=1e-4",
+        ],
+    );
     let st = run(&cfg, 1);
     // 12 workers of 100 points; p + 1 = 408 values in 12 segments of 34 doubles, each in a
     // frame with its header (iteration and step numbers below 128 encode in one byte each)
@@ -124,7 +137,10 @@ fn cr_theorem_2_bounds_and_linear_communication() {
         comm.push((n as f64, with - without));
     }
     let (slope, r2) = fit(&comm);
-    eprintln!("CR communication ≈ {slope:.5}·n s (R² = {r2:.4}); the proof's L(n−s)·t_c gives {:.5}·n", 2.0 * 0.75 * tc);
+    eprintln!(
+        "CR communication ≈ {slope:.5}·n s (R² = {r2:.4}); the proof's L(n−s)·t_c gives {:.5}·n",
+        2.0 * 0.75 * tc
+    );
     assert!(r2 > 0.99, "CR communication part not linear in n (R² {r2})");
     assert!((slope - 2.0 * 0.75 * tc).abs() / (2.0 * 0.75 * tc) < 0.15, "slope {slope}");
 
@@ -199,7 +215,9 @@ upload = "granted"
 /// values with the paper's speedups and the notes' reconstruction.
 #[test]
 fn thesis_neural_network_time_model_ordering() {
-    let flat = |kind: &str, s: &str| config(NN, &[&format!("scheme.kind={kind}"), "scheme.n=", "scheme.layers=", "scheme.workers=156", s]);
+    let flat = |kind: &str, s: &str| {
+        config(NN, &[&format!("scheme.kind={kind}"), "scheme.n=", "scheme.layers=", "scheme.workers=156", s])
+    };
     let cr = run(&config(NN, &[]), 10).mean_s;
     let sgd = run(&flat("ignore", "scheme.s=65"), 10).mean_s;
     let gc = run(&flat("gc-cyclic", "scheme.s=65"), 10).mean_s;

@@ -29,7 +29,20 @@ pub struct KernelBench {
 type blasint = std::os::raw::c_int;
 extern "C" {
     // CBLAS from the system OpenBLAS (linked through ndarray-linalg's openblas-src).
-    fn cblas_dgemv(layout: blasint, trans: blasint, m: blasint, n: blasint, alpha: f64, a: *const f64, lda: blasint, x: *const f64, incx: blasint, beta: f64, y: *mut f64, incy: blasint);
+    fn cblas_dgemv(
+        layout: blasint,
+        trans: blasint,
+        m: blasint,
+        n: blasint,
+        alpha: f64,
+        a: *const f64,
+        lda: blasint,
+        x: *const f64,
+        incx: blasint,
+        beta: f64,
+        y: *mut f64,
+        incy: blasint,
+    );
 }
 const ROW_MAJOR: blasint = 101;
 const NO_TRANS: blasint = 111;
@@ -41,7 +54,22 @@ pub fn blas_gradient(rows: &Rows, coef: &[f64], theta: &[f64], loss: Loss, g: &m
     let (n, p) = (rows.len(), rows.p());
     let mut z = vec![0.0; n];
     // SAFETY: dimensions match the buffers: X is n × p row-major, θ has p values, z has n, g has p.
-    unsafe { cblas_dgemv(ROW_MAJOR, NO_TRANS, n as blasint, p as blasint, 1.0, rows.features().as_ptr(), p as blasint, theta.as_ptr(), 1, 0.0, z.as_mut_ptr(), 1) };
+    unsafe {
+        cblas_dgemv(
+            ROW_MAJOR,
+            NO_TRANS,
+            n as blasint,
+            p as blasint,
+            1.0,
+            rows.features().as_ptr(),
+            p as blasint,
+            theta.as_ptr(),
+            1,
+            0.0,
+            z.as_mut_ptr(),
+            1,
+        )
+    };
     let mut total = 0.0;
     for j in 0..n {
         let (l, slope) = crate::kernel::loss_and_slope(loss, z[j], rows.y[j]);
@@ -49,7 +77,22 @@ pub fn blas_gradient(rows: &Rows, coef: &[f64], theta: &[f64], loss: Loss, g: &m
         z[j] = coef[j] * slope;
     }
     // SAFETY: as above, with Xᵀ (p × n) applied to r (n values) into g (p values).
-    unsafe { cblas_dgemv(ROW_MAJOR, TRANS, n as blasint, p as blasint, 1.0, rows.features().as_ptr(), p as blasint, z.as_ptr(), 1, 0.0, g.as_mut_ptr(), 1) };
+    unsafe {
+        cblas_dgemv(
+            ROW_MAJOR,
+            TRANS,
+            n as blasint,
+            p as blasint,
+            1.0,
+            rows.features().as_ptr(),
+            p as blasint,
+            z.as_ptr(),
+            1,
+            0.0,
+            g.as_mut_ptr(),
+            1,
+        )
+    };
     total
 }
 
@@ -79,14 +122,20 @@ pub fn read_sum(a: &[f64]) -> f64 {
 
 /// Gradient kernel on a `d × p` data set larger than the caches vs reading the same bytes.
 pub fn kernel_vs_memory(d: usize, p: usize, reps: usize, loss: Loss) -> KernelBench {
-    let rows = Rows::from_vecs(p, (0..d * p).map(|i| ((i % 1013) as f64) * 1e-3 - 0.5).collect(), (0..d).map(|i| (i % 2) as f64).collect());
+    let rows = Rows::from_vecs(
+        p,
+        (0..d * p).map(|i| ((i % 1013) as f64) * 1e-3 - 0.5).collect(),
+        (0..d).map(|i| (i % 2) as f64).collect(),
+    );
     let coef = vec![1.0; d];
     let theta: Vec<f64> = (0..p).map(|k| (k % 7) as f64 * 1e-3).collect();
     let mut g = vec![0.0; p];
     let (t_kernel, s1) = best_of(reps, || gradient(&rows, &coef, &theta, loss, &mut g));
     let (t_read, s2) = best_of(reps, || read_sum(rows.features()));
     let (t_blas, s3) = best_of(reps, || blas_gradient(&rows, &coef, &theta, loss, &mut g));
-    let (t_paced, s4) = best_of(reps, || crate::kernel::gradient_paced(&rows, &coef, &theta, loss, &mut g, crate::PACE_ROWS, &mut std::thread::yield_now));
+    let (t_paced, s4) = best_of(reps, || {
+        crate::kernel::gradient_paced(&rows, &coef, &theta, loss, &mut g, crate::PACE_ROWS, &mut std::thread::yield_now)
+    });
     std::hint::black_box((s1, s2, s3, s4, &g));
     let bytes = 8 * (d * p + 2 * d);
     KernelBench {
@@ -146,7 +195,18 @@ pub fn decode_times(sizes: &[usize], len: usize, sets: usize) -> Result<Vec<Deco
                 Ok(p) => p,
                 Err(e) if e.field == "scheme.code" && e.message.contains("not exact") => {
                     let (nan, refused) = (f64::NAN, Some(e.to_string()));
-                    rows.push(DecodeRow { code, n, erased, sets: 0, decoded: 0, cold_s: nan, warm_s: nan, apply_s: nan, max_rel_err: nan, refused });
+                    rows.push(DecodeRow {
+                        code,
+                        n,
+                        erased,
+                        sets: 0,
+                        decoded: 0,
+                        cold_s: nan,
+                        warm_s: nan,
+                        apply_s: nan,
+                        max_rel_err: nan,
+                        refused,
+                    });
                     continue;
                 }
                 Err(e) => return Err(format!("N = {n}, {code}: {e}")),
@@ -155,10 +215,12 @@ pub fn decode_times(sizes: &[usize], len: usize, sets: usize) -> Result<Vec<Deco
             let g: Vec<f64> = (0..len).map(|_| rng.normal()).collect();
             let scale = g.iter().fold(0.0f64, |a, x| a.max(x.abs()));
             // every worker of the group holds the group's data: its upload encodes g
-            let uploads: Vec<Vec<f64>> = (1..=n).map(|r| {
-                let c = encoder(&plan, r, len).round(0);
-                Combination::evaluate(c.len, &c.terms, std::slice::from_ref(&g), &[])
-            }).collect();
+            let uploads: Vec<Vec<f64>> = (1..=n)
+                .map(|r| {
+                    let c = encoder(&plan, r, len).round(0);
+                    Combination::evaluate(c.len, &c.terms, std::slice::from_ref(&g), &[])
+                })
+                .collect();
             let mut agg = aggregator(&plan, 0, len);
             let (mut cold, mut warm, mut apply) = (vec![], vec![], vec![]);
             let (mut decoded, mut worst) = (0, 0.0f64);
@@ -195,7 +257,18 @@ pub fn decode_times(sizes: &[usize], len: usize, sets: usize) -> Result<Vec<Deco
                     }
                 }
             }
-            rows.push(DecodeRow { code, n, erased, sets, decoded, cold_s: median(&mut cold), warm_s: median(&mut warm), apply_s: median(&mut apply), max_rel_err: worst, refused: None });
+            rows.push(DecodeRow {
+                code,
+                n,
+                erased,
+                sets,
+                decoded,
+                cold_s: median(&mut cold),
+                warm_s: median(&mut warm),
+                apply_s: median(&mut apply),
+                max_rel_err: worst,
+                refused: None,
+            });
         }
     }
     Ok(rows)
@@ -242,7 +315,8 @@ pub fn row_decode_times(sizes: &[usize], lt_sizes: &[usize], overhead: f64, sets
     use ndarray_linalg::Factorize;
     use outrun_codes::{Rng, RowCode, RowCodeKind};
     let mut out = vec![];
-    let cases = sizes.iter().flat_map(|&r| [("gaussian", r), ("systematic", r)]).chain(lt_sizes.iter().map(|&r| ("lt", r)));
+    let cases =
+        sizes.iter().flat_map(|&r| [("gaussian", r), ("systematic", r)]).chain(lt_sizes.iter().map(|&r| ("lt", r)));
     for (name, r) in cases {
         let (kind, n) = match name {
             "gaussian" => (RowCodeKind::Gaussian, r + r / 2),
@@ -284,7 +358,17 @@ pub fn row_decode_times(sizes: &[usize], lt_sizes: &[usize], overhead: f64, sets
             }
         }
         let lapack_s = if lapack.is_empty() { 0.0 } else { median(&mut lapack) };
-        out.push(RowDecodeRow { code: name, r, received: received_n, solved, cold_s: median(&mut cold), apply_s: median(&mut apply), lapack_s, max_rel_err: worst, cond });
+        out.push(RowDecodeRow {
+            code: name,
+            r,
+            received: received_n,
+            solved,
+            cold_s: median(&mut cold),
+            apply_s: median(&mut apply),
+            lapack_s,
+            max_rel_err: worst,
+            cond,
+        });
     }
     out
 }

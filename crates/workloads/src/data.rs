@@ -178,7 +178,8 @@ impl<R: BufRead> Reader<'_, R> {
             let mut feats: Vec<(usize, f64)> = Vec::new();
             for tok in it {
                 let (i, v) = tok.split_once(':').ok_or_else(|| self.bad(format!("`{tok}` is not index:value")))?;
-                let i: usize = i.parse().map_err(|_| self.bad(format!("index in `{tok}` is not a positive integer")))?;
+                let i: usize =
+                    i.parse().map_err(|_| self.bad(format!("index in `{tok}` is not a positive integer")))?;
                 if i == 0 {
                     return Err(self.bad(format!("index 0 in `{tok}`: LIBSVM indices start at 1")));
                 }
@@ -204,7 +205,8 @@ impl<R: BufRead> Reader<'_, R> {
 }
 
 fn open(path: &Path) -> Result<std::io::BufReader<std::fs::File>, DataError> {
-    let f = std::fs::File::open(path).map_err(|e| DataError(format!("data.path: cannot read `{}`: {e}", path.display())))?;
+    let f = std::fs::File::open(path)
+        .map_err(|e| DataError(format!("data.path: cannot read `{}`: {e}", path.display())))?;
     if f.metadata().is_ok_and(|m| !m.is_file()) {
         return Err(DataError(format!("data.path: `{}` is not a regular file", path.display())));
     }
@@ -212,7 +214,13 @@ fn open(path: &Path) -> Result<std::io::BufReader<std::fs::File>, DataError> {
 }
 
 /// Shape of a LIBSVM text (one streaming pass; nothing is kept).
-pub fn libsvm_shape(text: impl BufRead, origin: &str, max_samples: Option<usize>, features: Option<usize>, loss: Loss) -> Result<Shape, DataError> {
+pub fn libsvm_shape(
+    text: impl BufRead,
+    origin: &str,
+    max_samples: Option<usize>,
+    features: Option<usize>,
+    loss: Loss,
+) -> Result<Shape, DataError> {
     let mut r = Reader { lines: text.lines(), ln: 0, origin, features, loss };
     let (mut n, mut width) = (0usize, 0usize);
     while max_samples.is_none_or(|m| n < m) {
@@ -242,7 +250,10 @@ pub fn libsvm_rows(text: impl BufRead, origin: &str, p: usize, loss: Loss, idx: 
     let mut next = 0usize;
     while next < wanted.len() {
         let Some(line) = r.next_line()? else {
-            return Err(DataError(format!("{origin}: row {} asked for but the file has only {row} lines of data", wanted[next].0 + 1)));
+            return Err(DataError(format!(
+                "{origin}: row {} asked for but the file has only {row} lines of data",
+                wanted[next].0 + 1
+            )));
         };
         while next < wanted.len() && wanted[next].0 == row {
             let k = wanted[next].1;
@@ -258,7 +269,13 @@ pub fn libsvm_rows(text: impl BufRead, origin: &str, p: usize, loss: Loss, idx: 
 }
 
 /// Parse a whole LIBSVM text (tests and references).
-pub fn parse_libsvm(text: &str, origin: &str, max_samples: Option<usize>, features: Option<usize>, loss: Loss) -> Result<Rows, DataError> {
+pub fn parse_libsvm(
+    text: &str,
+    origin: &str,
+    max_samples: Option<usize>,
+    features: Option<usize>,
+    loss: Loss,
+) -> Result<Rows, DataError> {
     let shape = libsvm_shape(text.as_bytes(), origin, max_samples, features, loss)?;
     libsvm_rows(text.as_bytes(), origin, shape.features, loss, &(0..shape.samples).collect::<Vec<_>>())
 }
@@ -290,7 +307,8 @@ pub fn rows(data: &DataConfig, seed: u64, loss: Loss, p: usize, idx: &[usize]) -
 pub fn test_set(cfg: &outrun_plan::Config, p: usize) -> Result<Option<Rows>, DataError> {
     let outrun_plan::config::JobConfig::Gd(gd) = &cfg.job else { return Ok(None) };
     let Some(path) = gd.data.test_path.as_deref() else { return Ok(None) };
-    let text = std::fs::read_to_string(path).map_err(|e| DataError(format!("data.test_path: cannot read `{path}`: {e}")))?;
+    let text =
+        std::fs::read_to_string(path).map_err(|e| DataError(format!("data.test_path: cannot read `{path}`: {e}")))?;
     parse_libsvm(&text, path, None, Some(p), gd.model.loss).map(Some)
 }
 
@@ -358,7 +376,11 @@ mod tests {
         assert!(e("1 a\n").contains("index:value"));
         assert!(e("\n# only comments\n").contains("no data lines"));
         assert_eq!(e("1 1:1\n0 2:1 2:3\n"), "f:2: index 2 appears twice on the line");
-        assert!(e("1 4000000000:1\n").starts_with("f:1: index 4000000000 exceeds 1048576"), "{}", e("1 4000000000:1\n"));
+        assert!(
+            e("1 4000000000:1\n").starts_with("f:1: index 4000000000 exceeds 1048576"),
+            "{}",
+            e("1 4000000000:1\n")
+        );
         assert!(parse_libsvm("1 1:1\n", "f", Some(4), None, Loss::Logistic).unwrap_err().0.contains("only 1 lines"));
     }
 

@@ -41,7 +41,9 @@ pub fn read_edge_list(path: &str, directed: bool) -> Result<LoadedGraph, DataErr
         let mut id = |what: &str| -> Result<u64, DataError> {
             match fields.next() {
                 None => Err(DataError(format!("{path}:{ln}: one column (`{line}`); an edge needs two vertex ids"))),
-                Some(f) => f.parse::<u64>().map_err(|_| DataError(format!("{path}:{ln}: the {what} vertex id `{f}` is not a non-negative integer"))),
+                Some(f) => f.parse::<u64>().map_err(|_| {
+                    DataError(format!("{path}:{ln}: the {what} vertex id `{f}` is not a non-negative integer"))
+                }),
             }
         };
         let a = id("first")?;
@@ -113,7 +115,8 @@ pub fn load(g: &GraphConfig, seed: u64) -> Result<LoadedGraph, DataError> {
         return Ok(loaded);
     }
     let n = loaded.graph.vertices();
-    let perm: Vec<u32> = Rng::from_key(&[seed, domain::GRAPH, 1]).permutation(n).into_iter().map(|v| v as u32).collect();
+    let perm: Vec<u32> =
+        Rng::from_key(&[seed, domain::GRAPH, 1]).permutation(n).into_iter().map(|v| v as u32).collect();
     let mut ids = vec![0u64; n];
     for (v, &to) in perm.iter().enumerate() {
         ids[to as usize] = loaded.ids[v];

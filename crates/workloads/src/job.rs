@@ -50,12 +50,22 @@ impl GradientDescent {
                 .iter()
                 .map(|set| {
                     let idx: Vec<usize> = set.points().map(|(i, _)| i).collect();
-                    Ok(Part { rows: rows(cfg.data(), cfg.run.seed, cfg.model().loss, p, &idx)?, coef: set.points().map(|(_, c)| c).collect() })
+                    Ok(Part {
+                        rows: rows(cfg.data(), cfg.run.seed, cfg.model().loss, p, &idx)?,
+                        coef: set.points().map(|(_, c)| c).collect(),
+                    })
                 })
                 .collect::<Result<Vec<_>, DataError>>()?;
             parts.insert(rank, mine);
         }
-        Ok(GradientDescent { model: cfg.model().clone(), samples: plan.samples, p, theta: vec![0.0; p], parts, pace: usize::MAX })
+        Ok(GradientDescent {
+            model: cfg.model().clone(),
+            samples: plan.samples,
+            p,
+            theta: vec![0.0; p],
+            parts,
+            pace: usize::MAX,
+        })
     }
 
     /// Yield the core every `rows` rows of computation (for hosts with more ranks than cores).
@@ -91,7 +101,15 @@ impl Job<Frame> for GradientDescent {
             .into_iter()
             .map(|part| {
                 let mut out = vec![0.0; p + 1];
-                out[p] = gradient_paced(&part.rows, &part.coef, model.as_slice(), loss, &mut out[..p], self.pace, &mut std::thread::yield_now);
+                out[p] = gradient_paced(
+                    &part.rows,
+                    &part.coef,
+                    model.as_slice(),
+                    loss,
+                    &mut out[..p],
+                    self.pace,
+                    &mut std::thread::yield_now,
+                );
                 Frame::from_vec(out)
             })
             .collect()
@@ -102,7 +120,10 @@ impl Job<Frame> for GradientDescent {
         let (g, loss) = (&total[..self.p], total[self.p]);
         gd_step(&mut self.theta, g, self.samples as f64, &self.model, t);
         if !self.theta.iter().all(|v| v.is_finite()) || !loss.is_finite() {
-            return Err(JobError(format!("iteration {t}: the model diverged (non-finite θ or loss); lower model.lr (now {})", self.model.lr)));
+            return Err(JobError(format!(
+                "iteration {t}: the model diverged (non-finite θ or loss); lower model.lr (now {})",
+                self.model.lr
+            )));
         }
         Ok(Applied { loss, state: Some(self.theta.clone()), error: None })
     }
@@ -166,7 +187,10 @@ impl Matvec {
             return Err(DataError(format!("matrix: {} rows, but the plan was made for {}", a.rows, plan.samples)));
         }
         if mv.power && a.rows != a.cols {
-            return Err(DataError(format!("job.power: power iteration needs a square matrix; this one is {} × {}", a.rows, a.cols)));
+            return Err(DataError(format!(
+                "job.power: power iteration needs a square matrix; this one is {} × {}",
+                a.rows, a.cols
+            )));
         }
         let mut x = crate::matrix::vector(&mv.vector, cfg.run.seed, a.cols)?;
         if mv.power {
@@ -176,7 +200,11 @@ impl Matvec {
             }
             x.iter_mut().for_each(|v| *v /= norm);
         }
-        let code = plan.codes.iter().find_map(|c| if let PlanCode::Rows { code, .. } = c { Some(code.build()) } else { None }).expect("a mat-vec plan has a rows code");
+        let code = plan
+            .codes
+            .iter()
+            .find_map(|c| if let PlanCode::Rows { code, .. } = c { Some(code.build()) } else { None })
+            .expect("a mat-vec plan has a rows code");
         let mut coded = HashMap::new();
         for rank in ranks {
             if let Some(rows) = plan.nodes[rank].coded_rows() {
@@ -246,7 +274,13 @@ fn matvec_lens(plan: &Plan) -> Vec<usize> {
 
 /// The job of `cfg` on real values for `ranks` (the engine: its own rank; the simulator's
 /// arithmetic: every rank), with `p` features for gradient descent.
-pub fn frame_job(cfg: &Config, plan: &Plan, p: usize, ranks: impl IntoIterator<Item = usize>, pace: Option<usize>) -> Result<Box<dyn Job<Frame>>, DataError> {
+pub fn frame_job(
+    cfg: &Config,
+    plan: &Plan,
+    p: usize,
+    ranks: impl IntoIterator<Item = usize>,
+    pace: Option<usize>,
+) -> Result<Box<dyn Job<Frame>>, DataError> {
     let pace = pace.unwrap_or(usize::MAX);
     Ok(match cfg.matvec() {
         Some(_) => Box::new(Matvec::new(cfg, plan, ranks)?.paced(pace)),

@@ -57,7 +57,12 @@ pub fn loss_and_slope(loss: Loss, z: f64, y: f64) -> (f64, f64) {
             (0.5 * r * r, r)
         }
         Loss::Logistic => {
-            let sigma = if z >= 0.0 { 1.0 / (1.0 + libm::exp(-z)) } else { let e = libm::exp(z); e / (1.0 + e) };
+            let sigma = if z >= 0.0 {
+                1.0 / (1.0 + libm::exp(-z))
+            } else {
+                let e = libm::exp(z);
+                e / (1.0 + e)
+            };
             (softplus(z) - y * z, sigma - y)
         }
     }
@@ -113,7 +118,15 @@ pub fn gradient(rows: &Rows, coef: &[f64], theta: &[f64], loss: Loss, g: &mut [f
 /// [`gradient`], calling `pause` after every `every` rows (the arithmetic is the same). On a
 /// host with more ranks than cores the engine yields the core there, so a rank woken by a
 /// message gets the CPU within microseconds instead of after a peer's whole computation.
-pub fn gradient_paced(rows: &Rows, coef: &[f64], theta: &[f64], loss: Loss, g: &mut [f64], every: usize, pause: &mut dyn FnMut()) -> f64 {
+pub fn gradient_paced(
+    rows: &Rows,
+    coef: &[f64],
+    theta: &[f64],
+    loss: Loss,
+    g: &mut [f64],
+    every: usize,
+    pause: &mut dyn FnMut(),
+) -> f64 {
     #[cfg(target_arch = "x86_64")]
     {
         if std::is_x86_feature_detected!("avx2") {
@@ -126,12 +139,28 @@ pub fn gradient_paced(rows: &Rows, coef: &[f64], theta: &[f64], loss: Loss, g: &
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn gradient_avx2(rows: &Rows, coef: &[f64], theta: &[f64], loss: Loss, g: &mut [f64], every: usize, pause: &mut dyn FnMut()) -> f64 {
+unsafe fn gradient_avx2(
+    rows: &Rows,
+    coef: &[f64],
+    theta: &[f64],
+    loss: Loss,
+    g: &mut [f64],
+    every: usize,
+    pause: &mut dyn FnMut(),
+) -> f64 {
     gradient_generic(rows, coef, theta, loss, g, every, pause)
 }
 
 #[inline(always)]
-fn gradient_generic(rows: &Rows, coef: &[f64], theta: &[f64], loss: Loss, g: &mut [f64], every: usize, pause: &mut dyn FnMut()) -> f64 {
+fn gradient_generic(
+    rows: &Rows,
+    coef: &[f64],
+    theta: &[f64],
+    loss: Loss,
+    g: &mut [f64],
+    every: usize,
+    pause: &mut dyn FnMut(),
+) -> f64 {
     let p = rows.p();
     assert_eq!(coef.len(), rows.len());
     assert_eq!(theta.len(), p);
@@ -198,7 +227,9 @@ mod tests {
                 let mut tm = theta;
                 tm[k] -= h;
                 let mut scratch = vec![0.0; 3];
-                let fd = (gradient(&rows, &coef, &tp, loss, &mut scratch) - gradient(&rows, &coef, &tm, loss, &mut scratch)) / (2.0 * h);
+                let fd = (gradient(&rows, &coef, &tp, loss, &mut scratch)
+                    - gradient(&rows, &coef, &tm, loss, &mut scratch))
+                    / (2.0 * h);
                 assert!((fd - g[k]).abs() < 1e-7, "{loss:?} k={k}: {fd} vs {}", g[k]);
             }
             assert!(l0.is_finite());

@@ -96,7 +96,8 @@ pub fn load_config(path: &Path, overrides: &[String]) -> Result<Config, LoadErro
     let mut cfg = outrun_plan::config::parse(&text, overrides).map_err(wrap)?;
     if let Some(file) = cfg.stragglers.params_file().map(str::to_string) {
         let p = path.parent().unwrap_or(Path::new(".")).join(&file);
-        let body = read_bounded(&p).map_err(|e| wrap(ConfigError::new("stragglers.file", format!("cannot read `{}`: {e}", p.display()))))?;
+        let body = read_bounded(&p)
+            .map_err(|e| wrap(ConfigError::new("stragglers.file", format!("cannot read `{}`: {e}", p.display()))))?;
         let workers = cfg.workers();
         cfg.stragglers.resolve_file(&body, &p.display().to_string(), workers).map_err(wrap)?;
         cfg.validate().map_err(wrap)?;

@@ -72,7 +72,8 @@ fn mm_err(path: &str, line: usize, what: impl std::fmt::Display) -> DataError {
 }
 
 fn open(field: &str, path: &Path) -> Result<std::io::BufReader<std::fs::File>, DataError> {
-    let f = std::fs::File::open(path).map_err(|e| DataError(format!("{field}: cannot read `{}`: {e}", path.display())))?;
+    let f =
+        std::fs::File::open(path).map_err(|e| DataError(format!("{field}: cannot read `{}`: {e}", path.display())))?;
     if f.metadata().is_ok_and(|m| !m.is_file()) {
         return Err(DataError(format!("{field}: `{}` is not a regular file", path.display())));
     }
@@ -90,11 +91,16 @@ struct Header {
 
 fn header(lines: &mut impl Iterator<Item = (usize, std::io::Result<String>)>, path: &str) -> Result<Header, DataError> {
     let read = |r: std::io::Result<String>, ln: usize| r.map_err(|e| mm_err(path, ln, format!("cannot read: {e}")));
-    let (ln, first) = lines.next().ok_or_else(|| mm_err(path, 1, "empty file: expected a `%%MatrixMarket matrix ...` header"))?;
+    let (ln, first) =
+        lines.next().ok_or_else(|| mm_err(path, 1, "empty file: expected a `%%MatrixMarket matrix ...` header"))?;
     let first = read(first, ln)?;
     let words: Vec<String> = first.split_whitespace().map(str::to_lowercase).collect();
     if words.len() != 5 || words[0] != "%%matrixmarket" || words[1] != "matrix" {
-        return Err(mm_err(path, ln, "expected the header `%%MatrixMarket matrix <coordinate|array> <real|integer> <general|symmetric>`"));
+        return Err(mm_err(
+            path,
+            ln,
+            "expected the header `%%MatrixMarket matrix <coordinate|array> <real|integer> <general|symmetric>`",
+        ));
     }
     let coordinate = match words[2].as_str() {
         "coordinate" => true,
@@ -120,7 +126,11 @@ fn header(lines: &mut impl Iterator<Item = (usize, std::io::Result<String>)>, pa
         let want = if coordinate { 3 } else { 2 };
         let parsed: Option<Vec<usize>> = nums.iter().map(|w| w.parse().ok()).collect();
         let Some(v) = parsed.filter(|v| v.len() == want) else {
-            return Err(mm_err(path, ln, format!("expected the size line `rows cols{}`, found `{t}`", if coordinate { " entries" } else { "" })));
+            return Err(mm_err(
+                path,
+                ln,
+                format!("expected the size line `rows cols{}`, found `{t}`", if coordinate { " entries" } else { "" }),
+            ));
         };
         let (rows, cols) = (v[0], v[1]);
         if rows == 0 || cols == 0 {
@@ -130,7 +140,11 @@ fn header(lines: &mut impl Iterator<Item = (usize, std::io::Result<String>)>, pa
             return Err(mm_err(path, ln, format!("a symmetric matrix must be square, not {rows} × {cols}")));
         }
         if rows.saturating_mul(cols) > MAX_ENTRIES {
-            return Err(mm_err(path, ln, format!("{rows} × {cols} is more than the {MAX_ENTRIES} entries a rank holds densely")));
+            return Err(mm_err(
+                path,
+                ln,
+                format!("{rows} × {cols} is more than the {MAX_ENTRIES} entries a rank holds densely"),
+            ));
         }
         let entries = if coordinate {
             v[2]
@@ -161,7 +175,9 @@ pub fn load(m: &MatrixConfig, seed: u64) -> Result<Dense, DataError> {
     let Some(p) = &m.path else {
         let (rows, cols) = (m.rows.expect("validated"), m.cols.expect("validated"));
         if rows.saturating_mul(cols) > MAX_ENTRIES {
-            return Err(DataError(format!("matrix: {rows} × {cols} is more than the {MAX_ENTRIES} entries a rank holds densely")));
+            return Err(DataError(format!(
+                "matrix: {rows} × {cols} is more than the {MAX_ENTRIES} entries a rank holds densely"
+            )));
         }
         let data = (0..rows).flat_map(|i| (0..cols).map(move |j| (i, j))).map(|(i, j)| entry(m, seed, i, j)).collect();
         return Ok(Dense { rows, cols, data });
@@ -200,7 +216,15 @@ pub fn load(m: &MatrixConfig, seed: u64) -> Result<Dense, DataError> {
             };
             let (i, j) = (idx(words[0], h.rows, "row")?, idx(words[1], h.cols, "column")?);
             if h.symmetric && j > i {
-                return Err(mm_err(p, ln, format!("entry ({}, {}) is above the diagonal of a symmetric matrix (give the lower triangle)", i + 1, j + 1)));
+                return Err(mm_err(
+                    p,
+                    ln,
+                    format!(
+                        "entry ({}, {}) is above the diagonal of a symmetric matrix (give the lower triangle)",
+                        i + 1,
+                        j + 1
+                    ),
+                ));
             }
             (i, j, value(words[2])?)
         } else {
@@ -227,7 +251,11 @@ pub fn load(m: &MatrixConfig, seed: u64) -> Result<Dense, DataError> {
         seen += 1;
     }
     if seen < h.entries {
-        return Err(mm_err(p, last.max(1), format!("only {seen} of the {} entries the size line announces", h.entries)));
+        return Err(mm_err(
+            p,
+            last.max(1),
+            format!("only {seen} of the {} entries the size line announces", h.entries),
+        ));
     }
     Ok(a)
 }
@@ -280,7 +308,10 @@ mod tests {
 
     #[test]
     fn reads_every_supported_layout() {
-        let coord = write("layout-c", "%%MatrixMarket matrix coordinate real general\n% comment\n2 3 3\n1 1 1.5\n2 3 -2\n1 3 4e0\n");
+        let coord = write(
+            "layout-c",
+            "%%MatrixMarket matrix coordinate real general\n% comment\n2 3 3\n1 1 1.5\n2 3 -2\n1 3 4e0\n",
+        );
         let a = load(&cfg(&coord), 0).unwrap();
         assert_eq!(a.data, vec![1.5, 0.0, 4.0, 0.0, 0.0, -2.0]);
         let sym = write("layout-s", "%%MatrixMarket matrix coordinate real symmetric\n3 3 2\n2 1 5\n3 3 1\n");
@@ -300,9 +331,17 @@ mod tests {
         let cases = [
             ("h", "%%MatrixMarket matrix coordinate complex general\n1 1 1\n1 1 1\n", ":1: field `complex`"),
             ("r", "%%MatrixMarket matrix coordinate real general\n2 2 1\n3 1 1\n", ":3: row index `3` is not in 1..=2"),
-            ("n", "%%MatrixMarket matrix coordinate real general\n2 2 2\n1 1 1\n2 2 nan\n", ":4: `nan` is not a finite number"),
+            (
+                "n",
+                "%%MatrixMarket matrix coordinate real general\n2 2 2\n1 1 1\n2 2 nan\n",
+                ":4: `nan` is not a finite number",
+            ),
             ("f", "%%MatrixMarket matrix coordinate real general\n2 2 3\n1 1 1\n", ":3: only 1 of the 3 entries"),
-            ("u", "%%MatrixMarket matrix coordinate real symmetric\n2 2 1\n1 2 1\n", ":3: entry (1, 2) is above the diagonal"),
+            (
+                "u",
+                "%%MatrixMarket matrix coordinate real symmetric\n2 2 1\n1 2 1\n",
+                ":3: entry (1, 2) is above the diagonal",
+            ),
             ("s", "%%MatrixMarket matrix coordinate real general\n2 x 1\n", ":2: expected the size line"),
         ];
         for (name, text, want) in cases {
@@ -321,7 +360,8 @@ mod tests {
 
     #[test]
     fn generated_entries_are_pure_and_symmetric_when_asked() {
-        let mut m = MatrixConfig { rows: Some(4), cols: Some(4), path: None, symmetric: true, dist: MatrixDist::Normal };
+        let mut m =
+            MatrixConfig { rows: Some(4), cols: Some(4), path: None, symmetric: true, dist: MatrixDist::Normal };
         let a = load(&m, 3).unwrap();
         for i in 0..4 {
             for j in 0..4 {

@@ -60,7 +60,10 @@ pub fn per_rank_matvec(plan: &Plan, cols: usize) -> Vec<u64> {
         .map(|n| {
             let own = (n.load() as u64).saturating_mul(m).saturating_mul(8);
             let decode = if n.children.is_empty() { 0 } else { decoder.saturating_mul(8) };
-            whole.saturating_add(own).saturating_add(decode).saturating_add((r + m).saturating_mul(8).saturating_mul(VECTORS))
+            whole
+                .saturating_add(own)
+                .saturating_add(decode)
+                .saturating_add((r + m).saturating_mul(8).saturating_mul(VECTORS))
         })
         .collect()
 }

@@ -51,6 +51,10 @@ pub fn accuracy(rows: &crate::Rows, theta: &[f64]) -> f64 {
     if rows.is_empty() {
         return f64::NAN;
     }
-    let right = (0..rows.len()).filter(|&i| (rows.row(i).iter().zip(theta).map(|(a, b)| a * b).sum::<f64>() > 0.0) == (rows.labels()[i] == 1.0)).count();
+    let right = (0..rows.len())
+        .filter(|&i| {
+            (rows.row(i).iter().zip(theta).map(|(a, b)| a * b).sum::<f64>() > 0.0) == (rows.labels()[i] == 1.0)
+        })
+        .count();
     right as f64 / rows.len() as f64
 }

@@ -56,9 +56,9 @@ pub fn serial_gd(rows: &Rows, model: &ModelConfig, iterations: u64) -> Vec<Vec<f
 mod tests {
     use super::*;
     use crate::data::{synthetic_rows, theta_star};
+    use crate::kernel::gradient;
     use crate::metrics::{normalized_error, relative_diff};
     use outrun_plan::config::{DataKind, Schedule};
-    use crate::kernel::gradient;
 
     #[test]
     fn kernel_agrees_with_the_naive_gradient() {

@@ -16,7 +16,8 @@ use ReducePolicy::{Contiguous, Modulo};
 
 /// The worked example's graph (§2.4), 0-based.
 fn worked() -> Graph {
-    let e: Vec<(u32, u32)> = [(1, 1), (1, 2), (1, 5), (2, 3), (2, 6), (3, 4), (4, 5), (5, 6)].iter().map(|&(a, b)| (a - 1, b - 1)).collect();
+    let e: Vec<(u32, u32)> =
+        [(1, 1), (1, 2), (1, 5), (2, 3), (2, 6), (3, 4), (4, 5), (5, 6)].iter().map(|&(a, b)| (a - 1, b - 1)).collect();
     Graph::new(6, &e, false)
 }
 
@@ -46,7 +47,14 @@ fn adjacency(g: &Graph) -> Vec<Vec<usize>> {
 }
 
 /// Every server's Map, Shuffle and Reduce in process: the new ranks and the bytes sent.
-fn distributed_step(g: &Graph, a: &Allocation, coded: bool, pi: &[f64], alpha: f64, dangling: Dangling) -> (Vec<f64>, usize) {
+fn distributed_step(
+    g: &Graph,
+    a: &Allocation,
+    coded: bool,
+    pi: &[f64],
+    alpha: f64,
+    dangling: Dangling,
+) -> (Vec<f64>, usize) {
     let k = a.servers();
     let mut nodes: Vec<ShuffleNode> = (0..k).map(|me| ShuffleNode::new(g, a, me, coded)).collect();
     for node in &mut nodes {
@@ -57,10 +65,16 @@ fn distributed_step(g: &Graph, a: &Allocation, coded: bool, pi: &[f64], alpha: f
     let local = |node: &ShuffleNode, id: usize| (0..node.group_count()).find(|&x| node.group(x).1 == id).unwrap();
     for s in 0..k {
         for x in 0..nodes[s].group_count() {
-            let (members, id) = { let (m, id) = nodes[s].group(x); (m.to_vec(), id) };
+            let (members, id) = {
+                let (m, id) = nodes[s].group(x);
+                (m.to_vec(), id)
+            };
             for (to, bytes) in nodes[s].encode(x) {
                 sent += bytes.len();
-                let receivers: Vec<usize> = match to { Some(t) => vec![t], None => members.iter().copied().filter(|&m| m != s).collect() };
+                let receivers: Vec<usize> = match to {
+                    Some(t) => vec![t],
+                    None => members.iter().copied().filter(|&m| m != s).collect(),
+                };
                 for m in receivers {
                     let lx = local(&nodes[m], id);
                     nodes[m].decode(lx, s, bytes.clone()).unwrap();
@@ -124,7 +138,14 @@ fn t1_allocation_properties() {
                         if a.maps(owner, j) {
                             continue;
                         }
-                        let hits = groups.iter().filter(|s| s.contains(&owner) && a.batch_of_subset(&s.iter().copied().filter(|&x| x != owner).collect::<Vec<_>>()) == a.batch_of(j)).count();
+                        let hits = groups
+                            .iter()
+                            .filter(|s| {
+                                s.contains(&owner)
+                                    && a.batch_of_subset(&s.iter().copied().filter(|&x| x != owner).collect::<Vec<_>>())
+                                        == a.batch_of(j)
+                            })
+                            .count();
                         assert_eq!(hits, 1, "K={k} r={r} j={j} owner={owner}");
                     }
                 }
@@ -224,11 +245,14 @@ fn t5_cycle() {
 fn t6_det_er_tables() {
     let g = Graph::new(60, &det_er(60, 0.2, 1, false), false);
     assert_eq!(g.values(), 750);
-    let a = [(1, (610, 610, 610, 4880)), (2, (448, 488, 244, 1952)), (3, (299, 343, 118, 915)), (4, (132, 155, 38, 310))];
+    let a =
+        [(1, (610, 610, 610, 4880)), (2, (448, 488, 244, 1952)), (3, (299, 343, 118, 915)), (4, (132, 155, 38, 310))];
     for (r, want) in a {
         assert_eq!(row(&counts(&g, 5, r, Contiguous)), want, "(a) r = {r}");
     }
-    for (r, (u, c, ch, b)) in [(1, (585, 0, 0, 0)), (2, (449, 506, 253, 2024)), (3, (313, 384, 131, 1022)), (4, (157, 181, 45, 362))] {
+    for (r, (u, c, ch, b)) in
+        [(1, (585, 0, 0, 0)), (2, (449, 506, 253, 2024)), (3, (313, 384, 131, 1022)), (4, (157, 181, 45, 362))]
+    {
         let l = counts(&g, 5, r, Modulo);
         assert_eq!(l.uncoded, u);
         if r > 1 {
@@ -239,7 +263,11 @@ fn t6_det_er_tables() {
     assert_eq!(g.values(), 9072);
     assert_eq!(counts(&g, 5, 1, Contiguous).uncoded, 7274);
     assert!((counts(&g, 5, 1, Contiguous).l_uncoded() - 0.080822).abs() < 5e-7);
-    for (r, want, lc) in [(2, (5446, 5649, 2826, 22596), 0.031383), (3, (3645, 3869, 1291, 10318), 0.014330), (4, (1790, 1915, 481, 3830), 0.005319)] {
+    for (r, want, lc) in [
+        (2, (5446, 5649, 2826, 22596), 0.031383),
+        (3, (3645, 3869, 1291, 10318), 0.014330),
+        (4, (1790, 1915, 481, 3830), 0.005319),
+    ] {
         let l = counts(&g, 5, r, Contiguous);
         assert_eq!(row(&l), want, "(b) r = {r}");
         assert!((l.l_coded() - lc).abs() < 5e-7);
@@ -257,7 +285,13 @@ fn t6_det_er_tables() {
     let g = Graph::new(840, &det_er(840, 0.05, 99, false), false);
     assert_eq!(g.values(), 35294);
     assert_eq!(counts(&g, 7, 1, Contiguous).uncoded, 30262);
-    for (r, (u, c, b)) in [(2, (25276, 26149, 104596)), (3, (20142, 21588, 57562)), (4, (15167, 16559, 33118)), (5, (10141, 10866, 17387)), (6, (5010, 5131, 6842))] {
+    for (r, (u, c, b)) in [
+        (2, (25276, 26149, 104596)),
+        (3, (20142, 21588, 57562)),
+        (4, (15167, 16559, 33118)),
+        (5, (10141, 10866, 17387)),
+        (6, (5010, 5131, 6842)),
+    ] {
         let l = counts(&g, 7, r, Contiguous);
         assert_eq!((l.uncoded, l.segments, l.coded_bytes), (u, c, b), "(d) r = {r}");
     }
@@ -279,7 +313,8 @@ fn t8_t9_bytes_and_bit_equal_ranks() {
     let adj = adjacency(&g);
     let pi0 = vec![1.0 / 60.0; 60];
     let reference = reference_step(&adj, &pi0, 0.85, false);
-    let note = [0.013011078042328043, 0.020876899720649718, 0.01475907079032079, 0.01912482656232656, 0.01599830031080031];
+    let note =
+        [0.013011078042328043, 0.020876899720649718, 0.01475907079032079, 0.01912482656232656, 0.01599830031080031];
     for (x, y) in reference.iter().zip(note) {
         assert!((x - y).abs() <= 1e-17, "{x} vs {y}");
     }
@@ -341,7 +376,10 @@ fn t11_coded_never_exceeds_uncoded_and_uneven_batches_still_decode() {
                 let (coded, cb) = distributed_step(&g, &a, true, &pi0, 0.85, Dangling::Uniform);
                 let (uncoded, ub) = distributed_step(&g, &a, false, &pi0, 0.85, Dangling::Uniform);
                 assert_eq!((cb, ub), (l.coded_bytes, l.uncoded_bytes()));
-                assert_eq!(coded.iter().map(|x| x.to_bits()).collect::<Vec<_>>(), uncoded.iter().map(|x| x.to_bits()).collect::<Vec<_>>());
+                assert_eq!(
+                    coded.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+                    uncoded.iter().map(|x| x.to_bits()).collect::<Vec<_>>()
+                );
                 let reference = reference_step(&adjacency(&g), &pi0, 0.85, true);
                 for (x, y) in coded.iter().zip(&reference) {
                     assert!((x - y).abs() <= 1e-13 * y.abs(), "n={n} K={k} r={r} {policy:?} directed={directed}");

@@ -13,7 +13,10 @@ pub const MAX_SECONDS: f64 = 1e6;
 pub(crate) fn check_seconds(field: &str, v: f64, zero_ok: bool) -> Result<(), ConfigError> {
     let low_ok = if zero_ok { v >= 0.0 } else { v > 0.0 };
     if !(v.is_finite() && low_ok) {
-        return err(field, format!("= {v}: must be a {} number of seconds", if zero_ok { "non-negative" } else { "positive" }));
+        return err(
+            field,
+            format!("= {v}: must be a {} number of seconds", if zero_ok { "non-negative" } else { "positive" }),
+        );
     }
     if v > MAX_SECONDS {
         return err(field, format!("= {v}: at most {MAX_SECONDS:e} seconds"));
@@ -214,7 +217,10 @@ impl NetworkConfig {
         }
         check_seconds("network.latency", self.latency, true)?;
         if !self.node_bandwidth.is_empty() && self.node_bandwidth.len() != ranks {
-            return err("network.node_bandwidth", format!("has {} entries but the run has {ranks} ranks", self.node_bandwidth.len()));
+            return err(
+                "network.node_bandwidth",
+                format!("has {} entries but the run has {ranks} ranks", self.node_bandwidth.len()),
+            );
         }
         for b in &self.node_bandwidth {
             b.bytes_per_second().map_err(|e| ConfigError::new("network.node_bandwidth", e.0))?;

@@ -245,16 +245,37 @@ pub const MAX_GRAPH_VERTICES: usize = 1 << 31;
 
 impl GraphConfig {
     fn validate(&self, servers: usize) -> Result<(), ConfigError> {
-        let gen_keys = [("n", self.n.is_some()), ("n1", self.n1.is_some()), ("p", self.p.is_some()), ("q", self.q.is_some()), ("gamma", self.gamma.is_some()), ("seed", self.seed.is_some()), ("self_loops", self.self_loops)];
+        let gen_keys = [
+            ("n", self.n.is_some()),
+            ("n1", self.n1.is_some()),
+            ("p", self.p.is_some()),
+            ("q", self.q.is_some()),
+            ("gamma", self.gamma.is_some()),
+            ("seed", self.seed.is_some()),
+            ("self_loops", self.self_loops),
+        ];
         match (&self.path, self.kind) {
-            (Some(_), Some(k)) => return err("graph.kind", format!("= \"{}\" generates a graph, but graph.path names a file; keep one", k.name())),
-            (None, None) => return err("graph", "needs either path (an edge-list file) or kind (er, det-er, power-law, sbm, bipartite) with n"),
+            (Some(_), Some(k)) => {
+                return err(
+                    "graph.kind",
+                    format!("= \"{}\" generates a graph, but graph.path names a file; keep one", k.name()),
+                )
+            }
+            (None, None) => {
+                return err(
+                    "graph",
+                    "needs either path (an edge-list file) or kind (er, det-er, power-law, sbm, bipartite) with n",
+                )
+            }
             (Some(p), None) => {
                 if p.is_empty() {
                     return err("graph.path", "is empty");
                 }
                 if let Some((key, _)) = gen_keys.iter().find(|(_, set)| *set) {
-                    return err(&format!("graph.{key}"), "is for generated graphs (graph.kind); a file's graph is what the file says");
+                    return err(
+                        &format!("graph.{key}"),
+                        "is for generated graphs (graph.kind); a file's graph is what the file says",
+                    );
                 }
                 return Ok(());
             }
@@ -262,19 +283,42 @@ impl GraphConfig {
         }
         let kind = self.kind.expect("checked");
         if self.directed {
-            return err("graph.directed", format!("= true is for edge-list files; graph.kind = \"{}\" generates an undirected graph", kind.name()));
+            return err(
+                "graph.directed",
+                format!(
+                    "= true is for edge-list files; graph.kind = \"{}\" generates an undirected graph",
+                    kind.name()
+                ),
+            );
         }
         let n = match self.n {
-            None => return err("graph.n", format!("missing: graph.kind = \"{}\" needs the number of vertices n", kind.name())),
+            None => {
+                return err(
+                    "graph.n",
+                    format!("missing: graph.kind = \"{}\" needs the number of vertices n", kind.name()),
+                )
+            }
             Some(n) if n > MAX_GRAPH_VERTICES => return err("graph.n", format!("= {n}: at most {MAX_GRAPH_VERTICES}")),
-            Some(n) if n < servers.max(1) => return err("graph.n", format!("= {n} is smaller than the {servers} servers: each Reduces n/K vertices")),
+            Some(n) if n < servers.max(1) => {
+                return err(
+                    "graph.n",
+                    format!("= {n} is smaller than the {servers} servers: each Reduces n/K vertices"),
+                )
+            }
             Some(n) => n,
         };
         let prob = |key: &str, v: Option<f64>, needed: bool| -> Result<(), ConfigError> {
             match v {
-                None if needed => err(&format!("graph.{key}"), format!("missing: graph.kind = \"{}\" needs the edge probability {key}", kind.name())),
-                Some(_) if !needed => err(&format!("graph.{key}"), format!("is not a parameter of graph.kind = \"{}\"", kind.name())),
-                Some(x) if !(0.0..=1.0).contains(&x) => err(&format!("graph.{key}"), format!("= {x}: a probability must be in [0, 1]")),
+                None if needed => err(
+                    &format!("graph.{key}"),
+                    format!("missing: graph.kind = \"{}\" needs the edge probability {key}", kind.name()),
+                ),
+                Some(_) if !needed => {
+                    err(&format!("graph.{key}"), format!("is not a parameter of graph.kind = \"{}\"", kind.name()))
+                }
+                Some(x) if !(0.0..=1.0).contains(&x) => {
+                    err(&format!("graph.{key}"), format!("= {x}: a probability must be in [0, 1]"))
+                }
                 _ => Ok(()),
             }
         };
@@ -287,14 +331,22 @@ impl GraphConfig {
         prob("p", self.p, p)?;
         prob("q", self.q, q)?;
         match (self.gamma, gamma) {
-            (None, true) => return err("graph.gamma", "missing: graph.kind = \"power-law\" needs the exponent gamma (> 2)"),
-            (Some(_), false) => return err("graph.gamma", format!("is not a parameter of graph.kind = \"{}\"", kind.name())),
-            (Some(g), true) if !(g.is_finite() && g > 2.0) => return err("graph.gamma", format!("= {g}: must be greater than 2 (finite mean degree)")),
+            (None, true) => {
+                return err("graph.gamma", "missing: graph.kind = \"power-law\" needs the exponent gamma (> 2)")
+            }
+            (Some(_), false) => {
+                return err("graph.gamma", format!("is not a parameter of graph.kind = \"{}\"", kind.name()))
+            }
+            (Some(g), true) if !(g.is_finite() && g > 2.0) => {
+                return err("graph.gamma", format!("= {g}: must be greater than 2 (finite mean degree)"))
+            }
             _ => {}
         }
         match (self.n1, two) {
             (Some(_), false) => err("graph.n1", format!("is not a parameter of graph.kind = \"{}\"", kind.name())),
-            (Some(n1), true) if n1 == 0 || n1 >= n => err("graph.n1", format!("= {n1}: must be between 1 and graph.n − 1 = {}", n.saturating_sub(1))),
+            (Some(n1), true) if n1 == 0 || n1 >= n => {
+                err("graph.n1", format!("= {n1}: must be between 1 and graph.n − 1 = {}", n.saturating_sub(1)))
+            }
             _ => Ok(()),
         }
     }
@@ -355,22 +407,41 @@ impl JobConfig {
             "pagerank" => "pagerank",
             _ => "gd",
         };
-        for (name, used, by) in [("data", "gradient descent", "gd"), ("model", "gradient descent", "gd"), ("matrix", "job.kind = \"matvec\"", "matvec"), ("vector", "job.kind = \"matvec\"", "matvec"), ("graph", "job.kind = \"pagerank\"", "pagerank")] {
-            if t.contains_key(name) && reader(&job.kind) != by && matches!(job.kind.as_str(), "gd" | "gradient-descent" | "matvec" | "pagerank") {
+        for (name, used, by) in [
+            ("data", "gradient descent", "gd"),
+            ("model", "gradient descent", "gd"),
+            ("matrix", "job.kind = \"matvec\"", "matvec"),
+            ("vector", "job.kind = \"matvec\"", "matvec"),
+            ("graph", "job.kind = \"pagerank\"", "pagerank"),
+        ] {
+            if t.contains_key(name)
+                && reader(&job.kind) != by
+                && matches!(job.kind.as_str(), "gd" | "gradient-descent" | "matvec" | "pagerank")
+            {
                 return err(name, format!("is only read by {used}, not job.kind = \"{}\"", job.kind));
             }
         }
         if job.kind != "pagerank" {
-            for (key, set) in [("damping", job.damping.is_some()), ("tol", job.tol.is_some()), ("dangling", job.dangling.is_some())] {
+            for (key, set) in
+                [("damping", job.damping.is_some()), ("tol", job.tol.is_some()), ("dangling", job.dangling.is_some())]
+            {
                 if set {
-                    return err(&format!("job.{key}"), format!("is only used by job.kind = \"pagerank\", not \"{}\"", job.kind));
+                    return err(
+                        &format!("job.{key}"),
+                        format!("is only used by job.kind = \"pagerank\", not \"{}\"", job.kind),
+                    );
                 }
             }
         }
         match job.kind.as_str() {
             "matvec" => {
                 let matrix = match section(t, "matrix")? {
-                    None => return err("matrix", "missing: a mat-vec job needs a [matrix] section (rows and cols, or path)"),
+                    None => {
+                        return err(
+                            "matrix",
+                            "missing: a mat-vec job needs a [matrix] section (rows and cols, or path)",
+                        )
+                    }
                     Some(s) => de(toml::Value::Table(s), "matrix")?,
                 };
                 let vector = match section(t, "vector")? {
@@ -381,15 +452,29 @@ impl JobConfig {
             }
             "pagerank" if job.power.is_none() => {
                 let graph = match section(t, "graph")? {
-                    None => return err("graph", "missing: a PageRank job needs a [graph] section (path, or kind and n)"),
+                    None => {
+                        return err("graph", "missing: a PageRank job needs a [graph] section (path, or kind and n)")
+                    }
                     Some(s) => de(toml::Value::Table(s), "graph")?,
                 };
-                Ok(JobConfig::Pagerank(PagerankConfig { graph, damping: job.damping.unwrap_or(0.85), tol: job.tol, dangling: job.dangling.unwrap_or(outrun_codes::Dangling::Uniform) }))
+                Ok(JobConfig::Pagerank(PagerankConfig {
+                    graph,
+                    damping: job.damping.unwrap_or(0.85),
+                    tol: job.tol,
+                    dangling: job.dangling.unwrap_or(outrun_codes::Dangling::Uniform),
+                }))
             }
-            _ if job.power.is_some() => err("job.power", format!("is only used by job.kind = \"matvec\", not \"{}\"", job.kind)),
+            _ if job.power.is_some() => {
+                err("job.power", format!("is only used by job.kind = \"matvec\", not \"{}\"", job.kind))
+            }
             "gd" | "gradient-descent" => {
                 let data = match section(t, "data")? {
-                    None => return err("data", "missing: gradient descent needs a [data] section (kind, samples, features)"),
+                    None => {
+                        return err(
+                            "data",
+                            "missing: gradient descent needs a [data] section (kind, samples, features)",
+                        )
+                    }
                     Some(s) => de(toml::Value::Table(s), "data")?,
                 };
                 let model = match section(t, "model")? {
@@ -465,7 +550,10 @@ impl JobConfig {
 impl PagerankConfig {
     fn validate(&self, servers: usize) -> Result<(), ConfigError> {
         if !(self.damping.is_finite() && (0.0..=1.0).contains(&self.damping)) {
-            return err("job.damping", format!("= {}: must be in [0, 1] (the probability of following an edge; 0.85 is usual)", self.damping));
+            return err(
+                "job.damping",
+                format!("= {}: must be in [0, 1] (the probability of following an edge; 0.85 is usual)", self.damping),
+            );
         }
         if let Some(tol) = self.tol {
             if !(tol.is_finite() && tol >= 0.0) {
@@ -484,29 +572,53 @@ impl MatvecConfig {
             Some(_) => {
                 for (key, v) in [("rows", m.rows), ("cols", m.cols)] {
                     if v.is_some() {
-                        return err(&format!("matrix.{key}"), "comes from the Matrix Market file's size line when matrix.path is given; remove it");
+                        return err(
+                            &format!("matrix.{key}"),
+                            "comes from the Matrix Market file's size line when matrix.path is given; remove it",
+                        );
                     }
                 }
                 if m.symmetric {
-                    return err("matrix.symmetric", "is for generated matrices; a Matrix Market file says `symmetric` in its header");
+                    return err(
+                        "matrix.symmetric",
+                        "is for generated matrices; a Matrix Market file says `symmetric` in its header",
+                    );
                 }
             }
             None => {
                 for (key, v) in [("rows", m.rows), ("cols", m.cols)] {
                     match v {
-                        None => return err(&format!("matrix.{key}"), "missing: a generated matrix needs rows and cols (or give matrix.path)"),
+                        None => {
+                            return err(
+                                &format!("matrix.{key}"),
+                                "missing: a generated matrix needs rows and cols (or give matrix.path)",
+                            )
+                        }
                         Some(0) => return err(&format!("matrix.{key}"), "must be at least 1"),
-                        Some(n) if n > MAX_MATRIX_SIDE => return err(&format!("matrix.{key}"), format!("= {n}: at most {MAX_MATRIX_SIDE}")),
+                        Some(n) if n > MAX_MATRIX_SIDE => {
+                            return err(&format!("matrix.{key}"), format!("= {n}: at most {MAX_MATRIX_SIDE}"))
+                        }
                         _ => {}
                     }
                 }
                 if (m.symmetric || self.power) && m.rows != m.cols {
-                    let why = if m.symmetric { "matrix.symmetric = true" } else { "power iteration (job.power = true)" };
-                    return err("matrix.cols", format!("= {}: {why} needs a square matrix, but matrix.rows = {}", m.cols.unwrap_or(0), m.rows.unwrap_or(0)));
+                    let why =
+                        if m.symmetric { "matrix.symmetric = true" } else { "power iteration (job.power = true)" };
+                    return err(
+                        "matrix.cols",
+                        format!(
+                            "= {}: {why} needs a square matrix, but matrix.rows = {}",
+                            m.cols.unwrap_or(0),
+                            m.rows.unwrap_or(0)
+                        ),
+                    );
                 }
                 if let Some(r) = m.rows {
                     if r < workers {
-                        return err("matrix.rows", format!("= {r} is smaller than the {workers} workers: some would hold no row"));
+                        return err(
+                            "matrix.rows",
+                            format!("= {r} is smaller than the {workers} workers: some would hold no row"),
+                        );
                     }
                 }
             }
@@ -527,7 +639,10 @@ impl GdConfig {
         match d.kind {
             DataKind::LinearSynthetic | DataKind::LogisticSynthetic => {
                 if d.path.is_some() {
-                    return err("data.path", format!("is only used with data.kind = \"libsvm\", not \"{}\"", d.kind.name()));
+                    return err(
+                        "data.path",
+                        format!("is only used with data.kind = \"libsvm\", not \"{}\"", d.kind.name()),
+                    );
                 }
                 match d.samples {
                     None => return err("data.samples", "missing: synthetic data needs a number of samples"),
@@ -545,13 +660,29 @@ impl GdConfig {
                     return err("data.path", "missing: data.kind = \"libsvm\" needs the path of a LIBSVM file");
                 }
                 if d.samples == Some(0) || d.features == Some(0) {
-                    return err(if d.samples == Some(0) { "data.samples" } else { "data.features" }, "must be at least 1");
+                    return err(
+                        if d.samples == Some(0) { "data.samples" } else { "data.features" },
+                        "must be at least 1",
+                    );
                 }
             }
         }
         match &d.test_path {
-            Some(_) if d.kind != DataKind::Libsvm => return err("data.test_path", format!("is for data.kind = \"libsvm\" (a held-out file of the same features), not \"{}\"", d.kind.name())),
-            Some(_) if self.model.loss != Loss::Logistic => return err("data.test_path", "reports classification accuracy: it needs model.loss = \"logistic\" (0/1 labels)"),
+            Some(_) if d.kind != DataKind::Libsvm => {
+                return err(
+                    "data.test_path",
+                    format!(
+                        "is for data.kind = \"libsvm\" (a held-out file of the same features), not \"{}\"",
+                        d.kind.name()
+                    ),
+                )
+            }
+            Some(_) if self.model.loss != Loss::Logistic => {
+                return err(
+                    "data.test_path",
+                    "reports classification accuracy: it needs model.loss = \"logistic\" (0/1 labels)",
+                )
+            }
             Some(p) if p.is_empty() => return err("data.test_path", "is empty"),
             _ => {}
         }
@@ -559,11 +690,17 @@ impl GdConfig {
             return err("data.noise", format!("= {}: must be ≥ 0", d.noise));
         }
         if d.kind == DataKind::LinearSynthetic && self.model.loss == Loss::Logistic {
-            return err("model.loss", "= \"logistic\" needs 0/1 labels, but data.kind = \"linear-synthetic\" has real-valued labels");
+            return err(
+                "model.loss",
+                "= \"logistic\" needs 0/1 labels, but data.kind = \"linear-synthetic\" has real-valued labels",
+            );
         }
         if let Some(samples) = d.samples {
             if workers > 0 && samples < workers {
-                return err("data.samples", format!("= {samples} is smaller than the {workers} workers: some would hold no data"));
+                return err(
+                    "data.samples",
+                    format!("= {samples} is smaller than the {workers} workers: some would hold no data"),
+                );
             }
         }
         let m = &self.model;

@@ -20,9 +20,15 @@ mod tagged;
 use serde::Serialize;
 
 pub use exec::{ComputeMode, EngineConfig, NetworkConfig, Rate, RateError, TimingConfig, Upload, MAX_SECONDS};
-pub use job::{DataConfig, DataKind, GdConfig, GraphConfig, GraphKind, JobConfig, Loss, MatrixConfig, MatrixDist, MatvecConfig, ModelConfig, PagerankConfig, Schedule, VectorConfig, MAX_GRAPH_VERTICES, MAX_MATRIX_SIDE};
+pub use job::{
+    DataConfig, DataKind, GdConfig, GraphConfig, GraphKind, JobConfig, Loss, MatrixConfig, MatrixDist, MatvecConfig,
+    ModelConfig, PagerankConfig, Schedule, VectorConfig, MAX_GRAPH_VERTICES, MAX_MATRIX_SIDE,
+};
 pub use run::RunConfig;
-pub use scheme::{AgcConfig, CegcConfig, ClusterConfig, CodeChoice, ColumnOrder, LinearChoice, MatvecCode, MatvecSchemeConfig, SchemeConfig, ShuffleConfig, Ssi, StarConfig, StaticClusterConfig, TreeConfig};
+pub use scheme::{
+    AgcConfig, CegcConfig, ClusterConfig, CodeChoice, ColumnOrder, LinearChoice, MatvecCode, MatvecSchemeConfig,
+    SchemeConfig, ShuffleConfig, Ssi, StarConfig, StaticClusterConfig, TreeConfig,
+};
 pub use stragglers::{BernoulliMode, MarkovConfig, PerWorker, RatesConfig, StragglerConfig};
 
 use tagged::de;
@@ -78,7 +84,20 @@ pub struct Config {
 }
 
 /// The top-level sections a config may have.
-const SECTIONS: &[&str] = &["run", "job", "data", "model", "matrix", "vector", "graph", "scheme", "stragglers", "timing", "engine", "network"];
+const SECTIONS: &[&str] = &[
+    "run",
+    "job",
+    "data",
+    "model",
+    "matrix",
+    "vector",
+    "graph",
+    "scheme",
+    "stragglers",
+    "timing",
+    "engine",
+    "network",
+];
 
 /// Parse a TOML document, apply `key=value` overrides, deserialize and validate.
 pub fn parse(text: &str, overrides: &[String]) -> Result<Config, ConfigError> {

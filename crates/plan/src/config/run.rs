@@ -43,7 +43,10 @@ pub const MAX_ITERATIONS: u64 = 100_000_000;
 impl RunConfig {
     pub(super) fn validate(&self) -> Result<(), ConfigError> {
         if self.name.is_empty() || !self.name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
-            return err("run.name", format!("`{}` must be non-empty and use only letters, digits, '-', '_', '.'", self.name));
+            return err(
+                "run.name",
+                format!("`{}` must be non-empty and use only letters, digits, '-', '_', '.'", self.name),
+            );
         }
         if self.iterations == 0 {
             return err("run.iterations", "must be at least 1");

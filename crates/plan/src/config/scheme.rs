@@ -1,11 +1,11 @@
 //! `[scheme]`: who holds what, what a parent waits for and how it decodes. Tagged by `kind`;
 //! the plan builders are in `crate::schemes`.
 
-use serde::{Deserialize, Serialize};
 use outrun_codes::ReducePolicy;
+use serde::{Deserialize, Serialize};
 
-use super::tagged::{de, Tagged};
 use super::stragglers::PerWorker;
+use super::tagged::{de, Tagged};
 use super::{err, ConfigError};
 
 /// Gradient code used inside each sibling group of a CodedReduce tree.
@@ -58,12 +58,23 @@ impl ShuffleConfig {
             return err("scheme.servers", "must be at least 1");
         }
         if self.r == 0 || self.r > self.servers {
-            return err("scheme.r", format!("= {}: the computation load must be between 1 and scheme.servers = {}", self.r, self.servers));
+            return err(
+                "scheme.r",
+                format!("= {}: the computation load must be between 1 and scheme.servers = {}", self.r, self.servers),
+            );
         }
         for (k, what) in [(self.r, "batches C(K, r)"), (self.r + 1, "multicast groups C(K, r+1)")] {
             let count = outrun_codes::binomial(self.servers, k);
             if count > outrun_codes::MAX_SUBSETS && k <= self.servers {
-                return err("scheme.r", format!("= {}: {count} {what} with K = {} servers; at most {} (every group is an MPI communicator)", self.r, self.servers, outrun_codes::MAX_SUBSETS));
+                return err(
+                    "scheme.r",
+                    format!(
+                        "= {}: {count} {what} with K = {} servers; at most {} (every group is an MPI communicator)",
+                        self.r,
+                        self.servers,
+                        outrun_codes::MAX_SUBSETS
+                    ),
+                );
             }
         }
         Ok(())
@@ -221,7 +232,17 @@ pub struct StaticClusterConfig {
 impl StaticClusterConfig {
     /// The same keys as a clustered config with n = 1 (no dynamic keys apply).
     pub fn as_clusters(&self) -> ClusterConfig {
-        ClusterConfig { workers: self.workers, clusters: self.clusters, r: self.r, n: 1, ssi: Ssi::default(), capped: true, order: ColumnOrder::default(), tau: None, draws: self.draws }
+        ClusterConfig {
+            workers: self.workers,
+            clusters: self.clusters,
+            r: self.r,
+            n: 1,
+            ssi: Ssi::default(),
+            capped: true,
+            order: ColumnOrder::default(),
+            tau: None,
+            draws: self.draws,
+        }
     }
 }
 
@@ -331,12 +352,19 @@ impl MatvecSchemeConfig {
         let n = self.workers;
         for (field, v) in [("scheme.a", &self.a), ("scheme.mu", &self.mu), ("scheme.shape", &self.shape)] {
             if let Some(v) = v {
-                let (ok, what): (fn(f64) -> bool, &str) = if field == "scheme.a" { (|x| x.is_finite() && x >= 0.0, "≥ 0") } else { (|x| x.is_finite() && x > 0.0, "positive") };
+                let (ok, what): (fn(f64) -> bool, &str) = if field == "scheme.a" {
+                    (|x| x.is_finite() && x >= 0.0, "≥ 0")
+                } else {
+                    (|x| x.is_finite() && x > 0.0, "positive")
+                };
                 v.check(field, n, ok, what)?;
             }
         }
         if !(self.overhead.is_finite() && self.overhead >= 0.0 && self.overhead <= 10.0) {
-            return err("scheme.overhead", format!("= {}: must be in [0, 10] (LT codes allocate for r(1 + overhead) rows)", self.overhead));
+            return err(
+                "scheme.overhead",
+                format!("= {}: must be in [0, 10] (LT codes allocate for r(1 + overhead) rows)", self.overhead),
+            );
         }
         if !(self.lt_c.is_finite() && self.lt_c > 0.0) {
             return err("scheme.lt_c", format!("= {}: must be positive", self.lt_c));
@@ -353,7 +381,10 @@ impl MatvecSchemeConfig {
             return err("scheme.kappa", format!("= {}: must be positive", self.kappa));
         }
         if !(self.gamma.is_finite() && self.gamma >= 1.0) {
-            return err("scheme.gamma", format!("= {}: must be ≥ 1 (cost κμ^γ grows at least linearly with speed)", self.gamma));
+            return err(
+                "scheme.gamma",
+                format!("= {}: must be ≥ 1 (cost κμ^γ grows at least linearly with speed)", self.gamma),
+            );
         }
         Ok(())
     }
@@ -446,7 +477,8 @@ const AGC_KEYS: &[&str] = &["workers", "d", "rounds", "draws"];
 const GCSC_KEYS: &[&str] = &["workers", "clusters", "r", "draws"];
 const GCDC_KEYS: &[&str] = &["workers", "clusters", "r", "n", "ssi", "capped", "order", "tau", "draws"];
 const MV_KEYS: &[&str] = &["workers", "code", "a", "mu", "shape", "overhead", "lt_c", "lt_delta"];
-const HCMM_KEYS: &[&str] = &["workers", "code", "a", "mu", "shape", "overhead", "lt_c", "lt_delta", "budget", "kappa", "gamma"];
+const HCMM_KEYS: &[&str] =
+    &["workers", "code", "a", "mu", "shape", "overhead", "lt_c", "lt_delta", "budget", "kappa", "gamma"];
 const MV_UNCODED_KEYS: &[&str] = &["workers", "a", "mu", "shape"];
 const PAGERANK_KEYS: &[&str] = &["servers", "r", "reduce"];
 
@@ -480,7 +512,11 @@ impl Tagged for SchemeConfig {
                 return err("scheme.servers", "missing: the number of servers K");
             }
             let c = de(rest, "scheme")?;
-            return Ok(if kind == "coded-pagerank" { SchemeConfig::CodedPagerank(c) } else { SchemeConfig::UncodedPagerank(c) });
+            return Ok(if kind == "coded-pagerank" {
+                SchemeConfig::CodedPagerank(c)
+            } else {
+                SchemeConfig::UncodedPagerank(c)
+            });
         }
         if kind != "cr" && rest.get("workers").is_none() {
             return err("scheme.workers", "missing: the number of workers N");
@@ -495,12 +531,16 @@ impl Tagged for SchemeConfig {
             "allreduce" => SchemeConfig::Allreduce(star()?),
             "cegc" => {
                 if rest.get("s").is_none() {
-                    return err("scheme.s", "missing: cegc needs the number of stragglers s (groups have s + m workers)");
+                    return err(
+                        "scheme.s",
+                        "missing: cegc needs the number of stragglers s (groups have s + m workers)",
+                    );
                 }
                 SchemeConfig::Cegc(de(rest, "scheme")?)
             }
             "agc" | "g-agc" => {
-                for (key, what) in [("d", "the parts per worker d"), ("rounds", "the number of sub-vectors L (rounds)")] {
+                for (key, what) in [("d", "the parts per worker d"), ("rounds", "the number of sub-vectors L (rounds)")]
+                {
                     if rest.get(key).is_none() {
                         return err(&format!("scheme.{key}"), format!("missing: {kind} needs {what}"));
                     }
@@ -513,7 +553,10 @@ impl Tagged for SchemeConfig {
                 }
             }
             "gc-sc" | "gc-dc" => {
-                for (key, what) in [("clusters", "the number of clusters P"), ("r", "the computation load r (mini-batches per worker per iteration)")] {
+                for (key, what) in [
+                    ("clusters", "the number of clusters P"),
+                    ("r", "the computation load r (mini-batches per worker per iteration)"),
+                ] {
                     if rest.get(key).is_none() {
                         return err(&format!("scheme.{key}"), format!("missing: {kind} needs {what}"));
                     }
@@ -534,7 +577,8 @@ impl Tagged for SchemeConfig {
             "cr" => {
                 for key in ["n", "layers"] {
                     if rest.get(key).is_none() {
-                        let what = if key == "n" { "the number of children per parent n" } else { "the number of layers L" };
+                        let what =
+                            if key == "n" { "the number of children per parent n" } else { "the number of layers L" };
                         return err(&format!("scheme.{key}"), format!("missing: cr needs {what}"));
                     }
                 }
@@ -578,7 +622,10 @@ impl SchemeConfig {
     /// defaults).
     pub fn matvec(&self) -> Option<&MatvecSchemeConfig> {
         match self {
-            SchemeConfig::Hcmm(c) | SchemeConfig::UniformCoded(c) | SchemeConfig::UniformUncoded(c) | SchemeConfig::LbUncoded(c) => Some(c),
+            SchemeConfig::Hcmm(c)
+            | SchemeConfig::UniformCoded(c)
+            | SchemeConfig::UniformUncoded(c)
+            | SchemeConfig::LbUncoded(c) => Some(c),
             _ => None,
         }
     }
@@ -604,12 +651,17 @@ impl SchemeConfig {
     /// Number of workers N.
     pub fn workers(&self) -> usize {
         match self {
-            SchemeConfig::Cr(t) => (1..=t.layers.min(64) as u32).fold(0usize, |acc, l| acc.saturating_add(t.n.saturating_pow(l))),
+            SchemeConfig::Cr(t) => {
+                (1..=t.layers.min(64) as u32).fold(0usize, |acc, l| acc.saturating_add(t.n.saturating_pow(l)))
+            }
             SchemeConfig::Cegc(c) => c.workers,
             SchemeConfig::Agc(c) | SchemeConfig::GAgc(c) => c.workers,
             SchemeConfig::GcSc(c) => c.workers,
             SchemeConfig::GcDc(c) => c.workers,
-            SchemeConfig::Hcmm(c) | SchemeConfig::UniformCoded(c) | SchemeConfig::UniformUncoded(c) | SchemeConfig::LbUncoded(c) => c.workers,
+            SchemeConfig::Hcmm(c)
+            | SchemeConfig::UniformCoded(c)
+            | SchemeConfig::UniformUncoded(c)
+            | SchemeConfig::LbUncoded(c) => c.workers,
             SchemeConfig::CodedPagerank(c) | SchemeConfig::UncodedPagerank(c) => c.servers,
             SchemeConfig::Umw(c)
             | SchemeConfig::Ignore(c)
@@ -629,7 +681,10 @@ impl SchemeConfig {
             SchemeConfig::GcSc(c) => c.r.saturating_sub(1),
             SchemeConfig::GcDc(c) => c.r.saturating_sub(1),
             // the plan says how many workers the allocation can lose
-            SchemeConfig::Hcmm(_) | SchemeConfig::UniformUncoded(_) | SchemeConfig::LbUncoded(_) | SchemeConfig::UniformCoded(_) => 0,
+            SchemeConfig::Hcmm(_)
+            | SchemeConfig::UniformUncoded(_)
+            | SchemeConfig::LbUncoded(_)
+            | SchemeConfig::UniformCoded(_) => 0,
             // every multicast group needs all its members
             SchemeConfig::CodedPagerank(_) | SchemeConfig::UncodedPagerank(_) => 0,
             SchemeConfig::Umw(c)
@@ -649,7 +704,10 @@ impl SchemeConfig {
             SchemeConfig::Agc(c) | SchemeConfig::GAgc(c) => return c.validate(kind),
             SchemeConfig::GcSc(c) => return c.as_clusters().validate(),
             SchemeConfig::GcDc(c) => return c.validate(),
-            SchemeConfig::Hcmm(c) | SchemeConfig::UniformCoded(c) | SchemeConfig::UniformUncoded(c) | SchemeConfig::LbUncoded(c) => return c.validate(),
+            SchemeConfig::Hcmm(c)
+            | SchemeConfig::UniformCoded(c)
+            | SchemeConfig::UniformUncoded(c)
+            | SchemeConfig::LbUncoded(c) => return c.validate(),
             SchemeConfig::CodedPagerank(c) | SchemeConfig::UncodedPagerank(c) => return c.validate(),
             SchemeConfig::Umw(c)
             | SchemeConfig::Ignore(c)
@@ -719,10 +777,18 @@ impl CegcConfig {
         }
         let group = s + m;
         if group > n {
-            return err("scheme.s", format!("= {s} with m = {m}: groups of s + m = {group} workers do not fit in scheme.workers = {n}"));
+            return err(
+                "scheme.s",
+                format!("= {s} with m = {m}: groups of s + m = {group} workers do not fit in scheme.workers = {n}"),
+            );
         }
         if !n.is_multiple_of(group) {
-            return err("scheme.workers", format!("= {n}: CommFR-GC makes groups of s + m = {group} workers, which must divide the number of workers"));
+            return err(
+                "scheme.workers",
+                format!(
+                    "= {n}: CommFR-GC makes groups of s + m = {group} workers, which must divide the number of workers"
+                ),
+            );
         }
         match self.code {
             LinearChoice::Repetition if m != 1 => err("scheme.m", format!("= {m}: the repetition code has dimension 1; use m = 1")),
@@ -760,7 +826,11 @@ impl AgcConfig {
         // the largest code: all workers (agc), or the last G-AGC group (d plus the remainder)
         let size = if kind == "g-agc" { d + n % d } else { n };
         if size * l > MAX_AGC_ROWS {
-            let what = if kind == "g-agc" { format!("a largest group of {size} workers") } else { format!("scheme.workers = {n}") };
+            let what = if kind == "g-agc" {
+                format!("a largest group of {size} workers")
+            } else {
+                format!("scheme.workers = {n}")
+            };
             return err(
                 "scheme.rounds",
                 format!("= {l} with {what}: an adaptive code of N workers and L rounds decodes systems of up to N·L = {} rows; at most {MAX_AGC_ROWS} are supported (the decode error grows with N·L); use fewer rounds{}", size * l, if kind == "g-agc" { "" } else { " or kind = \"g-agc\"" }),
@@ -775,14 +845,20 @@ impl ClusterConfig {
         let (k, p, r, n) = (self.workers, self.clusters, self.r, self.n);
         check_workers(k)?;
         if p == 0 || !k.is_multiple_of(p) {
-            return err("scheme.clusters", format!("= {p}: must divide scheme.workers = {k} (clusters of equal size ℓ = K/P)"));
+            return err(
+                "scheme.clusters",
+                format!("= {p}: must divide scheme.workers = {k} (clusters of equal size ℓ = K/P)"),
+            );
         }
         let ell = k / p;
         if r == 0 || r > ell {
             return err("scheme.r", format!("= {r}: must be between 1 and the cluster size ℓ = K/P = {ell}"));
         }
         if n == 0 || n > p {
-            return err("scheme.n", format!("= {n}: must be between 1 and scheme.clusters = {p} (a worker serves n distinct clusters)"));
+            return err(
+                "scheme.n",
+                format!("= {n}: must be between 1 and scheme.clusters = {p} (a worker serves n distinct clusters)"),
+            );
         }
         if ell > MAX_CYCLIC {
             return cyclic_too_large("scheme.clusters", ell, "workers per cluster");
@@ -814,17 +890,29 @@ impl TreeConfig {
             _ => {}
         }
         if self.s >= n {
-            return err("scheme.s", format!("= {}: must be less than scheme.n = {n} (s stragglers per parent)", self.s));
+            return err(
+                "scheme.s",
+                format!("= {}: must be less than scheme.n = {n} (s stragglers per parent)", self.s),
+            );
         }
         let total = SchemeConfig::Cr(self.clone()).workers();
         if total > MAX_WORKERS {
-            return err("scheme.n", format!("= {n} with layers = {}: the tree would have {total} workers, at most {MAX_WORKERS}", self.layers));
+            return err(
+                "scheme.n",
+                format!(
+                    "= {n} with layers = {}: the tree would have {total} workers, at most {MAX_WORKERS}",
+                    self.layers
+                ),
+            );
         }
         if let Some(w) = self.workers {
             if w != total {
                 return err(
                     "scheme.workers",
-                    format!("= {w}, but an ({n},{}) tree has {total} workers; omit scheme.workers or set it to {total}", self.layers),
+                    format!(
+                        "= {w}, but an ({n},{}) tree has {total} workers; omit scheme.workers or set it to {total}",
+                        self.layers
+                    ),
                 );
             }
         }
@@ -832,7 +920,10 @@ impl TreeConfig {
             return cyclic_too_large("scheme.n", n, "children per parent");
         }
         if self.code == CodeChoice::Frac && !n.is_multiple_of(self.s + 1) {
-            return err("scheme.code", format!("= \"frac\" needs s+1 = {} to divide scheme.n = {n}; use code = \"cyclic\"", self.s + 1));
+            return err(
+                "scheme.code",
+                format!("= \"frac\" needs s+1 = {} to divide scheme.n = {n}; use code = \"cyclic\"", self.s + 1),
+            );
         }
         if self.draws == 0 {
             return err("scheme.draws", "must be at least 1");

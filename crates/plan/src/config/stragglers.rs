@@ -39,12 +39,16 @@ impl PerWorker {
     pub(crate) fn check(&self, field: &str, n: usize, ok: impl Fn(f64) -> bool, what: &str) -> Result<(), ConfigError> {
         if let PerWorker::Each(v) = self {
             if v.len() != n {
-                return err(field, format!("has {} values but there are {n} workers (give one value, or one per worker)", v.len()));
+                return err(
+                    field,
+                    format!("has {} values but there are {n} workers (give one value, or one per worker)", v.len()),
+                );
             }
         }
         for (i, &v) in self.values(n).iter().enumerate() {
             if !ok(v) {
-                let at = if matches!(self, PerWorker::Each(_)) { format!(" (worker {})", i + 1) } else { String::new() };
+                let at =
+                    if matches!(self, PerWorker::Each(_)) { format!(" (worker {})", i + 1) } else { String::new() };
                 return err(field, format!("= {v}{at}: must be {what}"));
             }
         }
@@ -178,8 +182,25 @@ pub enum StragglerConfig {
     Rates(RatesConfig),
 }
 
-const ALL_KEYS: &[&str] =
-    &["workers", "factor", "from_iteration", "p", "mode", "a", "mu", "shape", "file", "mu_slow", "mu_fast", "mu_fast_max", "slow_factor", "initial_slow", "initial", "mu_max", "tau"];
+const ALL_KEYS: &[&str] = &[
+    "workers",
+    "factor",
+    "from_iteration",
+    "p",
+    "mode",
+    "a",
+    "mu",
+    "shape",
+    "file",
+    "mu_slow",
+    "mu_fast",
+    "mu_fast_max",
+    "slow_factor",
+    "initial_slow",
+    "initial",
+    "mu_max",
+    "tau",
+];
 
 impl Tagged for StragglerConfig {
     const SECTION: &'static str = "stragglers";
@@ -259,7 +280,13 @@ impl StragglerConfig {
 
     /// Models whose law replaces the measured compute time.
     pub fn needs_modelled_timing(&self) -> bool {
-        matches!(self, StragglerConfig::ShiftedExp(_) | StragglerConfig::Weibull(_) | StragglerConfig::Markov(_) | StragglerConfig::Rates(_))
+        matches!(
+            self,
+            StragglerConfig::ShiftedExp(_)
+                | StragglerConfig::Weibull(_)
+                | StragglerConfig::Markov(_)
+                | StragglerConfig::Rates(_)
+        )
     }
 
     /// The per-worker parameter file of a time law, if one is named (read by the loader, which
@@ -289,13 +316,20 @@ impl StragglerConfig {
             let bad = |m: String| ConfigError::new("stragglers.file", format!("{origin}:{}: {m}", ln + 1));
             let f: Vec<&str> = line.split(',').map(str::trim).collect();
             if f.len() != cols {
-                return Err(bad(format!("expected {cols} comma-separated values (worker,a,mu{}), found {}", if weibull { ",shape" } else { "" }, f.len())));
+                return Err(bad(format!(
+                    "expected {cols} comma-separated values (worker,a,mu{}), found {}",
+                    if weibull { ",shape" } else { "" },
+                    f.len()
+                )));
             }
             let w: usize = f[0].parse().map_err(|_| bad(format!("worker `{}` is not a worker id", f[0])))?;
             if w == 0 || w > workers {
                 return Err(bad(format!("worker {w} is not in 1..={workers}")));
             }
-            let vals = f[1..].iter().map(|v| v.parse::<f64>().map_err(|_| bad(format!("`{v}` is not a number")))).collect::<Result<Vec<_>, _>>()?;
+            let vals = f[1..]
+                .iter()
+                .map(|v| v.parse::<f64>().map_err(|_| bad(format!("`{v}` is not a number"))))
+                .collect::<Result<Vec<_>, _>>()?;
             if rows[w - 1].replace(vals).is_some() {
                 return Err(bad(format!("worker {w} appears twice")));
             }
@@ -317,7 +351,10 @@ impl StragglerConfig {
         let model = self.name();
         let listed = |l: &ListedConfig| -> Result<(), ConfigError> {
             if l.workers.is_empty() {
-                return err("stragglers.workers", format!("missing: model \"{model}\" needs the list of worker ids (1..={n})"));
+                return err(
+                    "stragglers.workers",
+                    format!("missing: model \"{model}\" needs the list of worker ids (1..={n})"),
+                );
             }
             if let Some(&w) = l.workers.iter().find(|&&w| w == 0 || w > n) {
                 return err("stragglers.workers", format!("contains {w}, but workers are numbered 1..={n}"));
@@ -326,7 +363,9 @@ impl StragglerConfig {
         };
         let factor = |f: Option<f64>| -> Result<(), ConfigError> {
             match f {
-                Some(f) if !(f.is_finite() && (0.0..=MAX_FACTOR).contains(&f)) => err("stragglers.factor", format!("= {f}: must be in [0, {MAX_FACTOR:e}]")),
+                Some(f) if !(f.is_finite() && (0.0..=MAX_FACTOR).contains(&f)) => {
+                    err("stragglers.factor", format!("= {f}: must be in [0, {MAX_FACTOR:e}]"))
+                }
                 _ => Ok(()),
             }
         };
@@ -352,21 +391,33 @@ impl StragglerConfig {
             StragglerConfig::ShiftedExp(l) | StragglerConfig::Weibull(l) => {
                 if l.file.is_some() {
                     if l.a.is_some() || l.mu.is_some() || l.shape.is_some() {
-                        return err("stragglers.file", "give the parameters either in a file or as a, mu (and shape), not both");
+                        return err(
+                            "stragglers.file",
+                            "give the parameters either in a file or as a, mu (and shape), not both",
+                        );
                     }
                     return Ok(());
                 }
                 match &l.a {
-                    None => return err("stragglers.a", format!("missing: {model} needs the shift a (seconds per point)")),
+                    None => {
+                        return err("stragglers.a", format!("missing: {model} needs the shift a (seconds per point)"))
+                    }
                     Some(a) => a.check("stragglers.a", n, shift, "in [0, 1] seconds per point")?,
                 }
                 match &l.mu {
-                    None => return err("stragglers.mu", format!("missing: {model} needs the rate μ (points per second)")),
+                    None => {
+                        return err("stragglers.mu", format!("missing: {model} needs the rate μ (points per second)"))
+                    }
                     Some(m) => m.check("stragglers.mu", n, rate, "at least 1e-9 points per second")?,
                 }
                 match (model, &l.shape) {
                     ("weibull", None) => err("stragglers.shape", "missing: weibull needs the shape k of the tail"),
-                    ("weibull", Some(k)) => k.check("stragglers.shape", n, |v| v.is_finite() && v >= 0.05, "at least 0.05 (smaller shapes give delays beyond any deadline)"),
+                    ("weibull", Some(k)) => k.check(
+                        "stragglers.shape",
+                        n,
+                        |v| v.is_finite() && v >= 0.05,
+                        "at least 0.05 (smaller shapes give delays beyond any deadline)",
+                    ),
                     (_, Some(_)) => err("stragglers.shape", "is only used by stragglers.model = \"weibull\""),
                     _ => Ok(()),
                 }
@@ -375,10 +426,16 @@ impl StragglerConfig {
                 prob(m.p)?;
                 m.a.check("stragglers.a", n, shift, "in [0, 1] seconds per point")?;
                 if !rate(m.mu_max) || m.mu_max > 1e15 {
-                    return err("stragglers.mu_max", format!("= {}: must be a rate in [1e-9, 1e15] points per second", m.mu_max));
+                    return err(
+                        "stragglers.mu_max",
+                        format!("= {}: must be a rate in [1e-9, 1e15] points per second", m.mu_max),
+                    );
                 }
                 if !(m.tau.is_finite() && m.tau > 0.0 && m.tau < m.mu_max) {
-                    return err("stragglers.tau", format!("= {}: must be a rate between 0 and mu_max = {}", m.tau, m.mu_max));
+                    return err(
+                        "stragglers.tau",
+                        format!("= {}: must be a rate between 0 and mu_max = {}", m.tau, m.mu_max),
+                    );
                 }
                 check_initial(&m.initial_slow, &m.initial, n)
             }
@@ -388,14 +445,27 @@ impl StragglerConfig {
                 match (&m.mu_fast_max, &m.mu_slow, &m.mu_fast) {
                     (Some(max), None, None) => {
                         if !rate(*max) || *max > 1e15 {
-                            return err("stragglers.mu_fast_max", format!("= {max}: must be a rate in [1e-9, 1e15] points per second"));
+                            return err(
+                                "stragglers.mu_fast_max",
+                                format!("= {max}: must be a rate in [1e-9, 1e15] points per second"),
+                            );
                         }
                         match m.slow_factor {
                             Some(f) if f.is_finite() && (1.0..=MAX_FACTOR).contains(&f) => {}
-                            f => return err("stragglers.slow_factor", format!("= {f:?}: must be between 1 and {MAX_FACTOR}")),
+                            f => {
+                                return err(
+                                    "stragglers.slow_factor",
+                                    format!("= {f:?}: must be between 1 and {MAX_FACTOR}"),
+                                )
+                            }
                         }
                     }
-                    (Some(_), _, _) => return err("stragglers.mu_fast_max", "give mu_fast_max and slow_factor (drawn rates) or mu_slow and mu_fast, not both"),
+                    (Some(_), _, _) => {
+                        return err(
+                            "stragglers.mu_fast_max",
+                            "give mu_fast_max and slow_factor (drawn rates) or mu_slow and mu_fast, not both",
+                        )
+                    }
                     (None, Some(s), Some(f)) => {
                         if m.slow_factor.is_some() {
                             return err("stragglers.slow_factor", "is only used with mu_fast_max (drawn rates)");
@@ -403,7 +473,12 @@ impl StragglerConfig {
                         s.check("stragglers.mu_slow", n, rate, "at least 1e-9 points per second")?;
                         f.check("stragglers.mu_fast", n, rate, "at least 1e-9 points per second")?;
                     }
-                    _ => return err("stragglers.mu_fast", "missing: markov needs mu_slow and mu_fast, or mu_fast_max and slow_factor"),
+                    _ => {
+                        return err(
+                            "stragglers.mu_fast",
+                            "missing: markov needs mu_slow and mu_fast, or mu_fast_max and slow_factor",
+                        )
+                    }
                 }
                 check_initial(&m.initial_slow, &m.initial, n)
             }

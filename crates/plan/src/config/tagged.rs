@@ -51,12 +51,18 @@ pub(crate) trait Tagged: Sized {
             return err(&field, format!("= \"{kind}\" is not known; use one of {}", kinds()));
         };
         if let Some(key) = s.keys().find(|k| !accepted.contains(&k.as_str())) {
-            let users: Vec<String> =
-                Self::VARIANTS.iter().filter(|(_, keys)| keys.contains(&key.as_str())).map(|(k, _)| format!("\"{k}\"")).collect();
+            let users: Vec<String> = Self::VARIANTS
+                .iter()
+                .filter(|(_, keys)| keys.contains(&key.as_str()))
+                .map(|(k, _)| format!("\"{k}\""))
+                .collect();
             let name = format!("{}.{key}", Self::SECTION);
             return if users.is_empty() {
                 let keys: Vec<String> = accepted.iter().map(|k| format!("`{k}`")).collect();
-                err(&name, format!("unknown field `{key}` for {field} = \"{kind}\", expected one of {}", keys.join(", ")))
+                err(
+                    &name,
+                    format!("unknown field `{key}` for {field} = \"{kind}\", expected one of {}", keys.join(", ")),
+                )
             } else {
                 err(&name, format!("is only used by {} = {}, not \"{kind}\"", field, users.join(" or ")))
             };

@@ -46,7 +46,14 @@ fn overrides_are_typed() {
     let c = parse_with(&["stragglers.model=fixed", "stragglers.workers=[1, 3]"]).unwrap();
     assert!(matches!(&c.stragglers, StragglerConfig::Fixed(l) if l.workers == vec![1, 3]));
     // an empty value removes a key; model = none keeps other parameters without complaint
-    let c = parse_with(&["stragglers.model=fixed", "stragglers.workers=[1]", "stragglers.factor=2", "stragglers.model=fail-stop", "stragglers.factor="]).unwrap();
+    let c = parse_with(&[
+        "stragglers.model=fixed",
+        "stragglers.workers=[1]",
+        "stragglers.factor=2",
+        "stragglers.model=fail-stop",
+        "stragglers.factor=",
+    ])
+    .unwrap();
     assert!(matches!(&c.stragglers, StragglerConfig::FailStop(l) if l.factor.is_none()));
     assert!(parse_with(&["stragglers.model=none", "stragglers.factor=2"]).is_ok());
     assert!(!parse_with(&["run.trajectory="]).unwrap().run.trajectory);
@@ -68,11 +75,17 @@ fn errors_name_the_field() {
     assert_eq!(field_of(&["stragglers.model=shifted-exp", "stragglers.a=1e-4", "stragglers.mu=1e4"]), "timing.compute");
     assert_eq!(field_of(&["stragglers.model=fixed", "stragglers.workers=[7]"]), "stragglers.workers");
     assert_eq!(field_of(&["stragglers.model=fixed", "stragglers.workers=[1]", "stragglers.p=0.5"]), "stragglers.p");
-    assert_eq!(field_of(&["stragglers.model=fail-stop", "stragglers.workers=[1]", "scheme.kind=rar", "scheme.s=0"]), "stragglers.model");
+    assert_eq!(
+        field_of(&["stragglers.model=fail-stop", "stragglers.workers=[1]", "scheme.kind=rar", "scheme.s=0"]),
+        "stragglers.model"
+    );
     assert_eq!(field_of(&["bogus.key=1"]), "bogus");
     assert_eq!(field_of(&["network.bandwidth=fast"]), "network.bandwidth");
     assert_eq!(field_of(&["network.node_bandwidth=[1, 2]"]), "network.node_bandwidth");
-    assert_eq!(field_of(&["timing.compute=modelled", "stragglers.model=weibull", "stragglers.a=1e-4", "stragglers.mu=1e4"]), "stragglers.shape");
+    assert_eq!(
+        field_of(&["timing.compute=modelled", "stragglers.model=weibull", "stragglers.a=1e-4", "stragglers.mu=1e4"]),
+        "stragglers.shape"
+    );
     assert_eq!(field_of(&["data.samples=3"]), "data.samples");
     let e = parse_with(&["scheme.s=6"]).unwrap_err();
     assert_eq!(e.to_string(), "scheme.s = 6: must be less than scheme.workers = 6");
@@ -106,7 +119,9 @@ fn cr_workers_follow_from_the_tree() {
     let mut t: toml::Table = toml::from_str(BASE).unwrap();
     t["scheme"].as_table_mut().unwrap().remove("workers");
     let text = toml::to_string(&t).unwrap();
-    let c = parse(&text, &["scheme.kind=cr".into(), "scheme.n=3".into(), "scheme.layers=2".into(), "scheme.s=1".into()]).unwrap();
+    let c =
+        parse(&text, &["scheme.kind=cr".into(), "scheme.n=3".into(), "scheme.layers=2".into(), "scheme.s=1".into()])
+            .unwrap();
     assert_eq!(c.workers(), 12);
     assert_eq!(c.ranks(), 13);
 }
@@ -119,7 +134,8 @@ fn tagged_sections_name_the_owner_of_a_misplaced_key() {
     let e = parse_with(&["scheme.kind=teleport"]).unwrap_err();
     assert_eq!(e.field, "scheme.kind");
     assert!(e.message.contains("\"gc-cyclic\""), "{e}");
-    let e = parse_with(&["stragglers.model=markov", "stragglers.p=0.05", "stragglers.a=1e-5", "stragglers.mu_slow=10"]).unwrap_err();
+    let e = parse_with(&["stragglers.model=markov", "stragglers.p=0.05", "stragglers.a=1e-5", "stragglers.mu_slow=10"])
+        .unwrap_err();
     assert_eq!(e.field, "stragglers.mu_fast");
     // a type error inside a variant keeps the whole path
     assert_eq!(field_of(&["scheme.s=\"two\""]), "scheme.s");
@@ -130,22 +146,44 @@ fn tagged_sections_name_the_owner_of_a_misplaced_key() {
 
 #[test]
 fn per_worker_parameters_and_files() {
-    let c = parse_with(&["timing.compute=modelled", "stragglers.model=shifted-exp", "stragglers.a=[1e-5, 1e-5, 2e-5, 1e-5, 1e-5, 1e-5]", "stragglers.mu=1e4"]).unwrap();
+    let c = parse_with(&[
+        "timing.compute=modelled",
+        "stragglers.model=shifted-exp",
+        "stragglers.a=[1e-5, 1e-5, 2e-5, 1e-5, 1e-5, 1e-5]",
+        "stragglers.mu=1e4",
+    ])
+    .unwrap();
     assert_eq!(parse(&c.to_toml(), &[]).unwrap(), c);
-    let e = parse_with(&["timing.compute=modelled", "stragglers.model=shifted-exp", "stragglers.a=[1e-5, 1e-5]", "stragglers.mu=1e4"]).unwrap_err();
+    let e = parse_with(&[
+        "timing.compute=modelled",
+        "stragglers.model=shifted-exp",
+        "stragglers.a=[1e-5, 1e-5]",
+        "stragglers.mu=1e4",
+    ])
+    .unwrap_err();
     assert_eq!(e.field, "stragglers.a");
     assert!(e.message.contains("2 values but there are 6 workers"), "{e}");
-    let e = parse_with(&["timing.compute=modelled", "stragglers.model=weibull", "stragglers.a=1e-5", "stragglers.mu=[1, 1, 1, 1, -1, 1]", "stragglers.shape=1"]).unwrap_err();
+    let e = parse_with(&[
+        "timing.compute=modelled",
+        "stragglers.model=weibull",
+        "stragglers.a=1e-5",
+        "stragglers.mu=[1, 1, 1, 1, -1, 1]",
+        "stragglers.shape=1",
+    ])
+    .unwrap_err();
     assert_eq!(e.field, "stragglers.mu");
     assert!(e.message.contains("(worker 5)"), "{e}");
     let mut c = parse_with(&["timing.compute=modelled", "stragglers.model=weibull", "stragglers.file=w.csv"]).unwrap();
     let text = "worker,a,mu,shape\n1,1e-5,1e4,1\n2,1e-5,1e4,2\n3,1e-5,1e4,1\n4,1e-5,1e4,1\n5,1e-5,1e4,1\n6,1e-5,2e4,1 # fast\n";
     c.stragglers.resolve_file(text, "w.csv", 6).unwrap();
-    assert!(matches!(&c.stragglers, StragglerConfig::Weibull(l) if l.mu == Some(PerWorker::Each(vec![1e4, 1e4, 1e4, 1e4, 1e4, 2e4])) && l.file.is_none()));
+    assert!(
+        matches!(&c.stragglers, StragglerConfig::Weibull(l) if l.mu == Some(PerWorker::Each(vec![1e4, 1e4, 1e4, 1e4, 1e4, 2e4])) && l.file.is_none())
+    );
     assert!(c.validate().is_ok());
     let e = c.clone().stragglers.resolve_file("1,1e-5,1e4,1\n", "w.csv", 6);
     assert!(e.is_ok(), "resolving twice is a no-op once the file is gone");
-    let mut c = parse_with(&["timing.compute=modelled", "stragglers.model=shifted-exp", "stragglers.file=w.csv"]).unwrap();
+    let mut c =
+        parse_with(&["timing.compute=modelled", "stragglers.model=shifted-exp", "stragglers.file=w.csv"]).unwrap();
     let e = c.stragglers.resolve_file("1,1e-5\n", "w.csv", 6).unwrap_err();
     assert_eq!(e.to_string(), "stragglers.file: w.csv:1: expected 3 comma-separated values (worker,a,mu), found 2");
 }
@@ -161,10 +199,31 @@ fn extreme_values_are_refused_with_the_bound() {
     ] {
         assert_eq!(field_of(&[set]), field, "{set}");
     }
-    assert_eq!(field_of(&["stragglers.model=fixed", "stragglers.workers=[1]", "stragglers.factor=1e300"]), "stragglers.factor");
-    assert_eq!(field_of(&["timing.compute=modelled", "stragglers.model=shifted-exp", "stragglers.a=1e-4", "stragglers.mu=1e-300"]), "stragglers.mu");
-    assert_eq!(field_of(&["timing.compute=modelled", "stragglers.model=weibull", "stragglers.a=1e-4", "stragglers.mu=1e4", "stragglers.shape=0.01"]), "stragglers.shape");
-    let e = parse_with(&["scheme.kind=cr", "scheme.workers=", "scheme.n=4294967296", "scheme.layers=2", "scheme.s=1"]).unwrap_err();
+    assert_eq!(
+        field_of(&["stragglers.model=fixed", "stragglers.workers=[1]", "stragglers.factor=1e300"]),
+        "stragglers.factor"
+    );
+    assert_eq!(
+        field_of(&[
+            "timing.compute=modelled",
+            "stragglers.model=shifted-exp",
+            "stragglers.a=1e-4",
+            "stragglers.mu=1e-300"
+        ]),
+        "stragglers.mu"
+    );
+    assert_eq!(
+        field_of(&[
+            "timing.compute=modelled",
+            "stragglers.model=weibull",
+            "stragglers.a=1e-4",
+            "stragglers.mu=1e4",
+            "stragglers.shape=0.01"
+        ]),
+        "stragglers.shape"
+    );
+    let e = parse_with(&["scheme.kind=cr", "scheme.workers=", "scheme.n=4294967296", "scheme.layers=2", "scheme.s=1"])
+        .unwrap_err();
     assert_eq!(e.field, "scheme.n");
 }
 
@@ -200,13 +259,23 @@ fn cegc_and_agc_constraints_name_the_field() {
     assert!(big.message.contains("N·L = 600") && big.message.contains("g-agc"), "{big}");
     // G-AGC bounds its largest group (d + n mod d workers), not all of them
     assert!(agc(&["scheme.kind=g-agc", "scheme.workers=100", "scheme.d=4", "scheme.rounds=60"]).is_ok());
-    assert_eq!(agc(&["scheme.kind=g-agc", "scheme.workers=100", "scheme.d=10", "scheme.rounds=64"]).unwrap_err().field, "scheme.rounds");
+    assert_eq!(
+        agc(&["scheme.kind=g-agc", "scheme.workers=100", "scheme.d=10", "scheme.rounds=64"]).unwrap_err().field,
+        "scheme.rounds"
+    );
 }
 
 #[test]
 fn clustered_schemes_name_the_field_and_round_trip() {
     let dc = |extra: &[&str]| {
-        let mut v = vec!["scheme.kind=gc-dc", "scheme.s=", "scheme.workers=12", "scheme.clusters=4", "scheme.r=2", "scheme.n=2"];
+        let mut v = vec![
+            "scheme.kind=gc-dc",
+            "scheme.s=",
+            "scheme.workers=12",
+            "scheme.clusters=4",
+            "scheme.r=2",
+            "scheme.n=2",
+        ];
         v.extend_from_slice(extra);
         parse_with(&v)
     };
@@ -239,14 +308,27 @@ fn heterogeneous_and_time_varying_straggler_laws_name_the_field() {
         v.extend_from_slice(extra);
         parse_with(&v)
     };
-    let het = ["stragglers.model=markov", "stragglers.p=0.05", "stragglers.a=1e-6", "stragglers.mu_fast_max=5e5", "stragglers.slow_factor=10"];
+    let het = [
+        "stragglers.model=markov",
+        "stragglers.p=0.05",
+        "stragglers.a=1e-6",
+        "stragglers.mu_fast_max=5e5",
+        "stragglers.slow_factor=10",
+    ];
     let c = with(&het).unwrap();
     assert_eq!(parse(&c.to_toml(), &[]).unwrap(), c);
     let mut both = het.to_vec();
     both.push("stragglers.mu_slow=1");
     assert_eq!(with(&both).unwrap_err().field, "stragglers.mu_fast_max");
     assert_eq!(with(&het[..4]).unwrap_err().field, "stragglers.slow_factor");
-    let rates = ["stragglers.model=rates", "stragglers.p=0.05", "stragglers.a=1e-6", "stragglers.mu_max=5e5", "stragglers.tau=1e5", "stragglers.initial_slow=3"];
+    let rates = [
+        "stragglers.model=rates",
+        "stragglers.p=0.05",
+        "stragglers.a=1e-6",
+        "stragglers.mu_max=5e5",
+        "stragglers.tau=1e5",
+        "stragglers.initial_slow=3",
+    ];
     let c = with(&rates).unwrap();
     assert_eq!(parse(&c.to_toml(), &[]).unwrap(), c);
     let mut bad = rates.to_vec();
@@ -266,9 +348,14 @@ fn matvec_configs_round_trip_and_name_the_field() {
         let c = parse(MATVEC, &[format!("scheme.kind={kind}")]).unwrap();
         assert_eq!(parse(&c.to_toml(), &[]).unwrap(), c, "{kind}");
     }
-    let c = parse(MATVEC, &["job.power=true".into(), "matrix.cols=100".into(), "scheme.code=lt".into(), "vector.path=x.txt".into()]).unwrap();
+    let c = parse(
+        MATVEC,
+        &["job.power=true".into(), "matrix.cols=100".into(), "scheme.code=lt".into(), "vector.path=x.txt".into()],
+    )
+    .unwrap();
     assert_eq!(parse(&c.to_toml(), &[]).unwrap(), c);
-    let field = |sets: &[&str]| parse(MATVEC, &sets.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap_err().field;
+    let field =
+        |sets: &[&str]| parse(MATVEC, &sets.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap_err().field;
     assert_eq!(field(&["scheme.kind=umw", "scheme.a=", "scheme.mu="]), "scheme.kind");
     assert_eq!(field(&["job.power=true"]), "matrix.cols");
     assert_eq!(field(&["matrix.rows="]), "matrix.rows");
@@ -293,7 +380,13 @@ const PAGERANK: &str = "[run]\nname='p'\niterations=5\n[job]\nkind='pagerank'\n[
 fn pagerank_configs_round_trip_and_name_the_field() {
     for sets in [
         vec![],
-        vec!["scheme.kind=uncoded-pagerank", "scheme.reduce=mod", "job.tol=1e-9", "job.dangling=leak", "job.damping=0.9"],
+        vec![
+            "scheme.kind=uncoded-pagerank",
+            "scheme.reduce=mod",
+            "job.tol=1e-9",
+            "job.dangling=leak",
+            "job.damping=0.9",
+        ],
         vec!["graph.kind=", "graph.n=", "graph.p=", "graph.path=g.txt", "graph.directed=true", "graph.permute=true"],
         vec!["graph.kind=sbm", "graph.q=0.01", "graph.n1=30", "graph.seed=4", "graph.self_loops=true"],
         vec!["graph.kind=power-law", "graph.p=", "graph.gamma=2.5"],
@@ -308,7 +401,8 @@ fn pagerank_configs_round_trip_and_name_the_field() {
     let pr = c.pagerank().unwrap();
     assert_eq!((pr.damping, pr.tol, pr.dangling), (0.85, None, outrun_codes::Dangling::Uniform));
     assert_eq!(c.job.state_file(), "ranks.txt");
-    let field = |sets: &[&str]| parse(PAGERANK, &sets.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap_err().field;
+    let field =
+        |sets: &[&str]| parse(PAGERANK, &sets.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap_err().field;
     assert_eq!(field(&["scheme.r=5"]), "scheme.r");
     assert_eq!(field(&["scheme.r=0"]), "scheme.r");
     assert_eq!(field(&["scheme.servers=0"]), "scheme.servers");
@@ -337,7 +431,15 @@ fn pagerank_configs_round_trip_and_name_the_field() {
     // a gradient-descent config cannot run a PageRank scheme, nor set PageRank's keys
     let gd = "[run]\nname='g'\niterations=2\n[data]\nkind='linear-synthetic'\nsamples=100\nfeatures=3\n[model]\nloss='least-squares'\nlr=0.1\n[scheme]\nkind='coded-pagerank'\nservers=4\n";
     assert_eq!(parse(gd, &[]).unwrap_err().field, "scheme.kind");
-    assert_eq!(parse(gd, &["job.damping=0.5".into(), "scheme.kind=umw".into(), "scheme.servers=".into(), "scheme.workers=4".into()]).unwrap_err().field, "job.damping");
+    assert_eq!(
+        parse(
+            gd,
+            &["job.damping=0.5".into(), "scheme.kind=umw".into(), "scheme.servers=".into(), "scheme.workers=4".into()]
+        )
+        .unwrap_err()
+        .field,
+        "job.damping"
+    );
 }
 
 /// A held-out set needs a LIBSVM training file and the logistic loss.
@@ -348,7 +450,20 @@ fn test_path_needs_libsvm_and_logistic() {
     assert_eq!(c.data().test_path.as_deref(), Some("b.libsvm"));
     assert_eq!(parse(&c.to_toml(), &[]).unwrap(), c);
     assert_eq!(parse(base, &["model.loss=least-squares".into()]).unwrap_err().field, "data.test_path");
-    assert_eq!(parse(base, &["data.kind=logistic-synthetic".into(), "data.path=".into(), "data.samples=10".into(), "data.features=2".into()]).unwrap_err().field, "data.test_path");
+    assert_eq!(
+        parse(
+            base,
+            &[
+                "data.kind=logistic-synthetic".into(),
+                "data.path=".into(),
+                "data.samples=10".into(),
+                "data.features=2".into()
+            ]
+        )
+        .unwrap_err()
+        .field,
+        "data.test_path"
+    );
 }
 
 #[test]

@@ -144,13 +144,23 @@ pub fn aggregator(plan: &Plan, rank: usize, len: usize) -> Box<dyn Aggregator> {
     let rule = node.rule.as_ref().expect("a parent has a wait rule");
     let combine = match rule {
         Rule::Sum => How::Sum,
-        Rule::Rescale { .. } => How::Rescale { loads: node.children.iter().map(|&c| plan.nodes[c].load()).collect(), samples: plan.samples },
+        Rule::Rescale { .. } => {
+            How::Rescale { loads: node.children.iter().map(|&c| plan.nodes[c].load()).collect(), samples: plan.samples }
+        }
         Rule::Decode { code, .. } => How::Decode(Decoder::new(plan.codes[*code].gradient().clone())),
         Rule::Groups { groups } => return Box::new(Grouped::new(plan, node.children.clone(), groups, len)),
         Rule::Clusters { code } => return Box::new(super::clusters::Clustered::new(plan, *code, len)),
         Rule::Rows { code } => return Box::new(super::rows::Rows::new(plan, rank, *code)),
     };
-    Box::new(Count { k, need: rule.need(k), len, how: combine, order: vec![], got: vec![false; k], failed: vec![false; k] })
+    Box::new(Count {
+        k,
+        need: rule.need(k),
+        len,
+        how: combine,
+        order: vec![],
+        got: vec![false; k],
+        failed: vec![false; k],
+    })
 }
 
 enum How {
@@ -205,7 +215,10 @@ impl Aggregator for Count {
         let whole = |j: usize, coef: f64| Term::whole(Src::Arrival(j), len, coef);
         let complete = self.order.len() == k;
         let mut c = match &mut self.how {
-            How::Sum => Combination { exact: complete, ..Combination::exact(len, (0..self.order.len()).map(|j| whole(j, 1.0)).collect()) },
+            How::Sum => Combination {
+                exact: complete,
+                ..Combination::exact(len, (0..self.order.len()).map(|j| whole(j, 1.0)).collect())
+            },
             How::Rescale { loads, samples } => {
                 let covered: usize = self.order.iter().map(|&i| loads[i]).sum();
                 let scale = *samples as f64 / covered.max(1) as f64;
@@ -217,8 +230,18 @@ impl Aggregator for Count {
             }
             How::Decode(dec) => {
                 let d = dec.decode(&SurvivorSet::from_indices(k, &self.order));
-                let terms = self.order.iter().enumerate().filter(|(_, &i)| d.coeffs[i] != 0.0).map(|(j, &i)| whole(j, d.coeffs[i])).collect();
-                Combination { residual: d.residual, exact: d.residual <= EXACT_RESIDUAL, ..Combination::exact(len, terms) }
+                let terms = self
+                    .order
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, &i)| d.coeffs[i] != 0.0)
+                    .map(|(j, &i)| whole(j, d.coeffs[i]))
+                    .collect();
+                Combination {
+                    residual: d.residual,
+                    exact: d.residual <= EXACT_RESIDUAL,
+                    ..Combination::exact(len, terms)
+                }
             }
         };
         c.used = self.order.clone();
@@ -270,7 +293,10 @@ impl Group {
                 let dec = entry.clone()?;
                 Some(Decoded::Linear(match dec {
                     GroupDecoding::Solve { coef, cond, residual } => {
-                        let coef = t.iter().map(|p| coef[key.iter().position(|k| k == p).expect("same set")].clone()).collect();
+                        let coef = t
+                            .iter()
+                            .map(|p| coef[key.iter().position(|k| k == p).expect("same set")].clone())
+                            .collect();
                         GroupDecoding::Solve { coef, cond, residual }
                     }
                     peel => peel,
@@ -318,7 +344,14 @@ impl Grouped {
                     PlanCode::Adaptive { code } => Codec::Adaptive { code: code.clone() },
                     other => panic!("a group needs a linear or adaptive code, not {other:?}"),
                 };
-                Group { spec: *spec, codec, arrived: vec![], arrival: vec![], failed: vec![false; spec.size], decoded: None }
+                Group {
+                    spec: *spec,
+                    codec,
+                    arrived: vec![],
+                    arrival: vec![],
+                    failed: vec![false; spec.size],
+                    decoded: None,
+                }
             })
             .collect();
         Grouped { len, groups, child, arrivals: 0 }
@@ -385,7 +418,10 @@ impl Aggregator for Grouped {
         for g in &self.groups {
             let positions = g.positions();
             match (&g.codec, g.decoded.as_ref().expect("satisfied")) {
-                (Codec::Linear { code, .. }, Decoded::Linear(GroupDecoding::Solve { coef, cond: c, residual: res })) => {
+                (
+                    Codec::Linear { code, .. },
+                    Decoded::Linear(GroupDecoding::Solve { coef, cond: c, residual: res }),
+                ) => {
                     let r = len.div_ceil(code.dim);
                     for (k, row) in coef.iter().enumerate() {
                         for (chunk, &a) in row.iter().enumerate() {
@@ -466,7 +502,14 @@ impl Aggregator for Grouped {
                 let mut workers: Vec<usize> = g.arrived.iter().map(|&(j, _)| j).collect();
                 workers.sort_unstable();
                 workers.dedup();
-                format!("group {} (children {}..{}) has {} usable result(s) from {} child(ren)", i + 1, g.spec.first + 1, g.spec.first + g.spec.size, g.arrived.len(), workers.len())
+                format!(
+                    "group {} (children {}..{}) has {} usable result(s) from {} child(ren)",
+                    i + 1,
+                    g.spec.first + 1,
+                    g.spec.first + g.spec.size,
+                    g.arrived.len(),
+                    workers.len()
+                )
             })
             .collect();
         format!("every group decodable ({})", waiting.join("; "))

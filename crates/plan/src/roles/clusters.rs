@@ -71,7 +71,9 @@ pub(crate) struct Clustered {
 impl Clustered {
     pub(crate) fn new(plan: &Plan, code: usize, len: usize) -> Self {
         let (pc, b) = codes(plan, code);
-        let PlanCode::Clusters { matrix, r, dynamic, ssi, capped, order, tau, .. } = pc else { unreachable!("checked") };
+        let PlanCode::Clusters { matrix, r, dynamic, ssi, capped, order, tau, .. } = pc else {
+            unreachable!("checked")
+        };
         let k = matrix.workers;
         Clustered {
             len,
@@ -146,7 +148,12 @@ impl Aggregator for Clustered {
 
     fn offer(&mut self, idx: usize, round: u32) -> bool {
         let (c, pos) = self.place[idx];
-        if round != 0 || self.satisfied() || self.failed[idx] || self.decoded[c].is_some() || self.arrived[c].iter().any(|a| a.0 == pos) {
+        if round != 0
+            || self.satisfied()
+            || self.failed[idx]
+            || self.decoded[c].is_some()
+            || self.arrived[c].iter().any(|a| a.0 == pos)
+        {
             return false;
         }
         self.answered[idx] = true;
@@ -168,7 +175,9 @@ impl Aggregator for Clustered {
     }
 
     fn hopeless(&self) -> bool {
-        (0..self.matrix.clusters).any(|c| self.decoded[c].is_none() && self.cluster_members(c).filter(|&w| !self.failed[w]).count() < self.need)
+        (0..self.matrix.clusters).any(|c| {
+            self.decoded[c].is_none() && self.cluster_members(c).filter(|&w| !self.failed[w]).count() < self.need
+        })
     }
 
     fn combine(&mut self) -> Combination {
@@ -195,8 +204,13 @@ impl Aggregator for Clustered {
         let truth: Vec<bool> = (1..=self.matrix.workers).map(|w| self.injector.state(w, self.t).0).collect();
         let positions: Vec<Value> = self.place.iter().map(|&(q, i)| json!([q + 1, i + 1])).collect();
         // the partition as 1-based worker ids, each cluster ascending
-        let clusters: Vec<Vec<usize>> = (0..self.matrix.clusters).map(|c| self.cluster_members(c).map(|w| w + 1).collect()).collect();
-        comb.notes = vec![("clusters".into(), json!(clusters)), ("responders".into(), json!(responders)), ("slow".into(), json!(ids(&truth)))];
+        let clusters: Vec<Vec<usize>> =
+            (0..self.matrix.clusters).map(|c| self.cluster_members(c).map(|w| w + 1).collect()).collect();
+        comb.notes = vec![
+            ("clusters".into(), json!(clusters)),
+            ("responders".into(), json!(responders)),
+            ("slow".into(), json!(ids(&truth))),
+        ];
         if self.dynamic {
             comb.notes.extend([
                 ("believed".into(), json!(ids(&self.believed))),
@@ -235,7 +249,15 @@ impl Assigned {
         let (pc, b) = codes(plan, code);
         let PlanCode::Clusters { matrix, r, .. } = pc else { unreachable!("checked") };
         let fallback = matrix.static_partition().positions(matrix.workers)[worker];
-        Assigned { len, r: *r, ell: matrix.ell(), b: b.clone(), eligible: matrix.eligible(worker), fallback, now: fallback }
+        Assigned {
+            len,
+            r: *r,
+            ell: matrix.ell(),
+            b: b.clone(),
+            eligible: matrix.eligible(worker),
+            fallback,
+            now: fallback,
+        }
     }
 
     /// Block-local mini-batches of the current codeword.
@@ -246,7 +268,10 @@ impl Assigned {
 
 impl Encoder for Assigned {
     fn begin(&mut self, _t: u64, assignment: Option<&[u8]>) {
-        self.now = assignment.and_then(decode_assignment).filter(|(c, i)| self.eligible.contains(c) && *i < self.ell).unwrap_or(self.fallback);
+        self.now = assignment
+            .and_then(decode_assignment)
+            .filter(|(c, i)| self.eligible.contains(c) && *i < self.ell)
+            .unwrap_or(self.fallback);
     }
 
     fn select(&self) -> Option<Vec<usize>> {
@@ -256,7 +281,12 @@ impl Encoder for Assigned {
 
     fn round(&self, _r: u32) -> Combination {
         let i = self.now.1;
-        let terms = self.batches().enumerate().map(|(u, j)| Term::whole(Src::Own(u), self.len, self.b.b[(i, j)])).filter(|t| t.coef != 0.0).collect();
+        let terms = self
+            .batches()
+            .enumerate()
+            .map(|(u, j)| Term::whole(Src::Own(u), self.len, self.b.b[(i, j)]))
+            .filter(|t| t.coef != 0.0)
+            .collect();
         Combination::exact(self.len, terms)
     }
 
@@ -286,7 +316,12 @@ mod tests {
     /// plan-level statement that GC-SC and GC-DC decode the full gradient.
     #[test]
     fn every_point_weighs_one_whatever_the_arrival_order() {
-        for (kind, extra) in [("gc-sc", vec![]), ("gc-dc", vec![]), ("gc-dc", vec!["scheme.ssi='observed'"]), ("gc-dc", vec!["scheme.ssi='perfect'", "scheme.capped=false"])] {
+        for (kind, extra) in [
+            ("gc-sc", vec![]),
+            ("gc-dc", vec![]),
+            ("gc-dc", vec!["scheme.ssi='observed'"]),
+            ("gc-dc", vec!["scheme.ssi='perfect'", "scheme.capped=false"]),
+        ] {
             let plan = plan(kind, &extra);
             let k = plan.workers;
             let mut agg = aggregator(&plan, 0, 1);
@@ -322,7 +357,10 @@ mod tests {
                     let node = &plan.nodes[w + 1];
                     let select = encs[w].select().unwrap_or_else(|| (0..node.parts.len()).collect());
                     let load: usize = select.iter().map(|&i| node.parts[i].len()).sum();
-                    assert!((24..=26).contains(&load), "r = 2 mini-batches of 12 or 13 points per codeword, not {load}");
+                    assert!(
+                        (24..=26).contains(&load),
+                        "r = 2 mini-batches of 12 or 13 points per codeword, not {load}"
+                    );
                     for own in encs[w].round(0).terms {
                         let Src::Own(u) = own.src else { panic!("workers send their own parts") };
                         for (p, c) in node.parts[select[u]].points() {
@@ -346,7 +384,12 @@ mod tests {
         let dc = plan("gc-dc", &[]);
         assert!(dc.nodes[1..].iter().all(|n| n.parts.len() == 6), "n·ℓ = 6 mini-batches stored");
         let text = dc.describe();
-        assert!(text.contains("dynamic (GC-DC)") && text.contains("Lemma 1") && text.contains("previous iteration's injected"), "{text}");
+        assert!(
+            text.contains("dynamic (GC-DC)")
+                && text.contains("Lemma 1")
+                && text.contains("previous iteration's injected"),
+            "{text}"
+        );
         let perfect = plan("gc-dc", &["scheme.ssi='perfect'"]);
         assert!(perfect.describe().contains("PERFECT SSI: simulator only"));
     }

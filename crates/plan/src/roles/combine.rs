@@ -89,7 +89,19 @@ impl PartialEq for Post {
 impl Combination {
     /// An exact combination of the given terms.
     pub fn exact(len: usize, terms: Vec<Term>) -> Self {
-        Combination { len, terms, residual: 0.0, exact: true, coverage: 1.0, used: vec![], cond: 0.0, rounds: 0, uses: vec![], notes: vec![], post: None }
+        Combination {
+            len,
+            terms,
+            residual: 0.0,
+            exact: true,
+            coverage: 1.0,
+            used: vec![],
+            cond: 0.0,
+            rounds: 0,
+            uses: vec![],
+            notes: vec![],
+            post: None,
+        }
     }
 
     /// These terms with every `Src::Agg` term replaced by the matching part of `agg`'s terms
@@ -106,7 +118,13 @@ impl Combination {
                 let lo = a.to.max(t.from);
                 let hi = (a.to + a.len).min(t.from + t.len);
                 if lo < hi {
-                    out.push(Term { src: a.src, from: a.from + (lo - a.to), to: t.to + (lo - t.from), len: hi - lo, coef: t.coef * a.coef });
+                    out.push(Term {
+                        src: a.src,
+                        from: a.from + (lo - a.to),
+                        to: t.to + (lo - t.from),
+                        len: hi - lo,
+                        coef: t.coef * a.coef,
+                    });
                 }
             }
         }
@@ -200,7 +218,13 @@ mod tests {
     fn substitution_maps_ranges_and_multiplies_coefficients() {
         // agg = 2·A0 on [0,4) ; message = own + 0.5·agg[2..4) placed at [0,2)
         let agg = Combination::exact(4, vec![Term::whole(Src::Arrival(0), 4, 2.0)]);
-        let enc = Combination::exact(2, vec![Term { src: Src::Own(0), from: 0, to: 0, len: 2, coef: 1.0 }, Term { src: Src::Agg, from: 2, to: 0, len: 2, coef: 0.5 }]);
+        let enc = Combination::exact(
+            2,
+            vec![
+                Term { src: Src::Own(0), from: 0, to: 0, len: 2, coef: 1.0 },
+                Term { src: Src::Agg, from: 2, to: 0, len: 2, coef: 0.5 },
+            ],
+        );
         let terms = enc.substitute_agg(&agg);
         assert_eq!(terms[1], Term { src: Src::Arrival(0), from: 2, to: 0, len: 2, coef: 1.0 });
         let own = vec![vec![1.0, 1.0]];

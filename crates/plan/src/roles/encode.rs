@@ -68,7 +68,9 @@ pub fn encoder(plan: &Plan, rank: usize, len: usize) -> Box<dyn Encoder> {
     match node.send {
         Encoding::Plain => Box::new(Plain { len, own: !node.parts.is_empty(), agg: !node.children.is_empty() }),
         Encoding::Chunked { code, column } => {
-            let PlanCode::Linear { code, .. } = &plan.codes[code] else { panic!("a chunked encoding needs a linear code") };
+            let PlanCode::Linear { code, .. } = &plan.codes[code] else {
+                panic!("a chunked encoding needs a linear code")
+            };
             let r = len.div_ceil(code.dim);
             let mut terms = vec![];
             for c in 0..code.dim {
@@ -82,7 +84,9 @@ pub fn encoder(plan: &Plan, rank: usize, len: usize) -> Box<dyn Encoder> {
         }
         Encoding::Clustered { code, worker } => Box::new(super::clusters::Assigned::new(plan, code, worker, len)),
         Encoding::Rounds { code, worker } => {
-            let PlanCode::Adaptive { code } = &plan.codes[code] else { panic!("a rounds encoding needs an adaptive code") };
+            let PlanCode::Adaptive { code } = &plan.codes[code] else {
+                panic!("a rounds encoding needs an adaptive code")
+            };
             let (n, l) = (code.n, code.l);
             let sub = len.div_ceil(l);
             let parts = code.parts_of(worker);

@@ -37,7 +37,10 @@ impl Shared {
     fn of(spec: &crate::plan::RowsSpec) -> Arc<Shared> {
         static CODES: Mutex<Vec<Arc<Shared>>> = Mutex::new(vec![]);
         let mut codes = CODES.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(s) = codes.iter().find(|s| (s.code.kind, s.code.r, s.code.n, s.code.seed) == (spec.kind, spec.r, spec.n, spec.seed)) {
+        if let Some(s) = codes
+            .iter()
+            .find(|s| (s.code.kind, s.code.r, s.code.n, s.code.seed) == (spec.kind, spec.r, spec.n, spec.seed))
+        {
             return s.clone();
         }
         let s = Arc::new(Shared { code: spec.build(), decoders: Mutex::new((HashMap::new(), 0)) });
@@ -126,11 +129,23 @@ pub(crate) struct Rows {
 
 impl Rows {
     pub(crate) fn new(plan: &Plan, rank: usize, code: usize) -> Self {
-        let PlanCode::Rows { code: spec, target, .. } = &plan.codes[code] else { panic!("a rows rule needs a rows code") };
+        let PlanCode::Rows { code: spec, target, .. } = &plan.codes[code] else {
+            panic!("a rows rule needs a rows code")
+        };
         let children = &plan.nodes[rank].children;
         let ranges = children.iter().map(|&c| plan.nodes[c].coded_rows().unwrap_or(0..0)).collect();
         let k = children.len();
-        Rows { shared: Shared::of(spec), target: *target, ranges, got: vec![false; k], failed: vec![false; k], order: vec![], received: vec![], done: false, lengths: false }
+        Rows {
+            shared: Shared::of(spec),
+            target: *target,
+            ranges,
+            got: vec![false; k],
+            failed: vec![false; k],
+            order: vec![],
+            received: vec![],
+            done: false,
+            lengths: false,
+        }
     }
 
     fn code(&self) -> &RowCode {
@@ -228,7 +243,9 @@ impl Aggregator for Rows {
         let c = self.code();
         match c.kind {
             outrun_codes::RowCodeKind::Identity => format!("all {} rows", c.r),
-            outrun_codes::RowCodeKind::Lt { .. } => format!("coded rows that peel to all {} (allocated for {})", c.r, self.target),
+            outrun_codes::RowCodeKind::Lt { .. } => {
+                format!("coded rows that peel to all {} (allocated for {})", c.r, self.target)
+            }
             _ => format!("any {} of {} coded rows", c.r, c.n),
         }
     }

@@ -26,8 +26,13 @@ pub(crate) fn build(cfg: &Config, c: &ClusterConfig, samples: usize) -> Result<P
     let ell = k / p;
     let dynamic = matches!(cfg.scheme, SchemeConfig::GcDc(_));
     let n = if dynamic { c.n } else { 1 };
-    let matrix = ClusterMatrix::random(k, p, n, &mut Rng::from_key(&[cfg.run.seed, domain::CLUSTER, k as u64, p as u64, n as u64]))
-        .map_err(|e| ConfigError::new("scheme.clusters", e.to_string()))?;
+    let matrix = ClusterMatrix::random(
+        k,
+        p,
+        n,
+        &mut Rng::from_key(&[cfg.run.seed, domain::CLUSTER, k as u64, p as u64, n as u64]),
+    )
+    .map_err(|e| ConfigError::new("scheme.clusters", e.to_string()))?;
     let (code, screening) = GradientCode::cyclic(ell, r - 1, cfg.run.seed, c.draws).map_err(code_error)?;
     // mini-batch b: a contiguous run of points
     let mut start = 0;
@@ -42,7 +47,20 @@ pub(crate) fn build(cfg: &Config, c: &ClusterConfig, samples: usize) -> Result<P
         .collect();
     let block = |cluster: usize, j: usize| &batches[cluster * ell + j];
     let nodes = if dynamic {
-        (0..k).map(|w| worker(w + 1, matrix.eligible(w).iter().flat_map(|&q| (0..ell).map(move |j| (q, j))).map(|(q, j)| block(q, j).clone()).collect(), Encoding::Clustered { code: 1, worker: w })).collect()
+        (0..k)
+            .map(|w| {
+                worker(
+                    w + 1,
+                    matrix
+                        .eligible(w)
+                        .iter()
+                        .flat_map(|&q| (0..ell).map(move |j| (q, j)))
+                        .map(|(q, j)| block(q, j).clone())
+                        .collect(),
+                    Encoding::Clustered { code: 1, worker: w },
+                )
+            })
+            .collect()
     } else {
         let places = matrix.static_partition().positions(k);
         (0..k)
@@ -60,7 +78,10 @@ pub(crate) fn build(cfg: &Config, c: &ClusterConfig, samples: usize) -> Result<P
     let title = if dynamic {
         format!("gradient coding with dynamic clustering: {p} clusters of {ell}, re-formed every iteration; each needs {} of its members", ell - r + 1)
     } else {
-        format!("gradient coding with static clustering: {p} clusters of {ell}; each needs {} of its members", ell - r + 1)
+        format!(
+            "gradient coding with static clustering: {p} clusters of {ell}; each needs {} of its members",
+            ell - r + 1
+        )
     };
     let codes = vec![
         PlanCode::Gradient { code, screening: Some(screening), draws: c.draws },

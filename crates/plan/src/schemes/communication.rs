@@ -49,8 +49,12 @@ fn gaussian(len: usize, dim: usize, seed: u64, draws: usize) -> LinearCode {
     };
     (0..draws.max(1) as u64)
         .map(|d| {
-            let code = LinearCode::gaussian(len, dim, seed.wrapping_add(d.wrapping_mul(0x9e37_79b9))).expect("dimensions validated");
-            let worst = subsets.iter().map(|t| outrun_codes::condition(&code.g.select(ndarray::Axis(1), t))).fold(0.0f64, f64::max);
+            let code = LinearCode::gaussian(len, dim, seed.wrapping_add(d.wrapping_mul(0x9e37_79b9)))
+                .expect("dimensions validated");
+            let worst = subsets
+                .iter()
+                .map(|t| outrun_codes::condition(&code.g.select(ndarray::Axis(1), t)))
+                .fold(0.0f64, f64::max);
             (code, worst)
         })
         .min_by(|a, b| a.1.total_cmp(&b.1))
@@ -63,9 +67,12 @@ pub(crate) fn cegc(cfg: &Config, c: &CegcConfig, samples: usize) -> Result<Plan,
     let group = s + m;
     let code = match c.code {
         LinearChoice::Gaussian => gaussian(group, m, cfg.run.seed, c.draws),
-        LinearChoice::Systematic => LinearCode::systematic(group, m).map_err(|e| ConfigError::new("scheme.m", e.to_string()))?,
+        LinearChoice::Systematic => {
+            LinearCode::systematic(group, m).map_err(|e| ConfigError::new("scheme.m", e.to_string()))?
+        }
         LinearChoice::Repetition => LinearCode::repetition(group),
-        LinearChoice::Ldpc => LinearCode::ldpc(group, m, cfg.run.seed, c.draws).map_err(|e| ConfigError::new("scheme.code", e.to_string()))?,
+        LinearChoice::Ldpc => LinearCode::ldpc(group, m, cfg.run.seed, c.draws)
+            .map_err(|e| ConfigError::new("scheme.code", e.to_string()))?,
     };
     let profile = code.profile(s, PROFILE_SETS, cfg.run.seed);
     if c.code != LinearChoice::Ldpc && (profile.decodable < profile.sets || profile.worst_cond > LINEAR_MAX_COND) {
@@ -84,17 +91,37 @@ pub(crate) fn cegc(cfg: &Config, c: &CegcConfig, samples: usize) -> Result<Plan,
         ));
     }
     // MDS codes decode with any s missing; LDPC peeling may stall earlier
-    let tolerates = if profile.decodable == profile.sets { s } else { (0..s).rev().find(|&e| code.profile(e, PROFILE_SETS, cfg.run.seed).decodable == PROFILE_SETS.min(outrun_codes::binomial(group, e) as usize)).unwrap_or(0) };
+    let tolerates = if profile.decodable == profile.sets {
+        s
+    } else {
+        (0..s)
+            .rev()
+            .find(|&e| {
+                code.profile(e, PROFILE_SETS, cfg.run.seed).decodable
+                    == PROFILE_SETS.min(outrun_codes::binomial(group, e) as usize)
+            })
+            .unwrap_or(0)
+    };
     let groups = n / group;
     let data = WeightedSet::full(samples).split_even(groups);
-    let nodes = (0..n).map(|w| worker(w + 1, vec![data[w / group].clone()], Encoding::Chunked { code: 0, column: w % group })).collect();
+    let nodes = (0..n)
+        .map(|w| worker(w + 1, vec![data[w / group].clone()], Encoding::Chunked { code: 0, column: w % group }))
+        .collect();
     let specs = (0..groups).map(|g| GroupSpec { first: g * group, size: group, code: 0 }).collect();
     let rule = match c.code {
         LinearChoice::Ldpc => "as soon as what arrived peels".to_string(),
         _ => format!("from any {m} of its workers (its code's rank test)"),
     };
     let title = format!("communication-efficient gradient coding: {groups} group(s) of {group} workers sharing their group's data, each uploading 1/{m} of a gradient; a group decodes {rule}");
-    Ok(star(cfg, title, samples, s, nodes, Rule::Groups { groups: specs }, vec![PlanCode::Linear { profile, tolerates, code }]))
+    Ok(star(
+        cfg,
+        title,
+        samples,
+        s,
+        nodes,
+        Rule::Groups { groups: specs },
+        vec![PlanCode::Linear { profile, tolerates, code }],
+    ))
 }
 
 pub(crate) fn agc(cfg: &Config, c: &AgcConfig, samples: usize) -> Result<Plan, ConfigError> {
@@ -107,7 +134,14 @@ pub(crate) fn agc(cfg: &Config, c: &AgcConfig, samples: usize) -> Result<Plan, C
     let mut specs = vec![];
     for (g, members) in groups.iter().enumerate() {
         let size = members.len();
-        let code = AgcCode::search(size, d.min(size), l, cfg.run.seed ^ (g as u64).wrapping_mul(0x51ed), c.draws, AGC_SCREEN_PATTERNS);
+        let code = AgcCode::search(
+            size,
+            d.min(size),
+            l,
+            cfg.run.seed ^ (g as u64).wrapping_mul(0x51ed),
+            c.draws,
+            AGC_SCREEN_PATTERNS,
+        );
         if code.worst_error.is_nan() || code.worst_error > AGC_MAX_ERROR {
             return Err(ConfigError::new(
                 "scheme.rounds",

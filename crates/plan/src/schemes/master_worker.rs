@@ -25,7 +25,9 @@ pub(crate) fn build(cfg: &Config, c: &StarConfig, samples: usize) -> Result<Plan
     let (n, s) = (c.workers, c.s);
     let mut codes = vec![];
     let (code, rule, title) = match &cfg.scheme {
-        SchemeConfig::Umw(_) => (GradientCode::identity(n), Rule::Sum, "uncoded master-worker: waits for all workers".to_string()),
+        SchemeConfig::Umw(_) => {
+            (GradientCode::identity(n), Rule::Sum, "uncoded master-worker: waits for all workers".to_string())
+        }
         SchemeConfig::Ignore(_) => (
             GradientCode::identity(n),
             Rule::Rescale { need: n - s },
@@ -34,12 +36,23 @@ pub(crate) fn build(cfg: &Config, c: &StarConfig, samples: usize) -> Result<Plan
         SchemeConfig::GcCyclic(_) => {
             let (code, scr) = GradientCode::cyclic(n, s, cfg.run.seed, c.draws).map_err(code_error)?;
             codes.push(PlanCode::Gradient { code: code.clone(), screening: Some(scr), draws: c.draws });
-            (code, Rule::Decode { need: n - s, code: 0 }, format!("gradient coding, cyclic repetition: any {} of {n} workers decode the full gradient", n - s))
+            (
+                code,
+                Rule::Decode { need: n - s, code: 0 },
+                format!("gradient coding, cyclic repetition: any {} of {n} workers decode the full gradient", n - s),
+            )
         }
         SchemeConfig::GcFrac(_) => {
             let code = GradientCode::fractional(n, s).map_err(code_error)?;
             codes.push(PlanCode::Gradient { code: code.clone(), screening: None, draws: c.draws });
-            (code, Rule::Decode { need: n - s, code: 0 }, format!("gradient coding, fractional repetition: any {} of {n} workers decode the full gradient", n - s))
+            (
+                code,
+                Rule::Decode { need: n - s, code: 0 },
+                format!(
+                    "gradient coding, fractional repetition: any {} of {n} workers decode the full gradient",
+                    n - s
+                ),
+            )
         }
         other => unreachable!("{} is not a master-worker scheme", other.kind()),
     };

@@ -13,7 +13,10 @@
 //! come from `scheme.a/mu/shape`, else from `[stragglers]` (shifted-exp, weibull), so what the
 //! plan predicts is what the run injects.
 
-use outrun_codes::{budget_heuristic, expected_time, hcmm, load_balanced, monte_carlo, uniform_coded, uniform_uncoded, MachineType, RowCodeKind, RowLaw, Rounding};
+use outrun_codes::{
+    budget_heuristic, expected_time, hcmm, load_balanced, monte_carlo, uniform_coded, uniform_uncoded, MachineType,
+    Rounding, RowCodeKind, RowLaw,
+};
 
 use crate::alloc::{Segment, WeightedSet};
 use crate::config::{Config, ConfigError, MatvecCode, MatvecSchemeConfig, SchemeConfig};
@@ -36,22 +39,37 @@ fn laws(cfg: &Config, c: &MatvecSchemeConfig) -> Result<Option<Vec<RowLaw>>, Con
         Law::Weibull { a, mu, shape } => (Some(a.clone()), Some(mu.clone()), Some(shape.clone())),
         _ => (None, None, None),
     };
-    let pick = |own: &Option<crate::config::PerWorker>, from: Option<Vec<f64>>| own.as_ref().map(|v| v.values(n)).or(from);
+    let pick =
+        |own: &Option<crate::config::PerWorker>, from: Option<Vec<f64>>| own.as_ref().map(|v| v.values(n)).or(from);
     let (a, mu) = (pick(&c.a, a0), pick(&c.mu, mu0));
     let shape = pick(&c.shape, shape0).unwrap_or_else(|| vec![1.0; n]);
     match (a, mu) {
         (Some(a), Some(mu)) => Ok(Some((0..n).map(|i| RowLaw::weibull(a[i], mu[i], shape[i])).collect())),
         (None, None) => Ok(None),
-        (None, _) => Err(ConfigError::new("scheme.a", "missing: give the shifts a_i with the rates μ_i (or use stragglers.model = \"shifted-exp\")")),
-        (_, None) => Err(ConfigError::new("scheme.mu", "missing: give the rates μ_i with the shifts a_i (or use stragglers.model = \"shifted-exp\")")),
+        (None, _) => Err(ConfigError::new(
+            "scheme.a",
+            "missing: give the shifts a_i with the rates μ_i (or use stragglers.model = \"shifted-exp\")",
+        )),
+        (_, None) => Err(ConfigError::new(
+            "scheme.mu",
+            "missing: give the rates μ_i with the shifts a_i (or use stragglers.model = \"shifted-exp\")",
+        )),
     }
 }
 
 /// The machines Algorithm 2 keeps within `budget`: the workers grouped into types by (a, μ)
 /// (exponential laws), ordered by increasing μ; the first n_k workers of type k are kept.
-fn budget_choice(laws: &[RowLaw], target: usize, c: &MatvecSchemeConfig, budget: f64) -> Result<Vec<bool>, ConfigError> {
+fn budget_choice(
+    laws: &[RowLaw],
+    target: usize,
+    c: &MatvecSchemeConfig,
+    budget: f64,
+) -> Result<Vec<bool>, ConfigError> {
     if laws.iter().any(|w| w.alpha != 1.0) {
-        return Err(ConfigError::new("scheme.budget", "the budget-constrained HCMM is defined for shifted-exponential workers (shape 1)"));
+        return Err(ConfigError::new(
+            "scheme.budget",
+            "the budget-constrained HCMM is defined for shifted-exponential workers (shape 1)",
+        ));
     }
     let mut types: Vec<(RowLaw, Vec<usize>)> = vec![];
     for (i, w) in laws.iter().enumerate() {
@@ -61,10 +79,14 @@ fn budget_choice(laws: &[RowLaw], target: usize, c: &MatvecSchemeConfig, budget:
         }
     }
     types.sort_by(|x, y| x.0.mu.total_cmp(&y.0.mu));
-    let machines: Vec<MachineType> = types.iter().map(|(law, m)| MachineType { law: *law, available: m.len() }).collect();
+    let machines: Vec<MachineType> =
+        types.iter().map(|(law, m)| MachineType { law: *law, available: m.len() }).collect();
     let Some(choice) = budget_heuristic(&machines, target, c.kappa, c.gamma, budget) else {
         let cheapest = outrun_codes::budget_cost(&machines[..1], &[machines[0].available], target, c.kappa, c.gamma).0;
-        return Err(ConfigError::new("scheme.budget", format!("= {budget}: infeasible; the cheapest configuration (slowest machines only) costs {cheapest:.4}")));
+        return Err(ConfigError::new(
+            "scheme.budget",
+            format!("= {budget}: infeasible; the cheapest configuration (slowest machines only) costs {cheapest:.4}"),
+        ));
     };
     let mut keep = vec![false; laws.len()];
     for ((_, members), &count) in types.iter().zip(&choice.counts) {
@@ -110,8 +132,16 @@ pub(crate) fn build(cfg: &Config, c: &MatvecSchemeConfig, r: usize) -> Result<Pl
     }
     let target = if c.code == MatvecCode::Lt && coded { (r as f64 * (1.0 + c.overhead)).ceil() as usize } else { r };
     let (allocation, loads, lambdas, tau, k) = match &cfg.scheme {
-        SchemeConfig::UniformUncoded(_) => ("uniform uncoded".to_string(), uniform_uncoded(n, r, Rounding::Exact), vec![], None, None),
-        SchemeConfig::LbUncoded(_) => ("load-balanced uncoded".to_string(), load_balanced(&need_laws("lb-uncoded")?, r, Rounding::Exact), vec![], None, None),
+        SchemeConfig::UniformUncoded(_) => {
+            ("uniform uncoded".to_string(), uniform_uncoded(n, r, Rounding::Exact), vec![], None, None)
+        }
+        SchemeConfig::LbUncoded(_) => (
+            "load-balanced uncoded".to_string(),
+            load_balanced(&need_laws("lb-uncoded")?, r, Rounding::Exact),
+            vec![],
+            None,
+            None,
+        ),
         SchemeConfig::UniformCoded(_) => {
             let (k, loads, _) = uniform_coded(&need_laws("uniform-coded")?, target);
             ("uniform coded".to_string(), loads, vec![], None, Some(k))
@@ -125,9 +155,17 @@ pub(crate) fn build(cfg: &Config, c: &MatvecSchemeConfig, r: usize) -> Result<Pl
             let kept: Vec<RowLaw> = laws.iter().zip(&keep).filter(|(_, &k)| k).map(|(w, _)| *w).collect();
             let a = hcmm(&kept, target);
             let mut it = a.loads.iter().zip(&a.lambdas);
-            let (loads, lambdas): (Vec<usize>, Vec<f64>) = keep.iter().map(|&k| if k { it.next().map(|(l, x)| (*l, *x)).expect("one per kept") } else { (0, 0.0) }).unzip();
+            let (loads, lambdas): (Vec<usize>, Vec<f64>) = keep
+                .iter()
+                .map(|&k| if k { it.next().map(|(l, x)| (*l, *x)).expect("one per kept") } else { (0, 0.0) })
+                .unzip();
             let name = match c.budget {
-                Some(b) => format!("HCMM within budget C = {b} (κ = {}, γ = {}; Algorithm 2 keeps {} of {n} machines)", c.kappa, c.gamma, kept.len()),
+                Some(b) => format!(
+                    "HCMM within budget C = {b} (κ = {}, γ = {}; Algorithm 2 keeps {} of {n} machines)",
+                    c.kappa,
+                    c.gamma,
+                    kept.len()
+                ),
                 None => "HCMM".to_string(),
             };
             (name, loads, lambdas, Some(a.tau), None)
@@ -154,7 +192,8 @@ pub(crate) fn build(cfg: &Config, c: &MatvecSchemeConfig, r: usize) -> Result<Pl
         RowCodeKind::Identity => format!("{allocation} mat-vec: {r} rows over {n} workers, the master waits for all"),
         _ => format!("{allocation} coded mat-vec ({}): {total} coded rows for r = {r} over {n} workers, decoded as soon as the rows received determine y", c.code.name()),
     };
-    let code = PlanCode::Rows { code: spec, allocation, target, loads, lambdas, tau, k, expected, expected_mc, tolerates: s };
+    let code =
+        PlanCode::Rows { code: spec, allocation, target, loads, lambdas, tau, k, expected, expected_mc, tolerates: s };
     Ok(star(cfg, title, r, s, nodes, Rule::Rows { code: 0 }, vec![code]))
 }
 
@@ -203,7 +242,17 @@ mod tests {
         // κ = 1, γ = 2, C = 860): Algorithm 2 keeps (10, 2)
         let a: Vec<String> = (0..20).map(|i| if i < 10 { "0.5".into() } else { "0.25".into() }).collect();
         let mu: Vec<String> = (0..20).map(|i| if i < 10 { "2.0".into() } else { "4.0".into() }).collect();
-        let sets = ["scheme.workers=20".to_string(), format!("scheme.a=[{}]", a.join(",")), format!("scheme.mu=[{}]", mu.join(",")), "scheme.budget=860".into(), "scheme.gamma=2".into(), "matrix.rows=100".into(), "stragglers.model=none".into(), "stragglers.a=".into(), "stragglers.mu=".into()];
+        let sets = [
+            "scheme.workers=20".to_string(),
+            format!("scheme.a=[{}]", a.join(",")),
+            format!("scheme.mu=[{}]", mu.join(",")),
+            "scheme.budget=860".into(),
+            "scheme.gamma=2".into(),
+            "matrix.rows=100".into(),
+            "stragglers.model=none".into(),
+            "stragglers.a=".into(),
+            "stragglers.mu=".into(),
+        ];
         let c = parse(&cfg(&[]).to_toml(), &sets).unwrap();
         let plan = crate::build(&c, 100).unwrap();
         let used: Vec<usize> = plan.nodes[1..].iter().map(|n| n.load()).collect();

@@ -37,17 +37,25 @@ pub fn build(cfg: &Config, samples: usize) -> Result<Plan, ConfigError> {
         } else {
             "data.samples"
         };
-        return Err(ConfigError::new(field, format!("= {samples} is smaller than the {w} workers: some would hold no data")));
+        return Err(ConfigError::new(
+            field,
+            format!("= {samples} is smaller than the {w} workers: some would hold no data"),
+        ));
     }
     match &cfg.scheme {
-        SchemeConfig::Umw(c) | SchemeConfig::Ignore(c) | SchemeConfig::GcCyclic(c) | SchemeConfig::GcFrac(c) => master_worker::build(cfg, c, samples),
+        SchemeConfig::Umw(c) | SchemeConfig::Ignore(c) | SchemeConfig::GcCyclic(c) | SchemeConfig::GcFrac(c) => {
+            master_worker::build(cfg, c, samples)
+        }
         SchemeConfig::Rar(_) | SchemeConfig::Allreduce(_) => Ok(ring::build(cfg, samples)),
         SchemeConfig::Cr(t) => coded_reduce::build(cfg, t, samples),
         SchemeConfig::Cegc(c) => communication::cegc(cfg, c, samples),
         SchemeConfig::Agc(c) | SchemeConfig::GAgc(c) => communication::agc(cfg, c, samples),
         SchemeConfig::GcSc(c) => clustered::build(cfg, &c.as_clusters(), samples),
         SchemeConfig::GcDc(c) => clustered::build(cfg, c, samples),
-        SchemeConfig::Hcmm(c) | SchemeConfig::UniformUncoded(c) | SchemeConfig::LbUncoded(c) | SchemeConfig::UniformCoded(c) => matvec::build(cfg, c, samples),
+        SchemeConfig::Hcmm(c)
+        | SchemeConfig::UniformUncoded(c)
+        | SchemeConfig::LbUncoded(c)
+        | SchemeConfig::UniformCoded(c) => matvec::build(cfg, c, samples),
         SchemeConfig::CodedPagerank(c) | SchemeConfig::UncodedPagerank(c) => Ok(pagerank::build(cfg, c, samples)),
     }
 }
@@ -62,7 +70,14 @@ pub(crate) fn code_error(e: outrun_codes::CodeError) -> ConfigError {
 }
 
 /// A master–worker plan: `nodes` are the master (rank 0) and the N workers, a tree of depth 1.
-pub(crate) fn star_plan(cfg: &Config, title: String, samples: usize, s: usize, nodes: Vec<Node>, codes: Vec<PlanCode>) -> Plan {
+pub(crate) fn star_plan(
+    cfg: &Config,
+    title: String,
+    samples: usize,
+    s: usize,
+    nodes: Vec<Node>,
+    codes: Vec<PlanCode>,
+) -> Plan {
     let n = nodes.len() - 1;
     Plan {
         scheme: cfg.scheme.kind().into(),
@@ -80,9 +95,28 @@ pub(crate) fn star_plan(cfg: &Config, title: String, samples: usize, s: usize, n
 }
 
 /// A star whose master (rank 0) has `rule` over the given workers (ranks 1..).
-pub(crate) fn star(cfg: &Config, title: String, samples: usize, s: usize, mut nodes: Vec<Node>, rule: Rule, codes: Vec<PlanCode>) -> Plan {
+pub(crate) fn star(
+    cfg: &Config,
+    title: String,
+    samples: usize,
+    s: usize,
+    mut nodes: Vec<Node>,
+    rule: Rule,
+    codes: Vec<PlanCode>,
+) -> Plan {
     let n = nodes.len();
-    nodes.insert(0, Node { rank: 0, worker: None, parent: None, children: (1..=n).collect(), parts: vec![], rule: Some(rule), send: Encoding::Plain });
+    nodes.insert(
+        0,
+        Node {
+            rank: 0,
+            worker: None,
+            parent: None,
+            children: (1..=n).collect(),
+            parts: vec![],
+            rule: Some(rule),
+            send: Encoding::Plain,
+        },
+    );
     star_plan(cfg, title, samples, s, nodes, codes)
 }
 
@@ -111,7 +145,9 @@ mod tests {
             Rule::Sum => vec![1.0; n],
             Rule::Rescale { .. } => {
                 let covered: usize = survivors.iter().map(|&i| plan.nodes[i + 1].load()).sum();
-                (0..n).map(|i| if survivors.contains(&i) { plan.samples as f64 / covered as f64 } else { 0.0 }).collect()
+                (0..n)
+                    .map(|i| if survivors.contains(&i) { plan.samples as f64 / covered as f64 } else { 0.0 })
+                    .collect()
             }
             Rule::Groups { .. } | Rule::Clusters { .. } | Rule::Rows { .. } => unreachable!("star plans of this test"),
             Rule::Decode { code, .. } => {
@@ -198,25 +234,44 @@ mod tests {
         let text = cegc.describe();
         assert!(text.contains("[N = 4, K = 2] Gaussian MDS") && text.contains("6 of all 6 sets of 2 decode"), "{text}");
 
-        let ldpc = build(&cfg(&["scheme.kind=cegc", "scheme.workers=10", "scheme.s=5", "scheme.m=5", "scheme.code=ldpc"]), 1000).unwrap();
+        let ldpc = build(
+            &cfg(&["scheme.kind=cegc", "scheme.workers=10", "scheme.s=5", "scheme.m=5", "scheme.code=ldpc"]),
+            1000,
+        )
+        .unwrap();
         let text = ldpc.describe();
-        assert!(text.contains("LDPC") && text.contains("by peeling") && text.contains("decodes as soon as what arrived peels"), "{text}");
+        assert!(
+            text.contains("LDPC")
+                && text.contains("by peeling")
+                && text.contains("decodes as soon as what arrived peels"),
+            "{text}"
+        );
 
-        let agc = build(&cfg(&["scheme.kind=agc", "scheme.workers=12", "scheme.d=4", "scheme.rounds=12"]), 1200).unwrap();
+        let agc =
+            build(&cfg(&["scheme.kind=agc", "scheme.workers=12", "scheme.d=4", "scheme.rounds=12"]), 1200).unwrap();
         assert!(agc.nodes[1..].iter().all(|n| n.load() == 400), "d·(size/N)");
         let text = agc.describe();
         assert!(text.contains("rounds needed r_s = ⌈L/(d − s)⌉ for s = 0..3: 3, 4, 6, 12"), "{text}");
 
-        let gagc = build(&cfg(&["scheme.kind=g-agc", "scheme.workers=20", "scheme.d=3", "scheme.rounds=6"]), 1000).unwrap();
+        let gagc =
+            build(&cfg(&["scheme.kind=g-agc", "scheme.workers=20", "scheme.d=3", "scheme.rounds=6"]), 1000).unwrap();
         assert_eq!(gagc.codes.len(), 6, "five groups of 3 and one of 5");
 
         // a systematic (Cauchy) group of 48 with 24 missing solves systems with κ ~ 1e9: refused
-        let e = build(&cfg(&["scheme.kind=cegc", "scheme.workers=48", "scheme.s=24", "scheme.m=24", "scheme.code=systematic"]), 1000).unwrap_err();
+        let e = build(
+            &cfg(&["scheme.kind=cegc", "scheme.workers=48", "scheme.s=24", "scheme.m=24", "scheme.code=systematic"]),
+            1000,
+        )
+        .unwrap_err();
         assert_eq!(e.field, "scheme.code");
         assert!(e.message.contains("not exact") && e.message.contains("gaussian"), "{e}");
 
         // plain AGC at N = 32, L = 12 is ill-conditioned: refused with the error it would make
-        let e = build(&cfg(&["scheme.kind=agc", "scheme.workers=32", "scheme.d=3", "scheme.rounds=12", "scheme.draws=1"]), 1000).unwrap_err();
+        let e = build(
+            &cfg(&["scheme.kind=agc", "scheme.workers=32", "scheme.d=3", "scheme.rounds=12", "scheme.draws=1"]),
+            1000,
+        )
+        .unwrap_err();
         assert_eq!(e.field, "scheme.rounds");
         assert!(e.message.contains("would not be exact") && e.message.contains("g-agc"), "{e}");
     }

@@ -17,7 +17,15 @@ pub(crate) fn build(cfg: &Config, c: &ShuffleConfig, vertices: usize) -> Plan {
         .split_even(k)
         .into_iter()
         .enumerate()
-        .map(|(rank, reduced)| Node { rank, worker: Some(rank + 1), parent: None, children: vec![], parts: vec![reduced], rule: None, send: Encoding::Plain })
+        .map(|(rank, reduced)| Node {
+            rank,
+            worker: Some(rank + 1),
+            parent: None,
+            children: vec![],
+            parts: vec![reduced],
+            rule: None,
+            send: Encoding::Plain,
+        })
         .collect();
     let title = match (coded, c.r) {
         (true, _) => format!("coded PageRank: Map r = {} times, XOR-coded multicast Shuffle, Reduce", c.r),

@@ -21,11 +21,23 @@ pub(crate) fn build(cfg: &Config, samples: usize) -> Plan {
         .split_even(n)
         .into_iter()
         .enumerate()
-        .map(|(rank, data)| Node { rank, worker: Some(rank + 1), parent: None, children: vec![], parts: vec![data], rule: None, send: Encoding::Plain })
+        .map(|(rank, data)| Node {
+            rank,
+            worker: Some(rank + 1),
+            parent: None,
+            children: vec![],
+            parts: vec![data],
+            rule: None,
+            send: Encoding::Plain,
+        })
         .collect();
     Plan {
         scheme: cfg.scheme.kind().into(),
-        title: if collective { "MPI_Allreduce of the workers' gradients (reference)".into() } else { "ring all-reduce of the workers' gradients".into() },
+        title: if collective {
+            "MPI_Allreduce of the workers' gradients (reference)".into()
+        } else {
+            "ring all-reduce of the workers' gradients".into()
+        },
         ranks: n,
         workers: n,
         samples,

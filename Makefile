@@ -13,8 +13,10 @@ setup:
 build: setup
 	$(CARGO) build --release --locked
 
-# clippy with warnings as errors is part of the test command (CI runs `make test`)
+# the format check and clippy with warnings as errors are part of the test command (CI runs
+# `make test`); `make fmt` formats
 lint: setup
+	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --release --locked --workspace --all-targets -- -D warnings
 
 test: build lint

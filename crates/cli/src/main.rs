@@ -265,7 +265,7 @@ fn build_plan_sized(
             2,
         ));
     }
-    let plan = outrun_plan::build(&cfg, shape.samples).map_err(|e| Failure(format!("{}: {e}", path.display()), 2))?;
+    let plan = outrun_plan::build(&cfg, shape).map_err(|e| Failure(format!("{}: {e}", path.display()), 2))?;
     Ok((cfg, shape, plan))
 }
 
@@ -275,7 +275,7 @@ fn build_plan(
 ) -> Result<(outrun_plan::Config, outrun_workloads::Shape, outrun_plan::Plan), Failure> {
     let cfg = load_config(path, set)?;
     let shape = outrun_workloads::job_shape(&cfg).map_err(|e| Failure(e.to_string(), 2))?;
-    let plan = outrun_plan::build(&cfg, shape.samples).map_err(|e| Failure(format!("{}: {e}", path.display()), 2))?;
+    let plan = outrun_plan::build(&cfg, shape).map_err(|e| Failure(format!("{}: {e}", path.display()), 2))?;
     Ok((cfg, shape, plan))
 }
 

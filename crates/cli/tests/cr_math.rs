@@ -38,7 +38,7 @@ fn cr_decodes_the_full_gradient_at_thesis_sizes() {
     ];
     for (n, layers, s, d, code) in cases {
         let cfg = config(n, layers, s, d, code, &[]);
-        let plan = outrun_plan::build(&cfg, d).unwrap();
+        let plan = outrun_workloads::resolve(&cfg).unwrap();
         let want =
             serial_gd(&load_all(cfg.data(), cfg.run.seed, cfg.model().loss).unwrap(), cfg.model(), 3).pop().unwrap();
         let mut rng = Rng::from_key(&[n as u64, layers as u64, s as u64]);
@@ -55,7 +55,7 @@ fn cr_decodes_the_full_gradient_at_thesis_sizes() {
             }
             late.sort_unstable();
             let cfg = config(n, layers, s, d, code, &late);
-            let plan = outrun_plan::build(&cfg, d).unwrap();
+            let plan = outrun_workloads::resolve(&cfg).unwrap();
             let jobs = (0..plan.ranks).map(|r| GradientDescent::new(&cfg, &plan, 20, [r]).unwrap()).collect();
             let run = outrun_sim::execute(&plan, &cfg, &plan.stragglers, jobs, None, None).unwrap();
             worst = worst.max(relative_diff(run.state.as_ref().unwrap(), &want));
@@ -80,7 +80,7 @@ fn cr_loads_are_r_cr_times_d() {
         (12, 2, 3, 7632, 636),
         (12, 2, 2, 6540, 327),
     ] {
-        let plan = outrun_plan::build(&config(n, layers, s, d, "cyclic", &[]), d).unwrap();
+        let plan = outrun_workloads::resolve(&config(n, layers, s, d, "cyclic", &[])).unwrap();
         assert!(plan.nodes[1..].iter().all(|x| x.load() == want), "({n},{layers},{s}) d={d}");
     }
 }

@@ -105,7 +105,7 @@ fn every_covering_subset_of_silenced_workers_decodes_exactly() {
     let text = config(&dir);
     // the plan's loads, to know which subsets cover r
     let cfg = outrun_workloads::load_config(&write_config(&dir, &text), &[]).unwrap();
-    let plan = outrun_plan::build(&cfg, R).unwrap();
+    let plan = outrun_workloads::resolve(&cfg).unwrap();
     let loads: Vec<usize> = plan.nodes[1..].iter().map(|n| n.load()).collect();
     let total: usize = loads.iter().sum();
     let mut covering = vec![];

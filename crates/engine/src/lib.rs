@@ -213,8 +213,7 @@ fn run(
     log.json(&json!({"ev": "setup", "rank": rank, "worker": me.worker, "host": hostname(), "pid": std::process::id(),
         "clock_offset": clock.offset, "clock_rtt": clock.rtt, "load": me.load(), "parent": me.parent, "children": me.children,
         "local_ranks": host.local, "cores": host.cores, "paced": host.paced, "at": clock.now()}));
-    let mut machine: Box<dyn Machine<Frame>> =
-        outrun_proto::machine(plan, rank, job.len(rank), cfg.run.deadline, false);
+    let mut machine: Box<dyn Machine<Frame>> = outrun_proto::machine(plan, rank, job.len(rank), false);
     // One barrier before the timed loop so every rank starts ready; none inside the loop.
     world.barrier();
     let setup_s = started.elapsed().as_secs_f64();

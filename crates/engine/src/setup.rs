@@ -64,7 +64,7 @@ fn prepare(config_path: &Path, overrides: &[String], world_size: usize) -> Resul
         outrun_workloads::load_config(config_path, overrides).map_err(|e| EngineError::Setup(e.to_string()))?;
     config.validate_for_engine().map_err(|e| EngineError::Setup(e.to_string()))?;
     let shape = outrun_workloads::job_shape(&config).map_err(|e| EngineError::Setup(e.to_string()))?;
-    let plan = outrun_plan::build(&config, shape.samples)
+    let plan = outrun_plan::build(&config, shape)
         .map_err(|e| EngineError::Setup(format!("{}: {e}", config_path.display())))?;
     if world_size != plan.ranks {
         let detail = match plan.master() {

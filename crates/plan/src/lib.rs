@@ -10,8 +10,10 @@
 //! - [`alloc`]: weighted point sets, COMPALLOC and CR.ALLOCATE.
 //! - [`StragglerModel`] and its [`Injector`]: straggler and fault injection as a function of
 //!   (seed, worker, iteration), stateful processes included.
-//! - [`Plan`]: every rank's parts, parent, children, wait rule and encoding; [`build`] makes it,
-//!   one builder per scheme family (`schemes/`).
+//! - [`Plan`]: every rank's parts, parent, children, wait rule and encoding, and everything else
+//!   the drivers read ([`RunSpec`], [`JobSpec`], [`NetworkSpec`], the straggler model): the
+//!   only hand-off from the config to the node protocol, the drivers and the log; [`build`] makes
+//!   it, one builder per scheme family (`schemes/`).
 //! - [`roles`]: what nodes do with data — aggregators (wait rules and decoders), encoders,
 //!   linear combinations — executed by the node protocol (`outrun-proto`).
 //! - [`budget`]: the deadlines of the collect tree.
@@ -24,6 +26,7 @@ pub mod config;
 mod plan;
 pub mod roles;
 mod schemes;
+mod settings;
 mod stragglers;
 pub mod sweep;
 mod topology;
@@ -31,5 +34,6 @@ mod topology;
 pub use config::{Config, ConfigError};
 pub use plan::{Node, Pattern, Plan, PlanCode, RowsSpec};
 pub use schemes::build;
+pub use settings::{ComputeMode, JobSpec, NetworkSpec, RunSpec, Shape, Upload};
 pub use stragglers::{ComputeTime, Injector, Law, StragglerModel, DEFAULT_FACTOR};
 pub use topology::Tree;

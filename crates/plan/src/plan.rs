@@ -13,8 +13,9 @@ use outrun_codes::{
 use serde::{Deserialize, Serialize};
 
 use crate::alloc::{fmt_coef, WeightedSet};
-use crate::config::{ColumnOrder, Ssi, Upload};
+use crate::config::{ColumnOrder, Ssi};
 use crate::roles::{Encoding, Rule};
+use crate::settings::{JobSpec, NetworkSpec, RunSpec, Upload};
 use crate::stragglers::StragglerModel;
 
 /// One MPI rank's part of the plan.
@@ -335,6 +336,12 @@ pub struct Plan {
     /// When children's results cross the link (`engine.upload`; collect trees only).
     #[serde(default)]
     pub upload: Upload,
+    /// The run: name, seed, iterations, deadline, output directory, polling.
+    pub run: RunSpec,
+    /// The job: what is computed, and the problem's size.
+    pub job: JobSpec,
+    /// The simulator's network model.
+    pub network: NetworkSpec,
 }
 
 impl Plan {

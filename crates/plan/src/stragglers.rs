@@ -27,7 +27,8 @@
 use outrun_codes::{domain, Rng};
 use serde::{Deserialize, Serialize};
 
-use crate::config::{BernoulliMode, ComputeMode, Config, StragglerConfig};
+use crate::config::{BernoulliMode, Config, StragglerConfig};
+use crate::settings::ComputeMode;
 
 /// Default extra-delay factor (the thesis's 3× sleep).
 pub const DEFAULT_FACTOR: f64 = 3.0;

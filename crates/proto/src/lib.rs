@@ -44,14 +44,11 @@ pub fn machine<P: Vector + 'static>(
     plan: &Plan,
     rank: usize,
     len: usize,
-    deadline: f64,
     collective_as_ring: bool,
 ) -> Box<dyn Machine<P>> {
     match plan.pattern {
-        Pattern::Tree { .. } => Box::new(TreeNode::new(plan, rank, len, deadline)),
-        Pattern::Ring { collective } => {
-            Box::new(RingNode::new(plan, rank, len, deadline, collective && !collective_as_ring))
-        }
+        Pattern::Tree { .. } => Box::new(TreeNode::new(plan, rank, len)),
+        Pattern::Ring { collective } => Box::new(RingNode::new(plan, rank, len, collective && !collective_as_ring)),
         Pattern::Shuffle { .. } => panic!("the shuffle pattern is driven by its schedule, not by a node machine"),
     }
 }

@@ -51,9 +51,9 @@ impl<P: Vector> RingNode<P> {
     /// Rank `rank` of the ring of `plan`, for vectors of `len` values. `collective`: all-reduce
     /// with the library instead of our steps (the engine follows the plan; the simulator models
     /// the library's all-reduce as our ring).
-    pub fn new(plan: &Plan, rank: usize, len: usize, deadline: f64, collective: bool) -> Self {
+    pub fn new(plan: &Plan, rank: usize, len: usize, collective: bool) -> Self {
         assert!(matches!(plan.pattern, Pattern::Ring { .. }), "a ring plan");
-        let mut node = Self::standalone(rank, plan.ranks, len, deadline, collective);
+        let mut node = Self::standalone(rank, plan.ranks, len, plan.run.deadline, collective);
         node.worker = plan.nodes[rank].worker.expect("ring ranks are workers");
         node.workers = plan.nodes.iter().filter_map(|n| n.worker).collect();
         node

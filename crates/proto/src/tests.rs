@@ -29,7 +29,7 @@ struct Net {
 fn plan(extra: &[&str]) -> Plan {
     let base = "[run]\nname='t'\niterations=3\ndeadline=10\n[data]\nkind='linear-synthetic'\nsamples=120\nfeatures=3\n[model]\nloss='least-squares'\nlr=0.1\n[scheme]\nkind='umw'\nworkers=3\n";
     let cfg = parse(base, &extra.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap();
-    outrun_plan::build(&cfg, 120).unwrap()
+    outrun_plan::build(&cfg, outrun_plan::Shape { samples: 120, features: 3 }).unwrap()
 }
 
 const LEN: usize = 4;
@@ -37,7 +37,7 @@ const LEN: usize = 4;
 impl Net {
     fn new(plan: Plan) -> Self {
         let n = plan.ranks;
-        let nodes = (0..n).map(|r| machine::<V>(&plan, r, LEN, 10.0, false)).collect();
+        let nodes = (0..n).map(|r| machine::<V>(&plan, r, LEN, false)).collect();
         Net {
             nodes,
             now: 0.0,

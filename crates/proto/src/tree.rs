@@ -117,8 +117,9 @@ pub struct TreeNode<P: Vector> {
 }
 
 impl<P: Vector> TreeNode<P> {
-    /// The node of `rank` in `plan`, for payloads of `len` values, with the run's `deadline`.
-    pub fn new(plan: &Plan, rank: usize, len: usize, deadline: f64) -> Self {
+    /// The node of `rank` in `plan`, for payloads of `len` values.
+    pub fn new(plan: &Plan, rank: usize, len: usize) -> Self {
+        let deadline = plan.run.deadline;
         let node = &plan.nodes[rank];
         let k = node.children.len();
         let layer = plan.depth(rank);

@@ -234,9 +234,7 @@ pub fn execute<P: Vector + 'static, J: Job<P>>(
         trial = Plan { stragglers: stragglers.clone(), ..plan.clone() };
         &trial
     };
-    let machines = (0..ranks)
-        .map(|r| outrun_proto::machine::<P>(for_machines, r, jobs[r].len(r), cfg.run.deadline, true))
-        .collect();
+    let machines = (0..ranks).map(|r| outrun_proto::machine::<P>(for_machines, r, jobs[r].len(r), true)).collect();
     let sim = Sim {
         plan,
         cfg,

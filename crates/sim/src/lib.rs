@@ -255,9 +255,8 @@ pub fn tune(text: &str, overrides: &[String], key: &str, values: &[String], tria
             let result = (|| {
                 let cfg = outrun_plan::config::parse(text, &sets)?;
                 let shape = outrun_workloads::job_shape(&cfg)?;
-                let (samples, p) = (shape.samples, shape.features);
-                let plan = outrun_plan::build(&cfg, samples)?;
-                let s = simulate(&cfg, &plan, p, &Options { trials, math: Math::Off, write: false })?;
+                let plan = outrun_plan::build(&cfg, shape)?;
+                let s = simulate(&cfg, &plan, shape.features, &Options { trials, math: Math::Off, write: false })?;
                 Ok((s.stats, plan.exact_by_design()))
             })();
             TuneRow { value: v.clone(), result }

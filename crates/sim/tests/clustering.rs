@@ -49,7 +49,7 @@ compute = "modelled"
     );
     let out = tempfile::tempdir().unwrap();
     let cfg = parse(&cfg, &[format!("run.out_dir={}", out.path().display())]).unwrap();
-    let plan = outrun_plan::build(&cfg, samples).unwrap();
+    let plan = outrun_workloads::resolve(&cfg).unwrap();
     simulate(&cfg, &plan, 5, &Options { trials, math: Math::Off, write: false }).unwrap().stats.mean_s * 1e3
 }
 

@@ -42,7 +42,7 @@ fn final_theta(sets: &[&str]) -> (Vec<f64>, Vec<f64>, serde_json::Value) {
     let mut all: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
     all.push(format!("run.out_dir={}", out.display()));
     let cfg = parse(CFG, &all).unwrap();
-    let plan = outrun_plan::build(&cfg, 903).unwrap();
+    let plan = outrun_workloads::resolve(&cfg).unwrap();
     let sim = simulate(&cfg, &plan, 7, &Options { trials: 3, math: Math::On, write: true }).unwrap();
     let dir = sim.run_dir.unwrap();
     let theta: Vec<f64> =

@@ -9,7 +9,7 @@ fn config(text: &str, sets: &[&str]) -> Config {
 }
 
 fn run(cfg: &Config, trials: usize) -> Stats {
-    let plan = outrun_plan::build(cfg, cfg.data().samples.unwrap()).unwrap();
+    let plan = outrun_workloads::resolve(cfg).unwrap();
     simulate(cfg, &plan, cfg.data().features.unwrap(), &Options { trials, math: Math::Off, write: false })
         .unwrap()
         .stats

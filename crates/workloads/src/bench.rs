@@ -191,7 +191,7 @@ pub fn decode_times(sizes: &[usize], len: usize, sets: usize) -> Result<Vec<Deco
             );
             let cfg = outrun_plan::config::parse(&text, &[]).map_err(|e| format!("N = {n}, {code}: {e}"))?;
             let erased = n.div_ceil(4);
-            let plan = match outrun_plan::build(&cfg, n) {
+            let plan = match outrun_plan::build(&cfg, outrun_plan::Shape { samples: n, features: 1 }) {
                 Ok(p) => p,
                 Err(e) if e.field == "scheme.code" && e.message.contains("not exact") => {
                     let (nan, refused) = (f64::NAN, Some(e.to_string()));

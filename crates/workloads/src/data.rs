@@ -124,14 +124,7 @@ pub fn synthetic_rows(kind: DataKind, seed: u64, p: usize, noise: f64, idx: impl
 /// index must not make every rank allocate a huge dense matrix).
 pub const MAX_WIDTH: usize = 1 << 20;
 
-/// Shape of a data set: samples and features.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Shape {
-    /// Number of rows d.
-    pub samples: usize,
-    /// Number of features p.
-    pub features: usize,
-}
+pub use outrun_plan::Shape;
 
 /// One parsed LIBSVM line.
 struct Line {

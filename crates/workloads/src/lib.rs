@@ -31,7 +31,7 @@ pub use job::{frame_job, timing_jobs, GradientDescent, Matvec, Timing, PACE_ROWS
 
 use std::path::Path;
 
-use outrun_plan::{Config, ConfigError};
+use outrun_plan::{Config, ConfigError, Plan};
 
 /// The problem size of `cfg`: the data set's samples and features (gradient descent; its
 /// held-out set, if any, is read and checked too), the matrix's rows and columns (mat-vec), or
@@ -50,6 +50,25 @@ pub fn job_shape(cfg: &Config) -> Result<Shape, DataError> {
             Ok(shape)
         }
     }
+}
+
+/// Why a config cannot become a plan: its data set, matrix or graph cannot be read, or the
+/// scheme cannot be built for the problem's size.
+#[derive(Debug, thiserror::Error)]
+pub enum ResolveError {
+    /// The data could not be read.
+    #[error("{0}")]
+    Data(#[from] DataError),
+    /// The plan could not be built.
+    #[error("{0}")]
+    Config(#[from] ConfigError),
+}
+
+/// The plan of `cfg`: the problem's shape read from its data (and the held-out set checked),
+/// then the scheme built for it.
+pub fn resolve(cfg: &Config) -> Result<Plan, ResolveError> {
+    let shape = job_shape(cfg)?;
+    Ok(outrun_plan::build(cfg, shape)?)
 }
 
 /// Why a config could not be loaded.

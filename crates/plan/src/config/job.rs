@@ -105,7 +105,7 @@ fn default_c() -> f64 {
 }
 
 /// Gradient descent of a linear model: `[data]` and `[model]`.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct GdConfig {
     /// `[data]`
     pub data: DataConfig,
@@ -158,7 +158,7 @@ pub struct VectorConfig {
 
 /// Matrix–vector products y = A·x: `[matrix]`, `[vector]`, and power iteration (x ← y/‖y‖
 /// every iteration) or the same x every iteration.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct MatvecConfig {
     /// `[matrix]`
     pub matrix: MatrixConfig,
@@ -353,7 +353,7 @@ impl GraphConfig {
 }
 
 /// PageRank: Π_k(i) = (1−α)/n + α·Σ_{j∈N(i)} Π_{k−1}(j)/deg⁺(j), Π_0 = 1/n, on `[graph]`.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PagerankConfig {
     /// `[graph]`
     pub graph: GraphConfig,
@@ -365,8 +365,10 @@ pub struct PagerankConfig {
     pub dangling: outrun_codes::Dangling,
 }
 
-/// `[job]`: what is computed, with the sections the job reads.
-#[derive(Clone, Debug, PartialEq)]
+/// `[job]`: what is computed, with the sections the job reads. Serialized (in the plan) tagged by
+/// its `kind`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum JobConfig {
     /// `kind = "gd"` (the default): synchronous gradient descent.
     Gd(GdConfig),

@@ -219,6 +219,20 @@ impl Config {
         toml::to_string(&t).expect("config serializes")
     }
 
+    /// `[run]` and the engine's polling, as the plan carries them.
+    pub fn run_spec(&self) -> crate::settings::RunSpec {
+        let r = &self.run;
+        crate::settings::RunSpec {
+            name: r.name.clone(),
+            seed: r.seed,
+            iterations: r.iterations,
+            deadline: r.deadline,
+            out_dir: r.out_dir.clone(),
+            trajectory: r.trajectory,
+            poll_us: self.engine.poll_us,
+        }
+    }
+
     /// Number of workers N.
     pub fn workers(&self) -> usize {
         self.scheme.workers()

@@ -301,14 +301,18 @@ mod tests {
 
     use crate::config::parse;
     use crate::roles::{aggregator, encoder, Src};
-    use crate::{build, Plan};
+    use crate::{build, Plan, Shape};
 
     fn plan(kind: &str, extra: &[&str]) -> Plan {
         let base = format!(
             "[run]\nname='t'\niterations=3\n[data]\nkind='linear-synthetic'\nsamples=150\nfeatures=3\n[model]\nloss='least-squares'\nlr=0.1\n[scheme]\nkind='{kind}'\nworkers=12\nclusters=4\nr=2\n{}[timing]\ncompute='modelled'\n[stragglers]\nmodel='markov'\np=0.2\na=1e-4\nmu_slow=10\nmu_fast=1000\ninitial_slow=6\n",
             if kind == "gc-dc" { "n=2\n" } else { "" }
         );
-        build(&parse(&base, &extra.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap(), 150).unwrap()
+        build(
+            &parse(&base, &extra.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap(),
+            Shape { samples: 150, features: 3 },
+        )
+        .unwrap()
     }
 
     /// Through the scheme's own roles (assignments → worker encoders → the master's decode),

@@ -16,8 +16,7 @@ use crate::alloc::{r_cr, tree_allocate};
 use crate::config::{CodeChoice, Config, ConfigError, TreeConfig};
 use crate::plan::{Node, Pattern, Plan, PlanCode};
 use crate::roles::{Encoding, Rule};
-use crate::schemes::code_error;
-use crate::stragglers::StragglerModel;
+use crate::schemes::{code_error, plan};
 use crate::topology::Tree;
 
 pub(crate) fn build(cfg: &Config, sc: &TreeConfig, samples: usize) -> Result<Plan, ConfigError> {
@@ -31,7 +30,7 @@ pub(crate) fn build(cfg: &Config, sc: &TreeConfig, samples: usize) -> Result<Pla
         CodeChoice::Frac => (GradientCode::fractional(n, s).map_err(code_error)?, None),
     };
     let alloc = tree_allocate(samples, tree, s, &code.b);
-    let nodes = alloc
+    let nodes: Vec<Node> = alloc
         .into_iter()
         .enumerate()
         .map(|(rank, data)| {
@@ -48,20 +47,11 @@ pub(crate) fn build(cfg: &Config, sc: &TreeConfig, samples: usize) -> Result<Pla
         })
         .collect();
     let (num, den) = r_cr(n, layers, s);
-    Ok(Plan {
-        scheme: cfg.scheme.kind().into(),
-        title: format!(
-            "CodedReduce on the ({n},{layers}) tree: every parent decodes from any {} of its {n} children; r_CR = {num}/{den}",
-            n - s
-        ),
-        ranks: tree.ranks(),
-        workers: tree.workers(),
-        samples,
-        s,
-        pattern: Pattern::Tree { n, layers },
-        nodes,
-        codes: vec![PlanCode::Gradient { code, screening, draws: sc.draws }],
-        stragglers: StragglerModel::from_config(cfg),
-        upload: cfg.engine.upload,
-    })
+    let title = format!(
+        "CodedReduce on the ({n},{layers}) tree: every parent decodes from any {} of its {n} children; r_CR = {num}/{den}",
+        n - s
+    );
+    let codes = vec![PlanCode::Gradient { code, screening, draws: sc.draws }];
+    debug_assert_eq!((nodes.len(), nodes.len() - 1), (tree.ranks(), tree.workers()));
+    Ok(plan(cfg, title, samples, s, Pattern::Tree { n, layers }, nodes, codes))
 }

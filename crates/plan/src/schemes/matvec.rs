@@ -202,6 +202,11 @@ mod tests {
     use super::*;
     use crate::config::parse;
 
+    /// The plan of `cfg` for a matrix of `rows` rows (and as many columns).
+    fn build(cfg: &Config, rows: usize) -> Result<crate::Plan, crate::ConfigError> {
+        crate::build(cfg, crate::Shape { samples: rows, features: rows })
+    }
+
     fn cfg(sets: &[&str]) -> Config {
         let base = "[run]\nname='t'\niterations=1\n[job]\nkind='matvec'\n[matrix]\nrows=200\ncols=50\n[scheme]\nkind='hcmm'\nworkers=5\n[stragglers]\nmodel='shifted-exp'\na=[0.001,0.001,0.002,0.002,0.004]\nmu=[1000.0,1000.0,500.0,500.0,250.0]\n[timing]\ncompute='modelled'\n";
         parse(base, &sets.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap()
@@ -209,7 +214,7 @@ mod tests {
 
     #[test]
     fn hcmm_plan_gives_faster_workers_more_rows_and_covers_r() {
-        let plan = crate::build(&cfg(&[]), 200).unwrap();
+        let plan = build(&cfg(&[]), 200).unwrap();
         let loads: Vec<usize> = plan.nodes[1..].iter().map(|n| n.load()).collect();
         assert!(loads[0] == loads[1] && loads[1] > loads[2] && loads[3] > loads[4], "{loads:?}");
         assert!(loads.iter().sum::<usize>() >= 200);
@@ -227,16 +232,16 @@ mod tests {
 
     #[test]
     fn baselines_and_errors() {
-        let uu = crate::build(&cfg(&["scheme.kind=uniform-uncoded"]), 200).unwrap();
+        let uu = build(&cfg(&["scheme.kind=uniform-uncoded"]), 200).unwrap();
         assert!(uu.nodes[1..].iter().all(|n| n.load() == 40));
         assert_eq!(uu.s, 0);
-        let lb = crate::build(&cfg(&["scheme.kind=lb-uncoded"]), 200).unwrap();
+        let lb = build(&cfg(&["scheme.kind=lb-uncoded"]), 200).unwrap();
         assert_eq!(lb.nodes[1..].iter().map(|n| n.load()).sum::<usize>(), 200);
-        let uc = crate::build(&cfg(&["scheme.kind=uniform-coded"]), 200).unwrap();
+        let uc = build(&cfg(&["scheme.kind=uniform-coded"]), 200).unwrap();
         let PlanCode::Rows { k: Some(k), .. } = &uc.codes[0] else { panic!() };
         assert!(uc.nodes[1..].iter().all(|n| n.load() == 200usize.div_ceil(*k)));
         // no laws anywhere: HCMM cannot allocate
-        let e = crate::build(&cfg(&["stragglers.model=none", "stragglers.a=", "stragglers.mu="]), 200).unwrap_err();
+        let e = build(&cfg(&["stragglers.model=none", "stragglers.a=", "stragglers.mu="]), 200).unwrap_err();
         assert_eq!(e.field, "scheme.mu");
         // the budget: Scenario 1 of the note (types (0.5, 2) and (0.25, 4), 10 each, r = 100,
         // κ = 1, γ = 2, C = 860): Algorithm 2 keeps (10, 2)
@@ -254,16 +259,16 @@ mod tests {
             "stragglers.mu=".into(),
         ];
         let c = parse(&cfg(&[]).to_toml(), &sets).unwrap();
-        let plan = crate::build(&c, 100).unwrap();
+        let plan = build(&c, 100).unwrap();
         let used: Vec<usize> = plan.nodes[1..].iter().map(|n| n.load()).collect();
         assert_eq!(used[..10].iter().filter(|&&l| l > 0).count(), 10);
         assert_eq!(used[10..].iter().filter(|&&l| l > 0).count(), 2, "{used:?}");
         assert!(plan.describe().contains("Algorithm 2 keeps 12 of 20"));
-        let e = crate::build(&parse(&c.to_toml(), &["scheme.budget=600".into()]).unwrap(), 100).unwrap_err();
+        let e = build(&parse(&c.to_toml(), &["scheme.budget=600".into()]).unwrap(), 100).unwrap_err();
         assert_eq!(e.field, "scheme.budget");
         assert!(e.message.contains("629.2"), "{e}");
         // a dense code over too many rows
-        let e = crate::build(&cfg(&["matrix.rows=5000"]), 5000).unwrap_err();
+        let e = build(&cfg(&["matrix.rows=5000"]), 5000).unwrap_err();
         assert_eq!(e.field, "scheme.code");
     }
 }

@@ -22,13 +22,15 @@ use crate::alloc::WeightedSet;
 use crate::config::{Config, ConfigError, SchemeConfig};
 use crate::plan::{Node, Pattern, Plan, PlanCode};
 use crate::roles::{Encoding, Rule};
+use crate::settings::{JobSpec, Shape};
 use crate::stragglers::StragglerModel;
 
-/// Build the plan of `cfg` for a data set of `samples` points. The one place that dispatches on
-/// `scheme.kind`: each family's module builds its plan; the rules and encodings it names are
-/// executed by the node protocol without further knowledge of the scheme.
-pub fn build(cfg: &Config, samples: usize) -> Result<Plan, ConfigError> {
-    let w = cfg.workers();
+/// Build the plan of `cfg` for a problem of `shape` (its samples and features, read from the
+/// data when the config was resolved). The one place that dispatches on `scheme.kind`: each
+/// family's module builds its plan; the rules and encodings it names are executed by the node
+/// protocol without further knowledge of the scheme.
+pub fn build(cfg: &Config, shape: Shape) -> Result<Plan, ConfigError> {
+    let (w, samples) = (cfg.workers(), shape.samples);
     if samples < w {
         let field = if cfg.matvec().is_some() {
             "matrix.rows"
@@ -42,7 +44,7 @@ pub fn build(cfg: &Config, samples: usize) -> Result<Plan, ConfigError> {
             format!("= {samples} is smaller than the {w} workers: some would hold no data"),
         ));
     }
-    match &cfg.scheme {
+    let mut plan = match &cfg.scheme {
         SchemeConfig::Umw(c) | SchemeConfig::Ignore(c) | SchemeConfig::GcCyclic(c) | SchemeConfig::GcFrac(c) => {
             master_worker::build(cfg, c, samples)
         }
@@ -57,6 +59,38 @@ pub fn build(cfg: &Config, samples: usize) -> Result<Plan, ConfigError> {
         | SchemeConfig::LbUncoded(c)
         | SchemeConfig::UniformCoded(c) => matvec::build(cfg, c, samples),
         SchemeConfig::CodedPagerank(c) | SchemeConfig::UncodedPagerank(c) => Ok(pagerank::build(cfg, c, samples)),
+    }?;
+    plan.job.features = shape.features;
+    Ok(plan)
+}
+
+/// A plan of `cfg`'s scheme with these nodes (one per rank; those with a worker id are the
+/// workers) and codes, and what every plan copies from the config: the straggler model, the
+/// upload mode, the run, the job (whose features `build` sets) and the network.
+pub(crate) fn plan(
+    cfg: &Config,
+    title: String,
+    samples: usize,
+    s: usize,
+    pattern: Pattern,
+    nodes: Vec<Node>,
+    codes: Vec<PlanCode>,
+) -> Plan {
+    Plan {
+        scheme: cfg.scheme.kind().into(),
+        title,
+        ranks: nodes.len(),
+        workers: nodes.iter().filter(|n| n.worker.is_some()).count(),
+        samples,
+        s,
+        pattern,
+        nodes,
+        codes,
+        stragglers: StragglerModel::from_config(cfg),
+        upload: cfg.engine.upload,
+        run: cfg.run_spec(),
+        job: JobSpec { config: cfg.job.clone(), features: 0 },
+        network: cfg.network.spec(),
     }
 }
 
@@ -79,19 +113,7 @@ pub(crate) fn star_plan(
     codes: Vec<PlanCode>,
 ) -> Plan {
     let n = nodes.len() - 1;
-    Plan {
-        scheme: cfg.scheme.kind().into(),
-        title,
-        ranks: n + 1,
-        workers: n,
-        samples,
-        s,
-        pattern: Pattern::Tree { n, layers: 1 },
-        nodes,
-        codes,
-        stragglers: StragglerModel::from_config(cfg),
-        upload: cfg.engine.upload,
-    }
+    plan(cfg, title, samples, s, Pattern::Tree { n, layers: 1 }, nodes, codes)
 }
 
 /// A star whose master (rank 0) has `rule` over the given workers (ranks 1..).
@@ -132,6 +154,11 @@ mod tests {
     use crate::plan::Pattern;
     use crate::roles::Rule;
     use outrun_codes::{Decoder, SurvivorSet};
+
+    /// The plan of `cfg` for `samples` points of 3 features.
+    fn build(cfg: &Config, samples: usize) -> Result<Plan, ConfigError> {
+        super::build(cfg, Shape { samples, features: 3 })
+    }
 
     fn cfg(sets: &[&str]) -> Config {
         let base = "[run]\nname='t'\niterations=3\n[data]\nkind='linear-synthetic'\nsamples=1000\nfeatures=3\n[model]\nloss='least-squares'\nlr=0.1\n[scheme]\nkind='umw'\nworkers=9\n";

@@ -8,7 +8,7 @@ use crate::alloc::WeightedSet;
 use crate::config::{Config, SchemeConfig, ShuffleConfig};
 use crate::plan::{Node, Pattern, Plan};
 use crate::roles::Encoding;
-use crate::stragglers::StragglerModel;
+use crate::schemes::plan;
 
 pub(crate) fn build(cfg: &Config, c: &ShuffleConfig, vertices: usize) -> Plan {
     let coded = matches!(cfg.scheme, SchemeConfig::CodedPagerank(_));
@@ -32,17 +32,6 @@ pub(crate) fn build(cfg: &Config, c: &ShuffleConfig, vertices: usize) -> Plan {
         (false, 1) => "conventional PageRank (r = 1): uncoded Shuffle".to_string(),
         (false, r) => format!("PageRank with load r = {r} and an uncoded Shuffle"),
     };
-    Plan {
-        scheme: cfg.scheme.kind().into(),
-        title,
-        ranks: k,
-        workers: k,
-        samples: vertices,
-        s: 0,
-        pattern: Pattern::Shuffle { servers: k, r: c.r, coded, reduce: c.reduce },
-        nodes,
-        codes: vec![],
-        stragglers: StragglerModel::from_config(cfg),
-        upload: cfg.engine.upload,
-    }
+    let pattern = Pattern::Shuffle { servers: k, r: c.r, coded, reduce: c.reduce };
+    plan(cfg, title, vertices, 0, pattern, nodes, vec![])
 }

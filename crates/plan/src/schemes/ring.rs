@@ -12,7 +12,7 @@ use crate::alloc::WeightedSet;
 use crate::config::{Config, SchemeConfig};
 use crate::plan::{Node, Pattern, Plan};
 use crate::roles::Encoding;
-use crate::stragglers::StragglerModel;
+use crate::schemes::plan;
 
 pub(crate) fn build(cfg: &Config, samples: usize) -> Plan {
     let n = cfg.workers();
@@ -31,21 +31,10 @@ pub(crate) fn build(cfg: &Config, samples: usize) -> Plan {
             send: Encoding::Plain,
         })
         .collect();
-    Plan {
-        scheme: cfg.scheme.kind().into(),
-        title: if collective {
-            "MPI_Allreduce of the workers' gradients (reference)".into()
-        } else {
-            "ring all-reduce of the workers' gradients".into()
-        },
-        ranks: n,
-        workers: n,
-        samples,
-        s: 0,
-        pattern: Pattern::Ring { collective },
-        nodes,
-        codes: vec![],
-        stragglers: StragglerModel::from_config(cfg),
-        upload: cfg.engine.upload,
-    }
+    let title = if collective {
+        "MPI_Allreduce of the workers' gradients (reference)".into()
+    } else {
+        "ring all-reduce of the workers' gradients".into()
+    };
+    plan(cfg, title, samples, 0, Pattern::Ring { collective }, nodes, vec![])
 }

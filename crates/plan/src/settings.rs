@@ -1,0 +1,109 @@
+//! What the drivers read besides the nodes: the run's name, length and limits, the job and the
+//! problem's size, how results go up, how compute time is obtained (on the straggler model),
+//! and the simulator's network. Copied from the config when the plan is built, so the plan is
+//! the only thing the MPI engine, the simulator, the node protocol and the log receive.
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::JobConfig;
+
+/// How compute time is obtained (`timing.compute`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum ComputeMode {
+    /// The measured time of the real gradient computation.
+    #[default]
+    Real,
+    /// A modelled time: the worker computes the real gradient, then sleeps until the modelled
+    /// finish time (for many ranks on few cores).
+    Modelled,
+}
+
+impl ComputeMode {
+    /// The config spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            ComputeMode::Real => "real",
+            ComputeMode::Modelled => "modelled",
+        }
+    }
+}
+
+/// `engine.upload`: when a child's result crosses the link to its parent.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Upload {
+    /// A child sends its result as soon as it has it; results the parent no longer needs
+    /// (late) still cross the link and are discarded on arrival.
+    #[default]
+    Eager,
+    /// A child sends a small ready notice; the parent grants uploads to the first children its
+    /// wait rule needs (one round at a time for multi-round codes) and refuses the others, so
+    /// only results it uses cross the link, at the price of a notice–grant round trip.
+    Granted,
+}
+
+/// The run: `[run]` and the engine's polling.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunSpec {
+    /// `run.name`: the run directory is `<out_dir>/<name>-<timestamp>`.
+    pub name: String,
+    /// `run.seed`.
+    pub seed: u64,
+    /// Iterations to run (`run.iterations`; a job may stop earlier, e.g. PageRank at `job.tol`).
+    pub iterations: u64,
+    /// Seconds an iteration may wait for the results it needs before the run fails.
+    pub deadline: f64,
+    /// Parent directory of run directories.
+    pub out_dir: String,
+    /// Write the state after every iteration to `trajectory.csv`.
+    pub trajectory: bool,
+    /// The engine's longest sleep between polls of the network, µs (`engine.poll_us`).
+    pub poll_us: u64,
+}
+
+/// The problem's size, found when the config is resolved (reading the data set's, matrix's or
+/// graph's header or the whole file).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shape {
+    /// Data points d (gradient descent), rows r (mat-vec), vertices n (PageRank).
+    pub samples: usize,
+    /// Model dimension p (gradient descent), columns m (mat-vec), 0 (PageRank).
+    pub features: usize,
+}
+
+/// The job: what is computed (the config's job sections) and the problem's size. The drivers
+/// never look inside: `outrun_workloads::job` turns it into the job's one implementation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JobSpec {
+    /// The job's sections (`[job]` and what it reads: `[data]` and `[model]`, `[matrix]` and
+    /// `[vector]`, `[graph]`).
+    pub config: JobConfig,
+    /// The model dimension p (gradient descent), the matrix's columns m (mat-vec), 0 (PageRank);
+    /// the samples are `Plan::samples`.
+    pub features: usize,
+}
+
+/// The simulator's network model (`[network]`, rates in bytes per second; real runs ignore it).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NetworkSpec {
+    /// Every node's NIC rate in each direction (None: infinite).
+    pub bandwidth: Option<f64>,
+    /// Per-rank NIC rates overriding `bandwidth` (empty, or one per rank).
+    pub node_bandwidth: Vec<f64>,
+    /// Seconds added to every message.
+    pub latency: f64,
+    /// Whether messages down the tree cost time (the papers' model counts only uploads).
+    pub downlink: bool,
+}
+
+impl NetworkSpec {
+    /// The NIC rate of each of `ranks` ranks (infinite when none is set).
+    pub fn rates(&self, ranks: usize) -> Vec<f64> {
+        if self.node_bandwidth.is_empty() {
+            vec![self.bandwidth.unwrap_or(f64::INFINITY); ranks]
+        } else {
+            self.node_bandwidth.clone()
+        }
+    }
+}

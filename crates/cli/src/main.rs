@@ -246,15 +246,12 @@ fn load_config(path: &Path, set: &[String]) -> Result<outrun_plan::Config, Failu
     outrun_workloads::load_config(path, set).map_err(|e| Failure(e.to_string(), 2))
 }
 
-/// The config, its data's shape, and its plan.
-/// The plan, after checking that its size is representable (rows × features in bytes).
-fn build_plan_sized(
-    path: &Path,
-    set: &[String],
-) -> Result<(outrun_plan::Config, outrun_workloads::Shape, outrun_plan::Plan), Failure> {
+/// The config at `path` (with `set`) and its plan: the problem's shape read from its data, then
+/// the scheme built for it. `sized`: refuse models too large to represent first.
+fn resolve(path: &Path, set: &[String], sized: bool) -> Result<(outrun_plan::Config, outrun_plan::Plan), Failure> {
     let cfg = load_config(path, set)?;
-    let shape = outrun_workloads::job_shape(&cfg).map_err(|e| Failure(e.to_string(), 2))?;
-    if (shape.features as u128) * 8 > (1u128 << 40) {
+    let shape = outrun_workloads::shape(&cfg).map_err(|e| Failure(e.to_string(), 2))?;
+    if sized && (shape.features as u128) * 8 > (1u128 << 40) {
         return Err(Failure(
             format!(
                 "{}: memory: data.features = {} would make every model vector {} bytes; at most 2^37 features",
@@ -266,24 +263,39 @@ fn build_plan_sized(
         ));
     }
     let plan = outrun_plan::build(&cfg, shape).map_err(|e| Failure(format!("{}: {e}", path.display()), 2))?;
-    Ok((cfg, shape, plan))
+    Ok((cfg, plan))
 }
 
-fn build_plan(
-    path: &Path,
+/// What rank 0 of `outrun train` resolves: the config checked for a real run, and its plan.
+fn prepare(path: &Path, set: &[String]) -> Result<outrun_engine::Prepared, String> {
+    let cfg = outrun_workloads::load_config(path, set).map_err(|e| e.to_string())?;
+    cfg.validate_for_engine().map_err(|e| e.to_string())?;
+    let shape = outrun_workloads::shape(&cfg).map_err(|e| e.to_string())?;
+    let plan = outrun_plan::build(&cfg, shape).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(outrun_engine::Prepared { plan, config_toml: cfg.to_toml() })
+}
+
+/// The plan of each value of `key` (`text` with `set` and `key=value`), or why it has none.
+fn tune_plans(
+    text: &str,
     set: &[String],
-) -> Result<(outrun_plan::Config, outrun_workloads::Shape, outrun_plan::Plan), Failure> {
-    let cfg = load_config(path, set)?;
-    let shape = outrun_workloads::job_shape(&cfg).map_err(|e| Failure(e.to_string(), 2))?;
-    let plan = outrun_plan::build(&cfg, shape).map_err(|e| Failure(format!("{}: {e}", path.display()), 2))?;
-    Ok((cfg, shape, plan))
+    key: &str,
+    values: &[String],
+) -> Vec<(String, Result<outrun_plan::Plan, String>)> {
+    let plan = |v: &String| {
+        let mut sets = set.to_vec();
+        sets.push(format!("{key}={v}"));
+        let cfg = outrun_plan::config::parse(text, &sets).map_err(|e| e.to_string())?;
+        outrun_workloads::resolve(&cfg).map_err(|e| e.to_string())
+    };
+    values.iter().map(|v| (v.clone(), plan(v))).collect()
 }
 
 fn run(cli: Cli) -> Result<(), Failure> {
     match cli.cmd {
         Cmd::Train { config, set } => {
             let mut bar = progress::Bar::new();
-            let fin = outrun_engine::train(&config, &set, &mut bar);
+            let fin = outrun_engine::train(&|| prepare(&config, &set), &mut bar);
             match fin.result {
                 Ok(Some(s)) => {
                     println!("{}", outrun_report::one_line(&s));
@@ -304,7 +316,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 println!("{}", load_config(&config, &set)?.job_bound_s());
                 return Ok(());
             }
-            let (_, _, plan) = build_plan(&config, &set)?;
+            let (_, plan) = resolve(&config, &set, false)?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&plan).expect("plan serializes"));
             } else {
@@ -313,15 +325,14 @@ fn run(cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
         Cmd::Simulate { config, set, trials, math } => {
-            let (cfg, shape, plan) = build_plan(&config, &set)?;
+            let (cfg, plan) = resolve(&config, &set, false)?;
             let math = match math.as_str() {
                 "on" => outrun_sim::Math::On,
                 "off" => outrun_sim::Math::Off,
                 _ => outrun_sim::Math::Auto,
             };
-            let sim =
-                outrun_sim::simulate(&cfg, &plan, shape.features, &outrun_sim::Options { trials, math, write: true })
-                    .map_err(sim_failure)?;
+            let opts = outrun_sim::Options { trials, math, write: true };
+            let sim = outrun_sim::simulate(&plan, &cfg.to_toml(), &opts).map_err(sim_failure)?;
             let st = &sim.stats;
             println!(
                 "simulated {}: {} trials × {} iterations: per-iteration time mean {:.3} ms, p5 {:.3} ms, p95 {:.3} ms (virtual time)",
@@ -350,7 +361,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             if trials == 0 {
                 return Err(Failure("--trials must be at least 1".into(), 2));
             }
-            let rows = outrun_sim::tune(&text, &set, key, &values, trials);
+            let rows = outrun_sim::tune(tune_plans(&text, &set, key, &values), trials);
             println!("| {key} | mean ms/it | p5 ms/it | p95 ms/it | exact | note |");
             println!("|---|---|---|---|---|---|");
             let mut best: Option<(f64, &str)> = None;
@@ -369,7 +380,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                             best = Some((s.mean_s, &r.value));
                         }
                     }
-                    Err(e) => println!("| {} | - | - | - | - | {} |", r.value, e.to_string().replace('|', "/")),
+                    Err(e) => println!("| {} | - | - | - | - | {} |", r.value, e.replace('|', "/")),
                 }
             }
             match best {
@@ -389,17 +400,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
         Cmd::Check { config, set, local } => {
-            let (cfg, shape, plan) = build_plan_sized(&config, &set)?;
+            let (cfg, plan) = resolve(&config, &set, true)?;
             cfg.validate_for_engine().map_err(|e| Failure(format!("{}: {e}", config.display()), 2))?;
-            let need = match (cfg.matvec(), cfg.pagerank()) {
-                (Some(_), _) => outrun_workloads::memory::per_rank_matvec(&plan, shape.features),
-                (_, Some(pr)) => {
-                    let g = outrun_workloads::graph::load(&pr.graph, cfg.run.seed)
-                        .map_err(|e| Failure(e.to_string(), 2))?;
-                    outrun_workloads::memory::per_rank_pagerank(&plan, g.graph.vertices(), g.graph.values())
-                }
-                _ => outrun_workloads::memory::per_rank(&plan, shape.features),
-            };
+            let mut job = outrun_workloads::job(&plan);
+            let need = job.memory(&plan).map_err(|e| Failure(e.to_string(), 2))?;
             let (largest, total) =
                 (need.iter().copied().max().unwrap_or(0), need.iter().fold(0u64, |a, &b| a.saturating_add(b)));
             if let Some(have) = outrun_workloads::memory::available() {
@@ -412,10 +416,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 if want > have {
                     return Err(Failure(
                         format!(
-                            "{}: memory: the run needs about {what} (rows held densely: data.samples = {} × data.features = {}), but {} are available (MemAvailable, or OUTRUN_MEMORY_LIMIT); use less data or more hosts",
+                            "{}: memory: the run needs about {what} (data held densely: {}), but {} are available (MemAvailable, or OUTRUN_MEMORY_LIMIT); use less data or more hosts",
                             config.display(),
-                            shape.samples,
-                            shape.features,
+                            job.problem(),
                             human(have)
                         ),
                         2,

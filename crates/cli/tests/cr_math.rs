@@ -6,10 +6,10 @@
 
 use outrun_codes::Rng;
 use outrun_plan::config::parse;
+use outrun_proto::Frame;
 use outrun_workloads::data::load_all;
 use outrun_workloads::metrics::relative_diff;
 use outrun_workloads::reference::serial_gd;
-use outrun_workloads::GradientDescent;
 
 fn config(n: usize, layers: usize, s: usize, d: usize, code: &str, late: &[usize]) -> outrun_plan::Config {
     let stragglers = if late.is_empty() {
@@ -56,8 +56,14 @@ fn cr_decodes_the_full_gradient_at_thesis_sizes() {
             late.sort_unstable();
             let cfg = config(n, layers, s, d, code, &late);
             let plan = outrun_workloads::resolve(&cfg).unwrap();
-            let jobs = (0..plan.ranks).map(|r| GradientDescent::new(&cfg, &plan, 20, [r]).unwrap()).collect();
-            let run = outrun_sim::execute(&plan, &cfg, &plan.stragglers, jobs, None, None).unwrap();
+            let jobs = (0..plan.ranks)
+                .map(|r| {
+                    let mut job = outrun_workloads::job(&plan);
+                    job.load(&plan, &[r]).unwrap();
+                    job
+                })
+                .collect();
+            let run = outrun_sim::execute::<Frame>(&plan, &plan.stragglers, jobs, None, None).unwrap();
             worst = worst.max(relative_diff(run.state.as_ref().unwrap(), &want));
         }
         let loads: Vec<usize> = plan.nodes[1..].iter().map(|n| n.load()).collect();

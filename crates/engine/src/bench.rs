@@ -3,22 +3,24 @@
 //! job, alternating, on the same buffers; and broadcast within sub-communicators, the primitive
 //! of patterns that multicast to groups.
 
+use std::cell::RefCell;
+use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Instant;
 
 use mpi::collective::SystemOperation;
 use mpi::traits::*;
 use outrun_codes::combinations;
-use outrun_plan::config::ComputeMode;
+use outrun_driver::{Core, Seat};
 use outrun_plan::roles::Vector;
-use outrun_plan::{Law, StragglerModel};
-use outrun_proto::{Applied, Frame, Input, Job, JobError, RingNode};
+use outrun_plan::{ComputeMode, Law, StragglerModel};
+use outrun_proto::{Frame, RingNode};
 use outrun_runlog::Lines;
+use outrun_workloads::{Applied, DataError, Job, JobError};
 
 use crate::clock::Clock;
 use crate::driver::Driver;
 use crate::transport::Comm;
-use crate::NoProgress;
 
 /// One vector size: seconds per all-reduce (slowest rank, best of the rounds).
 #[derive(Clone, Debug)]
@@ -36,57 +38,65 @@ pub struct RingRow {
 }
 
 /// The same input every iteration. The delivered total is kept and refilled with the input
-/// for the next iteration (one job serves every round, as the former benchmark reused one
-/// buffer), so the measurement is the all-reduce, not fresh allocations.
+/// for the next iteration (one vector serves every round, as the former benchmark reused one
+/// buffer), so the measurement is the all-reduce, not fresh allocations; the caller keeps the
+/// same cell, whose vector is the last sum.
 struct Repeat {
-    input: Vec<f64>,
-    spare: Option<Frame>,
+    input: Arc<Vec<f64>>,
+    spare: Rc<RefCell<Option<Frame>>>,
 }
 
-impl Job<Frame> for Repeat {
+impl Job for Repeat {
+    fn name(&self) -> &'static str {
+        "ring-bench"
+    }
+    fn problem(&self) -> String {
+        format!("all-reduce of {} values", self.input.len())
+    }
+    fn state_file(&self) -> &'static str {
+        "sum.txt"
+    }
     fn len(&self, _rank: usize) -> usize {
         self.input.len()
+    }
+    fn model_len(&self) -> usize {
+        0
+    }
+    fn memory(&mut self, _plan: &outrun_plan::Plan) -> Result<Vec<u64>, DataError> {
+        Ok(vec![])
+    }
+    fn load(&mut self, _plan: &outrun_plan::Plan, _ranks: &[usize]) -> Result<(), DataError> {
+        Ok(())
     }
     fn model(&mut self) -> Arc<Frame> {
         Arc::new(Frame::from_vec(vec![]))
     }
     fn compute(&mut self, _rank: usize, _t: u64, _model: &Frame, _parts: Option<&[usize]>) -> Vec<Frame> {
-        let mut f = self.spare.take().unwrap_or_else(|| Frame::zeros(self.input.len()));
+        let mut f = self.spare.borrow_mut().take().unwrap_or_else(|| Frame::zeros(self.input.len()));
         f.as_mut_slice().copy_from_slice(&self.input);
         vec![f]
     }
     fn apply(&mut self, _t: u64, total: Frame) -> Result<Applied, JobError> {
-        self.spare = Some(total);
+        *self.spare.borrow_mut() = Some(total);
         Ok(Applied::default())
+    }
+    fn reference(&mut self, _plan: &outrun_plan::Plan) -> Result<Vec<f64>, DataError> {
+        Err(DataError("the all-reduce benchmark has no serial reference".into()))
     }
 }
 
-/// `reps` ring all-reduces of the job's input; returns the communicator and the job (whose
-/// spare vector is the last sum).
-fn ring_reps(comm: Comm, job: Repeat, reps: usize, poll_us: u64) -> (Comm, Repeat) {
+/// `reps` ring all-reduces of the job's input; returns the communicator.
+fn ring_reps(comm: Comm, job: Repeat, reps: usize, poll_us: u64) -> Comm {
     let (rank, size, len) = (comm.rank, comm.size, job.input.len());
     let none = StragglerModel { seed: 0, law: Law::None, compute: ComputeMode::Real, base_a: 0.0 };
-    let mut progress = NoProgress;
-    let mut d = Driver::new(
-        comm,
-        Clock::start(),
-        Lines::none(),
-        job,
-        none.injector(),
-        rank,
-        Some(rank + 1),
-        0,
-        false,
-        poll_us,
-        reps as u64,
-        None,
-        &mut progress,
-    );
+    let seat = Seat { rank, worker: rank + 1, load: 0, parts: 1, iterations: reps as u64, modelled: false };
+    let core = Core::new(Box::new(job), seat, none.injector(), 0.0);
+    let mut d = Driver::new(comm, Clock::start(), Lines::none(), core, poll_us);
     let mut m = RingNode::<Frame>::standalone(rank, size, len, 1e6, false);
-    let model = d.job.model();
-    d.feed(&mut m, Input::Start { t: 0, model });
+    let start = d.core.start();
+    d.feed(&mut m, start);
     let _ = d.run(&mut m);
-    (d.comm, d.job)
+    d.comm
 }
 
 /// Slowest rank's seconds of `f` (which does `reps` operations), per operation.
@@ -119,11 +129,11 @@ pub fn ring_vs_mpi(sizes: &[usize], rounds: usize, target_s: f64, poll_us: u64) 
         world.process_at_rank(0).broadcast_into(&mut reps);
         let reps = reps as usize;
         let (mut best_ring, mut best_mpi) = (f64::INFINITY, f64::INFINITY);
-        let mut job = Repeat { input: input.clone(), spare: None };
+        let (input_arc, spare) = (Arc::new(input.clone()), Rc::new(RefCell::new(None)));
         for _ in 0..rounds {
-            let (r, (c, j)) = timed(&world, reps, || ring_reps(comm, job, reps, poll_us));
+            let job = Repeat { input: input_arc.clone(), spare: spare.clone() };
+            let (r, c) = timed(&world, reps, || ring_reps(comm, job, reps, poll_us));
             comm = c;
-            job = j;
             let (m, ()) = timed(&world, reps, || {
                 for _ in 0..reps {
                     comm.allreduce_sum(&input, &mut out);
@@ -132,7 +142,8 @@ pub fn ring_vs_mpi(sizes: &[usize], rounds: usize, target_s: f64, poll_us: u64) 
             best_ring = best_ring.min(r);
             best_mpi = best_mpi.min(m);
         }
-        let ring_sum = job.spare.as_ref().map_or(&[][..], Frame::as_slice);
+        let spare = spare.borrow();
+        let ring_sum = spare.as_ref().map_or(&[][..], Frame::as_slice);
         let agree_here =
             ring_sum.len() == n && ring_sum.iter().zip(&out).all(|(a, b)| (a - b).abs() <= 1e-9 * b.abs().max(1.0));
         let mut agree_all = false;

@@ -3,12 +3,12 @@
 //!
 //! - `Send` → encode the frame once (or relay a received frame as it is) and `MPI_Isend` it to
 //!   every destination;
-//! - `Compute` → run the job's computation now, then hold the parts until the modelled or
-//!   injected finish time (`[timing]`, `[stragglers]`), still receiving: a newer model
-//!   supersedes it;
+//! - `Compute` → run the job's computation now (measured), then hold the parts until the
+//!   modelled or injected finish time the core decides (`[timing]`, `[stragglers]`), still
+//!   receiving: a newer model supersedes it;
 //! - `Timer` → fire at its time on the run's clock;
-//! - `Deliver` → apply the result (the book records it on the logging rank), then start the
-//!   next iteration or finish;
+//! - `Deliver` → the core applies the result (its book records it on the logging rank) and
+//!   says whether the next iteration starts or the run finishes;
 //! - `Collective` → `MPI_Allreduce`;
 //! - `Log` → one JSON line in `rank-<r>.jsonl` (traffic counters added to the shutdown record).
 //!
@@ -19,14 +19,13 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use outrun_plan::Injector;
-use outrun_proto::{wire, Frame, Input, Job, Machine, Msg, Outcome, Output};
-use outrun_runlog::{Book, IterationRecord, Lines};
+use outrun_driver::Core;
+use outrun_proto::{wire, Frame, Input, Machine, Msg, Outcome, Output};
+use outrun_runlog::Lines;
 use serde_json::{json, Value};
 
 use crate::clock::Clock;
 use crate::transport::{Backoff, Comm, PROTO};
-use crate::Progress;
 
 /// A computation whose result is held until its finish time.
 struct Pending {
@@ -36,27 +35,15 @@ struct Pending {
 }
 
 /// What a rank drives with.
-pub(crate) struct Driver<'a, J: Job<Frame>> {
+pub(crate) struct Driver<'a> {
     pub comm: Comm,
     pub clock: Clock,
     pub log: Lines,
-    pub job: J,
-    pub injector: Injector,
-    pub rank: usize,
-    pub worker: Option<usize>,
-    pub load: usize,
-    pub modelled: bool,
-    pub poll_us: u64,
-    pub iterations: u64,
-    pub book: Option<Book>,
-    pub progress: &'a mut dyn Progress,
-    /// The last applied model (for `theta.txt`).
-    pub state: Option<Vec<f64>>,
+    /// The job, compute times, and (logging rank) the book.
+    pub core: Core<'a>,
+    poll_us: u64,
     /// The rank's log failure was reported to the machine.
     log_dropped: bool,
-    /// This rank failed to apply a result that every rank failed to apply (a ring's
-    /// divergence): only the logging rank reports it.
-    pub quiet_failure: bool,
     /// A library collective moved data this rank's counters cannot see.
     collective: bool,
     timers: Vec<(u64, f64)>,
@@ -64,40 +51,17 @@ pub(crate) struct Driver<'a, J: Job<Frame>> {
     done: Option<Outcome>,
 }
 
-impl<'a, J: Job<Frame>> Driver<'a, J> {
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn new(
-        comm: Comm,
-        clock: Clock,
-        log: Lines,
-        job: J,
-        injector: Injector,
-        rank: usize,
-        worker: Option<usize>,
-        load: usize,
-        modelled: bool,
-        poll_us: u64,
-        iterations: u64,
-        book: Option<Book>,
-        progress: &'a mut dyn Progress,
-    ) -> Self {
+impl<'a> Driver<'a> {
+    /// A driver of `core` over `comm`, on `clock`, logging to `log`, sleeping at most `poll_us`
+    /// µs between polls.
+    pub(crate) fn new(comm: Comm, clock: Clock, log: Lines, core: Core<'a>, poll_us: u64) -> Self {
         Driver {
             comm,
             clock,
             log,
-            job,
-            injector,
-            rank,
-            worker,
-            load,
-            modelled,
+            core,
             poll_us,
-            iterations,
-            book,
-            progress,
-            state: None,
             log_dropped: false,
-            quiet_failure: false,
             collective: false,
             timers: vec![],
             pending: None,
@@ -121,36 +85,7 @@ impl<'a, J: Job<Frame>> Driver<'a, J> {
                     self.timers.push((id, at));
                 }
                 Output::Deliver { t, total, info } => {
-                    let now = self.clock.now();
-                    let next = match self.job.apply(t, total) {
-                        Ok(applied) => {
-                            if let Some(book) = self.book.as_mut() {
-                                let wall = book.record(IterationRecord {
-                                    t,
-                                    end: now,
-                                    theta: applied.state.as_deref(),
-                                    loss: applied.loss,
-                                    error: applied.error,
-                                    used: &info.used,
-                                    coverage: info.coverage,
-                                    exact: info.exact,
-                                    residual: info.residual,
-                                    late_total: info.late_total,
-                                });
-                                self.progress.tick(t, wall, applied.loss);
-                            }
-                            self.state = applied.state;
-                            if t + 1 < self.iterations {
-                                Input::Start { t: t + 1, model: self.job.model() }
-                            } else {
-                                Input::Finish { failure: None }
-                            }
-                        }
-                        Err(why) => {
-                            self.quiet_failure = self.book.is_none();
-                            Input::Finish { failure: Some(why.0) }
-                        }
-                    };
+                    let next = self.core.deliver(t, total, &info, self.clock.now());
                     m.handle(&self.clock, next);
                 }
                 Output::Collective { t, buf } => {
@@ -204,16 +139,11 @@ impl<'a, J: Job<Frame>> Driver<'a, J> {
     fn compute(&mut self, t: u64, model: &Frame, select: Option<&[usize]>, load: Option<usize>) -> Value {
         let c0i = Instant::now();
         let c0 = self.clock.now();
-        let parts = self.job.compute(self.rank, t, model, select);
+        let parts = self.core.compute(t, model, select);
         let measured = c0i.elapsed().as_secs_f64();
-        let c1 = self.clock.now();
-        let worker = self.worker.unwrap_or(0);
-        let timing = self.injector.compute_time(worker, t, load.unwrap_or(self.load), measured);
-        let overrun = self.modelled && measured > timing.target;
-        let ready_at = c0 + timing.target.max(measured);
-        self.pending = Some(Pending { t, parts, ready_at });
-        json!({"compute_start": c0, "compute_end": c1, "target": timing.target, "injected": timing.injected,
-            "straggler": timing.straggler, "overrun": overrun})
+        let timed = self.core.timing(t, load, c0, self.clock.now(), Some(measured));
+        self.pending = Some(Pending { t, parts, ready_at: timed.ready_at });
+        timed.record
     }
 
     /// Whether the log's failure was given to the machine (so it travelled with the goodbye).

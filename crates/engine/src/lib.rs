@@ -2,15 +2,17 @@
 //!
 //! The only crate that talks MPI. [`train`] is what `outrun train` runs on every rank:
 //!
-//! 1. `setup`: rank 0 reads the config and the data's shape, checks the world size, builds the
-//!    plan and the run directory, and broadcasts them; each rank loads its own rows and syncs
-//!    its clock with the master's.
+//! 1. `setup`: rank 0 resolves the run into its plan (the caller's `prepare`), checks the world
+//!    size, creates the run directory, and broadcasts them; each rank opens the plan's job
+//!    (`outrun_workloads::job`), loads its own share of it and syncs its clock with the
+//!    master's.
 //! 2. The rank's node machine (`outrun_proto`: collect tree or ring, chosen by the plan's
 //!    pattern) is driven by the one driver loop (`driver`), which carries out its outputs over
-//!    MPI in real time. Nothing here knows which scheme runs.
+//!    MPI in real time with the driver core (`outrun_driver::Core`: computations, compute
+//!    times, applying and recording results). Nothing here knows which scheme or job runs. The
+//!    shuffle pattern has its own driver (`shuffle`), which runs graph jobs.
 //! 3. Every rank logs its events to `rank-<r>.jsonl`; the logging rank writes `iterations.csv`,
-//!    the final state (`theta.txt`; `y.txt` for a mat-vec) and `summary.json` (format and
-//!    writers: `outrun-runlog`).
+//!    the job's state file and `summary.json` (format and writers: `outrun-runlog`).
 //!
 //! Messaging ([`transport`]): frames of bytes with bincode headers, probe-based receives (late
 //! messages are drained and discarded by header), non-blocking sends with owned buffers, one
@@ -31,31 +33,21 @@ use std::path::Path;
 use std::time::Instant;
 
 use mpi::traits::*;
-use outrun_proto::{Failure, Frame, Job, Machine};
-use outrun_runlog::{Book, Latency, Lines};
+use outrun_driver::{run_info, write_header, Core};
+use outrun_plan::Pattern;
+use outrun_proto::{Failure, Frame, Machine};
+use outrun_runlog::{Book, Lines};
+use outrun_workloads::Job;
 use serde_json::json;
 
 pub use error::EngineError;
+pub use outrun_driver::{NoProgress, Progress};
 pub use outrun_runlog::Summary;
-pub use setup::Shared;
+pub use setup::{Prepared, Shared};
 
 use clock::Clock;
 use driver::Driver;
 use transport::Comm;
-
-/// Progress reporting hooks (the CLI draws a progress bar with them).
-pub trait Progress {
-    /// The timed loop starts.
-    fn begin(&mut self, _iterations: u64) {}
-    /// Iteration `t` finished after `wall_s` seconds with `loss`.
-    fn tick(&mut self, _t: u64, _wall_s: f64, _loss: f64) {}
-    /// The timed loop ended.
-    fn end(&mut self) {}
-}
-
-/// No progress reporting.
-pub struct NoProgress;
-impl Progress for NoProgress {}
 
 /// How a rank's run ended. An error has already been printed (once, by the rank that should).
 pub struct Finished {
@@ -77,9 +69,9 @@ fn keep_freed_memory() {
     }
 }
 
-/// Run the experiment of `config` (with `overrides`) on this rank. Call on every rank of an
-/// `mpirun` job. MPI is initialised and finalised inside.
-pub fn train(config: &Path, overrides: &[String], progress: &mut dyn Progress) -> Finished {
+/// Run the experiment that `prepare` resolves (called on rank 0 only) on this rank. Call on
+/// every rank of an `mpirun` job. MPI is initialised and finalised inside.
+pub fn train(prepare: &dyn Fn() -> Result<Prepared, String>, progress: &mut dyn Progress) -> Finished {
     let started = Instant::now();
     // The cores are shared by many ranks already: one BLAS thread each.
     outrun_codes::single_threaded_blas();
@@ -90,28 +82,25 @@ pub fn train(config: &Path, overrides: &[String], progress: &mut dyn Progress) -
     let world = universe.world();
     let rank = world.rank() as usize;
     let mut comm = Comm::new(&world);
-    let result = setup::setup(&world, config, overrides).and_then(|shared| {
-        if let Some(pr) = shared.config.pagerank() {
-            // every rank builds the whole graph (generated, or read from the file)
-            let graph = agree(&mut comm, outrun_workloads::graph::load(&pr.graph, shared.config.run.seed))?;
-            return shuffle::run(&world, comm, &shared, graph, progress, started);
-        }
+    let result = setup::setup(&world, prepare).and_then(|shared| {
+        let plan = &shared.plan;
+        let mut job = outrun_workloads::job(plan);
         // More ranks than cores on this host: computations yield the core now and then, so a
         // rank woken by a message is not queued behind a peer's whole computation.
         let (local, cores) = (comm.local_size(), std::thread::available_parallelism().map_or(1, |c| c.get()));
         let paced = local > cores;
-        // Every rank loads its own rows; a rank that cannot tells everybody (collectively).
-        let job = agree(
-            &mut comm,
-            outrun_workloads::frame_job(
-                &shared.config,
-                &shared.plan,
-                shared.features,
-                [rank],
-                paced.then_some(outrun_workloads::PACE_ROWS),
-            ),
-        )?;
-        run(&world, comm, &shared, job, progress, started, Host { local, cores, paced })
+        if paced {
+            job.pace(outrun_workloads::PACE_ROWS);
+        }
+        // Every rank loads its own share (rows, coded rows, the graph); a rank that cannot tells
+        // everybody (collectively).
+        agree(&mut comm, job.load(plan, &[rank]))?;
+        match plan.pattern {
+            Pattern::Shuffle { .. } => shuffle::run(&world, comm, &shared, job, progress, started),
+            Pattern::Tree { .. } | Pattern::Ring { .. } => {
+                run(&world, comm, &shared, job, progress, started, Host { local, cores, paced })
+            }
+        }
     });
     // Print before MPI_Finalize: finalize synchronises the ranks, so the line is out before any
     // rank exits non-zero and mpirun starts killing the others.
@@ -157,7 +146,7 @@ fn report_dropped_logs(
 }
 
 /// Collective: every rank learns whether every rank succeeded in a local step (loading its
-/// rows, building the graph). A rank that failed reports its own error (it prints it); the
+/// share of the job). A rank that failed reports its own error (it prints it); the
 /// others stop without a line.
 fn agree<T, E: std::fmt::Display>(comm: &mut Comm, local: Result<T, E>) -> Result<T, EngineError> {
     let failed = comm.allreduce_max(i32::from(local.is_err()));
@@ -172,6 +161,27 @@ fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string()).unwrap_or_default()
 }
 
+/// The logging rank's core keeps the run's book (the job's metrics loaded, `iterations.csv`
+/// opened with the timed loop starting now) and reports progress.
+fn keep_book<'a>(
+    core: Core<'a>,
+    shared: &Shared,
+    clock: &Clock,
+    progress: &'a mut dyn Progress,
+) -> Result<Core<'a>, EngineError> {
+    let (plan, dir) = (&shared.plan, &shared.run_dir);
+    let mut core = core;
+    core.job.load_metrics().map_err(|e| EngineError::Run(e.to_string()))?;
+    let info = run_info(plan, &*core.job, dir, plan.stragglers.compute.name());
+    let book = Book::new(&info, clock.now()).map_err(|e| io_error(dir, e))?;
+    Ok(core.with_book(book, info).with_progress(progress))
+}
+
+/// A failed write to the run directory.
+fn io_error(dir: &Path, e: std::io::Error) -> EngineError {
+    EngineError::Run(format!("cannot write to the run directory {}: {e}", dir.display()))
+}
+
 /// This rank's host: ranks on it, its cores, and whether computations yield.
 struct Host {
     local: usize,
@@ -183,29 +193,28 @@ fn run(
     world: &mpi::topology::SimpleCommunicator,
     mut comm: Comm,
     shared: &Shared,
-    mut job: Box<dyn Job<Frame>>,
+    job: Box<dyn Job>,
     progress: &mut dyn Progress,
     started: Instant,
     host: Host,
 ) -> Result<Option<Summary>, EngineError> {
     let rank = comm.rank;
     let plan = &shared.plan;
-    let cfg = &shared.config;
     let dir = &shared.run_dir;
-    let io = |e: std::io::Error| EngineError::Run(format!("cannot write to the run directory {}: {e}", dir.display()));
+    let io = |e| io_error(dir, e);
     let mut clock = Clock::start();
     clock.sync(&mut comm);
     let mut log = Lines::create(&dir.join(format!("rank-{rank}.jsonl"))).map_err(io)?.quiet();
-    if rank == plan.log_rank() {
-        std::fs::write(dir.join("config.toml"), cfg.to_toml()).map_err(io)?;
-        std::fs::write(dir.join("plan.json"), serde_json::to_string(plan).expect("plan serializes")).map_err(io)?;
+    let logs = rank == plan.log_rank();
+    if logs {
+        write_header(dir, plan, &shared.config_toml).map_err(io)?;
         tracing::info!(
             "{}: {} ranks, {} workers, d = {}, p = {}; run directory {}",
             plan.scheme,
             plan.ranks,
             plan.workers,
             plan.samples,
-            shared.features,
+            plan.job.features,
             dir.display()
         );
     }
@@ -217,45 +226,22 @@ fn run(
     // One barrier before the timed loop so every rank starts ready; none inside the loop.
     world.barrier();
     let setup_s = started.elapsed().as_secs_f64();
-    let logs = rank == plan.log_rank();
-    let book = if logs {
-        tracing::info!("setup took {setup_s:.3} s; starting {} iterations", cfg.run.iterations);
-        progress.begin(cfg.run.iterations);
-        let test =
-            outrun_workloads::data::test_set(cfg, shared.features).map_err(|e| EngineError::Run(e.to_string()))?;
-        Some(Book::new(&shared.run_info(), clock.now()).map_err(io)?.with_test(test))
-    } else {
-        None
-    };
-    let model = job.model();
-    let starts = plan.delivers(rank);
-    let modelled = cfg.timing.compute == outrun_plan::config::ComputeMode::Modelled;
-    let mut d = Driver::new(
-        comm,
-        clock,
-        log,
-        job,
-        plan.stragglers.injector(),
-        rank,
-        me.worker,
-        me.load(),
-        modelled,
-        cfg.engine.poll_us,
-        cfg.run.iterations,
-        book,
-        progress,
-    );
-    if starts {
-        d.feed(machine.as_mut(), outrun_proto::Input::Start { t: 0, model });
+    let mut core = Core::of(plan, rank, job);
+    if logs {
+        tracing::info!("setup took {setup_s:.3} s; starting {} iterations", plan.run.iterations);
+        core = keep_book(core, shared, &clock, progress)?;
+    }
+    let mut d = Driver::new(comm, clock, log, core, plan.run.poll_us);
+    if plan.delivers(rank) {
+        let start = d.core.start();
+        d.feed(machine.as_mut(), start);
     }
     let outcome = d.run(machine.as_mut());
-    if logs {
-        d.progress.end();
-    }
+    d.core.end();
     report_dropped_logs(rank, plan, &outcome, dir, d.log.failure(), d.log_reported());
     let failure = match outcome.result {
         Ok(()) => None,
-        Err(Failure::Run(_)) if d.quiet_failure => Some(EngineError::Aborted),
+        Err(Failure::Run(_)) if d.core.quiet_failure => Some(EngineError::Aborted),
         Err(Failure::Run(m)) => Some(EngineError::Run(m)),
         Err(Failure::Aborted) => Some(EngineError::Aborted),
     };
@@ -272,14 +258,5 @@ fn run(
     if let Some(f) = failure {
         return Err(f);
     }
-    let Some(book) = d.book.take() else { return Ok(None) };
-    let h = &outcome.latency;
-    let latency = Latency {
-        count: h.count(),
-        p50: h.quantile(0.5),
-        p95: h.quantile(0.95),
-        max: (h.count() > 0).then(|| h.max()),
-    };
-    let theta = d.state.clone().unwrap_or_default();
-    Ok(Some(book.finish(&shared.run_info(), &theta, setup_s, outcome.late, d.comm.recv_bytes, latency).map_err(io)?))
+    d.core.finish(setup_s, outcome.late, d.comm.recv_bytes, &outcome.latency).map_err(io)
 }

@@ -25,16 +25,18 @@ use std::time::Instant;
 use mpi::datatype::PartitionMut;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
-use outrun_codes::{dangling_mass, Graph, ShuffleAllocation, ShuffleNode};
+use outrun_codes::{ShuffleAllocation, ShuffleNode};
+use outrun_driver::{write_header, Core};
 use outrun_plan::Pattern;
-use outrun_runlog::{Book, IterationRecord, Latency, Lines, Summary};
-use outrun_workloads::graph::LoadedGraph;
+use outrun_proto::{Delivered, Frame, Histogram, Input};
+use outrun_runlog::{Lines, Summary};
+use outrun_workloads::Job;
 use serde_json::json;
 
 use crate::clock::Clock;
 use crate::error::EngineError;
 use crate::transport::Comm;
-use crate::{hostname, Progress, Shared};
+use crate::{hostname, io_error, keep_book, Progress, Shared};
 
 /// Phases per iteration, in `phases.csv` order.
 const PHASES: [&str; 6] = ["map_s", "encode_s", "shuffle_s", "decode_s", "reduce_s", "redistribute_s"];
@@ -74,23 +76,25 @@ fn transfer(node: &ShuffleNode, comms: &[SimpleCommunicator], ops: &mut [(Op, Ve
     });
 }
 
-/// Run the PageRank plan of `shared` on this rank. `graph` is the graph every rank loaded.
+/// Run the shuffle plan of `shared` on this rank, with its graph job (whose graph every rank
+/// loaded).
 pub(crate) fn run(
     world: &SimpleCommunicator,
     mut comm: Comm,
     shared: &Shared,
-    loaded: LoadedGraph,
+    mut job: Box<dyn Job>,
     progress: &mut dyn Progress,
     started: Instant,
 ) -> Result<Option<Summary>, EngineError> {
     let rank = comm.rank;
     let plan = &shared.plan;
-    let cfg = &shared.config;
-    let pr = cfg.pagerank().expect("a PageRank plan has a PageRank job");
     let Pattern::Shuffle { servers, r, coded, reduce } = plan.pattern else { unreachable!("a shuffle plan") };
     let dir = &shared.run_dir;
-    let io = |e: std::io::Error| EngineError::Run(format!("cannot write to the run directory {}: {e}", dir.display()));
-    let g: &Graph = &loaded.graph;
+    let io = |e| io_error(dir, e);
+    let graph_job = job.graph().ok_or_else(|| {
+        EngineError::Setup(format!("scheme.kind = \"{}\": the shuffle pattern runs jobs on a graph", plan.scheme))
+    })?;
+    let g = graph_job.graph();
     let n = g.vertices();
     // every server derives the messages' lengths from its own copy of the graph: they must agree
     let print = g.fingerprint();
@@ -114,18 +118,17 @@ pub(crate) fn run(
                 .expect("a member gets the group's communicator")
         })
         .collect();
+    let values = g.values();
     let mut clock = Clock::start();
     clock.sync(&mut comm);
     let mut log = Lines::create(&dir.join(format!("rank-{rank}.jsonl"))).map_err(io)?.quiet();
     let logs = rank == plan.log_rank();
     if logs {
-        std::fs::write(dir.join("config.toml"), cfg.to_toml()).map_err(io)?;
-        std::fs::write(dir.join("plan.json"), serde_json::to_string(plan).expect("plan serializes")).map_err(io)?;
+        write_header(dir, plan, &shared.config_toml).map_err(io)?;
         tracing::info!(
-            "{}: {} servers, n = {n} vertices, {} values per iteration; run directory {}",
+            "{}: {} servers, n = {n} vertices, {values} values per iteration; run directory {}",
             plan.scheme,
             servers,
-            g.values(),
             dir.display()
         );
     }
@@ -146,20 +149,22 @@ pub(crate) fn run(
     let turns = node.turns();
     world.barrier();
     let setup_s = started.elapsed().as_secs_f64();
-    let mut book = if logs {
-        tracing::info!("setup took {setup_s:.3} s; starting at most {} iterations", cfg.run.iterations);
-        progress.begin(cfg.run.iterations);
-        Some(Book::new(&shared.run_info(), clock.now()).map_err(io)?)
-    } else {
-        None
-    };
-    let servers_used: Vec<usize> = (1..=servers).collect();
-    let mut pi = vec![1.0 / n as f64; n];
+    let mut core = Core::of(plan, rank, job);
+    if logs {
+        tracing::info!("setup took {setup_s:.3} s; starting at most {} iterations", plan.run.iterations);
+        core = keep_book(core, shared, &clock, progress)?;
+    }
+    let delivered =
+        Delivered { used: (1..=servers).collect(), residual: 0.0, exact: true, coverage: 1.0, late_total: 0 };
     let mut gathered = vec![0.0; n];
     let mut rows: Vec<f64> = Vec::new();
     let mut recv_bytes_total = 0u64;
     let mut stats: Vec<f64> = Vec::new();
-    for t in 0..cfg.run.iterations {
+    let mut next = core.start::<Frame>();
+    while let Input::Start { t, model } = next {
+        let pi = model.as_slice();
+        let graph_job = core.job.graph().expect("checked: a graph job");
+        let g = graph_job.graph();
         let mut mark = clock.now();
         let mut lap = |clock: &Clock| {
             let now = clock.now();
@@ -167,7 +172,7 @@ pub(crate) fn run(
             mark = now;
             d
         };
-        let mapped = node.map(g, &pi);
+        let mapped = node.map(g, pi);
         let map_s = lap(&clock);
         let mut out: Vec<Vec<(Option<usize>, Vec<u8>)>> = (0..node.group_count()).map(|x| node.encode(x)).collect();
         let encode_s = lap(&clock);
@@ -203,26 +208,25 @@ pub(crate) fn run(
         }
         node.unpack();
         let decode_s = lap(&clock);
-        let mass = dangling_mass(g, &pi);
         rows.clear();
-        rows.extend(node.reduce(pr.damping, pr.dangling, mass));
+        rows.extend(graph_job.reduce(&node, pi));
         let reduce_s = lap(&clock);
         {
             let mut part = PartitionMut::new(&mut gathered[..], &counts[..], &displs[..]);
             world.all_gather_varcount_into(&rows[..], &mut part);
         }
-        let mut change = 0.0;
+        // the new state in vertex order: every vertex is Reduced by exactly one server
+        let mut state = pi.to_vec();
         for (k, o) in owned.iter().enumerate() {
             for (x, &v) in o.iter().enumerate() {
-                let new = gathered[displs[k] as usize + x];
-                change += (new - pi[v as usize]).abs();
-                pi[v as usize] = new;
+                state[v as usize] = gathered[displs[k] as usize + x];
             }
         }
         let redistribute_s = lap(&clock);
         recv_bytes_total += recv_bytes;
         let end = clock.now();
         let phases = [map_s, encode_s, shuffle_s, decode_s, reduce_s, redistribute_s];
+        let change: f64 = state.iter().zip(pi).map(|(a, b)| (a - b).abs()).sum();
         let mut rec = json!({"ev": "iteration", "t": t, "end": end, "values_mapped": mapped, "l_bytes": l_bytes, "wire_bytes": wire_bytes,
             "recv_bytes": recv_bytes, "redistribute_bytes": 8 * (n - rows.len()), "change_l1": change});
         for (name, v) in PHASES.iter().zip(phases) {
@@ -230,35 +234,20 @@ pub(crate) fn run(
         }
         log.json(&rec);
         stats.extend(phases.iter().copied().chain([l_bytes as f64, wire_bytes as f64, mapped as f64]));
-        if let Some(book) = book.as_mut() {
-            let wall = book.record(IterationRecord {
-                t,
-                end,
-                theta: Some(&pi),
-                loss: f64::NAN,
-                error: Some(change),
-                used: &servers_used,
-                coverage: 1.0,
-                exact: true,
-                residual: 0.0,
-                late_total: 0,
-            });
-            progress.tick(t, wall, f64::NAN);
-        }
-        if pr.tol.is_some_and(|tol| change <= tol) {
-            break;
-        }
+        // every server applies the same new state and stops after the same iteration
+        next = core.deliver(t, Frame::from_vec(state), &delivered, end);
     }
-    if logs {
-        progress.end();
+    core.end();
+    if let Input::Finish { failure: Some(why) } = next {
+        return Err(EngineError::Run(why));
     }
     log.json(&json!({"ev": "shutdown", "at": clock.now(), "recv_bytes": recv_bytes_total, "clean": true}));
     // once, after the timed loop: every server's phases to rank 0 (all ran the same iterations)
     let root = world.process_at_rank(0);
-    let Some(book) = book else {
+    if !logs {
         root.gather_into(&stats[..]);
         return Ok(None);
-    };
+    }
     let mut all = vec![0.0; stats.len() * servers];
     root.gather_into_root(&stats[..], &mut all[..]);
     let iterations = stats.len() / FIELDS;
@@ -282,19 +271,5 @@ pub(crate) fn run(
     if let Some(e) = csv.failure() {
         return Err(io(std::io::Error::other(format!("phases.csv dropped lines ({e})"))));
     }
-    // ranks.txt: `id rank` per vertex, by the file's ids, shortest round-trip decimal
-    let mut order: Vec<usize> = (0..n).collect();
-    order.sort_by_key(|&v| loaded.ids[v]);
-    let text: String = order.iter().map(|&v| format!("{} {}\n", loaded.ids[v], pi[v])).collect();
-    let summary = book
-        .finish_with_state(
-            &shared.run_info(),
-            &text,
-            setup_s,
-            0,
-            recv_bytes_total,
-            Latency { count: 0, p50: None, p95: None, max: None },
-        )
-        .map_err(io)?;
-    Ok(Some(summary))
+    core.finish(setup_s, 0, recv_bytes_total, &Histogram::default()).map_err(io)
 }

@@ -12,7 +12,6 @@
 //!   (`outrun_plan::roles`).
 //! - [`RingNode`]: the ring pattern (our ring all-reduce, or the library's collective).
 //! - [`wire`]: messages and their frames (bincode headers); [`Frame`] and [`Len`] payloads.
-//! - [`Job`]: what is computed, called by the drivers.
 //! - [`Histogram`]: model send→receive latencies, merged up the tree.
 #![deny(missing_docs)]
 
@@ -25,7 +24,7 @@ mod vector;
 pub mod wire;
 
 pub use hist::Histogram;
-pub use machine::{Applied, At, Clock, Delivered, Failure, Input, Job, JobError, Machine, Outcome, Output};
+pub use machine::{At, Clock, Delivered, Failure, Input, Machine, Outcome, Output};
 pub use ring::RingNode;
 pub use tree::TreeNode;
 pub use vector::{Frame, Len};
@@ -52,6 +51,3 @@ pub fn machine<P: Vector + 'static>(
         Pattern::Shuffle { .. } => panic!("the shuffle pattern is driven by its schedule, not by a node machine"),
     }
 }
-
-#[cfg(test)]
-mod tests;

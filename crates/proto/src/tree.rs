@@ -28,9 +28,8 @@ use std::sync::Arc;
 
 use outrun_codes::EXACT_RESIDUAL;
 use outrun_plan::budget::{parent_silence, shutdown_grace, wait_budget};
-use outrun_plan::config::Upload;
 use outrun_plan::roles::{aggregator, encoder, Aggregator, Combination, Encoder, Src, Term, Vector};
-use outrun_plan::{Plan, StragglerModel};
+use outrun_plan::{Plan, StragglerModel, Upload};
 use serde_json::{json, Value};
 
 use crate::grant::Grants;

@@ -50,6 +50,12 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// Whether the kind travels down a tree, from a parent to its children (the simulator's
+    /// network can leave these free: the papers' model counts only uploads).
+    pub fn is_down(self) -> bool {
+        matches!(self, Kind::Model | Kind::Assign | Kind::Stop | Kind::Abort | Kind::Grant | Kind::Refuse)
+    }
+
     /// Lower-case name for logs.
     pub fn name(self) -> &'static str {
         match self {

@@ -74,44 +74,10 @@ impl Run {
     pub fn load(dir: &Path) -> Result<Self, ReportError> {
         let summary = read::summary(dir)?;
         let iterations = read::iterations(dir)?;
-        let problem = match std::fs::read_to_string(dir.join("config.toml"))
-            .ok()
-            .and_then(|t| outrun_plan::config::parse(&t, &[]).ok())
-        {
-            Some(c) if c.matvec().is_some() => {
-                let m = &c.matvec().expect("checked").matrix;
-                format!(
-                    "mat-vec, {} × {} matrix{}, seed {}",
-                    summary.samples,
-                    summary.features,
-                    m.path.as_ref().map_or(String::new(), |p| format!(" from {p}")),
-                    c.run.seed
-                )
-            }
-            Some(c) if c.pagerank().is_some() => {
-                let g = &c.pagerank().expect("checked").graph;
-                let what =
-                    g.path.clone().unwrap_or_else(|| g.kind.map_or("graph".into(), |k| format!("{} graph", k.name())));
-                format!("PageRank, {what}, n = {}, seed {}", summary.samples, c.run.seed)
-            }
-            Some(c) => {
-                let d = c.data();
-                format!(
-                    "{:?} data, d = {}, p = {}, seed {}{}, {:?} loss",
-                    d.kind,
-                    summary.samples,
-                    summary.features,
-                    c.run.seed,
-                    d.path.as_ref().map_or(String::new(), |p| format!(", file {p}")),
-                    c.model().loss
-                )
-                .replace("LinearSynthetic", "linear-synthetic")
-                .replace("LogisticSynthetic", "logistic-synthetic")
-                .replace("Libsvm", "libsvm")
-                .replace("LeastSquares", "least-squares")
-                .replace("Logistic loss", "logistic loss")
-            }
-            None => format!("d = {}, p = {}", summary.samples, summary.features),
+        // format 1 (before the summary named its problem): compared by size only
+        let problem = match summary.problem.as_str() {
+            "" => format!("d = {}, p = {}", summary.samples, summary.features),
+            p => p.to_string(),
         };
         let iters = summary.iterations.max(1) as f64;
         let events = read::rank_events(dir)?;
@@ -205,9 +171,7 @@ pub struct Options {
 
 /// One-line account of a run (what `outrun train` prints at the end).
 pub fn one_line(s: &Summary) -> String {
-    // PageRank's error column is the last iteration's change ‖Π_k − Π_{k−1}‖₁
-    let what = if s.scheme.ends_with("pagerank") { "last L1 change" } else { "normalized error" };
-    let err = s.final_error.map_or(String::new(), |e| format!(", {what} {e:.3e}"));
+    let err = s.final_error.map_or(String::new(), |e| format!(", {} {e:.3e}", s.error_label));
     // a mat-vec has no loss (a power iteration's is its eigenvalue estimate)
     let loss = if s.final_loss.is_finite() { format!("; final loss {:.4e}", s.final_loss) } else { String::new() };
     let loss = match s.final_test_accuracy {

@@ -3,8 +3,7 @@
 
 use std::path::PathBuf;
 
-use outrun_plan::config::DataKind;
-use outrun_plan::{Config, Plan};
+use crate::files::{quantile, Lines, Summary, FORMAT};
 
 /// Model send→receive latency statistics, seconds (p50, p95, max over every worker and iteration).
 #[derive(Clone, Copy, Debug, Default)]
@@ -18,23 +17,45 @@ pub struct Latency {
     /// Largest.
     pub max: Option<f64>,
 }
-use outrun_workloads::data::theta_star;
-use outrun_workloads::metrics::{normalized_error, relative_change};
 
-use crate::files::{quantile, Lines, Summary};
-
-/// What the book needs to know about the run.
-pub struct RunInfo<'a> {
-    /// The resolved config.
-    pub config: &'a Config,
-    /// The plan.
-    pub plan: &'a Plan,
+/// What the book writes besides the iterations: the run's identity (the summary's fields) and
+/// the job's columns. The drivers fill it from the plan and the job.
+#[derive(Clone, Debug)]
+pub struct RunInfo {
+    /// The run directory.
+    pub dir: PathBuf,
+    /// `run.name`.
+    pub name: String,
+    /// `scheme.kind`.
+    pub scheme: String,
+    /// The plan's one-line description.
+    pub title: String,
+    /// The job's config spelling.
+    pub job: String,
+    /// One line naming the problem (runs of the same problem are compared together).
+    pub problem: String,
+    /// What the `normalized_error` column holds.
+    pub error_label: String,
+    /// Workers.
+    pub workers: usize,
+    /// MPI ranks.
+    pub ranks: usize,
+    /// Stragglers tolerated.
+    pub s: usize,
+    /// Data points d.
+    pub samples: usize,
     /// Model dimension p.
     pub features: usize,
-    /// The run directory.
-    pub run_dir: PathBuf,
+    /// `stragglers.model`.
+    pub stragglers: String,
     /// How compute time was obtained: "real", "modelled" or "simulated".
-    pub compute: &'a str,
+    pub compute: String,
+    /// Write the state after every iteration (`trajectory.csv`).
+    pub trajectory: bool,
+    /// The job's own `iterations.csv` columns, after the common ones.
+    pub columns: Vec<String>,
+    /// The final state's file name.
+    pub state_file: String,
 }
 
 /// One iteration's outcome at the master.
@@ -43,14 +64,17 @@ pub struct IterationRecord<'a> {
     pub t: u64,
     /// When the result was applied (run timeline, seconds).
     pub end: f64,
-    /// θ after the update (None when the model was not computed, e.g. a timing-only
+    /// The state after the update (None when it was not computed, e.g. a timing-only
     /// simulation: the metrics are then left empty).
-    pub theta: Option<&'a [f64]>,
+    pub state: Option<&'a [f64]>,
     /// Loss at θ_t (NaN when not computed).
     pub loss: f64,
-    /// The job's own error of the iteration (a power iteration's residual), used for the
-    /// `normalized_error` column when there is no θ* to compare with.
+    /// The `normalized_error` column: the job's error of the iteration.
     pub error: Option<f64>,
+    /// Accuracy on the held-out set.
+    pub accuracy: Option<f64>,
+    /// Values of the job's own columns.
+    pub columns: &'a [Option<f64>],
     /// Worker ids whose results were used.
     pub used: &'a [usize],
     /// Fraction of the data the gradient covered (1 for exact schemes).
@@ -67,7 +91,6 @@ pub struct IterationRecord<'a> {
 pub struct Book {
     csv: Lines,
     traj: Lines,
-    star: Option<Vec<f64>>,
     prev_theta: Vec<f64>,
     last_end: f64,
     /// Start of the timed loop (run timeline, seconds).
@@ -76,51 +99,32 @@ pub struct Book {
     exact: u64,
     last_loss: f64,
     last_error: Option<f64>,
-    test: Option<outrun_workloads::Rows>,
     last_accuracy: Option<f64>,
 }
 
 impl Book {
     /// Open `iterations.csv` (and `trajectory.csv`) in the run directory.
-    pub fn new(shared: &RunInfo, loop_start: f64) -> std::io::Result<Self> {
-        let dir = &shared.run_dir;
+    pub fn new(info: &RunInfo, loop_start: f64) -> std::io::Result<Self> {
+        let dir = &info.dir;
         // a write that fails here fails the run's summary later, with one line (no warning)
         let mut csv = Lines::create(&dir.join("iterations.csv"))?.quiet();
-        csv.line("iteration,wall_s,cumulative_s,loss,normalized_error,relative_change,used,survivors,coverage,exact,residual,late_discarded,test_accuracy");
-        let traj = if shared.config.run.trajectory {
-            Lines::create(&dir.join("trajectory.csv"))?.quiet()
-        } else {
-            Lines::none()
-        };
-        let star = match (shared.config.matvec(), shared.config.pagerank()) {
-            (Some(_), _) | (_, Some(_)) => None,
-            _ => match shared.config.data().kind {
-                DataKind::Libsvm => None,
-                kind => theta_star(kind, shared.config.run.seed, shared.features),
-            },
-        };
+        let extra: String = info.columns.iter().map(|c| format!(",{c}")).collect();
+        csv.line(&format!("{COLUMNS}{extra}"));
+        let traj = if info.trajectory { Lines::create(&dir.join("trajectory.csv"))?.quiet() } else { Lines::none() };
         let mut book = Book {
             csv,
             traj,
-            star,
-            prev_theta: vec![0.0; shared.features],
+            prev_theta: vec![0.0; info.features],
             last_end: loop_start,
             loop_start,
             walls: Vec::new(),
             exact: 0,
             last_loss: f64::NAN,
             last_error: None,
-            test: None,
             last_accuracy: None,
         };
-        book.trajectory(0, &vec![0.0; shared.features]);
+        book.trajectory(0, &vec![0.0; info.features]);
         Ok(book)
-    }
-
-    /// Report the accuracy of every θ on this held-out set (`data.test_path`).
-    pub fn with_test(mut self, rows: Option<outrun_workloads::Rows>) -> Self {
-        self.test = rows;
-        self
     }
 
     fn trajectory(&mut self, t: u64, theta: &[f64]) {
@@ -131,30 +135,26 @@ impl Book {
         self.traj.line(&format!("{t},{}", vals.join(",")));
     }
 
-    /// Record iteration t (θ is θ_{t+1}, the loss is at θ_t). Returns the wall time.
+    /// Record iteration t (the state is θ_{t+1}, the loss is at θ_t). Returns the wall time.
     pub fn record(&mut self, r: IterationRecord) -> f64 {
         let wall = r.end - self.last_end;
         self.last_end = r.end;
         self.walls.push(wall);
-        let err = r.theta.and_then(|th| self.star.as_ref().map(|s| normalized_error(th, s))).or(r.error);
-        if let Some(th) = r.theta {
+        if let Some(th) = r.state {
             // a state of another length than the model (a mat-vec's y)
             self.prev_theta.resize(th.len(), 0.0);
         }
-        let rel = r.theta.and_then(|th| relative_change(th, &self.prev_theta));
+        let rel = r.state.and_then(|th| relative_change(th, &self.prev_theta));
         let opt = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x:e}"));
         let survivors: Vec<String> = r.used.iter().map(|w| w.to_string()).collect();
-        let accuracy = match (&self.test, r.theta) {
-            (Some(test), Some(th)) => Some(outrun_workloads::metrics::accuracy(test, th)),
-            _ => None,
-        };
+        let extra: String = r.columns.iter().map(|v| format!(",{}", opt(*v))).collect();
         self.csv.line(&format!(
-            "{},{:.6},{:.6},{},{},{},{},{},{:.6},{},{:e},{},{}",
+            "{},{:.6},{:.6},{},{},{},{},{},{:.6},{},{:e},{},{}{extra}",
             r.t,
             wall,
             r.end - self.loop_start,
             if r.loss.is_finite() { format!("{:e}", r.loss) } else { String::new() },
-            opt(err),
+            opt(r.error),
             opt(rel),
             r.used.len(),
             survivors.join(" "),
@@ -162,66 +162,54 @@ impl Book {
             r.exact,
             r.residual,
             r.late_total,
-            accuracy.map_or(String::new(), |a| format!("{a:.6}"))
+            r.accuracy.map_or(String::new(), |a| format!("{a:.6}"))
         ));
-        if accuracy.is_some() {
-            self.last_accuracy = accuracy;
+        if r.accuracy.is_some() {
+            self.last_accuracy = r.accuracy;
         }
-        if let Some(th) = r.theta {
+        if let Some(th) = r.state {
             self.trajectory(r.t + 1, th);
             self.prev_theta.copy_from_slice(th);
         }
         self.exact += u64::from(r.exact);
         self.last_loss = r.loss;
-        self.last_error = err;
+        self.last_error = r.error;
         wall
     }
 
-    /// Write the final state (`theta.txt`, or a mat-vec's `y.txt`) and `summary.json`; returns
-    /// the summary.
+    /// Write the final state file (its text given: θ one value per line, a mat-vec's y,
+    /// PageRank's `id rank` lines) and `summary.json`; returns the summary.
     pub fn finish(
         &self,
-        shared: &RunInfo,
-        theta: &[f64],
-        setup_s: f64,
-        late: u64,
-        master_bytes: u64,
-        latency: Latency,
-    ) -> std::io::Result<Summary> {
-        let text: String = theta.iter().map(|v| format!("{v:e}\n")).collect();
-        self.finish_with_state(shared, &text, setup_s, late, master_bytes, latency)
-    }
-
-    /// [`Book::finish`] with the state file's text given (PageRank's `ranks.txt`: `id rank`
-    /// lines).
-    pub fn finish_with_state(
-        &self,
-        shared: &RunInfo,
+        info: &RunInfo,
         state: &str,
         setup_s: f64,
         late: u64,
         master_bytes: u64,
         latency: Latency,
     ) -> std::io::Result<Summary> {
-        let dir = &shared.run_dir;
+        let dir = &info.dir;
         for (name, lines) in [("iterations.csv", &self.csv), ("trajectory.csv", &self.traj)] {
             if let Some(e) = lines.failure() {
                 return Err(std::io::Error::other(format!("{name} dropped lines ({e})")));
             }
         }
-        std::fs::write(dir.join(shared.config.job.state_file()), state)?;
-        let plan = &shared.plan;
+        std::fs::write(dir.join(&info.state_file), state)?;
         let total = self.last_end - self.loop_start;
         let n = self.walls.len().max(1) as f64;
         let summary = Summary {
-            name: shared.config.run.name.clone(),
-            scheme: plan.scheme.clone(),
-            title: plan.title.clone(),
-            workers: plan.workers,
-            ranks: plan.ranks,
-            s: plan.s,
-            samples: plan.samples,
-            features: shared.features,
+            format: FORMAT,
+            name: info.name.clone(),
+            scheme: info.scheme.clone(),
+            title: info.title.clone(),
+            job: info.job.clone(),
+            problem: info.problem.clone(),
+            error_label: info.error_label.clone(),
+            workers: info.workers,
+            ranks: info.ranks,
+            s: info.s,
+            samples: info.samples,
+            features: info.features,
             iterations: self.walls.len() as u64,
             setup_s,
             total_s: total,
@@ -235,12 +223,12 @@ impl Book {
             exact_iterations: self.exact,
             late_discarded: late,
             master_bytes_per_iter: master_bytes as f64 / n,
-            stragglers: plan.stragglers.name().into(),
+            stragglers: info.stragglers.clone(),
             model_latency_p50_s: latency.p50,
             model_latency_p95_s: latency.p95,
             model_latency_max_s: latency.max,
             models_received: latency.count,
-            compute: shared.compute.to_string(),
+            compute: info.compute.clone(),
             run_dir: dir.display().to_string(),
         };
         std::fs::write(
@@ -249,4 +237,18 @@ impl Book {
         )?;
         Ok(summary)
     }
+}
+
+/// The columns every `iterations.csv` starts with (a job adds its own after them).
+pub const COLUMNS: &str = "iteration,wall_s,cumulative_s,loss,normalized_error,relative_change,used,survivors,coverage,exact,residual,late_discarded,test_accuracy";
+
+/// ‖a‖²
+fn norm_sq(a: &[f64]) -> f64 {
+    a.iter().map(|x| x * x).sum()
+}
+
+/// Relative change ‖θ_t − θ_{t−1}‖² / ‖θ_{t−1}‖² (thesis eq. 4.9); `None` when θ_{t−1} = 0.
+fn relative_change(theta: &[f64], prev: &[f64]) -> Option<f64> {
+    let n = norm_sq(prev);
+    (n > 0.0).then(|| theta.iter().zip(prev).map(|(x, y)| (x - y) * (x - y)).sum::<f64>() / n)
 }

@@ -117,15 +117,40 @@ impl Lines {
     }
 }
 
+/// The run-directory format this version writes: 2 added the summary's `format`, `job`,
+/// `problem` and `error_label` (a run directory without them is format 1 and still read).
+pub const FORMAT: u32 = 2;
+
+fn format_1() -> u32 {
+    1
+}
+
+fn normalized_error() -> String {
+    "normalized error".into()
+}
+
 /// Statistics of a finished run (`summary.json`).
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Summary {
+    /// The run-directory format ([`FORMAT`]; 1 when absent).
+    #[serde(default = "format_1")]
+    pub format: u32,
     /// `run.name`.
     pub name: String,
     /// `scheme.kind`.
     pub scheme: String,
     /// The plan's one-line description.
     pub title: String,
+    /// The job's config spelling (`gd`, `matvec`, `pagerank`; empty in format 1).
+    #[serde(default)]
+    pub job: String,
+    /// One line naming the problem: runs of the same problem are compared together (empty in
+    /// format 1).
+    #[serde(default)]
+    pub problem: String,
+    /// What `final_error` and the `normalized_error` column hold.
+    #[serde(default = "normalized_error")]
+    pub error_label: String,
     /// Workers.
     pub workers: usize,
     /// MPI ranks.

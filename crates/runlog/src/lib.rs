@@ -13,5 +13,5 @@ mod book;
 mod files;
 pub mod read;
 
-pub use book::{Book, IterationRecord, Latency, RunInfo};
-pub use files::{create_run_dir, quantile, utc_stamp, Lines, Summary};
+pub use book::{Book, IterationRecord, Latency, RunInfo, COLUMNS};
+pub use files::{create_run_dir, quantile, utc_stamp, Lines, Summary, FORMAT};

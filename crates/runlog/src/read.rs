@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::files::Summary;
+use crate::files::{Summary, FORMAT};
 
 /// One row of `iterations.csv`.
 #[derive(Clone, Debug, PartialEq)]
@@ -45,7 +45,17 @@ pub fn summary(dir: &Path) -> Result<Summary, ReadError> {
     let path = dir.join("summary.json");
     let text =
         std::fs::read_to_string(&path).map_err(|e| err(&path, format!("{e} (is it a finished run directory?)")))?;
-    serde_json::from_str(&text).map_err(|e| err(&path, format!("malformed summary: {e}")))
+    let summary: Summary = serde_json::from_str(&text).map_err(|e| err(&path, format!("malformed summary: {e}")))?;
+    if summary.format > FORMAT {
+        return Err(err(
+            &path,
+            format!(
+                "run-directory format {} is newer than this outrun reads (up to {FORMAT}); use a newer outrun",
+                summary.format
+            ),
+        ));
+    }
+    Ok(summary)
 }
 
 /// `iterations.csv` of a run directory.

@@ -1,27 +1,31 @@
 //! The simulator's driver: every rank's node machine (the same `outrun_proto` machines the MPI
 //! engine drives) on one event queue in virtual time. Like the engine's driver it knows
-//! messages, computations, timers and deliveries, never schemes:
+//! messages, computations, timers and deliveries, never schemes or jobs, and leaves what does
+//! not depend on time to the driver core (`outrun_driver::Core`):
 //!
 //! - `Send` → the message crosses the [`Network`] (latency + bytes / rate, single-port nodes)
 //!   with its exact wire size (`Msg::frame_bytes`);
-//! - `Compute` → the job computes now (real arithmetic, or lengths only), and the result is fed
-//!   back at now + the modelled compute time from the same straggler model and seed a real run
-//!   uses (base time `timing.a × load`);
-//! - `Timer` → an event at its time; `Deliver` → apply, record, start the next iteration.
+//! - `Compute` → the core computes now (real arithmetic, or lengths only), and the result is
+//!   fed back at now + the modelled compute time from the same straggler model and seed a real
+//!   run uses (base time `timing.a × load`);
+//! - `Timer` → an event at its time; `Deliver` → the core applies, records, and starts the next
+//!   iteration.
 //!
 //! Decoding and the update take no virtual time. A ring plan that asks for the library's
 //! collective runs as our ring (the model of `MPI_Allreduce`). The papers' latency model, where
 //! late results cost nothing, is what `engine.upload = "granted"` does in both drivers: the
 //! machines themselves send only the results their parents grant.
 
-use outrun_plan::roles::Vector;
-use outrun_plan::{Config, Plan, StragglerModel};
-use outrun_proto::{At, Failure, Histogram, Input, Job, Kind, Machine, Msg, Output};
-use outrun_runlog::{Book, IterationRecord};
+use outrun_driver::{Core, Payload, Seat};
+use outrun_plan::{Plan, StragglerModel};
+use outrun_proto::{At, Failure, Histogram, Input, Machine, Msg, Output};
+use outrun_runlog::{Book, RunInfo, Summary};
+use outrun_workloads::Job;
 use serde_json::{json, Value};
 
 use crate::network::{NetEvent, Network};
 use crate::queue::Queue;
+use crate::SimError;
 
 /// A simulated run that failed: the message a real run would print (a deadline, a failed
 /// subtree, divergence).
@@ -40,10 +44,12 @@ pub struct Run {
     pub sent_bytes: Vec<u64>,
     /// Bytes each rank received.
     pub recv_bytes: Vec<u64>,
-    /// The last applied model (when the job computes one).
+    /// The last state the logging rank applied (when the job computes one).
     pub state: Option<Vec<f64>>,
     /// Model send→receive latencies (merged at the root).
     pub latency: Histogram,
+    /// The summary, when the logging rank's core keeps a book.
+    pub summary: Option<Summary>,
 }
 
 enum Ev<P> {
@@ -54,27 +60,20 @@ enum Ev<P> {
     Free,
 }
 
-struct Sim<'a, P: Vector, J: Job<P>> {
+struct Sim<'a, P: Payload> {
     plan: &'a Plan,
-    cfg: &'a Config,
-    /// One job per rank, as in the engine (each ring rank applies its own update).
-    jobs: Vec<J>,
-    injector: outrun_plan::Injector,
+    /// One core per rank, as in the engine (each ring rank applies its own update).
+    cores: Vec<Core<'static>>,
     machines: Vec<Box<dyn Machine<P>>>,
     net: Network<Ev<P>>,
     q: Queue<Ev<P>>,
-    book: Option<&'a mut Book>,
     events: Option<&'a mut Vec<Vec<Value>>>,
     done: Vec<bool>,
     failure: Option<String>,
     run: Run,
 }
 
-fn is_down(kind: Kind) -> bool {
-    matches!(kind, Kind::Model | Kind::Assign | Kind::Stop | Kind::Abort | Kind::Grant | Kind::Refuse)
-}
-
-impl<P: Vector + 'static, J: Job<P>> Sim<'_, P, J> {
+impl<P: Payload> Sim<'_, P> {
     fn schedule(&mut self, evs: Vec<(f64, NetEvent<Ev<P>>)>) {
         for (when, e) in evs {
             match e {
@@ -90,62 +89,27 @@ impl<P: Vector + 'static, J: Job<P>> Sim<'_, P, J> {
             match o {
                 Output::Send { to, msg, track } => {
                     let bytes = msg.frame_bytes();
-                    let down = is_down(msg.head.kind);
+                    let down = msg.head.kind.is_down();
                     for d in to {
                         let sent = track.map(|track| Ev::Sent { rank, track });
-                        let evs = self.net.submit_notify(
-                            rank,
-                            d,
-                            bytes,
-                            at,
-                            down,
-                            Ev::Arrive { from: rank, to: d, msg: msg.clone() },
-                            sent,
-                        );
+                        let arrive = Ev::Arrive { from: rank, to: d, msg: msg.clone() };
+                        let evs = self.net.submit_notify(rank, d, bytes, at, down, arrive, sent);
                         self.schedule(evs);
                     }
                 }
                 Output::Compute { t, model, parts, load } => {
-                    let node = &self.plan.nodes[rank];
-                    let parts = self.jobs[rank].compute(rank, t, &model, parts.as_deref());
-                    let load = load.unwrap_or_else(|| node.load());
-                    let base = self.cfg.timing.a * load as f64;
-                    let ct = self.injector.compute_time(node.worker.unwrap_or(0), t, load, base);
-                    let timing = json!({"compute_start": at, "compute_end": at, "target": ct.target, "injected": ct.injected,
-                        "straggler": ct.straggler, "overrun": false});
-                    self.q.push(at + ct.target, Ev::Computed { rank, t, parts });
-                    self.machines[rank].handle(&At(at), Input::Timing { t, timing });
+                    let core = &mut self.cores[rank];
+                    let parts = core.compute(t, &*model, parts.as_deref());
+                    let timed = core.timing(t, load, at, at, None);
+                    self.q.push(timed.ready_at, Ev::Computed { rank, t, parts });
+                    self.machines[rank].handle(&At(at), Input::Timing { t, timing: timed.record });
                 }
                 Output::Timer { id, at: when } => self.q.push(when, Ev::Timer { rank, id }),
                 Output::Deliver { t, total, info } => {
-                    let next = match self.jobs[rank].apply(t, total) {
-                        Ok(applied) => {
-                            if rank == self.plan.log_rank() {
-                                self.run.ends.push(at);
-                                if let Some(book) = self.book.as_deref_mut() {
-                                    book.record(IterationRecord {
-                                        t,
-                                        end: at,
-                                        theta: applied.state.as_deref(),
-                                        loss: applied.loss,
-                                        error: applied.error,
-                                        used: &info.used,
-                                        coverage: info.coverage,
-                                        exact: info.exact,
-                                        residual: info.residual,
-                                        late_total: info.late_total,
-                                    });
-                                }
-                                self.run.state = applied.state;
-                            }
-                            if t + 1 < self.cfg.run.iterations {
-                                Input::Start { t: t + 1, model: self.jobs[rank].model() }
-                            } else {
-                                Input::Finish { failure: None }
-                            }
-                        }
-                        Err(why) => Input::Finish { failure: Some(why.0) },
-                    };
+                    if rank == self.plan.log_rank() {
+                        self.run.ends.push(at);
+                    }
+                    let next = self.cores[rank].deliver(t, total, &info, at);
                     self.machines[rank].handle(&At(at), next);
                 }
                 Output::Collective { .. } => unreachable!("the simulator runs collectives as rings"),
@@ -174,11 +138,11 @@ impl<P: Vector + 'static, J: Job<P>> Sim<'_, P, J> {
         }
     }
 
-    fn execute(mut self) -> Result<Run, RunFailed> {
+    fn execute(mut self) -> Result<Run, SimError> {
         for r in 0..self.plan.ranks {
             if self.plan.delivers(r) {
-                let model = self.jobs[r].model();
-                self.feed(r, 0.0, Input::Start { t: 0, model });
+                let start = self.cores[r].start();
+                self.feed(r, 0.0, start);
             }
         }
         while let Some((at, ev)) = self.q.pop() {
@@ -193,37 +157,41 @@ impl<P: Vector + 'static, J: Job<P>> Sim<'_, P, J> {
                 }
             }
             if let Some(f) = self.failure.take() {
-                return Err(RunFailed(f));
+                return Err(RunFailed(f).into());
             }
             if self.done.iter().all(|&d| d) {
                 break;
             }
         }
-        if (self.run.ends.len() as u64) < self.cfg.run.iterations {
-            return Err(RunFailed(format!(
-                "simulation stopped after {} of {} iterations with nothing left to happen",
-                self.run.ends.len(),
-                self.cfg.run.iterations
-            )));
+        let iterations = self.plan.run.iterations;
+        if (self.run.ends.len() as u64) < iterations {
+            let got = self.run.ends.len();
+            let why = format!("simulation stopped after {got} of {iterations} iterations with nothing left to happen");
+            return Err(RunFailed(why).into());
         }
         self.run.sent_bytes = self.net.sent_bytes.clone();
         self.run.recv_bytes = self.net.recv_bytes.clone();
+        let log = &mut self.cores[self.plan.log_rank()];
+        self.run.state = log.state().map(<[f64]>::to_vec);
+        let master_bytes = self.run.recv_bytes[self.plan.log_rank()];
+        self.run.summary = log
+            .finish(0.0, self.run.late, master_bytes, &self.run.latency)
+            .map_err(|e| SimError::Io(format!("cannot write the run directory: {e}")))?;
         Ok(self.run)
     }
 }
 
-/// Execute `plan` for `cfg.run.iterations` iterations in virtual time with the straggler model
-/// `stragglers` (the plan's, or a trial's reseeded copy) and one job per rank (real arithmetic
-/// or lengths). With a `book`, the logging rank records every iteration; with `events`, every
-/// rank's log records are kept in the engine's format.
-pub fn execute<P: Vector + 'static, J: Job<P>>(
+/// Execute `plan` in virtual time with the straggler model `stragglers` (the plan's, or a
+/// trial's reseeded copy) and one job per rank (real arithmetic or lengths: `P`). With a `book`
+/// the logging rank records every iteration and the run's summary is written; with `events`,
+/// every rank's log records are kept in the engine's format.
+pub fn execute<P: Payload>(
     plan: &Plan,
-    cfg: &Config,
     stragglers: &StragglerModel,
-    jobs: Vec<J>,
-    book: Option<&mut Book>,
+    jobs: Vec<Box<dyn Job>>,
+    book: Option<(Book, RunInfo)>,
     events: Option<&mut Vec<Vec<Value>>>,
-) -> Result<Run, RunFailed> {
+) -> Result<Run, SimError> {
     let ranks = plan.ranks;
     assert_eq!(jobs.len(), ranks, "one job per rank");
     // the machines see the trial's straggler process (a GC-DC master clusters with its states)
@@ -235,15 +203,24 @@ pub fn execute<P: Vector + 'static, J: Job<P>>(
         &trial
     };
     let machines = (0..ranks).map(|r| outrun_proto::machine::<P>(for_machines, r, jobs[r].len(r), true)).collect();
+    let mut book = book;
+    let cores = jobs
+        .into_iter()
+        .enumerate()
+        .map(|(r, job)| {
+            let core = Core::new(job, Seat::of(plan, r), stragglers.injector(), stragglers.base_a);
+            match book.take_if(|_| r == plan.log_rank()) {
+                Some((book, info)) => core.with_book(book, info),
+                None => core,
+            }
+        })
+        .collect();
     let sim = Sim {
         plan,
-        cfg,
-        jobs,
-        injector: stragglers.injector(),
+        cores,
         machines,
-        net: Network::from_config(cfg, ranks),
+        net: Network::of(&plan.network, ranks),
         q: Queue::new(),
-        book,
         events,
         done: vec![false; ranks],
         failure: None,

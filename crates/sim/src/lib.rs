@@ -1,14 +1,15 @@
 //! # outrun-sim: plans in virtual time
 //!
 //! Executes the same [`outrun_plan::Plan`] as the MPI engine, with the same straggler model
-//! and seeds, on a model of the network (see `docs/simulator.md`):
+//! and seeds, on a model of the network (see `docs/simulator.md`); the plan is all it reads:
 //!
 //! - [`Network`]: per-message latency + bytes/rate, single-port nodes, queues at busy receivers;
 //! - [`execute`]: the driver — every rank's node machine (`outrun_proto`, the same machines the
 //!   engine drives) on one event queue; with real payloads it also does the arithmetic, so a
 //!   simulated run's θ comes out of the same protocol and decoders as a real run's;
 //! - [`simulate`]: trials, statistics, and a run directory in the engine's format (so
-//!   `outrun report` works on it); [`tune`]: sweep a config key and predict the best value.
+//!   `outrun report` works on it); [`tune`]: compare plans (a config key's values) and predict
+//!   the best.
 #![deny(missing_docs)]
 
 mod exec;
@@ -18,9 +19,11 @@ mod queue;
 use std::path::PathBuf;
 
 use outrun_codes::splitmix64;
-use outrun_plan::{Config, ConfigError, Plan};
-use outrun_runlog::{create_run_dir, quantile, Book, Latency, Lines, RunInfo, Summary};
-use outrun_workloads::{frame_job, timing_jobs, DataError};
+use outrun_driver::{create_run_dir, run_info, write_header};
+use outrun_plan::{Pattern, Plan};
+use outrun_proto::{Frame, Len};
+use outrun_runlog::{quantile, Book, Lines, Summary};
+use outrun_workloads::{DataError, Job};
 use serde::Serialize;
 
 pub use exec::{execute, Run, RunFailed};
@@ -105,13 +108,10 @@ fn walls(ends: &[f64]) -> Vec<f64> {
 /// Why a simulation could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum SimError {
-    /// The config or the plan is invalid.
-    #[error("{0}")]
-    Config(#[from] ConfigError),
-    /// The data set could not be read.
+    /// The job's data could not be read.
     #[error("{0}")]
     Data(#[from] DataError),
-    /// A command-line value is invalid.
+    /// A command-line value is invalid, or the plan cannot be simulated.
     #[error("{0}")]
     Input(String),
     /// The simulated run failed (a deadline, a subtree failure): the message a real run prints.
@@ -122,18 +122,33 @@ pub enum SimError {
     Io(String),
 }
 
-/// Simulate `plan` (built from `cfg`) with model dimension `p`.
-pub fn simulate(cfg: &Config, plan: &Plan, p: usize, opts: &Options) -> Result<Simulated, SimError> {
+/// The plan's job, once per rank: loaded with each rank's share (real arithmetic) or not
+/// (timing only: the jobs tell lengths).
+fn jobs(plan: &Plan, load: bool) -> Result<Vec<Box<dyn Job>>, DataError> {
+    (0..plan.ranks)
+        .map(|r| {
+            let mut job = outrun_workloads::job(plan);
+            if load {
+                job.load(plan, &[r])?;
+            }
+            Ok(job)
+        })
+        .collect()
+}
+
+/// Simulate `plan`; a written trial's run directory gets `config` as its `config.toml`.
+pub fn simulate(plan: &Plan, config: &str, opts: &Options) -> Result<Simulated, SimError> {
     if opts.trials == 0 {
         return Err(SimError::Input("--trials must be at least 1".into()));
     }
-    if matches!(plan.pattern, outrun_plan::Pattern::Shuffle { .. }) {
+    if matches!(plan.pattern, Pattern::Shuffle { .. }) {
         return Err(SimError::Input(format!(
             "scheme.kind = \"{}\": the simulator does not model the shuffle pattern (PageRank) yet; run it with launch/local.sh, and see its loads with outrun pagerank-load",
             plan.scheme
         )));
     }
-    let cost = plan.nodes.iter().map(|n| n.load() as f64).sum::<f64>() * p as f64 * cfg.run.iterations as f64;
+    let cost =
+        plan.nodes.iter().map(|n| n.load() as f64).sum::<f64>() * plan.job.features as f64 * plan.run.iterations as f64;
     let math = opts.write
         && match opts.math {
             Math::Off => false,
@@ -152,11 +167,11 @@ pub fn simulate(cfg: &Config, plan: &Plan, p: usize, opts: &Options) -> Result<S
     for k in 0..opts.trials {
         let model = trial_model(plan, k);
         let run = if k == 0 && opts.write {
-            let (run, w) = write_trial(cfg, plan, p, &model, math)?;
-            written = Some(w);
+            let (run, dir) = write_trial(plan, config, &model, math)?;
+            written = Some((run.summary.clone().expect("a written trial keeps a book"), dir));
             run
         } else {
-            exec::execute(plan, cfg, &model, timing_jobs(cfg, plan, p), None, None)?
+            exec::execute::<Len>(plan, &model, jobs(plan, false)?, None, None)?
         };
         let w = walls(&run.ends);
         trial_means.push(w.iter().sum::<f64>() / w.len().max(1) as f64);
@@ -167,7 +182,7 @@ pub fn simulate(cfg: &Config, plan: &Plan, p: usize, opts: &Options) -> Result<S
     }
     let stats = Stats {
         trials: opts.trials,
-        iterations: cfg.run.iterations,
+        iterations: plan.run.iterations,
         mean_s: all.iter().sum::<f64>() / all.len().max(1) as f64,
         p5_s: quantile(&all, 0.05),
         p95_s: quantile(&all, 0.95),
@@ -175,9 +190,9 @@ pub fn simulate(cfg: &Config, plan: &Plan, p: usize, opts: &Options) -> Result<S
     };
     let (summary, run_dir) = match written {
         Some((summary, dir)) => {
+            let n = &plan.network;
             let sim = serde_json::json!({"stats": stats, "network": {
-                "bandwidth_bytes_per_s": cfg.network.bandwidth.as_ref().map(|b| b.bytes_per_second().ok()),
-                "latency_s": cfg.network.latency, "downlink": cfg.network.downlink}, "math": math_note});
+                "bandwidth_bytes_per_s": n.bandwidth, "latency_s": n.latency, "downlink": n.downlink}, "math": math_note});
             std::fs::write(dir.join("simulate.json"), serde_json::to_string_pretty(&sim).expect("serializes") + "\n")
                 .map_err(|e| SimError::Io(format!("{}: {e}", dir.display())))?;
             (Some(summary), Some(dir))
@@ -190,29 +205,27 @@ pub fn simulate(cfg: &Config, plan: &Plan, p: usize, opts: &Options) -> Result<S
 /// Trial 0 with a run directory in the engine's format: real arithmetic through the protocol
 /// (when `math`), every rank's log records, the book.
 fn write_trial(
-    cfg: &Config,
     plan: &Plan,
-    p: usize,
+    config: &str,
     model: &outrun_plan::StragglerModel,
     math: bool,
-) -> Result<(exec::Run, (Summary, PathBuf)), SimError> {
-    let dir =
-        create_run_dir(std::path::Path::new(&cfg.run.out_dir), &format!("{}-sim", cfg.run.name)).map_err(|e| {
-            SimError::Io(format!("run.out_dir: cannot create a run directory in `{}`: {e}", cfg.run.out_dir))
-        })?;
+) -> Result<(exec::Run, PathBuf), SimError> {
+    let dir = create_run_dir(plan, "-sim").map_err(SimError::Io)?;
     let io = |e: std::io::Error| SimError::Io(format!("{}: {e}", dir.display()));
-    std::fs::write(dir.join("config.toml"), cfg.to_toml()).map_err(io)?;
-    std::fs::write(dir.join("plan.json"), serde_json::to_string(plan).expect("plan serializes")).map_err(io)?;
-    let info = RunInfo { config: cfg, plan, features: p, run_dir: dir.clone(), compute: "simulated" };
-    // accuracy needs θ: only when trial 0 computes it
-    let test = if math { outrun_workloads::data::test_set(cfg, p)? } else { None };
-    let mut book = Book::new(&info, 0.0).map_err(io)?.with_test(test);
+    write_header(&dir, plan, config).map_err(io)?;
+    let mut jobs = jobs(plan, math)?;
+    let log = &mut jobs[plan.log_rank()];
+    // the metrics need the state: only when trial 0 computes it
+    if math {
+        log.load_metrics()?;
+    }
+    let info = run_info(plan, &**log, &dir, "simulated");
+    let book = Book::new(&info, 0.0).map_err(io)?;
     let mut events = vec![vec![]; plan.ranks];
     let run = if math {
-        let jobs = (0..plan.ranks).map(|r| frame_job(cfg, plan, p, [r], None)).collect::<Result<Vec<_>, _>>()?;
-        exec::execute(plan, cfg, model, jobs, Some(&mut book), Some(&mut events))
+        exec::execute::<Frame>(plan, model, jobs, Some((book, info)), Some(&mut events))
     } else {
-        exec::execute(plan, cfg, model, timing_jobs(cfg, plan, p), Some(&mut book), Some(&mut events))
+        exec::execute::<Len>(plan, model, jobs, Some((book, info)), Some(&mut events))
     }?;
     for (r, evs) in events.iter().enumerate() {
         let mut l = Lines::create(&dir.join(format!("rank-{r}.jsonl"))).map_err(io)?;
@@ -220,17 +233,7 @@ fn write_trial(
             "load": plan.nodes[r].load(), "parent": plan.nodes[r].parent, "children": plan.nodes[r].children, "at": 0.0}));
         evs.iter().for_each(|e| l.json(e));
     }
-    let theta =
-        run.state.clone().unwrap_or_else(|| vec![f64::NAN; if cfg.matvec().is_some() { plan.samples } else { p }]);
-    let h = &run.latency;
-    let latency = Latency {
-        count: h.count(),
-        p50: h.quantile(0.5),
-        p95: h.quantile(0.95),
-        max: (h.count() > 0).then(|| h.max()),
-    };
-    let summary = book.finish(&info, &theta, 0.0, run.late, run.recv_bytes[plan.log_rank()], latency).map_err(io)?;
-    Ok((run, (summary, dir)))
+    Ok((run, dir))
 }
 
 /// One value of a [`tune`] sweep.
@@ -240,30 +243,24 @@ pub struct TuneRow {
     pub value: String,
     /// The statistics and whether the scheme is exact by design, or why the value is not
     /// runnable.
-    pub result: Result<(Stats, bool), SimError>,
+    pub result: Result<(Stats, bool), String>,
 }
 
-/// Simulate `text` (a config) once per value of `key` (each with `overrides`), timing only.
-/// Each row's result is the statistics and whether the scheme is exact by design, or why the
-/// value is not runnable.
-pub fn tune(text: &str, overrides: &[String], key: &str, values: &[String], trials: usize) -> Vec<TuneRow> {
-    values
-        .iter()
-        .map(|v| {
-            let mut sets = overrides.to_vec();
-            sets.push(format!("{key}={v}"));
-            let result = (|| {
-                let cfg = outrun_plan::config::parse(text, &sets)?;
-                let shape = outrun_workloads::job_shape(&cfg)?;
-                let plan = outrun_plan::build(&cfg, shape)?;
-                let s = simulate(&cfg, &plan, shape.features, &Options { trials, math: Math::Off, write: false })?;
+/// Simulate each value's plan (or carry why it has none), timing only. Each row's result is
+/// the statistics and whether the scheme is exact by design, or why the value is not runnable.
+pub fn tune(plans: Vec<(String, Result<Plan, String>)>, trials: usize) -> Vec<TuneRow> {
+    plans
+        .into_iter()
+        .map(|(value, plan)| {
+            let result = plan.and_then(|plan| {
+                let s = simulate(&plan, "", &Options { trials, math: Math::Off, write: false })
+                    .map_err(|e| e.to_string())?;
                 Ok((s.stats, plan.exact_by_design()))
-            })();
-            TuneRow { value: v.clone(), result }
+            });
+            TuneRow { value, result }
         })
         .collect()
 }
-
 /// Values of a sweep: `a..b` (integers, inclusive) or a comma-separated list.
 pub fn sweep_values(spec: &str) -> Result<Vec<String>, SimError> {
     let bad = |m: String| SimError::Input(format!("`{spec}`: {m}"));

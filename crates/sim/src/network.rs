@@ -7,7 +7,7 @@
 //! Every message sent crosses the link, as in the MPI engine. The papers' model, where late
 //! results cost nothing, is a protocol setting (`engine.upload = "granted"`), not a network one.
 
-use outrun_plan::config::Config;
+use outrun_plan::NetworkSpec;
 
 struct Pending<P> {
     ready: f64,
@@ -49,16 +49,9 @@ pub struct Network<P> {
 }
 
 impl<P> Network<P> {
-    /// The network of `cfg` for `ranks` ranks (`[network]`; absent bandwidth means infinite).
-    pub fn from_config(cfg: &Config, ranks: usize) -> Self {
-        let n = &cfg.network;
-        let default = n.bandwidth.as_ref().map_or(f64::INFINITY, |b| b.bytes_per_second().expect("validated"));
-        let rate = if n.node_bandwidth.is_empty() {
-            vec![default; ranks]
-        } else {
-            n.node_bandwidth.iter().map(|b| b.bytes_per_second().expect("validated")).collect()
-        };
-        Self::new(rate, n.latency, n.downlink)
+    /// The plan's network model for `ranks` ranks (absent bandwidth means infinite).
+    pub fn of(spec: &NetworkSpec, ranks: usize) -> Self {
+        Self::new(spec.rates(ranks), spec.latency, spec.downlink)
     }
 
     /// Per-rank rates (bytes/s), a latency (s), and whether down messages cost time.

@@ -49,7 +49,7 @@ fn agc_decodes_from_q_s_values_per_active_worker() {
         }
         let cfg = parse(CFG, &sets).unwrap();
         let plan = outrun_workloads::resolve(&cfg).unwrap();
-        let sim = simulate(&cfg, &plan, 21, &Options { trials: 1, math: Math::On, write: true }).unwrap();
+        let sim = simulate(&plan, &cfg.to_toml(), &Options { trials: 1, math: Math::On, write: true }).unwrap();
         let log = std::fs::read_to_string(sim.run_dir.unwrap().join("rank-0.jsonl")).unwrap();
         let r_s = outrun_codes::rounds_needed(d, l, s);
         let q_s = outrun_codes::q_agc(d, w, l)[s];

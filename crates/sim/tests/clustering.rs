@@ -50,7 +50,7 @@ compute = "modelled"
     let out = tempfile::tempdir().unwrap();
     let cfg = parse(&cfg, &[format!("run.out_dir={}", out.path().display())]).unwrap();
     let plan = outrun_workloads::resolve(&cfg).unwrap();
-    simulate(&cfg, &plan, 5, &Options { trials, math: Math::Off, write: false }).unwrap().stats.mean_s * 1e3
+    simulate(&plan, &cfg.to_toml(), &Options { trials, math: Math::Off, write: false }).unwrap().stats.mean_s * 1e3
 }
 
 const GC: &str = "kind = \"gc-cyclic\"\ns = {s}";

@@ -43,7 +43,7 @@ fn final_theta(sets: &[&str]) -> (Vec<f64>, Vec<f64>, serde_json::Value) {
     all.push(format!("run.out_dir={}", out.display()));
     let cfg = parse(CFG, &all).unwrap();
     let plan = outrun_workloads::resolve(&cfg).unwrap();
-    let sim = simulate(&cfg, &plan, 7, &Options { trials: 3, math: Math::On, write: true }).unwrap();
+    let sim = simulate(&plan, &cfg.to_toml(), &Options { trials: 3, math: Math::On, write: true }).unwrap();
     let dir = sim.run_dir.unwrap();
     let theta: Vec<f64> =
         std::fs::read_to_string(dir.join("theta.txt")).unwrap().lines().map(|l| l.parse().unwrap()).collect();

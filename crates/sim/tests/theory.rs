@@ -10,9 +10,7 @@ fn config(text: &str, sets: &[&str]) -> Config {
 
 fn run(cfg: &Config, trials: usize) -> Stats {
     let plan = outrun_workloads::resolve(cfg).unwrap();
-    simulate(cfg, &plan, cfg.data().features.unwrap(), &Options { trials, math: Math::Off, write: false })
-        .unwrap()
-        .stats
+    simulate(&plan, &cfg.to_toml(), &Options { trials, math: Math::Off, write: false }).unwrap().stats
 }
 
 fn harmonic(k: usize) -> f64 {

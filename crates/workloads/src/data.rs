@@ -295,16 +295,6 @@ pub fn rows(data: &DataConfig, seed: u64, loss: Loss, p: usize, idx: &[usize]) -
     }
 }
 
-/// The held-out test set of `data.test_path` (as wide as the training set, `p`), if the config
-/// is gradient descent with one.
-pub fn test_set(cfg: &outrun_plan::Config, p: usize) -> Result<Option<Rows>, DataError> {
-    let outrun_plan::config::JobConfig::Gd(gd) = &cfg.job else { return Ok(None) };
-    let Some(path) = gd.data.test_path.as_deref() else { return Ok(None) };
-    let text =
-        std::fs::read_to_string(path).map_err(|e| DataError(format!("data.test_path: cannot read `{path}`: {e}")))?;
-    parse_libsvm(&text, path, None, Some(p), gd.model.loss).map(Some)
-}
-
 /// The whole data set (reference computations).
 pub fn load_all(data: &DataConfig, seed: u64, loss: Loss) -> Result<Rows, DataError> {
     let s = shape(data, loss)?;

@@ -7,9 +7,9 @@
 //!   `Σ c·∇ℓ(θ; x)` over its points, fused so the data is read once.
 //! - [`graph`]: PageRank graphs (SNAP edge lists, seeded generators).
 //! - [`matrix`]: mat-vec matrices (generated from the seed, or Matrix Market files) and vectors.
-//! - [`GradientDescent`], [`Matvec`] and [`Timing`]: the jobs the drivers run
-//!   (`outrun_proto::Job`); [`frame_job`] and [`timing_jobs`] pick the config's.
-//! - [`job_shape`]: the config's problem size (samples or rows, features or columns).
+//! - [`Job`]: what is computed, one implementation per job ([`GradientDescent`], [`Matvec`],
+//!   [`Pagerank`], each in its module under `jobs/`); [`job`] gives the plan's, [`resolve`] turns
+//!   a config into its plan (the problem's size read by [`shape`]).
 //! - [`reference`]: plain serial gradient descent on the whole data set — the independent
 //!   computation exactness tests compare against.
 //! - [`metrics`]: normalised error, relative change, step sizes.
@@ -19,7 +19,7 @@
 pub mod bench;
 pub mod data;
 pub mod graph;
-mod job;
+mod jobs;
 pub mod kernel;
 pub mod matrix;
 pub mod memory;
@@ -27,30 +27,15 @@ pub mod metrics;
 pub mod reference;
 
 pub use data::{DataError, Rows, Shape};
-pub use job::{frame_job, timing_jobs, GradientDescent, Matvec, Timing, PACE_ROWS};
+pub use jobs::{job, shape, Applied, GradientDescent, GraphJob, Job, JobError, Matvec, Metrics, Pagerank};
+
+/// Rows between pauses when the host is oversubscribed (measured: the model-latency p95 of
+/// `make demo` falls from 2.9 ms unpaced to 0.55 ms; docs/performance.md).
+pub const PACE_ROWS: usize = 64;
 
 use std::path::Path;
 
 use outrun_plan::{Config, ConfigError, Plan};
-
-/// The problem size of `cfg`: the data set's samples and features (gradient descent; its
-/// held-out set, if any, is read and checked too), the matrix's rows and columns (mat-vec), or
-/// the graph's vertices (PageRank).
-pub fn job_shape(cfg: &Config) -> Result<Shape, DataError> {
-    if let Some(pr) = cfg.pagerank() {
-        let g = graph::load(&pr.graph, cfg.run.seed)?;
-        return Ok(Shape { samples: g.graph.vertices(), features: 0 });
-    }
-    match cfg.matvec() {
-        Some(mv) => matrix::shape(&mv.matrix),
-        None => {
-            let shape = data::shape(cfg.data(), cfg.model().loss)?;
-            // the held-out set is read by the logging rank after setup: check it here, before MPI
-            data::test_set(cfg, shape.features)?;
-            Ok(shape)
-        }
-    }
-}
 
 /// Why a config cannot become a plan: its data set, matrix or graph cannot be read, or the
 /// scheme cannot be built for the problem's size.
@@ -67,7 +52,7 @@ pub enum ResolveError {
 /// The plan of `cfg`: the problem's shape read from its data (and the held-out set checked),
 /// then the scheme built for it.
 pub fn resolve(cfg: &Config) -> Result<Plan, ResolveError> {
-    let shape = job_shape(cfg)?;
+    let shape = shape(cfg)?;
     Ok(outrun_plan::build(cfg, shape)?)
 }
 

@@ -70,6 +70,16 @@ pub enum Loss {
     Logistic,
 }
 
+impl Loss {
+    /// The config spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            Loss::LeastSquares => "least-squares",
+            Loss::Logistic => "logistic",
+        }
+    }
+}
+
 /// Step-size schedule.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]

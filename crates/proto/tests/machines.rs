@@ -6,9 +6,8 @@ use std::sync::Arc;
 
 use outrun_plan::config::parse;
 use outrun_plan::Plan;
+use outrun_proto::*;
 use serde_json::{json, Value};
-
-use super::*;
 
 type V = Vec<f64>;
 
@@ -391,8 +390,8 @@ fn granted_uploads_cross_only_for_the_results_the_rule_uses() {
     );
     assert!(net.logs[1].iter().any(|e| e["t"] == 0 && e["status"] == "refused"));
     let rec = net.logs[0].iter().find(|e| e["ev"] == "iter" && e["t"] == 0).unwrap();
-    let result = crate::wire::frame_bytes(&Header::new(Kind::Result, 0), LEN) as u64;
-    let notice = crate::wire::frame_bytes(&Header::new(Kind::Ready, 0), 0) as u64;
+    let result = wire::frame_bytes(&Header::new(Kind::Result, 0), LEN) as u64;
+    let notice = wire::frame_bytes(&Header::new(Kind::Ready, 0), 0) as u64;
     assert_eq!(
         (rec["notices"].as_u64(), rec["grants"].as_u64(), rec["refusals"].as_u64()),
         (Some(2), Some(2), Some(1))

@@ -1,0 +1,311 @@
+//! # outrun-driver: what the MPI engine and the simulator do alike
+//!
+//! A driver carries out a node machine's outputs (`outrun_proto::Output`): it moves messages,
+//! runs computations, fires timers and applies delivered results. The engine does it over MPI
+//! in real time, the simulator on an event queue in virtual time. What does not depend on how
+//! time passes or bytes move is here, written once:
+//!
+//! - [`Core`]: one rank's job and, on the logging rank, its book — a computation's parts
+//!   ([`Core::compute`]) and its compute-time decision and record ([`Core::timing`]), a
+//!   delivered result applied, recorded and turned into the machine's next input
+//!   ([`Core::deliver`]), and the state file and summary at the end ([`Core::finish`]);
+//! - [`Payload`]: real values ([`Frame`]) through the job, or lengths only ([`Len`]) for
+//!   timing simulations;
+//! - [`run_info`] and [`write_header`]: the run directory's identity and its `config.toml` and
+//!   `plan.json`.
+#![deny(missing_docs)]
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use outrun_plan::{ComputeMode, Injector, Plan};
+use outrun_proto::{Delivered, Frame, Histogram, Input, Len};
+use outrun_runlog::{Book, IterationRecord, Latency, RunInfo, Summary};
+use outrun_workloads::{Applied, Job, JobError};
+use serde_json::{json, Value};
+
+pub use outrun_plan::roles::Vector;
+
+/// Progress reporting hooks (the CLI draws a progress bar with them).
+pub trait Progress {
+    /// The timed loop starts.
+    fn begin(&mut self, _iterations: u64) {}
+    /// Iteration `t` finished after `wall_s` seconds with `loss`.
+    fn tick(&mut self, _t: u64, _wall_s: f64, _loss: f64) {}
+    /// The timed loop ended.
+    fn end(&mut self) {}
+}
+
+/// No progress reporting.
+pub struct NoProgress;
+impl Progress for NoProgress {}
+
+/// What a driver computes on: real values through the job ([`Frame`]), or lengths only
+/// ([`Len`]: timing simulations, where the job only tells the lengths).
+pub trait Payload: Vector + Sized + 'static {
+    /// The job's model.
+    fn model(job: &mut dyn Job) -> Arc<Self>;
+    /// Rank `rank`'s parts for iteration `t` (all `count` of them, or those selected).
+    fn compute(
+        job: &mut dyn Job,
+        rank: usize,
+        t: u64,
+        model: &Self,
+        parts: Option<&[usize]>,
+        count: usize,
+    ) -> Vec<Self>;
+    /// Apply the delivered total.
+    fn apply(job: &mut dyn Job, t: u64, total: Self) -> Result<Applied, JobError>;
+}
+
+impl Payload for Frame {
+    fn model(job: &mut dyn Job) -> Arc<Self> {
+        job.model()
+    }
+    fn compute(job: &mut dyn Job, rank: usize, t: u64, model: &Self, parts: Option<&[usize]>, _: usize) -> Vec<Self> {
+        job.compute(rank, t, model, parts)
+    }
+    fn apply(job: &mut dyn Job, t: u64, total: Self) -> Result<Applied, JobError> {
+        job.apply(t, total)
+    }
+}
+
+impl Payload for Len {
+    fn model(job: &mut dyn Job) -> Arc<Self> {
+        Arc::new(Len(job.model_len()))
+    }
+    fn compute(job: &mut dyn Job, rank: usize, _: u64, _: &Self, parts: Option<&[usize]>, count: usize) -> Vec<Self> {
+        vec![Len(job.len(rank)); parts.map_or(count, <[usize]>::len)]
+    }
+    fn apply(_: &mut dyn Job, _: u64, _: Self) -> Result<Applied, JobError> {
+        Ok(Applied::default())
+    }
+}
+
+/// Who a rank is, for its core: the keys of straggler injection, how many parts it computes,
+/// and the run's length.
+#[derive(Clone, Debug)]
+pub struct Seat {
+    /// MPI rank.
+    pub rank: usize,
+    /// Worker id (the straggler model's key; 0 for the master).
+    pub worker: usize,
+    /// Points the rank computes on (the modelled time's unit).
+    pub load: usize,
+    /// Parts it computes.
+    pub parts: usize,
+    /// Iterations of the run.
+    pub iterations: u64,
+    /// Compute time is modelled (a computation slower than its model is an overrun).
+    pub modelled: bool,
+}
+
+impl Seat {
+    /// Rank `rank` of `plan`.
+    pub fn of(plan: &Plan, rank: usize) -> Self {
+        let node = &plan.nodes[rank];
+        Seat {
+            rank,
+            worker: node.worker.unwrap_or(0),
+            load: node.load(),
+            parts: node.parts.len(),
+            iterations: plan.run.iterations,
+            modelled: plan.stragglers.compute == ComputeMode::Modelled,
+        }
+    }
+}
+
+/// A computation's timing: when its result may be used, and its record (merged into the node's
+/// log record of the iteration).
+pub struct Timed {
+    /// When the parts may be used (the modelled or injected finish time), on the run's clock.
+    pub ready_at: f64,
+    /// `compute_start`, `compute_end`, `target`, `injected`, `straggler`, `overrun`.
+    pub record: Value,
+}
+
+/// One rank's share of a run that does not depend on how time passes or bytes move: its job,
+/// its worker's compute-time decisions, and on the logging rank the book.
+pub struct Core<'a> {
+    /// The rank's job.
+    pub job: Box<dyn Job>,
+    seat: Seat,
+    injector: Injector,
+    base_a: f64,
+    book: Option<(Book, RunInfo)>,
+    progress: Option<&'a mut dyn Progress>,
+    /// The last state applied (the state file's content).
+    state: Option<Vec<f64>>,
+    /// This rank failed to apply a result that every rank failed to apply (a ring's
+    /// divergence): only the logging rank reports it.
+    pub quiet_failure: bool,
+}
+
+impl<'a> Core<'a> {
+    /// The core of `seat` running `job`, with its worker's compute times from `injector` (a
+    /// simulated computation takes `base_a` seconds per point before injection).
+    pub fn new(job: Box<dyn Job>, seat: Seat, injector: Injector, base_a: f64) -> Self {
+        Core { job, seat, injector, base_a, book: None, progress: None, state: None, quiet_failure: false }
+    }
+
+    /// The core of rank `rank` of `plan`.
+    pub fn of(plan: &Plan, rank: usize, job: Box<dyn Job>) -> Self {
+        Core::new(job, Seat::of(plan, rank), plan.stragglers.injector(), plan.stragglers.base_a)
+    }
+
+    /// Keep the run's book (the logging rank).
+    pub fn with_book(mut self, book: Book, info: RunInfo) -> Self {
+        self.book = Some((book, info));
+        self
+    }
+
+    /// Report progress (the logging rank of a real run).
+    pub fn with_progress(mut self, progress: &'a mut dyn Progress) -> Self {
+        progress.begin(self.seat.iterations);
+        self.progress = Some(progress);
+        self
+    }
+
+    /// The last state applied (None before the first, or when nothing is computed).
+    pub fn state(&self) -> Option<&[f64]> {
+        self.state.as_deref()
+    }
+
+    /// Whether this rank keeps the book.
+    pub fn logs(&self) -> bool {
+        self.book.is_some()
+    }
+
+    /// The machine's first input, on a rank that starts iterations.
+    pub fn start<P: Payload>(&mut self) -> Input<P> {
+        Input::Start { t: 0, model: P::model(&mut *self.job) }
+    }
+
+    /// This rank's parts for iteration `t` on `model`: all of them, or the `parts` selected.
+    pub fn compute<P: Payload>(&mut self, t: u64, model: &P, parts: Option<&[usize]>) -> Vec<P> {
+        P::compute(&mut *self.job, self.seat.rank, t, model, parts, self.seat.parts)
+    }
+
+    /// The compute-time decision of iteration `t`'s computation of `load` points (None: the
+    /// rank's whole load), which started at `start` and ended at `end` after `measured` seconds
+    /// of real work (None: a simulated computation of `timing.a` seconds per point, at no
+    /// time). The result may be used at the modelled or injected finish time, or when the real
+    /// work ended if that is later (an overrun of a modelled time); a simulated computation's
+    /// time is the model's whole say (a law of rates may make it shorter than `timing.a`).
+    pub fn timing(&mut self, t: u64, load: Option<usize>, start: f64, end: f64, measured: Option<f64>) -> Timed {
+        let load = load.unwrap_or(self.seat.load);
+        let base = measured.unwrap_or(self.base_a * load as f64);
+        let time = self.injector.compute_time(self.seat.worker, t, load, base);
+        let overrun = self.seat.modelled && measured.is_some_and(|m| m > time.target);
+        let record = json!({"compute_start": start, "compute_end": end, "target": time.target,
+            "injected": time.injected, "straggler": time.straggler, "overrun": overrun});
+        Timed { ready_at: start + measured.map_or(time.target, |m| time.target.max(m)), record }
+    }
+
+    /// Apply the result of iteration `t`, delivered at `now` (`info`: how it was obtained),
+    /// record it on the logging rank, and say what the machine does next: start `t + 1`, or
+    /// finish (after the last iteration, when the job is done, or with the job's failure).
+    pub fn deliver<P: Payload>(&mut self, t: u64, total: P, info: &Delivered, now: f64) -> Input<P> {
+        let applied = match P::apply(&mut *self.job, t, total) {
+            Ok(a) => a,
+            Err(why) => {
+                self.quiet_failure = self.book.is_none();
+                return Input::Finish { failure: Some(why.0) };
+            }
+        };
+        if let Some((book, _)) = self.book.as_mut() {
+            let metrics = self.job.metrics(&applied);
+            let wall = book.record(IterationRecord {
+                t,
+                end: now,
+                state: applied.state.as_deref(),
+                loss: applied.loss,
+                error: metrics.error,
+                accuracy: metrics.accuracy,
+                columns: &metrics.columns,
+                used: &info.used,
+                coverage: info.coverage,
+                exact: info.exact,
+                residual: info.residual,
+                late_total: info.late_total,
+            });
+            if let Some(p) = self.progress.as_deref_mut() {
+                p.tick(t, wall, applied.loss);
+            }
+        }
+        let done = applied.done;
+        self.state = applied.state;
+        if done || t + 1 >= self.seat.iterations {
+            Input::Finish { failure: None }
+        } else {
+            Input::Start { t: t + 1, model: P::model(&mut *self.job) }
+        }
+    }
+
+    /// The timed loop ended (whether or not the run succeeded).
+    pub fn end(&mut self) {
+        if let Some(p) = self.progress.take() {
+            p.end();
+        }
+    }
+
+    /// The state file and `summary.json` (the logging rank; None elsewhere): `setup_s` before
+    /// the loop, `late` results discarded, `master_bytes` received, the model latencies.
+    pub fn finish(
+        &mut self,
+        setup_s: f64,
+        late: u64,
+        master_bytes: u64,
+        latency: &Histogram,
+    ) -> std::io::Result<Option<Summary>> {
+        self.end();
+        let Some((book, info)) = self.book.as_ref() else { return Ok(None) };
+        // nothing computed (a timing simulation): the state's values are unknown
+        let state = self.state.clone().unwrap_or_else(|| vec![f64::NAN; self.job.state_len()]);
+        let text = self.job.state_text(&state);
+        let latency = Latency {
+            count: latency.count(),
+            p50: latency.quantile(0.5),
+            p95: latency.quantile(0.95),
+            max: (latency.count() > 0).then(|| latency.max()),
+        };
+        book.finish(info, &text, setup_s, late, master_bytes, latency).map(Some)
+    }
+}
+
+/// What the book of a run of `plan` and `job` in `dir` writes besides the iterations
+/// (`compute`: "real", "modelled" or "simulated").
+pub fn run_info(plan: &Plan, job: &dyn Job, dir: &Path, compute: &str) -> RunInfo {
+    RunInfo {
+        dir: dir.to_path_buf(),
+        name: plan.run.name.clone(),
+        scheme: plan.scheme.clone(),
+        title: plan.title.clone(),
+        job: job.name().into(),
+        problem: job.problem(),
+        error_label: job.error_label().into(),
+        workers: plan.workers,
+        ranks: plan.ranks,
+        s: plan.s,
+        samples: plan.samples,
+        features: plan.job.features,
+        stragglers: plan.stragglers.name().into(),
+        compute: compute.into(),
+        trajectory: plan.run.trajectory,
+        columns: job.columns().iter().map(|c| c.to_string()).collect(),
+        state_file: job.state_file().into(),
+    }
+}
+
+/// Write the run directory's `config.toml` (the resolved config, as given) and `plan.json`.
+pub fn write_header(dir: &Path, plan: &Plan, config: &str) -> std::io::Result<()> {
+    std::fs::write(dir.join("config.toml"), config)?;
+    std::fs::write(dir.join("plan.json"), serde_json::to_string(plan).expect("plan serializes"))
+}
+
+/// The run directory of a run of `plan`: `<run.out_dir>/<run.name><suffix>-<UTC time>`.
+pub fn create_run_dir(plan: &Plan, suffix: &str) -> Result<PathBuf, String> {
+    let out = &plan.run.out_dir;
+    outrun_runlog::create_run_dir(Path::new(out), &format!("{}{suffix}", plan.run.name))
+        .map_err(|e| format!("run.out_dir: cannot create a run directory in `{out}`: {e}"))
+}

@@ -1,0 +1,215 @@
+//! `job.kind = "matvec"`: y = A·x by coded rows (`[matrix]`, `[vector]`), once per iteration, or
+//! power iteration (`job.power = true`: x ← y/‖y‖).
+//!
+//! Every worker holds its rows of Ã = G·A (encoded once, when loaded) and multiplies them with
+//! the model x every iteration; the master's decoder (`Rule::Rows`) delivers y. Payloads differ
+//! per rank: worker i sends ℓ_i values, the master delivers r.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use outrun_codes::RowCodeKind;
+use outrun_plan::config::MatvecConfig;
+use outrun_plan::{Plan, PlanCode, RowsSpec};
+use outrun_proto::Frame;
+
+use super::{Applied, Job, JobError};
+use crate::data::DataError;
+use crate::matrix::{self, Dense};
+use crate::metrics::norm_sq;
+
+/// y = A·x by coded rows.
+pub struct Matvec {
+    config: MatvecConfig,
+    seed: u64,
+    iterations: u64,
+    r: usize,
+    m: usize,
+    x: Vec<f64>,
+    code: Option<RowsSpec>,
+    /// Per rank: its coded rows (ℓ × m, row-major).
+    coded: HashMap<usize, Vec<f64>>,
+    lens: Vec<usize>,
+    pace: usize,
+}
+
+impl Matvec {
+    /// The job of `plan` (a mat-vec plan), with nothing loaded.
+    pub fn new(plan: &Plan, config: &MatvecConfig) -> Self {
+        let code =
+            plan.codes.iter().find_map(|c| if let PlanCode::Rows { code, .. } = c { Some(code.clone()) } else { None });
+        // a worker sends its coded rows' values, the master delivers y (r values)
+        let lens = plan.nodes.iter().map(|n| if n.parts.is_empty() { plan.samples } else { n.load() }).collect();
+        Matvec {
+            config: config.clone(),
+            seed: plan.run.seed,
+            iterations: plan.run.iterations,
+            r: plan.samples,
+            m: plan.job.features,
+            x: vec![],
+            code,
+            coded: HashMap::new(),
+            lens,
+            pace: usize::MAX,
+        }
+    }
+
+    /// A and x, checked against the plan; x normalised for a power iteration.
+    fn operands(&self) -> Result<(Dense, Vec<f64>), DataError> {
+        let a = matrix::load(&self.config.matrix, self.seed)?;
+        if a.rows != self.r {
+            return Err(DataError(format!("matrix: {} rows, but the plan was made for {}", a.rows, self.r)));
+        }
+        if self.config.power && a.rows != a.cols {
+            return Err(DataError(format!(
+                "job.power: power iteration needs a square matrix; this one is {} × {}",
+                a.rows, a.cols
+            )));
+        }
+        let mut x = matrix::vector(&self.config.vector, self.seed, a.cols)?;
+        if self.config.power {
+            let norm = norm_sq(&x).sqrt();
+            if norm == 0.0 {
+                return Err(DataError("vector: x = 0 cannot start a power iteration".into()));
+            }
+            x.iter_mut().for_each(|v| *v /= norm);
+        }
+        Ok((a, x))
+    }
+}
+
+/// Model-sized vectors a rank keeps at once.
+const VECTORS: u64 = 8;
+
+impl Job for Matvec {
+    fn name(&self) -> &'static str {
+        "matvec"
+    }
+
+    fn problem(&self) -> String {
+        let path = self.config.matrix.path.as_ref().map_or(String::new(), |p| format!(" from {p}"));
+        format!("mat-vec, {} × {} matrix{path}, seed {}", self.r, self.m, self.seed)
+    }
+
+    fn state_file(&self) -> &'static str {
+        "y.txt"
+    }
+
+    fn len(&self, rank: usize) -> usize {
+        self.lens[rank]
+    }
+
+    fn model_len(&self) -> usize {
+        self.m
+    }
+
+    fn state_len(&self) -> usize {
+        self.r
+    }
+
+    /// Every rank reads the whole r × m matrix, a worker also holds its ℓ coded rows, and the
+    /// master the decoder (the dense coded rows and an r × r factorization for the Gaussian
+    /// code, the parity rows and at most their square for the systematic one, the neighbour
+    /// lists for LT).
+    fn memory(&mut self, plan: &Plan) -> Result<Vec<u64>, DataError> {
+        let (r, m) = (self.r as u64, self.m as u64);
+        let whole = r.saturating_mul(m).saturating_mul(8);
+        let decoder = self.code.as_ref().map_or(0, |c| {
+            let n = c.n as u64;
+            match c.kind {
+                RowCodeKind::Identity => 0,
+                RowCodeKind::Gaussian => n.saturating_mul(r).saturating_add(r.saturating_mul(r)),
+                RowCodeKind::Systematic => {
+                    let parity = n.saturating_sub(r);
+                    parity.saturating_mul(r).saturating_add(parity.min(r).saturating_mul(r))
+                }
+                RowCodeKind::Lt { .. } => n.saturating_mul(20),
+            }
+        });
+        Ok(plan
+            .nodes
+            .iter()
+            .map(|n| {
+                let own = (n.load() as u64).saturating_mul(m).saturating_mul(8);
+                let decode = if n.children.is_empty() { 0 } else { decoder.saturating_mul(8) };
+                whole
+                    .saturating_add(own)
+                    .saturating_add(decode)
+                    .saturating_add((r + m).saturating_mul(8).saturating_mul(VECTORS))
+            })
+            .collect())
+    }
+
+    /// Reads A and x and encodes each rank's coded rows.
+    fn load(&mut self, plan: &Plan, ranks: &[usize]) -> Result<(), DataError> {
+        let (a, x) = self.operands()?;
+        let code = self.code.as_ref().expect("a mat-vec plan has a rows code").build();
+        for &rank in ranks {
+            if let Some(rows) = plan.nodes[rank].coded_rows() {
+                self.coded.insert(rank, code.encode(&a.data, a.cols, rows));
+            }
+        }
+        self.x = x;
+        Ok(())
+    }
+
+    fn pace(&mut self, rows: usize) {
+        self.pace = rows;
+    }
+
+    fn model(&mut self) -> Arc<Frame> {
+        Arc::new(Frame::from_vec(self.x.clone()))
+    }
+
+    fn compute(&mut self, rank: usize, _t: u64, model: &Frame, _select: Option<&[usize]>) -> Vec<Frame> {
+        let x = model.as_slice();
+        let rows = self.coded.get(&rank).map_or(&[][..], Vec::as_slice);
+        let mut out = Vec::with_capacity(rows.len() / self.m.max(1));
+        for (k, row) in rows.chunks(self.m.max(1)).enumerate() {
+            out.push(row.iter().zip(x).map(|(a, b)| a * b).sum());
+            if (k + 1) % self.pace == 0 {
+                std::thread::yield_now();
+            }
+        }
+        vec![Frame::from_vec(out)]
+    }
+
+    fn apply(&mut self, t: u64, total: Frame) -> Result<Applied, JobError> {
+        let y = total.into_vec();
+        debug_assert_eq!(y.len(), self.r);
+        if !y.iter().all(|v| v.is_finite()) {
+            return Err(JobError(format!("iteration {t}: the decoded y has non-finite entries")));
+        }
+        if !self.config.power {
+            return Ok(Applied { state: Some(y), ..Applied::default() });
+        }
+        let (lambda, resid, next) = power_step(&self.x, &y)
+            .ok_or_else(|| JobError(format!("iteration {t}: A·x = 0, the power iteration cannot continue")))?;
+        self.x = next;
+        Ok(Applied { loss: lambda, state: Some(y), error: Some(resid), done: false })
+    }
+
+    /// The dense product A·x (repeated on x ← y/‖y‖ for a power iteration).
+    fn reference(&mut self, _plan: &Plan) -> Result<Vec<f64>, DataError> {
+        let (a, mut x) = self.operands()?;
+        let mut y = a.times(&x);
+        for _ in 1..if self.config.power { self.iterations } else { 1 } {
+            x = power_step(&x, &y).ok_or_else(|| DataError("A·x = 0: the power iteration stops".into()))?.2;
+            y = a.times(&x);
+        }
+        Ok(y)
+    }
+}
+
+/// One power step from the unit vector x and y = A·x: the Rayleigh quotient λ = xᵀy (the
+/// eigenvalue estimate), the residual ‖y − λx‖/‖y‖ (how far x is from an eigenvector) and the
+/// next x = y/‖y‖; None when y = 0.
+fn power_step(x: &[f64], y: &[f64]) -> Option<(f64, f64, Vec<f64>)> {
+    let lambda: f64 = x.iter().zip(y).map(|(a, b)| a * b).sum();
+    let norm = norm_sq(y).sqrt();
+    if norm == 0.0 {
+        return None;
+    }
+    let resid = y.iter().zip(x).map(|(a, b)| (a - lambda * b).powi(2)).sum::<f64>().sqrt() / norm;
+    Some((lambda, resid, y.iter().map(|v| v / norm).collect()))
+}

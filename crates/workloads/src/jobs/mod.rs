@@ -1,0 +1,153 @@
+//! Jobs: what is computed, behind one trait. One module per job; [`job`] returns the plan's and
+//! [`shape`] reads a config's problem size, the only two places that ask which job a config
+//! names. The drivers (the MPI engine, the simulator), the log and the report call [`Job`].
+//!
+//! | `job.kind` | module | state file | pattern |
+//! |---|---|---|---|
+//! | `gd` | `gd.rs`: gradient descent of a linear model | `theta.txt` | collect tree, ring |
+//! | `matvec` | `matvec.rs`: y = A·x by coded rows, or power iteration | `y.txt` | collect tree |
+//! | `pagerank` | `pagerank.rs`: PageRank on a graph | `ranks.txt` | shuffle |
+
+mod gd;
+mod matvec;
+mod pagerank;
+
+use std::sync::Arc;
+
+use outrun_codes::{Graph, ShuffleNode};
+use outrun_plan::config::JobConfig;
+use outrun_plan::{Config, Plan, Shape};
+use outrun_proto::Frame;
+
+pub use gd::GradientDescent;
+pub use matvec::Matvec;
+pub use pagerank::Pagerank;
+
+use crate::data::DataError;
+
+/// Why a job cannot go on (the run stops with this message).
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct JobError(pub String);
+
+/// What applying a delivered result gave.
+#[derive(Clone, Debug)]
+pub struct Applied {
+    /// The loss at the model the result was computed on (NaN when the job has none); a power
+    /// iteration's eigenvalue estimate.
+    pub loss: f64,
+    /// The new state, when there is one to record (for the trajectory, the metrics and the
+    /// state file).
+    pub state: Option<Vec<f64>>,
+    /// The job's own error of the iteration, when applying computes one (a power iteration's
+    /// residual ‖y − λx‖/‖y‖, PageRank's change ‖Π_k − Π_{k−1}‖₁).
+    pub error: Option<f64>,
+    /// The job is finished after this iteration (PageRank's change reached `job.tol`).
+    pub done: bool,
+}
+
+impl Default for Applied {
+    fn default() -> Self {
+        Applied { loss: f64::NAN, state: None, error: None, done: false }
+    }
+}
+
+/// What the logging rank records of an iteration besides its timing and decode.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Metrics {
+    /// The `normalized_error` column (what it holds: [`Job::error_label`]).
+    pub error: Option<f64>,
+    /// Accuracy on the held-out set (`test_accuracy`).
+    pub accuracy: Option<f64>,
+    /// The values of the job's own columns ([`Job::columns`]), in that order.
+    pub columns: Vec<Option<f64>>,
+}
+
+/// A job: what is computed, how a delivered result is applied, and what a run records of it.
+/// Built cheaply from the plan ([`job`]); [`Job::load`] reads what a rank computes on.
+pub trait Job {
+    /// The config spelling (`gd`, `matvec`, `pagerank`).
+    fn name(&self) -> &'static str;
+    /// One line naming the problem: runs of the same problem are compared together.
+    fn problem(&self) -> String;
+    /// What the `normalized_error` column holds.
+    fn error_label(&self) -> &'static str {
+        "normalized error"
+    }
+    /// Columns this job adds to `iterations.csv`, after the common ones.
+    fn columns(&self) -> &'static [&'static str] {
+        &[]
+    }
+    /// The final state's file in the run directory.
+    fn state_file(&self) -> &'static str;
+    /// Length of `rank`'s parts and messages (at a delivering rank: of the total).
+    fn len(&self, rank: usize) -> usize;
+    /// Length of the model the root broadcasts (and a ring starts from).
+    fn model_len(&self) -> usize;
+    /// Length of the state `apply` returns (the state file's values).
+    fn state_len(&self) -> usize {
+        self.model_len()
+    }
+    /// Estimated peak bytes of every rank of `plan` (`outrun check`).
+    fn memory(&mut self, plan: &Plan) -> Result<Vec<u64>, DataError>;
+    /// Read what `ranks` of `plan` compute on (their rows, their coded rows, the graph).
+    fn load(&mut self, plan: &Plan, ranks: &[usize]) -> Result<(), DataError>;
+    /// Read what the logging rank's metrics need (θ*, a held-out set), before the timed loop.
+    fn load_metrics(&mut self) -> Result<(), DataError> {
+        Ok(())
+    }
+    /// Yield the core every `rows` rows of computation (hosts with more ranks than cores).
+    fn pace(&mut self, _rows: usize) {}
+    /// The model of the next iteration.
+    fn model(&mut self) -> Arc<Frame>;
+    /// Rank `rank`'s parts for iteration `t`, computed on `model`: all of them, or the `parts`
+    /// selected (in that order).
+    fn compute(&mut self, rank: usize, t: u64, model: &Frame, parts: Option<&[usize]>) -> Vec<Frame>;
+    /// Apply the delivered total of iteration `t` (the job may keep the vector); what it gave,
+    /// or why the run must stop (e.g. the model diverged).
+    fn apply(&mut self, t: u64, total: Frame) -> Result<Applied, JobError>;
+    /// The logging rank's metrics of what `apply` gave.
+    fn metrics(&self, applied: &Applied) -> Metrics {
+        Metrics { error: applied.error, ..Metrics::default() }
+    }
+    /// The final state file's text for `state`.
+    fn state_text(&self, state: &[f64]) -> String {
+        state.iter().map(|v| format!("{v:e}\n")).collect()
+    }
+    /// The state a serial computation on the whole problem reaches after the plan's
+    /// iterations (what exactness is checked against).
+    fn reference(&mut self, plan: &Plan) -> Result<Vec<f64>, DataError>;
+    /// The job as the shuffle pattern runs it, if it is a job on a graph.
+    fn graph(&mut self) -> Option<&mut dyn GraphJob> {
+        None
+    }
+}
+
+/// A job on a graph, run by the shuffle pattern's driver: every server Maps its vertices'
+/// values along their out-edges, the values are shuffled, and each Reduces its own vertices.
+pub trait GraphJob {
+    /// The graph (loaded by [`Job::load`]).
+    fn graph(&self) -> &Graph;
+    /// The new values of `node`'s reduced vertices from its decoded sums and the state `x`.
+    fn reduce(&self, node: &ShuffleNode, x: &[f64]) -> Vec<f64>;
+}
+
+/// The job of `plan`.
+pub fn job(plan: &Plan) -> Box<dyn Job> {
+    match &plan.job.config {
+        JobConfig::Gd(c) => Box::new(GradientDescent::new(plan, c)),
+        JobConfig::Matvec(c) => Box::new(Matvec::new(plan, c)),
+        JobConfig::Pagerank(c) => Box::new(Pagerank::new(plan, c)),
+    }
+}
+
+/// The problem size of `cfg`: the data set's samples and features (gradient descent; its
+/// held-out set, if any, is read and checked too), the matrix's rows and columns (mat-vec), or
+/// the graph's vertices (PageRank).
+pub fn shape(cfg: &Config) -> Result<Shape, DataError> {
+    match &cfg.job {
+        JobConfig::Gd(c) => gd::shape(c),
+        JobConfig::Matvec(c) => crate::matrix::shape(&c.matrix),
+        JobConfig::Pagerank(c) => pagerank::shape(c, cfg.run.seed),
+    }
+}

@@ -20,9 +20,9 @@ use std::sync::Arc;
 
 use outrun_plan::{ComputeMode, Injector, Plan};
 use outrun_proto::{Delivered, Frame, Histogram, Input, Len};
+use outrun_runlog::event::ComputeTiming;
 use outrun_runlog::{Book, IterationRecord, Latency, RunInfo, Summary};
 use outrun_workloads::{Applied, Job, JobError};
-use serde_json::{json, Value};
 
 pub use outrun_plan::roles::Vector;
 
@@ -121,7 +121,7 @@ pub struct Timed {
     /// When the parts may be used (the modelled or injected finish time), on the run's clock.
     pub ready_at: f64,
     /// `compute_start`, `compute_end`, `target`, `injected`, `straggler`, `overrun`.
-    pub record: Value,
+    pub record: ComputeTiming,
 }
 
 /// One rank's share of a run that does not depend on how time passes or bytes move: its job,
@@ -197,8 +197,14 @@ impl<'a> Core<'a> {
         let base = measured.unwrap_or(self.base_a * load as f64);
         let time = self.injector.compute_time(self.seat.worker, t, load, base);
         let overrun = self.seat.modelled && measured.is_some_and(|m| m > time.target);
-        let record = json!({"compute_start": start, "compute_end": end, "target": time.target,
-            "injected": time.injected, "straggler": time.straggler, "overrun": overrun});
+        let record = ComputeTiming {
+            compute_start: Some(start),
+            compute_end: Some(end),
+            target: Some(time.target),
+            injected: Some(time.injected),
+            straggler: Some(time.straggler),
+            overrun: Some(overrun),
+        };
         Timed { ready_at: start + measured.map_or(time.target, |m| time.target.max(m)), record }
     }
 

@@ -21,8 +21,8 @@ use std::time::{Duration, Instant};
 
 use outrun_driver::Core;
 use outrun_proto::{wire, Frame, Input, Machine, Msg, Outcome, Output};
+use outrun_runlog::event::{ComputeTiming, Event, Traffic};
 use outrun_runlog::Lines;
-use serde_json::{json, Value};
 
 use crate::clock::Clock;
 use crate::transport::{Backoff, Comm, PROTO};
@@ -94,17 +94,19 @@ impl<'a> Driver<'a> {
                     self.comm.allreduce_sum(buf.as_slice(), &mut total);
                     m.handle(&self.clock, Input::Reduced { t, total: Frame::from_vec(total) });
                 }
-                Output::Log(mut v) => {
-                    if v["ev"] == "shutdown" {
-                        // MPI_Allreduce moves its data inside the library: not measured (null)
+                Output::Log(mut ev) => {
+                    if let Event::Shutdown(s) = &mut ev {
+                        // MPI_Allreduce moves its data inside the library: not measured (None)
                         let c = &self.comm;
-                        let counted = |x: u64| if self.collective { Value::Null } else { json!(x) };
-                        v["sent_msgs"] = counted(c.sent_msgs);
-                        v["sent_bytes"] = counted(c.sent_bytes);
-                        v["recv_msgs"] = counted(c.recv_msgs);
-                        v["recv_bytes"] = counted(c.recv_bytes);
+                        let counted = |x: u64| (!self.collective).then_some(x);
+                        s.traffic = Traffic {
+                            sent_msgs: counted(c.sent_msgs),
+                            sent_bytes: counted(c.sent_bytes),
+                            recv_msgs: counted(c.recv_msgs),
+                            recv_bytes: counted(c.recv_bytes),
+                        };
                     }
-                    self.log.json(&v);
+                    self.log.event(&ev);
                 }
                 Output::Done(o) => self.done = Some(o),
             }
@@ -136,7 +138,7 @@ impl<'a> Driver<'a> {
     }
 
     /// Run the computation now; hold its parts until the finish time. Returns the timing record.
-    fn compute(&mut self, t: u64, model: &Frame, select: Option<&[usize]>, load: Option<usize>) -> Value {
+    fn compute(&mut self, t: u64, model: &Frame, select: Option<&[usize]>, load: Option<usize>) -> ComputeTiming {
         let c0i = Instant::now();
         let c0 = self.clock.now();
         let parts = self.core.compute(t, model, select);
@@ -172,12 +174,18 @@ impl<'a> Driver<'a> {
             while let Some(r) = self.comm.try_recv() {
                 progressed = true;
                 if r.tag != PROTO {
-                    self.log.json(&json!({"ev": "warn", "at": self.clock.now(), "message": format!("message with tag {} from rank {} ignored", r.tag, r.source)}));
+                    let why = format!("message with tag {} from rank {} ignored", r.tag, r.source);
+                    self.log.event(&Event::warn(self.clock.now(), why));
                     continue;
                 }
                 match wire::decode(r.words, r.bytes) {
-                    Ok((head, body)) => self.feed(m, Input::Recv { from: r.source, msg: Msg { head, body: body.map(Arc::new) } }),
-                    Err(e) => self.log.json(&json!({"ev": "warn", "at": self.clock.now(), "message": format!("unreadable frame from rank {}: {e}", r.source)})),
+                    Ok((head, body)) => {
+                        self.feed(m, Input::Recv { from: r.source, msg: Msg { head, body: body.map(Arc::new) } })
+                    }
+                    Err(e) => {
+                        let why = format!("unreadable frame from rank {}: {e}", r.source);
+                        self.log.event(&Event::warn(self.clock.now(), why));
+                    }
                 }
                 if self.done.is_some() {
                     break;
@@ -229,7 +237,8 @@ impl<'a> Driver<'a> {
             }
         });
         if stray > 0 || !ok {
-            self.log.json(&json!({"ev": "warn", "at": self.clock.now(), "message": format!("shutdown: {stray} stray messages received; sends completed: {ok}")}));
+            let why = format!("shutdown: {stray} stray messages received; sends completed: {ok}");
+            self.log.event(&Event::warn(self.clock.now(), why));
         }
     }
 }

@@ -36,9 +36,9 @@ use mpi::traits::*;
 use outrun_driver::{run_info, write_header, Core};
 use outrun_plan::Pattern;
 use outrun_proto::{Failure, Frame, Machine};
+use outrun_runlog::event::{Event, Setup};
 use outrun_runlog::{Book, Lines};
 use outrun_workloads::Job;
-use serde_json::json;
 
 pub use error::EngineError;
 pub use outrun_driver::{NoProgress, Progress};
@@ -157,6 +157,19 @@ fn agree<T, E: std::fmt::Display>(comm: &mut Comm, local: Result<T, E>) -> Resul
     }
 }
 
+/// The setup record's fields every rank of every pattern has.
+fn setup_record(rank: usize, clock: &Clock) -> Setup {
+    Setup {
+        rank,
+        host: hostname(),
+        pid: Some(std::process::id()),
+        clock_offset: Some(clock.offset),
+        clock_rtt: Some(clock.rtt),
+        at: clock.now(),
+        ..Setup::default()
+    }
+}
+
 fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string()).unwrap_or_default()
 }
@@ -219,9 +232,16 @@ fn run(
         );
     }
     let me = &plan.nodes[rank];
-    log.json(&json!({"ev": "setup", "rank": rank, "worker": me.worker, "host": hostname(), "pid": std::process::id(),
-        "clock_offset": clock.offset, "clock_rtt": clock.rtt, "load": me.load(), "parent": me.parent, "children": me.children,
-        "local_ranks": host.local, "cores": host.cores, "paced": host.paced, "at": clock.now()}));
+    log.event(&Event::Setup(Setup {
+        worker: me.worker,
+        load: Some(me.load()),
+        parent: me.parent,
+        children: Some(me.children.clone()),
+        local_ranks: Some(host.local),
+        cores: Some(host.cores),
+        paced: Some(host.paced),
+        ..setup_record(rank, &clock)
+    }));
     let mut machine: Box<dyn Machine<Frame>> = outrun_proto::machine(plan, rank, job.len(rank), false);
     // One barrier before the timed loop so every rank starts ready; none inside the loop.
     world.barrier();

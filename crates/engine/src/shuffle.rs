@@ -29,14 +29,14 @@ use outrun_codes::{ShuffleAllocation, ShuffleNode};
 use outrun_driver::{write_header, Core};
 use outrun_plan::Pattern;
 use outrun_proto::{Delivered, Frame, Histogram, Input};
+use outrun_runlog::event::{Event, Phases, Setup, Shutdown, Traffic};
 use outrun_runlog::{Lines, Summary};
 use outrun_workloads::Job;
-use serde_json::json;
 
 use crate::clock::Clock;
 use crate::error::EngineError;
 use crate::transport::Comm;
-use crate::{hostname, io_error, keep_book, Progress, Shared};
+use crate::{io_error, keep_book, setup_record, Progress, Shared};
 
 /// Phases per iteration, in `phases.csv` order.
 const PHASES: [&str; 6] = ["map_s", "encode_s", "shuffle_s", "decode_s", "reduce_s", "redistribute_s"];
@@ -132,9 +132,13 @@ pub(crate) fn run(
             dir.display()
         );
     }
-    log.json(&json!({"ev": "setup", "rank": rank, "server": rank, "host": hostname(), "pid": std::process::id(),
-        "clock_offset": clock.offset, "clock_rtt": clock.rtt, "mapped": node.mapped().len(), "reduced": node.reduced().len(),
-        "groups": node.group_count(), "at": clock.now()}));
+    log.event(&Event::Setup(Setup {
+        server: Some(rank),
+        mapped: Some(node.mapped().len()),
+        reduced: Some(node.reduced().len()),
+        groups: Some(node.group_count()),
+        ..setup_record(rank, &clock)
+    }));
     // where each server's reduced vertices land in the all-gathered vector
     let owned: Vec<Vec<u32>> = (0..servers).map(|k| alloc.reduced(k)).collect();
     let counts: Vec<i32> = owned.iter().map(|o| o.len() as i32).collect();
@@ -226,13 +230,22 @@ pub(crate) fn run(
         recv_bytes_total += recv_bytes;
         let end = clock.now();
         let phases = [map_s, encode_s, shuffle_s, decode_s, reduce_s, redistribute_s];
-        let change: f64 = state.iter().zip(pi).map(|(a, b)| (a - b).abs()).sum();
-        let mut rec = json!({"ev": "iteration", "t": t, "end": end, "values_mapped": mapped, "l_bytes": l_bytes, "wire_bytes": wire_bytes,
-            "recv_bytes": recv_bytes, "redistribute_bytes": 8 * (n - rows.len()), "change_l1": change});
-        for (name, v) in PHASES.iter().zip(phases) {
-            rec[*name] = json!(v);
-        }
-        log.json(&rec);
+        log.event(&Event::Iteration(Phases {
+            t,
+            end,
+            map_s,
+            encode_s,
+            shuffle_s,
+            decode_s,
+            reduce_s,
+            redistribute_s,
+            values_mapped: mapped,
+            l_bytes,
+            wire_bytes,
+            recv_bytes,
+            redistribute_bytes: 8 * (n - rows.len()),
+            change_l1: state.iter().zip(pi).map(|(a, b)| (a - b).abs()).sum(),
+        }));
         stats.extend(phases.iter().copied().chain([l_bytes as f64, wire_bytes as f64, mapped as f64]));
         // every server applies the same new state and stops after the same iteration
         next = core.deliver(t, Frame::from_vec(state), &delivered, end);
@@ -241,7 +254,8 @@ pub(crate) fn run(
     if let Input::Finish { failure: Some(why) } = next {
         return Err(EngineError::Run(why));
     }
-    log.json(&json!({"ev": "shutdown", "at": clock.now(), "recv_bytes": recv_bytes_total, "clean": true}));
+    let traffic = Traffic { recv_bytes: Some(recv_bytes_total), ..Traffic::default() };
+    log.event(&Event::Shutdown(Shutdown { at: clock.now(), clean: true, traffic, ..Shutdown::default() }));
     // once, after the timed loop: every server's phases to rank 0 (all ran the same iterations)
     let root = world.process_at_rank(0);
     if !logs {

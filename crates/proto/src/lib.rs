@@ -15,7 +15,6 @@
 //! - [`Histogram`]: model send→receive latencies, merged up the tree.
 #![deny(missing_docs)]
 
-mod grant;
 mod hist;
 mod machine;
 mod ring;

@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use serde_json::Value;
+use outrun_runlog::event::{ComputeTiming, Event};
 
 use crate::hist::Histogram;
 use crate::wire::Msg;
@@ -56,8 +56,8 @@ pub enum Input<P> {
     Timing {
         /// Iteration.
         t: u64,
-        /// JSON object of timing fields.
-        timing: Value,
+        /// Its timing fields.
+        timing: ComputeTiming,
     },
     /// The message sent with `track` (see [`Output::Send`]) has left this node.
     Sent {
@@ -151,8 +151,8 @@ pub enum Output<P> {
         /// This rank's contribution.
         buf: P,
     },
-    /// A structured log record (one JSON object; the driver adds nothing but writes it).
-    Log(Value),
+    /// A log record (the driver writes it; to a shutdown record it adds its traffic counters).
+    Log(Event),
     /// The node is finished; the driver flushes its sends and stops driving it.
     Done(Outcome),
 }

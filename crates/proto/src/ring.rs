@@ -15,7 +15,7 @@ use std::sync::Arc;
 use outrun_plan::alloc::split_sizes;
 use outrun_plan::roles::Vector;
 use outrun_plan::{Pattern, Plan};
-use serde_json::{json, Value};
+use outrun_runlog::event::{Ending, Event, Iter, Shutdown};
 
 use crate::hist::Histogram;
 use crate::machine::{Clock, Delivered, Failure, Input, Machine, Outcome, Output};
@@ -38,7 +38,7 @@ pub struct RingNode<P: Vector> {
     sent: usize,
     received: usize,
     early: BTreeMap<(u64, u32), P>,
-    record: Value,
+    record: Option<Iter>,
     /// When the step timer is due (None: disarmed).
     step_at: Option<f64>,
     done: bool,
@@ -79,7 +79,7 @@ impl<P: Vector> RingNode<P> {
             sent: 0,
             received: 0,
             early: BTreeMap::new(),
-            record: Value::Null,
+            record: None,
             step_at: None,
             done: false,
             dropped: vec![],
@@ -168,9 +168,10 @@ impl<P: Vector> RingNode<P> {
     }
 
     fn deliver(&mut self, now: f64, t: u64, total: P) {
-        let mut ev = std::mem::take(&mut self.record);
-        ev["reduced"] = json!(now);
-        self.out.push_back(Output::Log(ev));
+        if let Some(mut r) = self.record.take() {
+            r.reduced = Some(now);
+            self.out.push_back(Output::Log(Event::iter(r)));
+        }
         self.cur = None;
         let info = Delivered { used: self.workers.clone(), residual: 0.0, exact: true, coverage: 1.0, late_total: 0 };
         self.out.push_back(Output::Deliver { t, total, info });
@@ -178,9 +179,13 @@ impl<P: Vector> RingNode<P> {
 
     fn finish(&mut self, now: f64, result: Result<(), Failure>) {
         self.done = true;
-        self.out.push_back(Output::Log(
-            json!({"ev": "shutdown", "kind": if result.is_ok() { "stop" } else { "abort" }, "at": now, "clean": true}),
-        ));
+        let kind = Some(if result.is_ok() { Ending::Stop } else { Ending::Abort });
+        self.out.push_back(Output::Log(Event::Shutdown(Shutdown {
+            kind,
+            at: now,
+            clean: true,
+            ..Shutdown::default()
+        })));
         self.out.push_back(Output::Done(Outcome {
             result,
             clean: true,
@@ -205,19 +210,21 @@ impl<P: Vector> Machine<P> for RingNode<P> {
                 self.step_at = None;
                 self.sent = 0;
                 self.received = 0;
-                self.record = json!({"ev": "iter", "t": t, "worker": self.worker, "start": now});
+                self.record = Some(Iter { t, worker: Some(self.worker), start: Some(now), ..Iter::default() });
                 self.out.push_back(Output::Compute { t, model, parts: None, load: None });
             }
             Input::Timing { t, timing } => {
-                if let (true, Value::Object(rec), Value::Object(tm)) = (self.cur == Some(t), &mut self.record, timing) {
-                    rec.extend(tm);
+                if let (true, Some(r)) = (self.cur == Some(t), self.record.as_mut()) {
+                    r.compute = timing;
                 }
             }
             Input::Computed { t, mut parts, ready } => {
                 if self.cur != Some(t) {
                     return;
                 }
-                self.record["ready"] = json!(ready);
+                if let Some(r) = self.record.as_mut() {
+                    r.ready = Some(ready);
+                }
                 let own = parts.pop().expect("a ring rank computes one part");
                 if self.collective {
                     self.out.push_back(Output::Collective { t, buf: own });
@@ -232,7 +239,8 @@ impl<P: Vector> Machine<P> for RingNode<P> {
                 let left = (self.rank + self.n - 1) % self.n;
                 let head = msg.head;
                 if from != left || head.kind != Kind::Segment {
-                    self.out.push_back(Output::Log(json!({"ev": "warn", "at": now, "message": format!("unexpected {} from rank {from}", head.kind.name())})));
+                    let why = format!("unexpected {} from rank {from}", head.kind.name());
+                    self.out.push_back(Output::Log(Event::warn(now, why)));
                     return;
                 }
                 let body = crate::wire::owned_body(msg.body, 0);
@@ -265,7 +273,7 @@ impl<P: Vector> Machine<P> for RingNode<P> {
                     self.finish(now, Err(Failure::Run(why)));
                 } else {
                     // stalled behind the straggler, further along the ring: log, stay quiet
-                    self.out.push_back(Output::Log(json!({"ev": "error", "at": now, "message": detail})));
+                    self.out.push_back(Output::Log(Event::error(now, detail)));
                     self.finish(now, Err(Failure::Aborted));
                 }
             }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use outrun_plan::config::parse;
 use outrun_plan::Plan;
 use outrun_proto::*;
+use outrun_runlog::event::ComputeTiming;
 use serde_json::{json, Value};
 
 type V = Vec<f64>;
@@ -64,7 +65,8 @@ impl Net {
                 Output::Timer { id, at } => self.timers.push((rank, id, at)),
                 Output::Deliver { t, total, info } => self.delivered.push((rank, t, total, info)),
                 Output::Collective { .. } => panic!("no collective in these tests"),
-                Output::Log(v) => self.logs[rank].push(v),
+                // as written to the rank's log
+                Output::Log(ev) => self.logs[rank].push(serde_json::to_value(&ev).unwrap()),
                 Output::Done(o) => self.done[rank] = Some(o),
             }
         }
@@ -90,7 +92,8 @@ impl Net {
             .position(|&c| c == (rank, t))
             .unwrap_or_else(|| panic!("rank {rank} was not asked to compute {t}"));
         self.computes.remove(i);
-        self.input(rank, Input::Timing { t, timing: json!({"compute_start": self.now}) });
+        let timing = ComputeTiming { compute_start: Some(self.now), ..ComputeTiming::default() };
+        self.input(rank, Input::Timing { t, timing });
         self.input(rank, Input::Computed { t, parts: vec![part], ready: self.now });
     }
 

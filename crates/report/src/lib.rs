@@ -19,8 +19,10 @@ pub mod plots;
 pub mod sweep;
 pub mod table;
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use outrun_runlog::event::{Event, Shutdown};
 use outrun_runlog::read::{self, IterationRow, ReadError};
 use outrun_runlog::Summary;
 
@@ -84,10 +86,9 @@ impl Run {
         let busiest = events
             .iter()
             .filter_map(|(&r, evs)| {
-                let last = evs.iter().rev().find(|e| e["ev"] == "shutdown")?;
-                // null when the traffic was inside MPI (MPI_Allreduce): not measured
-                let bytes = last["sent_bytes"].as_f64()? + last["recv_bytes"].as_f64()?;
-                Some((r, bytes / iters))
+                // None when the traffic was inside MPI (MPI_Allreduce): not measured
+                let t = last_shutdown(evs)?.traffic;
+                Some((r, (t.sent_bytes? + t.recv_bytes?) as f64 / iters))
             })
             .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)));
         Ok(Run { dir: dir.to_path_buf(), summary, iterations, problem, busiest, uploaded: uploaded(&events, iters) })
@@ -104,21 +105,23 @@ impl Run {
     }
 }
 
+/// A rank's last shutdown record.
+fn last_shutdown(evs: &[Event]) -> Option<&Shutdown> {
+    evs.iter().rev().find_map(|e| if let Event::Shutdown(s) = e { Some(s) } else { None })
+}
+
 /// Uploaded bytes per iteration: the `up_bytes` of every rank's iteration records; in a ring
 /// (whose records have none, every byte it sends is reduction traffic) the ranks' bytes sent.
-fn uploaded(events: &std::collections::HashMap<usize, Vec<serde_json::Value>>, iters: f64) -> Option<f64> {
-    let ups: Vec<f64> = events
+fn uploaded(events: &HashMap<usize, Vec<Event>>, iters: f64) -> Option<f64> {
+    let ups: Vec<u64> = events
         .values()
-        .flat_map(|evs| evs.iter().filter(|e| e["ev"] == "iter").filter_map(|e| e["up_bytes"].as_f64()))
+        .flat_map(|evs| evs.iter().filter_map(|e| if let Event::Iter(i) = e { i.up_bytes } else { None }))
         .collect();
     if !ups.is_empty() {
-        return Some(ups.iter().sum::<f64>() / iters);
+        return Some(ups.iter().sum::<u64>() as f64 / iters);
     }
-    let sent: Option<Vec<f64>> = events
-        .values()
-        .map(|evs| evs.iter().rev().find(|e| e["ev"] == "shutdown").and_then(|e| e["sent_bytes"].as_f64()))
-        .collect();
-    sent.map(|s| s.iter().sum::<f64>() / iters)
+    let sent: Option<Vec<u64>> = events.values().map(|evs| last_shutdown(evs)?.traffic.sent_bytes).collect();
+    sent.map(|s| s.iter().sum::<u64>() as f64 / iters)
 }
 
 /// Load the runs among `paths` (run directories, or directories of run directories).

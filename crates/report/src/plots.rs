@@ -5,9 +5,9 @@
 
 use std::path::Path;
 
+use outrun_runlog::event::{Event, Iter, Status};
 use plotters::coord::Shift;
 use plotters::prelude::*;
-use serde_json::Value;
 
 use crate::{ReportError, Run};
 
@@ -229,48 +229,52 @@ struct Piece {
     straggler: bool,
 }
 
-/// What one iteration event of one rank contributes to the timeline.
-fn pieces(rank: usize, e: &Value, out: &mut Vec<Piece>, marks: &mut Vec<(usize, f64, &'static str)>) {
-    let f = |k: &str| e[k].as_f64();
-    let straggler = e["straggler"].as_bool().unwrap_or(false);
+/// What one iteration record of one rank contributes to the timeline.
+fn pieces(rank: usize, e: &Iter, out: &mut Vec<Piece>, marks: &mut Vec<(usize, f64, &'static str)>) {
+    let c = &e.compute;
+    let straggler = c.straggler.unwrap_or(false);
     let mut push = |x0: f64, x1: f64, seg: Seg, st: bool| {
         if x1 > x0 {
             out.push(Piece { rank, x0, x1, seg, straggler: st });
         }
     };
-    if let (Some(sent), Some(end)) = (f("sent"), f("end")) {
+    let dec = e.collect.decode_s.unwrap_or(0.0);
+    if let (Some(sent), Some(end)) = (e.sent, e.collect.end) {
         // the master of a tree
-        let dec = f("decode_s").unwrap_or(0.0);
         push(sent, end - dec, Seg::Waiting, false);
         push(end - dec, end, Seg::Decode, false);
         return;
     }
-    if e["status"] == "dead" {
-        if let Some(m) = f("model") {
+    if e.status == Some(Status::Dead) {
+        if let Some(m) = e.model {
             marks.push((rank, m, "dead"));
         }
         return;
     }
-    let (Some(cs), Some(ce), Some(target)) = (f("compute_start"), f("compute_end"), f("target")) else { return };
-    let injected = f("injected").unwrap_or(0.0);
+    let (Some(cs), Some(ce), Some(target)) = (c.compute_start, c.compute_end, c.target) else { return };
+    let injected = c.injected.unwrap_or(0.0);
     let base_end = cs + (target - injected).max(ce - cs);
-    let ready = f("ready").or(f("send")).unwrap_or(base_end);
+    let ready = e.ready.or(e.send).unwrap_or(base_end);
     push(cs, base_end.min(ready), Seg::Compute, false);
     push(base_end, ready, Seg::Injected, straggler);
-    if let Some(red) = f("reduced") {
+    if let Some(red) = e.reduced {
         push(ready, red, Seg::Reduce, false);
-    } else if let Some(send) = f("send") {
-        if e.get("arrivals").is_some() {
-            let dec = f("decode_s").unwrap_or(0.0);
+    } else if let Some(send) = e.send {
+        if e.collect.arrivals.is_some() {
             push(ready, send - dec, Seg::Waiting, false);
             push(send - dec, send, Seg::Decode, false);
         }
-        if e["status"] == "abandoned" {
-            marks.push((rank, send, "abandoned"));
-        } else if e["status"] == "failed" {
-            marks.push((rank, send, "failed"));
+        match e.status {
+            Some(Status::Abandoned) => marks.push((rank, send, "abandoned")),
+            Some(Status::Failed) => marks.push((rank, send, "failed")),
+            _ => {}
         }
     }
+}
+
+/// The iteration records of `evs` (a rank's log).
+fn iterations(evs: &[Event]) -> impl Iterator<Item = &Iter> {
+    evs.iter().filter_map(|e| if let Event::Iter(i) = e { Some(&**i) } else { None })
 }
 
 /// Per-rank timeline of `k` iterations around the slowest one. Returns the caption, or None if
@@ -285,7 +289,7 @@ pub fn timeline(run: &Run, k: usize, stem: &Path) -> Result<Option<String>, Repo
     let mut ps = Vec::new();
     let mut marks = Vec::new();
     for (&rank, evs) in &events {
-        for e in evs.iter().filter(|e| e["ev"] == "iter" && e["t"].as_u64().is_some_and(|t| (t0..=t1).contains(&t))) {
+        for e in iterations(evs).filter(|e| (t0..=t1).contains(&e.t)) {
             pieces(rank, e, &mut ps, &mut marks);
         }
     }
@@ -382,25 +386,15 @@ pub fn partition(run: &Run, stem: &Path) -> Result<Option<String>, ReportError> 
     let events = outrun_runlog::read::rank_events(&run.dir)?;
     let Some(master) = events.get(&0) else { return Ok(None) };
     // (t, worker → cluster, slow workers, responders)
-    type Row = (u64, Vec<(u64, usize)>, Vec<u64>, Vec<u64>);
-    let ids = |v: &Value| -> Vec<u64> {
-        v.as_array().map(|a| a.iter().filter_map(Value::as_u64).collect()).unwrap_or_default()
-    };
-    let rows: Vec<Row> = master
-        .iter()
-        .filter(|e| e["ev"] == "iter" && e["clusters"].is_array())
-        .take(MAX_ITERATIONS)
-        .map(|e| {
-            let place = e["clusters"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .enumerate()
-                .flat_map(|(c, m)| ids(m).into_iter().map(move |w| (w, c)))
-                .collect();
-            let responders = e["responders"].as_array().map(|a| a.iter().flat_map(ids).collect()).unwrap_or_default();
-            (e["t"].as_u64().unwrap_or(0), place, ids(&e["slow"]), responders)
+    type Row = (u64, Vec<(usize, usize)>, Vec<usize>, Vec<usize>);
+    let rows: Vec<Row> = iterations(master)
+        .filter_map(|e| {
+            let n = &e.notes;
+            let place = n.clusters.as_ref()?.iter().enumerate().flat_map(|(c, m)| m.iter().map(move |&w| (w, c)));
+            let responders = n.responders.iter().flatten().flatten().copied().collect();
+            Some((e.t, place.collect(), n.slow.clone().unwrap_or_default(), responders))
         })
+        .take(MAX_ITERATIONS)
         .collect();
     if rows.is_empty() {
         return Ok(None);

@@ -18,7 +18,6 @@ use std::io::{LineWriter, Write};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 /// JSON has no NaN: serde_json writes it as null; read null back as NaN.
 fn nan_if_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
@@ -111,9 +110,11 @@ impl Lines {
         }
     }
 
-    /// Write one JSON object as a line.
-    pub fn json(&mut self, v: &Value) {
-        self.line(&v.to_string());
+    /// Write one log record as a line.
+    pub fn event(&mut self, e: &crate::Event) {
+        if self.is_active() {
+            self.line(&serde_json::to_string(e).expect("records serialize"));
+        }
     }
 }
 

@@ -6,12 +6,16 @@
 //! - [`create_run_dir`], [`Lines`] (line-flushed writers), [`Summary`], [`quantile`].
 //! - [`Book`]: the logging rank's per-iteration book-keeping (`iterations.csv`, trajectory,
 //!   `theta.txt`, `summary.json`).
+//! - [`event`]: the typed records of the rank logs ([`Event`]), written by both drivers and
+//!   read back by the report.
 //! - [`read`]: loading a run directory back (summary, iterations, rank events).
 #![deny(missing_docs)]
 
 mod book;
+pub mod event;
 mod files;
 pub mod read;
 
 pub use book::{Book, IterationRecord, Latency, RunInfo, COLUMNS};
+pub use event::Event;
 pub use files::{create_run_dir, quantile, utc_stamp, Lines, Summary, FORMAT};

@@ -3,8 +3,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
-
+use crate::event::Event;
 use crate::files::{Summary, FORMAT};
 
 /// One row of `iterations.csv`.
@@ -92,9 +91,9 @@ pub fn iterations(dir: &Path) -> Result<Vec<IterationRow>, ReadError> {
     Ok(out)
 }
 
-/// Every rank's events (`rank-<r>.jsonl`), by rank. Lines that do not parse (a run killed
+/// Every rank's records (`rank-<r>.jsonl`), by rank. Lines that do not parse (a run killed
 /// mid-line) are skipped.
-pub fn rank_events(dir: &Path) -> Result<HashMap<usize, Vec<Value>>, ReadError> {
+pub fn rank_events(dir: &Path) -> Result<HashMap<usize, Vec<Event>>, ReadError> {
     let mut out = HashMap::new();
     let rd = std::fs::read_dir(dir).map_err(|e| err(dir, e))?;
     for entry in rd.flatten() {

@@ -19,9 +19,9 @@
 use outrun_driver::{Core, Payload, Seat};
 use outrun_plan::{Plan, StragglerModel};
 use outrun_proto::{At, Failure, Histogram, Input, Machine, Msg, Output};
+use outrun_runlog::event::{Event, Traffic};
 use outrun_runlog::{Book, RunInfo, Summary};
 use outrun_workloads::Job;
-use serde_json::{json, Value};
 
 use crate::network::{NetEvent, Network};
 use crate::queue::Queue;
@@ -67,7 +67,7 @@ struct Sim<'a, P: Payload> {
     machines: Vec<Box<dyn Machine<P>>>,
     net: Network<Ev<P>>,
     q: Queue<Ev<P>>,
-    events: Option<&'a mut Vec<Vec<Value>>>,
+    events: Option<&'a mut Vec<Vec<Event>>>,
     done: Vec<bool>,
     failure: Option<String>,
     run: Run,
@@ -113,15 +113,18 @@ impl<P: Payload> Sim<'_, P> {
                     self.machines[rank].handle(&At(at), next);
                 }
                 Output::Collective { .. } => unreachable!("the simulator runs collectives as rings"),
-                Output::Log(mut v) => {
-                    if let Some(ev) = self.events.as_deref_mut() {
-                        if v["ev"] == "shutdown" {
-                            v["sent_msgs"] = json!(self.net.sent_msgs[rank]);
-                            v["sent_bytes"] = json!(self.net.sent_bytes[rank]);
-                            v["recv_msgs"] = json!(self.net.recv_msgs[rank]);
-                            v["recv_bytes"] = json!(self.net.recv_bytes[rank]);
+                Output::Log(mut ev) => {
+                    if let Some(evs) = self.events.as_deref_mut() {
+                        if let Event::Shutdown(s) = &mut ev {
+                            let n = &self.net;
+                            s.traffic = Traffic {
+                                sent_msgs: Some(n.sent_msgs[rank]),
+                                sent_bytes: Some(n.sent_bytes[rank]),
+                                recv_msgs: Some(n.recv_msgs[rank]),
+                                recv_bytes: Some(n.recv_bytes[rank]),
+                            };
                         }
-                        ev[rank].push(v);
+                        evs[rank].push(ev);
                     }
                 }
                 Output::Done(o) => {
@@ -190,7 +193,7 @@ pub fn execute<P: Payload>(
     stragglers: &StragglerModel,
     jobs: Vec<Box<dyn Job>>,
     book: Option<(Book, RunInfo)>,
-    events: Option<&mut Vec<Vec<Value>>>,
+    events: Option<&mut Vec<Vec<Event>>>,
 ) -> Result<Run, SimError> {
     let ranks = plan.ranks;
     assert_eq!(jobs.len(), ranks, "one job per rank");

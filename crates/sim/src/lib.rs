@@ -22,6 +22,7 @@ use outrun_codes::splitmix64;
 use outrun_driver::{create_run_dir, run_info, write_header};
 use outrun_plan::{Pattern, Plan};
 use outrun_proto::{Frame, Len};
+use outrun_runlog::event::{Event, Setup};
 use outrun_runlog::{quantile, Book, Lines, Summary};
 use outrun_workloads::{DataError, Job};
 use serde::Serialize;
@@ -229,9 +230,17 @@ fn write_trial(
     }?;
     for (r, evs) in events.iter().enumerate() {
         let mut l = Lines::create(&dir.join(format!("rank-{r}.jsonl"))).map_err(io)?;
-        l.json(&serde_json::json!({"ev": "setup", "rank": r, "worker": plan.nodes[r].worker, "host": "simulated",
-            "load": plan.nodes[r].load(), "parent": plan.nodes[r].parent, "children": plan.nodes[r].children, "at": 0.0}));
-        evs.iter().for_each(|e| l.json(e));
+        let node = &plan.nodes[r];
+        l.event(&Event::Setup(Setup {
+            rank: r,
+            worker: node.worker,
+            host: "simulated".into(),
+            load: Some(node.load()),
+            parent: node.parent,
+            children: Some(node.children.clone()),
+            ..Setup::default()
+        }));
+        evs.iter().for_each(|e| l.event(e));
     }
     Ok((run, dir))
 }

@@ -8,7 +8,6 @@
 use std::sync::Arc;
 
 use outrun_codes::{dynamic_clustering, ClusterMatrix, Decoder, Decoding, GradientCode, SurvivorSet, EXACT_RESIDUAL};
-use serde_json::{json, Value};
 
 use super::aggregate::Aggregator;
 use super::combine::{Combination, Src, Term};
@@ -202,22 +201,18 @@ impl Aggregator for Clustered {
         comb.residual = residual;
         comb.exact = residual <= EXACT_RESIDUAL;
         let truth: Vec<bool> = (1..=self.matrix.workers).map(|w| self.injector.state(w, self.t).0).collect();
-        let positions: Vec<Value> = self.place.iter().map(|&(q, i)| json!([q + 1, i + 1])).collect();
+        let positions: Vec<(usize, usize)> = self.place.iter().map(|&(q, i)| (q + 1, i + 1)).collect();
         // the partition as 1-based worker ids, each cluster ascending
         let clusters: Vec<Vec<usize>> =
             (0..self.matrix.clusters).map(|c| self.cluster_members(c).map(|w| w + 1).collect()).collect();
-        comb.notes = vec![
-            ("clusters".into(), json!(clusters)),
-            ("responders".into(), json!(responders)),
-            ("slow".into(), json!(ids(&truth))),
-        ];
+        comb.notes.clusters = Some(clusters);
+        comb.notes.responders = Some(responders);
+        comb.notes.slow = Some(ids(&truth));
         if self.dynamic {
-            comb.notes.extend([
-                ("believed".into(), json!(ids(&self.believed))),
-                ("positions".into(), json!(positions)),
-                ("swaps".into(), json!(self.swaps)),
-                ("fallbacks".into(), json!(self.fallbacks)),
-            ]);
+            comb.notes.believed = Some(ids(&self.believed));
+            comb.notes.positions = Some(positions);
+            comb.notes.swaps = Some(self.swaps);
+            comb.notes.fallbacks = Some(self.fallbacks);
         }
         comb
     }
@@ -290,8 +285,8 @@ impl Encoder for Assigned {
         Combination::exact(self.len, terms)
     }
 
-    fn note(&self) -> Option<Value> {
-        Some(json!([self.now.0 + 1, self.now.1 + 1]))
+    fn note(&self) -> Option<(usize, usize)> {
+        Some((self.now.0 + 1, self.now.1 + 1))
     }
 }
 
@@ -352,8 +347,7 @@ mod tests {
                 let comb = agg.combine();
                 assert!(comb.exact && comb.residual < 1e-9, "{kind} t {t}: residual {}", comb.residual);
                 assert_eq!(comb.used.len(), 4 * 2, "ℓ − r + 1 = 2 responders in each of 4 clusters");
-                let notes: std::collections::HashMap<_, _> = comb.notes.iter().cloned().collect();
-                partitions.insert(notes["clusters"].to_string());
+                partitions.insert(format!("{:?}", comb.notes.clusters));
                 let mut weight = vec![0.0; plan.samples];
                 for term in &comb.terms {
                     let Src::Arrival(j) = term.src else { panic!("the master combines arrivals") };

@@ -3,6 +3,8 @@
 
 use std::sync::Arc;
 
+use outrun_runlog::event::Notes;
+
 /// Where a term reads from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Src {
@@ -58,9 +60,9 @@ pub struct Combination {
     pub rounds: usize,
     /// Results used per child (index, count), for multi-round rules.
     pub uses: Vec<(usize, usize)>,
-    /// Scheme-specific fields for the iteration's log record (e.g. a clustered scheme's
+    /// What the scheme adds to the iteration's log record (e.g. a clustered scheme's
     /// partition and responders).
-    pub notes: Vec<(String, serde_json::Value)>,
+    pub notes: Notes,
     /// A map applied after the terms: the terms then gather `post.0.in_len()` values, and the
     /// output is the map's `len` values.
     pub post: Option<Post>,
@@ -99,7 +101,7 @@ impl Combination {
             cond: 0.0,
             rounds: 0,
             uses: vec![],
-            notes: vec![],
+            notes: Notes::default(),
             post: None,
         }
     }

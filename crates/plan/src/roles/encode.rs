@@ -50,8 +50,9 @@ pub trait Encoder: Send {
     fn select(&self) -> Option<Vec<usize>> {
         None
     }
-    /// What the node was assigned, for its log record.
-    fn note(&self) -> Option<serde_json::Value> {
+    /// What the node was assigned (GC-DC: its cluster and position, 1-based), for its log
+    /// record.
+    fn note(&self) -> Option<(usize, usize)> {
         None
     }
     /// Number of rounds the node sends per iteration.

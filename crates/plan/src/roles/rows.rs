@@ -219,7 +219,7 @@ impl Aggregator for Rows {
         let decoded = self.shared.decoder(&rows, at);
         let mut c = Combination::exact(r, terms);
         c.used = self.order.clone();
-        c.notes.push(("rows".into(), serde_json::json!(at)));
+        c.notes.rows = Some(at);
         match decoded {
             Ok(d) => {
                 c.cond = d.dec.cond;
@@ -233,7 +233,7 @@ impl Aggregator for Rows {
                     RowDecodeError::NotYet(..) => f64::INFINITY,
                 };
                 c.exact = false;
-                c.notes.push(("decode_error".into(), serde_json::json!(e.to_string())));
+                c.notes.decode_error = Some(e.to_string());
             }
         }
         c

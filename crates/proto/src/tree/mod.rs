@@ -1,0 +1,746 @@
+//! The collect-tree node: masters, parents and workers of every master–worker and CodedReduce
+//! scheme (a star is a tree of depth 1).
+//!
+//! Every iteration t:
+//! 1. the root sends the model `[Model, t]` to its children (preceded by per-child `Assign`
+//!    messages when its aggregator re-assigns work);
+//! 2. a node that receives a model forwards it to its own children first, then computes its parts;
+//! 3. a parent offers its children's results for t to its [`Aggregator`] until the rule is met,
+//!    combines them, and its [`Encoder`] forms the message(s) it sends up (the root delivers);
+//! 4. the root's driver applies the result and starts t + 1.
+//!
+//! A result that arrives after its parent has moved on is received, counted as *late* and
+//! discarded by its iteration header; it can never be mixed into another iteration. A node that
+//! sees a newer model (or the stop) while still working on t abandons t and sends
+//! `[Abandoned, t]`, so every model it acted on gets an answer. A parent that cannot meet its
+//! rule within its wait budget reports `[Failed, t]` with the children it misses (the root fails
+//! the run at `run.deadline`, naming them). At the end, `Stop` (or `Abort`) flows down, every node
+//! drains its children until their `Bye` (which carries how many up messages they sent) and says
+//! goodbye upward, so nothing is in flight when the drivers finish.
+//!
+//! With `engine.upload = "granted"` step 3 goes through grants (see `grant.rs`): a child sends a
+//! ready notice, the parent offers it to the same rule and answers `Grant` (upload it) or
+//! `Refuse`; only granted results cross the link, and the parent combines when the rule is met
+//! and every granted result arrived.
+//!
+//! The node is made of parts that each own their state: the parent's side ([`Collection`]:
+//! the rule, what arrived, grants, the children's accounting), the child's side ([`Uplink`]:
+//! rounds, notices, what went up), and the timers ([`Timers`]); this file is the iteration's
+//! flow between them and the shutdown. A new wait rule touches the plan's aggregators only, a
+//! new upload mode the uplink and the collection.
+
+mod collect;
+mod grant;
+mod timers;
+mod uplink;
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use outrun_codes::EXACT_RESIDUAL;
+use outrun_plan::budget::{parent_silence, shutdown_grace, wait_budget};
+use outrun_plan::roles::{encoder, Combination, Encoder, Src, Term, Vector};
+use outrun_plan::{Plan, StragglerModel, Upload};
+use outrun_runlog::event::{Ending, Event, Iter, Late, Regrant, Regranted, RoundsStopped, Shutdown, Status};
+
+use crate::hist::Histogram;
+use crate::machine::{Clock, Delivered, Failure, Input, Machine, Outcome, Output};
+use crate::wire::{Header, Kind, Meta, Msg};
+use collect::{send, Collection, Decoded};
+use timers::{Timer, Timers};
+use uplink::Uplink;
+
+#[derive(Debug, PartialEq)]
+enum Phase {
+    Running,
+    /// Stop or abort sent down; waiting for the children's goodbyes.
+    Draining {
+        abort: bool,
+    },
+    Finished,
+}
+
+/// How long the node waits, from the run's deadline.
+struct Limits {
+    /// `run.deadline`: the root's wait.
+    deadline: f64,
+    /// A parent's wait for its children (deeper nodes give up earlier).
+    budget: f64,
+    /// The shutdown grace for the children's goodbyes.
+    grace: f64,
+    /// A worker's patience with a silent parent.
+    silence: f64,
+}
+
+/// One node of a collect tree.
+pub struct TreeNode<P: Vector> {
+    rank: usize,
+    worker: Option<usize>,
+    /// Points of each of the node's parts (the load of a selection); empty: it computes nothing.
+    part_loads: Vec<usize>,
+    len: usize,
+    enc: Box<dyn Encoder>,
+    faults: StragglerModel,
+    scheme: String,
+    limits: Limits,
+    /// The parent's side (a node with children).
+    below: Option<Collection<P>>,
+    /// The child's side (a node with a parent).
+    above: Option<Uplink<P>>,
+    timers: Timers,
+    // the iteration in progress
+    cur: Option<u64>,
+    answered: bool,
+    own: Option<Vec<P>>,
+    model: Option<Arc<P>>,
+    /// The iteration's log record, while it is open.
+    record: Option<Iter>,
+    // the run
+    late: u64,
+    latency: Histogram,
+    /// Ranks of the subtree whose logs dropped lines (this one and its children's reports).
+    dropped: Vec<(u32, String)>,
+    failure: Option<String>,
+    phase: Phase,
+    out: VecDeque<Output<P>>,
+}
+
+impl<P: Vector> TreeNode<P> {
+    /// The node of `rank` in `plan`, for payloads of `len` values.
+    pub fn new(plan: &Plan, rank: usize, len: usize) -> Self {
+        let node = &plan.nodes[rank];
+        let deadline = plan.run.deadline;
+        let layer = plan.depth(rank);
+        TreeNode {
+            rank,
+            worker: node.worker,
+            part_loads: node.parts.iter().map(|p| p.len()).collect(),
+            len,
+            enc: encoder(plan, rank, len),
+            faults: plan.stragglers.clone(),
+            scheme: plan.scheme.clone(),
+            limits: Limits {
+                deadline,
+                budget: wait_budget(deadline, plan.layers(), layer),
+                grace: shutdown_grace(deadline),
+                silence: parent_silence(deadline, plan.layers()),
+            },
+            below: (!node.children.is_empty()).then(|| Collection::new(plan, rank, len)),
+            above: node.parent.map(|p| Uplink::new(p, plan.upload == Upload::Granted)),
+            timers: Timers::default(),
+            cur: None,
+            answered: true,
+            own: None,
+            model: None,
+            record: None,
+            late: 0,
+            latency: Histogram::default(),
+            dropped: vec![],
+            failure: None,
+            phase: Phase::Running,
+            out: VecDeque::new(),
+        }
+    }
+
+    /// The model this node last computed on (for drivers that need it, e.g. logs).
+    pub fn model(&self) -> Option<&Arc<P>> {
+        self.model.as_ref()
+    }
+
+    fn log(&mut self, ev: Event) {
+        self.out.push_back(Output::Log(ev));
+    }
+
+    fn arm(&mut self, timer: Timer, at: f64) {
+        let o = self.timers.arm(timer, at);
+        self.out.push_back(o);
+    }
+
+    /// The iteration being collected is over (its rule met, failed or abandoned).
+    fn stop_collecting(&mut self) {
+        if let Some(k) = self.below.as_mut() {
+            k.active = false;
+        }
+    }
+
+    /// Send the next held round of the current iteration (multi-round encoders send one round
+    /// at a time: the next one when the previous has left).
+    fn send_next_round(&mut self) {
+        let (Some(t), Some(up)) = (self.cur, self.above.as_mut()) else { return };
+        if up.next_round(t, &mut self.out) {
+            if let Some(r) = self.record.as_mut() {
+                r.rounds = Some(up.rounds_sent);
+                r.up_bytes = Some(up.iteration_bytes());
+            }
+        }
+    }
+
+    /// Close the iteration's record; a multi-round sender keeps it open (its rounds are
+    /// counted in it) until the last round leaves or the next model arrives.
+    fn close_record_keep(&mut self, status: Status, at: f64) {
+        if !self.above.as_ref().is_some_and(Uplink::holding) {
+            return self.close_record(status, at);
+        }
+        let arrived = self.below.as_ref().map(Collection::arrived);
+        if let Some(r) = self.record.as_mut() {
+            r.status = Some(status);
+            if status == Status::Sent {
+                r.send = Some(at);
+            }
+            r.ready.get_or_insert(at);
+            if arrived.is_some() {
+                r.collect.arrivals = arrived;
+            }
+        }
+    }
+
+    /// Emit a record kept open by [`Self::close_record_keep`].
+    fn flush_record(&mut self) {
+        if self.record.as_ref().is_some_and(|r| r.status.is_some()) {
+            let r = self.record.take().expect("checked");
+            self.log(Event::iter(r));
+        }
+    }
+
+    /// Close the iteration's record with a status and emit it.
+    fn close_record(&mut self, status: Status, at: f64) {
+        let Some(mut r) = self.record.take() else { return };
+        r.status = Some(status);
+        r.send = Some(at);
+        r.ready.get_or_insert(at);
+        if let Some(k) = self.below.as_ref() {
+            r.collect.arrivals = Some(k.arrived());
+        }
+        self.log(Event::iter(r));
+    }
+
+    /// Start iteration `t`: forward the model, begin collecting, start computing.
+    fn begin(&mut self, now: f64, t: u64, model: Arc<P>, sent_at: f64) {
+        self.cur = Some(t);
+        self.answered = false;
+        self.own = None;
+        if let Some(up) = self.above.as_mut() {
+            up.begin();
+        }
+        if let Some(k) = self.below.as_mut() {
+            k.assign(t, &mut self.out);
+            // Forward first, so the children start while this node computes.
+            let head = Header { sent_at, ..Header::new(Kind::Model, t) };
+            self.out.push_back(Output::Send {
+                to: k.ranks.clone(),
+                msg: Msg { head, body: Some(model.clone()) },
+                track: None,
+            });
+            k.start(t);
+            let wait = if self.above.is_none() { self.limits.deadline } else { self.limits.budget };
+            let granted = k.granted();
+            self.arm(Timer::Wait, now + wait);
+            if granted {
+                // a granted upload missing at half the wait is given up on (see grant.rs)
+                self.arm(Timer::Regrant, now + wait / 2.0);
+            }
+        }
+        let assignment = self.above.as_mut().and_then(|up| up.assignment(t));
+        self.enc.begin(t, assignment.as_deref());
+        if let (Some(note), Some(r)) = (self.enc.note(), self.record.as_mut()) {
+            r.assigned = Some(note);
+        }
+        if self.part_loads.is_empty() {
+            self.own = Some(vec![]);
+        } else {
+            let parts = self.enc.select();
+            let load = parts.as_ref().map(|p| p.iter().map(|&i| self.part_loads[i]).sum());
+            self.out.push_back(Output::Compute { t, model: model.clone(), parts, load });
+        }
+        self.model = Some(model);
+    }
+
+    fn on_model(&mut self, clock: &dyn Clock, t: u64, model: Arc<P>, sent_at: f64) {
+        let now = clock.now();
+        self.stop_rounds(now);
+        self.flush_record();
+        if let Some(prev) = self.cur {
+            if !self.answered && prev < t {
+                self.abandon(prev, now);
+            }
+        }
+        let latency = now - sent_at;
+        self.latency.record(latency);
+        let worker = self.worker.expect("workers have ids");
+        let record = Iter { t, worker: Some(worker), model: Some(now), latency: Some(latency), ..Iter::default() };
+        if self.faults.is_dead(worker, t) {
+            self.cur = None;
+            self.answered = true;
+            self.stop_collecting();
+            return self.log(Event::iter(Iter { status: Some(Status::Dead), ..record }));
+        }
+        self.record = Some(record);
+        self.begin(now, t, model, sent_at);
+        self.try_finish(clock);
+    }
+
+    fn abandon(&mut self, t: u64, now: f64) {
+        self.answered = true;
+        self.stop_collecting();
+        if let Some(up) = self.above.as_mut() {
+            if up.refused != Some(t) {
+                // (a refused node's parent expects nothing more of it)
+                up.send(Header::new(Kind::Abandoned, t), None, None, &mut self.out);
+            }
+        }
+        self.close_record(Status::Abandoned, now);
+    }
+
+    /// A newer model or the stop arrived: a multi-round sender that has sent some rounds of t
+    /// stops there (its remaining rounds are dropped; what it sent answers the model).
+    fn stop_rounds(&mut self, now: f64) {
+        let Some(up) = self.above.as_mut().filter(|up| up.holding()) else { return };
+        up.drop_rounds();
+        if up.granted {
+            return; // a held result the parent did not grant (the record says so)
+        }
+        if let Some(t) = self.cur {
+            let sent = up.rounds_sent;
+            self.log(Event::RoundsStopped(RoundsStopped { t, sent, at: now }));
+        }
+    }
+
+    /// Send the result (or deliver it, at the root) once the node's parts and its children's
+    /// rule are both ready.
+    fn try_finish(&mut self, clock: &dyn Clock) {
+        if self.answered || self.own.is_none() || self.below.as_ref().is_some_and(|k| !k.collected()) {
+            return;
+        }
+        let t = self.cur.expect("an iteration in progress");
+        let t0 = clock.now();
+        let Decoded { mut comb, mut arrivals, used } = match self.below.as_mut() {
+            Some(k) => {
+                let r = self.record.get_or_insert_with(|| Iter { t, ..Iter::default() });
+                k.combine(&mut r.collect, &mut r.notes)
+            }
+            None => Decoded { comb: Combination::exact(self.len, vec![]), arrivals: vec![], used: vec![] },
+        };
+        if comb.residual > EXACT_RESIDUAL {
+            let why = format!(
+                "iteration {t}: decoding with survivors {used:?} left residual {:.3e} > {EXACT_RESIDUAL:e}: the result would be inexact; the code is ill-conditioned for this survivor set (try more scheme.draws, or a better-conditioned code)",
+                comb.residual
+            );
+            return self.fail_iteration(clock.now(), t, why, vec![]);
+        }
+        let own = self.own.take().expect("checked");
+        // a decoder that is not a sum of ranges: gather, map, and use the result as one arrival
+        if let Some(v) = comb.mapped(&own, &arrivals) {
+            arrivals.push(v);
+            comb.terms = vec![Term::whole(Src::Arrival(arrivals.len() - 1), comb.len, 1.0)];
+            comb.post = None;
+        }
+        let bodies: Vec<P> = (0..self.enc.rounds())
+            .map(|r| {
+                let terms = self.enc.round(r).substitute_agg(&comb);
+                Combination::evaluate(self.enc.round(r).len, &terms, &own, &arrivals)
+            })
+            .collect();
+        let now = clock.now();
+        self.answered = true;
+        if let (Some(_), Some(r)) = (self.below.as_ref(), self.record.as_mut()) {
+            r.collect.decode_s = Some(now - t0);
+        }
+        let Some(up) = self.above.as_mut() else {
+            // the root delivers
+            if let Some(mut r) = self.record.take() {
+                r.collect.exact = Some(comb.exact);
+                r.collect.end = Some(now);
+                r.collect.arrivals = self.below.as_ref().map(Collection::arrived);
+                self.log(Event::iter(r));
+            }
+            let total = bodies.into_iter().next().expect("the root delivers one vector");
+            let info = Delivered {
+                used,
+                residual: comb.residual,
+                exact: comb.exact,
+                coverage: comb.coverage,
+                late_total: self.late,
+            };
+            return self.out.push_back(Output::Deliver { t, total, info });
+        };
+        up.hold(bodies);
+        if up.granted && up.refused == Some(t) {
+            // the parent has enough already: nothing to announce
+            up.drop_rounds();
+            self.close_record(Status::Refused, now);
+        } else if up.granted {
+            // announce; the result waits for the parent's grant (or refusal)
+            let rounds = up.held();
+            up.send(Header { round: rounds, ..Header::new(Kind::Ready, t) }, None, None, &mut self.out);
+            let bytes = up.iteration_bytes();
+            if let Some(r) = self.record.as_mut() {
+                r.up_bytes = Some(bytes);
+            }
+            self.close_record_keep(Status::Ready, now);
+        } else {
+            self.send_next_round();
+            self.close_record_keep(Status::Sent, now);
+        }
+    }
+
+    /// This node cannot produce iteration `t`: report it up, or fail the run at the root.
+    fn fail_iteration(&mut self, now: f64, t: u64, why: String, missing: Vec<u32>) {
+        self.answered = true;
+        if let Some(k) = self.below.as_mut() {
+            k.abandon();
+        }
+        match self.above.as_mut() {
+            None => {
+                if let Some(mut r) = self.record.take() {
+                    r.collect.end = Some(now);
+                    self.log(Event::iter(r));
+                }
+                self.start_drain(now, Some(why));
+            }
+            Some(up) => {
+                up.send(
+                    Header { meta: Meta::Missing(missing), ..Header::new(Kind::Failed, t) },
+                    None,
+                    None,
+                    &mut self.out,
+                );
+                self.close_record(Status::Failed, now);
+            }
+        }
+    }
+
+    /// The iteration `t` cannot be collected in time (or ever): fail it, naming who is missing.
+    fn fail_collection(&mut self, now: f64, t: u64) {
+        let k = self.below.as_ref().expect("a parent collects");
+        let why = k.deadline_error(t, &self.scheme, self.limits.deadline);
+        let missing = k.missing();
+        self.fail_iteration(now, t, why, missing);
+    }
+
+    fn on_child(&mut self, clock: &dyn Clock, idx: usize, msg: Msg<P>) {
+        let now = clock.now();
+        let bytes = msg.frame_bytes() as u64;
+        let k = self.below.as_mut().expect("a parent hears its children");
+        let from = k.ranks[idx];
+        k.frame(bytes);
+        let head = msg.head;
+        if head.kind == Kind::Bye {
+            let Meta::Bye { count, latency, dropped } = head.meta else {
+                return self.log(Event::warn(now, format!("goodbye from rank {from} without a count")));
+            };
+            k.bye(idx, count);
+            self.latency.merge(&Histogram::from_sparse(&latency));
+            self.dropped.extend(dropped);
+            return self.check_drained(now);
+        }
+        let t = head.t;
+        let current = k.active && self.cur == Some(t);
+        k.count(idx, head.kind, bytes, current);
+        if head.kind == Kind::Ready {
+            if self.cur == Some(t) && self.phase == Phase::Running {
+                return k.notice(idx, t, head.round, current, &mut self.out);
+            }
+            // a notice that crossed its refusal and arrived after the iteration ended: no
+            // result came with it, nothing to answer
+            k.stale_notice();
+            return self.check_drained(now);
+        }
+        let taken = current
+            && match head.kind {
+                Kind::Result => k.result(idx, t, head.round, msg.body, now, &mut self.out),
+                Kind::Failed => {
+                    k.failed(idx, if let Meta::Missing(m) = head.meta { m } else { vec![] });
+                    true
+                }
+                _ => false,
+            };
+        if !taken {
+            // An earlier iteration, beyond what the rule needed, or an abandonment: drain and
+            // discard.
+            k.discard(head.kind, bytes);
+            self.late += 1;
+            let late = Late { t: self.cur.unwrap_or(t), child: from, msg_t: t, kind: head.kind.name().into(), at: now };
+            self.log(Event::Late(late));
+            // the goodbye may have overtaken this message's accounting: re-check
+            return self.check_drained(now);
+        }
+        self.after_arrival(clock, now, t);
+    }
+
+    /// Something arrived for the iteration being collected: finish it, or fail it when the
+    /// rule can no longer be met.
+    fn after_arrival(&mut self, clock: &dyn Clock, now: f64, t: u64) {
+        let k = self.below.as_ref().expect("a parent");
+        if k.collected() {
+            self.stop_collecting();
+            self.try_finish(clock);
+        } else if k.hopeless() {
+            self.fail_collection(now, t);
+        }
+    }
+
+    /// The re-grant check (half the wait budget): give up on granted uploads that did not
+    /// come and grant refused children instead, where the rule allows it.
+    fn regrant(&mut self, clock: &dyn Clock) {
+        let now = clock.now();
+        let (Some(t), Some(k)) = (self.cur, self.below.as_mut()) else { return };
+        if !k.active || self.answered {
+            return;
+        }
+        let Some((gave_up, granted)) = k.regrant(t) else { return };
+        self.log(Event::Regrant(Regrant { t, at: now, gave_up, granted: granted.clone() }));
+        self.below.as_mut().expect("checked").grant(t, &granted, &mut self.out);
+        self.after_arrival(clock, now, t);
+    }
+
+    /// The parent granted round `round` of this node's result for `t`: upload it.
+    fn on_grant(&mut self, now: f64, t: u64, round: u32) {
+        let up = self.above.as_mut().expect("a child");
+        if self.cur != Some(t) || !up.granted_round(t, round, &mut self.out) {
+            let why = format!("grant of round {round} of iteration {t}, which this node does not hold");
+            return self.log(Event::warn(now, why));
+        }
+        let (sent, bytes, holding) = (up.rounds_sent, up.iteration_bytes(), up.holding());
+        match self.record.as_mut() {
+            Some(r) => {
+                r.status = Some(Status::Sent);
+                r.send = Some(now);
+                r.rounds = Some(sent);
+                r.up_bytes = Some(bytes);
+                if !holding {
+                    self.flush_record();
+                }
+            }
+            // granted after a refusal (a granted sibling failed): the record is out already
+            None => self.log(Event::Regranted(Regranted { t, round, at: now })),
+        }
+    }
+
+    /// The parent refused this node's result for `t` (it has what it needs).
+    fn on_refuse(&mut self, now: f64, t: u64) {
+        if self.cur != Some(t) {
+            return;
+        }
+        let Some(r) = self.record.as_mut() else { return };
+        r.refused = Some(now);
+        if self.answered {
+            // announced and held: the result stays until the next model
+            r.status = Some(Status::Refused);
+            self.flush_record();
+        } else if let Some(up) = self.above.as_mut() {
+            // refused before its notice: it will not announce
+            up.refused = Some(t);
+        }
+    }
+
+    fn on_parent(&mut self, clock: &dyn Clock, msg: Msg<P>) {
+        let now = clock.now();
+        let running = self.phase == Phase::Running;
+        if running {
+            self.arm(Timer::Silence, now + self.limits.silence);
+        }
+        let head = msg.head;
+        match head.kind {
+            Kind::Model if running => match msg.body {
+                Some(body) => self.on_model(clock, head.t, body, head.sent_at),
+                None => self.log(Event::warn(now, "model without a body")),
+            },
+            Kind::Assign => {
+                if let (Meta::Assignment(a), Some(up)) = (head.meta, self.above.as_mut()) {
+                    up.assigned(head.t, a);
+                }
+            }
+            Kind::Grant if running => self.on_grant(now, head.t, head.round),
+            Kind::Refuse if running => self.on_refuse(now, head.t),
+            Kind::Stop | Kind::Abort if running => {
+                self.stop_rounds(now);
+                self.flush_record();
+                if let Some(t) = self.cur {
+                    if !self.answered {
+                        self.abandon(t, now);
+                    }
+                }
+                self.start_drain(now, None);
+                if head.kind == Kind::Abort {
+                    self.phase = Phase::Draining { abort: true };
+                }
+                self.check_drained(now);
+            }
+            other => self.log(Event::warn(now, format!("unexpected {} from the parent", other.name()))),
+        }
+    }
+
+    /// Send stop (or abort, with the reason) down and wait for the goodbyes.
+    fn start_drain(&mut self, now: f64, failure: Option<String>) {
+        if matches!(self.phase, Phase::Draining { .. } | Phase::Finished) {
+            return;
+        }
+        self.stop_collecting();
+        let abort = failure.is_some();
+        if let Some(f) = failure {
+            self.log(Event::error(now, f.clone()));
+            self.failure = Some(f);
+        }
+        self.phase = Phase::Draining { abort };
+        self.timers.disarm(Timer::Silence);
+        if let Some(k) = self.below.as_ref() {
+            self.out.push_back(send(k.ranks.clone(), Header::new(if abort { Kind::Abort } else { Kind::Stop }, 0)));
+        }
+        self.arm(Timer::Grace, now + self.limits.grace);
+        self.check_drained(now);
+    }
+
+    fn check_drained(&mut self, now: f64) {
+        let Phase::Draining { .. } = self.phase else { return };
+        if self.below.as_ref().is_none_or(Collection::drained) {
+            self.finish(now, true);
+        }
+    }
+
+    /// Up messages sent over the run.
+    fn up_sent(&self) -> u64 {
+        self.above.as_ref().map_or(0, |up| up.sent)
+    }
+
+    fn finish(&mut self, now: f64, clean: bool) {
+        let Phase::Draining { abort } = self.phase else { return };
+        if let Some(up) = self.above.as_ref() {
+            let meta = Meta::Bye { count: up.sent, latency: self.latency.sparse(), dropped: self.dropped.clone() };
+            self.out.push_back(send(vec![up.parent()], Header { meta, ..Header::new(Kind::Bye, 0) }));
+        }
+        self.phase = Phase::Finished;
+        let mut s = Shutdown {
+            kind: Some(if abort { Ending::Abort } else { Ending::Stop }),
+            at: now,
+            late_discarded: Some(self.late),
+            up_sent: Some(self.up_sent()),
+            clean,
+            ..Shutdown::default()
+        };
+        if let Some(k) = self.below.as_ref() {
+            k.shutdown(&mut s);
+        }
+        self.log(Event::Shutdown(s));
+        let result = match (self.failure.take(), abort) {
+            (Some(f), _) => Err(Failure::Run(f)),
+            (None, true) => Err(Failure::Aborted),
+            (None, false) => Ok(()),
+        };
+        self.done(result, clean);
+    }
+
+    fn done(&mut self, result: Result<(), Failure>, clean: bool) {
+        let outcome = Outcome {
+            result,
+            clean,
+            late: self.late,
+            up_sent: self.up_sent(),
+            latency: self.latency.clone(),
+            dropped: self.dropped.clone(),
+        };
+        self.out.push_back(Output::Done(outcome));
+    }
+
+    fn on_timer(&mut self, clock: &dyn Clock, id: u64) {
+        let now = clock.now();
+        match self.timers.fired(id, now) {
+            Some(Timer::Wait) => {
+                let Some(t) = self.cur else { return };
+                if !self.answered && self.phase == Phase::Running {
+                    self.fail_collection(now, t);
+                }
+            }
+            Some(Timer::Regrant) if self.phase == Phase::Running => self.regrant(clock),
+            Some(Timer::Grace) if matches!(self.phase, Phase::Draining { .. }) => {
+                let waiting: Vec<String> =
+                    self.below.as_ref().map_or(vec![], Collection::waiting).iter().map(|c| c.to_string()).collect();
+                let why = format!(
+                    "rank {}: children {} did not say goodbye within {} s",
+                    self.rank,
+                    waiting.join(", "),
+                    self.limits.grace
+                );
+                self.log(Event::warn(now, why.clone()));
+                self.failure.get_or_insert(why);
+                self.finish(now, false);
+            }
+            Some(Timer::Silence) if self.phase == Phase::Running => {
+                let why = format!(
+                    "rank {}: no message from its parent rank {} for {} s (the parent's process is gone or stuck); giving up",
+                    self.rank,
+                    self.above.as_ref().map_or(0, Uplink::parent),
+                    self.limits.silence
+                );
+                self.log(Event::error(now, why.clone()));
+                self.phase = Phase::Finished;
+                self.done(Err(Failure::Run(why)), false);
+            }
+            _ => {}
+        }
+    }
+}
+
+impl<P: Vector> Machine<P> for TreeNode<P> {
+    fn handle(&mut self, clock: &dyn Clock, input: Input<P>) {
+        if self.phase == Phase::Finished {
+            return;
+        }
+        match input {
+            Input::Recv { from, msg } => {
+                if self.above.as_ref().is_some_and(|up| up.parent() == from) {
+                    self.on_parent(clock, msg);
+                } else if let Some(idx) = self.below.as_ref().and_then(|k| k.index(from)) {
+                    self.on_child(clock, idx, msg);
+                } else {
+                    let why = format!("unexpected {} from rank {from}", msg.head.kind.name());
+                    self.log(Event::warn(clock.now(), why));
+                }
+            }
+            Input::Timing { t, timing } => {
+                if let (true, Some(r)) = (self.cur == Some(t) && !self.answered, self.record.as_mut()) {
+                    r.compute = timing;
+                }
+            }
+            Input::Computed { t, parts, ready } => {
+                if self.cur == Some(t) && !self.answered {
+                    if let Some(r) = self.record.as_mut() {
+                        r.ready = Some(ready);
+                    }
+                    self.own = Some(parts);
+                    self.try_finish(clock);
+                }
+            }
+            Input::Timer { id } => self.on_timer(clock, id),
+            Input::Sent { track } => {
+                // the round tracked has left: send the next one of the same iteration
+                if self.cur.is_some_and(|t| track >> 16 == t) && self.phase == Phase::Running {
+                    self.send_next_round();
+                    if !self.above.as_ref().is_some_and(Uplink::holding) {
+                        self.flush_record();
+                    }
+                }
+            }
+            Input::Start { t, model } => {
+                assert!(self.above.is_none(), "only the root starts iterations");
+                if self.phase != Phase::Running {
+                    return;
+                }
+                let now = clock.now();
+                self.record = Some(Iter { t, start: Some(now), sent: Some(now), ..Iter::default() });
+                self.begin(now, t, model, now);
+                self.try_finish(clock);
+            }
+            Input::Finish { failure } => self.start_drain(clock.now(), failure),
+            Input::Reduced { .. } => {}
+            Input::LogDropped { error } => {
+                if !self.dropped.iter().any(|(r, _)| *r == self.rank as u32) {
+                    self.dropped.push((self.rank as u32, error));
+                }
+            }
+        }
+    }
+
+    fn poll(&mut self) -> Option<Output<P>> {
+        self.out.pop_front()
+    }
+}

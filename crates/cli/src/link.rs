@@ -6,7 +6,7 @@ use std::net::{Shutdown, TcpListener, TcpStream};
 use std::time::Instant;
 
 /// Receive until EOF on one connection; reply with the bytes and seconds seen.
-pub fn serve(addr: &str) -> Result<(), String> {
+pub(crate) fn serve(addr: &str) -> Result<(), String> {
     let listener = TcpListener::bind(addr).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
     let (mut s, _) = listener.accept().map_err(|e| format!("accept: {e}"))?;
     let mut buf = vec![0u8; 1 << 16];
@@ -26,7 +26,7 @@ pub fn serve(addr: &str) -> Result<(), String> {
 }
 
 /// Send `mbytes` MB to `addr`; returns (bytes, seconds, MB/s) as measured by the receiver.
-pub fn send(addr: &str, mbytes: usize) -> Result<(u64, f64, f64), String> {
+pub(crate) fn send(addr: &str, mbytes: usize) -> Result<(u64, f64, f64), String> {
     let mut s = TcpStream::connect(addr).map_err(|e| format!("cannot connect to {addr}: {e}"))?;
     let chunk = vec![0x5au8; 1 << 16];
     let mut left = mbytes * 1_000_000;

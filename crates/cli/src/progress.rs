@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressStyle};
 use outrun_engine::Progress;
 
-pub struct Bar {
+pub(crate) struct Bar {
     bar: Option<ProgressBar>,
     total: u64,
     started: Instant,
@@ -15,7 +15,7 @@ pub struct Bar {
 }
 
 impl Bar {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Bar { bar: None, total: 0, started: Instant::now(), last_line: Instant::now() }
     }
 }

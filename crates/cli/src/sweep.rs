@@ -14,7 +14,7 @@ use outrun_runlog::Summary;
 use crate::Failure;
 
 /// Options of `outrun sweep`.
-pub struct Options {
+pub(crate) struct Options {
     /// The sweep file.
     pub file: PathBuf,
     /// Replace the file's launcher (e.g. `launch/emu-cluster run`).
@@ -91,7 +91,7 @@ fn minutes(s: f64) -> String {
 }
 
 /// `outrun sweep`.
-pub fn run(o: &Options) -> Result<(), Failure> {
+pub(crate) fn run(o: &Options) -> Result<(), Failure> {
     let text = std::fs::read_to_string(&o.file)
         .map_err(|e| input(format!("cannot read sweep `{}`: {e}", o.file.display())))?;
     let mut sweep = Sweep::parse(&text).map_err(|e| input(format!("{}: {e}", o.file.display())))?;

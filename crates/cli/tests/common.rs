@@ -10,17 +10,17 @@ use std::time::{Duration, Instant};
 /// One MPI job at a time: many ranks share two cores.
 static MPI_LOCK: Mutex<()> = Mutex::new(());
 
-pub fn mpi_lock() -> MutexGuard<'static, ()> {
+pub(crate) fn mpi_lock() -> MutexGuard<'static, ()> {
     MPI_LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-pub fn bin() -> &'static str {
+pub(crate) fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_outrun")
 }
 
 /// A fresh temporary directory, removed (with everything in it) when the value is dropped.
 #[derive(Clone)]
-pub struct Scratch {
+pub(crate) struct Scratch {
     path: PathBuf,
     _guard: std::sync::Arc<tempfile::TempDir>,
 }
@@ -40,18 +40,18 @@ impl AsRef<Path> for Scratch {
 
 impl Scratch {
     /// The same guard, another path inside it.
-    pub fn at(&self, path: PathBuf) -> Scratch {
+    pub(crate) fn at(&self, path: PathBuf) -> Scratch {
         Scratch { path, _guard: self._guard.clone() }
     }
 }
 
 /// A fresh temporary directory (removed when the returned value is dropped).
-pub fn tempdir(tag: &str) -> Scratch {
+pub(crate) fn tempdir(tag: &str) -> Scratch {
     let t = tempfile::Builder::new().prefix(&format!("outrun-test-{tag}-")).tempdir().expect("a temporary directory");
     Scratch { path: t.path().to_path_buf(), _guard: std::sync::Arc::new(t) }
 }
 
-pub struct Run {
+pub(crate) struct Run {
     pub code: Option<i32>,
     pub stdout: String,
     pub stderr: String,
@@ -59,7 +59,7 @@ pub struct Run {
 }
 
 /// Run a command with a hard timeout (the test fails, and the job is killed, if it hangs).
-pub fn run_with_timeout(mut cmd: Command, timeout: Duration) -> Run {
+pub(crate) fn run_with_timeout(mut cmd: Command, timeout: Duration) -> Run {
     let start = Instant::now();
     let out_path = std::env::temp_dir().join(format!("outrun-test-out-{}-{:?}", std::process::id(), start));
     let out_path = PathBuf::from(out_path.to_string_lossy().replace([' ', '{', '}', ':', ','], ""));
@@ -91,14 +91,14 @@ pub fn run_with_timeout(mut cmd: Command, timeout: Duration) -> Run {
 }
 
 /// `mpirun -np N outrun ARGS...` with the flags launch/local.sh uses.
-pub fn mpirun_outrun(np: usize, args: &[String], timeout: Duration) -> Run {
+pub(crate) fn mpirun_outrun(np: usize, args: &[String], timeout: Duration) -> Run {
     let mut cmd = mpirun_command(np);
     cmd.args(args);
     run_with_timeout(cmd, timeout)
 }
 
 /// `mpirun -np N outrun train CONFIG --set ...` with the flags launch/local.sh uses.
-pub fn mpirun(np: usize, config: &Path, sets: &[String], timeout: Duration) -> Run {
+pub(crate) fn mpirun(np: usize, config: &Path, sets: &[String], timeout: Duration) -> Run {
     let mut cmd = mpirun_command(np);
     cmd.arg("train").arg(config);
     for s in sets {
@@ -123,14 +123,14 @@ fn mpirun_command(np: usize) -> Command {
 }
 
 /// `outrun <args>` (no MPI).
-pub fn outrun(args: &[&str]) -> Run {
+pub(crate) fn outrun(args: &[&str]) -> Run {
     let mut cmd = Command::new(bin());
     cmd.args(args);
     run_with_timeout(cmd, Duration::from_secs(60))
 }
 
 /// The single run directory created under `out`.
-pub fn run_dir(out: &Path) -> PathBuf {
+pub(crate) fn run_dir(out: &Path) -> PathBuf {
     let dirs: Vec<PathBuf> =
         std::fs::read_dir(out).unwrap().map(|e| e.unwrap().path()).filter(|p| p.is_dir()).collect();
     assert_eq!(dirs.len(), 1, "expected one run directory in {}: {dirs:?}", out.display());
@@ -138,7 +138,7 @@ pub fn run_dir(out: &Path) -> PathBuf {
 }
 
 /// θ_0 … θ_T from trajectory.csv.
-pub fn trajectory(dir: &Path) -> Vec<Vec<f64>> {
+pub(crate) fn trajectory(dir: &Path) -> Vec<Vec<f64>> {
     let text = std::fs::read_to_string(dir.join("trajectory.csv")).expect("trajectory.csv");
     text.lines()
         .enumerate()
@@ -151,24 +151,24 @@ pub fn trajectory(dir: &Path) -> Vec<Vec<f64>> {
 }
 
 /// iterations.csv as a list of rows (header → value maps).
-pub fn iterations(dir: &Path) -> Vec<std::collections::HashMap<String, String>> {
+pub(crate) fn iterations(dir: &Path) -> Vec<std::collections::HashMap<String, String>> {
     let text = std::fs::read_to_string(dir.join("iterations.csv")).expect("iterations.csv");
     let mut lines = text.lines();
     let head: Vec<String> = lines.next().unwrap().split(',').map(String::from).collect();
     lines.map(|l| head.iter().cloned().zip(l.split(',').map(String::from)).collect()).collect()
 }
 
-pub fn summary(dir: &Path) -> serde_json::Value {
+pub(crate) fn summary(dir: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap()
 }
 
 /// Largest relative difference ‖a_t − b_t‖/‖b_t‖ over t ≥ 1 (θ_0 = 0).
-pub fn max_rel_diff(a: &[Vec<f64>], b: &[Vec<f64>]) -> f64 {
+pub(crate) fn max_rel_diff(a: &[Vec<f64>], b: &[Vec<f64>]) -> f64 {
     assert_eq!(a.len(), b.len(), "trajectory lengths differ");
     a.iter().zip(b).skip(1).map(|(x, y)| outrun_workloads::metrics::relative_diff(x, y)).fold(0.0, f64::max)
 }
 
-pub fn write_config(dir: &Path, text: &str) -> PathBuf {
+pub(crate) fn write_config(dir: &Path, text: &str) -> PathBuf {
     let p = dir.join("config.toml");
     std::fs::write(&p, text).unwrap();
     p
@@ -177,7 +177,7 @@ pub fn write_config(dir: &Path, text: &str) -> PathBuf {
 /// Run a config with overrides through mpirun (one MPI job at a time); returns the run, the run
 /// directory (or the output directory if the run failed; removed when dropped), the config path
 /// and the overrides.
-pub fn train(tag: &str, text: &str, sets: &[&str]) -> (Run, Scratch, PathBuf, Vec<String>) {
+pub(crate) fn train(tag: &str, text: &str, sets: &[&str]) -> (Run, Scratch, PathBuf, Vec<String>) {
     let _lock = mpi_lock();
     let dir = tempdir(tag);
     let cfg_path = write_config(&dir, text);
@@ -191,7 +191,7 @@ pub fn train(tag: &str, text: &str, sets: &[&str]) -> (Run, Scratch, PathBuf, Ve
 }
 
 /// Serial gradient descent on the same data set as the config: θ_0 … θ_T.
-pub fn reference(text: &str, sets: &[String]) -> Vec<Vec<f64>> {
+pub(crate) fn reference(text: &str, sets: &[String]) -> Vec<Vec<f64>> {
     let cfg = outrun_plan::config::parse(text, sets).unwrap();
     let rows = outrun_workloads::data::load_all(cfg.data(), cfg.run.seed, cfg.model().loss).unwrap();
     outrun_workloads::reference::serial_gd(&rows, cfg.model(), cfg.run.iterations)
@@ -199,7 +199,7 @@ pub fn reference(text: &str, sets: &[String]) -> Vec<Vec<f64>> {
 
 /// Train and check that every iteration was exact and θ follows serial gradient descent within
 /// 1e-9 relative; returns the summary.
-pub fn assert_exact(tag: &str, text: &str, sets: &[&str]) -> serde_json::Value {
+pub(crate) fn assert_exact(tag: &str, text: &str, sets: &[&str]) -> serde_json::Value {
     let (run, dir, _, sets) = train(tag, text, sets);
     assert_eq!(run.code, Some(0), "{tag}: stderr:\n{}", run.stderr);
     let got = trajectory(&dir);
@@ -218,7 +218,7 @@ pub fn assert_exact(tag: &str, text: &str, sets: &[&str]) -> serde_json::Value {
 
 /// Run `text` (written into `dir` as `<tag>.toml`) with overrides under mpirun with its rank
 /// count, into `dir/runs-<tag>`: (exit code, stderr, the run directory if it succeeded).
-pub fn run_config(
+pub(crate) fn run_config(
     dir: &Path,
     text: &str,
     sets: &[String],

@@ -23,7 +23,7 @@ use crate::linalg::{pinv, Matrix, RANK_TOL};
 use crate::rng::{domain, Rng};
 
 /// Random (3,6) graphs tried per requested draw before [`LinearCode::ldpc`] gives up.
-pub const LDPC_REDRAWS: usize = 200;
+pub(crate) const LDPC_REDRAWS: usize = 200;
 
 /// Which construction produced a linear code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -303,9 +303,10 @@ pub fn run_info(plan: &Plan, job: &dyn Job, dir: &Path, compute: &str) -> RunInf
     }
 }
 
-/// Write the run directory's `config.toml` (the resolved config, as given) and `plan.json`.
-pub fn write_header(dir: &Path, plan: &Plan, config: &str) -> std::io::Result<()> {
-    std::fs::write(dir.join("config.toml"), config)?;
+/// Write the run directory's `config.toml` (the resolved config's TOML, as given) and
+/// `plan.json`.
+pub fn write_header(dir: &Path, plan: &Plan, config_toml: &str) -> std::io::Result<()> {
+    std::fs::write(dir.join("config.toml"), config_toml)?;
     std::fs::write(dir.join("plan.json"), serde_json::to_string(plan).expect("plan serializes"))
 }
 

@@ -9,7 +9,7 @@ use crate::transport::{Comm, CLOCK};
 
 /// Seconds on the master's timeline.
 #[derive(Clone, Copy, Debug)]
-pub struct Clock {
+pub(crate) struct Clock {
     epoch: Instant,
     /// local − master, in seconds.
     pub offset: f64,
@@ -19,7 +19,7 @@ pub struct Clock {
 
 impl Clock {
     /// A clock starting now, not yet synchronised.
-    pub fn start() -> Self {
+    pub(crate) fn start() -> Self {
         Clock { epoch: Instant::now(), offset: 0.0, rtt: 0.0 }
     }
 
@@ -28,12 +28,12 @@ impl Clock {
     }
 
     /// Now, on the master's timeline.
-    pub fn now(&self) -> f64 {
+    pub(crate) fn now(&self) -> f64 {
         self.local() - self.offset
     }
 
     /// Collective: rank 0 measures every other rank's offset and tells it.
-    pub fn sync(&mut self, comm: &mut Comm) {
+    pub(crate) fn sync(&mut self, comm: &mut Comm) {
         const ROUNDS: usize = 8;
         if comm.rank == 0 {
             for r in 1..comm.size {

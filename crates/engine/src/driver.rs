@@ -248,4 +248,4 @@ impl<'a> Driver<'a> {
 /// longer than that for the first segment of an iteration, and once ranks sleep, each hop adds
 /// a sleep to the next one's wait: measured with `configs/bench/overhead.toml` (rar, 12 ranks on
 /// 2 cores), 9.6 ms per iteration with a 2 ms window, 1.45 ms with 10 ms, 2.0 ms with 50 ms.
-pub const RING_SPIN: Duration = Duration::from_millis(10);
+pub(crate) const RING_SPIN: Duration = Duration::from_millis(10);

@@ -72,7 +72,7 @@ fn prepare_root(prepare: &dyn Fn() -> Result<Prepared, String>, world_size: usiz
 
 /// Collective setup: every rank gets the shared state, or the same error. Only rank 0 calls
 /// `prepare`.
-pub fn setup(
+pub(crate) fn setup(
     world: &SimpleCommunicator,
     prepare: &dyn Fn() -> Result<Prepared, String>,
 ) -> Result<Shared, EngineError> {

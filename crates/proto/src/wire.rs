@@ -13,6 +13,10 @@
 //! words ([`crate::Frame`]), and a vector the sender owns is sent with its header written in
 //! place, without a copy. The header is authoritative: tags only separate traffic classes. The
 //! simulator charges each message [`frame_bytes`], the exact size the engine sends.
+//!
+//! A silent truncation here corrupts frames, so this module denies the lossy casts (a length
+//! that does not fit its field is refused instead).
+#![deny(clippy::cast_possible_truncation, clippy::cast_possible_wrap, clippy::cast_sign_loss)]
 
 use serde::{Deserialize, Serialize};
 
@@ -97,6 +101,35 @@ pub enum Meta {
     },
 }
 
+impl Meta {
+    /// Ranks a `Failed` lists at most (4 bytes each).
+    pub const MAX_MISSING: usize = 4096;
+    /// Ranks with a dropped log a `Bye` lists at most, and the bytes of each error kept.
+    pub const MAX_DROPPED: usize = 200;
+    const MAX_ERROR: usize = 200;
+
+    /// `Failed` with the first [`Self::MAX_MISSING`] of `missing`.
+    pub fn missing(mut missing: Vec<u32>) -> Self {
+        missing.truncate(Self::MAX_MISSING);
+        Meta::Missing(missing)
+    }
+
+    /// `Bye` with the first [`Self::MAX_DROPPED`] of `dropped`, errors cut to 200 bytes: a
+    /// header's length is a u16 in the frame, and these bounds keep every header below 64 KiB
+    /// (the latency histogram is at most 650 bins).
+    pub fn bye(count: u64, latency: Vec<(u16, u32)>, dropped: &[(u32, String)]) -> Self {
+        let cut = |e: &String| {
+            let mut end = e.len().min(Self::MAX_ERROR);
+            while !e.is_char_boundary(end) {
+                end -= 1;
+            }
+            e[..end].to_string()
+        };
+        let dropped = dropped.iter().take(Self::MAX_DROPPED).map(|(r, e)| (*r, cut(e))).collect();
+        Meta::Bye { count, latency, dropped }
+    }
+}
+
 /// A message header.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Header {
@@ -164,18 +197,18 @@ pub const HEAD_WORDS: usize = 4;
 const PLAIN_HEADER: usize = 28;
 
 /// Write the prefix and header of `head` (body at word `body_off`) into `out`; returns the
-/// bytes written, or None if `out` is too small.
+/// bytes written, or None if `out` is too small or a length does not fit its u16.
 fn write_head(head: &Header, body_off: usize, out: &mut [u8]) -> Option<usize> {
     let n = bincode::serde::encode_into_slice(head, out.get_mut(4..)?, config()).ok()?;
-    out[..2].copy_from_slice(&(n as u16).to_le_bytes());
-    out[2..4].copy_from_slice(&(body_off as u16).to_le_bytes());
+    out[..2].copy_from_slice(&u16::try_from(n).ok()?.to_le_bytes());
+    out[2..4].copy_from_slice(&u16::try_from(body_off).ok()?.to_le_bytes());
     Some(4 + n)
 }
 
 /// The prefix and header bytes of `head` for a body at word `body_off`.
 fn head_bytes(head: &Header, body_off: usize) -> Vec<u8> {
     let mut out = vec![0u8; head_len(head)];
-    write_head(head, body_off, &mut out).expect("sized by head_len");
+    write_head(head, body_off, &mut out).expect("sized by head_len; Meta's constructors bound a header below 64 KiB");
     out
 }
 
@@ -312,6 +345,22 @@ mod tests {
         big.meta = Meta::Missing((0..20).collect());
         assert_eq!(encode_in_place(&mut f, &big), None);
         assert_eq!(encode_in_place(&mut Frame::from_vec(vec![1.0]), &head), None, "no room");
+    }
+
+    /// The lists a header carries are bounded, so a header always fits its u16 length: a
+    /// goodbye from a subtree of 10 000 ranks whose logs all failed, and a failure naming
+    /// 100 000 missing ranks, still encode and decode.
+    #[test]
+    fn headers_stay_below_64_kib() {
+        let latency: Vec<(u16, u32)> = (0..650).map(|b| (b, u32::MAX)).collect();
+        let dropped: Vec<(u32, String)> = (0..10_000).map(|r| (r, "é".repeat(300))).collect();
+        for meta in [Meta::bye(u64::MAX, latency, &dropped), Meta::missing((0..100_000).collect())] {
+            let head = Header { meta, ..Header::new(Kind::Bye, 0) };
+            let (words, n) = encode(&head, None);
+            assert!(n < 1 << 16, "{n}");
+            let (back, _) = decode(words, n).unwrap();
+            assert_eq!(back, head);
+        }
     }
 
     #[test]

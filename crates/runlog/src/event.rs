@@ -5,7 +5,9 @@
 //! Optional fields are left out of a line when absent (a worker's iteration has no decode, a
 //! master's no compute time), so every line carries what its node knows. Lines of older runs
 //! read the same (their fields are a subset); a line that does not parse is skipped by
-//! [`crate::read::rank_events`].
+//! [`crate::read::rank_events`]. Values are read as their types (a rank is a non-negative
+//! integer), never cast from floats.
+#![deny(clippy::cast_possible_truncation, clippy::cast_possible_wrap, clippy::cast_sign_loss)]
 
 use serde::{Deserialize, Serialize};
 
@@ -171,12 +173,16 @@ impl Serialize for Arrival {
 
 impl<'de> Deserialize<'de> for Arrival {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let v: Vec<f64> = Vec::deserialize(d)?;
-        match v[..] {
-            [rank, at] => Ok(Arrival { rank: rank as usize, at, round: 0 }),
-            [rank, at, round] => Ok(Arrival { rank: rank as usize, at, round: round as u32 }),
-            _ => Err(serde::de::Error::custom("an arrival is [rank, time] or [rank, time, round]")),
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            First(usize, f64),
+            Later(usize, f64, u32),
         }
+        Ok(match Raw::deserialize(d)? {
+            Raw::First(rank, at) => Arrival { rank, at, round: 0 },
+            Raw::Later(rank, at, round) => Arrival { rank, at, round },
+        })
     }
 }
 
@@ -511,6 +517,8 @@ mod tests {
         let line = serde_json::to_string(&Event::Shutdown(s)).unwrap();
         assert!(line.contains(r#""sent_bytes":null"#), "not measured is written as null: {line}");
         let warn: Event = serde_json::from_str(r#"{"ev":"warn","at":1.0,"message":"x"}"#).unwrap();
+        let bad = r#"{"ev":"iter","t":0,"arrivals":[[-1,0.5]]}"#;
+        assert!(serde_json::from_str::<Event>(bad).is_err(), "a rank is a non-negative integer");
         assert_eq!(warn, Event::warn(1.0, "x"));
     }
 }

@@ -137,8 +137,9 @@ fn jobs(plan: &Plan, load: bool) -> Result<Vec<Box<dyn Job>>, DataError> {
         .collect()
 }
 
-/// Simulate `plan`; a written trial's run directory gets `config` as its `config.toml`.
-pub fn simulate(plan: &Plan, config: &str, opts: &Options) -> Result<Simulated, SimError> {
+/// Simulate `plan`; a written trial's run directory gets `config_toml` (the resolved config) as
+/// its `config.toml`.
+pub fn simulate(plan: &Plan, config_toml: &str, opts: &Options) -> Result<Simulated, SimError> {
     if opts.trials == 0 {
         return Err(SimError::Input("--trials must be at least 1".into()));
     }
@@ -168,7 +169,7 @@ pub fn simulate(plan: &Plan, config: &str, opts: &Options) -> Result<Simulated, 
     for k in 0..opts.trials {
         let model = trial_model(plan, k);
         let run = if k == 0 && opts.write {
-            let (run, dir) = write_trial(plan, config, &model, math)?;
+            let (run, dir) = write_trial(plan, config_toml, &model, math)?;
             written = Some((run.summary.clone().expect("a written trial keeps a book"), dir));
             run
         } else {
@@ -207,13 +208,13 @@ pub fn simulate(plan: &Plan, config: &str, opts: &Options) -> Result<Simulated, 
 /// (when `math`), every rank's log records, the book.
 fn write_trial(
     plan: &Plan,
-    config: &str,
+    config_toml: &str,
     model: &outrun_plan::StragglerModel,
     math: bool,
 ) -> Result<(exec::Run, PathBuf), SimError> {
     let dir = create_run_dir(plan, "-sim").map_err(SimError::Io)?;
     let io = |e: std::io::Error| SimError::Io(format!("{}: {e}", dir.display()));
-    write_header(&dir, plan, config).map_err(io)?;
+    write_header(&dir, plan, config_toml).map_err(io)?;
     let mut jobs = jobs(plan, math)?;
     let log = &mut jobs[plan.log_rank()];
     // the metrics need the state: only when trial 0 computes it

@@ -28,25 +28,25 @@ impl<E> Ord for Item<E> {
 }
 
 /// Events `E` ordered by time.
-pub struct Queue<E> {
+pub(crate) struct Queue<E> {
     heap: BinaryHeap<Item<E>>,
     seq: u64,
 }
 
 impl<E> Queue<E> {
     /// An empty queue.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Queue { heap: BinaryHeap::new(), seq: 0 }
     }
 
     /// Add `ev` at time `at`.
-    pub fn push(&mut self, at: f64, ev: E) {
+    pub(crate) fn push(&mut self, at: f64, ev: E) {
         self.seq += 1;
         self.heap.push(Item { at, seq: self.seq, ev });
     }
 
     /// The earliest event.
-    pub fn pop(&mut self) -> Option<(f64, E)> {
+    pub(crate) fn pop(&mut self) -> Option<(f64, E)> {
         self.heap.pop().map(|i| (i.at, i.ev))
     }
 }

@@ -38,7 +38,7 @@ fn default_deadline() -> f64 {
 }
 
 /// Most iterations a run may ask for (the logs and the straggler processes are sized by it).
-pub const MAX_ITERATIONS: u64 = 100_000_000;
+pub(super) const MAX_ITERATIONS: u64 = 100_000_000;
 
 impl RunConfig {
     pub(super) fn validate(&self) -> Result<(), ConfigError> {

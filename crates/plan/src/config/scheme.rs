@@ -744,14 +744,14 @@ impl SchemeConfig {
 }
 
 /// Most workers a scheme may have.
-pub const MAX_WORKERS: usize = 100_000;
+pub(super) const MAX_WORKERS: usize = 100_000;
 
 /// Most children of one random cyclic gradient code (`gc-cyclic`, `cr` with `code = "cyclic"`,
 /// the clusters of `gc-sc`/`gc-dc`): the master solves an (n − s) × n least-squares system for
 /// every new survivor set, O(n³) — about 30 ms at n = 256 and 2 s at n = 1000 on a 2-core
 /// machine — and the plan screens each draw with 20 such solves (`outrun check`: 5.7 s at 256
 /// workers, 15 s at 400).
-pub const MAX_CYCLIC: usize = 256;
+pub(super) const MAX_CYCLIC: usize = 256;
 
 fn cyclic_too_large(field: &str, n: usize, what: &str) -> Result<(), ConfigError> {
     err(
@@ -803,12 +803,12 @@ impl CegcConfig {
 }
 
 /// Most sub-vectors (rounds) an adaptive code may have.
-pub const MAX_ROUNDS: usize = 64;
+pub(super) const MAX_ROUNDS: usize = 64;
 
 /// Most workers × rounds in one adaptive code: its decoding systems have up to that many rows,
 /// and their conditioning (so the decode error) and the plan's search time grow with it (N = 40,
 /// L = 12 already decodes with ~4e-4 relative error).
-pub const MAX_AGC_ROWS: usize = 480;
+pub(super) const MAX_AGC_ROWS: usize = 480;
 
 impl AgcConfig {
     fn validate(&self, kind: &str) -> Result<(), ConfigError> {

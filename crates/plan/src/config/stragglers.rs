@@ -257,7 +257,7 @@ impl Tagged for StragglerConfig {
 }
 
 /// Largest delay factor (`fixed`, `bernoulli`).
-pub const MAX_FACTOR: f64 = 1e6;
+pub(super) const MAX_FACTOR: f64 = 1e6;
 
 impl StragglerConfig {
     pub(super) fn from_section(s: toml::Table) -> Result<Self, ConfigError> {

@@ -27,7 +27,7 @@ use crate::stragglers::{Law, StragglerModel};
 
 /// Largest r for the dense codes: the master's r × r LU solve is ~2/3·r³ flops (≈ 3 s at
 /// r = 2000 on one core of this machine), repeated for every new set of responders.
-pub const MAX_DENSE_ROWS: usize = 2000;
+pub(super) const MAX_DENSE_ROWS: usize = 2000;
 
 /// The workers' run-time laws: `scheme.a/mu/shape`, else the straggler model's (None when
 /// neither gives them).

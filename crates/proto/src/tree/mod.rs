@@ -399,7 +399,7 @@ impl<P: Vector> TreeNode<P> {
             }
             Some(up) => {
                 up.send(
-                    Header { meta: Meta::Missing(missing), ..Header::new(Kind::Failed, t) },
+                    Header { meta: Meta::missing(missing), ..Header::new(Kind::Failed, t) },
                     None,
                     None,
                     &mut self.out,
@@ -605,7 +605,7 @@ impl<P: Vector> TreeNode<P> {
     fn finish(&mut self, now: f64, clean: bool) {
         let Phase::Draining { abort } = self.phase else { return };
         if let Some(up) = self.above.as_ref() {
-            let meta = Meta::Bye { count: up.sent, latency: self.latency.sparse(), dropped: self.dropped.clone() };
+            let meta = Meta::bye(up.sent, self.latency.sparse(), &self.dropped);
             self.out.push_back(send(vec![up.parent()], Header { meta, ..Header::new(Kind::Bye, 0) }));
         }
         self.phase = Phase::Finished;

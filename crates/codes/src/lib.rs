@@ -14,6 +14,30 @@
 //! - [`RowCode`], [`RowDecoder`]: codes for coded matrix–vector products (identity, Gaussian,
 //!   systematic, LT) and their decoders; [`hcmm`] and its baselines allocate the rows.
 //! - [`SurvivorSet`], [`combinations`], [`binomial`]: survivor sets and counting.
+//!
+//! # Example: the thesis's 3-worker gradient code
+//!
+//! Three workers each send one combination of two of the three partial gradients g₁, g₂, g₃
+//! (the rows of B: ½g₁ + g₂, g₂ − g₃, ½g₁ + g₃; thesis eq. 4.4). Any two of them decode the full
+//! gradient g₁ + g₂ + g₃: the decoding vector a has a·B = (1, 1, 1). With workers 1 and 2 it is
+//! (2, −1, 0); one worker alone (more than s = 1 straggler) cannot decode, and the residual says
+//! so.
+//!
+//! ```
+//! use ndarray::array;
+//! use outrun_codes::{decode, GradientCode};
+//!
+//! let b = array![[0.5, 1.0, 0.0], [0.0, 1.0, -1.0], [0.5, 0.0, 1.0]];
+//! let code = GradientCode::explicit(b, 1);
+//! let d = decode(&code.b, &[0, 1]);
+//! assert!(d.is_exact());
+//! assert!(d.coeffs.iter().zip([2.0, -1.0, 0.0]).all(|(a, e)| (a - e).abs() < 1e-12));
+//! // the third worker's result is not needed: g = 2·(½g₁ + g₂) − (g₂ − g₃)
+//! let (g1, g2, g3) = (1.5, -4.0, 0.25);
+//! let sent = [0.5 * g1 + g2, g2 - g3];
+//! assert!((d.coeffs[0] * sent[0] + d.coeffs[1] * sent[1] - (g1 + g2 + g3)).abs() < 1e-12);
+//! assert!(!decode(&code.b, &[0]).is_exact());
+//! ```
 #![deny(missing_docs)]
 
 mod agc;

@@ -18,6 +18,25 @@
 //!   linear combinations — executed by the node protocol (`outrun-proto`).
 //! - [`budget`]: the deadlines of the collect tree.
 //! - [`sweep`]: sweep files (a base config and axes) expanded into validated variants.
+//!
+//! # Example: gradient coding is a star
+//!
+//! Cyclic gradient coding with N = 3 workers tolerating s = 1 straggler: a tree of depth 1
+//! whose master decodes from any 2 of its 3 children, each worker holding (s + 1)·d/N points.
+//!
+//! ```
+//! use outrun_plan::{Pattern, Plan, Shape};
+//!
+//! let config = "[run]\nname = 'doc'\niterations = 1\n\
+//!     [data]\nkind = 'linear-synthetic'\nsamples = 6\nfeatures = 2\n\
+//!     [model]\nloss = 'least-squares'\nlr = 0.1\n\
+//!     [scheme]\nkind = 'gc-cyclic'\nworkers = 3\ns = 1\n";
+//! let plan = Plan::from_toml(config, Shape { samples: 6, features: 2 }).unwrap();
+//! assert_eq!(plan.pattern, Pattern::Tree { n: 3, layers: 1 });
+//! assert_eq!((plan.ranks, plan.workers), (4, 3));
+//! assert!(plan.nodes[1..].iter().all(|worker| worker.load() == 4));
+//! assert_eq!(plan.nodes[0].rule.as_ref().unwrap().describe(3), "first 2 of 3, decode");
+//! ```
 #![deny(missing_docs)]
 
 pub mod alloc;

@@ -345,6 +345,12 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// The plan of a config's TOML text for a problem of `shape` (tests and examples: a run
+    /// resolves its config's shape from its data first).
+    pub fn from_toml(text: &str, shape: crate::Shape) -> Result<Plan, crate::ConfigError> {
+        crate::build(&crate::config::parse(text, &[])?, shape)
+    }
+
     /// The master's rank, if the scheme has one.
     pub fn master(&self) -> Option<usize> {
         matches!(self.pattern, Pattern::Tree { .. }).then_some(0)

@@ -13,6 +13,36 @@
 //! - [`RingNode`]: the ring pattern (our ring all-reduce, or the library's collective).
 //! - [`wire`]: messages and their frames (bincode headers); [`Frame`] and [`Len`] payloads.
 //! - [`Histogram`]: model send→receive latencies, merged up the tree.
+//!
+//! # Example: a master driven by hand
+//!
+//! The master of an uncoded star of two workers, fed scripted events the way a driver (or a
+//! test) would: it broadcasts the model, collects both results and delivers their sum.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use outrun_plan::{Plan, Shape};
+//! use outrun_proto::{At, Header, Input, Kind, Machine, Msg, Output, TreeNode};
+//!
+//! let config = "[run]\nname = 'doc'\niterations = 1\n\
+//!     [data]\nkind = 'linear-synthetic'\nsamples = 4\nfeatures = 1\n\
+//!     [model]\nloss = 'least-squares'\nlr = 0.1\n[scheme]\nkind = 'umw'\nworkers = 2\n";
+//! let plan = Plan::from_toml(config, Shape { samples: 4, features: 1 }).unwrap();
+//! // rank 0 is the master; payloads of 2 values (a gradient of p = 1 and the loss)
+//! let mut master = TreeNode::<Vec<f64>>::new(&plan, 0, 2);
+//! master.handle(&At(0.0), Input::Start { t: 0, model: Arc::new(vec![0.0]) });
+//! let outputs: Vec<Output<Vec<f64>>> = std::iter::from_fn(|| master.poll()).collect();
+//! assert!(outputs.iter().any(|o| matches!(o,
+//!     Output::Send { to, msg, .. } if to == &[1, 2] && msg.head.kind == Kind::Model)));
+//! // the workers' results arrive (ranks 1 and 2)
+//! for (rank, result) in [(1, vec![1.0, 0.5]), (2, vec![2.0, 0.25])] {
+//!     let msg = Msg { head: Header::new(Kind::Result, 0), body: Some(Arc::new(result)) };
+//!     master.handle(&At(0.1), Input::Recv { from: rank, msg });
+//! }
+//! let total = std::iter::from_fn(|| master.poll())
+//!     .find_map(|o| if let Output::Deliver { total, .. } = o { Some(total) } else { None });
+//! assert_eq!(total, Some(vec![3.0, 0.75]));
+//! ```
 #![deny(missing_docs)]
 
 mod hist;

@@ -548,13 +548,12 @@ impl JobConfig {
         }
     }
 
-    /// The file the final state is written to in the run directory (`theta.txt`: the model;
-    /// `y.txt`: the last product).
-    pub fn state_file(&self) -> &'static str {
+    /// The field that sets the problem's size (named when it is smaller than the workers).
+    pub fn size_field(&self) -> &'static str {
         match self {
-            JobConfig::Gd(_) => "theta.txt",
-            JobConfig::Matvec(_) => "y.txt",
-            JobConfig::Pagerank(_) => "ranks.txt",
+            JobConfig::Gd(_) => "data.samples",
+            JobConfig::Matvec(_) => "matrix.rows",
+            JobConfig::Pagerank(_) => "graph",
         }
     }
 }

@@ -400,7 +400,6 @@ fn pagerank_configs_round_trip_and_name_the_field() {
     let c = parse(PAGERANK, &[]).unwrap();
     let pr = c.pagerank().unwrap();
     assert_eq!((pr.damping, pr.tol, pr.dangling), (0.85, None, outrun_codes::Dangling::Uniform));
-    assert_eq!(c.job.state_file(), "ranks.txt");
     let field =
         |sets: &[&str]| parse(PAGERANK, &sets.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap_err().field;
     assert_eq!(field(&["scheme.r=5"]), "scheme.r");

@@ -32,13 +32,7 @@ use crate::stragglers::StragglerModel;
 pub fn build(cfg: &Config, shape: Shape) -> Result<Plan, ConfigError> {
     let (w, samples) = (cfg.workers(), shape.samples);
     if samples < w {
-        let field = if cfg.matvec().is_some() {
-            "matrix.rows"
-        } else if cfg.pagerank().is_some() {
-            "graph"
-        } else {
-            "data.samples"
-        };
+        let field = cfg.job.size_field();
         return Err(ConfigError::new(
             field,
             format!("= {samples} is smaller than the {w} workers: some would hold no data"),

@@ -18,13 +18,12 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use outrun_plan::roles::Vector;
 use outrun_plan::{ComputeMode, Injector, Plan};
 use outrun_proto::{Delivered, Frame, Histogram, Input, Len};
 use outrun_runlog::event::ComputeTiming;
 use outrun_runlog::{Book, IterationRecord, Latency, RunInfo, Summary};
 use outrun_workloads::{Applied, Job, JobError};
-
-pub use outrun_plan::roles::Vector;
 
 /// Progress reporting hooks (the CLI draws a progress bar with them).
 pub trait Progress {
@@ -96,8 +95,6 @@ pub struct Seat {
     pub parts: usize,
     /// Iterations of the run.
     pub iterations: u64,
-    /// Compute time is modelled (a computation slower than its model is an overrun).
-    pub modelled: bool,
 }
 
 impl Seat {
@@ -110,7 +107,6 @@ impl Seat {
             load: node.load(),
             parts: node.parts.len(),
             iterations: plan.run.iterations,
-            modelled: plan.stragglers.compute == ComputeMode::Modelled,
         }
     }
 }
@@ -131,7 +127,6 @@ pub struct Core<'a> {
     pub job: Box<dyn Job>,
     seat: Seat,
     injector: Injector,
-    base_a: f64,
     book: Option<(Book, RunInfo)>,
     progress: Option<&'a mut dyn Progress>,
     /// The last state applied (the state file's content).
@@ -142,15 +137,15 @@ pub struct Core<'a> {
 }
 
 impl<'a> Core<'a> {
-    /// The core of `seat` running `job`, with its worker's compute times from `injector` (a
-    /// simulated computation takes `base_a` seconds per point before injection).
-    pub fn new(job: Box<dyn Job>, seat: Seat, injector: Injector, base_a: f64) -> Self {
-        Core { job, seat, injector, base_a, book: None, progress: None, state: None, quiet_failure: false }
+    /// The core of `seat` running `job`, with its worker's compute times from `injector` (its
+    /// straggler model says how compute time is obtained).
+    pub fn new(job: Box<dyn Job>, seat: Seat, injector: Injector) -> Self {
+        Core { job, seat, injector, book: None, progress: None, state: None, quiet_failure: false }
     }
 
     /// The core of rank `rank` of `plan`.
     pub fn of(plan: &Plan, rank: usize, job: Box<dyn Job>) -> Self {
-        Core::new(job, Seat::of(plan, rank), plan.stragglers.injector(), plan.stragglers.base_a)
+        Core::new(job, Seat::of(plan, rank), plan.stragglers.injector())
     }
 
     /// Keep the run's book (the logging rank).
@@ -194,9 +189,11 @@ impl<'a> Core<'a> {
     /// time is the model's whole say (a law of rates may make it shorter than `timing.a`).
     pub fn timing(&mut self, t: u64, load: Option<usize>, start: f64, end: f64, measured: Option<f64>) -> Timed {
         let load = load.unwrap_or(self.seat.load);
-        let base = measured.unwrap_or(self.base_a * load as f64);
+        let model = self.injector.model();
+        let modelled = model.compute == ComputeMode::Modelled;
+        let base = measured.unwrap_or(model.base_a * load as f64);
         let time = self.injector.compute_time(self.seat.worker, t, load, base);
-        let overrun = self.seat.modelled && measured.is_some_and(|m| m > time.target);
+        let overrun = modelled && measured.is_some_and(|m| m > time.target);
         let record = ComputeTiming {
             compute_start: Some(start),
             compute_end: Some(end),

@@ -34,12 +34,6 @@ pub fn normalized_error(theta: &[f64], star: &[f64]) -> f64 {
     dist_sq(theta, star) / norm_sq(star)
 }
 
-/// Relative change ‖θ_t − θ_{t−1}‖² / ‖θ_{t−1}‖² (thesis eq. 4.9); `None` when θ_{t−1} = 0.
-pub fn relative_change(theta: &[f64], prev: &[f64]) -> Option<f64> {
-    let n = norm_sq(prev);
-    (n > 0.0).then(|| dist_sq(theta, prev) / n)
-}
-
 /// Relative difference ‖a − b‖ / max(‖b‖, tiny), used by exactness checks.
 pub fn relative_diff(a: &[f64], b: &[f64]) -> f64 {
     dist_sq(a, b).sqrt() / norm_sq(b).sqrt().max(f64::MIN_POSITIVE)

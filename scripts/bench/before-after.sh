@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Sections 2 and 3 of `make bench` for two builds in one invocation, interleaved (before, after,
+# before, after, ...), so that a change's effect on the ring's ratio to MPI_Allreduce and on the
+# engine's per-iteration overhead is measured against the build before it, on the same machine
+# at the same time.
+#
+#   scripts/bench/before-after.sh BEFORE_BIN AFTER_BIN [REPETITIONS]
+#
+# e.g. git worktree add /tmp/before HEAD~5 && (cd /tmp/before && cargo build --release) &&
+#      scripts/bench/before-after.sh /tmp/before/target/release/outrun target/release/outrun
+# Writes runs/before-after-<UTC time>/{ring.csv,overhead.csv,report.md} and prints report.md.
+set -euo pipefail
+[ $# -ge 2 ] || { echo "usage: $0 BEFORE_BIN AFTER_BIN [REPETITIONS]" >&2; exit 2; }
+before=$(readlink -f "$1")
+after=$(readlink -f "$2")
+reps="${3:-3}"
+for b in "$before" "$after"; do
+  [ -x "$b" ] || { echo "before-after: $b is not an executable" >&2; exit 2; }
+done
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$here"
+export OUTRUN_TIMEOUT="${OUTRUN_TIMEOUT:-600}"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1 EVENT_NOEPOLL=1 OPENBLAS_NUM_THREADS=1
+MPIRUN=(timeout --kill-after=10 "$OUTRUN_TIMEOUT" mpirun --quiet --oversubscribe --bind-to none --mca btl self,vader,tcp --mca btl_base_warn_component_unused 0)
+out="runs/before-after-$(date -u +%Y%m%d-%H%M%S)"
+mkdir -p "$out"
+
+echo "build,rep,ranks,bytes,reps,ring_s,mpi_allreduce_s,ratio,agree" > "$out/ring.csv"
+echo "build,rep,scheme,mean_s" > "$out/overhead.csv"
+for rep in $(seq "$reps"); do
+  for build in before after; do
+    bin=$before; [ "$build" = after ] && bin=$after
+    echo "before-after: repetition $rep/$reps, $build: ring vs MPI_Allreduce (8 ranks)" >&2
+    "${MPIRUN[@]}" -np 8 "$bin" bench ring --rounds 5 --seconds 0.5 | tail -n +2 | sed "s/^/$build,$rep,/" >> "$out/ring.csv"
+    echo "before-after: repetition $rep/$reps, $build: engine overhead per scheme (N = 12, p = 5000)" >&2
+    for entry in "umw --set scheme.s=" "ignore" "gc-cyclic" "gc-frac" "rar --set scheme.s=" "allreduce --set scheme.s="; do
+      # shellcheck disable=SC2086
+      set -- $entry; kind="$1"; shift
+      runs="$out/overhead-runs/$build"
+      OUTRUN_BIN="$bin" launch/local.sh configs/bench/overhead.toml --set "scheme.kind=$kind" --set "run.out_dir=$runs" "$@" >/dev/null
+      d=$(ls -td "$runs"/overhead-* | head -1)
+      echo "$build,$rep,$kind,$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['mean_s'])" "$d/summary.json")" >> "$out/overhead.csv"
+    done
+  done
+done
+
+python3 - "$out" "$before" "$after" "$reps" > "$out/report.md" <<'EOF'
+import csv, statistics, sys
+out, before, after, reps = sys.argv[1:]
+med = statistics.median
+ring = list(csv.DictReader(open(f"{out}/ring.csv")))
+over = list(csv.DictReader(open(f"{out}/overhead.csv")))
+print(f"# Before and after, one invocation ({reps} repetitions each, interleaved)\n")
+print(f"- before: `{before}`\n- after: `{after}`\n")
+print("## Ring all-reduce vs MPI_Allreduce (8 ranks; median of the repetitions' ratios)\n")
+print("| vector | ratio before | ratio after | ring ms before | ring ms after | all agree |")
+print("|---|---|---|---|---|---|")
+for size in sorted({int(r["bytes"]) for r in ring}):
+    pick = lambda b, k: [float(r[k]) for r in ring if r["build"] == b and int(r["bytes"]) == size]
+    agree = all(r["agree"] == "true" for r in ring if int(r["bytes"]) == size)
+    label = f"{size // 1024} KB" if size < 1 << 20 else f"{size >> 20} MB"
+    print(f"| {label} | {med(pick('before', 'ratio')):.2f} | {med(pick('after', 'ratio')):.2f} | "
+          f"{1e3 * med(pick('before', 'ring_s')):.3f} | {1e3 * med(pick('after', 'ring_s')):.3f} | {agree} |")
+print("\n## Engine overhead per iteration (N = 12, p = 5000; median of the repetitions)\n")
+print("| scheme | ms before | ms after | after / before |")
+print("|---|---|---|---|")
+for scheme in dict.fromkeys(r["scheme"] for r in over):
+    pick = lambda b: med([float(r["mean_s"]) for r in over if r["build"] == b and r["scheme"] == scheme])
+    b, a = pick("before"), pick("after")
+    print(f"| {scheme} | {1e3 * b:.3f} | {1e3 * a:.3f} | {a / b:.2f} |")
+EOF
+cat "$out/report.md"
+echo "before-after: report in $out/report.md" >&2

@@ -166,11 +166,6 @@ impl<'a> Core<'a> {
         self.state.as_deref()
     }
 
-    /// Whether this rank keeps the book.
-    pub fn logs(&self) -> bool {
-        self.book.is_some()
-    }
-
     /// The machine's first input, on a rank that starts iterations.
     pub fn start<P: Payload>(&mut self) -> Input<P> {
         Input::Start { t: 0, model: P::model(&mut *self.job) }

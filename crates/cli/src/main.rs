@@ -275,20 +275,21 @@ fn prepare(path: &Path, set: &[String]) -> Result<outrun_engine::Prepared, Strin
     Ok(outrun_engine::Prepared { plan, config_toml: cfg.to_toml() })
 }
 
-/// The plan of each value of `key` (`text` with `set` and `key=value`), or why it has none.
-fn tune_plans(
-    text: &str,
-    set: &[String],
-    key: &str,
-    values: &[String],
-) -> Vec<(String, Result<outrun_plan::Plan, String>)> {
-    let plan = |v: &String| {
+/// The plan of each value of `key` (`text` with `set` and `key=value`), or why it has none,
+/// built when the value's turn comes.
+fn tune_plans<'a>(
+    text: &'a str,
+    set: &'a [String],
+    key: &'a str,
+    values: &'a [String],
+) -> impl Iterator<Item = (String, Result<outrun_plan::Plan, String>)> + 'a {
+    let plan = move |v: &String| {
         let mut sets = set.to_vec();
         sets.push(format!("{key}={v}"));
         let cfg = outrun_plan::config::parse(text, &sets).map_err(|e| e.to_string())?;
         outrun_workloads::resolve(&cfg).map_err(|e| e.to_string())
     };
-    values.iter().map(|v| (v.clone(), plan(v))).collect()
+    values.iter().map(move |v| (v.clone(), plan(v)))
 }
 
 fn run(cli: Cli) -> Result<(), Failure> {

@@ -256,9 +256,10 @@ pub struct TuneRow {
     pub result: Result<(Stats, bool), String>,
 }
 
-/// Simulate each value's plan (or carry why it has none), timing only. Each row's result is
-/// the statistics and whether the scheme is exact by design, or why the value is not runnable.
-pub fn tune(plans: Vec<(String, Result<Plan, String>)>, trials: usize) -> Vec<TuneRow> {
+/// Simulate each value's plan (or carry why it has none), timing only, one after the other (a
+/// lazy `plans` builds each when its turn comes). Each row's result is the statistics and whether
+/// the scheme is exact by design, or why the value is not runnable.
+pub fn tune(plans: impl IntoIterator<Item = (String, Result<Plan, String>)>, trials: usize) -> Vec<TuneRow> {
     plans
         .into_iter()
         .map(|(value, plan)| {

@@ -7,8 +7,9 @@
 #   line says so (exit 124).
 # - Ctrl-C (or TERM) stops the whole job, not only this script (exit 130).
 # - mpirun's banners are reduced to one line: "error: rank R (host H) died from signal S (NAME)"
-#   for a rank killed by a signal (mpirun's --quiet would print nothing at all); outrun's own
-#   lines pass through. The line is also written to the run directory (launch.log), which rank 0
+#   for a rank killed by a signal (mpirun's --quiet would print nothing at all); its notes around
+#   an abort (aggregated help messages, ORTE_ERROR_LOG) are dropped; outrun's own lines pass
+#   through. The line is also written to the run directory (launch.log), which rank 0
 #   reports through OUTRUN_RUN_DIR_FILE. OUTRUN_MPI_VERBOSE=1 shows mpirun's output unfiltered.
 
 # Reads mpirun's stderr; prints outrun's lines and a one-line summary of each dead rank (also
@@ -27,6 +28,10 @@ filter_mpirun() {
       next
     }
     block { next }
+    # ORTE'"'"'s notes around an abort (the help text aggregated, its error log): outrun has said why
+    /\] [0-9]+ more process(es)? ha(s|ve) sent help message/ { next }
+    /Set MCA parameter "orte_base_help_aggregate" to 0/ { next }
+    /ORTE_ERROR_LOG/ { next }
     { print; fflush() }
     END { printf "" > done }
   '

@@ -298,12 +298,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let mut bar = progress::Bar::new();
             let fin = outrun_engine::train(&|| prepare(&config, &set), &mut bar);
             match fin.result {
-                Ok(Some(s)) => {
-                    println!("{}", outrun_report::one_line(&s));
-                    println!("run directory: {}", s.run_dir);
-                    Ok(())
-                }
-                Ok(None) => Ok(()),
+                // the bar printed the run's account when the summary was written
+                Ok(_) => Ok(()),
                 // the engine printed the error before finalizing MPI
                 Err(e) => Err(Failure(String::new(), e.exit_code() as u8)),
             }

@@ -1,5 +1,6 @@
 //! Progress of a training run on the master: a bar when stderr is a terminal, otherwise a
-//! status line at most every 10 seconds (so long runs under CI or nohup still show life).
+//! status line at most every 10 seconds (so long runs under CI or nohup still show life), and
+//! the run's account when its summary is written.
 
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
@@ -59,5 +60,12 @@ impl Progress for Bar {
         if let Some(bar) = self.bar.take() {
             bar.finish_and_clear();
         }
+    }
+
+    /// The run's one-line account and its directory (printed as soon as they are written: a
+    /// run that must then end its MPI job by abort still shows them).
+    fn finished(&mut self, s: &outrun_engine::Summary) {
+        println!("{}", outrun_report::one_line(s));
+        println!("run directory: {}", s.run_dir);
     }
 }

@@ -72,10 +72,8 @@ pub(crate) fn run_with_timeout(mut cmd: Command, timeout: Duration) -> Run {
             break st.code();
         }
         if start.elapsed() > timeout {
-            let _ = child.kill();
-            let _ = child.wait();
-            // mpirun's children may outlive it for a moment; make sure none is left behind
-            let _ = Command::new("pkill").args(["-f", bin()]).status();
+            // mpirun and its ranks: everything this test started, by the process tree
+            kill_tree(&mut child);
             let stderr = std::fs::read_to_string(&err_path).unwrap_or_default();
             let _ = std::fs::remove_file(&out_path);
             let _ = std::fs::remove_file(&err_path);
@@ -88,6 +86,49 @@ pub(crate) fn run_with_timeout(mut cmd: Command, timeout: Duration) -> Run {
     let _ = std::fs::remove_file(&out_path);
     let _ = std::fs::remove_file(&err_path);
     Run { code, stdout, stderr, elapsed: start.elapsed() }
+}
+
+/// The processes `root` started, directly or not (children, grandchildren, …), from /proc.
+pub(crate) fn descendants(root: u32) -> Vec<u32> {
+    let mut parent = std::collections::HashMap::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        // `pid (comm) state ppid …`: the command may hold spaces and parentheses
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+        let ppid = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok());
+        if let Some(ppid) = ppid {
+            parent.insert(pid, ppid);
+        }
+    }
+    let mut found = vec![root];
+    let mut i = 0;
+    while i < found.len() {
+        let p = found[i];
+        found.extend(parent.iter().filter(|(_, &pp)| pp == p).map(|(&c, _)| c));
+        i += 1;
+    }
+    found.remove(0);
+    found
+}
+
+/// End `child` and every process it started, by the process tree — never by name, so a test
+/// ends only what it started (a user's experiment from the same checkout is left alone).
+pub(crate) fn kill_tree(child: &mut std::process::Child) {
+    for _ in 0..10 {
+        let below = descendants(child.id());
+        if below.is_empty() {
+            break;
+        }
+        for pid in below {
+            // SAFETY: kill(2) on a process this test started
+            unsafe {
+                libc::kill(pid as libc::pid_t, libc::SIGKILL);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
 }
 
 /// `mpirun -np N outrun ARGS...` with the flags launch/local.sh uses.

@@ -72,10 +72,10 @@ fn finish(child: std::process::Child, out: &Path) -> (Option<i32>, String) {
             return (status.code(), err);
         }
         if t0.elapsed() > Duration::from_secs(60) {
-            let _ = child.kill();
-            // the job runs in its own session: stop it too, so a failure leaves nothing running
-            let _ = Command::new("pkill").args(["-KILL", "-f", &format!("run.out_dir={}", out.display())]).status();
-            panic!("the launcher did not end within 60 s");
+            // the launcher, mpirun and the ranks: everything it started, so a failure leaves
+            // nothing running
+            kill_tree(&mut child);
+            panic!("the launcher did not end within 60 s (its job {})", out.display());
         }
         std::thread::sleep(Duration::from_millis(100));
     }

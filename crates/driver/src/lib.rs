@@ -33,6 +33,8 @@ pub trait Progress {
     fn tick(&mut self, _t: u64, _wall_s: f64, _loss: f64) {}
     /// The timed loop ended.
     fn end(&mut self) {}
+    /// The run's summary was written (the logging rank of a run that completed).
+    fn finished(&mut self, _summary: &Summary) {}
 }
 
 /// No progress reporting.
@@ -129,6 +131,8 @@ pub struct Core<'a> {
     injector: Injector,
     book: Option<(Book, RunInfo)>,
     progress: Option<&'a mut dyn Progress>,
+    /// The timed loop ended (progress told).
+    ended: bool,
     /// The last state applied (the state file's content).
     state: Option<Vec<f64>>,
     /// This rank failed to apply a result that every rank failed to apply (a ring's
@@ -140,7 +144,7 @@ impl<'a> Core<'a> {
     /// The core of `seat` running `job`, with its worker's compute times from `injector` (its
     /// straggler model says how compute time is obtained).
     pub fn new(job: Box<dyn Job>, seat: Seat, injector: Injector) -> Self {
-        Core { job, seat, injector, book: None, progress: None, state: None, quiet_failure: false }
+        Core { job, seat, injector, book: None, progress: None, ended: false, state: None, quiet_failure: false }
     }
 
     /// The core of rank `rank` of `plan`.
@@ -242,9 +246,10 @@ impl<'a> Core<'a> {
 
     /// The timed loop ended (whether or not the run succeeded).
     pub fn end(&mut self) {
-        if let Some(p) = self.progress.take() {
+        if let Some(p) = self.progress.as_deref_mut().filter(|_| !self.ended) {
             p.end();
         }
+        self.ended = true;
     }
 
     /// The state file and `summary.json` (the logging rank; None elsewhere): `setup_s` before
@@ -267,7 +272,11 @@ impl<'a> Core<'a> {
             p95: latency.quantile(0.95),
             max: (latency.count() > 0).then(|| latency.max()),
         };
-        book.finish(info, &text, setup_s, late, master_bytes, latency).map(Some)
+        let summary = book.finish(info, &text, setup_s, late, master_bytes, latency)?;
+        if let Some(p) = self.progress.as_deref_mut() {
+            p.finished(&summary);
+        }
+        Ok(Some(summary))
     }
 }
 

@@ -159,7 +159,9 @@ impl<'a> Driver<'a> {
         let mut eager = false;
         loop {
             if let Some(o) = self.done.take() {
-                self.flush();
+                // an unclean end has a silent peer, whose receives may never complete our sends:
+                // the job ends by abort, so there is nothing to wait for
+                self.flush(if o.clean { Duration::from_secs(30) } else { Duration::from_secs(2) });
                 return o;
             }
             // the log file refused a line (a full disk): the machine reports it with its goodbye
@@ -229,9 +231,9 @@ impl<'a> Driver<'a> {
     }
 
     /// Wait for this rank's sends, still receiving (peers' sends to us must complete too).
-    fn flush(&mut self) {
+    fn flush(&mut self, bound: Duration) {
         let mut stray = 0;
-        let ok = self.comm.flush_sends(Duration::from_secs(30), |c| {
+        let ok = self.comm.flush_sends(bound, |c| {
             while c.try_recv().is_some() {
                 stray += 1;
             }

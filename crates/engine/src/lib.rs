@@ -109,6 +109,8 @@ pub fn train(prepare: &dyn Fn() -> Result<Prepared, String>, progress: &mut dyn 
             eprintln!("error: {e}");
         }
     }
+    // every rank waits for the others here, not in MPI_Finalize (see wait_for_all)
+    Comm::new(&world).wait_for_all();
     drop(universe);
     Finished { rank, result }
 }
@@ -265,9 +267,26 @@ fn run(
         Err(Failure::Run(m)) => Some(EngineError::Run(m)),
         Err(Failure::Aborted) => Some(EngineError::Aborted),
     };
+    if failure.is_none() && !outcome.silent.is_empty() && logs {
+        // Complete, but ranks below never said goodbye: alive and silent (stopped, stuck), they
+        // will never finish the MPI job. Keep the results, name them, end the job (exit 0).
+        let summary = d.core.finish(setup_s, outcome.late, d.comm.recv_bytes, &outcome.latency).map_err(io)?;
+        let complete = summary.map_or(String::new(), |s| format!("its {} iterations are complete", s.iterations));
+        eprintln!(
+            "warning: {} did not say goodbye within {} s of the run's end: alive but silent (stopped, or stuck); {complete} (run directory {}); the MPI job was ended with them",
+            describe_silent(plan, &outcome.silent),
+            outrun_plan::budget::shutdown_grace(plan.run.deadline),
+            dir.display()
+        );
+        d.comm.abort(0);
+    }
+    if failure.is_none() && !outcome.clean {
+        // a parent whose children went silent: its goodbye told the root, which ends the job
+        return Ok(None);
+    }
     if !outcome.clean {
-        // A child (or the parent) never finished: requests may still be pending, and
-        // MPI_Finalize could wait forever. End the whole job, with one line.
+        // A child (or the parent, or a ring neighbour) never finished: requests may still be
+        // pending, and MPI_Finalize could wait forever. End the whole job, with one line.
         let why = match &failure {
             Some(EngineError::Run(m)) => m.clone(),
             _ => "the shutdown was not clean".into(),
@@ -279,4 +298,18 @@ fn run(
         return Err(f);
     }
     d.core.finish(setup_s, outcome.late, d.comm.recv_bytes, &outcome.latency).map_err(io)
+}
+
+/// `worker 2 (rank 2, last answered iteration 245)`, for each silent rank.
+fn describe_silent(plan: &outrun_plan::Plan, silent: &[(u32, Option<u64>)]) -> String {
+    let one = |&(rank, last): &(u32, Option<u64>)| {
+        let who = match plan.nodes.get(rank as usize).and_then(|n| n.worker) {
+            Some(w) => format!("worker {w} (rank {rank}"),
+            None => format!("rank {rank} ("),
+        };
+        let last = last.map_or("answered no iteration".into(), |t| format!("last answered iteration {t}"));
+        format!("{who}, {last})").replace("(, ", "(")
+    };
+    let all: Vec<String> = silent.iter().map(one).collect();
+    all.join(", ")
 }

@@ -244,6 +244,28 @@ impl Comm {
         true
     }
 
+    /// Wait, polling, until every rank has called this too (`MPI_Ibarrier`): ranks that are done
+    /// wait here rather than in `MPI_Finalize`. When a rank is alive but silent (stopped, stuck)
+    /// the run's ends by `MPI_Abort` from the rank that noticed; Open MPI's `mpirun` (4.1) then
+    /// tears the job down reliably only if no rank is inside `MPI_Finalize`'s fence (measured:
+    /// with ranks in the fence it crashed in `PMIx_server_finalize` in 2 of 6 such ends, or
+    /// hung; with ranks in a barrier, 10 of 10 ended cleanly).
+    pub fn wait_for_all(&self) {
+        let mut req: ffi::MPI_Request = unsafe { ffi::RSMPI_REQUEST_NULL };
+        // SAFETY: a valid communicator; `req` is polled to completion below.
+        check(unsafe { ffi::MPI_Ibarrier(self.raw, &mut req) }, "MPI_Ibarrier");
+        let mut backoff = Backoff::new(1000);
+        loop {
+            let mut flag: c_int = 0;
+            // SAFETY: `req` is the pending barrier.
+            check(unsafe { ffi::MPI_Test(&mut req, &mut flag, ffi::RSMPI_STATUS_IGNORE) }, "MPI_Test");
+            if flag != 0 {
+                return;
+            }
+            backoff.idle();
+        }
+    }
+
     /// Terminate every rank of the job (last resort when a clean shutdown is impossible).
     pub fn abort(&self, code: i32) -> ! {
         unsafe { ffi::MPI_Abort(self.raw, code) };

@@ -200,6 +200,10 @@ pub struct Outcome {
     pub latency: Histogram,
     /// Ranks of this node's subtree (itself included) whose logs dropped lines, with the error.
     pub dropped: Vec<(u32, String)>,
+    /// Ranks of this node's subtree that never said goodbye (alive but silent: stopped, or stuck),
+    /// each with the last iteration it answered (None: none). Their processes cannot end the
+    /// MPI job cleanly; the run's results may still be complete.
+    pub silent: Vec<(u32, Option<u64>)>,
 }
 
 /// A node state machine.

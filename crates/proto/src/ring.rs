@@ -177,22 +177,20 @@ impl<P: Vector> RingNode<P> {
         self.out.push_back(Output::Deliver { t, total, info });
     }
 
-    fn finish(&mut self, now: f64, result: Result<(), Failure>) {
+    /// The rank is finished; `clean`: nothing it sent or expects is left in flight (false when a
+    /// neighbour went silent: its process may never finish the MPI job).
+    fn finish(&mut self, now: f64, result: Result<(), Failure>, clean: bool) {
         self.done = true;
         let kind = Some(if result.is_ok() { Ending::Stop } else { Ending::Abort });
-        self.out.push_back(Output::Log(Event::Shutdown(Shutdown {
-            kind,
-            at: now,
-            clean: true,
-            ..Shutdown::default()
-        })));
+        self.out.push_back(Output::Log(Event::Shutdown(Shutdown { kind, at: now, clean, ..Shutdown::default() })));
         self.out.push_back(Output::Done(Outcome {
             result,
-            clean: true,
+            clean,
             late: 0,
             up_sent: 0,
             latency: Histogram::default(),
             dropped: self.dropped.clone(),
+            silent: vec![],
         }));
     }
 }
@@ -264,20 +262,21 @@ impl<P: Vector> Machine<P> for RingNode<P> {
                 );
                 if self.received == 0 {
                     // the left neighbour never started the exchange: it is the straggler (still
-                    // computing) or dead; only this rank knows it, so only this rank says it
+                    // computing, stopped) or dead; only this rank knows it, so only this rank
+                    // says it, and ends unclean (the neighbour may never finish the MPI job)
                     let why = format!(
                         "ring all-reduce: worker {} (rank {left}) sent nothing of iteration {t} within run.deadline = {} s (still computing, or dead); a ring needs every worker in every iteration: raise run.deadline or use a master-worker scheme",
                         left + 1,
                         self.deadline
                     );
-                    self.finish(now, Err(Failure::Run(why)));
+                    self.finish(now, Err(Failure::Run(why)), false);
                 } else {
                     // stalled behind the straggler, further along the ring: log, stay quiet
                     self.out.push_back(Output::Log(Event::error(now, detail)));
-                    self.finish(now, Err(Failure::Aborted));
+                    self.finish(now, Err(Failure::Aborted), true);
                 }
             }
-            Input::Finish { failure } => self.finish(now, failure.map_or(Ok(()), |f| Err(Failure::Run(f)))),
+            Input::Finish { failure } => self.finish(now, failure.map_or(Ok(()), |f| Err(Failure::Run(f))), true),
             Input::Sent { .. } => {}
         }
     }

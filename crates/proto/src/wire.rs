@@ -98,6 +98,8 @@ pub enum Meta {
         latency: Vec<(u16, u32)>,
         /// Ranks whose log dropped lines, with the first error.
         dropped: Vec<(u32, String)>,
+        /// Ranks below that never said goodbye, with the last iteration each answered.
+        silent: Vec<(u32, Option<u64>)>,
     },
 }
 
@@ -105,8 +107,10 @@ impl Meta {
     /// Ranks a `Failed` lists at most (4 bytes each).
     pub const MAX_MISSING: usize = 4096;
     /// Ranks with a dropped log a `Bye` lists at most, and the bytes of each error kept.
-    pub const MAX_DROPPED: usize = 200;
+    pub const MAX_DROPPED: usize = 150;
     const MAX_ERROR: usize = 200;
+    /// Silent ranks a `Bye` lists at most.
+    pub const MAX_SILENT: usize = 1024;
 
     /// `Failed` with the first [`Self::MAX_MISSING`] of `missing`.
     pub fn missing(mut missing: Vec<u32>) -> Self {
@@ -114,10 +118,10 @@ impl Meta {
         Meta::Missing(missing)
     }
 
-    /// `Bye` with the first [`Self::MAX_DROPPED`] of `dropped`, errors cut to 200 bytes: a
-    /// header's length is a u16 in the frame, and these bounds keep every header below 64 KiB
-    /// (the latency histogram is at most 650 bins).
-    pub fn bye(count: u64, latency: Vec<(u16, u32)>, dropped: &[(u32, String)]) -> Self {
+    /// `Bye` with the first [`Self::MAX_DROPPED`] of `dropped` (errors cut to 200 bytes) and
+    /// the first [`Self::MAX_SILENT`] of `silent`: a header's length is a u16 in the frame, and
+    /// these bounds keep every header below 64 KiB (the latency histogram is at most 650 bins).
+    pub fn bye(count: u64, latency: Vec<(u16, u32)>, dropped: &[(u32, String)], silent: &[(u32, Option<u64>)]) -> Self {
         let cut = |e: &String| {
             let mut end = e.len().min(Self::MAX_ERROR);
             while !e.is_char_boundary(end) {
@@ -126,7 +130,8 @@ impl Meta {
             e[..end].to_string()
         };
         let dropped = dropped.iter().take(Self::MAX_DROPPED).map(|(r, e)| (*r, cut(e))).collect();
-        Meta::Bye { count, latency, dropped }
+        let silent = silent.iter().take(Self::MAX_SILENT).copied().collect();
+        Meta::Bye { count, latency, dropped, silent }
     }
 }
 
@@ -315,6 +320,7 @@ mod tests {
             count: 41,
             latency: vec![(3, 7), (200, 1)],
             dropped: vec![(3, "No space left on device".into())],
+            silent: vec![(4, Some(17)), (5, None)],
         };
         let (words, n) = encode(&bye, None);
         assert_eq!(n, frame_bytes(&bye, 0));
@@ -354,7 +360,8 @@ mod tests {
     fn headers_stay_below_64_kib() {
         let latency: Vec<(u16, u32)> = (0..650).map(|b| (b, u32::MAX)).collect();
         let dropped: Vec<(u32, String)> = (0..10_000).map(|r| (r, "é".repeat(300))).collect();
-        for meta in [Meta::bye(u64::MAX, latency, &dropped), Meta::missing((0..100_000).collect())] {
+        let silent: Vec<(u32, Option<u64>)> = (0..100_000).map(|r| (r, Some(u64::MAX))).collect();
+        for meta in [Meta::bye(u64::MAX, latency, &dropped, &silent), Meta::missing((0..100_000).collect())] {
             let head = Header { meta, ..Header::new(Kind::Bye, 0) };
             let (words, n) = encode(&head, None);
             assert!(n < 1 << 16, "{n}");

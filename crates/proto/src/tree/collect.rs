@@ -40,9 +40,11 @@ pub(super) struct Collection<P> {
     arrived: Vec<Arrival>,
     /// Children whose subtree failed this iteration, with the ranks they were missing.
     failed: Vec<(usize, Vec<u32>)>,
-    /// Per child: up messages received, and the count its goodbye announced.
+    /// Per child: up messages received, the count its goodbye announced, and the last
+    /// iteration it answered.
     recv: Vec<u64>,
     bye: Vec<Option<u64>>,
+    last: Vec<Option<u64>>,
     /// Bytes received for the current iteration while collecting it: all frames, and results.
     it_bytes: (u64, u64),
     /// Bytes received over the run: all frames, and results discarded as late.
@@ -70,6 +72,7 @@ impl<P: Vector> Collection<P> {
             failed: vec![],
             recv: vec![0; k],
             bye: vec![None; k],
+            last: vec![None; k],
             it_bytes: (0, 0),
             bytes: (0, 0),
         }
@@ -123,10 +126,11 @@ impl<P: Vector> Collection<P> {
         self.bytes.0 += bytes;
     }
 
-    /// An up message of `kind` and `bytes` from child `idx` (not a goodbye); `current`: it
-    /// belongs to the iteration being collected.
-    pub(super) fn count(&mut self, idx: usize, kind: Kind, bytes: u64, current: bool) {
+    /// An up message of iteration `t`, `kind` and `bytes` from child `idx` (not a goodbye);
+    /// `current`: it belongs to the iteration being collected.
+    pub(super) fn count(&mut self, idx: usize, t: u64, kind: Kind, bytes: u64, current: bool) {
         self.recv[idx] += 1;
+        self.last[idx] = self.last[idx].max(Some(t));
         if current {
             self.it_bytes.0 += bytes;
             if kind == Kind::Result {
@@ -152,9 +156,12 @@ impl<P: Vector> Collection<P> {
         self.bye.iter().zip(&self.recv).all(|(b, r)| *b == Some(*r))
     }
 
-    /// The children whose goodbye is missing.
-    pub(super) fn waiting(&self) -> Vec<usize> {
-        (0..self.ranks.len()).filter(|&i| self.bye[i] != Some(self.recv[i])).map(|i| self.ranks[i]).collect()
+    /// The children whose goodbye is missing, with the last iteration each answered.
+    pub(super) fn waiting(&self) -> Vec<(u32, Option<u64>)> {
+        (0..self.ranks.len())
+            .filter(|&i| self.bye[i] != Some(self.recv[i]))
+            .map(|i| (self.ranks[i] as u32, self.last[i]))
+            .collect()
     }
 
     /// Round `round` of child `idx`'s result for the iteration being collected (`t`) arrived at

@@ -100,6 +100,9 @@ pub struct TreeNode<P: Vector> {
     latency: Histogram,
     /// Ranks of the subtree whose logs dropped lines (this one and its children's reports).
     dropped: Vec<(u32, String)>,
+    /// Ranks of the subtree that never said goodbye (its children's, and its children's
+    /// reports), with the last iteration each answered.
+    silent: Vec<(u32, Option<u64>)>,
     failure: Option<String>,
     phase: Phase,
     out: VecDeque<Output<P>>,
@@ -136,6 +139,7 @@ impl<P: Vector> TreeNode<P> {
             late: 0,
             latency: Histogram::default(),
             dropped: vec![],
+            silent: vec![],
             failure: None,
             phase: Phase::Running,
             out: VecDeque::new(),
@@ -425,17 +429,18 @@ impl<P: Vector> TreeNode<P> {
         k.frame(bytes);
         let head = msg.head;
         if head.kind == Kind::Bye {
-            let Meta::Bye { count, latency, dropped } = head.meta else {
+            let Meta::Bye { count, latency, dropped, silent } = head.meta else {
                 return self.log(Event::warn(now, format!("goodbye from rank {from} without a count")));
             };
             k.bye(idx, count);
             self.latency.merge(&Histogram::from_sparse(&latency));
             self.dropped.extend(dropped);
+            self.silent.extend(silent);
             return self.check_drained(now);
         }
         let t = head.t;
         let current = k.active && self.cur == Some(t);
-        k.count(idx, head.kind, bytes, current);
+        k.count(idx, t, head.kind, bytes, current);
         if head.kind == Kind::Ready {
             if self.cur == Some(t) && self.phase == Phase::Running {
                 return k.notice(idx, t, head.round, current, &mut self.out);
@@ -605,7 +610,7 @@ impl<P: Vector> TreeNode<P> {
     fn finish(&mut self, now: f64, clean: bool) {
         let Phase::Draining { abort } = self.phase else { return };
         if let Some(up) = self.above.as_ref() {
-            let meta = Meta::bye(up.sent, self.latency.sparse(), &self.dropped);
+            let meta = Meta::bye(up.sent, self.latency.sparse(), &self.dropped, &self.silent);
             self.out.push_back(send(vec![up.parent()], Header { meta, ..Header::new(Kind::Bye, 0) }));
         }
         self.phase = Phase::Finished;
@@ -637,6 +642,7 @@ impl<P: Vector> TreeNode<P> {
             up_sent: self.up_sent(),
             latency: self.latency.clone(),
             dropped: self.dropped.clone(),
+            silent: self.silent.clone(),
         };
         self.out.push_back(Output::Done(outcome));
     }
@@ -652,16 +658,18 @@ impl<P: Vector> TreeNode<P> {
             }
             Some(Timer::Regrant) if self.phase == Phase::Running => self.regrant(clock),
             Some(Timer::Grace) if matches!(self.phase, Phase::Draining { .. }) => {
-                let waiting: Vec<String> =
-                    self.below.as_ref().map_or(vec![], Collection::waiting).iter().map(|c| c.to_string()).collect();
+                // alive but silent children (stopped, stuck): the run's results stand, its end is
+                // unclean (their processes cannot finish the MPI job)
+                let waiting = self.below.as_ref().map_or(vec![], Collection::waiting);
+                let ranks: Vec<String> = waiting.iter().map(|(c, _)| c.to_string()).collect();
                 let why = format!(
                     "rank {}: children {} did not say goodbye within {} s",
                     self.rank,
-                    waiting.join(", "),
+                    ranks.join(", "),
                     self.limits.grace
                 );
-                self.log(Event::warn(now, why.clone()));
-                self.failure.get_or_insert(why);
+                self.log(Event::warn(now, why));
+                self.silent.extend(waiting);
                 self.finish(now, false);
             }
             Some(Timer::Silence) if self.phase == Phase::Running => {

@@ -1,0 +1,156 @@
+//! A worker that hangs instead of dying (stopped with SIGSTOP: alive but silent, as on a stuck
+//! NFS read or a swapping node) is handled like a dead one, with a bound, through the launcher:
+//!
+//! - a scheme that tolerates it finishes every iteration, waits the shutdown grace for the
+//!   silent worker's goodbye, writes `summary.json` and `theta.txt`, names the worker in one line
+//!   (with the last iteration it answered) and ends the MPI job, exit 0 — with eager and with
+//!   granted uploads;
+//! - a ring, which tolerates no silent worker, ends the whole job at the deadline with the one
+//!   line of the rank that noticed, exit 1.
+//!
+//! No ORTE noise, and nothing of the job is left running (the stopped process included).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+const CFG: &str = "[run]\nname='hang'\nseed=7\niterations=100\ndeadline=5.0\n[data]\nkind='linear-synthetic'\nsamples=400\nfeatures=10\n[model]\nloss='least-squares'\nlr=0.5\n[scheme]\nkind='gc-cyclic'\nworkers=4\ns=1\n[timing]\ncompute='modelled'\na=2e-4\n";
+
+fn launcher() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../launch/local.sh")
+}
+
+/// The job's run directory, once rank `rank` has written its setup line; and that rank's pid.
+fn rank_pid(out: &Path, rank: usize) -> u32 {
+    let t0 = Instant::now();
+    loop {
+        let line = std::fs::read_dir(out)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .find_map(|d| std::fs::read_to_string(d.path().join(format!("rank-{rank}.jsonl"))).ok())
+            .and_then(|text| text.lines().next().map(str::to_string));
+        if let Some(pid) = line.and_then(|l| serde_json::from_str::<serde_json::Value>(&l).ok()?["pid"].as_u64()) {
+            return pid as u32;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(30), "rank {rank} did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Start the launcher on `CFG` with `sets`, stop rank `rank` a second after it started, and
+/// wait for the launcher (at most `bound`). Returns its exit code, stdout, stderr, how long it
+/// took, and the stopped pid.
+fn stop_a_rank(
+    tag: &str,
+    rank: usize,
+    sets: &[&str],
+    bound: Duration,
+) -> (Option<i32>, String, String, Duration, u32, Scratch) {
+    let dir = tempdir(tag);
+    let cfg = write_config(&dir, CFG);
+    let out = dir.join("runs");
+    let mut cmd = Command::new(launcher());
+    cmd.arg(&cfg).args(["--set", &format!("run.out_dir={}", out.display())]).env("OUTRUN_BIN", bin());
+    for s in sets {
+        cmd.args(["--set", s]);
+    }
+    let start = Instant::now();
+    let mut child: Child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let pid = rank_pid(&out, rank);
+    std::thread::sleep(Duration::from_secs(1));
+    // SAFETY: kill(2) on a rank of the job this test started
+    unsafe {
+        libc::kill(pid as libc::pid_t, libc::SIGSTOP);
+    }
+    let code = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status.code();
+        }
+        if start.elapsed() > bound {
+            kill_tree(&mut child);
+            panic!("{tag}: the launcher did not end within {bound:?} of a stopped rank");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let elapsed = start.elapsed();
+    let read = |r: &mut dyn std::io::Read| {
+        let mut s = String::new();
+        r.read_to_string(&mut s).unwrap();
+        s
+    };
+    let (stdout, stderr) = (read(child.stdout.as_mut().unwrap()), read(child.stderr.as_mut().unwrap()));
+    (code, stdout, stderr, elapsed, pid, dir)
+}
+
+/// Nothing of the job is left: the stopped rank is gone (mpirun's abort killed it).
+fn assert_gone(pid: u32, tag: &str) {
+    let t0 = Instant::now();
+    while Path::new(&format!("/proc/{pid}")).exists() {
+        if t0.elapsed() > Duration::from_secs(10) {
+            // SAFETY: kill(2) on the rank this test stopped (cleanup before failing)
+            unsafe {
+                libc::kill(pid as libc::pid_t, libc::SIGKILL);
+            }
+            panic!("{tag}: the stopped rank {pid} was left behind");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn assert_quiet(stderr: &str, tag: &str) {
+    for noise in ["ORTE", "help message", "Segmentation", "MPI_ABORT", "orte_base"] {
+        assert!(!stderr.contains(noise), "{tag}: `{noise}` in stderr:\n{stderr}");
+    }
+}
+
+/// The complete run's results stay: every iteration, exact.
+fn assert_complete(dir: &Path, tag: &str) {
+    let runs = dir.join("runs");
+    let run = std::fs::read_dir(&runs).unwrap().flatten().next().expect("a run directory").path();
+    let s = summary(&run);
+    assert_eq!((s["iterations"].as_u64(), s["exact_iterations"].as_u64()), (Some(100), Some(100)), "{tag}: {s}");
+    assert!(run.join("theta.txt").is_file(), "{tag}: theta.txt");
+}
+
+#[test]
+fn a_stopped_worker_a_tolerant_scheme_does_not_need_ends_the_run_complete() {
+    for (tag, sets) in [("eager", vec![]), ("granted", vec!["engine.upload=granted"])] {
+        let _lock = mpi_lock();
+        let (code, stdout, stderr, took, pid, dir) = stop_a_rank(tag, 2, &sets, Duration::from_secs(90));
+        assert_eq!(code, Some(0), "{tag}: {stderr}");
+        assert_complete(&dir, tag);
+        assert!(stdout.contains("finished 100 iterations") && stdout.contains("exact 100/100"), "{tag}: {stdout}");
+        let lines: Vec<&str> =
+            stderr.lines().filter(|l| l.starts_with("warning:") || l.starts_with("error:")).collect();
+        assert_eq!(lines.len(), 1, "{tag}: one line:\n{stderr}");
+        assert!(
+            lines[0].contains("worker 2 (rank 2, last answered iteration") && lines[0].contains("did not say goodbye"),
+            "{tag}: {stderr}"
+        );
+        assert_quiet(&stderr, tag);
+        // the grace is 5 s (run.deadline): the job ends well before its bound (120 s + 100 × 5 s)
+        assert!(took < Duration::from_secs(60), "{tag}: {took:?}");
+        assert_gone(pid, tag);
+    }
+}
+
+#[test]
+fn a_stopped_ring_worker_ends_the_job_at_the_deadline() {
+    let _lock = mpi_lock();
+    let tag = "ring";
+    let (code, _, stderr, took, pid, _dir) =
+        stop_a_rank(tag, 1, &["scheme.kind=rar", "scheme.s=", "run.iterations=400"], Duration::from_secs(60));
+    assert_eq!(code, Some(1), "{stderr}");
+    let lines: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(lines.len(), 1, "one line:\n{stderr}");
+    assert!(lines[0].contains("worker 2 (rank 1) sent nothing of iteration"), "{stderr}");
+    assert_quiet(&stderr, tag);
+    // stopped a second after it started, noticed at run.deadline (5 s), ended at once
+    assert!(took < Duration::from_secs(25), "{took:?}");
+    assert_gone(pid, tag);
+}

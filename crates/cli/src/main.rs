@@ -266,6 +266,62 @@ fn resolve(path: &Path, set: &[String], sized: bool) -> Result<(outrun_plan::Con
     Ok((cfg, plan))
 }
 
+/// Refuse a simulation whose statistics (every trial's iteration times) would not fit in
+/// memory, in one line.
+fn check_trials(plan: &outrun_plan::Plan, trials: usize) -> Result<(), Failure> {
+    use outrun_workloads::memory::{available, human};
+    let need = outrun_sim::stats_bytes(plan, trials);
+    match available() {
+        Some(have) if need > have / 2 => Err(Failure(
+            format!(
+                "--trials {trials}: {trials} trials × {} iterations keep {} of iteration times, more than half of the {} available; use fewer trials",
+                plan.run.iterations,
+                human(need),
+                human(have)
+            ),
+            2,
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Longest simulation started: one whose trials, at the measured pace, would take longer is
+/// refused after its first trials.
+const MAX_SIMULATION_S: f64 = 24.0 * 3600.0;
+
+/// A simulation's watcher: a line every 10 s with the time left (on long simulations), and a
+/// refusal when the trials would take more than a day at the pace of the first ones (trial 0,
+/// which writes the run directory, is not counted in the pace).
+fn trial_watch(total: usize) -> impl FnMut(usize, usize) -> Result<(), String> {
+    let started = std::time::Instant::now();
+    let mut last = std::time::Instant::now();
+    let mut first = 0.0;
+    move |done, total_now| {
+        let elapsed = started.elapsed().as_secs_f64();
+        if done == 1 {
+            first = elapsed;
+            return Ok(());
+        }
+        let left = (elapsed - first) / (done - 1) as f64 * (total_now - done) as f64;
+        if done == 2 && left > MAX_SIMULATION_S {
+            return Err(format!(
+                "--trials {total}: at {:.3} s per trial the {total} trials would take {}, more than a day; use fewer trials",
+                (elapsed - first),
+                sweep::minutes(left)
+            ));
+        }
+        if last.elapsed().as_secs_f64() >= 10.0 && done < total_now {
+            last = std::time::Instant::now();
+            eprintln!(
+                "simulate: trial {done}/{total_now}, elapsed {}, ~{} left",
+                sweep::minutes(elapsed),
+                sweep::minutes(left)
+            );
+        }
+        Ok(())
+    }
+}
+
 /// What rank 0 of `outrun train` resolves: the config checked for a real run, and its plan.
 fn prepare(path: &Path, set: &[String]) -> Result<outrun_engine::Prepared, String> {
     let cfg = outrun_workloads::load_config(path, set).map_err(|e| e.to_string())?;
@@ -275,10 +331,11 @@ fn prepare(path: &Path, set: &[String]) -> Result<outrun_engine::Prepared, Strin
     Ok(outrun_engine::Prepared { plan, config_toml: cfg.to_toml() })
 }
 
-/// The plan of each value of `key` (`text` with `set` and `key=value`), or why it has none,
-/// built when the value's turn comes.
+/// The plan of each value of `key` (`text`, a config file's in `dir`, with `set` and
+/// `key=value`), or why it has none, built when the value's turn comes.
 fn tune_plans<'a>(
     text: &'a str,
+    dir: &'a Path,
     set: &'a [String],
     key: &'a str,
     values: &'a [String],
@@ -286,7 +343,7 @@ fn tune_plans<'a>(
     let plan = move |v: &String| {
         let mut sets = set.to_vec();
         sets.push(format!("{key}={v}"));
-        let cfg = outrun_plan::config::parse(text, &sets).map_err(|e| e.to_string())?;
+        let cfg = outrun_plan::config::parse_in(text, dir, &sets).map_err(|e| e.to_string())?;
         outrun_workloads::resolve(&cfg).map_err(|e| e.to_string())
     };
     values.iter().map(move |v| (v.clone(), plan(v)))
@@ -329,7 +386,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 _ => outrun_sim::Math::Auto,
             };
             let opts = outrun_sim::Options { trials, math, write: true };
-            let sim = outrun_sim::simulate(&plan, &cfg.to_toml(), &opts).map_err(sim_failure)?;
+            check_trials(&plan, trials)?;
+            let sim = outrun_sim::simulate_with(&plan, &cfg.to_toml(), &opts, &mut trial_watch(trials))
+                .map_err(sim_failure)?;
             let st = &sim.stats;
             println!(
                 "simulated {}: {} trials × {} iterations: per-iteration time mean {:.3} ms, p5 {:.3} ms, p95 {:.3} ms (virtual time)",
@@ -349,7 +408,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
         Cmd::Tune { config, vary, set, trials } => {
-            let text = std::fs::read_to_string(&config)
+            let text = outrun_workloads::input::read_to_string(&config)
                 .map_err(|e| Failure(format!("cannot read config `{}`: {e}", config.display()), 2))?;
             let (key, spec) = vary
                 .split_once('=')
@@ -358,7 +417,16 @@ fn run(cli: Cli) -> Result<(), Failure> {
             if trials == 0 {
                 return Err(Failure("--trials must be at least 1".into(), 2));
             }
-            let rows = outrun_sim::tune(tune_plans(&text, &set, key, &values), trials);
+            let dir = outrun_workloads::config_dir(&config);
+            let rows = outrun_sim::tune(tune_plans(&text, &dir, &set, key, &values), trials);
+            // every value refused for the same reason (an unknown key, a config error): say it once
+            if let [first, rest @ ..] = &rows[..] {
+                if let Err(e) = &first.result {
+                    if rest.iter().all(|r| r.result.as_ref().err() == Some(e)) {
+                        return Err(Failure(format!("--vary {key}: {e}"), 2));
+                    }
+                }
+            }
             println!("| {key} | mean ms/it | p5 ms/it | p95 ms/it | exact | note |");
             println!("|---|---|---|---|---|---|");
             let mut best: Option<(f64, &str)> = None;

@@ -52,8 +52,28 @@ fn dirs_of(runs: &Path, name: &str) -> Vec<PathBuf> {
     v
 }
 
-fn finished(runs: &Path, name: &str) -> Option<PathBuf> {
-    dirs_of(runs, name).into_iter().find(|d| d.join("summary.json").is_file())
+fn finished(runs: &Path, name: &str) -> Option<(PathBuf, Summary)> {
+    dirs_of(runs, name).into_iter().find_map(|d| outrun_runlog::read::summary(&d).ok().map(|s| (d, s)))
+}
+
+/// The launcher's program: a bare command (found on PATH), a path that exists from the current
+/// directory, or else a path relative to the checkout this binary was built in
+/// (`<checkout>/target/<profile>/outrun`), so a sweep runs from any directory.
+fn find_launcher(given: &str) -> Result<String, String> {
+    let p = Path::new(given);
+    if !given.contains('/') || p.is_file() {
+        return Ok(given.to_string());
+    }
+    let exe = std::env::current_exe().ok();
+    if p.is_relative() {
+        let roots = exe.iter().flat_map(|e| e.ancestors().skip(1).take(3));
+        if let Some(found) = roots.map(|root| root.join(p)).find(|c| c.is_file()) {
+            return Ok(found.display().to_string());
+        }
+    }
+    let checkout =
+        exe.as_ref().and_then(|e| e.ancestors().nth(3)).map_or(String::new(), |c| format!(" or in {}", c.display()));
+    Err(format!("launcher `{given}` not found in the current directory{checkout}; give its path"))
 }
 
 /// The signal that interrupted the sweep (0: none).
@@ -82,17 +102,19 @@ fn wait(mut child: std::process::Child) -> std::io::Result<(ExitStatus, bool)> {
     }
 }
 
-fn minutes(s: f64) -> String {
-    if s < 60.0 {
-        format!("{s:.0}s")
-    } else {
-        format!("{}m{:02.0}s", (s / 60.0) as u64, s % 60.0)
+/// `42s`, `3m07s`, `4h16m` (rounded to the second first, so no `59.6` shows as `60`).
+pub(crate) fn minutes(s: f64) -> String {
+    let s = s.max(0.0).round() as u64;
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m{:02}s", s / 60, s % 60),
+        _ => format!("{}h{:02}m", s / 3600, s % 3600 / 60),
     }
 }
 
 /// `outrun sweep`.
 pub(crate) fn run(o: &Options) -> Result<(), Failure> {
-    let text = std::fs::read_to_string(&o.file)
+    let text = outrun_workloads::input::read_to_string(&o.file)
         .map_err(|e| input(format!("cannot read sweep `{}`: {e}", o.file.display())))?;
     let mut sweep = Sweep::parse(&text).map_err(|e| input(format!("{}: {e}", o.file.display())))?;
     match o.repetitions {
@@ -102,7 +124,7 @@ pub(crate) fn run(o: &Options) -> Result<(), Failure> {
     }
     let here = o.file.parent().unwrap_or(Path::new("."));
     let base = o.base.clone().unwrap_or_else(|| here.join(&sweep.base));
-    let base_text = std::fs::read_to_string(&base)
+    let base_text = outrun_workloads::input::read_to_string(&base)
         .map_err(|e| input(format!("{}: base: cannot read `{}`: {e}", o.file.display(), base.display())))?;
     let variants = sweep.expand(&base_text).map_err(|e| input(format!("{}: {e}", o.file.display())))?;
     let name = sweep
@@ -120,9 +142,8 @@ pub(crate) fn run(o: &Options) -> Result<(), Failure> {
     if launcher.is_empty() {
         return Err(input("--launcher is empty"));
     }
-    if launcher[0].contains('/') && !Path::new(&launcher[0]).is_file() {
-        return Err(input(format!("launcher `{}` not found (paths are relative to the current directory: run from the repository root, or give an absolute path)", launcher[0])));
-    }
+    let mut launcher = launcher;
+    launcher[0] = find_launcher(&launcher[0]).map_err(input)?;
     let runs = out.join("runs");
     let logs = out.join("logs");
     let total = variants.len() * sweep.repetitions;
@@ -179,8 +200,12 @@ pub(crate) fn run(o: &Options) -> Result<(), Failure> {
                 skipped += 1;
                 continue;
             }
-            // a run killed half-way by an earlier invocation: keep its logs aside, run it again
+            // a run killed half-way by an earlier invocation (or whose summary does not read):
+            // keep its logs aside, run it again
             for d in dirs_of(&runs, &run_name) {
+                if let (true, Err(e)) = (d.join("summary.json").exists(), outrun_runlog::read::summary(&d)) {
+                    eprintln!("sweep: {run_name}: {e}; running it again (the directory is kept in incomplete/)");
+                }
                 let aside = out.join("incomplete");
                 let _ = std::fs::create_dir_all(&aside);
                 let _ = std::fs::rename(&d, aside.join(d.file_name().expect("a run directory")));
@@ -221,11 +246,7 @@ pub(crate) fn run(o: &Options) -> Result<(), Failure> {
             labels: v.labels.clone(),
             runs: (1..=sweep.repetitions)
                 .filter_map(|rep| finished(&runs, &format!("{}-rep{rep}", v.id)))
-                .filter_map(|d| {
-                    std::fs::read_to_string(d.join("summary.json"))
-                        .ok()
-                        .and_then(|t| serde_json::from_str::<Summary>(&t).ok())
-                })
+                .map(|f| f.1)
                 .collect(),
         })
         .collect();

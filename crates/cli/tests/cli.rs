@@ -161,8 +161,12 @@ fn small_hostile_inputs_get_one_line_each() {
     let cr = dir.join("cr.toml");
     std::fs::write(&cr, "[run]\nname='c'\niterations=3\n[data]\nkind='linear-synthetic'\nsamples=100\nfeatures=4\n[model]\nloss='least-squares'\nlr=0.1\n[scheme]\nkind='cr'\nn=3\nlayers=2\n").unwrap();
     let runs = dir.join("runs");
+    // a regular file too large to be a config is not read whole
+    let big = dir.join("big.toml");
+    std::fs::write(&big, vec![b'#'; 2 << 20]).unwrap();
     let cases: Vec<(Vec<String>, &str)> = vec![
-        (vec!["check".into(), "/dev/zero".into()], "not a config file"),
+        (vec!["check".into(), "/dev/zero".into()], "not a regular file (a device)"),
+        (vec!["check".into(), big.display().to_string()], "not a config file"),
         (vec!["check".into(), c.clone(), "--set".into(), "model.loss=1".into()], "model.loss: must be a quoted string"),
         (
             vec!["check".into(), cr.display().to_string(), "--set".into(), "scheme.n=4294967296".into()],

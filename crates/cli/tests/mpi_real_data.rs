@@ -11,7 +11,7 @@ fn config() -> String {
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
     std::fs::read_to_string(format!("{root}/configs/real-digits.toml"))
         .unwrap()
-        .replace("\"data/", &format!("\"{root}/data/"))
+        .replace("\"../data/", &format!("\"{root}/data/"))
         .replace("iterations = 100", "iterations = 30")
 }
 

@@ -88,8 +88,11 @@ fn a_sweep_resumes_after_an_interruption_without_redoing_runs() {
     assert!(err.contains("sweep interrupted during") && err.contains("run the same command again to resume"), "{err}");
     let before = finished(&out);
     assert!(before.len() >= 4 && before.len() < 12, "{before:?}");
-    // no MPI job of the interrupted sweep is left running
-    let left = Command::new("pgrep").args(["-f", &format!("{} train", bin())]).output().unwrap();
+    // no MPI job of the interrupted sweep is left running (its ranks write into `out`)
+    let left = Command::new("pgrep")
+        .args(["-f", &format!("{} train .*run.out_dir={}", bin(), out.display())])
+        .output()
+        .unwrap();
     assert!(left.stdout.is_empty(), "ranks left running: {}", String::from_utf8_lossy(&left.stdout));
     // resume: only the missing runs
     let again = run_with_timeout(sweep(&file, &out), Duration::from_secs(300));

@@ -148,14 +148,17 @@ fn report_dropped_logs(
 }
 
 /// Collective: every rank learns whether every rank succeeded in a local step (loading its
-/// share of the job). A rank that failed reports its own error (it prints it); the
-/// others stop without a line.
+/// share of the job). The lowest rank that failed reports its error (it prints it: one line for
+/// the run, when every rank fails alike); the others stop without a line.
 fn agree<T, E: std::fmt::Display>(comm: &mut Comm, local: Result<T, E>) -> Result<T, EngineError> {
-    let failed = comm.allreduce_max(i32::from(local.is_err()));
-    match (local, failed) {
-        (Ok(v), 0) => Ok(v),
-        (Err(e), _) => Err(EngineError::Local(format!("rank {} ({}): {e}", comm.rank, hostname()))),
-        (Ok(_), _) => Err(EngineError::PeerSetup),
+    let size = i32::try_from(comm.size).expect("an MPI size is an int");
+    let me = i32::try_from(comm.rank).expect("an MPI rank is an int");
+    // the lowest failing rank, as the maximum of the negated ranks (size: none failed)
+    let first = -comm.allreduce_max(-if local.is_err() { me } else { size });
+    match local {
+        Ok(v) if first == size => Ok(v),
+        Err(e) if first == me => Err(EngineError::Local(format!("rank {} ({}): {e}", comm.rank, hostname()))),
+        _ => Err(EngineError::PeerSetup),
     }
 }
 

@@ -26,6 +26,15 @@ fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
+/// `v` with `digits` decimals, or `-` when there is none (a variant without a finished run).
+fn shown(v: f64, digits: usize) -> String {
+    if v.is_nan() {
+        "-".into()
+    } else {
+        format!("{v:.digits$}")
+    }
+}
+
 fn spread(v: &[f64]) -> String {
     let lo = v.iter().cloned().fold(f64::INFINITY, f64::min);
     let hi = v.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
@@ -75,13 +84,13 @@ pub fn markdown(rows: &[SweepRow]) -> String {
             String::new()
         };
         o.push_str(&format!(
-            "| {} | {} | {} | {:.2} | {} | {:.3} | {} | {}/{} |{acc}\n",
+            "| {} | {} | {} | {} | {} | {} | {} | {}/{} |{acc}\n",
             r.id,
             r.labels.iter().map(|(_, v)| v.trim_matches('"').to_string()).collect::<Vec<_>>().join(" | "),
             r.runs.len(),
-            median(means.clone()) * 1e3,
+            shown(median(means.clone()) * 1e3, 2),
             spread(&means),
-            median(r.runs.iter().map(|s| s.total_s).collect()),
+            shown(median(r.runs.iter().map(|s| s.total_s).collect()), 3),
             if errors.is_empty() { "-".into() } else { format!("{:.4e}", median(errors)) },
             exact,
             r.runs.len()
@@ -103,10 +112,10 @@ pub fn markdown(rows: &[SweepRow]) -> String {
             let means: Vec<f64> =
                 rows.iter().filter(|r| r.labels[a].1 == v).flat_map(|r| r.runs.iter().map(|s| s.mean_s)).collect();
             o.push_str(&format!(
-                "| {} | {} | {:.2} | {} |\n",
+                "| {} | {} | {} | {} |\n",
                 v.trim_matches('"'),
                 means.len(),
-                median(means.clone()) * 1e3,
+                shown(median(means.clone()) * 1e3, 2),
                 spread(&means)
             ));
         }

@@ -140,6 +140,23 @@ fn jobs(plan: &Plan, load: bool) -> Result<Vec<Box<dyn Job>>, DataError> {
 /// Simulate `plan`; a written trial's run directory gets `config_toml` (the resolved config) as
 /// its `config.toml`.
 pub fn simulate(plan: &Plan, config_toml: &str, opts: &Options) -> Result<Simulated, SimError> {
+    simulate_with(plan, config_toml, opts, &mut |_, _| Ok(()))
+}
+
+/// Bytes the statistics of `trials` trials of `plan` keep (every iteration's time).
+pub fn stats_bytes(plan: &Plan, trials: usize) -> u64 {
+    (trials as u64).saturating_mul(plan.run.iterations).saturating_mul(8)
+}
+
+/// [`simulate`], calling `watch` after every trial with the trials done and their total; a
+/// watcher's error stops the simulation (refused: [`SimError::Input`]) — the CLI shows progress
+/// and refuses a simulation whose estimated time is absurd.
+pub fn simulate_with(
+    plan: &Plan,
+    config_toml: &str,
+    opts: &Options,
+    watch: &mut dyn FnMut(usize, usize) -> Result<(), String>,
+) -> Result<Simulated, SimError> {
     if opts.trials == 0 {
         return Err(SimError::Input("--trials must be at least 1".into()));
     }
@@ -181,6 +198,7 @@ pub fn simulate(plan: &Plan, config_toml: &str, opts: &Options) -> Result<Simula
         if k == 0 {
             trial0 = w;
         }
+        watch(k + 1, opts.trials).map_err(SimError::Input)?;
     }
     let stats = Stats {
         trials: opts.trials,

@@ -198,11 +198,8 @@ impl<R: BufRead> Reader<'_, R> {
 }
 
 fn open(path: &Path) -> Result<std::io::BufReader<std::fs::File>, DataError> {
-    let f = std::fs::File::open(path)
-        .map_err(|e| DataError(format!("data.path: cannot read `{}`: {e}", path.display())))?;
-    if f.metadata().is_ok_and(|m| !m.is_file()) {
-        return Err(DataError(format!("data.path: `{}` is not a regular file", path.display())));
-    }
+    let f =
+        crate::input::open(path).map_err(|e| DataError(format!("data.path: cannot read `{}`: {e}", path.display())))?;
     Ok(std::io::BufReader::new(f))
 }
 

@@ -28,7 +28,8 @@ pub struct LoadedGraph {
 
 /// Read an edge list. Errors name the file and line.
 pub fn read_edge_list(path: &str, directed: bool) -> Result<LoadedGraph, DataError> {
-    let file = std::fs::File::open(path).map_err(|e| DataError(format!("{path}: cannot open the graph file: {e}")))?;
+    let file = crate::input::open(std::path::Path::new(path))
+        .map_err(|e| DataError(format!("{path}: cannot open the graph file: {e}")))?;
     let mut pairs: Vec<(u64, u64)> = Vec::new();
     for (ln, line) in std::io::BufReader::new(file).lines().enumerate() {
         let ln = ln + 1;

@@ -14,11 +14,13 @@
 //!   computation exactness tests compare against.
 //! - [`metrics`]: normalised error, relative change, step sizes.
 //! - [`load_config`]: read a config file (and the straggler parameter file it names).
+//! - [`input`]: opening input files, refusing what is not a regular file (a FIFO would block).
 #![deny(missing_docs)]
 
 pub mod bench;
 pub mod data;
 pub mod graph;
+pub mod input;
 mod jobs;
 pub mod kernel;
 pub mod matrix;
@@ -77,12 +79,17 @@ pub enum LoadError {
     },
 }
 
+/// The directory of the config file at `path`, which the paths inside it are relative to.
+pub fn config_dir(path: &Path) -> std::path::PathBuf {
+    path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_path_buf()
+}
+
 /// Largest config file read (a config is a few kilobytes; `/dev/zero` must not be read forever).
 pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
 
 fn read_bounded(path: &Path) -> std::io::Result<String> {
     use std::io::Read;
-    let f = std::fs::File::open(path)?;
+    let f = input::open(path)?;
     let mut text = String::new();
     f.take(MAX_CONFIG_BYTES + 1).read_to_string(&mut text)?;
     if text.len() as u64 > MAX_CONFIG_BYTES {
@@ -92,14 +99,15 @@ fn read_bounded(path: &Path) -> std::io::Result<String> {
 }
 
 /// Read and validate the config at `path` with `overrides`, resolving a straggler parameter
-/// file (`stragglers.file`, relative to the config's directory) into per-worker lists.
+/// file (`stragglers.file`) into per-worker lists. Paths inside the file are relative to its
+/// directory; paths given in `overrides` to the current directory.
 pub fn load_config(path: &Path, overrides: &[String]) -> Result<Config, LoadError> {
     let shown = path.display().to_string();
     let text = read_bounded(path).map_err(|e| LoadError::Read { path: shown.clone(), source: e })?;
     let wrap = |e: ConfigError| LoadError::Config { path: shown.clone(), source: e };
-    let mut cfg = outrun_plan::config::parse(&text, overrides).map_err(wrap)?;
+    let mut cfg = outrun_plan::config::parse_in(&text, &config_dir(path), overrides).map_err(wrap)?;
     if let Some(file) = cfg.stragglers.params_file().map(str::to_string) {
-        let p = path.parent().unwrap_or(Path::new(".")).join(&file);
+        let p = Path::new(&file).to_path_buf();
         let body = read_bounded(&p)
             .map_err(|e| wrap(ConfigError::new("stragglers.file", format!("cannot read `{}`: {e}", p.display()))))?;
         let workers = cfg.workers();

@@ -73,10 +73,7 @@ fn mm_err(path: &str, line: usize, what: impl std::fmt::Display) -> DataError {
 
 fn open(field: &str, path: &Path) -> Result<std::io::BufReader<std::fs::File>, DataError> {
     let f =
-        std::fs::File::open(path).map_err(|e| DataError(format!("{field}: cannot read `{}`: {e}", path.display())))?;
-    if f.metadata().is_ok_and(|m| !m.is_file()) {
-        return Err(DataError(format!("{field}: `{}` is not a regular file", path.display())));
-    }
+        crate::input::open(path).map_err(|e| DataError(format!("{field}: cannot read `{}`: {e}", path.display())))?;
     Ok(std::io::BufReader::new(f))
 }
 

@@ -101,14 +101,48 @@ const SECTIONS: &[&str] = &[
 
 /// Parse a TOML document, apply `key=value` overrides, deserialize and validate.
 pub fn parse(text: &str, overrides: &[String]) -> Result<Config, ConfigError> {
-    let mut table: toml::Table = toml::from_str(text).map_err(|e| {
+    finish(table(text)?, overrides)
+}
+
+/// Parse the text of a config file in directory `dir`: the paths it names (data, held-out data,
+/// matrix, vector, graph, straggler parameters) are relative to `dir`, and become absolute;
+/// paths given in `overrides` (the command line) stay as given, relative to the current
+/// directory.
+pub fn parse_in(text: &str, dir: &std::path::Path, overrides: &[String]) -> Result<Config, ConfigError> {
+    let mut t = table(text)?;
+    // the directory as the file system names it (no `..`), so the recorded paths read plainly
+    let dir = std::fs::canonicalize(dir).or_else(|_| std::path::absolute(dir)).unwrap_or_else(|_| dir.to_path_buf());
+    for (section, key) in PATH_KEYS {
+        let value = t.get_mut(*section).and_then(|s| s.as_table_mut()).and_then(|s| s.get_mut(*key));
+        if let Some(toml::Value::String(p)) = value {
+            *p = dir.join(&*p).display().to_string();
+        }
+    }
+    finish(t, overrides)
+}
+
+/// The keys whose values are paths of files (`parse_in` reads them relative to the config).
+const PATH_KEYS: &[(&str, &str)] = &[
+    ("data", "path"),
+    ("data", "test_path"),
+    ("matrix", "path"),
+    ("vector", "path"),
+    ("graph", "path"),
+    ("stragglers", "file"),
+];
+
+fn table(text: &str) -> Result<toml::Table, ConfigError> {
+    toml::from_str(text).map_err(|e| {
         let line = e.span().map(|s| text[..s.start].matches('\n').count() + 1);
         let msg = e.message().replace('\n', "; ");
         match line {
             Some(l) => ConfigError::new("", format!("TOML syntax error at line {l}: {msg}")),
             None => ConfigError::new("", format!("TOML syntax error: {msg}")),
         }
-    })?;
+    })
+}
+
+fn finish(mut table: toml::Table, overrides: &[String]) -> Result<Config, ConfigError> {
     for o in overrides {
         apply_override(&mut table, o)?;
     }

@@ -37,6 +37,10 @@ fn default_deadline() -> f64 {
     60.0
 }
 
+/// Longest run name: a run directory's name is `<name>-<YYYYmmdd-HHMMSS>[-k]`, and file
+/// systems allow 255 bytes per name.
+const MAX_NAME: usize = 200;
+
 /// Most iterations a run may ask for (the logs and the straggler processes are sized by it).
 pub(super) const MAX_ITERATIONS: u64 = 100_000_000;
 
@@ -46,6 +50,15 @@ impl RunConfig {
             return err(
                 "run.name",
                 format!("`{}` must be non-empty and use only letters, digits, '-', '_', '.'", self.name),
+            );
+        }
+        if self.name.len() > MAX_NAME {
+            return err(
+                "run.name",
+                format!(
+                    "is {} characters long: at most {MAX_NAME} (it names the run directory, with a time stamp)",
+                    self.name.len()
+                ),
             );
         }
         if self.iterations == 0 {

@@ -76,8 +76,8 @@ pub(super) fn shape(c: &GdConfig) -> Result<Shape, DataError> {
 /// The held-out set of `data.test_path` (as wide as the training set, `p`), if there is one.
 fn test_set(c: &GdConfig, p: usize) -> Result<Option<Rows>, DataError> {
     let Some(path) = c.data.test_path.as_deref() else { return Ok(None) };
-    let text =
-        std::fs::read_to_string(path).map_err(|e| DataError(format!("data.test_path: cannot read `{path}`: {e}")))?;
+    let text = crate::input::read_to_string(std::path::Path::new(path))
+        .map_err(|e| DataError(format!("data.test_path: cannot read `{path}`: {e}")))?;
     data::parse_libsvm(&text, path, None, Some(p), c.model.loss).map(Some)
 }
 

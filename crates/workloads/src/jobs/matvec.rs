@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use outrun_codes::RowCodeKind;
 use outrun_plan::config::MatvecConfig;
-use outrun_plan::{Plan, PlanCode, RowsSpec};
+use outrun_plan::{Plan, PlanCode, RowsSpec, Shape};
 use outrun_proto::Frame;
 
 use super::{Applied, Job, JobError};
@@ -76,6 +76,23 @@ impl Matvec {
         }
         Ok((a, x))
     }
+}
+
+/// The matrix's shape, with what a run would refuse later checked now (before MPI): power
+/// iteration on a non-square matrix, a vector file of the wrong length or with a value that is
+/// not a finite number.
+pub(super) fn shape(c: &MatvecConfig, seed: u64) -> Result<Shape, DataError> {
+    let shape = matrix::shape(&c.matrix)?;
+    if c.power && shape.samples != shape.features {
+        return Err(DataError(format!(
+            "job.power: power iteration needs a square matrix; this one is {} × {}",
+            shape.samples, shape.features
+        )));
+    }
+    if c.vector.path.is_some() {
+        matrix::vector(&c.vector, seed, shape.features)?;
+    }
+    Ok(shape)
 }
 
 /// Model-sized vectors a rank keeps at once.

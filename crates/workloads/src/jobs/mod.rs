@@ -147,7 +147,7 @@ pub fn job(plan: &Plan) -> Box<dyn Job> {
 pub fn shape(cfg: &Config) -> Result<Shape, DataError> {
     match &cfg.job {
         JobConfig::Gd(c) => gd::shape(c),
-        JobConfig::Matvec(c) => crate::matrix::shape(&c.matrix),
+        JobConfig::Matvec(c) => matvec::shape(c, cfg.run.seed),
         JobConfig::Pagerank(c) => pagerank::shape(c, cfg.run.seed),
     }
 }

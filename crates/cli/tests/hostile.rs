@@ -213,3 +213,27 @@ fn a_resumed_sweep_reruns_a_run_whose_summary_does_not_read() {
     assert!(!report.contains("NaN"), "{report}");
     assert!(out.join("incomplete").join(bad.file_name().unwrap()).is_dir(), "the bad run is kept aside");
 }
+
+/// A test that times out ends what it started, by the process tree — a process of the same
+/// program that it did not start (a user's experiment) is left alone.
+#[test]
+fn a_test_ends_only_the_processes_it_started() {
+    let bystander = Command::new("sleep").arg("300").spawn().unwrap();
+    let mut ours = Command::new("sh").args(["-c", "sleep 300 & sleep 300 & wait"]).spawn().unwrap();
+    let t0 = std::time::Instant::now();
+    while descendants(ours.id()).len() < 2 {
+        assert!(t0.elapsed() < Duration::from_secs(10), "the children did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let children = descendants(ours.id());
+    kill_tree(&mut ours);
+    std::thread::sleep(Duration::from_millis(200));
+    for pid in children {
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        assert!(state.is_empty() || state.contains(") Z "), "child {pid} still running: {state}");
+    }
+    let mut bystander = bystander;
+    assert!(bystander.try_wait().unwrap().is_none(), "the bystander was killed");
+    bystander.kill().unwrap();
+    bystander.wait().unwrap();
+}

@@ -76,6 +76,30 @@ fn report_errors_are_one_line() {
     let dir = tempdir("report-empty");
     let r = outrun(&["report", dir.to_str().unwrap()]);
     assert_eq!(r.code, Some(2));
-    assert!(r.stderr.trim().ends_with("no finished run (summary.json) here"), "{}", r.stderr);
+    assert!(r.stderr.trim().ends_with("no finished run (summary.json) here or below"), "{}", r.stderr);
     assert_eq!(r.stderr.trim().lines().count(), 1);
+}
+
+/// `outrun report` finds runs at any depth below a directory (a sweep's `runs/`, a directory of
+/// sweeps), and a ring's row has its all-reduce bus bandwidth (nccl-tests' busbw).
+#[test]
+fn report_finds_runs_below_and_gives_rings_their_bus_bandwidth() {
+    let dir = tempdir("report-depth");
+    let deep = dir.join("sweeps").join("one");
+    std::fs::create_dir_all(&deep).unwrap();
+    let (a, _, _) = run_config(&deep, CFG, &["run.name=umw".into()], "umw", std::time::Duration::from_secs(120));
+    assert_eq!(a, Some(0));
+    let ring = ["run.name=rar", "scheme.kind=rar", "stragglers.model=none", "timing.compute=real"].map(String::from);
+    let (b, err, _) = run_config(&deep, CFG, &ring, "rar", std::time::Duration::from_secs(120));
+    assert_eq!(b, Some(0), "{err}");
+    let r = outrun(&["report", dir.to_str().unwrap()]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(r.stdout.contains("all-reduce busbw MB/s"), "{}", r.stdout);
+    let rows: Vec<&str> = r.stdout.lines().filter(|l| l.starts_with("| umw") || l.starts_with("| rar")).collect();
+    assert_eq!(rows.len(), 2, "{}", r.stdout);
+    let last = |row: &str| row.trim_end_matches(" |").rsplit('|').next().unwrap().trim().to_string();
+    let (umw, rar) = if rows[0].starts_with("| umw") { (rows[0], rows[1]) } else { (rows[1], rows[0]) };
+    assert_eq!(last(umw), "-", "a star all-reduces nothing: {umw}");
+    let bw: f64 = last(rar).parse().unwrap_or_else(|_| panic!("a bus bandwidth: {rar}"));
+    assert!(bw > 0.0, "{rar}");
 }

@@ -296,6 +296,7 @@ pub fn run_info(plan: &Plan, job: &dyn Job, dir: &Path, compute: &str) -> RunInf
         s: plan.s,
         samples: plan.samples,
         features: plan.job.features,
+        payload_values: plan.nodes.iter().find(|n| n.worker.is_some()).map_or(0, |n| job.len(n.rank)),
         stragglers: plan.stragglers.name().into(),
         compute: compute.into(),
         trajectory: plan.run.trajectory,

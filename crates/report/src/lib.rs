@@ -69,6 +69,8 @@ pub struct Run {
     /// aggregate (results, coded combinations, rounds, partial sums; a ring's chunks), not the
     /// model going down. None when not measured (`MPI_Allreduce`).
     pub uploaded: Option<f64>,
+    /// A ring's bus bandwidth, bytes/s (None for other patterns): see [`busbw`].
+    pub busbw: Option<f64>,
 }
 
 impl Run {
@@ -91,7 +93,8 @@ impl Run {
                 Some((r, (t.sent_bytes? + t.recv_bytes?) as f64 / iters))
             })
             .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)));
-        Ok(Run { dir: dir.to_path_buf(), summary, iterations, problem, busiest, uploaded: uploaded(&events, iters) })
+        let (uploaded, busbw) = (uploaded(&events, iters), busbw(&events, &summary));
+        Ok(Run { dir: dir.to_path_buf(), summary, iterations, problem, busiest, uploaded, busbw })
     }
 
     /// Short label: the run name.
@@ -122,6 +125,30 @@ fn uploaded(events: &HashMap<usize, Vec<Event>>, iters: f64) -> Option<f64> {
     }
     let sent: Option<Vec<u64>> = events.values().map(|evs| last_shutdown(evs)?.traffic.sent_bytes).collect();
     sent.map(|s| s.iter().sum::<u64>() as f64 / iters)
+}
+
+/// A ring's bus bandwidth, as nccl-tests reports it: the bytes all-reduced ÷ the all-reduce's
+/// time × 2(N − 1)/N (what each rank's link carries), in bytes/s, the median over iterations.
+/// An iteration's all-reduce runs from the moment the last rank's result is ready to the moment
+/// the last rank has the sum. None for runs that all-reduce nothing (a collect tree), or whose
+/// summary does not say the payload (format 1).
+pub fn busbw(events: &HashMap<usize, Vec<Event>>, s: &Summary) -> Option<f64> {
+    let mut by_t: std::collections::BTreeMap<u64, (f64, f64)> = Default::default();
+    for e in events.values().flatten() {
+        if let Event::Iter(i) = e {
+            if let (Some(ready), Some(reduced)) = (i.ready, i.reduced) {
+                let slot = by_t.entry(i.t).or_insert((f64::MIN, f64::MIN));
+                *slot = (slot.0.max(ready), slot.1.max(reduced));
+            }
+        }
+    }
+    let times: Vec<f64> = by_t.values().map(|(ready, reduced)| reduced - ready).filter(|d| *d > 0.0).collect();
+    if times.is_empty() || s.payload_values == 0 {
+        return None;
+    }
+    let n = s.workers as f64;
+    let t = outrun_runlog::quantile(&times, 0.5);
+    Some(8.0 * s.payload_values as f64 / t * 2.0 * (n - 1.0) / n)
 }
 
 /// Load the runs among `paths` (run directories, or directories of run directories).

@@ -29,18 +29,52 @@ const FONT: &str = "sans-serif";
 /// A legend entry (the first run of each scheme has one) and its points.
 type Series = (Option<String>, Vec<(f64, f64)>);
 
-/// One colour per scheme (in order of first appearance), so repetitions share a colour.
-fn scheme_colors(runs: &[&Run]) -> Vec<RGBColor> {
+/// Each run's scheme, numbered in order of first appearance (repetitions share a number).
+fn scheme_numbers(runs: &[&Run]) -> Vec<usize> {
     let mut schemes: Vec<&str> = Vec::new();
     runs.iter()
         .map(|r| {
-            let k = schemes.iter().position(|s| *s == r.summary.scheme).unwrap_or_else(|| {
+            schemes.iter().position(|s| *s == r.summary.scheme).unwrap_or_else(|| {
                 schemes.push(&r.summary.scheme);
                 schemes.len() - 1
-            });
-            PALETTE[k % PALETTE.len()]
+            })
         })
         .collect()
+}
+
+/// One colour per scheme, so repetitions share a colour.
+fn scheme_colors(runs: &[&Run]) -> Vec<RGBColor> {
+    scheme_numbers(runs).into_iter().map(|k| PALETTE[k % PALETTE.len()]).collect()
+}
+
+/// Markers per series, evenly spaced along it.
+const MARKERS: usize = 10;
+
+/// Draw series `k`'s points `pts` in `col`: a solid, dashed or dotted line and a marker shape
+/// (circle, triangle, cross, square) by `k`, so series that coincide stay apart; returns the
+/// legend's sample of the same style.
+macro_rules! styled_series {
+    ($c:expr, $k:expr, $pts:expr, $col:expr) => {{
+        let (k, col, pts) = ($k, $col, $pts);
+        let step = (pts.len() / MARKERS).max(1);
+        let marked = pts.iter().copied().step_by(step);
+        match k % 4 {
+            0 => $c.draw_series(marked.map(|p| Circle::new(p, 4, col.filled()))).map(|_| ()),
+            1 => $c.draw_series(marked.map(|p| TriangleMarker::new(p, 5, col.filled()))).map(|_| ()),
+            2 => $c.draw_series(marked.map(|p| Cross::new(p, 4, col.stroke_width(2)))).map(|_| ()),
+            _ => $c
+                .draw_series(marked.map(|p| EmptyElement::at(p) + Rectangle::new([(-4, -4), (4, 4)], col.filled())))
+                .map(|_| ()),
+        }
+        .map_err(e2s)?;
+        let style = col.stroke_width(2);
+        match k % 3 {
+            0 => $c.draw_series(LineSeries::new(pts.iter().copied(), style)),
+            1 => $c.draw_series(DashedLineSeries::new(pts.iter().copied(), 10, 6, style)),
+            _ => $c.draw_series(DashedLineSeries::new(pts.iter().copied(), 3, 4, style)),
+        }
+        .map_err(e2s)?
+    }};
 }
 
 fn e2s<E: std::fmt::Display>(e: E) -> ReportError {
@@ -89,6 +123,7 @@ fn both(
 pub fn error_vs_time(runs: &[&Run], stem: &Path) -> Result<String, ReportError> {
     let use_error = runs.iter().all(|r| r.iterations.iter().all(|i| i.normalized_error.is_some()));
     let colors = scheme_colors(runs);
+    let numbers = scheme_numbers(runs);
     // one legend entry per scheme: "scheme" or "scheme (k runs)"
     let series: Vec<Series> = runs
         .iter()
@@ -127,12 +162,19 @@ pub fn error_vs_time(runs: &[&Run], stem: &Path) -> Result<String, ReportError> 
                 .map_err(e2s)?;
             c.configure_mesh().x_desc("seconds since the first iteration started").y_desc(what).draw().map_err(e2s)?;
             for (k, (name, pts)) in series.iter().enumerate() {
-                let col = colors[k];
-                let drawn = c.draw_series(LineSeries::new(pts.iter().copied(), col.stroke_width(2))).map_err(e2s)?;
+                let (col, shape) = (colors[k], numbers[k]);
+                let drawn = styled_series!(c, shape, pts, col);
                 if let Some(name) = name {
-                    drawn
-                        .label(name.as_str())
-                        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], col.stroke_width(2)));
+                    drawn.label(name.as_str()).legend(move |(x, y)| {
+                        let line = PathElement::new(vec![(x, y), (x + 24, y)], col.stroke_width(2));
+                        let mark: DynElement<_, _> = match shape % 4 {
+                            0 => Circle::new((x + 12, y), 4, col.filled()).into_dyn(),
+                            1 => TriangleMarker::new((x + 12, y), 5, col.filled()).into_dyn(),
+                            2 => Cross::new((x + 12, y), 4, col.stroke_width(2)).into_dyn(),
+                            _ => Rectangle::new([(x + 8, y - 4), (x + 16, y + 4)], col.filled()).into_dyn(),
+                        };
+                        EmptyElement::at((0, 0)) + line + mark
+                    });
                 }
             }
             c.configure_series_labels().background_style(WHITE.mix(0.9)).border_style(BLACK).draw().map_err(e2s)?;
@@ -277,6 +319,9 @@ fn iterations(evs: &[Event]) -> impl Iterator<Item = &Iter> {
     evs.iter().filter_map(|e| if let Event::Iter(i) = e { Some(&**i) } else { None })
 }
 
+/// The timeline's x range is the window's times × this: the legend sits right of the bars.
+const LEGEND_ROOM: f64 = 1.45;
+
 /// Per-rank timeline of `k` iterations around the slowest one. Returns the caption, or None if
 /// the run has no per-iteration events.
 pub fn timeline(run: &Run, k: usize, stem: &Path) -> Result<Option<String>, ReportError> {
@@ -305,7 +350,8 @@ pub fn timeline(run: &Run, k: usize, stem: &Path) -> Result<Option<String>, Repo
     macro_rules! draw {
         ($root:expr) => {{
             let mut c = frame($root, &caption, 18, 50)
-                .build_cartesian_2d(0.0..ms(xe) * 1.02, -0.5..ranks as f64 - 0.5)
+                // the bars take the left part, the legend the right: it never covers a bar
+                .build_cartesian_2d(0.0..ms(xe) * LEGEND_ROOM, -0.5..ranks as f64 - 0.5)
                 .map_err(e2s)?;
             let rows = ranks;
             c.configure_mesh()
@@ -373,7 +419,7 @@ pub fn timeline(run: &Run, k: usize, stem: &Path) -> Result<Option<String>, Repo
             Ok(())
         }};
     }
-    both(stem, (1000, height), |r| draw!(r), |r| draw!(r))?;
+    both(stem, (1200, height), |r| draw!(r), |r| draw!(r))?;
     Ok(Some(caption))
 }
 

@@ -14,12 +14,16 @@ pub fn markdown(runs: &[&Run], opts: &Options) -> Result<String, ReportError> {
     let base_to = target.and_then(|t| base.time_to_error(t));
     let mut o = String::new();
     let tcols = target.map_or(String::new(), |t| format!(" time to error ≤ {t:e} (s) | speedup to error |"));
+    // rings all-reduce: their bus bandwidth, as nccl-tests reports it
+    let rings = runs.iter().any(|r| r.busbw.is_some());
     o.push_str(&format!(
-        "| run | scheme | N | s | iterations | mean ms/it | median ms/it | p95 ms/it | uploaded KB/it | total s | speedup |{tcols} final error | exact | late discarded | busiest node: KB/it (rank) |\n"
+        "| run | scheme | N | s | iterations | mean ms/it | median ms/it | p95 ms/it | uploaded KB/it | total s | speedup |{tcols} final error | exact | late discarded | busiest node: KB/it (rank) |{}\n",
+        if rings { " all-reduce busbw MB/s |" } else { "" }
     ));
     o.push_str(&format!(
-        "|---|---|---|---|---|---|---|---|---|---|---|{}---|---|---|---|\n",
-        if target.is_some() { "---|---|" } else { "" }
+        "|---|---|---|---|---|---|---|---|---|---|---|{}---|---|---|---|{}\n",
+        if target.is_some() { "---|---|" } else { "" },
+        if rings { "---|" } else { "" }
     ));
     for r in runs {
         let s = &r.summary;
@@ -41,8 +45,13 @@ pub fn markdown(runs: &[&Run], opts: &Options) -> Result<String, ReportError> {
             if s.all_exact() { "yes".to_string() } else { format!("no ({}/{})", s.exact_iterations, s.iterations) };
         let up = r.uploaded.map_or("n/a".into(), |b| format!("{:.2}", b / 1e3));
         let busy = r.busiest.map_or("n/a".into(), |(rank, b)| format!("{:.1} ({rank})", b / 1e3));
+        let bw = match (rings, r.busbw) {
+            (false, _) => String::new(),
+            (true, Some(b)) => format!(" {:.1} |", b / 1e6),
+            (true, None) => " - |".into(),
+        };
         o.push_str(&format!(
-            "| {}{} | {} | {} | {} | {} | {:.2} | {:.2} | {:.2} | {up} | {:.3} | {:.2}× |{tvals} {err} | {exact} | {} | {busy} |\n",
+            "| {}{} | {} | {} | {} | {} | {:.2} | {:.2} | {:.2} | {up} | {:.3} | {:.2}× |{tvals} {err} | {exact} | {} | {busy} |{bw}\n",
             s.name,
             if std::ptr::eq(*r, base) { " (baseline)" } else { "" },
             s.scheme,

@@ -46,6 +46,8 @@ pub struct RunInfo {
     pub samples: usize,
     /// Model dimension p.
     pub features: usize,
+    /// Values a result carries.
+    pub payload_values: usize,
     /// `stragglers.model`.
     pub stragglers: String,
     /// How compute time was obtained: "real", "modelled" or "simulated".
@@ -210,6 +212,7 @@ impl Book {
             s: info.s,
             samples: info.samples,
             features: info.features,
+            payload_values: info.payload_values,
             iterations: self.walls.len() as u64,
             setup_s,
             total_s: total,

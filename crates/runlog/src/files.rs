@@ -162,6 +162,10 @@ pub struct Summary {
     pub samples: usize,
     /// Model dimension p.
     pub features: usize,
+    /// Values a result carries (the payload every node sends up, or a ring all-reduces; 0 in
+    /// format 1).
+    #[serde(default)]
+    pub payload_values: usize,
     /// Iterations completed.
     pub iterations: u64,
     /// Seconds from start to the first iteration.

@@ -109,8 +109,9 @@ pub fn rank_events(dir: &Path) -> Result<HashMap<usize, Vec<Event>>, ReadError> 
     Ok(out)
 }
 
-/// Run directories among `paths`: a path holding `summary.json` is one; otherwise its
-/// subdirectories that hold one are taken, in the order they finished.
+/// Run directories among `paths`: a path holding `summary.json` is one; otherwise the run
+/// directories below it, at any depth (a sweep's `runs/`, a directory of sweeps), are taken in
+/// the order they finished. A sweep's `incomplete/` (runs it set aside) is not searched.
 pub fn find_runs(paths: &[PathBuf]) -> Result<Vec<PathBuf>, ReadError> {
     let mut out = Vec::new();
     for p in paths {
@@ -118,15 +119,33 @@ pub fn find_runs(paths: &[PathBuf]) -> Result<Vec<PathBuf>, ReadError> {
             out.push(p.clone());
             continue;
         }
-        let rd = std::fs::read_dir(p).map_err(|e| err(p, e))?;
-        let mut subs: Vec<PathBuf> =
-            rd.filter_map(|e| e.ok().map(|e| e.path())).filter(|d| d.join("summary.json").is_file()).collect();
+        let mut subs = Vec::new();
+        runs_below(p, 0, &mut subs).map_err(|e| err(p, e))?;
         if subs.is_empty() {
-            return Err(err(p, "no finished run (summary.json) here"));
+            return Err(err(p, "no finished run (summary.json) here or below"));
         }
         let finished = |d: &PathBuf| std::fs::metadata(d.join("summary.json")).and_then(|m| m.modified()).ok();
         subs.sort_by_key(|d| (finished(d), d.clone()));
         out.extend(subs);
     }
     Ok(out)
+}
+
+/// Directories searched below a path given to [`find_runs`] (a sweep's runs are 2 levels down).
+const MAX_DEPTH: usize = 6;
+
+/// The run directories below `dir` (not itself), into `out`.
+fn runs_below(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)?.flatten() {
+        let d = entry.path();
+        if !d.is_dir() || entry.file_name() == "incomplete" {
+            continue;
+        }
+        if d.join("summary.json").is_file() {
+            out.push(d);
+        } else if depth + 1 < MAX_DEPTH {
+            runs_below(&d, depth + 1, out)?;
+        }
+    }
+    Ok(())
 }

@@ -154,6 +154,19 @@ enum Cmd {
         #[arg(long, default_value_t = 3)]
         timeline: usize,
     },
+    /// Who each run waited for: per worker, the time its parent waited with that worker's
+    /// result the last it needed, how often it straggled, its late results and compute time.
+    Blame {
+        /// Run directories (or directories containing run directories).
+        #[arg(required = true)]
+        runs: Vec<PathBuf>,
+        /// Workers shown per run, most blamed first.
+        #[arg(long, default_value_t = 10)]
+        top: usize,
+        /// Print one JSON object per run ({"run": DIR, "workers": [...]}, every worker).
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Subcommand)]
@@ -631,7 +644,22 @@ fn run(cli: Cli) -> Result<(), Failure> {
             }
             Ok(())
         }
+        Cmd::Blame { runs, top, json } => blame(&runs, top, json),
     }
+}
+
+/// `outrun blame`: a table per run, or a JSON line per run.
+fn blame(paths: &[PathBuf], top: usize, json: bool) -> Result<(), Failure> {
+    let fail = |e: outrun_runlog::read::ReadError| Failure(e.to_string(), 2);
+    for dir in outrun_runlog::read::find_runs(paths).map_err(fail)? {
+        let rows = outrun_report::blame::blame(&outrun_runlog::read::rank_events(&dir).map_err(fail)?);
+        if json {
+            println!("{}", serde_json::json!({ "run": dir.display().to_string(), "workers": rows }));
+        } else {
+            println!("{}\n\n{}", dir.display(), outrun_report::blame::markdown(&rows, top));
+        }
+    }
+    Ok(())
 }
 
 /// `outrun pagerank-load`: the loads of every r, from the note's formulas over the graph.

@@ -67,6 +67,10 @@ fn report_writes_tables_and_plots_for_a_comparison() {
             assert!(len > 2000, "{} missing or empty", p.display());
         }
     }
+    // who umw waited for: the slow worker 2, at the top of its blame table
+    let blame = md.split("Who umw waited for").nth(1).unwrap_or_else(|| panic!("no blame table: {md}"));
+    let first = blame.lines().find(|l| l.starts_with("| ") && !l.starts_with("| worker") && !l.starts_with("|---"));
+    assert!(first.is_some_and(|l| l.starts_with("| 2 | 2 |")), "{blame}");
     let png = std::fs::read(out.join("c1-error-vs-time.png")).unwrap();
     assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
 }
@@ -102,4 +106,39 @@ fn report_finds_runs_below_and_gives_rings_their_bus_bandwidth() {
     assert_eq!(last(umw), "-", "a star all-reduces nothing: {umw}");
     let bw: f64 = last(rar).parse().unwrap_or_else(|_| panic!("a bus bandwidth: {rar}"));
     assert!(bw > 0.0, "{rar}");
+}
+
+/// `outrun blame` names the slow worker first, in a star (its result is the master's last) and
+/// in a ring (where every rank waits alike: its result is ready last), from the logs alone.
+#[test]
+fn blame_names_the_slow_worker_in_a_star_and_in_a_ring() {
+    let dir = tempdir("blame");
+    let slow = ["stragglers.workers=[3]", "stragglers.factor=5.0"].map(String::from);
+    for (name, kind) in [("umw", "umw"), ("rar", "rar")] {
+        let mut set = vec![format!("run.name={name}"), format!("scheme.kind={kind}")];
+        set.extend(slow.iter().cloned());
+        let (code, err, _) = run_config(&dir, CFG, &set, name, std::time::Duration::from_secs(120));
+        assert_eq!(code, Some(0), "{err}");
+    }
+    let r = outrun(&["blame", dir.to_str().unwrap(), "--json"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let runs: Vec<serde_json::Value> = r.stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(runs.len(), 2, "{}", r.stdout);
+    for run in &runs {
+        let workers = run["workers"].as_array().unwrap();
+        assert_eq!(workers.len(), 4, "{run}");
+        let first = &workers[0];
+        assert_eq!(first["worker"], 3, "{run}");
+        assert_eq!(first["straggled"], 12, "{run}");
+        assert!(first["score"].as_f64().unwrap() > 0.9, "{run}");
+        // (1 + factor) × its compute time: six times the median worker's, give or take the polling
+        let ratio = first["compute_ratio"].as_f64().unwrap();
+        assert!((4.5..7.0).contains(&ratio), "{run}");
+        assert!(workers[1..].iter().all(|w| w["straggled"] == 0), "{run}");
+    }
+    let table = outrun(&["blame", dir.to_str().unwrap(), "--top", "1"]);
+    assert_eq!(table.code, Some(0), "{}", table.stderr);
+    let firsts: Vec<&str> = table.stdout.lines().filter(|l| l.starts_with("| 3 |")).collect();
+    assert_eq!(firsts.len(), 2, "{}", table.stdout);
+    assert_eq!(table.stdout.lines().filter(|l| l.starts_with("| ") && !l.starts_with("| worker")).count(), 2);
 }

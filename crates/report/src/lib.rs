@@ -11,10 +11,12 @@
 //!   sending; stragglers marked), and for clustered schemes the partition over time, each as
 //!   PNG and SVG;
 //! - [`sweep`]: a sweep's variants with medians and spread over repetitions, and one table per
-//!   axis.
+//!   axis;
+//! - [`blame`]: who the run waited for, worker by worker (`outrun blame`).
 
 #![deny(missing_docs)]
 
+pub mod blame;
 pub mod plots;
 pub mod sweep;
 pub mod table;
@@ -238,6 +240,7 @@ pub fn write_report(paths: &[PathBuf], opts: &Options, out: &Path) -> Result<Str
         ));
         let _ = bars;
         for r in group {
+            blame_section(r, &mut md)?;
             let name = format!("{stem}-timeline-{}", sanitize(r.label()));
             if let Some(caption) = plots::timeline(r, opts.timeline_iterations.max(1), &out.join(&name))? {
                 md.push_str(&format!("![{caption}]({name}.png)\n\n"));
@@ -251,6 +254,15 @@ pub fn write_report(paths: &[PathBuf], opts: &Options, out: &Path) -> Result<Str
     md.push_str("PNG and SVG versions of every plot are in this directory.\n");
     std::fs::write(out.join("report.md"), &md).map_err(io(out))?;
     Ok(md)
+}
+
+/// The five workers a run waited for most (nothing for a run without workers, e.g. PageRank).
+fn blame_section(r: &Run, md: &mut String) -> Result<(), ReportError> {
+    let rows = blame::blame(&read::rank_events(&r.dir)?);
+    if rows.iter().any(|b| b.waited_s > 0.0) {
+        md.push_str(&format!("Who {} waited for (`outrun blame`):\n\n{}\n", r.label(), blame::markdown(&rows, 5)));
+    }
+    Ok(())
 }
 
 fn sanitize(s: &str) -> String {

@@ -1,0 +1,233 @@
+//! Who the run waited for: per worker, the time its parent (the master, or a CodedReduce
+//! parent) spent waiting with that worker's result as the last one it needed — had it come as
+//! early as the one before it, the parent would have finished that much sooner — with how often
+//! the straggler model slowed it, its late and abandoned results, and its compute time against
+//! the median worker's. In a ring, where every rank waits alike and the slow one is otherwise
+//! hidden, the rank whose result was ready last is the one every other rank waited for.
+//!
+//! Read from the run's typed log (`rank-<r>.jsonl`), so it works on engine and simulator runs.
+
+use std::collections::{BTreeMap, HashMap};
+
+use outrun_runlog::event::{Event, Iter, Status};
+use serde::Serialize;
+
+/// One worker's share of the waiting.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Blame {
+    /// Worker id.
+    pub worker: usize,
+    /// Its rank.
+    pub rank: usize,
+    /// Seconds its parent waited with this worker's result the last it needed.
+    pub waited_s: f64,
+    /// Iterations in which its result was the last one its parent needed.
+    pub last_needed: usize,
+    /// Its share of all the waiting attributed to workers (0–1): the score it is ranked by.
+    pub score: f64,
+    /// Iterations the straggler model made it slow.
+    pub straggled: usize,
+    /// Its messages its parent discarded as late (late results and abandonments).
+    pub late: usize,
+    /// Iterations it abandoned (a newer model came before its result).
+    pub abandoned: usize,
+    /// Its median time from compute start to result ready (injected delay included) over the
+    /// median worker's (1 = typical).
+    pub compute_ratio: f64,
+}
+
+/// The workers of a run, most blamed first, from its rank logs (rank → records).
+pub fn blame(events: &HashMap<usize, Vec<Event>>) -> Vec<Blame> {
+    let mut by_rank: BTreeMap<usize, Blame> = BTreeMap::new();
+    let mut computes: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
+    // a ring's ranks by iteration: (rank, when its result was ready)
+    let mut ready: BTreeMap<u64, Vec<(usize, f64)>> = BTreeMap::new();
+    for (&rank, evs) in events {
+        for e in evs {
+            match e {
+                Event::Setup(s) => {
+                    if let Some(w) = s.worker {
+                        entry(&mut by_rank, rank, w);
+                    }
+                }
+                Event::Iter(i) => {
+                    if let Some(w) = i.worker {
+                        let b = entry(&mut by_rank, rank, w);
+                        b.straggled += usize::from(i.compute.straggler == Some(true));
+                        b.abandoned += usize::from(i.status == Some(Status::Abandoned));
+                        // compute, modelled time and injected delay: until the result was ready
+                        if let (Some(start), Some(r)) = (i.compute.compute_start, i.ready) {
+                            computes.entry(rank).or_default().push(r - start);
+                        }
+                        if let (Some(r), Some(_)) = (i.ready, i.reduced) {
+                            ready.entry(i.t).or_default().push((rank, r));
+                        }
+                    }
+                }
+                Event::Late(l) => {
+                    if let Some(b) = by_rank.get_mut(&l.child) {
+                        b.late += 1;
+                    } else {
+                        // the child's setup line may come later in the map's order
+                        let b = entry(&mut by_rank, l.child, usize::MAX);
+                        b.late += 1;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    // a parent's wait for its last needed result
+    for evs in events.values() {
+        for e in evs {
+            if let Event::Iter(i) = e {
+                charge_last(i, &mut by_rank);
+            }
+        }
+    }
+    // a ring: the rank ready last held up the others
+    for times in ready.values_mut() {
+        times.sort_by(|a, b| a.1.total_cmp(&b.1));
+        if let [.., (_, before), (rank, last)] = times[..] {
+            let b = entry(&mut by_rank, rank, usize::MAX);
+            b.waited_s += last - before;
+            b.last_needed += 1;
+        }
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied()
+    };
+    let mut medians: BTreeMap<usize, f64> = BTreeMap::new();
+    for (rank, v) in computes.iter_mut() {
+        if let Some(m) = median(v) {
+            medians.insert(*rank, m);
+        }
+    }
+    let typical = median(&mut medians.values().copied().collect()).filter(|m| *m > 0.0);
+    let total: f64 = by_rank.values().map(|b| b.waited_s).sum();
+    let mut out: Vec<Blame> = by_rank
+        .into_iter()
+        .filter(|(_, b)| b.worker != usize::MAX)
+        .map(|(rank, mut b)| {
+            b.score = if total > 0.0 { b.waited_s / total } else { 0.0 };
+            b.compute_ratio = match (medians.get(&rank), typical) {
+                (Some(m), Some(t)) => m / t,
+                _ => f64::NAN,
+            };
+            b
+        })
+        .collect();
+    out.sort_by(|a, b| b.score.total_cmp(&a.score).then(b.straggled.cmp(&a.straggled)).then(a.worker.cmp(&b.worker)));
+    out
+}
+
+/// The worker entry of `rank` (its worker id set when known).
+fn entry(by_rank: &mut BTreeMap<usize, Blame>, rank: usize, worker: usize) -> &mut Blame {
+    let b = by_rank.entry(rank).or_insert(Blame {
+        worker,
+        rank,
+        waited_s: 0.0,
+        last_needed: 0,
+        score: 0.0,
+        straggled: 0,
+        late: 0,
+        abandoned: 0,
+        compute_ratio: f64::NAN,
+    });
+    if worker != usize::MAX {
+        b.worker = worker;
+    }
+    b
+}
+
+/// A parent's iteration: the child whose accepted result came last is charged the time since
+/// the one before it (or since the parent had the model, when it was the only one).
+fn charge_last(i: &Iter, by_rank: &mut BTreeMap<usize, Blame>) {
+    let Some(arrivals) = &i.collect.arrivals else { return };
+    let mut times: Vec<(usize, f64)> = arrivals.iter().map(|a| (a.rank, a.at)).collect();
+    times.sort_by(|a, b| a.1.total_cmp(&b.1));
+    let begun = i.sent.or(i.model);
+    let (rank, last, before) = match times[..] {
+        [] => return,
+        [(rank, last)] => match begun {
+            Some(b) => (rank, last, b),
+            None => return,
+        },
+        [.., (_, before), (rank, last)] => (rank, last, before),
+    };
+    let b = entry(by_rank, rank, usize::MAX);
+    b.waited_s += (last - before).max(0.0);
+    b.last_needed += 1;
+}
+
+/// The table `outrun blame` prints and the report shows (the `top` most blamed workers).
+pub fn markdown(rows: &[Blame], top: usize) -> String {
+    let mut o = String::from(
+        "| worker | rank | waited ms (last needed) | iterations last needed | score | straggled | late | abandoned | compute / median |\n|---|---|---|---|---|---|---|---|---|\n",
+    );
+    for b in rows.iter().take(top) {
+        let ratio = if b.compute_ratio.is_finite() { format!("{:.2}", b.compute_ratio) } else { "-".into() };
+        o.push_str(&format!(
+            "| {} | {} | {:.1} | {} | {:.2} | {} | {} | {} | {ratio} |\n",
+            b.worker,
+            b.rank,
+            b.waited_s * 1e3,
+            b.last_needed,
+            b.score,
+            b.straggled,
+            b.late,
+            b.abandoned
+        ));
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn events(lines: &[(usize, &str)]) -> HashMap<usize, Vec<Event>> {
+        let mut m: HashMap<usize, Vec<Event>> = HashMap::new();
+        for (rank, l) in lines {
+            m.entry(*rank).or_default().push(serde_json::from_str(l).unwrap());
+        }
+        m
+    }
+
+    #[test]
+    fn the_last_needed_result_is_charged_the_gap_before_it() {
+        let logs = [
+            (1, r#"{"ev":"iter","t":1,"worker":1,"compute_start":0.0,"ready":0.1,"straggler":false}"#),
+            (2, r#"{"ev":"iter","t":1,"worker":2,"compute_start":0.0,"ready":0.5,"straggler":true}"#),
+            (0, r#"{"ev":"iter","t":1,"sent":0.0,"arrivals":[[1,0.1],[2,0.5]]}"#),
+            (1, r#"{"ev":"iter","t":2,"worker":1,"compute_start":0.5,"ready":0.6,"straggler":false}"#),
+            (2, r#"{"ev":"iter","t":2,"worker":2,"compute_start":0.5,"ready":0.7,"straggler":false}"#),
+            (0, r#"{"ev":"iter","t":2,"sent":0.5,"arrivals":[[2,0.7]]}"#),
+            (0, r#"{"ev":"late","t":2,"child":1,"msg_t":2,"kind":"result","at":0.8}"#),
+        ];
+        let rows = blame(&events(&logs));
+        assert_eq!(rows.iter().map(|b| b.worker).collect::<Vec<_>>(), vec![2, 1]);
+        let (w2, w1) = (&rows[0], &rows[1]);
+        // 0.4 s after worker 1's result in iteration 1, 0.2 s after the model in iteration 2
+        assert!((w2.waited_s - 0.6).abs() < 1e-12, "{w2:?}");
+        assert_eq!((w2.last_needed, w2.straggled, w2.score), (2, 1, 1.0));
+        assert_eq!((w1.late, w1.waited_s), (1, 0.0));
+        // medians of 0.1 / 0.1 and 0.5 / 0.2 (the upper median of two): worker 2 is the slower
+        assert!(w2.compute_ratio > w1.compute_ratio, "{rows:?}");
+    }
+
+    #[test]
+    fn in_a_ring_the_rank_ready_last_is_charged() {
+        let logs = [
+            (0, r#"{"ev":"iter","t":1,"worker":1,"ready":0.1,"reduced":0.9}"#),
+            (1, r#"{"ev":"iter","t":1,"worker":2,"ready":0.8,"reduced":0.9}"#),
+            (2, r#"{"ev":"iter","t":1,"worker":3,"ready":0.2,"reduced":0.9}"#),
+        ];
+        let rows = blame(&events(&logs));
+        assert_eq!((rows[0].worker, rows[0].rank), (2, 1));
+        assert!((rows[0].waited_s - 0.6).abs() < 1e-12);
+        assert!(rows[1..].iter().all(|b| b.waited_s == 0.0 && b.score == 0.0));
+        assert_eq!(markdown(&rows, 1).lines().count(), 3);
+    }
+}

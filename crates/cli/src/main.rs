@@ -163,9 +163,19 @@ enum Cmd {
         /// Workers shown per run, most blamed first.
         #[arg(long, default_value_t = 10)]
         top: usize,
-        /// Print one JSON object per run ({"run": DIR, "workers": [...]}, every worker).
+        /// Print a JSON list instead: every worker of every run, each with its run directory.
         #[arg(long)]
         json: bool,
+    },
+    /// Write RUN_DIR/trace.json, a Chrome trace-event file (open it in ui.perfetto.dev or
+    /// chrome://tracing): every rank's compute, waiting and decodes, every message as an arrow.
+    Trace {
+        /// Run directories (or directories containing run directories: one trace per run).
+        #[arg(required = true)]
+        runs: Vec<PathBuf>,
+        /// Only these iterations: A..B (inclusive) or A.
+        #[arg(long, value_parser = outrun_report::trace::parse_window)]
+        iterations: Option<outrun_report::trace::Window>,
     },
 }
 
@@ -645,19 +655,53 @@ fn run(cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
         Cmd::Blame { runs, top, json } => blame(&runs, top, json),
+        Cmd::Trace { runs, iterations } => trace(&runs, iterations),
     }
 }
 
-/// `outrun blame`: a table per run, or a JSON line per run.
+/// `outrun trace`: a trace per run (a run directory with rank logs is traced even when it has
+/// no summary: a killed run).
+fn trace(paths: &[PathBuf], window: Option<outrun_report::trace::Window>) -> Result<(), Failure> {
+    let (logged, others): (Vec<PathBuf>, Vec<PathBuf>) =
+        paths.iter().cloned().partition(|p| p.join("rank-0.jsonl").is_file());
+    let mut dirs = logged;
+    if !others.is_empty() {
+        dirs.extend(outrun_runlog::read::find_runs(&others).map_err(|e| Failure(e.to_string(), 2))?);
+    }
+    for dir in dirs {
+        let (path, c) = outrun_report::trace::write(&dir, window).map_err(|e| Failure(e.to_string(), 2))?;
+        let size = std::fs::metadata(&path).map_or(0, |m| m.len());
+        println!(
+            "{} ({} ranks, {} slices, {} messages, {:.1} MB; open in ui.perfetto.dev or chrome://tracing)",
+            path.display(),
+            c.ranks,
+            c.slices,
+            c.flows,
+            size as f64 / 1e6
+        );
+    }
+    Ok(())
+}
+
+/// `outrun blame`: a table per run, or one JSON list of every run's workers.
 fn blame(paths: &[PathBuf], top: usize, json: bool) -> Result<(), Failure> {
     let fail = |e: outrun_runlog::read::ReadError| Failure(e.to_string(), 2);
+    let mut all = Vec::new();
     for dir in outrun_runlog::read::find_runs(paths).map_err(fail)? {
         let rows = outrun_report::blame::blame(&outrun_runlog::read::rank_events(&dir).map_err(fail)?);
         if json {
-            println!("{}", serde_json::json!({ "run": dir.display().to_string(), "workers": rows }));
+            let run = dir.display().to_string();
+            all.extend(rows.into_iter().map(|b| {
+                let mut v = serde_json::json!(b);
+                v["run"] = serde_json::json!(run);
+                v
+            }));
         } else {
             println!("{}\n\n{}", dir.display(), outrun_report::blame::markdown(&rows, top));
         }
+    }
+    if json {
+        println!("{}", serde_json::Value::Array(all));
     }
     Ok(())
 }

@@ -12,14 +12,17 @@
 //!   PNG and SVG;
 //! - [`sweep`]: a sweep's variants with medians and spread over repetitions, and one table per
 //!   axis;
-//! - [`blame`]: who the run waited for, worker by worker (`outrun blame`).
+//! - [`blame`]: who the run waited for, worker by worker (`outrun blame`);
+//! - [`trace`]: a run as a Chrome trace-event file for Perfetto (`outrun trace`).
 
 #![deny(missing_docs)]
 
 pub mod blame;
 pub mod plots;
+mod segments;
 pub mod sweep;
 pub mod table;
+pub mod trace;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -5,10 +5,10 @@
 
 use std::path::Path;
 
-use outrun_runlog::event::{Event, Iter, Status};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
+use crate::segments::{iterations, pieces, Seg};
 use crate::{ReportError, Run};
 
 const PALETTE: [RGBColor; 10] = [
@@ -232,91 +232,15 @@ pub fn iteration_times(runs: &[&Run], stem: &Path) -> Result<String, ReportError
     Ok(caption)
 }
 
-#[derive(Clone, Copy, PartialEq)]
-enum Seg {
-    Compute,
-    Injected,
-    Waiting,
-    Decode,
-    Reduce,
-}
-
-impl Seg {
-    fn color(self) -> RGBColor {
-        match self {
-            Seg::Compute => RGBColor(31, 119, 180),
-            Seg::Injected => RGBColor(255, 160, 60),
-            Seg::Waiting => RGBColor(205, 205, 205),
-            Seg::Decode => RGBColor(148, 103, 189),
-            Seg::Reduce => RGBColor(23, 190, 207),
-        }
+/// A segment's colour in the timeline.
+fn color(seg: Seg) -> RGBColor {
+    match seg {
+        Seg::Compute => RGBColor(31, 119, 180),
+        Seg::Injected => RGBColor(255, 160, 60),
+        Seg::Waiting => RGBColor(205, 205, 205),
+        Seg::Decode => RGBColor(148, 103, 189),
+        Seg::Reduce => RGBColor(23, 190, 207),
     }
-
-    fn name(self) -> &'static str {
-        match self {
-            Seg::Compute => "compute (base time)",
-            Seg::Injected => "extra delay (modelled tail or straggler)",
-            Seg::Waiting => "waiting for children",
-            Seg::Decode => "decode + own gradient",
-            Seg::Reduce => "all-reduce",
-        }
-    }
-}
-
-struct Piece {
-    rank: usize,
-    x0: f64,
-    x1: f64,
-    seg: Seg,
-    straggler: bool,
-}
-
-/// What one iteration record of one rank contributes to the timeline.
-fn pieces(rank: usize, e: &Iter, out: &mut Vec<Piece>, marks: &mut Vec<(usize, f64, &'static str)>) {
-    let c = &e.compute;
-    let straggler = c.straggler.unwrap_or(false);
-    let mut push = |x0: f64, x1: f64, seg: Seg, st: bool| {
-        if x1 > x0 {
-            out.push(Piece { rank, x0, x1, seg, straggler: st });
-        }
-    };
-    let dec = e.collect.decode_s.unwrap_or(0.0);
-    if let (Some(sent), Some(end)) = (e.sent, e.collect.end) {
-        // the master of a tree
-        push(sent, end - dec, Seg::Waiting, false);
-        push(end - dec, end, Seg::Decode, false);
-        return;
-    }
-    if e.status == Some(Status::Dead) {
-        if let Some(m) = e.model {
-            marks.push((rank, m, "dead"));
-        }
-        return;
-    }
-    let (Some(cs), Some(ce), Some(target)) = (c.compute_start, c.compute_end, c.target) else { return };
-    let injected = c.injected.unwrap_or(0.0);
-    let base_end = cs + (target - injected).max(ce - cs);
-    let ready = e.ready.or(e.send).unwrap_or(base_end);
-    push(cs, base_end.min(ready), Seg::Compute, false);
-    push(base_end, ready, Seg::Injected, straggler);
-    if let Some(red) = e.reduced {
-        push(ready, red, Seg::Reduce, false);
-    } else if let Some(send) = e.send {
-        if e.collect.arrivals.is_some() {
-            push(ready, send - dec, Seg::Waiting, false);
-            push(send - dec, send, Seg::Decode, false);
-        }
-        match e.status {
-            Some(Status::Abandoned) => marks.push((rank, send, "abandoned")),
-            Some(Status::Failed) => marks.push((rank, send, "failed")),
-            _ => {}
-        }
-    }
-}
-
-/// The iteration records of `evs` (a rank's log).
-fn iterations(evs: &[Event]) -> impl Iterator<Item = &Iter> {
-    evs.iter().filter_map(|e| if let Event::Iter(i) = e { Some(&**i) } else { None })
 }
 
 /// The timeline's x range is the window's times × this: the legend sits right of the bars.
@@ -374,7 +298,7 @@ pub fn timeline(run: &Run, k: usize, stem: &Path) -> Result<Option<String>, Repo
                 let (a, b) = (ms(p.x0), ms(p.x1));
                 c.draw_series(std::iter::once(Rectangle::new(
                     [(a, y(p.rank) - 0.32), (b, y(p.rank) + 0.32)],
-                    p.seg.color().filled(),
+                    color(p.seg).filled(),
                 )))
                 .map_err(e2s)?;
                 if p.straggler {
@@ -391,7 +315,7 @@ pub fn timeline(run: &Run, k: usize, stem: &Path) -> Result<Option<String>, Repo
             }
             for seg in [Seg::Compute, Seg::Injected, Seg::Waiting, Seg::Decode, Seg::Reduce] {
                 if ps.iter().any(|p| p.seg == seg) {
-                    let col = seg.color();
+                    let col = color(seg);
                     c.draw_series(std::iter::empty::<Rectangle<(f64, f64)>>())
                         .map_err(e2s)?
                         .label(seg.name())

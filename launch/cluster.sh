@@ -8,6 +8,7 @@
 #       [--launch-from HOST]   run mpirun on HOST over ssh (needed when the hosts cannot connect
 #                              back to this machine, e.g. a laptop and cloud instances)
 #       [--dry-run]            print the ssh / rsync / mpirun commands instead of running them
+#       [--quiet]              no progress lines from rank 0
 # It copies the outrun binary, the resolved config and the data or graph file (if any) to every host
 # (rsync over ssh; hosts need the same OS and OpenMPI as this machine — scripts/ec2/ sets that
 # up), runs mpirun over the hostfile (the first host gets rank 0, the master: give it slots=1 so
@@ -15,7 +16,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bin="${OUTRUN_BIN:-$here/target/release/outrun}"
-hostfile="" access="" launch_from="" config="" workdir="outrun-work" dry=0
+hostfile="" access="" launch_from="" config="" workdir="outrun-work" dry=0 quiet=()
 ssh_cmd="ssh -o BatchMode=yes -o StrictHostKeyChecking=accept-new"
 sets=()
 while [ $# -gt 0 ]; do
@@ -26,8 +27,9 @@ while [ $# -gt 0 ]; do
     --workdir) workdir="$2"; shift 2 ;;
     --ssh) ssh_cmd="$2"; shift 2 ;;
     --dry-run) dry=1; shift ;;
+    --quiet|-q) quiet=(--quiet); shift ;;
     --set) sets+=(--set "$2"); shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     -*) echo "cluster: unknown option $1" >&2; exit 2 ;;
     *) [ -z "$config" ] || { echo "cluster: one CONFIG only" >&2; exit 2; }; config="$1"; shift ;;
   esac
@@ -77,7 +79,7 @@ done
 
 # Ranks start in the launching user's home (or mpirun's directory when it exists on the host),
 # where the relative work directory lives; give an absolute --workdir otherwise.
-program=("$workdir/outrun" train "$workdir/config.toml" "${remote_sets[@]}")
+program=("$workdir/outrun" train "$workdir/config.toml" "${remote_sets[@]}" "${quiet[@]}")
 log="$tmp/mpirun.log"
 # poll instead of epoll in mpirun's event loop (see launch/local.sh)
 export EVENT_NOEPOLL=1

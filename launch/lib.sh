@@ -83,3 +83,13 @@ run_mpi_job() {
   fi
   return "$rc"
 }
+
+# --quiet is for `outrun train` alone (check and plan do not take it): split it off.
+#   split_quiet "$@"; set -- "${ARGS[@]}"   then   ... train "$config" "$@" "${QUIET[@]}"
+split_quiet() {
+  QUIET=(); ARGS=()
+  local a
+  for a in "$@"; do
+    if [ "$a" = --quiet ] || [ "$a" = -q ]; then QUIET=(--quiet); else ARGS+=("$a"); fi
+  done
+}

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run one experiment on this machine:
-#   launch/local.sh configs/<experiment>.toml [--set section.key=value ...]
+#   launch/local.sh configs/<experiment>.toml [--set section.key=value ...] [--quiet]
 # Computes the number of MPI ranks from the config (outrun plan --ranks), validates the config
 # before MPI starts, and runs mpirun with oversubscription (one rank per slot, no core binding).
 set -euo pipefail
@@ -9,10 +9,13 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bin="${OUTRUN_BIN:-$here/target/release/outrun}"
 
 if [ $# -lt 1 ] || [ "${1:-}" = "-h" ] || [ "${1:-}" = "--help" ]; then
-  echo "usage: launch/local.sh CONFIG [--set section.key=value ...]" >&2
+  echo "usage: launch/local.sh CONFIG [--set section.key=value ...] [--quiet]" >&2
   exit 2
 fi
 config="$1"; shift
+# shellcheck source=launch/lib.sh
+. "$here/launch/lib.sh"
+split_quiet "$@"; set -- "${ARGS[@]}"
 
 if [ ! -x "$bin" ]; then
   echo "launch: $bin not found; run 'make build' first (or set OUTRUN_BIN)" >&2
@@ -36,10 +39,8 @@ export OMPI_MCA_mpi_yield_when_idle=1
 export EVENT_NOEPOLL=1 OPENBLAS_NUM_THREADS=1
 # The job is bounded (OUTRUN_TIMEOUT=SECONDS, or by default 120 s + iterations × run.deadline),
 # Ctrl-C stops it, and a rank killed by a signal is reported in one line (launch/lib.sh).
-# shellcheck source=launch/lib.sh
-. "$here/launch/lib.sh"
 bound="${OUTRUN_TIMEOUT:-$("$bin" plan "$config" --job-bound "$@")}"
 # shellcheck disable=SC2086
 run_mpi_job "$bound" mpirun --oversubscribe --bind-to none --map-by slot -np "$np" \
   --mca btl self,vader,tcp --mca btl_base_warn_component_unused 0 \
-  ${OUTRUN_MPIRUN_FLAGS:-} "$bin" train "$config" "$@"
+  ${OUTRUN_MPIRUN_FLAGS:-} "$bin" train "$config" "$@" "${QUIET[@]}"

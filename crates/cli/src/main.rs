@@ -26,6 +26,9 @@ enum Cmd {
         /// Override a config key, e.g. --set scheme.s=2 (repeatable).
         #[arg(long = "set", value_name = "SECTION.KEY=VALUE")]
         set: Vec<String>,
+        /// No progress on stderr (the run's account at the end is still printed).
+        #[arg(long, short)]
+        quiet: bool,
     },
     /// Print the plan: ranks, topology, each worker's data and coefficients, wait rules. No MPI.
     Plan {
@@ -374,8 +377,8 @@ fn tune_plans<'a>(
 
 fn run(cli: Cli) -> Result<(), Failure> {
     match cli.cmd {
-        Cmd::Train { config, set } => {
-            let mut bar = progress::Bar::new();
+        Cmd::Train { config, set, quiet } => {
+            let mut bar = progress::Bar::new(quiet);
             let fin = outrun_engine::train(&|| prepare(&config, &set), &mut bar);
             match fin.result {
                 // the bar printed the run's account when the summary was written

@@ -150,3 +150,36 @@ fn a_rank_killed_by_a_signal_is_named_in_one_line_and_in_the_run_directory() {
     assert!(log.contains("died from signal 9"), "{log}");
     assert!(ranks(&out).is_empty(), "ranks left running");
 }
+
+/// Progress through the launcher: a line every OUTRUN_PROGRESS_EVERY seconds when stderr is not
+/// a terminal, with the pace, the time left and the rank waited for most (here the slow one);
+/// nothing with --quiet, which the launcher hands to `outrun train` alone.
+#[test]
+fn progress_names_the_pace_and_the_rank_waited_for_and_quiet_silences_it() {
+    let dir = tempdir("progress");
+    let cfg = write_config(
+        &dir,
+        "[run]\nname='prog'\niterations=40\n[data]\nkind='linear-synthetic'\nsamples=800\nfeatures=5\n[model]\nloss='least-squares'\nlr=0.1\n[scheme]\nkind='umw'\nworkers=4\n[stragglers]\nmodel='fixed'\nworkers=[2]\nfactor=3.0\n[timing]\ncompute='modelled'\na=2e-5\n",
+    );
+    let run = |extra: &[&str]| {
+        let _lock = mpi_lock();
+        let mut cmd = Command::new(launcher());
+        cmd.arg(&cfg)
+            .args(["--set", &format!("run.out_dir={}", dir.join("runs").display())])
+            .args(extra)
+            .env("OUTRUN_BIN", bin())
+            .env("OUTRUN_PROGRESS_EVERY", "0.1");
+        run_with_timeout(cmd, Duration::from_secs(120))
+    };
+    let loud = run(&[]);
+    assert_eq!(loud.code, Some(0), "{}", loud.stderr);
+    let lines: Vec<&str> = loud.stderr.lines().filter(|l| l.starts_with("outrun: iteration ")).collect();
+    assert!(lines.len() >= 2, "{}", loud.stderr);
+    let last = lines.last().unwrap();
+    assert!(last.contains(" it/s, ") && last.contains(" left, loss "), "{last}");
+    assert!(last.contains("waiting most on rank 2: its result came last in "), "{last}");
+    let quiet = run(&["--quiet"]);
+    assert_eq!(quiet.code, Some(0), "{}", quiet.stderr);
+    assert!(!quiet.stderr.contains("outrun: iteration"), "{}", quiet.stderr);
+    assert!(quiet.stdout.contains("umw finished 40 iterations"), "{}", quiet.stdout);
+}

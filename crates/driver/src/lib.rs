@@ -21,7 +21,7 @@ use std::sync::Arc;
 use outrun_plan::roles::Vector;
 use outrun_plan::{ComputeMode, Injector, Plan};
 use outrun_proto::{Delivered, Frame, Histogram, Input, Len};
-use outrun_runlog::event::ComputeTiming;
+use outrun_runlog::event::{ComputeTiming, Event};
 use outrun_runlog::{Book, IterationRecord, Latency, RunInfo, Summary};
 use outrun_workloads::{Applied, Job, JobError};
 
@@ -35,6 +35,8 @@ pub trait Progress {
     fn end(&mut self) {}
     /// The run's summary was written (the logging rank of a run that completed).
     fn finished(&mut self, _summary: &Summary) {}
+    /// The logging rank logged `event` (e.g. its collection of an iteration: who came last).
+    fn observe(&mut self, _event: &Event) {}
 }
 
 /// No progress reporting.
@@ -241,6 +243,13 @@ impl<'a> Core<'a> {
             Input::Finish { failure: None }
         } else {
             Input::Start { t: t + 1, model: P::model(&mut *self.job) }
+        }
+    }
+
+    /// This rank logged `event`: progress sees it (the logging rank's collections).
+    pub fn observe(&mut self, event: &Event) {
+        if let Some(p) = self.progress.as_deref_mut() {
+            p.observe(event);
         }
     }
 

@@ -106,6 +106,7 @@ impl<'a> Driver<'a> {
                             recv_bytes: counted(c.recv_bytes),
                         };
                     }
+                    self.core.observe(&ev);
                     self.log.event(&ev);
                 }
                 Output::Done(o) => self.done = Some(o),

@@ -144,21 +144,27 @@ fn entry(by_rank: &mut BTreeMap<usize, Blame>, rank: usize, worker: usize) -> &m
 /// A parent's iteration: the child whose accepted result came last is charged the time since
 /// the one before it (or since the parent had the model, when it was the only one).
 fn charge_last(i: &Iter, by_rank: &mut BTreeMap<usize, Blame>) {
-    let Some(arrivals) = &i.collect.arrivals else { return };
+    if let Some((rank, gap)) = last_needed(i) {
+        let b = entry(by_rank, rank, usize::MAX);
+        b.waited_s += gap;
+        b.last_needed += 1;
+    }
+}
+
+/// The child rank whose result a parent's iteration record accepted last, and the seconds
+/// between it and the result before it (or the parent's model, when it was the only one):
+/// how much sooner the parent would have had everything had it come as early. None for a
+/// record that collected nothing (a worker's, a ring's).
+pub fn last_needed(i: &Iter) -> Option<(usize, f64)> {
+    let arrivals = i.collect.arrivals.as_ref()?;
     let mut times: Vec<(usize, f64)> = arrivals.iter().map(|a| (a.rank, a.at)).collect();
     times.sort_by(|a, b| a.1.total_cmp(&b.1));
-    let begun = i.sent.or(i.model);
     let (rank, last, before) = match times[..] {
-        [] => return,
-        [(rank, last)] => match begun {
-            Some(b) => (rank, last, b),
-            None => return,
-        },
+        [] => return None,
+        [(rank, last)] => (rank, last, i.sent.or(i.model)?),
         [.., (_, before), (rank, last)] => (rank, last, before),
     };
-    let b = entry(by_rank, rank, usize::MAX);
-    b.waited_s += (last - before).max(0.0);
-    b.last_needed += 1;
+    Some((rank, (last - before).max(0.0)))
 }
 
 /// The table `outrun blame` prints and the report shows (the `top` most blamed workers).

@@ -93,3 +93,14 @@ split_quiet() {
     if [ "$a" = --quiet ] || [ "$a" = -q ]; then QUIET=(--quiet); else ARGS+=("$a"); fi
   done
 }
+
+# Rank 0 has no terminal under mpirun: tell it the width of ours, if stdout is one, so that it
+# draws its progress bar (on stdout, which mpirun relays as it comes).
+export_terminal() {
+  if [ -t 1 ]; then
+    OUTRUN_TERMINAL="$(tput cols 2>/dev/null || echo 100)"
+  else
+    OUTRUN_TERMINAL=0
+  fi
+  export OUTRUN_TERMINAL
+}

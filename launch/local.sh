@@ -16,6 +16,7 @@ config="$1"; shift
 # shellcheck source=launch/lib.sh
 . "$here/launch/lib.sh"
 split_quiet "$@"; set -- "${ARGS[@]}"
+export_terminal
 
 if [ ! -x "$bin" ]; then
   echo "launch: $bin not found; run 'make build' first (or set OUTRUN_BIN)" >&2

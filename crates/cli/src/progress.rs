@@ -1,15 +1,19 @@
-//! Progress of a training run on the master (rank 0's stderr): the iteration, iterations per
-//! second, the time left, and the rank the run waited for most so far (its result was the last
-//! one needed most often; by how much it trailed the one before). A bar when stderr is a
-//! terminal, otherwise a line every few seconds (`OUTRUN_PROGRESS_EVERY`, default 5 s) so that
-//! long runs under CI or nohup show life; nothing with `--quiet`. The run's account is printed
-//! when its summary is written, quiet or not.
+//! Progress of a training run on the master: the iteration, iterations per second, the time
+//! left, and the rank the run waited for most so far (its result was the last one needed most
+//! often; by how much it trailed the one before). A bar on a terminal, otherwise a line on
+//! stderr every few seconds (`OUTRUN_PROGRESS_EVERY`, default 5 s) so that long runs under CI or
+//! nohup show life; nothing with `--quiet`. The run's account is printed when its summary is
+//! written, quiet or not.
+//!
+//! Under mpirun no rank has a terminal: a launcher whose stdout is one says so
+//! (`OUTRUN_TERMINAL=<columns>`), and rank 0 draws the bar on stdout, which mpirun relays as it
+//! comes (its stderr goes through the launcher's line filter, which would hold a bar back).
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle, TermLike};
 use outrun_engine::Progress;
 use outrun_runlog::event::Event;
 
@@ -52,14 +56,77 @@ impl Bar {
         (rate, self.total.saturating_sub(self.done) as f64 / rate.max(1e-9))
     }
 
-    /// "waiting most on rank r: …", once the master has collected something.
-    fn slowest(&self) -> Option<String> {
-        let (rank, (n, gap)) = self.last.iter().max_by(|a, b| a.1 .0.cmp(&b.1 .0).then(a.1 .1.total_cmp(&b.1 .1)))?;
-        Some(format!(
-            "waiting most on rank {rank}: its result came last in {n} of {} iterations, {:.1} ms after the one before (mean)",
-            self.collected,
-            gap / *n as f64 * 1e3
-        ))
+    /// The rank waited for most, once the master has collected something: its rank, the
+    /// iterations its result came last in, and its mean lead (s) over the result before it.
+    fn slowest(&self) -> Option<(usize, u64, f64)> {
+        let (&rank, &(n, gap)) = self.last.iter().max_by(|a, b| a.1 .0.cmp(&b.1 .0).then(a.1 .1.total_cmp(&b.1 .1)))?;
+        Some((rank, n, gap / n as f64))
+    }
+}
+
+/// The width of the terminal a launcher relays rank 0's stdout to (`OUTRUN_TERMINAL`).
+fn relayed_terminal() -> Option<u16> {
+    std::env::var("OUTRUN_TERMINAL").ok()?.trim().parse::<u16>().ok().filter(|w| *w >= 40)
+}
+
+/// A terminal reached through mpirun's relay of stdout: ANSI sequences, written as they come.
+#[derive(Debug)]
+struct Relayed {
+    width: u16,
+}
+
+impl Relayed {
+    fn out(&self, s: &str) -> std::io::Result<()> {
+        use std::io::Write;
+        let mut o = std::io::stdout().lock();
+        o.write_all(s.as_bytes())?;
+        o.flush()
+    }
+}
+
+impl TermLike for Relayed {
+    fn width(&self) -> u16 {
+        self.width
+    }
+    fn move_cursor_up(&self, n: usize) -> std::io::Result<()> {
+        if n > 0 {
+            self.out(&format!("\x1b[{n}A"))
+        } else {
+            Ok(())
+        }
+    }
+    fn move_cursor_down(&self, n: usize) -> std::io::Result<()> {
+        if n > 0 {
+            self.out(&format!("\x1b[{n}B"))
+        } else {
+            Ok(())
+        }
+    }
+    fn move_cursor_right(&self, n: usize) -> std::io::Result<()> {
+        if n > 0 {
+            self.out(&format!("\x1b[{n}C"))
+        } else {
+            Ok(())
+        }
+    }
+    fn move_cursor_left(&self, n: usize) -> std::io::Result<()> {
+        if n > 0 {
+            self.out(&format!("\x1b[{n}D"))
+        } else {
+            Ok(())
+        }
+    }
+    fn write_line(&self, s: &str) -> std::io::Result<()> {
+        self.out(&format!("{s}\n"))
+    }
+    fn write_str(&self, s: &str) -> std::io::Result<()> {
+        self.out(s)
+    }
+    fn clear_line(&self) -> std::io::Result<()> {
+        self.out("\r\x1b[2K")
+    }
+    fn flush(&self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
@@ -78,13 +145,17 @@ impl Progress for Bar {
         self.total = iterations;
         self.started = Instant::now();
         self.last_line = Instant::now();
-        if !self.quiet && std::io::stderr().is_terminal() {
-            let bar = ProgressBar::new(iterations);
+        let target = match relayed_terminal() {
+            _ if self.quiet => None,
+            _ if std::io::stderr().is_terminal() => Some(ProgressDrawTarget::stderr()),
+            Some(width) => Some(ProgressDrawTarget::term_like_with_hz(Box::new(Relayed { width }), 4)),
+            None => None,
+        };
+        if let Some(target) = target {
+            let bar = ProgressBar::with_draw_target(Some(iterations), target);
             bar.set_style(
-                ProgressStyle::with_template(
-                    "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} it, {per_sec}, {eta} left {msg}",
-                )
-                .expect("valid template"),
+                ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:25} {pos}/{len} {wide_msg}")
+                    .expect("valid template"),
             );
             self.bar = Some(bar);
         }
@@ -95,22 +166,32 @@ impl Progress for Bar {
         if self.quiet {
             return;
         }
-        let slow = self.slowest().map_or(String::new(), |s| format!("; {s}"));
+        let (rate, left) = self.pace();
         match &self.bar {
             Some(bar) => {
+                let slow = self.slowest().map_or(String::new(), |(rank, n, gap)| {
+                    format!(" · slowest rank {rank} (last {n}/{}, +{:.1} ms)", self.collected, gap * 1e3)
+                });
                 bar.set_position(t + 1);
-                bar.set_message(format!("· {:.1} ms/it, loss {loss:.4e}{slow}", wall_s * 1e3));
+                bar.set_message(format!("· {rate:.1} it/s, {} left · loss {loss:.3e}{slow}", short(left)));
             }
             None => {
                 if self.last_line.elapsed() >= self.every {
                     self.last_line = Instant::now();
-                    let (rate, left) = self.pace();
+                    let slow = self.slowest().map_or(String::new(), |(rank, n, gap)| {
+                        format!(
+                            "; waiting most on rank {rank}: its result came last in {n} of {} iterations, {:.1} ms after the one before (mean)",
+                            self.collected,
+                            gap * 1e3
+                        )
+                    });
                     eprintln!(
-                        "outrun: iteration {}/{} after {}, {rate:.1} it/s, {} left, loss {loss:.4e}{slow}",
+                        "outrun: iteration {}/{} after {}, {rate:.1} it/s, {} left, {:.1} ms/it, loss {loss:.4e}{slow}",
                         t + 1,
                         self.total,
                         short(self.started.elapsed().as_secs_f64()),
-                        short(left)
+                        short(left),
+                        wall_s * 1e3
                     );
                 }
             }

@@ -176,10 +176,27 @@ fn progress_names_the_pace_and_the_rank_waited_for_and_quiet_silences_it() {
     let lines: Vec<&str> = loud.stderr.lines().filter(|l| l.starts_with("outrun: iteration ")).collect();
     assert!(lines.len() >= 2, "{}", loud.stderr);
     let last = lines.last().unwrap();
-    assert!(last.contains(" it/s, ") && last.contains(" left, loss "), "{last}");
+    assert!(last.contains(" it/s, ") && last.contains(" left, ") && last.contains(" ms/it, loss "), "{last}");
     assert!(last.contains("waiting most on rank 2: its result came last in "), "{last}");
     let quiet = run(&["--quiet"]);
     assert_eq!(quiet.code, Some(0), "{}", quiet.stderr);
     assert!(!quiet.stderr.contains("outrun: iteration"), "{}", quiet.stderr);
     assert!(quiet.stdout.contains("umw finished 40 iterations"), "{}", quiet.stdout);
+    // from a terminal (script(1) gives the launcher one): a bar, redrawn in place, relayed by
+    // mpirun from rank 0's stdout
+    let _lock = mpi_lock();
+    let line = format!(
+        "OUTRUN_BIN={} {} {} --set run.out_dir={}",
+        bin(),
+        launcher().display(),
+        cfg.display(),
+        dir.join("runs").display()
+    );
+    let mut cmd = Command::new("script");
+    cmd.args(["-qec", &line, "/dev/null"]);
+    let tty = run_with_timeout(cmd, Duration::from_secs(120));
+    assert_eq!(tty.code, Some(0), "{}{}", tty.stdout, tty.stderr);
+    let bar = tty.stdout.split(['\r', '\n']).find(|l| l.contains("/40 · ") && l.contains(" it/s, "));
+    assert!(bar.is_some_and(|b| b.contains("slowest rank 2")), "{}", tty.stdout);
+    assert!(tty.stdout.contains("\x1b[2K"), "the bar is cleared in place");
 }

@@ -231,11 +231,11 @@ pub(crate) fn train(tag: &str, text: &str, sets: &[&str]) -> (Run, Scratch, Path
     (run, dir.at(rd), cfg_path, sets)
 }
 
-/// Serial gradient descent on the same data set as the config: θ_0 … θ_T.
+/// Serial training of the config's model on the same data set (its batches, its θ₀): θ_0 … θ_T.
 pub(crate) fn reference(text: &str, sets: &[String]) -> Vec<Vec<f64>> {
     let cfg = outrun_plan::config::parse(text, sets).unwrap();
-    let rows = outrun_workloads::data::load_all(cfg.data(), cfg.run.seed, cfg.model().loss).unwrap();
-    outrun_workloads::reference::serial_gd(&rows, cfg.model(), cfg.run.iterations)
+    let rows = outrun_workloads::data::load_all(cfg.data(), cfg.run.seed, cfg.model().labels()).unwrap();
+    outrun_workloads::reference::serial_model(&rows, cfg.model(), cfg.run.seed, cfg.run.iterations)
 }
 
 /// Train and check that every iteration was exact and θ follows serial gradient descent within

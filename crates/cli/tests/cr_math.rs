@@ -39,8 +39,9 @@ fn cr_decodes_the_full_gradient_at_thesis_sizes() {
     for (n, layers, s, d, code) in cases {
         let cfg = config(n, layers, s, d, code, &[]);
         let plan = outrun_workloads::resolve(&cfg).unwrap();
-        let want =
-            serial_gd(&load_all(cfg.data(), cfg.run.seed, cfg.model().loss).unwrap(), cfg.model(), 3).pop().unwrap();
+        let want = serial_gd(&load_all(cfg.data(), cfg.run.seed, cfg.model().labels()).unwrap(), cfg.model(), 3)
+            .pop()
+            .unwrap();
         let mut rng = Rng::from_key(&[n as u64, layers as u64, s as u64]);
         let mut worst = 0.0f64;
         for trial in 0..30 {

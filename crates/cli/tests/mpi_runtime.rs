@@ -100,8 +100,14 @@ fn logistic_regression_on_a_libsvm_file_is_exact() {
     let dir = tempdir("libsvm-data");
     let path = dir.join("data.libsvm");
     // labels ±1, sparse features, written from the synthetic logistic generator
-    let rows =
-        outrun_workloads::data::synthetic_rows(outrun_plan::config::DataKind::LogisticSynthetic, 5, 8, 1.0, 0..301);
+    let rows = outrun_workloads::data::synthetic_rows(
+        outrun_plan::config::DataKind::LogisticSynthetic,
+        5,
+        8,
+        1.0,
+        outrun_plan::config::Labels::Binary,
+        0..301,
+    );
     let mut text = String::new();
     for i in 0..rows.len() {
         text.push_str(if rows.y[i] == 1.0 { "+1" } else { "-1" });

@@ -33,6 +33,10 @@ pub mod domain {
     pub const CLUSTER: u64 = 0x636c_7573_7465_7201;
     /// Generated graphs (PageRank) and their vertex permutation.
     pub const GRAPH: u64 = 0x6772_6170_6800_0001;
+    /// A network's initial parameters, keyed by layer.
+    pub const INIT: u64 = 0x696e_6974_0000_0001;
+    /// Mini-batches: the order of a stratum's rows in an epoch, keyed by stratum and epoch.
+    pub const BATCH: u64 = 0x6261_7463_6800_0001;
 }
 
 /// One step of SplitMix64; used to expand keys into generator seeds.

@@ -189,10 +189,10 @@ impl<'a> Core<'a> {
     /// work ended if that is later (an overrun of a modelled time); a simulated computation's
     /// time is the model's whole say (a law of rates may make it shorter than `timing.a`).
     pub fn timing(&mut self, t: u64, load: Option<usize>, start: f64, end: f64, measured: Option<f64>) -> Timed {
-        let load = load.unwrap_or(self.seat.load);
+        let load = load.unwrap_or(self.seat.load) as f64 * self.job.work(t);
         let model = self.injector.model();
         let modelled = model.compute == ComputeMode::Modelled;
-        let base = measured.unwrap_or(model.base_a * load as f64);
+        let base = measured.unwrap_or(model.base_a * load);
         let time = self.injector.compute_time(self.seat.worker, t, load, base);
         let overrun = modelled && measured.is_some_and(|m| m > time.target);
         let record = ComputeTiming {

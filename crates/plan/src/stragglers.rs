@@ -461,11 +461,11 @@ impl Injector {
         }
     }
 
-    /// Compute time of worker `w` at iteration `t` with `load` points, given the measured time
-    /// of the real computation.
-    pub fn compute_time(&mut self, worker: usize, iteration: u64, load: usize, measured: f64) -> ComputeTime {
+    /// Compute time of worker `w` at iteration `t` with `load` points (in units of a point of a
+    /// full-batch linear model: `Job::work`), given the measured time of the real computation.
+    pub fn compute_time(&mut self, worker: usize, iteration: u64, load: f64, measured: f64) -> ComputeTime {
         let i = worker.saturating_sub(1);
-        let l = load as f64;
+        let l = load;
         let laws = match &self.model.law {
             Law::ShiftedExp { a, mu } => Some((a[i], mu[i], 1.0)),
             Law::Weibull { a, mu, shape } => Some((a[i], mu[i], shape[i])),
@@ -475,7 +475,7 @@ impl Injector {
             // one Exp(1) draw per (worker, iteration); Weibull(k, 1) = Exp(1)^(1/k)
             let e = self.model.stream(worker, iteration).exp1();
             let w = if k == 1.0 { e } else { libm::pow(e, 1.0 / k) };
-            let tail = if load == 0 { 0.0 } else { l / mu * w };
+            let tail = if load == 0.0 { 0.0 } else { l / mu * w };
             return ComputeTime { target: a * l + tail, injected: tail, straggler: false };
         }
         if let Law::Markov { a, mu_slow, mu_fast, .. } = &self.model.law {
@@ -533,7 +533,7 @@ mod tests {
         .injector();
         assert!(!m.is_straggler(2, 0));
         assert!(m.is_straggler(2, 1) && m.is_straggler(5, 7) && !m.is_straggler(3, 7));
-        let t = m.compute_time(5, 3, 10, 0.5);
+        let t = m.compute_time(5, 3, 10.0, 0.5);
         assert_eq!((t.target, t.injected, t.straggler), (2.5, 2.0, true));
         let d = model(&["stragglers.model=fail-stop", "stragglers.workers=[9]", "stragglers.from_iteration=2"]);
         assert!(!d.is_dead(9, 1) && d.is_dead(9, 2) && !d.is_dead(8, 2));
@@ -564,7 +564,7 @@ mod tests {
         let mut inj = m.injector();
         let n = 20_000;
         let mean = |inj: &mut Injector, w: usize| {
-            (0..n).map(|t| inj.compute_time(w, t, 10, 0.0).target).sum::<f64>() / n as f64
+            (0..n).map(|t| inj.compute_time(w, t, 10.0, 0.0).target).sum::<f64>() / n as f64
         };
         let (fast, slow) = (mean(&mut inj, 1), mean(&mut inj, 9));
         assert!((fast - m.mean_time(1, 10, 0.0)).abs() < 0.03 * m.mean_time(1, 10, 0.0), "{fast}");
@@ -598,7 +598,7 @@ mod tests {
         let mut b = m.injector();
         assert_eq!(b.is_slow(3, 777), seq[777], "jumping ahead gives the same state");
         assert_eq!(b.is_slow(3, 10), seq[10], "going back restarts the chain");
-        let ct = b.compute_time(3, 10, 100, 0.0);
+        let ct = b.compute_time(3, 10, 100.0, 0.0);
         assert_eq!(ct.straggler, seq[10]);
         assert!(ct.target >= 1e-2);
     }
@@ -643,7 +643,7 @@ mod tests {
         let mut again = m.injector();
         assert_eq!(again.rate(2, 5000), seq[5000]);
         assert_eq!(again.state(2, 10), (seq[10] < 1.0, seq[10]));
-        let ct = again.compute_time(2, 10, 100, 0.0);
+        let ct = again.compute_time(2, 10, 100.0, 0.0);
         assert_eq!(ct.straggler, seq[10] < 1.0);
     }
 }

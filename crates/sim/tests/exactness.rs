@@ -5,7 +5,7 @@ use outrun_plan::config::parse;
 use outrun_sim::{simulate, Math, Options};
 use outrun_workloads::data::load_all;
 use outrun_workloads::metrics::relative_diff;
-use outrun_workloads::reference::serial_gd;
+use outrun_workloads::reference::serial_model;
 
 const CFG: &str = r#"
 [run]
@@ -47,8 +47,8 @@ fn final_theta(sets: &[&str]) -> (Vec<f64>, Vec<f64>, serde_json::Value) {
     let dir = sim.run_dir.unwrap();
     let theta: Vec<f64> =
         std::fs::read_to_string(dir.join("theta.txt")).unwrap().lines().map(|l| l.parse().unwrap()).collect();
-    let want =
-        serial_gd(&load_all(cfg.data(), cfg.run.seed, cfg.model().loss).unwrap(), cfg.model(), 15).pop().unwrap();
+    let rows = load_all(cfg.data(), cfg.run.seed, cfg.model().labels()).unwrap();
+    let want = serial_model(&rows, cfg.model(), cfg.run.seed, 15).pop().unwrap();
     let summary: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
     std::fs::remove_dir_all(&out).unwrap();
@@ -98,6 +98,34 @@ fn granted_uploads_are_exact_for_every_collect_scheme() {
         assert!(diff < 1e-9, "{sets:?}: {diff:e}");
         assert_eq!(summary["exact_iterations"], 15, "{sets:?}");
         assert_eq!(summary["late_discarded"], 0, "{sets:?}: granted uploads are never late");
+    }
+}
+
+/// A softmax network on class data: full batch, and mini-batches with Nesterov momentum.
+const NETWORK: &[&str] = &[
+    "data.kind=softmax-synthetic",
+    "data.noise=0.5",
+    "model.loss=softmax",
+    "model.classes=4",
+    "model.hidden=[6]",
+    "model.lr=0.3",
+];
+const MINI_BATCH: &[&str] = &["model.batch=100", "model.momentum=0.9", "model.nesterov=true", "model.decay_at=[8]"];
+
+/// Every exact scheme trains a network exactly, full batch and mini-batch: every worker holding a
+/// copy of a part computes on the same rows of each batch, and the reference draws them too.
+#[test]
+fn networks_and_mini_batches_are_exact_in_every_scheme() {
+    let ring: &[&str] = &["scheme.kind=rar", "scheme.s="];
+    for &sets in EXACT.iter().chain(MORE).chain([ring].iter()) {
+        for batch in [&[][..], MINI_BATCH] {
+            let all: Vec<&str> = NETWORK.iter().chain(batch).chain(sets).copied().collect();
+            let (got, want, summary) = final_theta(&all);
+            assert_eq!(got.len(), 6 * 8 + 4 * 7, "{all:?}: W1, b1, W2, b2");
+            let diff = relative_diff(&got, &want);
+            assert!(diff < 1e-9, "{all:?}: {diff:e}");
+            assert_eq!(summary["exact_iterations"], 15, "{all:?}");
+        }
     }
 }
 

@@ -10,15 +10,17 @@
 //! - `linear-synthetic` (CR paper eq. 10): x ~ N(0, I_p), θ* ~ N(0, I_p), y = xᵀθ* + noise·z,
 //!   z ~ N(0, 1).
 //! - `logistic-synthetic`: x ~ N(0, I_p), θ* ~ N(0, I_p / p), y = 1 with probability σ(xᵀθ*).
+//! - `softmax-synthetic`: x ~ N(0, I_p), W* ~ N(0, I/p) (C × p), y = argmax_c (W*x + noise·z)_c,
+//!   z ~ N(0, I_C): C classes.
 //! - `libsvm`: `label index:value ...` per line, 1-based indices, read dense. For the logistic
-//!   loss, labels must be 0/1 (−1 is read as 0).
+//!   loss, labels must be 0/1 (−1 is read as 0); for C classes, integers 0..C−1.
 
 use std::io::BufRead;
 use std::path::Path;
 
 use ndarray::{Array1, Array2};
 use outrun_codes::{domain, Rng};
-use outrun_plan::config::{DataConfig, DataKind, Loss};
+use outrun_plan::config::{DataConfig, DataKind, Labels};
 
 /// Rows of a data set: row-major features and a label per row.
 #[derive(Clone, Debug, PartialEq)]
@@ -93,12 +95,30 @@ pub fn theta_star(kind: DataKind, seed: u64, p: usize) -> Option<Vec<f64>> {
             let scale = 1.0 / (p as f64).sqrt();
             Some((0..p).map(|_| rng.normal() * scale).collect())
         }
-        DataKind::Libsvm => None,
+        DataKind::SoftmaxSynthetic | DataKind::Libsvm => None,
     }
 }
 
-/// Generate the synthetic rows with the given indices.
-pub fn synthetic_rows(kind: DataKind, seed: u64, p: usize, noise: f64, idx: impl IntoIterator<Item = usize>) -> Rows {
+/// W* (C × p, row-major) of `softmax-synthetic`.
+fn class_weights(seed: u64, p: usize, classes: usize) -> Vec<f64> {
+    let mut rng = Rng::from_key(&[seed, domain::THETA_STAR, p as u64, classes as u64]);
+    let scale = 1.0 / (p as f64).sqrt();
+    (0..p * classes).map(|_| rng.normal() * scale).collect()
+}
+
+/// Generate the synthetic rows with the given indices (`labels`: the classes of
+/// `softmax-synthetic`).
+pub fn synthetic_rows(
+    kind: DataKind,
+    seed: u64,
+    p: usize,
+    noise: f64,
+    labels: Labels,
+    idx: impl IntoIterator<Item = usize>,
+) -> Rows {
+    if let (DataKind::SoftmaxSynthetic, Labels::Classes(c)) = (kind, labels) {
+        return class_rows(seed, p, c, noise, idx);
+    }
     let theta = theta_star(kind, seed, p).expect("synthetic kind");
     let (mut xs, mut ys) = (vec![], vec![]);
     let mut x = vec![0.0; p];
@@ -112,10 +132,34 @@ pub fn synthetic_rows(kind: DataKind, seed: u64, p: usize, noise: f64, idx: impl
         let y = match kind {
             DataKind::LinearSynthetic => z + noise * nr.normal(),
             DataKind::LogisticSynthetic => f64::from(nr.uniform() < 1.0 / (1.0 + libm::exp(-z))),
-            DataKind::Libsvm => unreachable!(),
+            DataKind::SoftmaxSynthetic | DataKind::Libsvm => unreachable!("not a linear synthetic set"),
         };
         xs.extend_from_slice(&x);
         ys.push(y);
+    }
+    Rows::from_vecs(p, xs, ys)
+}
+
+/// Rows of `softmax-synthetic` with `classes` classes.
+fn class_rows(seed: u64, p: usize, classes: usize, noise: f64, idx: impl IntoIterator<Item = usize>) -> Rows {
+    let w = class_weights(seed, p, classes);
+    let (mut xs, mut ys) = (vec![], vec![]);
+    let mut x = vec![0.0; p];
+    for i in idx {
+        let mut rng = Rng::from_key(&[seed, domain::FEATURES, i as u64]);
+        for v in x.iter_mut() {
+            *v = rng.normal();
+        }
+        let mut nr = Rng::from_key(&[seed, domain::NOISE, i as u64]);
+        let mut best = (f64::NEG_INFINITY, 0);
+        for c in 0..classes {
+            let z: f64 = x.iter().zip(&w[c * p..(c + 1) * p]).map(|(a, b)| a * b).sum::<f64>() + noise * nr.normal();
+            if z > best.0 {
+                best = (z, c);
+            }
+        }
+        xs.extend_from_slice(&x);
+        ys.push(best.1 as f64);
     }
     Rows::from_vecs(p, xs, ys)
 }
@@ -138,7 +182,7 @@ struct Reader<'a, R: BufRead> {
     ln: usize,
     origin: &'a str,
     features: Option<usize>,
-    loss: Loss,
+    labels: Labels,
 }
 
 impl<R: BufRead> Reader<'_, R> {
@@ -161,12 +205,24 @@ impl<R: BufRead> Reader<'_, R> {
             if !y.is_finite() {
                 return Err(self.bad(format!("label `{lab}` is not finite")));
             }
-            if self.loss == Loss::Logistic {
-                y = match y {
-                    1.0 => 1.0,
-                    0.0 | -1.0 => 0.0,
-                    _ => return Err(self.bad(format!("label `{lab}` is not 0, 1 or -1 (model.loss = \"logistic\")"))),
-                };
+            match self.labels {
+                Labels::Real => {}
+                Labels::Binary => {
+                    y = match y {
+                        1.0 => 1.0,
+                        0.0 | -1.0 => 0.0,
+                        _ => {
+                            return Err(self.bad(format!("label `{lab}` is not 0, 1 or -1 (model.loss = \"logistic\")")))
+                        }
+                    };
+                }
+                Labels::Classes(c) => {
+                    if y.fract() != 0.0 || y < 0.0 || y >= c as f64 {
+                        return Err(
+                            self.bad(format!("label `{lab}` is not a class 0..{} ({c} classes in [model])", c - 1))
+                        );
+                    }
+                }
             }
             let mut feats: Vec<(usize, f64)> = Vec::new();
             for tok in it {
@@ -209,9 +265,9 @@ pub fn libsvm_shape(
     origin: &str,
     max_samples: Option<usize>,
     features: Option<usize>,
-    loss: Loss,
+    labels: Labels,
 ) -> Result<Shape, DataError> {
-    let mut r = Reader { lines: text.lines(), ln: 0, origin, features, loss };
+    let mut r = Reader { lines: text.lines(), ln: 0, origin, features, labels };
     let (mut n, mut width) = (0usize, 0usize);
     while max_samples.is_none_or(|m| n < m) {
         let Some(line) = r.next_line()? else { break };
@@ -230,12 +286,18 @@ pub fn libsvm_shape(
 }
 
 /// The rows with the given indices (any order, repeats allowed) of a LIBSVM text, `p` wide.
-pub fn libsvm_rows(text: impl BufRead, origin: &str, p: usize, loss: Loss, idx: &[usize]) -> Result<Rows, DataError> {
+pub fn libsvm_rows(
+    text: impl BufRead,
+    origin: &str,
+    p: usize,
+    labels: Labels,
+    idx: &[usize],
+) -> Result<Rows, DataError> {
     let mut wanted: Vec<(usize, usize)> = idx.iter().copied().enumerate().map(|(k, i)| (i, k)).collect();
     wanted.sort_unstable();
     let mut x = vec![0.0; idx.len() * p];
     let mut y = vec![0.0; idx.len()];
-    let mut r = Reader { lines: text.lines(), ln: 0, origin, features: Some(p), loss };
+    let mut r = Reader { lines: text.lines(), ln: 0, origin, features: Some(p), labels };
     let mut row = 0usize;
     let mut next = 0usize;
     while next < wanted.len() {
@@ -264,38 +326,38 @@ pub fn parse_libsvm(
     origin: &str,
     max_samples: Option<usize>,
     features: Option<usize>,
-    loss: Loss,
+    labels: Labels,
 ) -> Result<Rows, DataError> {
-    let shape = libsvm_shape(text.as_bytes(), origin, max_samples, features, loss)?;
-    libsvm_rows(text.as_bytes(), origin, shape.features, loss, &(0..shape.samples).collect::<Vec<_>>())
+    let shape = libsvm_shape(text.as_bytes(), origin, max_samples, features, labels)?;
+    libsvm_rows(text.as_bytes(), origin, shape.features, labels, &(0..shape.samples).collect::<Vec<_>>())
 }
 
 /// Shape of the configured data set (streams a LIBSVM file once).
-pub fn shape(data: &DataConfig, loss: Loss) -> Result<Shape, DataError> {
+pub fn shape(data: &DataConfig, labels: Labels) -> Result<Shape, DataError> {
     match data.kind {
         DataKind::Libsvm => {
             let path = Path::new(data.path.as_deref().expect("validated"));
-            libsvm_shape(open(path)?, &path.display().to_string(), data.samples, data.features, loss)
+            libsvm_shape(open(path)?, &path.display().to_string(), data.samples, data.features, labels)
         }
         _ => Ok(Shape { samples: data.samples.expect("validated"), features: data.features.expect("validated") }),
     }
 }
 
 /// The rows with the given indices of the configured data set, `p` wide.
-pub fn rows(data: &DataConfig, seed: u64, loss: Loss, p: usize, idx: &[usize]) -> Result<Rows, DataError> {
+pub fn rows(data: &DataConfig, seed: u64, labels: Labels, p: usize, idx: &[usize]) -> Result<Rows, DataError> {
     match data.kind {
         DataKind::Libsvm => {
             let path = Path::new(data.path.as_deref().expect("validated"));
-            libsvm_rows(open(path)?, &path.display().to_string(), p, loss, idx)
+            libsvm_rows(open(path)?, &path.display().to_string(), p, labels, idx)
         }
-        kind => Ok(synthetic_rows(kind, seed, p, data.noise, idx.iter().copied())),
+        kind => Ok(synthetic_rows(kind, seed, p, data.noise, labels, idx.iter().copied())),
     }
 }
 
 /// The whole data set (reference computations).
-pub fn load_all(data: &DataConfig, seed: u64, loss: Loss) -> Result<Rows, DataError> {
-    let s = shape(data, loss)?;
-    rows(data, seed, loss, s.features, &(0..s.samples).collect::<Vec<_>>())
+pub fn load_all(data: &DataConfig, seed: u64, labels: Labels) -> Result<Rows, DataError> {
+    let s = shape(data, labels)?;
+    rows(data, seed, labels, s.features, &(0..s.samples).collect::<Vec<_>>())
 }
 
 #[cfg(test)]
@@ -304,18 +366,18 @@ mod tests {
 
     #[test]
     fn synthetic_rows_are_reproducible_by_index() {
-        let all = synthetic_rows(DataKind::LinearSynthetic, 3, 5, 1.0, 0..10);
-        let some = synthetic_rows(DataKind::LinearSynthetic, 3, 5, 1.0, [7, 2]);
+        let all = synthetic_rows(DataKind::LinearSynthetic, 3, 5, 1.0, Labels::Real, 0..10);
+        let some = synthetic_rows(DataKind::LinearSynthetic, 3, 5, 1.0, Labels::Real, [7, 2]);
         assert_eq!(some.row(0), all.row(7));
         assert_eq!(some.y[1], all.y[2]);
-        let other_seed = synthetic_rows(DataKind::LinearSynthetic, 4, 5, 1.0, 0..1);
+        let other_seed = synthetic_rows(DataKind::LinearSynthetic, 4, 5, 1.0, Labels::Real, 0..1);
         assert_ne!(other_seed.row(0), all.row(0));
     }
 
     /// Golden values: the first synthetic row (a change of generator is a visible change).
     #[test]
     fn synthetic_golden_values() {
-        let r = synthetic_rows(DataKind::LinearSynthetic, 1, 3, 1.0, [0]);
+        let r = synthetic_rows(DataKind::LinearSynthetic, 1, 3, 1.0, Labels::Real, [0]);
         assert_eq!(r.row(0), GOLDEN_ROW0, "synthetic data generation changed");
         assert_eq!(r.y[0], GOLDEN_Y0);
     }
@@ -325,13 +387,13 @@ mod tests {
     #[test]
     fn linear_labels_follow_the_model() {
         let p = 8;
-        let rows = synthetic_rows(DataKind::LinearSynthetic, 1, p, 0.0, 0..50);
+        let rows = synthetic_rows(DataKind::LinearSynthetic, 1, p, 0.0, Labels::Real, 0..50);
         let th = theta_star(DataKind::LinearSynthetic, 1, p).unwrap();
         for i in 0..50 {
             let z: f64 = rows.row(i).iter().zip(&th).map(|(a, b)| a * b).sum();
             assert!((z - rows.y[i]).abs() < 1e-12);
         }
-        let lg = synthetic_rows(DataKind::LogisticSynthetic, 1, p, 0.0, 0..2000);
+        let lg = synthetic_rows(DataKind::LogisticSynthetic, 1, p, 0.0, Labels::Real, 0..2000);
         assert!(lg.y.iter().all(|&y| y == 0.0 || y == 1.0));
         let frac = lg.y.sum() / 2000.0;
         assert!((0.35..0.65).contains(&frac), "{frac}");
@@ -340,15 +402,15 @@ mod tests {
     #[test]
     fn libsvm_parsing_and_errors() {
         let text = "+1 1:0.5 3:2\n-1 2:1 # comment\n\n0 1:1\n";
-        let r = parse_libsvm(text, "f", None, None, Loss::Logistic).unwrap();
+        let r = parse_libsvm(text, "f", None, None, Labels::Binary).unwrap();
         assert_eq!(r.p(), 3);
         assert_eq!(r.len(), 3);
         assert_eq!(r.row(0), &[0.5, 0.0, 2.0]);
         assert_eq!(r.labels(), &[1.0, 0.0, 0.0]);
-        let r = parse_libsvm(text, "f", Some(2), Some(5), Loss::LeastSquares).unwrap();
+        let r = parse_libsvm(text, "f", Some(2), Some(5), Labels::Real).unwrap();
         assert_eq!((r.len(), r.p()), (2, 5));
         assert_eq!(r.labels(), &[1.0, -1.0]);
-        let e = |t: &str| parse_libsvm(t, "f", None, None, Loss::Logistic).unwrap_err().0;
+        let e = |t: &str| parse_libsvm(t, "f", None, None, Labels::Binary).unwrap_err().0;
         assert_eq!(e("1 1:1\n1 0:3\n"), "f:2: index 0 in `0:3`: LIBSVM indices start at 1");
         assert!(e("1 1:x\n").starts_with("f:1: value"));
         assert!(e("abc 1:1\n").starts_with("f:1: label"));
@@ -361,16 +423,31 @@ mod tests {
             "{}",
             e("1 4000000000:1\n")
         );
-        assert!(parse_libsvm("1 1:1\n", "f", Some(4), None, Loss::Logistic).unwrap_err().0.contains("only 1 lines"));
+        assert!(parse_libsvm("1 1:1\n", "f", Some(4), None, Labels::Binary).unwrap_err().0.contains("only 1 lines"));
+    }
+
+    #[test]
+    fn class_labels_are_integers_below_the_classes() {
+        let r = parse_libsvm("0 1:1\n9 2:1\n", "f", None, None, Labels::Classes(10)).unwrap();
+        assert_eq!(r.labels(), &[0.0, 9.0]);
+        let e = |t: &str| parse_libsvm(t, "f", None, None, Labels::Classes(10)).unwrap_err().0;
+        assert_eq!(e("0 1:1\n10 1:1\n"), "f:2: label `10` is not a class 0..9 (10 classes in [model])");
+        assert!(e("1.5 1:1\n").starts_with("f:1: label `1.5`"));
+        assert!(e("-1 1:1\n").starts_with("f:1: label `-1`"));
+        let s = synthetic_rows(DataKind::SoftmaxSynthetic, 5, 4, 0.1, Labels::Classes(3), 0..600);
+        let mut counts = [0; 3];
+        s.labels().iter().for_each(|&y| counts[y as usize] += 1);
+        assert!(counts.iter().all(|&c| c > 100), "every class drawn: {counts:?}");
+        assert_eq!(synthetic_rows(DataKind::SoftmaxSynthetic, 5, 4, 0.1, Labels::Classes(3), [7]), s.select([7]));
     }
 
     #[test]
     fn a_rank_reads_only_its_rows_in_its_order() {
         let text = "1 1:1\n0 2:2\n1 3:3\n0 1:4 3:5\n";
-        let all = parse_libsvm(text, "f", None, None, Loss::Logistic).unwrap();
-        let some = libsvm_rows(text.as_bytes(), "f", 3, Loss::Logistic, &[3, 1, 3]).unwrap();
+        let all = parse_libsvm(text, "f", None, None, Labels::Binary).unwrap();
+        let some = libsvm_rows(text.as_bytes(), "f", 3, Labels::Binary, &[3, 1, 3]).unwrap();
         assert_eq!(some, all.select([3, 1, 3]));
-        let e = libsvm_rows(text.as_bytes(), "f", 3, Loss::Logistic, &[9]).unwrap_err();
+        let e = libsvm_rows(text.as_bytes(), "f", 3, Labels::Binary, &[9]).unwrap_err();
         assert_eq!(e.0, "f: row 10 asked for but the file has only 4 lines of data");
     }
 }

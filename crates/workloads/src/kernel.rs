@@ -65,6 +65,7 @@ pub fn loss_and_slope(loss: Loss, z: f64, y: f64) -> (f64, f64) {
             };
             (softplus(z) - y * z, sigma - y)
         }
+        Loss::Softmax => unreachable!("a softmax is a network (net::Net), not a linear model"),
     }
 }
 

@@ -3,8 +3,11 @@
 //! - [`data`]: synthetic linear and logistic data sets generated row by row from the seed (so a
 //!   worker generates exactly its rows), and the LIBSVM reader (every rank streams the file and
 //!   keeps its own rows).
-//! - [`kernel`]: the weighted gradient-and-loss kernel every node runs:
-//!   `Σ c·∇ℓ(θ; x)` over its points, fused so the data is read once.
+//! - [`kernel`]: the weighted gradient-and-loss kernel of a linear model:
+//!   `Σ c·∇ℓ(θ; x)` over a node's points, fused so the data is read once.
+//! - [`net`]: the models (linear, least squares on C outputs, softmax networks with ReLU hidden
+//!   layers through BLAS), their flat parameter layout and initialisation.
+//! - [`batch`]: mini-batches every rank, scheme and the reference draw alike.
 //! - [`graph`]: PageRank graphs (SNAP edge lists, seeded generators).
 //! - [`matrix`]: mat-vec matrices (generated from the seed, or Matrix Market files) and vectors.
 //! - [`Job`]: what is computed, one implementation per job ([`GradientDescent`], [`Matvec`],
@@ -12,12 +15,14 @@
 //!   a config into its plan (the problem's size read by [`shape`]).
 //! - [`reference`]: plain serial gradient descent on the whole data set — the independent
 //!   computation exactness tests compare against.
-//! - [`metrics`]: normalised error, relative change, step sizes.
+//! - [`metrics`]: normalised error, relative change, step sizes, the optimizer step.
 //! - [`load_config`]: read a config file (and the straggler parameter file it names).
 //! - [`input`]: opening input files, refusing what is not a regular file (a FIFO would block).
 #![deny(missing_docs)]
 
+pub mod batch;
 pub mod bench;
+mod blas;
 pub mod data;
 pub mod graph;
 pub mod input;
@@ -26,6 +31,7 @@ pub mod kernel;
 pub mod matrix;
 pub mod memory;
 pub mod metrics;
+pub mod net;
 pub mod reference;
 
 pub use data::{DataError, Rows, Shape};

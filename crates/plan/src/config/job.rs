@@ -16,6 +16,9 @@ pub enum DataKind {
     LinearSynthetic,
     /// x ~ N(0, I_p), θ* ~ N(0, I_p/p), y ~ Bernoulli(σ(xᵀθ*)).
     LogisticSynthetic,
+    /// x ~ N(0, I_p), W* ~ N(0, I/p) (C × p), y = argmax_c (W*x + noise·z)_c, z ~ N(0, I_C):
+    /// class labels 0..C−1 (C = `model.classes` or `model.outputs`).
+    SoftmaxSynthetic,
     /// A LIBSVM-format file (`label index:value ...`, 1-based indices).
     Libsvm,
 }
@@ -26,6 +29,7 @@ impl DataKind {
         match self {
             DataKind::LinearSynthetic => "linear-synthetic",
             DataKind::LogisticSynthetic => "logistic-synthetic",
+            DataKind::SoftmaxSynthetic => "softmax-synthetic",
             DataKind::Libsvm => "libsvm",
         }
     }
@@ -68,6 +72,9 @@ pub enum Loss {
     LeastSquares,
     /// log(1 + e^{xᵀθ}) − y·xᵀθ, labels in {0, 1}
     Logistic,
+    /// Cross-entropy of a softmax over `model.classes` outputs (after `model.hidden` ReLU
+    /// layers), labels in 0..C−1.
+    Softmax,
 }
 
 impl Loss {
@@ -76,8 +83,32 @@ impl Loss {
         match self {
             Loss::LeastSquares => "least-squares",
             Loss::Logistic => "logistic",
+            Loss::Softmax => "softmax",
         }
     }
+}
+
+/// What a data set's labels must be, by the model that reads them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Labels {
+    /// Any finite number (least squares, one output).
+    Real,
+    /// 0 or 1 (−1 is read as 0): binary logistic regression.
+    Binary,
+    /// An integer class 0..C−1 (softmax, or least squares on C one-hot outputs).
+    Classes(usize),
+}
+
+/// Initial parameters of a network.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Init {
+    /// Every parameter 0 (what a linear model starts from).
+    Zero,
+    /// W ~ N(0, 2/inputs) (He et al. 2015, for ReLU layers), b = 0.
+    He,
+    /// W ~ U(±√(6/(inputs + outputs))) (Glorot and Bengio 2010), b = 0.
+    Xavier,
 }
 
 /// Step-size schedule.
@@ -91,7 +122,8 @@ pub enum Schedule {
     Inverse,
 }
 
-/// `[model]`: θ ← θ − η_t·(g/d + λθ), θ₀ = 0, g the gradient *sum* over the d samples.
+/// `[model]`: θ ← θ − η_t·(g/b + λθ) (with momentum: through the velocity), g the gradient
+/// *sum* over the b samples of the iteration (every sample, b = d, in full batch).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ModelConfig {
@@ -108,10 +140,90 @@ pub struct ModelConfig {
     /// Offset c of the inverse schedule.
     #[serde(default = "default_c")]
     pub c: f64,
+    /// Classes C of a softmax model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub classes: Option<usize>,
+    /// Outputs C of a least-squares model (θ is p × C, labels one-hot); 1 when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outputs: Option<usize>,
+    /// Widths of a softmax model's ReLU hidden layers, input side first (empty: softmax
+    /// regression).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hidden: Vec<usize>,
+    /// Initial parameters (default: zero without hidden layers, He with).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init: Option<Init>,
+    /// A file of initial parameters, one per line, in the model's layout (overrides `init`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init_path: Option<String>,
+    /// Samples per iteration (mini-batch SGD); every sample when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch: Option<usize>,
+    /// Momentum μ (0: plain gradient descent).
+    #[serde(default)]
+    pub momentum: f64,
+    /// Nesterov's momentum instead of the heavy ball.
+    #[serde(default)]
+    pub nesterov: bool,
+    /// Iterations at which η is multiplied by `decay` (step decay).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub decay_at: Vec<u64>,
+    /// Factor of each step decay.
+    #[serde(default = "default_decay")]
+    pub decay: f64,
+    /// Iterations of linear warm-up: η_t scaled by (t + 1)/warmup while t < warmup.
+    #[serde(default)]
+    pub warmup: u64,
 }
 
 fn default_c() -> f64 {
     1.0
+}
+
+fn default_decay() -> f64 {
+    0.1
+}
+
+impl ModelConfig {
+    /// A linear model of `loss` at learning rate `lr`, every other key at its default.
+    pub fn linear(loss: Loss, lr: f64) -> Self {
+        ModelConfig {
+            loss,
+            lr,
+            l2: 0.0,
+            schedule: Schedule::Constant,
+            c: 1.0,
+            classes: None,
+            outputs: None,
+            hidden: vec![],
+            init: None,
+            init_path: None,
+            batch: None,
+            momentum: 0.0,
+            nesterov: false,
+            decay_at: vec![],
+            decay: default_decay(),
+            warmup: 0,
+        }
+    }
+
+    /// What the labels must be.
+    pub fn labels(&self) -> Labels {
+        match (self.loss, self.classes, self.outputs) {
+            (Loss::Softmax, c, _) => Labels::Classes(c.unwrap_or(0)),
+            (Loss::LeastSquares, _, Some(c)) if c > 1 => Labels::Classes(c),
+            (Loss::LeastSquares, _, _) => Labels::Real,
+            (Loss::Logistic, _, _) => Labels::Binary,
+        }
+    }
+
+    /// Classes of the labels, when they are classes (softmax, or least squares on C outputs).
+    pub fn classes(&self) -> Option<usize> {
+        match self.labels() {
+            Labels::Classes(c) => Some(c),
+            Labels::Real | Labels::Binary => None,
+        }
+    }
 }
 
 /// Gradient descent of a linear model: `[data]` and `[model]`.
@@ -648,7 +760,7 @@ impl GdConfig {
     fn validate(&self, workers: usize) -> Result<(), ConfigError> {
         let d = &self.data;
         match d.kind {
-            DataKind::LinearSynthetic | DataKind::LogisticSynthetic => {
+            DataKind::LinearSynthetic | DataKind::LogisticSynthetic | DataKind::SoftmaxSynthetic => {
                 if d.path.is_some() {
                     return err(
                         "data.path",
@@ -688,10 +800,10 @@ impl GdConfig {
                     ),
                 )
             }
-            Some(_) if self.model.loss != Loss::Logistic => {
+            Some(_) if self.model.labels() == Labels::Real => {
                 return err(
                     "data.test_path",
-                    "reports classification accuracy: it needs model.loss = \"logistic\" (0/1 labels)",
+                    "reports classification accuracy: it needs class labels (model.loss = \"logistic\" or \"softmax\", or least squares with model.outputs = C)",
                 )
             }
             Some(p) if p.is_empty() => return err("data.test_path", "is empty"),
@@ -705,6 +817,28 @@ impl GdConfig {
                 "model.loss",
                 "= \"logistic\" needs 0/1 labels, but data.kind = \"linear-synthetic\" has real-valued labels",
             );
+        }
+        self.model.validate()?;
+        let classes = self.model.classes();
+        match (d.kind, classes) {
+            (DataKind::SoftmaxSynthetic, None) => {
+                return err(
+                    "data.kind",
+                    "= \"softmax-synthetic\" has class labels: it needs model.loss = \"softmax\" (or least squares with model.outputs ≥ 2)",
+                )
+            }
+            (DataKind::LinearSynthetic | DataKind::LogisticSynthetic, Some(_)) => {
+                return err(
+                    "data.kind",
+                    format!("= \"{}\" has no class labels: use \"softmax-synthetic\" or a LIBSVM file for model.loss = \"{}\"", d.kind.name(), self.model.loss.name()),
+                )
+            }
+            _ => {}
+        }
+        if let (Some(b), Some(samples)) = (self.model.batch, d.samples) {
+            if b > samples {
+                return err("model.batch", format!("= {b} is larger than the {samples} samples (data.samples)"));
+            }
         }
         if let Some(samples) = d.samples {
             if workers > 0 && samples < workers {
@@ -723,6 +857,84 @@ impl GdConfig {
         }
         if !(m.c.is_finite() && m.c > 0.0) {
             return err("model.c", format!("= {}: must be positive (η_t = lr/(t + c))", m.c));
+        }
+        Ok(())
+    }
+}
+
+/// Largest number of classes, outputs or hidden units of a layer.
+const MAX_LAYER: usize = 1 << 20;
+
+impl ModelConfig {
+    /// The network's keys: classes, outputs, hidden layers, initialisation, batch, momentum and
+    /// the step's decay and warm-up.
+    fn validate(&self) -> Result<(), ConfigError> {
+        match (self.loss, self.classes) {
+            (Loss::Softmax, None) => {
+                return err("model.classes", "missing: model.loss = \"softmax\" needs the number of classes")
+            }
+            (Loss::Softmax, Some(c)) if c < 2 => {
+                return err("model.classes", format!("= {c}: a softmax needs at least 2 classes"))
+            }
+            (Loss::Softmax, Some(c)) if c > MAX_LAYER => {
+                return err("model.classes", format!("= {c}: at most {MAX_LAYER}"))
+            }
+            (loss, Some(_)) if loss != Loss::Softmax => {
+                return err(
+                    "model.classes",
+                    format!(
+                        "is for model.loss = \"softmax\", not \"{}\" (least squares on C outputs: model.outputs)",
+                        loss.name()
+                    ),
+                )
+            }
+            _ => {}
+        }
+        match (self.loss, self.outputs) {
+            (Loss::LeastSquares, Some(0)) => return err("model.outputs", "must be at least 1"),
+            (Loss::LeastSquares, Some(c)) if c > MAX_LAYER => {
+                return err("model.outputs", format!("= {c}: at most {MAX_LAYER}"))
+            }
+            (loss, Some(_)) if loss != Loss::LeastSquares => {
+                return err(
+                    "model.outputs",
+                    format!(
+                        "is for model.loss = \"least-squares\", not \"{}\" (a softmax's outputs: model.classes)",
+                        loss.name()
+                    ),
+                )
+            }
+            _ => {}
+        }
+        if !self.hidden.is_empty() && self.loss != Loss::Softmax {
+            return err(
+                "model.hidden",
+                format!("hidden layers are for model.loss = \"softmax\", not \"{}\"", self.loss.name()),
+            );
+        }
+        if let Some(i) = self.hidden.iter().position(|&h| h == 0 || h > MAX_LAYER) {
+            return err(
+                &format!("model.hidden[{i}]"),
+                format!("= {}: a layer has 1 to {MAX_LAYER} units", self.hidden[i]),
+            );
+        }
+        if self.init_path.as_deref() == Some("") {
+            return err("model.init_path", "is empty");
+        }
+        if self.batch == Some(0) {
+            return err("model.batch", "must be at least 1 (leave it out for full batch)");
+        }
+        if !(self.momentum.is_finite() && (0.0..1.0).contains(&self.momentum)) {
+            return err("model.momentum", format!("= {}: must be in [0, 1)", self.momentum));
+        }
+        if self.nesterov && self.momentum == 0.0 {
+            return err("model.nesterov", "= true needs model.momentum > 0");
+        }
+        if !(self.decay.is_finite() && self.decay > 0.0) {
+            return err("model.decay", format!("= {}: must be a positive factor", self.decay));
+        }
+        if let Some(w) = self.decay_at.windows(2).position(|w| w[0] >= w[1]) {
+            return err(&format!("model.decay_at[{}]", w + 1), "the iterations must be increasing");
         }
         Ok(())
     }

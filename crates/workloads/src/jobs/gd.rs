@@ -1,9 +1,11 @@
-//! `job.kind = "gd"`: synchronous gradient descent of a linear model (`[data]`, `[model]`).
+//! `job.kind = "gd"`: synchronous (stochastic) gradient descent of a model (`[data]`,
+//! `[model]`): a linear model, least squares on C outputs, or a softmax network ([`Net`]).
 //!
-//! Every node computes `Σ c·∇ℓ(θ; x)` and the loss over each of its parts (the fused kernel);
-//! the delivered total (p gradient sums and the loss) updates θ ← θ − η_t·(g/d + λθ). The engine
+//! Every node computes `Σ c·∇ℓ(θ; x)` and the loss over each of its parts — over the part's
+//! rows in the iteration's mini-batch ([`Batches`]) when `model.batch` is set; the delivered
+//! total (the P gradient sums and the loss) is one optimizer step ([`Optimizer`]). The engine
 //! holds one rank's rows, the simulator's arithmetic every rank's. The logging rank reports
-//! ‖θ − θ*‖²/‖θ*‖² on synthetic data and the accuracy on `data.test_path`.
+//! ‖θ − θ*‖²/‖θ*‖² on synthetic linear data, and the accuracy and mean loss on `data.test_path`.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -13,42 +15,52 @@ use outrun_plan::{Plan, Shape};
 use outrun_proto::Frame;
 
 use super::{Applied, Job, JobError, Metrics};
+use crate::batch::Batches;
 use crate::data::{self, DataError, Rows};
-use crate::kernel::gradient_paced;
-use crate::metrics::{accuracy, gd_step, normalized_error};
+use crate::metrics::{normalized_error, Optimizer};
+use crate::net::{Net, BLOCK};
 
-/// One part of a node: its rows and their coefficients.
+/// One part of a node: its rows, their indices in the data set and their coefficients.
 struct Part {
     rows: Rows,
+    idx: Vec<usize>,
     coef: Vec<f64>,
 }
 
-/// Gradient descent of a linear model.
+/// Gradient descent of a model.
 pub struct GradientDescent {
     config: GdConfig,
     seed: u64,
     samples: usize,
     p: usize,
+    net: Net,
     iterations: u64,
     theta: Vec<f64>,
+    optimizer: Optimizer,
+    batches: Option<Batches>,
     parts: HashMap<usize, Vec<Part>>,
     pace: usize,
-    /// θ* (synthetic data) and the held-out set, on the logging rank.
+    /// θ* (synthetic linear data) and the held-out set, on the logging rank.
     star: Option<Vec<f64>>,
     test: Option<Rows>,
 }
 
 impl GradientDescent {
-    /// The job of `plan`, with no rows loaded.
+    /// The job of `plan`, with no rows loaded; θ₀ is the seeded initialisation (`model.init_path`
+    /// is read by [`Job::load`]).
     pub fn new(plan: &Plan, config: &GdConfig) -> Self {
         let p = plan.job.features;
+        let net = Net::new(&config.model, p);
         GradientDescent {
             config: config.clone(),
             seed: plan.run.seed,
             samples: plan.samples,
             p,
+            theta: net.init(config.model.init, plan.run.seed, p),
+            net,
             iterations: plan.run.iterations,
-            theta: vec![0.0; p],
+            optimizer: Optimizer::default(),
+            batches: config.model.batch.map(|b| Batches::new(plan.samples, b.min(plan.samples), plan.run.seed)),
             parts: HashMap::new(),
             pace: usize::MAX,
             star: None,
@@ -62,14 +74,34 @@ impl GradientDescent {
     }
 
     fn rows(&self, idx: &[usize]) -> Result<Rows, DataError> {
-        data::rows(&self.config.data, self.seed, self.config.model.loss, self.p, idx)
+        data::rows(&self.config.data, self.seed, self.config.model.labels(), self.p, idx)
+    }
+
+    /// The parameters' count P.
+    fn params(&self) -> usize {
+        self.net.len(self.p)
+    }
+
+    /// Samples of iteration `t` (b, or d in full batch).
+    fn batch_size(&self, t: u64) -> usize {
+        self.batches.as_ref().map_or(self.samples, |b| b.size(t))
     }
 }
 
-/// The data set's shape; its held-out set, if any, is read and checked here, before MPI.
+/// The data set's shape; its held-out set and initial parameters, if any, are read and checked
+/// here, before MPI.
 pub(super) fn shape(c: &GdConfig) -> Result<Shape, DataError> {
-    let shape = data::shape(&c.data, c.model.loss)?;
+    let shape = data::shape(&c.data, c.model.labels())?;
     test_set(c, shape.features)?;
+    if let Some(b) = c.model.batch.filter(|&b| b > shape.samples) {
+        return Err(DataError(format!(
+            "model.batch = {b} is larger than the {} samples of the data set",
+            shape.samples
+        )));
+    }
+    if let Some(path) = c.model.init_path.as_deref() {
+        Net::new(&c.model, shape.features).read_init(path, shape.features)?;
+    }
     Ok(shape)
 }
 
@@ -78,7 +110,7 @@ fn test_set(c: &GdConfig, p: usize) -> Result<Option<Rows>, DataError> {
     let Some(path) = c.data.test_path.as_deref() else { return Ok(None) };
     let text = crate::input::read_to_string(std::path::Path::new(path))
         .map_err(|e| DataError(format!("data.test_path: cannot read `{path}`: {e}")))?;
-    data::parse_libsvm(&text, path, None, Some(p), c.model.loss).map(Some)
+    data::parse_libsvm(&text, path, None, Some(p), c.model.labels()).map(Some)
 }
 
 /// Model-sized vectors a rank keeps at once (θ, parts' results, received frames, the total).
@@ -91,14 +123,18 @@ impl Job for GradientDescent {
 
     fn problem(&self) -> String {
         let d = &self.config.data;
+        let model = match &self.net {
+            crate::net::Net::Linear(loss) => format!("{} loss", loss.name()),
+            net => net.describe(),
+        };
         format!(
-            "{} data, d = {}, p = {}, seed {}{}, {} loss",
+            "{} data, d = {}, p = {}, seed {}{}, {model}{}",
             d.kind.name(),
             self.samples,
             self.p,
             self.seed,
             d.path.as_ref().map_or(String::new(), |p| format!(", file {p}")),
-            self.config.model.loss.name()
+            self.config.model.batch.map_or(String::new(), |b| format!(", batch {b}"))
         )
     }
 
@@ -106,26 +142,47 @@ impl Job for GradientDescent {
         "theta.txt"
     }
 
+    fn columns(&self) -> &'static [&'static str] {
+        if self.config.data.test_path.is_some() {
+            &["test_loss"]
+        } else {
+            &[]
+        }
+    }
+
     fn len(&self, _rank: usize) -> usize {
-        self.p + 1
+        self.params() + 1
     }
 
     fn model_len(&self) -> usize {
-        self.p
+        self.params()
+    }
+
+    fn work(&self, t: u64) -> f64 {
+        self.net.cost(self.p) * self.batch_size(t) as f64 / self.samples.max(1) as f64
     }
 
     /// Each rank holds its rows densely (load × p values, one copy per part), a few model-sized
-    /// vectors, and one per part and child.
+    /// vectors, one per part and child, and a block of a network's activations.
     fn memory(&mut self, plan: &Plan) -> Result<Vec<u64>, DataError> {
         let p = self.p as u64;
-        let vec_bytes = (p + 1).saturating_mul(8);
+        let widths = match &self.net {
+            Net::Softmax { sizes } => sizes.iter().sum::<usize>() as u64,
+            Net::MultiOutput { outputs, .. } => *outputs as u64,
+            Net::Linear(_) => 0,
+        };
+        let acts = (BLOCK as u64) * widths * 3 * 8;
+        let vec_bytes = (self.params() as u64 + 1).saturating_mul(8);
         Ok(plan
             .nodes
             .iter()
             .map(|n| {
                 let rows = n.load() as u64;
                 let parts = (n.parts.len() as u64).max(1) + n.children.len() as u64;
-                rows.saturating_mul(p).saturating_mul(8).saturating_add(vec_bytes.saturating_mul(VECTORS + parts))
+                rows.saturating_mul(p)
+                    .saturating_mul(8)
+                    .saturating_add(vec_bytes.saturating_mul(VECTORS + parts))
+                    .saturating_add(acts)
             })
             .collect())
     }
@@ -137,17 +194,21 @@ impl Job for GradientDescent {
                 .iter()
                 .map(|set| {
                     let idx: Vec<usize> = set.points().map(|(i, _)| i).collect();
-                    Ok(Part { rows: self.rows(&idx)?, coef: set.points().map(|(_, c)| c).collect() })
+                    Ok(Part { rows: self.rows(&idx)?, idx, coef: set.points().map(|(_, c)| c).collect() })
                 })
                 .collect::<Result<Vec<_>, DataError>>()?;
             self.parts.insert(rank, mine);
+        }
+        if let Some(path) = self.config.model.init_path.as_deref() {
+            self.theta = self.net.read_init(path, self.p)?;
         }
         Ok(())
     }
 
     fn load_metrics(&mut self) -> Result<(), DataError> {
         let kind = self.config.data.kind;
-        self.star = (kind != DataKind::Libsvm).then(|| data::theta_star(kind, self.seed, self.p)).flatten();
+        let linear = matches!(self.net, Net::Linear(_));
+        self.star = (linear && kind != DataKind::Libsvm).then(|| data::theta_star(kind, self.seed, self.p)).flatten();
         self.test = test_set(&self.config, self.p)?;
         Ok(())
     }
@@ -160,9 +221,8 @@ impl Job for GradientDescent {
         Arc::new(Frame::from_vec(self.theta.clone()))
     }
 
-    fn compute(&mut self, rank: usize, _t: u64, model: &Frame, select: Option<&[usize]>) -> Vec<Frame> {
-        let p = self.p;
-        let loss = self.config.model.loss;
+    fn compute(&mut self, rank: usize, t: u64, model: &Frame, select: Option<&[usize]>) -> Vec<Frame> {
+        let params = self.params();
         let all = &self.parts[&rank];
         let chosen: Vec<_> = match select {
             Some(idx) => idx.iter().map(|&i| &all[i]).collect(),
@@ -171,13 +231,25 @@ impl Job for GradientDescent {
         chosen
             .into_iter()
             .map(|part| {
-                let mut out = vec![0.0; p + 1];
-                out[p] = gradient_paced(
-                    &part.rows,
-                    &part.coef,
+                let mut out = vec![0.0; params + 1];
+                let batch;
+                let (rows, coef) = match self.batches.as_mut() {
+                    None => (&part.rows, &part.coef[..]),
+                    Some(batches) => {
+                        let mine: Vec<usize> =
+                            (0..part.idx.len()).filter(|&k| batches.contains(t, part.idx[k])).collect();
+                        batch = (
+                            part.rows.select(mine.iter().copied()),
+                            mine.iter().map(|&k| part.coef[k]).collect::<Vec<_>>(),
+                        );
+                        (&batch.0, &batch.1[..])
+                    }
+                };
+                out[params] = self.net.gradient(
+                    rows,
+                    coef,
                     model.as_slice(),
-                    loss,
-                    &mut out[..p],
+                    &mut out[..params],
                     self.pace,
                     &mut std::thread::yield_now,
                 );
@@ -188,9 +260,11 @@ impl Job for GradientDescent {
 
     fn apply(&mut self, t: u64, total: Frame) -> Result<Applied, JobError> {
         let total = total.as_slice();
-        let (g, loss) = (&total[..self.p], total[self.p]);
+        let params = self.params();
+        let (g, loss) = (&total[..params], total[params]);
         let model = &self.config.model;
-        gd_step(&mut self.theta, g, self.samples as f64, model, t);
+        let b = self.batch_size(t) as f64;
+        self.optimizer.step(&mut self.theta, g, b, model, t);
         if !self.theta.iter().all(|v| v.is_finite()) || !loss.is_finite() {
             return Err(JobError(format!(
                 "iteration {t}: the model diverged (non-finite θ or loss); lower model.lr (now {})",
@@ -202,16 +276,22 @@ impl Job for GradientDescent {
 
     fn metrics(&self, applied: &Applied) -> super::Metrics {
         let theta = applied.state.as_deref();
+        let eval = theta.zip(self.test.as_ref()).map(|(th, test)| self.net.evaluate(test, th, self.p));
         Metrics {
             error: theta.zip(self.star.as_deref()).map(|(th, star)| normalized_error(th, star)),
-            accuracy: theta.zip(self.test.as_ref()).map(|(th, test)| accuracy(test, th)),
-            columns: vec![],
+            accuracy: eval.map(|e| e.0),
+            columns: if self.test.is_some() { vec![eval.map(|e| e.1)] } else { vec![] },
         }
     }
 
     /// Serial gradient descent on every row (`reference::serial_gd`).
     fn reference(&mut self, _plan: &Plan) -> Result<Vec<f64>, DataError> {
-        let rows = data::load_all(&self.config.data, self.seed, self.config.model.loss)?;
-        Ok(crate::reference::serial_gd(&rows, &self.config.model, self.iterations).pop().expect("θ_0 at least"))
+        let rows = data::load_all(&self.config.data, self.seed, self.config.model.labels())?;
+        let theta0 = match self.config.model.init_path.as_deref() {
+            Some(path) => self.net.read_init(path, self.p)?,
+            None => self.net.init(self.config.model.init, self.seed, self.p),
+        };
+        let traj = crate::reference::serial_train(&rows, &self.config.model, theta0, self.seed, self.iterations);
+        Ok(traj.into_iter().last().expect("θ_0 at least"))
     }
 }

@@ -4,7 +4,7 @@
 //!
 //! | `job.kind` | module | state file | pattern |
 //! |---|---|---|---|
-//! | `gd` | `gd.rs`: gradient descent of a linear model | `theta.txt` | collect tree, ring |
+//! | `gd` | `gd.rs`: (stochastic) gradient descent of a linear model or a network | `theta.txt` | collect tree, ring |
 //! | `matvec` | `matvec.rs`: y = A·x by coded rows, or power iteration | `y.txt` | collect tree |
 //! | `pagerank` | `pagerank.rs`: PageRank on a graph | `ranks.txt` | shuffle |
 
@@ -84,6 +84,12 @@ pub trait Job {
     fn len(&self, rank: usize) -> usize;
     /// Length of the model the root broadcasts (and a ring starts from).
     fn model_len(&self) -> usize;
+    /// The cost of iteration `t`'s computation per point a rank holds, in units of one point
+    /// of a full-batch linear model (the modelled compute time's factor: a mini-batch computes
+    /// on b of d points, a network costs more per point).
+    fn work(&self, _t: u64) -> f64 {
+        1.0
+    }
     /// Length of the state `apply` returns (the state file's values).
     fn state_len(&self) -> usize {
         self.model_len()

@@ -84,13 +84,21 @@ run_mpi_job() {
   return "$rc"
 }
 
-# --quiet is for `outrun train` alone (check and plan do not take it): split it off.
-#   split_quiet "$@"; set -- "${ARGS[@]}"   then   ... train "$config" "$@" "${QUIET[@]}"
-split_quiet() {
-  QUIET=(); ARGS=()
-  local a
-  for a in "$@"; do
-    if [ "$a" = --quiet ] || [ "$a" = -q ]; then QUIET=(--quiet); else ARGS+=("$a"); fi
+# --quiet and --resume RUN_DIR are for `outrun train` alone (check and plan do not take them):
+# split them off.
+#   split_train_only "$@"; set -- "${ARGS[@]}"   then   ... train "$config" "$@" "${TRAIN_ONLY[@]}"
+split_train_only() {
+  TRAIN_ONLY=(); ARGS=()
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --quiet|-q) TRAIN_ONLY+=(--quiet) ;;
+      --resume)
+        if [ $# -lt 2 ]; then echo "launch: --resume needs a run directory" >&2; exit 2; fi
+        TRAIN_ONLY+=(--resume "$2"); shift ;;
+      --resume=*) TRAIN_ONLY+=(--resume "${1#--resume=}") ;;
+      *) ARGS+=("$1") ;;
+    esac
+    shift
   done
 }
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run one experiment on this machine:
-#   launch/local.sh configs/<experiment>.toml [--set section.key=value ...] [--quiet]
+#   launch/local.sh configs/<experiment>.toml [--set section.key=value ...] [--quiet] [--resume RUN_DIR]
 # Computes the number of MPI ranks from the config (outrun plan --ranks), validates the config
 # before MPI starts, and runs mpirun with oversubscription (one rank per slot, no core binding).
 set -euo pipefail
@@ -9,13 +9,13 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bin="${OUTRUN_BIN:-$here/target/release/outrun}"
 
 if [ $# -lt 1 ] || [ "${1:-}" = "-h" ] || [ "${1:-}" = "--help" ]; then
-  echo "usage: launch/local.sh CONFIG [--set section.key=value ...] [--quiet]" >&2
+  echo "usage: launch/local.sh CONFIG [--set section.key=value ...] [--quiet] [--resume RUN_DIR]" >&2
   exit 2
 fi
 config="$1"; shift
 # shellcheck source=launch/lib.sh
 . "$here/launch/lib.sh"
-split_quiet "$@"; set -- "${ARGS[@]}"
+split_train_only "$@"; set -- "${ARGS[@]}"
 export_terminal
 
 if [ ! -x "$bin" ]; then
@@ -44,4 +44,4 @@ bound="${OUTRUN_TIMEOUT:-$("$bin" plan "$config" --job-bound "$@")}"
 # shellcheck disable=SC2086
 run_mpi_job "$bound" mpirun --oversubscribe --bind-to none --map-by slot -np "$np" \
   --mca btl self,vader,tcp --mca btl_base_warn_component_unused 0 \
-  ${OUTRUN_MPIRUN_FLAGS:-} "$bin" train "$config" "$@" "${QUIET[@]}"
+  ${OUTRUN_MPIRUN_FLAGS:-} "$bin" train "$config" "$@" "${TRAIN_ONLY[@]}"

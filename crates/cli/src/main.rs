@@ -29,6 +29,11 @@ enum Cmd {
         /// No progress on stderr (the run's account at the end is still printed).
         #[arg(long, short)]
         quiet: bool,
+        /// Go on from the checkpoint of this run directory (or checkpoint file), written with
+        /// run.checkpoint_every: the run continues at its iteration in a new run directory and
+        /// ends where the uninterrupted run would, bit for bit.
+        #[arg(long, value_name = "RUN_DIR")]
+        resume: Option<PathBuf>,
     },
     /// Print the plan: ranks, topology, each worker's data and coefficients, wait rules. No MPI.
     Plan {
@@ -349,12 +354,38 @@ fn trial_watch(total: usize) -> impl FnMut(usize, usize) -> Result<(), String> {
 }
 
 /// What rank 0 of `outrun train` resolves: the config checked for a real run, and its plan.
-fn prepare(path: &Path, set: &[String]) -> Result<outrun_engine::Prepared, String> {
+fn prepare(path: &Path, set: &[String], resume: Option<&Path>) -> Result<outrun_engine::Prepared, String> {
     let cfg = outrun_workloads::load_config(path, set).map_err(|e| e.to_string())?;
     cfg.validate_for_engine().map_err(|e| e.to_string())?;
     let shape = outrun_workloads::shape(&cfg).map_err(|e| e.to_string())?;
-    let plan = outrun_plan::build(&cfg, shape).map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(outrun_engine::Prepared { plan, config_toml: cfg.to_toml() })
+    let mut plan = outrun_plan::build(&cfg, shape).map_err(|e| format!("{}: {e}", path.display()))?;
+    let resume = resume.map(|dir| resume_from(dir, &mut plan)).transpose()?;
+    Ok(outrun_engine::Prepared { plan, config_toml: cfg.to_toml(), resume })
+}
+
+/// The checkpoint in `dir` for `plan`, which then starts at its iteration; refused when it is
+/// another problem's, or already at the end.
+fn resume_from(dir: &Path, plan: &mut outrun_plan::Plan) -> Result<outrun_runlog::Checkpoint, String> {
+    let c = outrun_runlog::Checkpoint::read(dir)?;
+    let problem = outrun_workloads::job(plan).problem();
+    if c.problem != problem {
+        return Err(format!(
+            "--resume {}: the checkpoint is of another problem (`{}`; this config: `{problem}`)",
+            dir.display(),
+            c.problem
+        ));
+    }
+    if c.iteration >= plan.run.iterations {
+        return Err(format!(
+            "--resume {}: the checkpoint is after iteration {} of run.iterations = {}: nothing left to run",
+            dir.display(),
+            c.iteration,
+            plan.run.iterations
+        ));
+    }
+    plan.run.first = c.iteration;
+    plan.run.resumed_from = Some(dir.display().to_string());
+    Ok(c)
 }
 
 /// The plan of each value of `key` (`text`, a config file's in `dir`, with `set` and
@@ -377,9 +408,9 @@ fn tune_plans<'a>(
 
 fn run(cli: Cli) -> Result<(), Failure> {
     match cli.cmd {
-        Cmd::Train { config, set, quiet } => {
+        Cmd::Train { config, set, quiet, resume } => {
             let mut bar = progress::Bar::new(quiet);
-            let fin = outrun_engine::train(&|| prepare(&config, &set), &mut bar);
+            let fin = outrun_engine::train(&|| prepare(&config, &set, resume.as_deref()), &mut bar);
             match fin.result {
                 // the bar printed the run's account when the summary was written
                 Ok(_) => Ok(()),

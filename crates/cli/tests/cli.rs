@@ -313,3 +313,57 @@ fn pagerank_load_plan_and_simulator() {
     assert_eq!(sim.code, Some(2));
     assert!(sim.stderr.contains("does not model the shuffle pattern"), "{}", sim.stderr);
 }
+
+/// The network keys are checked before MPI: each bad value gives one line naming the key or the
+/// file line, and exit 2.
+#[test]
+fn bad_network_settings_get_one_line_naming_the_key() {
+    let dir = tempdir("cli-models");
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    let mlp = std::fs::read_to_string(format!("{root}/configs/mlp-digits.toml"))
+        .unwrap()
+        .replace("\"../data/", &format!("\"{root}/data/"));
+    let c = dir.join("mlp.toml");
+    std::fs::write(&c, &mlp).unwrap();
+    let c = c.display().to_string();
+    let short = dir.join("short.txt");
+    std::fs::write(&short, "0.5\n-1\n").unwrap();
+    let labels = dir.join("labels.libsvm");
+    std::fs::write(&labels, "0 1:1\n3 2:1\n1 1:1\n").unwrap();
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (vec!["model.classes=1".into()], "model.classes = 1: a softmax needs at least 2 classes"),
+        (vec!["model.classes=".into()], "model.classes: missing"),
+        (vec!["model.hidden=[128, 0]".into()], "model.hidden[1] = 0: a layer has 1 to"),
+        (vec!["model.batch=5000".into()], "model.batch = 5000 is larger than the 1438 samples"),
+        (vec!["model.batch=0".into()], "model.batch: must be at least 1"),
+        (vec!["model.momentum=1".into()], "model.momentum = 1: must be in [0, 1)"),
+        (vec!["model.decay_at=[300, 200]".into()], "model.decay_at[1]: the iterations must be increasing"),
+        (vec!["model.loss=logistic".into()], "model.classes: is for model.loss = \"softmax\""),
+        (
+            vec![format!("model.init_path={}", short.display())],
+            "short.txt: 2 values, but the model (softmax 64-128-10) has 9610 parameters (model.init_path)",
+        ),
+        (vec!["model.classes=3".into()], "digits-train.libsvm:1: label `5` is not a class 0..2 (3 classes in [model])"),
+        (
+            vec![
+                format!("data.path={}", labels.display()),
+                "data.features=".into(),
+                "model.classes=3".into(),
+                "model.batch=".into(),
+                "data.test_path=".into(),
+            ],
+            "labels.libsvm:2: label `3` is not a class 0..2",
+        ),
+    ];
+    for (sets, want) in cases {
+        let mut args = vec!["check".to_string(), c.clone()];
+        for s in &sets {
+            args.extend(["--set".to_string(), s.clone()]);
+        }
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let r = outrun(&refs);
+        assert_eq!(r.code, Some(2), "{sets:?}: {}", r.stderr);
+        assert!(r.stderr.contains(want), "{sets:?}: want `{want}` in:\n{}", r.stderr);
+        assert_eq!(r.stderr.trim().lines().count(), 1, "{sets:?}: one line:\n{}", r.stderr);
+    }
+}

@@ -200,3 +200,61 @@ fn progress_names_the_pace_and_the_rank_waited_for_and_quiet_silences_it() {
     assert!(bar.is_some_and(|b| b.contains("slowest rank 2")), "{}", tty.stdout);
     assert!(tty.stdout.contains("\x1b[2K"), "the bar is cleared in place");
 }
+
+/// A network trained by mini-batch SGD with Nesterov momentum and a step decay, a checkpoint
+/// every 10 iterations; each iteration takes ≈ 25 ms of modelled compute.
+const RESUMABLE: &str = "[run]\nname='resumable'\nseed=4\niterations=80\ndeadline=20.0\ncheckpoint_every=10\n\
+[data]\nkind='softmax-synthetic'\nsamples=1200\nfeatures=16\nnoise=0.5\n\
+[model]\nloss='softmax'\nclasses=4\nhidden=[12]\nlr=0.2\nbatch=96\nmomentum=0.9\nnesterov=true\ndecay_at=[50]\n\
+[scheme]\nkind='gc-cyclic'\nworkers=4\ns=1\n\
+[stragglers]\nmodel='fixed'\nworkers=[2]\nfactor=10.0\n\
+[timing]\ncompute='modelled'\na=3e-5\n";
+
+/// The one run directory below `out`, once it exists.
+fn only_run_dir(out: &Path) -> Option<PathBuf> {
+    std::fs::read_dir(out).ok()?.flatten().map(|e| e.path()).find(|p| p.is_dir())
+}
+
+/// A run stopped by SIGKILL (launcher, mpirun and every rank) after a checkpoint and resumed
+/// from it with `--resume` ends with the uninterrupted run's theta.txt, bit for bit.
+#[test]
+fn a_killed_run_resumed_from_its_checkpoint_ends_bit_equal() {
+    let _lock = mpi_lock();
+    let dir = tempdir("resume");
+    let cfg = write_config(&dir, RESUMABLE);
+    let whole = dir.join("whole");
+    let (code, err) = finish(start(&whole, &cfg, &[]), &whole);
+    assert_eq!(code, Some(0), "{err}");
+    let want = std::fs::read(only_run_dir(&whole).unwrap().join("theta.txt")).unwrap();
+
+    let killed = dir.join("killed");
+    let mut child = start(&killed, &cfg, &[]);
+    let t0 = Instant::now();
+    let run = loop {
+        let ck = only_run_dir(&killed).and_then(|d| outrun_runlog::Checkpoint::read(&d).ok().map(|c| (d, c)));
+        if let Some((d, c)) = ck.filter(|(_, c)| c.iteration >= 20) {
+            assert!(c.iteration < 80, "the run ended before it could be killed");
+            break d;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(60), "no checkpoint after iteration 20 within 60 s");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    kill_tree(&mut child);
+    assert!(!run.join("summary.json").exists(), "the killed run did not finish");
+    let at = outrun_runlog::Checkpoint::read(&run).expect("a killed run leaves a complete checkpoint").iteration;
+    assert!(at.is_multiple_of(10) && (20..80).contains(&at), "checkpoint at {at}");
+
+    let resumed = dir.join("resumed");
+    let mut cmd = Command::new(launcher());
+    cmd.arg(&cfg)
+        .args(["--set", &format!("run.out_dir={}", resumed.display()), "--resume", run.to_str().unwrap(), "--quiet"])
+        .env("OUTRUN_BIN", bin());
+    let r = run_with_timeout(cmd, Duration::from_secs(60));
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let rd = only_run_dir(&resumed).unwrap();
+    assert_eq!(std::fs::read(rd.join("theta.txt")).unwrap(), want, "resumed at {at}: θ differs from the whole run's");
+    let rows = iterations(&rd);
+    assert_eq!(rows.len() as u64, 80 - at, "the resumed run runs the iterations left");
+    assert_eq!(rows[0]["iteration"], at.to_string());
+    eprintln!("killed after the checkpoint of iteration {at}; resumed: theta.txt equal bit for bit");
+}

@@ -22,7 +22,7 @@ use outrun_plan::roles::Vector;
 use outrun_plan::{ComputeMode, Injector, Plan};
 use outrun_proto::{Delivered, Frame, Histogram, Input, Len};
 use outrun_runlog::event::{ComputeTiming, Event};
-use outrun_runlog::{Book, IterationRecord, Latency, RunInfo, Summary};
+use outrun_runlog::{Book, Checkpoint, IterationRecord, Latency, RunInfo, Summary, CHECKPOINT_FORMAT};
 use outrun_workloads::{Applied, Job, JobError};
 
 /// Progress reporting hooks (the CLI draws a progress bar with them).
@@ -99,6 +99,10 @@ pub struct Seat {
     pub parts: usize,
     /// Iterations of the run.
     pub iterations: u64,
+    /// The first iteration (0, or a resumed run's checkpoint's).
+    pub first: u64,
+    /// Write a checkpoint every this many iterations (the logging rank).
+    pub checkpoint_every: Option<u64>,
 }
 
 impl Seat {
@@ -111,6 +115,8 @@ impl Seat {
             load: node.load(),
             parts: node.parts.len(),
             iterations: plan.run.iterations,
+            first: plan.run.first,
+            checkpoint_every: plan.run.checkpoint_every,
         }
     }
 }
@@ -174,7 +180,7 @@ impl<'a> Core<'a> {
 
     /// The machine's first input, on a rank that starts iterations.
     pub fn start<P: Payload>(&mut self) -> Input<P> {
-        Input::Start { t: 0, model: P::model(&mut *self.job) }
+        Input::Start { t: self.seat.first, model: P::model(&mut *self.job) }
     }
 
     /// This rank's parts for iteration `t` on `model`: all of them, or the `parts` selected.
@@ -239,11 +245,31 @@ impl<'a> Core<'a> {
         }
         let done = applied.done;
         self.state = applied.state;
+        if let Err(why) = self.checkpoint(t) {
+            return Input::Finish { failure: Some(why) };
+        }
         if done || t + 1 >= self.seat.iterations {
             Input::Finish { failure: None }
         } else {
             Input::Start { t: t + 1, model: P::model(&mut *self.job) }
         }
+    }
+
+    /// After iteration `t`, the logging rank writes a checkpoint every `run.checkpoint_every`
+    /// iterations (and after the last).
+    fn checkpoint(&mut self, t: u64) -> Result<(), String> {
+        let (Some(every), Some((_, info))) = (self.seat.checkpoint_every, self.book.as_ref()) else { return Ok(()) };
+        if !(t + 1).is_multiple_of(every) && t + 1 < self.seat.iterations {
+            return Ok(());
+        }
+        let c = Checkpoint {
+            format: CHECKPOINT_FORMAT,
+            iteration: t + 1,
+            problem: self.job.problem(),
+            vectors: self.job.save(),
+        };
+        c.write(&info.dir)
+            .map_err(|e| format!("cannot write the checkpoint of iteration {t} in {}: {e}", info.dir.display()))
     }
 
     /// This rank logged `event`: progress sees it (the logging rank's collections).

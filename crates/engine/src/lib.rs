@@ -95,6 +95,9 @@ pub fn train(prepare: &dyn Fn() -> Result<Prepared, String>, progress: &mut dyn 
         // Every rank loads its own share (rows, coded rows, the graph); a rank that cannot tells
         // everybody (collectively).
         agree(&mut comm, job.load(plan, &[rank]))?;
+        if let Some(c) = &shared.resume {
+            agree(&mut comm, job.restore(&c.vectors))?;
+        }
         match plan.pattern {
             Pattern::Shuffle { .. } => shuffle::run(&world, comm, &shared, job, progress, started),
             Pattern::Tree { .. } | Pattern::Ring { .. } => {

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 use outrun_plan::{Pattern, Plan};
+use outrun_runlog::Checkpoint;
 use serde::{Deserialize, Serialize};
 
 use crate::error::EngineError;
@@ -21,6 +22,8 @@ pub struct Prepared {
     pub plan: Plan,
     /// The resolved config, as TOML.
     pub config_toml: String,
+    /// The checkpoint a resumed run goes on from (`plan.run.first` is its iteration).
+    pub resume: Option<Checkpoint>,
 }
 
 /// Everything every rank knows after setup.
@@ -32,12 +35,14 @@ pub struct Shared {
     pub config_toml: String,
     /// The run directory.
     pub run_dir: PathBuf,
+    /// The checkpoint every rank's job goes on from.
+    pub resume: Option<Checkpoint>,
 }
 
 /// What rank 0 broadcasts: the plan as JSON (exact floats).
 #[derive(Serialize, Deserialize)]
 enum Reply {
-    Ok { plan: Box<Plan>, config_toml: String, run_dir: PathBuf },
+    Ok { plan: Box<Plan>, config_toml: String, run_dir: PathBuf, resume: Option<Checkpoint> },
     Err(EngineError),
 }
 
@@ -53,7 +58,7 @@ fn broadcast_bytes(world: &SimpleCommunicator, bytes: Option<Vec<u8>>) -> Vec<u8
 /// Rank 0's part: the plan, the world size, the run directory (created last, so a failed start
 /// leaves nothing behind).
 fn prepare_root(prepare: &dyn Fn() -> Result<Prepared, String>, world_size: usize) -> Result<Shared, EngineError> {
-    let Prepared { plan, config_toml } = prepare().map_err(EngineError::Setup)?;
+    let Prepared { plan, config_toml, resume } = prepare().map_err(EngineError::Setup)?;
     if world_size != plan.ranks {
         let detail = match plan.pattern {
             Pattern::Tree { .. } => format!("1 master + {} workers", plan.workers),
@@ -67,7 +72,7 @@ fn prepare_root(prepare: &dyn Fn() -> Result<Prepared, String>, world_size: usiz
     if let Some(note) = std::env::var_os("OUTRUN_RUN_DIR_FILE") {
         let _ = std::fs::write(note, run_dir.display().to_string());
     }
-    Ok(Shared { plan, config_toml, run_dir })
+    Ok(Shared { plan, config_toml, run_dir, resume })
 }
 
 /// Collective setup: every rank gets the shared state, or the same error. Only rank 0 calls
@@ -79,7 +84,9 @@ pub(crate) fn setup(
     let rank = world.rank();
     let bytes = (rank == 0).then(|| {
         let reply = match prepare_root(prepare, world.size() as usize) {
-            Ok(s) => Reply::Ok { plan: Box::new(s.plan), config_toml: s.config_toml, run_dir: s.run_dir },
+            Ok(s) => {
+                Reply::Ok { plan: Box::new(s.plan), config_toml: s.config_toml, run_dir: s.run_dir, resume: s.resume }
+            }
             Err(e) => Reply::Err(e),
         };
         serde_json::to_vec(&reply).expect("setup serializes")
@@ -87,8 +94,8 @@ pub(crate) fn setup(
     let bytes = broadcast_bytes(world, bytes);
     let reply: Reply =
         serde_json::from_slice(&bytes).map_err(|e| EngineError::Setup(format!("corrupt setup message: {e}")))?;
-    let (plan, config_toml, run_dir) = match reply {
-        Reply::Ok { plan, config_toml, run_dir } => (plan, config_toml, run_dir),
+    let (plan, config_toml, run_dir, resume) = match reply {
+        Reply::Ok { plan, config_toml, run_dir, resume } => (plan, config_toml, run_dir, resume),
         Reply::Err(e) => return Err(e),
     };
     if rank != 0 {
@@ -96,5 +103,5 @@ pub(crate) fn setup(
             EngineError::Setup(format!("rank {rank}: cannot create run directory {}: {e}", run_dir.display()))
         })?;
     }
-    Ok(Shared { plan: *plan, config_toml, run_dir })
+    Ok(Shared { plan: *plan, config_toml, run_dir, resume })
 }

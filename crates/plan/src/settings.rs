@@ -60,6 +60,15 @@ pub struct RunSpec {
     pub trajectory: bool,
     /// The engine's longest sleep between polls of the network, µs (`engine.poll_us`).
     pub poll_us: u64,
+    /// `run.checkpoint_every`.
+    #[serde(default)]
+    pub checkpoint_every: Option<u64>,
+    /// The first iteration: 0, or the checkpoint's a resumed run goes on from.
+    #[serde(default)]
+    pub first: u64,
+    /// The checkpoint a resumed run goes on from.
+    #[serde(default)]
+    pub resumed_from: Option<String>,
 }
 
 /// The problem's size, found when the config is resolved (reading the data set's, matrix's or

@@ -9,13 +9,16 @@
 //! - [`event`]: the typed records of the rank logs ([`Event`]), written by both drivers and
 //!   read back by the report.
 //! - [`read`]: loading a run directory back (summary, iterations, rank events).
+//! - [`Checkpoint`]: `checkpoint.json`, a run's state to go on from.
 #![deny(missing_docs)]
 
 mod book;
+mod checkpoint;
 pub mod event;
 mod files;
 pub mod read;
 
 pub use book::{Book, IterationRecord, Latency, RunInfo, COLUMNS};
+pub use checkpoint::{Checkpoint, CHECKPOINT, CHECKPOINT_FORMAT};
 pub use event::Event;
 pub use files::{create_run_dir, quantile, utc_stamp, Lines, Summary, FORMAT};

@@ -264,6 +264,9 @@ impl Config {
             out_dir: r.out_dir.clone(),
             trajectory: r.trajectory,
             poll_us: self.engine.poll_us,
+            checkpoint_every: r.checkpoint_every,
+            first: 0,
+            resumed_from: None,
         }
     }
 
@@ -317,6 +320,9 @@ impl Config {
     /// count) happen when the data is read.
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.run.validate()?;
+        if self.run.checkpoint_every.is_some() && !matches!(self.job, JobConfig::Gd(_)) {
+            return err("run.checkpoint_every", "checkpoints are for gradient-descent jobs (job.kind = \"gd\")");
+        }
         self.scheme.validate()?;
         self.job.validate(self.workers())?;
         match (self.matvec().is_some(), self.scheme.matvec().is_some()) {

@@ -25,6 +25,11 @@ pub struct RunConfig {
     /// Write the model after every iteration to `trajectory.csv` (for small models and tests).
     #[serde(default)]
     pub trajectory: bool,
+    /// Write a checkpoint (the model, the optimizer's state, the iteration) every this many
+    /// iterations, to `checkpoint.json` in the run directory (`outrun train --resume` goes on
+    /// from it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint_every: Option<u64>,
 }
 
 fn default_seed() -> u64 {
@@ -66,6 +71,9 @@ impl RunConfig {
         }
         if self.iterations > MAX_ITERATIONS {
             return err("run.iterations", format!("= {}: at most {MAX_ITERATIONS}", self.iterations));
+        }
+        if self.checkpoint_every == Some(0) {
+            return err("run.checkpoint_every", "must be at least 1 (leave it out for no checkpoints)");
         }
         check_seconds("run.deadline", self.deadline, false)
     }

@@ -6,7 +6,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use outrun_plan::roles::{aggregator, Aggregator, Combination, Vector};
+use outrun_plan::roles::{aggregator, Aggregator, Combination, Src, Term, Vector};
 use outrun_plan::{Plan, Upload};
 use outrun_runlog::event::{Arrival, Collect, Notes, Shutdown, UploadCounts};
 
@@ -36,6 +36,8 @@ pub(super) struct Collection<P> {
     pub(super) active: bool,
     /// Results accepted this iteration, in acceptance order (`Src::Arrival`).
     arrivals: Vec<P>,
+    /// The child and round of each of them.
+    keys: Vec<(usize, u32)>,
     /// Who sent them, when, which round.
     arrived: Vec<Arrival>,
     /// Children whose subtree failed this iteration, with the ranks they were missing.
@@ -49,6 +51,32 @@ pub(super) struct Collection<P> {
     it_bytes: (u64, u64),
     /// Bytes received over the run: all frames, and results discarded as late.
     bytes: (u64, u64),
+}
+
+/// Put the accepted results in (child, round) order and the terms in (source, offset) order:
+/// the decoded sum is then the same to the last bit whatever order the results arrived in (a
+/// run resumed from a checkpoint ends bit-equal to one that was not stopped).
+fn canonical_order<P>(comb: &mut Combination, arrivals: &mut Vec<P>, keys: Vec<(usize, u32)>) {
+    debug_assert_eq!(arrivals.len(), keys.len());
+    let mut order: Vec<usize> = (0..keys.len()).collect();
+    order.sort_by_key(|&j| keys[j]);
+    let mut slot = vec![0; order.len()];
+    for (new, &old) in order.iter().enumerate() {
+        slot[old] = new;
+    }
+    let mut taken: Vec<Option<P>> = arrivals.drain(..).map(Some).collect();
+    arrivals.extend(order.iter().map(|&j| taken[j].take().expect("a permutation")));
+    let key = |t: &Term| match t.src {
+        Src::Own(k) => (0, k, t.to, t.from),
+        Src::Agg => (1, 0, t.to, t.from),
+        Src::Arrival(j) => (2, j, t.to, t.from),
+    };
+    for t in &mut comb.terms {
+        if let Src::Arrival(j) = t.src {
+            t.src = Src::Arrival(slot[j]);
+        }
+    }
+    comb.terms.sort_by_key(key);
 }
 
 impl<P: Vector> Collection<P> {
@@ -68,6 +96,7 @@ impl<P: Vector> Collection<P> {
             grants: Grants::new(k),
             active: false,
             arrivals: vec![],
+            keys: vec![],
             arrived: vec![],
             failed: vec![],
             recv: vec![0; k],
@@ -102,6 +131,7 @@ impl<P: Vector> Collection<P> {
     /// Start collecting iteration `t`: the previous one is forgotten.
     pub(super) fn start(&mut self, t: u64) {
         self.arrivals.clear();
+        self.keys.clear();
         self.arrived.clear();
         self.failed.clear();
         self.grants.clear();
@@ -192,6 +222,7 @@ impl<P: Vector> Collection<P> {
             return false;
         }
         self.arrivals.push(owned_body(body, self.len));
+        self.keys.push((idx, round));
         self.arrived.push(Arrival { rank: from, at: now, round });
         true
     }
@@ -273,9 +304,10 @@ impl<P: Vector> Collection<P> {
     pub(super) fn combine(&mut self, record: &mut Collect, notes: &mut Notes) -> Decoded<P> {
         self.active = false;
         if self.granted {
-            self.arrivals = self.grants.take();
+            (self.keys, self.arrivals) = self.grants.take();
         }
         let mut comb = self.agg.combine();
+        canonical_order(&mut comb, &mut self.arrivals, std::mem::take(&mut self.keys));
         let used: Vec<usize> = comb.used.iter().map(|&i| self.ranks[i]).collect();
         record.used = Some(used.clone());
         record.residual = Some(comb.residual);
@@ -298,6 +330,7 @@ impl<P: Vector> Collection<P> {
     pub(super) fn abandon(&mut self) {
         self.active = false;
         self.arrivals.clear();
+        self.keys.clear();
     }
 
     /// The results accepted this iteration, for the record.

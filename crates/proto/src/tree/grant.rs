@@ -155,9 +155,10 @@ impl<P> Grants<P> {
         v
     }
 
-    /// The granted results in slot order (`Src::Arrival` numbering); call when complete.
-    pub(crate) fn take(&mut self) -> Vec<P> {
-        self.slots.drain(..).map(|s| s.body.expect("every granted upload arrived")).collect()
+    /// The granted results in slot order (`Src::Arrival` numbering), with their children and
+    /// rounds; call when complete.
+    pub(crate) fn take(&mut self) -> (Vec<(usize, u32)>, Vec<P>) {
+        self.slots.drain(..).map(|s| ((s.child, s.round), s.body.expect("every granted upload arrived"))).unzip()
     }
 
     /// Give up on the outstanding grants and offer the refused children instead: the rule is

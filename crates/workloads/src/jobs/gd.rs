@@ -284,6 +284,34 @@ impl Job for GradientDescent {
         }
     }
 
+    fn save(&self) -> Vec<(String, Vec<f64>)> {
+        vec![("theta".into(), self.theta.clone()), ("velocity".into(), self.optimizer.velocity.clone())]
+    }
+
+    fn restore(&mut self, vectors: &[(String, Vec<f64>)]) -> Result<(), JobError> {
+        let find = |name: &str| vectors.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone());
+        let theta = find("theta").ok_or_else(|| JobError("the checkpoint has no `theta`".into()))?;
+        if theta.len() != self.params() {
+            return Err(JobError(format!(
+                "the checkpoint's θ has {} values, the model ({}) {}",
+                theta.len(),
+                self.net.describe(),
+                self.params()
+            )));
+        }
+        let velocity = find("velocity").unwrap_or_default();
+        if !velocity.is_empty() && velocity.len() != self.params() {
+            return Err(JobError(format!(
+                "the checkpoint's velocity has {} values, not {}",
+                velocity.len(),
+                self.params()
+            )));
+        }
+        self.theta = theta;
+        self.optimizer.velocity = velocity;
+        Ok(())
+    }
+
     /// Serial gradient descent on every row (`reference::serial_gd`).
     fn reference(&mut self, _plan: &Plan) -> Result<Vec<f64>, DataError> {
         let rows = data::load_all(&self.config.data, self.seed, self.config.model.labels())?;

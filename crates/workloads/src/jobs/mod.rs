@@ -120,6 +120,15 @@ pub trait Job {
     fn state_text(&self, state: &[f64]) -> String {
         state.iter().map(|v| format!("{v:e}\n")).collect()
     }
+    /// The state a checkpoint keeps, by name (the model, the optimizer's velocity); empty for
+    /// a job that cannot resume.
+    fn save(&self) -> Vec<(String, Vec<f64>)> {
+        vec![]
+    }
+    /// Go on from a checkpoint's state (every rank, before the first iteration).
+    fn restore(&mut self, _vectors: &[(String, Vec<f64>)]) -> Result<(), JobError> {
+        Err(JobError(format!("job.kind = \"{}\" cannot resume from a checkpoint", self.name())))
+    }
     /// The state a serial computation on the whole problem reaches after the plan's
     /// iterations (what exactness is checked against).
     fn reference(&mut self, plan: &Plan) -> Result<Vec<f64>, DataError>;

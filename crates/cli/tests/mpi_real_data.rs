@@ -1,7 +1,8 @@
-//! The real-digits task (configs/real-digits.toml: logistic regression, 4 against 9, on
-//! scikit-learn's bundled digits in data/) through `mpirun`: CodedReduce and gradient coding
-//! follow serial gradient descent exactly under their stragglers, and the test accuracy the run
-//! reports is the test's own count on the held-out file.
+//! Real digits (scikit-learn's bundled digits in data/) through `mpirun`: logistic regression, 4
+//! against 9 (configs/real-digits.toml), a 64-128-10 network on all ten (configs/mlp-digits.toml)
+//! and kernel regression on random Fourier features (configs/rff-digits.toml) follow their serial
+//! references exactly under their stragglers, and the test accuracy a run reports is the test's
+//! own count on the held-out file (or scikit-learn's, for the kernel).
 
 mod common;
 
@@ -75,4 +76,69 @@ fn coded_reduce_and_gc_train_on_real_digits_exactly() {
         assert!(run.stdout.contains("test accuracy"), "{}", run.stdout);
         eprintln!("{tag}: θ within {diff:.1e} of serial GD, test accuracy {reported}");
     }
+}
+
+/// A shipped config with its data paths made absolute.
+fn shipped(name: &str) -> String {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    std::fs::read_to_string(format!("{root}/configs/{name}")).unwrap().replace("\"../data/", &format!("\"{root}/data/"))
+}
+
+/// The serial reference of a config, through its job (the feature map, batches and θ₀ included).
+fn job_reference(text: &str, sets: &[String]) -> Vec<f64> {
+    let cfg = outrun_plan::config::parse(text, sets).unwrap();
+    let plan = outrun_workloads::resolve(&cfg).unwrap();
+    outrun_workloads::job(&plan).reference(&plan).unwrap()
+}
+
+fn theta(dir: &std::path::Path) -> Vec<f64> {
+    std::fs::read_to_string(dir.join("theta.txt")).unwrap().lines().map(|l| l.parse().unwrap()).collect()
+}
+
+/// The test's own forward pass of a 64-h-10 ReLU network (layout: W1, b1, W2, b2): the class.
+fn mlp_class(theta: &[f64], h: usize, x: &[f64]) -> usize {
+    let (w2, b2) = (65 * h, 65 * h + 10 * h);
+    let a: Vec<f64> =
+        (0..h).map(|o| (theta[64 * h + o] + (0..64).map(|i| theta[o * 64 + i] * x[i]).sum::<f64>()).max(0.0)).collect();
+    let z: Vec<f64> =
+        (0..10).map(|c| theta[b2 + c] + (0..h).map(|i| theta[w2 + c * h + i] * a[i]).sum::<f64>()).collect();
+    (0..10).fold(0, |best, c| if z[c] > z[best] { c } else { best })
+}
+
+/// configs/mlp-digits.toml through mpirun: the 64-128-10 network trained by mini-batch SGD under
+/// gradient coding equals the serial reference within 1e-9, reaches 95 % on the held-out digits,
+/// and the accuracy it reports is the test's own count.
+#[test]
+fn an_mlp_trains_on_the_ten_digits_exactly() {
+    let text = shipped("mlp-digits.toml");
+    let (run, dir, _, sets) = train("digits-mlp", &text, &[]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let got = theta(&dir);
+    let want = job_reference(&text, &sets);
+    let diff = outrun_workloads::metrics::relative_diff(&got, &want);
+    assert!(diff <= 1e-9, "θ differs from the serial reference by {diff:e}");
+    let (x, y) = read(&format!("{}/../../data/digits-test.libsvm", env!("CARGO_MANIFEST_DIR")));
+    let right = x.iter().zip(&y).filter(|(row, &label)| mlp_class(&want, 128, row) as f64 == label).count();
+    let reported: f64 = iterations(&dir).last().unwrap()["test_accuracy"].parse().unwrap();
+    assert!((reported - right as f64 / x.len() as f64).abs() < 1e-6, "reported {reported}, counted {right}");
+    assert!(reported >= 0.95, "test accuracy {reported}");
+    eprintln!("mlp-digits: θ within {diff:.1e} of the reference, test accuracy {reported}");
+}
+
+/// configs/rff-digits.toml through mpirun: kernel regression on random Fourier features is exact
+/// under gradient coding and reaches scikit-learn's accuracy with the same q, σ and ridge
+/// penalty (RBFSampler + Ridge, mean of 10 feature draws: tests/data/rff_sklearn.txt, written by
+/// scripts/oracles/rff_sklearn.py) within 1 point.
+#[test]
+fn rff_kernel_regression_reaches_scikit_learns_accuracy() {
+    let text = shipped("rff-digits.toml");
+    let (run, dir, _, sets) = train("digits-rff", &text, &[]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let diff = outrun_workloads::metrics::relative_diff(&theta(&dir), &job_reference(&text, &sets));
+    assert!(diff <= 1e-9, "θ differs from the serial reference by {diff:e}");
+    let oracle = include_str!("data/rff_sklearn.txt");
+    let sklearn: f64 = oracle.lines().nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+    let reported: f64 = iterations(&dir).last().unwrap()["test_accuracy"].parse().unwrap();
+    assert!((reported - sklearn).abs() <= 0.01, "outrun {reported} vs scikit-learn {sklearn}");
+    eprintln!("rff-digits: test accuracy {reported}, scikit-learn {sklearn}; θ within {diff:.1e}");
 }

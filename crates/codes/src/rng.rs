@@ -37,6 +37,8 @@ pub mod domain {
     pub const INIT: u64 = 0x696e_6974_0000_0001;
     /// Mini-batches: the order of a stratum's rows in an epoch, keyed by stratum and epoch.
     pub const BATCH: u64 = 0x6261_7463_6800_0001;
+    /// Random Fourier features: Ω (keyed by input feature) and δ.
+    pub const RFF: u64 = 0x7266_6600_0000_0001;
 }
 
 /// One step of SplitMix64; used to expand keys into generator seeds.

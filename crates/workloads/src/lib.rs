@@ -8,6 +8,7 @@
 //! - [`net`]: the models (linear, least squares on C outputs, softmax networks with ReLU hidden
 //!   layers through BLAS), their flat parameter layout and initialisation.
 //! - [`batch`]: mini-batches every rank, scheme and the reference draw alike.
+//! - [`features`]: random Fourier features, drawn alike by every rank from the seed.
 //! - [`graph`]: PageRank graphs (SNAP edge lists, seeded generators).
 //! - [`matrix`]: mat-vec matrices (generated from the seed, or Matrix Market files) and vectors.
 //! - [`Job`]: what is computed, one implementation per job ([`GradientDescent`], [`Matvec`],
@@ -24,6 +25,7 @@ pub mod batch;
 pub mod bench;
 mod blas;
 pub mod data;
+pub mod features;
 pub mod graph;
 pub mod input;
 mod jobs;

@@ -226,13 +226,40 @@ impl ModelConfig {
     }
 }
 
-/// Gradient descent of a linear model: `[data]` and `[model]`.
+/// A feature map applied to every row before the model sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FeatureKind {
+    /// Random Fourier features (Rahimi and Recht 2007) of the RBF kernel
+    /// exp(−‖x − x'‖²/(2σ²)): x ↦ √(2/q)·cos(xΩ + δ), Ω ~ N(0, σ⁻²) (p × q), δ ~ U[0, 2π).
+    Rff,
+}
+
+/// `[features]`: a seeded feature map (every rank draws the same one).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FeatureConfig {
+    /// The map.
+    pub kind: FeatureKind,
+    /// Features out, q.
+    pub q: usize,
+    /// The kernel's width σ.
+    pub sigma: f64,
+    /// Seed of Ω and δ (default: `run.seed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+}
+
+/// Gradient descent: `[data]`, `[model]` and optionally `[features]`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct GdConfig {
     /// `[data]`
     pub data: DataConfig,
     /// `[model]`
     pub model: ModelConfig,
+    /// `[features]`
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub features: Option<FeatureConfig>,
 }
 
 /// Entries of a generated matrix.
@@ -534,6 +561,7 @@ impl JobConfig {
         for (name, used, by) in [
             ("data", "gradient descent", "gd"),
             ("model", "gradient descent", "gd"),
+            ("features", "gradient descent", "gd"),
             ("matrix", "job.kind = \"matvec\"", "matvec"),
             ("vector", "job.kind = \"matvec\"", "matvec"),
             ("graph", "job.kind = \"pagerank\"", "pagerank"),
@@ -605,7 +633,11 @@ impl JobConfig {
                     None => return err("model", "missing: gradient descent needs a [model] section (loss, lr)"),
                     Some(s) => de(toml::Value::Table(s), "model")?,
                 };
-                Ok(JobConfig::Gd(GdConfig { data, model }))
+                let features = match section(t, "features")? {
+                    None => None,
+                    Some(s) => Some(de(toml::Value::Table(s), "features")?),
+                };
+                Ok(JobConfig::Gd(GdConfig { data, model, features }))
             }
             other => err("job.kind", format!("= \"{other}\" is not known; use \"gd\", \"matvec\" or \"pagerank\"")),
         }
@@ -620,6 +652,9 @@ impl JobConfig {
                 t.insert("job".into(), toml::Value::Table(job));
                 t.insert("data".into(), toml::Value::try_from(&g.data).expect("serializes"));
                 t.insert("model".into(), toml::Value::try_from(&g.model).expect("serializes"));
+                if let Some(f) = &g.features {
+                    t.insert("features".into(), toml::Value::try_from(f).expect("serializes"));
+                }
             }
             JobConfig::Matvec(m) => {
                 let mut job = toml::Table::new();
@@ -819,6 +854,14 @@ impl GdConfig {
             );
         }
         self.model.validate()?;
+        if let Some(f) = &self.features {
+            if f.q == 0 || f.q > MAX_LAYER {
+                return err("features.q", format!("= {}: 1 to {MAX_LAYER} features", f.q));
+            }
+            if !(f.sigma.is_finite() && f.sigma > 0.0) {
+                return err("features.sigma", format!("= {}: must be a positive width", f.sigma));
+            }
+        }
         let classes = self.model.classes();
         match (d.kind, classes) {
             (DataKind::SoftmaxSynthetic, None) => {

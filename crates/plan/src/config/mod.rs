@@ -21,8 +21,9 @@ use serde::Serialize;
 
 pub use exec::{ComputeMode, EngineConfig, NetworkConfig, Rate, RateError, TimingConfig, Upload, MAX_SECONDS};
 pub use job::{
-    DataConfig, DataKind, GdConfig, GraphConfig, GraphKind, Init, JobConfig, Labels, Loss, MatrixConfig, MatrixDist,
-    MatvecConfig, ModelConfig, PagerankConfig, Schedule, VectorConfig, MAX_GRAPH_VERTICES, MAX_MATRIX_SIDE,
+    DataConfig, DataKind, FeatureConfig, FeatureKind, GdConfig, GraphConfig, GraphKind, Init, JobConfig, Labels, Loss,
+    MatrixConfig, MatrixDist, MatvecConfig, ModelConfig, PagerankConfig, Schedule, VectorConfig, MAX_GRAPH_VERTICES,
+    MAX_MATRIX_SIDE,
 };
 pub use run::RunConfig;
 pub use scheme::{
@@ -89,6 +90,7 @@ const SECTIONS: &[&str] = &[
     "job",
     "data",
     "model",
+    "features",
     "matrix",
     "vector",
     "graph",
@@ -125,6 +127,7 @@ pub fn parse_in(text: &str, dir: &std::path::Path, overrides: &[String]) -> Resu
 const PATH_KEYS: &[(&str, &str)] = &[
     ("data", "path"),
     ("data", "test_path"),
+    ("model", "init_path"),
     ("matrix", "path"),
     ("vector", "path"),
     ("graph", "path"),

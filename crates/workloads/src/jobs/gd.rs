@@ -17,6 +17,7 @@ use outrun_proto::Frame;
 use super::{Applied, Job, JobError, Metrics};
 use crate::batch::Batches;
 use crate::data::{self, DataError, Rows};
+use crate::features::FeatureMap;
 use crate::metrics::{normalized_error, Optimizer};
 use crate::net::{Net, BLOCK};
 
@@ -38,6 +39,9 @@ pub struct GradientDescent {
     theta: Vec<f64>,
     optimizer: Optimizer,
     batches: Option<Batches>,
+    /// The feature map (`[features]`) and the model's input width (q, or p without one).
+    map: Option<FeatureMap>,
+    inputs: usize,
     parts: HashMap<usize, Vec<Part>>,
     pace: usize,
     /// θ* (synthetic linear data) and the held-out set, on the logging rank.
@@ -50,14 +54,18 @@ impl GradientDescent {
     /// is read by [`Job::load`]).
     pub fn new(plan: &Plan, config: &GdConfig) -> Self {
         let p = plan.job.features;
-        let net = Net::new(&config.model, p);
+        let map = config.features.as_ref().map(|f| FeatureMap::new(f, p, plan.run.seed));
+        let inputs = map.as_ref().map_or(p, FeatureMap::len);
+        let net = Net::new(&config.model, inputs);
         GradientDescent {
             config: config.clone(),
             seed: plan.run.seed,
             samples: plan.samples,
             p,
-            theta: net.init(config.model.init, plan.run.seed, p),
+            theta: net.init(config.model.init, plan.run.seed, inputs),
             net,
+            map,
+            inputs,
             iterations: plan.run.iterations,
             optimizer: Optimizer::default(),
             batches: config.model.batch.map(|b| Batches::new(plan.samples, b.min(plan.samples), plan.run.seed)),
@@ -74,12 +82,21 @@ impl GradientDescent {
     }
 
     fn rows(&self, idx: &[usize]) -> Result<Rows, DataError> {
-        data::rows(&self.config.data, self.seed, self.config.model.labels(), self.p, idx)
+        let rows = data::rows(&self.config.data, self.seed, self.config.model.labels(), self.p, idx)?;
+        Ok(self.mapped(rows))
+    }
+
+    /// `rows` through the feature map, if there is one.
+    fn mapped(&self, rows: Rows) -> Rows {
+        match &self.map {
+            Some(map) => map.map(&rows),
+            None => rows,
+        }
     }
 
     /// The parameters' count P.
     fn params(&self) -> usize {
-        self.net.len(self.p)
+        self.net.len(self.inputs)
     }
 
     /// Samples of iteration `t` (b, or d in full batch).
@@ -100,7 +117,8 @@ pub(super) fn shape(c: &GdConfig) -> Result<Shape, DataError> {
         )));
     }
     if let Some(path) = c.model.init_path.as_deref() {
-        Net::new(&c.model, shape.features).read_init(path, shape.features)?;
+        let inputs = c.features.as_ref().map_or(shape.features, |f| f.q);
+        Net::new(&c.model, inputs).read_init(path, inputs)?;
     }
     Ok(shape)
 }
@@ -127,8 +145,11 @@ impl Job for GradientDescent {
             crate::net::Net::Linear(loss) => format!("{} loss", loss.name()),
             net => net.describe(),
         };
+        let features = self.config.features.as_ref().map_or(String::new(), |f| {
+            format!(", RFF q = {} σ = {} seed {}", f.q, f.sigma, f.seed.unwrap_or(self.seed))
+        });
         format!(
-            "{} data, d = {}, p = {}, seed {}{}, {model}{}",
+            "{} data, d = {}, p = {}, seed {}{}{features}, {model}{}",
             d.kind.name(),
             self.samples,
             self.p,
@@ -159,13 +180,13 @@ impl Job for GradientDescent {
     }
 
     fn work(&self, t: u64) -> f64 {
-        self.net.cost(self.p) * self.batch_size(t) as f64 / self.samples.max(1) as f64
+        self.net.len(self.inputs) as f64 / self.p.max(1) as f64 * self.batch_size(t) as f64 / self.samples.max(1) as f64
     }
 
     /// Each rank holds its rows densely (load × p values, one copy per part), a few model-sized
     /// vectors, one per part and child, and a block of a network's activations.
     fn memory(&mut self, plan: &Plan) -> Result<Vec<u64>, DataError> {
-        let p = self.p as u64;
+        let p = self.inputs as u64;
         let widths = match &self.net {
             Net::Softmax { sizes } => sizes.iter().sum::<usize>() as u64,
             Net::MultiOutput { outputs, .. } => *outputs as u64,
@@ -200,16 +221,16 @@ impl Job for GradientDescent {
             self.parts.insert(rank, mine);
         }
         if let Some(path) = self.config.model.init_path.as_deref() {
-            self.theta = self.net.read_init(path, self.p)?;
+            self.theta = self.net.read_init(path, self.inputs)?;
         }
         Ok(())
     }
 
     fn load_metrics(&mut self) -> Result<(), DataError> {
         let kind = self.config.data.kind;
-        let linear = matches!(self.net, Net::Linear(_));
+        let linear = matches!(self.net, Net::Linear(_)) && self.map.is_none();
         self.star = (linear && kind != DataKind::Libsvm).then(|| data::theta_star(kind, self.seed, self.p)).flatten();
-        self.test = test_set(&self.config, self.p)?;
+        self.test = test_set(&self.config, self.p)?.map(|t| self.mapped(t));
         Ok(())
     }
 
@@ -276,7 +297,7 @@ impl Job for GradientDescent {
 
     fn metrics(&self, applied: &Applied) -> super::Metrics {
         let theta = applied.state.as_deref();
-        let eval = theta.zip(self.test.as_ref()).map(|(th, test)| self.net.evaluate(test, th, self.p));
+        let eval = theta.zip(self.test.as_ref()).map(|(th, test)| self.net.evaluate(test, th, self.inputs));
         Metrics {
             error: theta.zip(self.star.as_deref()).map(|(th, star)| normalized_error(th, star)),
             accuracy: eval.map(|e| e.0),
@@ -314,10 +335,10 @@ impl Job for GradientDescent {
 
     /// Serial gradient descent on every row (`reference::serial_gd`).
     fn reference(&mut self, _plan: &Plan) -> Result<Vec<f64>, DataError> {
-        let rows = data::load_all(&self.config.data, self.seed, self.config.model.labels())?;
+        let rows = self.mapped(data::load_all(&self.config.data, self.seed, self.config.model.labels())?);
         let theta0 = match self.config.model.init_path.as_deref() {
-            Some(path) => self.net.read_init(path, self.p)?,
-            None => self.net.init(self.config.model.init, self.seed, self.p),
+            Some(path) => self.net.read_init(path, self.inputs)?,
+            None => self.net.init(self.config.model.init, self.seed, self.inputs),
         };
         let traj = crate::reference::serial_train(&rows, &self.config.model, theta0, self.seed, self.iterations);
         Ok(traj.into_iter().last().expect("θ_0 at least"))

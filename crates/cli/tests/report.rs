@@ -144,3 +144,29 @@ fn blame_names_the_slow_worker_in_a_star_and_in_a_ring() {
     assert_eq!(firsts.len(), 2, "{}", table.stdout);
     assert_eq!(table.stdout.lines().filter(|l| l.starts_with("| ") && !l.starts_with("| worker")).count(), 2);
 }
+
+/// Runs with a held-out set get a plot of test accuracy against time and iterations.
+#[test]
+fn report_plots_test_accuracy_when_runs_have_a_held_out_set() {
+    let dir = tempdir("report-accuracy");
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    let cfg = format!("{root}/configs/mlp-digits.toml");
+    let runs = dir.join("runs");
+    for kind in ["gc-cyclic", "ignore"] {
+        let out = format!("run.out_dir={}", runs.display());
+        let set = format!("scheme.kind={kind}");
+        let r =
+            outrun(&["simulate", &cfg, "--trials", "1", "--set", &out, "--set", &set, "--set", "run.iterations=20"]);
+        assert_eq!(r.code, Some(0), "{}", r.stderr);
+    }
+    let out = dir.join("report");
+    let r = outrun(&["report", runs.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("![test accuracy vs wall-clock time and vs iterations](c1-accuracy.png)"), "{md}");
+    for ext in ["png", "svg"] {
+        assert!(std::fs::metadata(out.join(format!("c1-accuracy.{ext}"))).unwrap().len() > 1000);
+    }
+    let svg = std::fs::read_to_string(out.join("c1-accuracy.svg")).unwrap();
+    assert!(svg.contains("test accuracy vs iterations") && svg.contains("ignore"), "both panels, both schemes");
+}

@@ -242,6 +242,9 @@ pub fn write_report(paths: &[PathBuf], opts: &Options, out: &Path) -> Result<Str
             "\n![{errs}]({stem}-error-vs-time.png)\n\n![mean iteration time]({stem}-iteration-time.png)\n\n"
         ));
         let _ = bars;
+        if let Some(caption) = plots::accuracy(group, &out.join(format!("{stem}-accuracy")))? {
+            md.push_str(&format!("![{caption}]({stem}-accuracy.png)\n\n"));
+        }
         for r in group {
             blame_section(r, &mut md)?;
             let name = format!("{stem}-timeline-{}", sanitize(r.label()));

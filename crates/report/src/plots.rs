@@ -185,6 +185,73 @@ pub fn error_vs_time(runs: &[&Run], stem: &Path) -> Result<String, ReportError> 
     Ok(caption)
 }
 
+/// Test accuracy against wall-clock time and against iterations, side by side, when the runs
+/// report one (`data.test_path`); None otherwise.
+pub fn accuracy(runs: &[&Run], stem: &Path) -> Result<Option<String>, ReportError> {
+    if !runs.iter().any(|r| r.iterations.iter().any(|i| i.test_accuracy.is_some())) {
+        return Ok(None);
+    }
+    let colors = scheme_colors(runs);
+    let numbers = scheme_numbers(runs);
+    let curve = |r: &Run, time: bool| -> Vec<(f64, f64)> {
+        r.iterations
+            .iter()
+            .filter_map(|i| Some((if time { i.cumulative_s } else { i.iteration as f64 + 1.0 }, i.test_accuracy?)))
+            .collect()
+    };
+    let names: Vec<Option<String>> = runs
+        .iter()
+        .enumerate()
+        .map(|(k, r)| {
+            let first = runs.iter().position(|o| o.summary.scheme == r.summary.scheme) == Some(k);
+            first.then(|| format!("{} ({})", r.summary.scheme, r.label()))
+        })
+        .collect();
+    let xmax = |time: bool| runs.iter().flat_map(|r| curve(r, time)).map(|p| p.0).fold(0.0, f64::max).max(1e-6);
+    let ymin = runs.iter().flat_map(|r| curve(r, true)).map(|p| p.1).fold(1.0, f64::min);
+    let caption = "test accuracy vs wall-clock time and vs iterations".to_string();
+    macro_rules! panel {
+        ($area:expr, $time:expr) => {{
+            let (time, desc): (bool, &str) =
+                if $time { (true, "seconds since the first iteration started") } else { (false, "iterations") };
+            let title = if time { "test accuracy vs time" } else { "test accuracy vs iterations" };
+            let mut c = frame($area, title, 20, 60)
+                .build_cartesian_2d(0.0..xmax(time) * 1.02, (ymin - 0.02).max(0.0)..1.0)
+                .map_err(e2s)?;
+            c.configure_mesh().x_desc(desc).y_desc("test accuracy").draw().map_err(e2s)?;
+            for (k, r) in runs.iter().enumerate() {
+                let pts = curve(r, time);
+                let (col, shape) = (colors[k], numbers[k]);
+                let drawn = styled_series!(c, shape, &pts, col);
+                if let (Some(name), false) = (&names[k], time) {
+                    drawn
+                        .label(name.as_str())
+                        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], col.stroke_width(2)));
+                }
+            }
+            if !time {
+                c.configure_series_labels()
+                    .position(SeriesLabelPosition::LowerRight)
+                    .background_style(WHITE.mix(0.9))
+                    .border_style(BLACK)
+                    .draw()
+                    .map_err(e2s)?;
+            }
+            Ok::<(), ReportError>(())
+        }};
+    }
+    macro_rules! draw {
+        ($root:expr) => {{
+            let (left, right) = $root.split_horizontally(600);
+            panel!(&left, true)?;
+            panel!(&right, false)?;
+            Ok(())
+        }};
+    }
+    both(stem, (1200, 480), |r| draw!(r), |r| draw!(r))?;
+    Ok(Some(caption))
+}
+
 /// Mean iteration time per run as bars, with the p95 marked.
 pub fn iteration_times(runs: &[&Run], stem: &Path) -> Result<String, ReportError> {
     let n = runs.len();

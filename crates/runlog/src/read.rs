@@ -23,6 +23,8 @@ pub struct IterationRow {
     pub exact: bool,
     /// Fraction of the data covered.
     pub coverage: f64,
+    /// Accuracy on the held-out set (`data.test_path`).
+    pub test_accuracy: Option<f64>,
 }
 
 /// A run directory that cannot be read: the path and what is wrong.
@@ -73,6 +75,7 @@ pub fn iterations(dir: &Path) -> Result<Vec<IterationRow>, ReadError> {
         col("exact")?,
         col("coverage")?,
     );
+    let ca = head.iter().position(|h| *h == "test_accuracy");
     let mut out = Vec::new();
     for (n, l) in lines.enumerate() {
         let f: Vec<&str> = l.split(',').collect();
@@ -86,6 +89,7 @@ pub fn iterations(dir: &Path) -> Result<Vec<IterationRow>, ReadError> {
             normalized_error: f.get(ce).and_then(|v| v.parse().ok()),
             exact: f.get(cx) == Some(&"true"),
             coverage: num(cv)?,
+            test_accuracy: ca.and_then(|c| f.get(c)?.parse().ok()),
         });
     }
     Ok(out)

@@ -95,14 +95,30 @@ fn theta(dir: &std::path::Path) -> Vec<f64> {
     std::fs::read_to_string(dir.join("theta.txt")).unwrap().lines().map(|l| l.parse().unwrap()).collect()
 }
 
-/// The test's own forward pass of a 64-h-10 ReLU network (layout: W1, b1, W2, b2): the class.
-fn mlp_class(theta: &[f64], h: usize, x: &[f64]) -> usize {
-    let (w2, b2) = (65 * h, 65 * h + 10 * h);
-    let a: Vec<f64> =
-        (0..h).map(|o| (theta[64 * h + o] + (0..64).map(|i| theta[o * 64 + i] * x[i]).sum::<f64>()).max(0.0)).collect();
-    let z: Vec<f64> =
-        (0..10).map(|c| theta[b2 + c] + (0..h).map(|i| theta[w2 + c * h + i] * a[i]).sum::<f64>()).collect();
-    (0..10).fold(0, |best, c| if z[c] > z[best] { c } else { best })
+/// The test's own forward pass of a ReLU network of widths `sizes` (layout: W1, b1, W2, b2, …):
+/// the class.
+fn mlp_class(theta: &[f64], sizes: &[usize], x: &[f64]) -> usize {
+    let (mut a, mut at) = (x.to_vec(), 0);
+    for (l, w) in sizes.windows(2).enumerate() {
+        let (inp, out) = (w[0], w[1]);
+        let z: Vec<f64> = (0..out)
+            .map(|o| theta[at + out * inp + o] + (0..inp).map(|i| theta[at + o * inp + i] * a[i]).sum::<f64>())
+            .collect();
+        a = if l + 2 < sizes.len() { z.into_iter().map(|v| v.max(0.0)).collect() } else { z };
+        at += out * (inp + 1);
+    }
+    (0..a.len()).fold(0, |best, c| if a[c] > a[best] { c } else { best })
+}
+
+/// The test's own reading of a gzip IDX file: its dimensions and bytes.
+fn read_idx(path: &str) -> (Vec<usize>, Vec<u8>) {
+    use std::io::Read;
+    let mut bytes = vec![];
+    flate2::read::GzDecoder::new(std::fs::File::open(path).unwrap()).read_to_end(&mut bytes).unwrap();
+    let ndim = bytes[3] as usize;
+    let dims =
+        (0..ndim).map(|k| u32::from_be_bytes(bytes[4 + 4 * k..8 + 4 * k].try_into().unwrap()) as usize).collect();
+    (dims, bytes[4 + 4 * ndim..].to_vec())
 }
 
 /// configs/mlp-digits.toml through mpirun: the 64-128-10 network trained by mini-batch SGD under
@@ -118,7 +134,7 @@ fn an_mlp_trains_on_the_ten_digits_exactly() {
     let diff = outrun_workloads::metrics::relative_diff(&got, &want);
     assert!(diff <= 1e-9, "θ differs from the serial reference by {diff:e}");
     let (x, y) = read(&format!("{}/../../data/digits-test.libsvm", env!("CARGO_MANIFEST_DIR")));
-    let right = x.iter().zip(&y).filter(|(row, &label)| mlp_class(&want, 128, row) as f64 == label).count();
+    let right = x.iter().zip(&y).filter(|(row, &label)| mlp_class(&want, &[64, 128, 10], row) as f64 == label).count();
     let reported: f64 = iterations(&dir).last().unwrap()["test_accuracy"].parse().unwrap();
     assert!((reported - right as f64 / x.len() as f64).abs() < 1e-6, "reported {reported}, counted {right}");
     assert!(reported >= 0.95, "test accuracy {reported}");
@@ -141,4 +157,34 @@ fn rff_kernel_regression_reaches_scikit_learns_accuracy() {
     let reported: f64 = iterations(&dir).last().unwrap()["test_accuracy"].parse().unwrap();
     assert!((reported - sklearn).abs() <= 0.01, "outrun {reported} vs scikit-learn {sklearn}");
     eprintln!("rff-digits: test accuracy {reported}, scikit-learn {sklearn}; θ within {diff:.1e}");
+}
+
+/// configs/mlp-mnist.toml through mpirun (60 iterations): the 784-200-200-10 network on the MNIST
+/// subset, read from gzip IDX files, under CodedReduce equals the serial reference within 1e-9,
+/// and the accuracy it reports is the test's own count on the held-out images.
+#[test]
+fn a_784_200_200_10_network_trains_on_mnist_idx_files_exactly() {
+    let text = shipped("mlp-mnist.toml");
+    let (run, dir, _, sets) = train("mnist-mlp", &text, &["run.iterations=60"]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let want = job_reference(&text, &sets);
+    let diff = outrun_workloads::metrics::relative_diff(&theta(&dir), &want);
+    assert!(diff <= 1e-9, "θ differs from the serial reference by {diff:e}");
+    let data = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data");
+    let (dims, pixels) = read_idx(&format!("{data}/mnist-5k-test-images.idx.gz"));
+    let (_, labels) = read_idx(&format!("{data}/mnist-5k-test-labels.idx.gz"));
+    assert_eq!(dims, [1000, 28, 28]);
+    let right = (0..1000)
+        .filter(|&i| {
+            let x: Vec<f64> = pixels[i * 784..(i + 1) * 784].iter().map(|&b| f64::from(b) / 255.0).collect();
+            mlp_class(&want, &[784, 200, 200, 10], &x) == labels[i] as usize
+        })
+        .count();
+    let rows = iterations(&dir);
+    let reported: f64 = rows.last().unwrap()["test_accuracy"].parse().unwrap();
+    assert!((reported - right as f64 / 1000.0).abs() < 1e-6, "reported {reported}, counted {right}/1000");
+    assert_eq!(rows[18]["test_accuracy"], "", "scored every 20 iterations only");
+    assert!(!rows[19]["test_accuracy"].is_empty());
+    assert!(reported > 0.8, "test accuracy {reported} after 60 iterations");
+    eprintln!("mlp-mnist: θ within {diff:.1e} of the reference, test accuracy {reported} after 60 iterations");
 }

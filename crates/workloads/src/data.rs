@@ -95,7 +95,7 @@ pub fn theta_star(kind: DataKind, seed: u64, p: usize) -> Option<Vec<f64>> {
             let scale = 1.0 / (p as f64).sqrt();
             Some((0..p).map(|_| rng.normal() * scale).collect())
         }
-        DataKind::SoftmaxSynthetic | DataKind::Libsvm => None,
+        DataKind::SoftmaxSynthetic | DataKind::Libsvm | DataKind::Idx => None,
     }
 }
 
@@ -132,7 +132,9 @@ pub fn synthetic_rows(
         let y = match kind {
             DataKind::LinearSynthetic => z + noise * nr.normal(),
             DataKind::LogisticSynthetic => f64::from(nr.uniform() < 1.0 / (1.0 + libm::exp(-z))),
-            DataKind::SoftmaxSynthetic | DataKind::Libsvm => unreachable!("not a linear synthetic set"),
+            DataKind::SoftmaxSynthetic | DataKind::Libsvm | DataKind::Idx => {
+                unreachable!("not a linear synthetic set")
+            }
         };
         xs.extend_from_slice(&x);
         ys.push(y);
@@ -332,9 +334,13 @@ pub fn parse_libsvm(
     libsvm_rows(text.as_bytes(), origin, shape.features, labels, &(0..shape.samples).collect::<Vec<_>>())
 }
 
-/// Shape of the configured data set (streams a LIBSVM file once).
+/// Shape of the configured data set (streams a LIBSVM file once, reads IDX headers).
 pub fn shape(data: &DataConfig, labels: Labels) -> Result<Shape, DataError> {
     match data.kind {
+        DataKind::Idx => {
+            let (images, lab) = idx_paths(data);
+            crate::idx::idx_shape(images, lab)
+        }
         DataKind::Libsvm => {
             let path = Path::new(data.path.as_deref().expect("validated"));
             libsvm_shape(open(path)?, &path.display().to_string(), data.samples, data.features, labels)
@@ -346,12 +352,21 @@ pub fn shape(data: &DataConfig, labels: Labels) -> Result<Shape, DataError> {
 /// The rows with the given indices of the configured data set, `p` wide.
 pub fn rows(data: &DataConfig, seed: u64, labels: Labels, p: usize, idx: &[usize]) -> Result<Rows, DataError> {
     match data.kind {
+        DataKind::Idx => {
+            let (images, lab) = idx_paths(data);
+            crate::idx::idx_rows(images, lab, data.scale, labels, idx)
+        }
         DataKind::Libsvm => {
             let path = Path::new(data.path.as_deref().expect("validated"));
             libsvm_rows(open(path)?, &path.display().to_string(), p, labels, idx)
         }
         kind => Ok(synthetic_rows(kind, seed, p, data.noise, labels, idx.iter().copied())),
     }
+}
+
+/// The images and labels files of `idx` data.
+fn idx_paths(data: &DataConfig) -> (&Path, &Path) {
+    (Path::new(data.path.as_deref().expect("validated")), Path::new(data.labels_path.as_deref().expect("validated")))
 }
 
 /// The whole data set (reference computations).

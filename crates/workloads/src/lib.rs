@@ -27,6 +27,7 @@ mod blas;
 pub mod data;
 pub mod features;
 pub mod graph;
+pub mod idx;
 pub mod input;
 mod jobs;
 pub mod kernel;

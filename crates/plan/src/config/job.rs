@@ -21,6 +21,9 @@ pub enum DataKind {
     SoftmaxSynthetic,
     /// A LIBSVM-format file (`label index:value ...`, 1-based indices).
     Libsvm,
+    /// IDX files (MNIST, Fashion-MNIST; plain or gzip): images at `path`, labels at
+    /// `labels_path`.
+    Idx,
 }
 
 impl DataKind {
@@ -31,6 +34,7 @@ impl DataKind {
             DataKind::LogisticSynthetic => "logistic-synthetic",
             DataKind::SoftmaxSynthetic => "softmax-synthetic",
             DataKind::Libsvm => "libsvm",
+            DataKind::Idx => "idx",
         }
     }
 }
@@ -54,6 +58,19 @@ pub struct DataConfig {
     /// Standard deviation of the label noise of `linear-synthetic`.
     #[serde(default = "default_noise")]
     pub noise: f64,
+    /// Evaluate θ on the held-out set every this many iterations (and after the last): the
+    /// logging rank does it inside the timed loop.
+    #[serde(default = "default_test_every")]
+    pub test_every: u64,
+    /// The labels file of `idx` data.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub labels_path: Option<String>,
+    /// The held-out labels file of `idx` data.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub test_labels_path: Option<String>,
+    /// Every value of `idx` data is multiplied by this (1/255 maps pixels to [0, 1]).
+    #[serde(default = "default_scale")]
+    pub scale: f64,
     /// A held-out LIBSVM file (logistic loss): the logging rank reports the model's accuracy on
     /// it after every iteration (`test_accuracy` in `iterations.csv` and the summary).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -62,6 +79,14 @@ pub struct DataConfig {
 
 fn default_noise() -> f64 {
     1.0
+}
+
+fn default_scale() -> f64 {
+    1.0
+}
+
+fn default_test_every() -> u64 {
+    1
 }
 
 /// Loss function.
@@ -520,7 +545,7 @@ pub struct PagerankConfig {
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum JobConfig {
     /// `kind = "gd"` (the default): synchronous gradient descent.
-    Gd(GdConfig),
+    Gd(Box<GdConfig>),
     /// `kind = "matvec"`: y = A·x, once per iteration (power iteration with `power = true`).
     Matvec(MatvecConfig),
     /// `kind = "pagerank"`: PageRank iterations on `[graph]`.
@@ -637,7 +662,7 @@ impl JobConfig {
                     None => None,
                     Some(s) => Some(de(toml::Value::Table(s), "features")?),
                 };
-                Ok(JobConfig::Gd(GdConfig { data, model, features }))
+                Ok(JobConfig::Gd(Box::new(GdConfig { data, model, features })))
             }
             other => err("job.kind", format!("= \"{other}\" is not known; use \"gd\", \"matvec\" or \"pagerank\"")),
         }
@@ -813,6 +838,26 @@ impl GdConfig {
                     _ => {}
                 }
             }
+            DataKind::Idx => {
+                if d.path.as_deref().is_none_or(str::is_empty) {
+                    return err("data.path", "missing: data.kind = \"idx\" needs the images file (IDX, plain or gzip)");
+                }
+                if d.labels_path.as_deref().is_none_or(str::is_empty) {
+                    return err("data.labels_path", "missing: data.kind = \"idx\" needs the labels file (IDX)");
+                }
+                if d.test_path.is_some() != d.test_labels_path.is_some() {
+                    return err(
+                        "data.test_labels_path",
+                        "IDX held-out data needs both data.test_path (images) and data.test_labels_path",
+                    );
+                }
+                if d.samples.is_some() || d.features.is_some() {
+                    return err(
+                        if d.samples.is_some() { "data.samples" } else { "data.features" },
+                        "IDX files give their own size",
+                    );
+                }
+            }
             DataKind::Libsvm => {
                 if d.path.as_deref().is_none_or(str::is_empty) {
                     return err("data.path", "missing: data.kind = \"libsvm\" needs the path of a LIBSVM file");
@@ -825,8 +870,18 @@ impl GdConfig {
                 }
             }
         }
+        if d.kind != DataKind::Idx && (d.labels_path.is_some() || d.test_labels_path.is_some()) {
+            let key = if d.labels_path.is_some() { "data.labels_path" } else { "data.test_labels_path" };
+            return err(key, format!("is for data.kind = \"idx\", not \"{}\"", d.kind.name()));
+        }
+        if d.test_every == 0 {
+            return err("data.test_every", "must be at least 1");
+        }
+        if !(d.scale.is_finite() && d.scale > 0.0) {
+            return err("data.scale", format!("= {}: must be a positive factor", d.scale));
+        }
         match &d.test_path {
-            Some(_) if d.kind != DataKind::Libsvm => {
+            Some(_) if !matches!(d.kind, DataKind::Libsvm | DataKind::Idx) => {
                 return err(
                     "data.test_path",
                     format!(

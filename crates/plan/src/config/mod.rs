@@ -127,6 +127,8 @@ pub fn parse_in(text: &str, dir: &std::path::Path, overrides: &[String]) -> Resu
 const PATH_KEYS: &[(&str, &str)] = &[
     ("data", "path"),
     ("data", "test_path"),
+    ("data", "labels_path"),
+    ("data", "test_labels_path"),
     ("model", "init_path"),
     ("matrix", "path"),
     ("vector", "path"),

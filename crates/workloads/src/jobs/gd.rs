@@ -47,6 +47,8 @@ pub struct GradientDescent {
     /// θ* (synthetic linear data) and the held-out set, on the logging rank.
     star: Option<Vec<f64>>,
     test: Option<Rows>,
+    /// The last iteration applied is one to evaluate on the held-out set (`data.test_every`).
+    evaluate: bool,
 }
 
 impl GradientDescent {
@@ -73,6 +75,7 @@ impl GradientDescent {
             pace: usize::MAX,
             star: None,
             test: None,
+            evaluate: false,
         }
     }
 
@@ -126,6 +129,18 @@ pub(super) fn shape(c: &GdConfig) -> Result<Shape, DataError> {
 /// The held-out set of `data.test_path` (as wide as the training set, `p`), if there is one.
 fn test_set(c: &GdConfig, p: usize) -> Result<Option<Rows>, DataError> {
     let Some(path) = c.data.test_path.as_deref() else { return Ok(None) };
+    if let Some(labels) = c.data.test_labels_path.as_deref() {
+        let (images, labels) = (std::path::Path::new(path), std::path::Path::new(labels));
+        let shape = crate::idx::idx_shape(images, labels)?;
+        if shape.features != p {
+            return Err(DataError(format!(
+                "{path}: {} pixels per image, the training images have {p}",
+                shape.features
+            )));
+        }
+        let all: Vec<usize> = (0..shape.samples).collect();
+        return crate::idx::idx_rows(images, labels, c.data.scale, c.model.labels(), &all).map(Some);
+    }
     let text = crate::input::read_to_string(std::path::Path::new(path))
         .map_err(|e| DataError(format!("data.test_path: cannot read `{path}`: {e}")))?;
     data::parse_libsvm(&text, path, None, Some(p), c.model.labels()).map(Some)
@@ -229,7 +244,9 @@ impl Job for GradientDescent {
     fn load_metrics(&mut self) -> Result<(), DataError> {
         let kind = self.config.data.kind;
         let linear = matches!(self.net, Net::Linear(_)) && self.map.is_none();
-        self.star = (linear && kind != DataKind::Libsvm).then(|| data::theta_star(kind, self.seed, self.p)).flatten();
+        self.star = (linear && !matches!(kind, DataKind::Libsvm | DataKind::Idx))
+            .then(|| data::theta_star(kind, self.seed, self.p))
+            .flatten();
         self.test = test_set(&self.config, self.p)?.map(|t| self.mapped(t));
         Ok(())
     }
@@ -286,6 +303,7 @@ impl Job for GradientDescent {
         let model = &self.config.model;
         let b = self.batch_size(t) as f64;
         self.optimizer.step(&mut self.theta, g, b, model, t);
+        self.evaluate = (t + 1).is_multiple_of(self.config.data.test_every) || t + 1 == self.iterations;
         if !self.theta.iter().all(|v| v.is_finite()) || !loss.is_finite() {
             return Err(JobError(format!(
                 "iteration {t}: the model diverged (non-finite θ or loss); lower model.lr (now {})",
@@ -297,7 +315,8 @@ impl Job for GradientDescent {
 
     fn metrics(&self, applied: &Applied) -> super::Metrics {
         let theta = applied.state.as_deref();
-        let eval = theta.zip(self.test.as_ref()).map(|(th, test)| self.net.evaluate(test, th, self.inputs));
+        let test = self.test.as_ref().filter(|_| self.evaluate);
+        let eval = theta.zip(test).map(|(th, test)| self.net.evaluate(test, th, self.inputs));
         Metrics {
             error: theta.zip(self.star.as_deref()).map(|(th, star)| normalized_error(th, star)),
             accuracy: eval.map(|e| e.0),

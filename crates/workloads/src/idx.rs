@@ -1,0 +1,155 @@
+//! The IDX format of MNIST and Fashion-MNIST (plain or gzip): an images file (`n × rows × cols`
+//! unsigned bytes) and a labels file (`n` unsigned bytes), both big-endian with a 4-byte magic
+//! `0 0 type dims`. Every rank streams the files and keeps only its own rows, like a LIBSVM file.
+
+use std::io::{BufReader, Read};
+use std::path::Path;
+
+use outrun_plan::config::Labels;
+
+use crate::data::{DataError, Rows, Shape};
+
+/// The element type read: unsigned bytes (what MNIST and Fashion-MNIST use).
+const UBYTE: u8 = 0x08;
+
+/// An open IDX file past its header: its dimensions and the stream of its values.
+struct Idx {
+    dims: Vec<usize>,
+    body: Box<dyn Read>,
+    origin: String,
+}
+
+fn bad(path: &Path, what: impl std::fmt::Display) -> DataError {
+    DataError(format!("{}: {what}", path.display()))
+}
+
+/// Open `path` (gzip when it starts with the gzip magic) and read the header of an IDX file of
+/// `ndim` dimensions.
+fn open(path: &Path, key: &str, ndim: usize) -> Result<Idx, DataError> {
+    let f = crate::input::open(path).map_err(|e| DataError(format!("{key}: cannot read `{}`: {e}", path.display())))?;
+    let mut f = BufReader::new(f);
+    let gz = {
+        use std::io::BufRead;
+        let head = f.fill_buf().map_err(|e| bad(path, e))?;
+        head.starts_with(&[0x1f, 0x8b])
+    };
+    let mut body: Box<dyn Read> = if gz { Box::new(flate2::read::GzDecoder::new(f)) } else { Box::new(f) };
+    let mut magic = [0u8; 4];
+    body.read_exact(&mut magic).map_err(|e| bad(path, format!("no IDX header ({e})")))?;
+    if magic[0] != 0 || magic[1] != 0 {
+        return Err(bad(path, format!("not an IDX file: its magic is {magic:02x?}, expected 00 00 08 {ndim:02x}")));
+    }
+    if magic[2] != UBYTE {
+        return Err(bad(path, format!("IDX element type {:#04x}: only unsigned bytes (0x08) are read", magic[2])));
+    }
+    if usize::from(magic[3]) != ndim {
+        return Err(bad(path, format!("{} dimensions, expected {ndim} ({key})", magic[3])));
+    }
+    let mut dims = Vec::with_capacity(ndim);
+    for _ in 0..ndim {
+        let mut d = [0u8; 4];
+        body.read_exact(&mut d).map_err(|e| bad(path, format!("truncated IDX header ({e})")))?;
+        dims.push(u32::from_be_bytes(d) as usize);
+    }
+    Ok(Idx { dims, body, origin: path.display().to_string() })
+}
+
+/// Samples and features of an images file and its labels file (headers only), checked to agree.
+pub fn idx_shape(images: &Path, labels: &Path) -> Result<Shape, DataError> {
+    let im = open(images, "data.path", 3)?;
+    let lb = open(labels, "data.labels_path", 1)?;
+    if im.dims[0] != lb.dims[0] {
+        return Err(bad(labels, format!("{} labels, but {} has {} images", lb.dims[0], im.origin, im.dims[0])));
+    }
+    if im.dims[0] == 0 || im.dims[1] * im.dims[2] == 0 {
+        return Err(bad(images, "no images"));
+    }
+    Ok(Shape { samples: im.dims[0], features: im.dims[1] * im.dims[2] })
+}
+
+/// The rows with the given indices (any order, repeats allowed), each value times `scale`.
+pub fn idx_rows(images: &Path, labels: &Path, scale: f64, rule: Labels, idx: &[usize]) -> Result<Rows, DataError> {
+    let Shape { samples, features: p } = idx_shape(images, labels)?;
+    let mut lb = open(labels, "data.labels_path", 1)?;
+    let mut all = vec![0u8; samples];
+    lb.body.read_exact(&mut all).map_err(|e| bad(labels, format!("truncated: {e}")))?;
+    let mut y = Vec::with_capacity(idx.len());
+    for &i in idx {
+        let v = f64::from(*all.get(i).ok_or_else(|| bad(images, format!("row {} asked for of {samples}", i + 1)))?);
+        let ok = match rule {
+            Labels::Real => true,
+            Labels::Binary => v <= 1.0,
+            Labels::Classes(c) => v < c as f64,
+        };
+        if !ok {
+            let want = match rule {
+                Labels::Classes(c) => format!("a class 0..{} ({c} classes in [model])", c - 1),
+                _ => "0 or 1 (model.loss = \"logistic\")".into(),
+            };
+            return Err(bad(labels, format!("label {v} of image {} is not {want}", i + 1)));
+        }
+        y.push(v);
+    }
+    let mut wanted: Vec<(usize, usize)> = idx.iter().copied().enumerate().map(|(k, i)| (i, k)).collect();
+    wanted.sort_unstable();
+    let mut im = open(images, "data.path", 3)?;
+    let mut x = vec![0.0; idx.len() * p];
+    let mut buf = vec![0u8; p];
+    let (mut row, mut next) = (0, 0);
+    while next < wanted.len() {
+        im.body.read_exact(&mut buf).map_err(|e| bad(images, format!("truncated at image {}: {e}", row + 1)))?;
+        while next < wanted.len() && wanted[next].0 == row {
+            let k = wanted[next].1;
+            for (v, b) in x[k * p..(k + 1) * p].iter_mut().zip(&buf) {
+                *v = f64::from(*b) * scale;
+            }
+            next += 1;
+        }
+        row += 1;
+    }
+    Ok(Rows::from_vecs(p, x, y))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn idx(dims: &[u32], body: &[u8]) -> Vec<u8> {
+        let mut v = vec![0, 0, UBYTE, dims.len() as u8];
+        for d in dims {
+            v.extend(d.to_be_bytes());
+        }
+        v.extend(body);
+        v
+    }
+
+    #[test]
+    fn reads_plain_and_gzip_files_and_refuses_bad_ones() {
+        let dir = std::env::temp_dir().join(format!("outrun-idx-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let images: Vec<u8> = (0..3 * 2 * 2).map(|v| v as u8 * 10).collect();
+        let (im, lb) = (dir.join("im"), dir.join("lb.gz"));
+        std::fs::write(&im, idx(&[3, 2, 2], &images)).unwrap();
+        let mut gz = flate2::write::GzEncoder::new(vec![], flate2::Compression::default());
+        gz.write_all(&idx(&[3], &[7, 0, 9])).unwrap();
+        std::fs::write(&lb, gz.finish().unwrap()).unwrap();
+        assert_eq!(idx_shape(&im, &lb).unwrap(), Shape { samples: 3, features: 4 });
+        let r = idx_rows(&im, &lb, 0.1, Labels::Classes(10), &[2, 0, 2]).unwrap();
+        assert_eq!(r.labels(), &[9.0, 7.0, 9.0]);
+        assert_eq!(r.row(0), &[8.0, 9.0, 10.0, 11.0]);
+        assert_eq!(r.row(1), &[0.0, 1.0, 2.0, 3.0]);
+        let e = idx_rows(&im, &lb, 1.0, Labels::Classes(8), &[2]).unwrap_err().0;
+        assert!(e.ends_with("label 9 of image 3 is not a class 0..7 (8 classes in [model])"), "{e}");
+        std::fs::write(&lb, idx(&[2], &[1, 2])).unwrap();
+        assert!(idx_shape(&im, &lb).unwrap_err().0.contains("2 labels, but"));
+        std::fs::write(&lb, b"\x1f\x00junk").unwrap();
+        assert!(idx_shape(&im, &lb).unwrap_err().0.contains("not an IDX file"));
+        std::fs::write(&lb, idx(&[3, 1], &[1, 2, 3])).unwrap();
+        assert!(idx_shape(&im, &lb).unwrap_err().0.contains("2 dimensions, expected 1"));
+        std::fs::write(&im, idx(&[3, 2, 2], &images[..5])).unwrap();
+        std::fs::write(&lb, idx(&[3], &[1, 2, 3])).unwrap();
+        assert!(idx_rows(&im, &lb, 1.0, Labels::Real, &[2]).unwrap_err().0.contains("truncated at image 2"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -13,6 +13,8 @@
 #      and simulator; the master's decode time vs r beside LAPACK's LU
 #   9. coded PageRank on the emulated cluster (needs root): coded and uncoded Shuffle for
 #      r = 1..K-1, per-phase times, best r, the load model's prediction
+#  10. a network's batch gradient vs dgemm on the same shapes and vs numpy (one thread)
+#  11. time to a test accuracy on the ten digits: UMW, GC, ignore, CR, same stragglers
 set -euo pipefail
 # every MPI job is bounded in time (launch/local.sh, launch/emu-cluster honour it)
 export OUTRUN_TIMEOUT="${OUTRUN_TIMEOUT:-600}"
@@ -33,13 +35,13 @@ if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c "import mpi4py, numpy" 2>/
 fi
 PY=.venv/bin/python
 
-echo "bench: 1/9 gradient kernel vs memory bandwidth" >&2
+echo "bench: 1/11 gradient kernel vs memory bandwidth" >&2
 "$bin" bench kernel > "$out/kernel.csv"
 
-echo "bench: 2/9 ring all-reduce vs MPI_Allreduce (8 ranks)" >&2
+echo "bench: 2/11 ring all-reduce vs MPI_Allreduce (8 ranks)" >&2
 "${MPIRUN[@]}" -np 8 "$bin" bench ring --rounds 5 --seconds 0.5 > "$out/ring.csv"
 
-echo "bench: 3/9 engine overhead per scheme (N = 12, p = 5000)" >&2
+echo "bench: 3/11 engine overhead per scheme (N = 12, p = 5000)" >&2
 echo "scheme,rep,mean_s" > "$out/overhead.csv"
 for rep in 1 2 3 4 5; do
   for entry in "umw --set scheme.s=" "ignore" "gc-cyclic" "gc-frac" "rar --set scheme.s=" "allreduce --set scheme.s="; do
@@ -51,7 +53,7 @@ for rep in 1 2 3 4 5; do
   done
 done
 
-echo "bench: 4/9 GC loop: outrun vs mpi4py + numpy, $PAIRS interleaved pairs" >&2
+echo "bench: 4/11 GC loop: outrun vs mpi4py + numpy, $PAIRS interleaved pairs" >&2
 echo "pair,outrun_mean_s,mpi4py_mean_s" > "$out/mpi4py.csv"
 for i in $(seq "$PAIRS"); do
   launch/local.sh configs/bench/overhead.toml --set "run.out_dir=$out/pair-runs" >/dev/null
@@ -61,16 +63,16 @@ for i in $(seq "$PAIRS"); do
   echo "$i,$ours,$theirs" >> "$out/mpi4py.csv"
 done
 
-echo "bench: 5/9 demo iteration time (gc-cyclic and umw)" >&2
+echo "bench: 5/11 demo iteration time (gc-cyclic and umw)" >&2
 for kind in gc-cyclic "umw --set scheme.s="; do
   # shellcheck disable=SC2086
   launch/local.sh configs/demo.toml --set "run.out_dir=$out/demo-runs" --set scheme.kind=$kind >/dev/null
 done
 
-echo "bench: 6/9 CodedReduce comparison ((4,2) tree, 3 repetitions)" >&2
+echo "bench: 6/11 CodedReduce comparison ((4,2) tree, 3 repetitions)" >&2
 scripts/bench/cr.sh "$out/cr-runs" 3 > /dev/null
 
-echo "bench: 7/9 GC, GC-SC, GC-DC under Markov stragglers vs the timing model" >&2
+echo "bench: 7/11 GC, GC-SC, GC-DC under Markov stragglers vs the timing model" >&2
 gcdc_args=()
 for entry in "gc-dc" "gc-sc --set scheme.n=" "gc-cyclic --set scheme.s=2 --set scheme.clusters= --set scheme.r= --set scheme.n="; do
   # shellcheck disable=SC2086
@@ -80,15 +82,19 @@ for entry in "gc-dc" "gc-sc --set scheme.n=" "gc-cyclic --set scheme.s=2 --set s
   gcdc_args+=("$(ls -d "$out/gcdc-runs/$kind"-2* | head -1)" "$(ls -d "$out/gcdc-sim/$kind"-sim-* | head -1)")
 done
 
-echo "bench: 8/9 coded mat-vec: HCMM vs the baselines, decode time vs r" >&2
+echo "bench: 8/11 coded mat-vec: HCMM vs the baselines, decode time vs r" >&2
 scripts/bench/matvec.sh "$out/matvec" > "$out/matvec.md"
-echo "bench: 9/9 coded PageRank on the emulated cluster (r = 1..K-1, coded and uncoded)" >&2
+echo "bench: 9/11 coded PageRank on the emulated cluster (r = 1..K-1, coded and uncoded)" >&2
 scripts/bench/pagerank.sh "$out/pagerank" 2 > "$out/pagerank.md"
+
+echo "bench: 10-11/11 networks: batch gradient vs dgemm and numpy; time to 95 % on the digits" >&2
+scripts/bench/models.sh "$out" "$PY"
 
 $PY scripts/bench/report.py "$out" > "$out/report.md"
 python3 scripts/bench/gcdc.py "${gcdc_args[@]}" >> "$out/report.md"
 cat "$out/matvec.md" >> "$out/report.md"
 cat "$out/pagerank.md" >> "$out/report.md"
+cat "$out/models.md" >> "$out/report.md"
 cat "$out/report.md"
 echo >&2
 echo "bench: report in $out/report.md" >&2

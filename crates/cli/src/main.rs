@@ -234,6 +234,18 @@ enum BenchCmd {
         #[arg(long, default_value_t = 5)]
         reps: usize,
     },
+    /// A softmax network's batch gradient vs the dgemm calls it makes on the same shapes (one
+    /// thread); prints CSV.
+    Mlp {
+        /// Layer widths, input to output.
+        #[arg(long, value_delimiter = ',', default_value = "784,200,200,10")]
+        sizes: Vec<usize>,
+        /// Batch sizes.
+        #[arg(long, value_delimiter = ',', default_value = "64,256,1024")]
+        batches: Vec<usize>,
+        #[arg(long, default_value_t = 20)]
+        reps: usize,
+    },
     /// Coded mat-vec decoding time vs r for Gaussian, systematic and LT codes, beside LAPACK's
     /// own LU of the same size (no MPI); prints CSV.
     Rows {
@@ -624,6 +636,25 @@ fn run(cli: Cli) -> Result<(), Failure> {
                     r.warm_s * 1e3,
                     r.apply_s * 1e3,
                     r.max_rel_err
+                );
+            }
+            Ok(())
+        }
+        Cmd::Bench(BenchCmd::Mlp { sizes, batches, reps }) => {
+            if sizes.len() < 2 || sizes.contains(&0) || batches.contains(&0) || reps == 0 {
+                return Err(Failure("bench mlp: at least two positive sizes, positive batches and reps".into(), 2));
+            }
+            println!("sizes,batch,gflop,gradient_ms,gradient_gflops,dgemm_ms,dgemm_gflops,gradient_over_dgemm");
+            let name = sizes.iter().map(ToString::to_string).collect::<Vec<_>>().join("-");
+            for r in outrun_workloads::bench::mlp_rates(&sizes, &batches, reps) {
+                let (g, d) = (r.flops / r.gradient_s / 1e9, r.flops / r.dgemm_s / 1e9);
+                println!(
+                    "{name},{},{:.4},{:.3},{g:.2},{:.3},{d:.2},{:.3}",
+                    r.batch,
+                    r.flops / 1e9,
+                    r.gradient_s * 1e3,
+                    r.dgemm_s * 1e3,
+                    g / d
                 );
             }
             Ok(())

@@ -372,3 +372,77 @@ pub fn row_decode_times(sizes: &[usize], lt_sizes: &[usize], overhead: f64, sets
     }
     out
 }
+
+/// One row of [`mlp_rates`].
+#[derive(Clone, Debug)]
+pub struct MlpBench {
+    /// Samples in the batch.
+    pub batch: usize,
+    /// Floating-point operations of one batch gradient (the products' 2·m·n·k).
+    pub flops: f64,
+    /// Seconds of the network's batch gradient (best of the repetitions).
+    pub gradient_s: f64,
+    /// Seconds of the same `dgemm` calls alone, on the same shapes (best of the repetitions).
+    pub dgemm_s: f64,
+}
+
+/// The softmax network of widths `sizes` (`[inputs, hidden…, classes]`): its batch gradient
+/// against the `dgemm` calls it makes, timed alone on the same shapes, for each batch size (one
+/// thread).
+pub fn mlp_rates(sizes: &[usize], batches: &[usize], reps: usize) -> Vec<MlpBench> {
+    use crate::blas::{gemm, Op};
+    use crate::net::Net;
+    use outrun_plan::config::ModelConfig;
+    let p = sizes[0];
+    let model = ModelConfig {
+        classes: Some(*sizes.last().expect("sizes")),
+        hidden: sizes[1..sizes.len() - 1].to_vec(),
+        ..ModelConfig::linear(Loss::Softmax, 0.1)
+    };
+    let net = Net::new(&model, p);
+    let theta = net.init(Some(outrun_plan::config::Init::He), 1, p);
+    let classes = sizes[sizes.len() - 1];
+    batches
+        .iter()
+        .map(|&b| {
+            let rows = Rows::from_vecs(
+                p,
+                (0..b * p).map(|i| ((i % 257) as f64) / 257.0).collect(),
+                (0..b).map(|i| (i % classes) as f64).collect(),
+            );
+            let coef = vec![1.0; b];
+            let mut g = vec![0.0; net.len(p)];
+            let (gradient_s, s1) = best_of(reps, || net.gradient(&rows, &coef, &theta, &mut g, usize::MAX, &mut || {}));
+            // the same products: per layer Z = A·Wᵀ, dW = δᵀ·A, and (but the first) δ·W, in
+            // blocks of net::BLOCK rows
+            let widest = *sizes.iter().max().expect("sizes");
+            let (a, d) = (vec![0.5; crate::net::BLOCK * widest], vec![0.25; crate::net::BLOCK * widest]);
+            let mut out = vec![0.0; crate::net::BLOCK * widest];
+            let mut gw = vec![0.0; widest * widest];
+            let mut flops = 0.0;
+            for w in sizes.windows(2) {
+                flops += 4.0 * (b * w[0] * w[1]) as f64;
+            }
+            for w in sizes[1..].windows(2) {
+                flops += 2.0 * (b * w[0] * w[1]) as f64;
+            }
+            let (dgemm_s, s2) = best_of(reps, || {
+                for start in (0..b).step_by(crate::net::BLOCK) {
+                    let n = crate::net::BLOCK.min(b - start);
+                    for (k, w) in sizes.windows(2).enumerate() {
+                        let (i, o) = (w[0], w[1]);
+                        let wt = &theta[..o * i];
+                        gemm(1.0, Op::n(&a[..n * i], n, i), Op::t(wt, o, i), 1.0, &mut out[..n * o]);
+                        gemm(1.0, Op::t(&d[..n * o], n, o), Op::n(&a[..n * i], n, i), 1.0, &mut gw[..o * i]);
+                        if k > 0 {
+                            gemm(1.0, Op::n(&d[..n * o], n, o), Op::n(wt, o, i), 0.0, &mut out[..n * i]);
+                        }
+                    }
+                }
+                out[0]
+            });
+            std::hint::black_box((s1, s2, &g));
+            MlpBench { batch: b, flops, gradient_s, dgemm_s }
+        })
+        .collect()
+}

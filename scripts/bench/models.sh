@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make bench §10 and §11, appended to the bench report by scripts/bench.sh:
 #   10. a softmax network's batch gradient vs the dgemm calls it makes (same shapes, one thread)
-#       and vs the same computation in numpy
+#       and vs the same computation in numpy and, if it is installed, PyTorch
 #   11. time to a test accuracy on the ten digits: UMW, GC, ignore-stragglers and CodedReduce
 #       under the same injected stragglers (configs/bench/mlp-digits-12.toml)
 #
@@ -11,18 +11,29 @@ out="$1"; PY="$2"
 bin="${OUTRUN_BIN:-target/release/outrun}"
 export OPENBLAS_NUM_THREADS=1
 
+torch=0
+if "$PY" -c "import torch" 2>/dev/null; then torch=1; fi
 {
-  echo "## 10. Network batch gradient vs dgemm and numpy (one thread)"
+  echo "## 10. Network batch gradient vs dgemm, numpy and PyTorch (one thread)"
   echo
-  echo "| network | batch | GFLOP | outrun ms | outrun GFLOP/s | dgemm alone GFLOP/s | outrun / dgemm | numpy ms | outrun speed / numpy |"
-  echo "|---|---|---|---|---|---|---|---|---|"
+  echo "| network | batch | GFLOP | outrun ms | outrun GFLOP/s | dgemm alone GFLOP/s | outrun / dgemm | numpy ms | outrun speed / numpy | PyTorch ms | outrun speed / PyTorch |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|"
 } > "$out/models.md"
 for sizes in 784,200,200,10 64,128,10; do
   "$bin" bench mlp --sizes "$sizes" --batches 64,256,1024 | tail -n +2 > "$out/mlp-$sizes.csv"
   "$PY" scripts/bench/mlp_numpy.py "$sizes" 64,256,1024 20 > "$out/mlp-numpy-$sizes.csv"
-  paste -d, "$out/mlp-$sizes.csv" "$out/mlp-numpy-$sizes.csv" | awk -F, '{
-    printf "| %s | %s | %.4f | %.3f | %.1f | %.1f | %.2f | %.3f | %.2f |\n", $1, $2, $3, $4, $5, $7, $8, $11, $11 / $4 }' >> "$out/models.md"
+  if [ "$torch" = 1 ]; then
+    "$PY" scripts/bench/mlp_torch.py "$sizes" 64,256,1024 20 > "$out/mlp-torch-$sizes.csv"
+  else
+    printf '%s,-,nan,nan\n' "$sizes" "$sizes" "$sizes" > "$out/mlp-torch-$sizes.csv"
+  fi
+  paste -d, "$out/mlp-$sizes.csv" "$out/mlp-numpy-$sizes.csv" "$out/mlp-torch-$sizes.csv" | awk -F, '{
+    t = ($15 == "nan") ? "not installed | -" : sprintf("%.3f | %.2f", $15, $15 / $4)
+    printf "| %s | %s | %.4f | %.3f | %.1f | %.1f | %.2f | %.3f | %.2f | %s |\n", $1, $2, $3, $4, $5, $7, $8, $11, $11 / $4, t }' >> "$out/models.md"
 done
+if [ "$torch" = 0 ]; then
+  echo "(PyTorch is not in $PY: \`$PY -m pip install torch\` to measure it.)" >> "$out/models.md"
+fi
 
 {
   echo

@@ -188,3 +188,33 @@ fn a_784_200_200_10_network_trains_on_mnist_idx_files_exactly() {
     assert!(reported > 0.8, "test accuracy {reported} after 60 iterations");
     eprintln!("mlp-mnist: θ within {diff:.1e} of the reference, test accuracy {reported} after 60 iterations");
 }
+
+/// Non-IID parts (`data.order = "by-label"`): the rows sorted by label before the allocation
+/// cuts them, so each worker of gradient coding holds a few digits only; still exact.
+#[test]
+fn rows_sorted_by_label_give_non_iid_parts_and_stay_exact() {
+    let text = shipped("softmax-digits.toml");
+    let sets = [
+        "data.order=by-label",
+        "run.iterations=30",
+        "scheme.kind=gc-cyclic",
+        "scheme.n=",
+        "scheme.layers=",
+        "scheme.code=",
+        "scheme.workers=10",
+        "scheme.s=1",
+        "stragglers.workers=[3]",
+    ];
+    let (run, dir, _, all) = train("digits-by-label", &text, &sets);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let diff = outrun_workloads::metrics::relative_diff(&theta(&dir), &job_reference(&text, &all));
+    assert!(diff <= 1e-9, "θ differs from the serial reference by {diff:e}");
+    // worker 1's first part is the first tenth of the sorted rows: zeros and ones only
+    let cfg = outrun_plan::config::parse(&text, &all).unwrap();
+    let plan = outrun_workloads::resolve(&cfg).unwrap();
+    let (_, y) = read(&format!("{}/../../data/digits-train.libsvm", env!("CARGO_MANIFEST_DIR")));
+    let mut sorted: Vec<usize> = (0..y.len()).collect();
+    sorted.sort_by(|&a, &b| y[a].total_cmp(&y[b]));
+    let first: Vec<f64> = plan.nodes[1].parts[0].points().map(|(i, _)| y[sorted[i]]).collect();
+    assert!(first.iter().all(|&c| c <= 1.0), "worker 1's part holds classes {first:?}");
+}

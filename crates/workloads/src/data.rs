@@ -20,7 +20,7 @@ use std::path::Path;
 
 use ndarray::{Array1, Array2};
 use outrun_codes::{domain, Rng};
-use outrun_plan::config::{DataConfig, DataKind, Labels};
+use outrun_plan::config::{DataConfig, DataKind, DataOrder, Labels};
 
 /// Rows of a data set: row-major features and a label per row.
 #[derive(Clone, Debug, PartialEq)]
@@ -364,6 +364,43 @@ pub fn rows(data: &DataConfig, seed: u64, labels: Labels, p: usize, idx: &[usize
     }
 }
 
+/// The labels of every row, in file order (one pass over a file; a synthetic set is generated).
+fn all_labels(data: &DataConfig, seed: u64, labels: Labels, shape: Shape) -> Result<Vec<f64>, DataError> {
+    match data.kind {
+        DataKind::Libsvm => {
+            let path = Path::new(data.path.as_deref().expect("validated"));
+            let origin = path.display().to_string();
+            let mut r =
+                Reader { lines: open(path)?.lines(), ln: 0, origin: &origin, features: Some(shape.features), labels };
+            let mut out = Vec::with_capacity(shape.samples);
+            while out.len() < shape.samples {
+                let Some(line) = r.next_line()? else { break };
+                out.push(line.y);
+            }
+            Ok(out)
+        }
+        DataKind::Idx => {
+            let (images, lab) = idx_paths(data);
+            crate::idx::idx_labels(images, lab, labels)
+        }
+        kind => Ok(synthetic_rows(kind, seed, shape.features, data.noise, labels, 0..shape.samples).y.to_vec()),
+    }
+}
+
+/// The rows in the order `data.order` asks for: `order[i]` is the file row that is row i
+/// (`None` in file order). By label: a stable sort, so each class keeps its file order.
+pub fn row_order(data: &DataConfig, seed: u64, labels: Labels, shape: Shape) -> Result<Option<Vec<usize>>, DataError> {
+    match data.order {
+        DataOrder::File => Ok(None),
+        DataOrder::ByLabel => {
+            let y = all_labels(data, seed, labels, shape)?;
+            let mut order: Vec<usize> = (0..y.len()).collect();
+            order.sort_by(|&a, &b| y[a].total_cmp(&y[b]));
+            Ok(Some(order))
+        }
+    }
+}
+
 /// The images and labels files of `idx` data.
 fn idx_paths(data: &DataConfig) -> (&Path, &Path) {
     (Path::new(data.path.as_deref().expect("validated")), Path::new(data.labels_path.as_deref().expect("validated")))
@@ -454,6 +491,43 @@ mod tests {
         s.labels().iter().for_each(|&y| counts[y as usize] += 1);
         assert!(counts.iter().all(|&c| c > 100), "every class drawn: {counts:?}");
         assert_eq!(synthetic_rows(DataKind::SoftmaxSynthetic, 5, 4, 0.1, Labels::Classes(3), [7]), s.select([7]));
+    }
+
+    #[test]
+    fn rows_by_label_are_a_stable_sort() {
+        let dir = std::env::temp_dir().join(format!("outrun-order-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("d.libsvm");
+        std::fs::write(&path, "2 1:1\n0 1:2\n1 1:3\n0 1:4\n2 1:5\n").unwrap();
+        let data = DataConfig {
+            kind: DataKind::Libsvm,
+            path: Some(path.display().to_string()),
+            order: DataOrder::ByLabel,
+            ..synthetic_config()
+        };
+        let shape = Shape { samples: 5, features: 1 };
+        assert_eq!(row_order(&data, 0, Labels::Classes(3), shape).unwrap(), Some(vec![1, 3, 2, 0, 4]));
+        assert_eq!(
+            row_order(&DataConfig { order: DataOrder::File, ..data }, 0, Labels::Classes(3), shape).unwrap(),
+            None
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    fn synthetic_config() -> DataConfig {
+        DataConfig {
+            kind: DataKind::LinearSynthetic,
+            path: None,
+            samples: Some(5),
+            features: Some(1),
+            noise: 1.0,
+            test_path: None,
+            test_every: 1,
+            order: DataOrder::File,
+            labels_path: None,
+            test_labels_path: None,
+            scale: 1.0,
+        }
     }
 
     #[test]

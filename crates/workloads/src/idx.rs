@@ -67,15 +67,20 @@ pub fn idx_shape(images: &Path, labels: &Path) -> Result<Shape, DataError> {
     Ok(Shape { samples: im.dims[0], features: im.dims[1] * im.dims[2] })
 }
 
-/// The rows with the given indices (any order, repeats allowed), each value times `scale`.
-pub fn idx_rows(images: &Path, labels: &Path, scale: f64, rule: Labels, idx: &[usize]) -> Result<Rows, DataError> {
-    let Shape { samples, features: p } = idx_shape(images, labels)?;
+/// Every label, in file order, checked against `rule`.
+pub fn idx_labels(images: &Path, labels: &Path, rule: Labels) -> Result<Vec<f64>, DataError> {
+    let Shape { samples, .. } = idx_shape(images, labels)?;
+    idx_rows_labels(labels, samples, rule, &(0..samples).collect::<Vec<_>>())
+}
+
+/// The labels of rows `idx` (of `samples`), checked against `rule`.
+fn idx_rows_labels(labels: &Path, samples: usize, rule: Labels, idx: &[usize]) -> Result<Vec<f64>, DataError> {
     let mut lb = open(labels, "data.labels_path", 1)?;
     let mut all = vec![0u8; samples];
     lb.body.read_exact(&mut all).map_err(|e| bad(labels, format!("truncated: {e}")))?;
     let mut y = Vec::with_capacity(idx.len());
     for &i in idx {
-        let v = f64::from(*all.get(i).ok_or_else(|| bad(images, format!("row {} asked for of {samples}", i + 1)))?);
+        let v = f64::from(*all.get(i).ok_or_else(|| bad(labels, format!("row {} asked for of {samples}", i + 1)))?);
         let ok = match rule {
             Labels::Real => true,
             Labels::Binary => v <= 1.0,
@@ -90,6 +95,13 @@ pub fn idx_rows(images: &Path, labels: &Path, scale: f64, rule: Labels, idx: &[u
         }
         y.push(v);
     }
+    Ok(y)
+}
+
+/// The rows with the given indices (any order, repeats allowed), each value times `scale`.
+pub fn idx_rows(images: &Path, labels: &Path, scale: f64, rule: Labels, idx: &[usize]) -> Result<Rows, DataError> {
+    let Shape { samples, features: p } = idx_shape(images, labels)?;
+    let y = idx_rows_labels(labels, samples, rule, idx)?;
     let mut wanted: Vec<(usize, usize)> = idx.iter().copied().enumerate().map(|(k, i)| (i, k)).collect();
     wanted.sort_unstable();
     let mut im = open(images, "data.path", 3)?;

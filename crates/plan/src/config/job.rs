@@ -39,6 +39,18 @@ impl DataKind {
     }
 }
 
+/// The order of a data set's rows, which the schemes' contiguous allocations cut into parts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum DataOrder {
+    /// As generated or as in the file (parts are IID samples of a shuffled file).
+    #[default]
+    File,
+    /// Sorted by label (stable): each part holds few classes — non-IID data, as the thesis's
+    /// federated experiments cut it.
+    ByLabel,
+}
+
 /// `[data]`
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -62,6 +74,9 @@ pub struct DataConfig {
     /// logging rank does it inside the timed loop.
     #[serde(default = "default_test_every")]
     pub test_every: u64,
+    /// The rows' order (what the allocation cuts).
+    #[serde(default, skip_serializing_if = "is_file_order")]
+    pub order: DataOrder,
     /// The labels file of `idx` data.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub labels_path: Option<String>,
@@ -87,6 +102,10 @@ fn default_scale() -> f64 {
 
 fn default_test_every() -> u64 {
     1
+}
+
+fn is_file_order(o: &DataOrder) -> bool {
+    *o == DataOrder::File
 }
 
 /// Loss function.

@@ -21,9 +21,9 @@ use serde::Serialize;
 
 pub use exec::{ComputeMode, EngineConfig, NetworkConfig, Rate, RateError, TimingConfig, Upload, MAX_SECONDS};
 pub use job::{
-    DataConfig, DataKind, FeatureConfig, FeatureKind, GdConfig, GraphConfig, GraphKind, Init, JobConfig, Labels, Loss,
-    MatrixConfig, MatrixDist, MatvecConfig, ModelConfig, PagerankConfig, Schedule, VectorConfig, MAX_GRAPH_VERTICES,
-    MAX_MATRIX_SIDE,
+    DataConfig, DataKind, DataOrder, FeatureConfig, FeatureKind, GdConfig, GraphConfig, GraphKind, Init, JobConfig,
+    Labels, Loss, MatrixConfig, MatrixDist, MatvecConfig, ModelConfig, PagerankConfig, Schedule, VectorConfig,
+    MAX_GRAPH_VERTICES, MAX_MATRIX_SIDE,
 };
 pub use run::RunConfig;
 pub use scheme::{

@@ -42,6 +42,8 @@ pub struct GradientDescent {
     /// The feature map (`[features]`) and the model's input width (q, or p without one).
     map: Option<FeatureMap>,
     inputs: usize,
+    /// The file row of each row (`data.order = "by-label"`), read by [`Job::load`].
+    order: Option<Vec<usize>>,
     parts: HashMap<usize, Vec<Part>>,
     pace: usize,
     /// θ* (synthetic linear data) and the held-out set, on the logging rank.
@@ -68,6 +70,7 @@ impl GradientDescent {
             net,
             map,
             inputs,
+            order: None,
             iterations: plan.run.iterations,
             optimizer: Optimizer::default(),
             batches: config.model.batch.map(|b| Batches::new(plan.samples, b.min(plan.samples), plan.run.seed)),
@@ -85,6 +88,14 @@ impl GradientDescent {
     }
 
     fn rows(&self, idx: &[usize]) -> Result<Rows, DataError> {
+        let file_rows: Vec<usize>;
+        let idx = match &self.order {
+            Some(order) => {
+                file_rows = idx.iter().map(|&i| order[i]).collect();
+                &file_rows[..]
+            }
+            None => idx,
+        };
         let rows = data::rows(&self.config.data, self.seed, self.config.model.labels(), self.p, idx)?;
         Ok(self.mapped(rows))
     }
@@ -224,6 +235,8 @@ impl Job for GradientDescent {
     }
 
     fn load(&mut self, plan: &Plan, ranks: &[usize]) -> Result<(), DataError> {
+        let shape = Shape { samples: self.samples, features: self.p };
+        self.order = data::row_order(&self.config.data, self.seed, self.config.model.labels(), shape)?;
         for &rank in ranks {
             let mine = plan.nodes[rank]
                 .parts
@@ -354,7 +367,13 @@ impl Job for GradientDescent {
 
     /// Serial gradient descent on every row (`reference::serial_gd`).
     fn reference(&mut self, _plan: &Plan) -> Result<Vec<f64>, DataError> {
-        let rows = self.mapped(data::load_all(&self.config.data, self.seed, self.config.model.labels())?);
+        let labels = self.config.model.labels();
+        let mut rows = data::load_all(&self.config.data, self.seed, labels)?;
+        let shape = Shape { samples: self.samples, features: self.p };
+        if let Some(order) = data::row_order(&self.config.data, self.seed, labels, shape)? {
+            rows = rows.select(order);
+        }
+        let rows = self.mapped(rows);
         let theta0 = match self.config.model.init_path.as_deref() {
             Some(path) => self.net.read_init(path, self.inputs)?,
             None => self.net.init(self.config.model.init, self.seed, self.inputs),

@@ -218,3 +218,37 @@ fn rows_sorted_by_label_give_non_iid_parts_and_stay_exact() {
     let first: Vec<f64> = plan.nodes[1].parts[0].points().map(|(i, _)| y[sorted[i]]).collect();
     assert!(first.iter().all(|&c| c <= 1.0), "worker 1's part holds classes {first:?}");
 }
+
+/// The digits as a CSV file (written here from the LIBSVM file: a header, the label, 64 pixels)
+/// train through mpirun to the LIBSVM run's reference.
+#[test]
+fn a_csv_file_trains_like_the_same_data_in_libsvm() {
+    let dir = tempdir("digits-csv");
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    let mut csv = String::from("digit");
+    (1..=64).for_each(|k| csv.push_str(&format!(",px{k}")));
+    csv.push('\n');
+    let (x, y) = read(&format!("{root}/data/digits-train.libsvm"));
+    for (row, label) in x.iter().zip(&y) {
+        csv.push_str(&label.to_string());
+        row.iter().for_each(|v| csv.push_str(&format!(",{v}")));
+        csv.push('\n');
+    }
+    let path = dir.join("digits.csv");
+    std::fs::write(&path, csv).unwrap();
+    let text = shipped("softmax-digits.toml");
+    let sets = [
+        "data.kind=csv".to_string(),
+        format!("data.path={}", path.display()),
+        "data.test_path=".into(),
+        "run.iterations=20".into(),
+    ];
+    let refs: Vec<&str> = sets.iter().map(String::as_str).collect();
+    let (run, out, _, all) = train("digits-csv", &text, &refs);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let libsvm: Vec<String> = vec!["data.test_path=".into(), "run.iterations=20".into()];
+    let want = job_reference(&text, &libsvm);
+    assert_eq!(job_reference(&text, &all), want, "the CSV file is the LIBSVM file's data");
+    let diff = outrun_workloads::metrics::relative_diff(&theta(&out), &want);
+    assert!(diff <= 1e-9, "θ differs from the LIBSVM reference by {diff:e}");
+}

@@ -12,6 +12,7 @@
 //! - `logistic-synthetic`: x ~ N(0, I_p), θ* ~ N(0, I_p / p), y = 1 with probability σ(xᵀθ*).
 //! - `softmax-synthetic`: x ~ N(0, I_p), W* ~ N(0, I/p) (C × p), y = argmax_c (W*x + noise·z)_c,
 //!   z ~ N(0, I_C): C classes.
+//! - `csv` (`csv.rs`): the label then the features per line; `idx` (`idx.rs`): MNIST's format.
 //! - `libsvm`: `label index:value ...` per line, 1-based indices, read dense. For the logistic
 //!   loss, labels must be 0/1 (−1 is read as 0); for C classes, integers 0..C−1.
 
@@ -95,7 +96,7 @@ pub fn theta_star(kind: DataKind, seed: u64, p: usize) -> Option<Vec<f64>> {
             let scale = 1.0 / (p as f64).sqrt();
             Some((0..p).map(|_| rng.normal() * scale).collect())
         }
-        DataKind::SoftmaxSynthetic | DataKind::Libsvm | DataKind::Idx => None,
+        DataKind::SoftmaxSynthetic | DataKind::Libsvm | DataKind::Idx | DataKind::Csv => None,
     }
 }
 
@@ -132,7 +133,7 @@ pub fn synthetic_rows(
         let y = match kind {
             DataKind::LinearSynthetic => z + noise * nr.normal(),
             DataKind::LogisticSynthetic => f64::from(nr.uniform() < 1.0 / (1.0 + libm::exp(-z))),
-            DataKind::SoftmaxSynthetic | DataKind::Libsvm | DataKind::Idx => {
+            DataKind::SoftmaxSynthetic | DataKind::Libsvm | DataKind::Idx | DataKind::Csv => {
                 unreachable!("not a linear synthetic set")
             }
         };
@@ -203,29 +204,8 @@ impl<R: BufRead> Reader<'_, R> {
             }
             let mut it = line.split_whitespace();
             let lab = it.next().expect("non-empty line");
-            let mut y: f64 = lab.parse().map_err(|_| self.bad(format!("label `{lab}` is not a number")))?;
-            if !y.is_finite() {
-                return Err(self.bad(format!("label `{lab}` is not finite")));
-            }
-            match self.labels {
-                Labels::Real => {}
-                Labels::Binary => {
-                    y = match y {
-                        1.0 => 1.0,
-                        0.0 | -1.0 => 0.0,
-                        _ => {
-                            return Err(self.bad(format!("label `{lab}` is not 0, 1 or -1 (model.loss = \"logistic\")")))
-                        }
-                    };
-                }
-                Labels::Classes(c) => {
-                    if y.fract() != 0.0 || y < 0.0 || y >= c as f64 {
-                        return Err(
-                            self.bad(format!("label `{lab}` is not a class 0..{} ({c} classes in [model])", c - 1))
-                        );
-                    }
-                }
-            }
+            let y: f64 = lab.parse().map_err(|_| self.bad(format!("label `{lab}` is not a number")))?;
+            let y = check_label(y, lab, self.labels).map_err(|e| self.bad(e))?;
             let mut feats: Vec<(usize, f64)> = Vec::new();
             for tok in it {
                 let (i, v) = tok.split_once(':').ok_or_else(|| self.bad(format!("`{tok}` is not index:value")))?;
@@ -252,6 +232,25 @@ impl<R: BufRead> Reader<'_, R> {
             }
             return Ok(Some(Line { y, feats }));
         }
+    }
+}
+
+/// A label `y` (written `lab`) as `labels` reads it (logistic: −1 is 0), or why it is refused.
+pub(crate) fn check_label(y: f64, lab: &str, labels: Labels) -> Result<f64, String> {
+    if !y.is_finite() {
+        return Err(format!("label `{lab}` is not finite"));
+    }
+    match labels {
+        Labels::Real => Ok(y),
+        Labels::Binary => match y {
+            1.0 => Ok(1.0),
+            0.0 | -1.0 => Ok(0.0),
+            _ => Err(format!("label `{lab}` is not 0, 1 or -1 (model.loss = \"logistic\")")),
+        },
+        Labels::Classes(c) if y.fract() != 0.0 || y < 0.0 || y >= c as f64 => {
+            Err(format!("label `{lab}` is not a class 0..{} ({c} classes in [model])", c - 1))
+        }
+        Labels::Classes(_) => Ok(y),
     }
 }
 
@@ -341,6 +340,18 @@ pub fn shape(data: &DataConfig, labels: Labels) -> Result<Shape, DataError> {
             let (images, lab) = idx_paths(data);
             crate::idx::idx_shape(images, lab)
         }
+        DataKind::Csv => {
+            let path = Path::new(data.path.as_deref().expect("validated"));
+            let s = crate::csv::csv_shape(open(path)?, &path.display().to_string(), data.samples, labels)?;
+            match data.features {
+                Some(f) if f != s.features => Err(DataError(format!(
+                    "{}: {} feature columns, but data.features = {f}",
+                    path.display(),
+                    s.features
+                ))),
+                _ => Ok(s),
+            }
+        }
         DataKind::Libsvm => {
             let path = Path::new(data.path.as_deref().expect("validated"));
             libsvm_shape(open(path)?, &path.display().to_string(), data.samples, data.features, labels)
@@ -355,6 +366,10 @@ pub fn rows(data: &DataConfig, seed: u64, labels: Labels, p: usize, idx: &[usize
         DataKind::Idx => {
             let (images, lab) = idx_paths(data);
             crate::idx::idx_rows(images, lab, data.scale, labels, idx)
+        }
+        DataKind::Csv => {
+            let path = Path::new(data.path.as_deref().expect("validated"));
+            crate::csv::csv_rows(open(path)?, &path.display().to_string(), p, labels, idx)
         }
         DataKind::Libsvm => {
             let path = Path::new(data.path.as_deref().expect("validated"));
@@ -382,6 +397,9 @@ fn all_labels(data: &DataConfig, seed: u64, labels: Labels, shape: Shape) -> Res
         DataKind::Idx => {
             let (images, lab) = idx_paths(data);
             crate::idx::idx_labels(images, lab, labels)
+        }
+        DataKind::Csv => {
+            Ok(rows(data, seed, labels, shape.features, &(0..shape.samples).collect::<Vec<_>>())?.y.to_vec())
         }
         kind => Ok(synthetic_rows(kind, seed, shape.features, data.noise, labels, 0..shape.samples).y.to_vec()),
     }

@@ -24,6 +24,7 @@
 pub mod batch;
 pub mod bench;
 mod blas;
+pub mod csv;
 pub mod data;
 pub mod features;
 pub mod graph;

@@ -24,6 +24,8 @@ pub enum DataKind {
     /// IDX files (MNIST, Fashion-MNIST; plain or gzip): images at `path`, labels at
     /// `labels_path`.
     Idx,
+    /// A CSV file: the label, then the features, per line (a header line is skipped).
+    Csv,
 }
 
 impl DataKind {
@@ -35,6 +37,7 @@ impl DataKind {
             DataKind::SoftmaxSynthetic => "softmax-synthetic",
             DataKind::Libsvm => "libsvm",
             DataKind::Idx => "idx",
+            DataKind::Csv => "csv",
         }
     }
 }
@@ -877,9 +880,12 @@ impl GdConfig {
                     );
                 }
             }
-            DataKind::Libsvm => {
+            DataKind::Libsvm | DataKind::Csv => {
                 if d.path.as_deref().is_none_or(str::is_empty) {
-                    return err("data.path", "missing: data.kind = \"libsvm\" needs the path of a LIBSVM file");
+                    return err(
+                        "data.path",
+                        format!("missing: data.kind = \"{}\" needs the path of a file", d.kind.name()),
+                    );
                 }
                 if d.samples == Some(0) || d.features == Some(0) {
                     return err(
@@ -900,7 +906,7 @@ impl GdConfig {
             return err("data.scale", format!("= {}: must be a positive factor", d.scale));
         }
         match &d.test_path {
-            Some(_) if !matches!(d.kind, DataKind::Libsvm | DataKind::Idx) => {
+            Some(_) if !matches!(d.kind, DataKind::Libsvm | DataKind::Idx | DataKind::Csv) => {
                 return err(
                     "data.test_path",
                     format!(

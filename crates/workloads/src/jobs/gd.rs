@@ -154,6 +154,14 @@ fn test_set(c: &GdConfig, p: usize) -> Result<Option<Rows>, DataError> {
     }
     let text = crate::input::read_to_string(std::path::Path::new(path))
         .map_err(|e| DataError(format!("data.test_path: cannot read `{path}`: {e}")))?;
+    if c.data.kind == DataKind::Csv {
+        let shape = crate::csv::csv_shape(text.as_bytes(), path, None, c.model.labels())?;
+        if shape.features != p {
+            return Err(DataError(format!("{path}: {} feature columns, the training file has {p}", shape.features)));
+        }
+        let all: Vec<usize> = (0..shape.samples).collect();
+        return crate::csv::csv_rows(text.as_bytes(), path, p, c.model.labels(), &all).map(Some);
+    }
     data::parse_libsvm(&text, path, None, Some(p), c.model.labels()).map(Some)
 }
 

@@ -1,8 +1,8 @@
-//! Networks through `mpirun`: a softmax network with a ReLU hidden layer, trained by full-batch
-//! gradient descent and by mini-batch SGD with Nesterov momentum and step decay, under injected
-//! stragglers, follows the serial reference (plain per-sample loops, the same batches) within
-//! 1e-9 in every coded scheme: UMW, gradient coding (cyclic, fractional), CodedReduce, CEGC, AGC
-//! and GC with dynamic clustering.
+//! Networks through `mpirun`: softmax regression and a softmax network with a ReLU hidden layer,
+//! trained by full-batch gradient descent and by mini-batch SGD with Nesterov momentum and step
+//! decay, under injected stragglers, follow the serial reference (plain per-sample loops, the
+//! same batches) within 1e-9 in every coded scheme: UMW, gradient coding (cyclic, fractional),
+//! CodedReduce, CEGC, AGC and GC with dynamic clustering.
 
 mod common;
 
@@ -65,13 +65,18 @@ const SCHEMES: &[(&str, &[&str])] = &[
 
 const MINI_BATCH: &[&str] = &["model.batch=96", "model.momentum=0.9", "model.nesterov=true", "model.decay_at=[6]"];
 
+/// The MLP of CFG, and softmax regression (no hidden layer).
+const MODELS: &[(&str, &[&str])] = &[("mlp", &[]), ("softmax", &["model.hidden=[]"])];
+
 #[test]
-fn a_network_trains_exactly_in_every_coded_scheme_full_and_mini_batch() {
+fn softmax_regression_and_a_network_train_exactly_in_every_coded_scheme_full_and_mini_batch() {
     for (name, sets) in SCHEMES {
-        for (mode, batch) in [("full", &[][..]), ("mini", MINI_BATCH)] {
-            let all: Vec<&str> = sets.iter().chain(batch).copied().collect();
-            let s = assert_exact(&format!("models-{name}-{mode}"), CFG, &all);
-            assert_eq!(s["iterations"], 12);
+        for (model, msets) in MODELS {
+            for (mode, batch) in [("full", &[][..]), ("mini", MINI_BATCH)] {
+                let all: Vec<&str> = sets.iter().chain(*msets).chain(batch).copied().collect();
+                let s = assert_exact(&format!("models-{name}-{model}-{mode}"), CFG, &all);
+                assert_eq!(s["iterations"], 12);
+            }
         }
     }
 }

@@ -5,6 +5,7 @@ use std::time::Instant;
 
 use outrun_plan::config::Loss;
 
+use crate::blas::{gemv, Op};
 use crate::data::Rows;
 use crate::kernel::gradient;
 
@@ -25,74 +26,18 @@ pub struct KernelBench {
     pub paced_gbs: f64,
 }
 
-#[allow(non_camel_case_types)]
-type blasint = std::os::raw::c_int;
-extern "C" {
-    // CBLAS from the system OpenBLAS (linked through ndarray-linalg's openblas-src).
-    fn cblas_dgemv(
-        layout: blasint,
-        trans: blasint,
-        m: blasint,
-        n: blasint,
-        alpha: f64,
-        a: *const f64,
-        lda: blasint,
-        x: *const f64,
-        incx: blasint,
-        beta: f64,
-        y: *mut f64,
-        incy: blasint,
-    );
-}
-const ROW_MAJOR: blasint = 101;
-const NO_TRANS: blasint = 111;
-const TRANS: blasint = 112;
-
 /// The weighted gradient with BLAS: z = Xθ (dgemv), r_j = c_j·ℓ'(z_j), g = Xᵀr (dgemv).
 pub fn blas_gradient(rows: &Rows, coef: &[f64], theta: &[f64], loss: Loss, g: &mut [f64]) -> f64 {
-    outrun_codes::single_threaded_blas();
     let (n, p) = (rows.len(), rows.p());
     let mut z = vec![0.0; n];
-    // SAFETY: dimensions match the buffers: X is n × p row-major, θ has p values, z has n, g has p.
-    unsafe {
-        cblas_dgemv(
-            ROW_MAJOR,
-            NO_TRANS,
-            n as blasint,
-            p as blasint,
-            1.0,
-            rows.features().as_ptr(),
-            p as blasint,
-            theta.as_ptr(),
-            1,
-            0.0,
-            z.as_mut_ptr(),
-            1,
-        )
-    };
+    gemv(Op::n(rows.features(), n, p), theta, &mut z);
     let mut total = 0.0;
     for j in 0..n {
         let (l, slope) = crate::kernel::loss_and_slope(loss, z[j], rows.y[j]);
         total += coef[j] * l;
         z[j] = coef[j] * slope;
     }
-    // SAFETY: as above, with Xᵀ (p × n) applied to r (n values) into g (p values).
-    unsafe {
-        cblas_dgemv(
-            ROW_MAJOR,
-            TRANS,
-            n as blasint,
-            p as blasint,
-            1.0,
-            rows.features().as_ptr(),
-            p as blasint,
-            z.as_ptr(),
-            1,
-            0.0,
-            g.as_mut_ptr(),
-            1,
-        )
-    };
+    gemv(Op::t(rows.features(), n, p), &z, g);
     total
 }
 

@@ -5,6 +5,20 @@
 type blasint = std::os::raw::c_int;
 
 extern "C" {
+    fn cblas_dgemv(
+        layout: blasint,
+        trans: blasint,
+        m: blasint,
+        n: blasint,
+        alpha: f64,
+        a: *const f64,
+        lda: blasint,
+        x: *const f64,
+        incx: blasint,
+        beta: f64,
+        y: *mut f64,
+        incy: blasint,
+    );
     fn cblas_dgemm(
         layout: blasint,
         transa: blasint,
@@ -104,6 +118,36 @@ pub(crate) fn gemm(alpha: f64, a: Op<'_>, b: Op<'_>, beta: f64, c: &mut [f64]) {
     }
 }
 
+/// `y ← A·x` (`dgemv`; `A` used as [`Op`] says), one thread.
+pub(crate) fn gemv(a: Op<'_>, x: &[f64], y: &mut [f64]) {
+    let (m, n) = a.shape();
+    assert_eq!(a.v.len(), a.rows * a.cols);
+    assert_eq!((x.len(), y.len()), (n, m), "x and y match A");
+    if a.rows == 0 || a.cols == 0 {
+        y.iter_mut().for_each(|v| *v = 0.0);
+        return;
+    }
+    outrun_codes::single_threaded_blas();
+    let trans = if a.t { TRANS } else { NO_TRANS };
+    // SAFETY: A holds rows × cols values (checked), x and y the lengths its use needs (checked).
+    unsafe {
+        cblas_dgemv(
+            ROW_MAJOR,
+            trans,
+            int(a.rows),
+            int(a.cols),
+            1.0,
+            a.v.as_ptr(),
+            int(a.cols),
+            x.as_ptr(),
+            1,
+            0.0,
+            y.as_mut_ptr(),
+            1,
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -141,5 +185,21 @@ mod tests {
                 assert!((x - (2.0 * w + 0.5)).abs() < 1e-12);
             }
         }
+    }
+
+    #[test]
+    fn gemv_agrees_with_a_naive_product_both_ways() {
+        let (m, n) = (4, 3);
+        let a: Vec<f64> = (0..m * n).map(|i| (i as f64 * 0.3).cos()).collect();
+        let x: Vec<f64> = (0..n).map(|i| i as f64 - 1.0).collect();
+        let mut y = vec![9.0; m];
+        gemv(Op::n(&a, m, n), &x, &mut y);
+        let want = naive(&a, &x, m, n, 1);
+        assert!(y.iter().zip(&want).all(|(p, q)| (p - q).abs() < 1e-12));
+        let z: Vec<f64> = (0..m).map(|i| 0.5 * i as f64).collect();
+        let mut w = vec![9.0; n];
+        gemv(Op::t(&a, m, n), &z, &mut w);
+        let want: Vec<f64> = (0..n).map(|j| (0..m).map(|i| a[i * n + j] * z[i]).sum()).collect();
+        assert!(w.iter().zip(&want).all(|(p, q)| (p - q).abs() < 1e-12));
     }
 }

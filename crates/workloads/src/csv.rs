@@ -6,36 +6,28 @@ use std::io::BufRead;
 
 use outrun_plan::config::Labels;
 
-use crate::data::{check_label, DataError, Rows, Shape};
+use crate::data::{check_label, DataError, DataLines, Rows, Shape};
 
 /// Streams the data lines of a CSV text: (label, features) per line, checked.
 struct Reader<'a, R: BufRead> {
-    lines: std::io::Lines<R>,
-    ln: usize,
-    origin: &'a str,
+    text: DataLines<'a, R>,
     width: Option<usize>,
     labels: Labels,
 }
 
 impl<R: BufRead> Reader<'_, R> {
     fn bad(&self, what: String) -> DataError {
-        DataError(format!("{}:{}: {what}", self.origin, self.ln))
+        self.text.bad(what)
     }
 
     fn next_line(&mut self) -> Result<Option<(f64, Vec<f64>)>, DataError> {
         loop {
-            let Some(line) = self.lines.next() else { return Ok(None) };
-            self.ln += 1;
-            let line = line.map_err(|e| self.bad(format!("cannot read: {e}")))?;
-            let line = line.split('#').next().unwrap_or("").trim();
-            if line.is_empty() {
-                continue;
-            }
+            let Some(line) = self.text.next_data()? else { return Ok(None) };
             let mut fields = line.split(',').map(str::trim);
             let lab = fields.next().expect("a non-empty line has a field");
             let y: f64 = match lab.parse() {
                 Ok(y) => y,
-                Err(_) if self.ln == 1 => continue, // a header
+                Err(_) if self.text.ln == 1 => continue, // a header
                 Err(_) => return Err(self.bad(format!("label `{lab}` is not a number"))),
             };
             let y = check_label(y, lab, self.labels).map_err(|e| self.bad(e))?;
@@ -66,7 +58,7 @@ pub fn csv_shape(
     max_samples: Option<usize>,
     labels: Labels,
 ) -> Result<Shape, DataError> {
-    let mut r = Reader { lines: text.lines(), ln: 0, origin, width: None, labels };
+    let mut r = Reader { text: DataLines::new(text, origin), width: None, labels };
     let mut n = 0;
     while max_samples.is_none_or(|m| n < m) {
         if r.next_line()?.is_none() {
@@ -90,7 +82,7 @@ pub fn csv_rows(text: impl BufRead, origin: &str, p: usize, labels: Labels, idx:
     let mut wanted: Vec<(usize, usize)> = idx.iter().copied().enumerate().map(|(k, i)| (i, k)).collect();
     wanted.sort_unstable();
     let (mut x, mut y) = (vec![0.0; idx.len() * p], vec![0.0; idx.len()]);
-    let mut r = Reader { lines: text.lines(), ln: 0, origin, width: Some(p), labels };
+    let mut r = Reader { text: DataLines::new(text, origin), width: Some(p), labels };
     let (mut row, mut next) = (0, 0);
     while next < wanted.len() {
         let Some((label, feats)) = r.next_line()? else {

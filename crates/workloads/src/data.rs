@@ -179,59 +179,82 @@ struct Line {
     feats: Vec<(usize, f64)>,
 }
 
+/// The data lines of a text file: comments (`#` on) and blank lines skipped, each line's number
+/// kept for the errors (LIBSVM and CSV).
+pub(crate) struct DataLines<'a, R: BufRead> {
+    lines: std::io::Lines<R>,
+    /// The current line's number (1-based).
+    pub(crate) ln: usize,
+    origin: &'a str,
+}
+
+impl<'a, R: BufRead> DataLines<'a, R> {
+    /// The lines of `text`, named `origin` in errors.
+    pub(crate) fn new(text: R, origin: &'a str) -> Self {
+        DataLines { lines: text.lines(), ln: 0, origin }
+    }
+
+    /// An error about the current line: `origin:line: what`.
+    pub(crate) fn bad(&self, what: String) -> DataError {
+        DataError(format!("{}:{}: {what}", self.origin, self.ln))
+    }
+
+    /// The next data line, without its comment, trimmed.
+    pub(crate) fn next_data(&mut self) -> Result<Option<String>, DataError> {
+        loop {
+            let Some(line) = self.lines.next() else { return Ok(None) };
+            self.ln += 1;
+            let line = line.map_err(|e| self.bad(format!("cannot read: {e}")))?;
+            let line = line.split('#').next().unwrap_or("").trim();
+            if !line.is_empty() {
+                return Ok(Some(line.to_string()));
+            }
+        }
+    }
+}
+
 /// Streams the data lines of a LIBSVM text, checking each.
 struct Reader<'a, R: BufRead> {
-    lines: std::io::Lines<R>,
-    ln: usize,
-    origin: &'a str,
+    text: DataLines<'a, R>,
     features: Option<usize>,
     labels: Labels,
 }
 
 impl<R: BufRead> Reader<'_, R> {
     fn bad(&self, what: String) -> DataError {
-        DataError(format!("{}:{}: {what}", self.origin, self.ln))
+        self.text.bad(what)
     }
 
     fn next_line(&mut self) -> Result<Option<Line>, DataError> {
-        loop {
-            let Some(line) = self.lines.next() else { return Ok(None) };
-            self.ln += 1;
-            let line = line.map_err(|e| self.bad(format!("cannot read: {e}")))?;
-            let line = line.split('#').next().unwrap_or("").trim();
-            if line.is_empty() {
-                continue;
+        let Some(line) = self.text.next_data()? else { return Ok(None) };
+        let mut it = line.split_whitespace();
+        let lab = it.next().expect("non-empty line");
+        let y: f64 = lab.parse().map_err(|_| self.bad(format!("label `{lab}` is not a number")))?;
+        let y = check_label(y, lab, self.labels).map_err(|e| self.bad(e))?;
+        let mut feats: Vec<(usize, f64)> = Vec::new();
+        for tok in it {
+            let (i, v) = tok.split_once(':').ok_or_else(|| self.bad(format!("`{tok}` is not index:value")))?;
+            let i: usize = i.parse().map_err(|_| self.bad(format!("index in `{tok}` is not a positive integer")))?;
+            if i == 0 {
+                return Err(self.bad(format!("index 0 in `{tok}`: LIBSVM indices start at 1")));
             }
-            let mut it = line.split_whitespace();
-            let lab = it.next().expect("non-empty line");
-            let y: f64 = lab.parse().map_err(|_| self.bad(format!("label `{lab}` is not a number")))?;
-            let y = check_label(y, lab, self.labels).map_err(|e| self.bad(e))?;
-            let mut feats: Vec<(usize, f64)> = Vec::new();
-            for tok in it {
-                let (i, v) = tok.split_once(':').ok_or_else(|| self.bad(format!("`{tok}` is not index:value")))?;
-                let i: usize =
-                    i.parse().map_err(|_| self.bad(format!("index in `{tok}` is not a positive integer")))?;
-                if i == 0 {
-                    return Err(self.bad(format!("index 0 in `{tok}`: LIBSVM indices start at 1")));
-                }
-                let v: f64 = v.parse().map_err(|_| self.bad(format!("value in `{tok}` is not a number")))?;
-                if !v.is_finite() {
-                    return Err(self.bad(format!("value in `{tok}` is not finite")));
-                }
-                match self.features {
-                    Some(f) if i > f => return Err(self.bad(format!("index {i} exceeds data.features = {f}"))),
-                    None if i > MAX_WIDTH => {
-                        return Err(self.bad(format!("index {i} exceeds {MAX_WIDTH}, the widest file read without data.features; set data.features if the data really is that wide")))
-                    }
-                    _ => {}
-                }
-                if feats.iter().any(|&(j, _)| j == i - 1) {
-                    return Err(self.bad(format!("index {i} appears twice on the line")));
-                }
-                feats.push((i - 1, v));
+            let v: f64 = v.parse().map_err(|_| self.bad(format!("value in `{tok}` is not a number")))?;
+            if !v.is_finite() {
+                return Err(self.bad(format!("value in `{tok}` is not finite")));
             }
-            return Ok(Some(Line { y, feats }));
+            match self.features {
+                Some(f) if i > f => return Err(self.bad(format!("index {i} exceeds data.features = {f}"))),
+                None if i > MAX_WIDTH => {
+                    return Err(self.bad(format!("index {i} exceeds {MAX_WIDTH}, the widest file read without data.features; set data.features if the data really is that wide")))
+                }
+                _ => {}
+            }
+            if feats.iter().any(|&(j, _)| j == i - 1) {
+                return Err(self.bad(format!("index {i} appears twice on the line")));
+            }
+            feats.push((i - 1, v));
         }
+        Ok(Some(Line { y, feats }))
     }
 }
 
@@ -268,7 +291,7 @@ pub fn libsvm_shape(
     features: Option<usize>,
     labels: Labels,
 ) -> Result<Shape, DataError> {
-    let mut r = Reader { lines: text.lines(), ln: 0, origin, features, labels };
+    let mut r = Reader { text: DataLines::new(text, origin), features, labels };
     let (mut n, mut width) = (0usize, 0usize);
     while max_samples.is_none_or(|m| n < m) {
         let Some(line) = r.next_line()? else { break };
@@ -298,7 +321,7 @@ pub fn libsvm_rows(
     wanted.sort_unstable();
     let mut x = vec![0.0; idx.len() * p];
     let mut y = vec![0.0; idx.len()];
-    let mut r = Reader { lines: text.lines(), ln: 0, origin, features: Some(p), labels };
+    let mut r = Reader { text: DataLines::new(text, origin), features: Some(p), labels };
     let mut row = 0usize;
     let mut next = 0usize;
     while next < wanted.len() {
@@ -385,8 +408,7 @@ fn all_labels(data: &DataConfig, seed: u64, labels: Labels, shape: Shape) -> Res
         DataKind::Libsvm => {
             let path = Path::new(data.path.as_deref().expect("validated"));
             let origin = path.display().to_string();
-            let mut r =
-                Reader { lines: open(path)?.lines(), ln: 0, origin: &origin, features: Some(shape.features), labels };
+            let mut r = Reader { text: DataLines::new(open(path)?, &origin), features: Some(shape.features), labels };
             let mut out = Vec::with_capacity(shape.samples);
             while out.len() < shape.samples {
                 let Some(line) = r.next_line()? else { break };

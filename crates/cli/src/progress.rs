@@ -21,6 +21,8 @@ pub(crate) struct Bar {
     bar: Option<ProgressBar>,
     quiet: bool,
     total: u64,
+    /// The first iteration of this run (a resumed run's checkpoint's), and the iterations done.
+    first: u64,
     done: u64,
     started: Instant,
     last_line: Instant,
@@ -41,6 +43,7 @@ impl Bar {
             bar: None,
             quiet,
             total: 0,
+            first: 0,
             done: 0,
             started: Instant::now(),
             last_line: Instant::now(),
@@ -52,7 +55,7 @@ impl Bar {
 
     /// Iterations per second and seconds left, at the current pace.
     fn pace(&self) -> (f64, f64) {
-        let rate = self.done as f64 / self.started.elapsed().as_secs_f64().max(1e-9);
+        let rate = self.done.saturating_sub(self.first) as f64 / self.started.elapsed().as_secs_f64().max(1e-9);
         (rate, self.total.saturating_sub(self.done) as f64 / rate.max(1e-9))
     }
 
@@ -141,8 +144,9 @@ fn short(s: f64) -> String {
 }
 
 impl Progress for Bar {
-    fn begin(&mut self, iterations: u64) {
+    fn begin(&mut self, first: u64, iterations: u64) {
         self.total = iterations;
+        (self.first, self.done) = (first, first);
         self.started = Instant::now();
         self.last_line = Instant::now();
         let target = match relayed_terminal() {
@@ -153,6 +157,7 @@ impl Progress for Bar {
         };
         if let Some(target) = target {
             let bar = ProgressBar::with_draw_target(Some(iterations), target);
+            bar.set_position(first);
             bar.set_style(
                 ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:25} {pos}/{len} {wide_msg}")
                     .expect("valid template"),

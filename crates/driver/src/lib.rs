@@ -27,8 +27,9 @@ use outrun_workloads::{Applied, Job, JobError};
 
 /// Progress reporting hooks (the CLI draws a progress bar with them).
 pub trait Progress {
-    /// The timed loop starts.
-    fn begin(&mut self, _iterations: u64) {}
+    /// The timed loop starts at iteration `first` (0, or a resumed run's checkpoint's) of
+    /// `iterations`.
+    fn begin(&mut self, _first: u64, _iterations: u64) {}
     /// Iteration `t` finished after `wall_s` seconds with `loss`.
     fn tick(&mut self, _t: u64, _wall_s: f64, _loss: f64) {}
     /// The timed loop ended.
@@ -168,7 +169,7 @@ impl<'a> Core<'a> {
 
     /// Report progress (the logging rank of a real run).
     pub fn with_progress(mut self, progress: &'a mut dyn Progress) -> Self {
-        progress.begin(self.seat.iterations);
+        progress.begin(self.seat.first, self.seat.iterations);
         self.progress = Some(progress);
         self
     }

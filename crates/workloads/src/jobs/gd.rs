@@ -24,8 +24,10 @@ use crate::net::{Net, BLOCK};
 /// One part of a node: its rows, their indices in the data set and their coefficients.
 struct Part {
     rows: Rows,
-    idx: Vec<usize>,
     coef: Vec<f64>,
+    /// With mini-batches: each data row's positions in the part (a row may appear twice), so an
+    /// iteration finds its batch's rows in O(b), not by scanning the part.
+    at: HashMap<usize, Vec<usize>>,
 }
 
 /// Gradient descent of a model.
@@ -251,7 +253,11 @@ impl Job for GradientDescent {
                 .iter()
                 .map(|set| {
                     let idx: Vec<usize> = set.points().map(|(i, _)| i).collect();
-                    Ok(Part { rows: self.rows(&idx)?, idx, coef: set.points().map(|(_, c)| c).collect() })
+                    let mut at: HashMap<usize, Vec<usize>> = HashMap::new();
+                    if self.batches.is_some() {
+                        idx.iter().enumerate().for_each(|(k, &i)| at.entry(i).or_default().push(k));
+                    }
+                    Ok(Part { rows: self.rows(&idx)?, coef: set.points().map(|(_, c)| c).collect(), at })
                 })
                 .collect::<Result<Vec<_>, DataError>>()?;
             self.parts.insert(rank, mine);
@@ -282,6 +288,7 @@ impl Job for GradientDescent {
 
     fn compute(&mut self, rank: usize, t: u64, model: &Frame, select: Option<&[usize]>) -> Vec<Frame> {
         let params = self.params();
+        let batch_rows = self.batches.as_mut().map(|b| b.rows(t));
         let all = &self.parts[&rank];
         let chosen: Vec<_> = match select {
             Some(idx) => idx.iter().map(|&i| &all[i]).collect(),
@@ -292,11 +299,13 @@ impl Job for GradientDescent {
             .map(|part| {
                 let mut out = vec![0.0; params + 1];
                 let batch;
-                let (rows, coef) = match self.batches.as_mut() {
+                let (rows, coef) = match &batch_rows {
                     None => (&part.rows, &part.coef[..]),
-                    Some(batches) => {
-                        let mine: Vec<usize> =
-                            (0..part.idx.len()).filter(|&k| batches.contains(t, part.idx[k])).collect();
+                    Some(rows_t) => {
+                        // the part's positions of the batch's rows, in the part's order
+                        let mut mine: Vec<usize> =
+                            rows_t.iter().filter_map(|i| part.at.get(i)).flatten().copied().collect();
+                        mine.sort_unstable();
                         batch = (
                             part.rows.select(mine.iter().copied()),
                             mine.iter().map(|&k| part.coef[k]).collect::<Vec<_>>(),

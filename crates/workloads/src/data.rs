@@ -324,13 +324,18 @@ pub fn libsvm_rows(
     let mut r = Reader { text: DataLines::new(text, origin), features: Some(p), labels };
     let mut row = 0usize;
     let mut next = 0usize;
+    let short = |row: usize, next: usize| {
+        DataError(format!("{origin}: row {} asked for but the file has only {row} lines of data", wanted[next].0 + 1))
+    };
     while next < wanted.len() {
-        let Some(line) = r.next_line()? else {
-            return Err(DataError(format!(
-                "{origin}: row {} asked for but the file has only {row} lines of data",
-                wanted[next].0 + 1
-            )));
-        };
+        // a row nobody here computes on is only counted, not parsed: the whole file was checked
+        // before MPI started (`outrun check`, rank 0's plan), and a rank parses its own rows only
+        if wanted[next].0 != row {
+            r.text.next_data()?.ok_or_else(|| short(row, next))?;
+            row += 1;
+            continue;
+        }
+        let line = r.next_line()?.ok_or_else(|| short(row, next))?;
         while next < wanted.len() && wanted[next].0 == row {
             let k = wanted[next].1;
             y[k] = line.y;
@@ -576,6 +581,14 @@ mod tests {
         let all = parse_libsvm(text, "f", None, None, Labels::Binary).unwrap();
         let some = libsvm_rows(text.as_bytes(), "f", 3, Labels::Binary, &[3, 1, 3]).unwrap();
         assert_eq!(some, all.select([3, 1, 3]));
+        // rows this rank does not compute on are counted, not parsed (the file was checked whole
+        // before MPI started)
+        let bad_elsewhere = "1 1:1\n0 2:x\n1 3:3\n";
+        assert_eq!(
+            libsvm_rows(bad_elsewhere.as_bytes(), "f", 3, Labels::Binary, &[2]).unwrap().row(0),
+            &[0.0, 0.0, 3.0]
+        );
+        assert!(libsvm_rows(bad_elsewhere.as_bytes(), "f", 3, Labels::Binary, &[1]).is_err());
         let e = libsvm_rows(text.as_bytes(), "f", 3, Labels::Binary, &[9]).unwrap_err();
         assert_eq!(e.0, "f: row 10 asked for but the file has only 4 lines of data");
     }

@@ -77,6 +77,18 @@ pub fn csv_shape(
     }
 }
 
+/// The labels of the first `samples` rows of a CSV text (the features read and dropped line by
+/// line: a rank never holds the whole file).
+pub fn csv_labels(text: impl BufRead, origin: &str, samples: usize, labels: Labels) -> Result<Vec<f64>, DataError> {
+    let mut r = Reader { text: DataLines::new(text, origin), width: None, labels };
+    let mut y = Vec::with_capacity(samples);
+    while y.len() < samples {
+        let Some((label, _)) = r.next_line()? else { break };
+        y.push(label);
+    }
+    Ok(y)
+}
+
 /// The rows with the given indices (any order, repeats allowed) of a CSV text, `p` wide.
 pub fn csv_rows(text: impl BufRead, origin: &str, p: usize, labels: Labels, idx: &[usize]) -> Result<Rows, DataError> {
     let mut wanted: Vec<(usize, usize)> = idx.iter().copied().enumerate().map(|(k, i)| (i, k)).collect();
@@ -112,6 +124,7 @@ mod tests {
         let s = csv_shape(text.as_bytes(), "f", None, Labels::Classes(3)).unwrap();
         assert_eq!(s, Shape { samples: 3, features: 2 });
         let r = csv_rows(text.as_bytes(), "f", 2, Labels::Classes(3), &[2, 0]).unwrap();
+        assert_eq!(csv_labels(text.as_bytes(), "f", 3, Labels::Classes(3)).unwrap(), [2.0, 0.0, 1.0]);
         assert_eq!((r.row(0), r.row(1), r.labels()), (&[5.0, 6.0][..], &[0.5, 1.0][..], &[1.0, 2.0][..]));
         let e = |t: &str| csv_shape(t.as_bytes(), "f", None, Labels::Classes(3)).unwrap_err().0;
         assert_eq!(e("1,2,3\n0,1\n"), "f:2: 1 features, but the lines before have 2");

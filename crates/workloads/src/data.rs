@@ -426,7 +426,8 @@ fn all_labels(data: &DataConfig, seed: u64, labels: Labels, shape: Shape) -> Res
             crate::idx::idx_labels(images, lab, labels)
         }
         DataKind::Csv => {
-            Ok(rows(data, seed, labels, shape.features, &(0..shape.samples).collect::<Vec<_>>())?.y.to_vec())
+            let path = Path::new(data.path.as_deref().expect("validated"));
+            crate::csv::csv_labels(open(path)?, &path.display().to_string(), shape.samples, labels)
         }
         kind => Ok(synthetic_rows(kind, seed, shape.features, data.noise, labels, 0..shape.samples).y.to_vec()),
     }

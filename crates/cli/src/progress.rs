@@ -85,6 +85,15 @@ impl Relayed {
         o.write_all(s.as_bytes())?;
         o.flush()
     }
+
+    /// Move the cursor `n` cells (`dir`: ANSI A up, B down, C right, D left); nothing for 0.
+    fn cursor(&self, n: usize, dir: char) -> std::io::Result<()> {
+        if n > 0 {
+            self.out(&format!("\x1b[{n}{dir}"))
+        } else {
+            Ok(())
+        }
+    }
 }
 
 impl TermLike for Relayed {
@@ -92,32 +101,16 @@ impl TermLike for Relayed {
         self.width
     }
     fn move_cursor_up(&self, n: usize) -> std::io::Result<()> {
-        if n > 0 {
-            self.out(&format!("\x1b[{n}A"))
-        } else {
-            Ok(())
-        }
+        self.cursor(n, 'A')
     }
     fn move_cursor_down(&self, n: usize) -> std::io::Result<()> {
-        if n > 0 {
-            self.out(&format!("\x1b[{n}B"))
-        } else {
-            Ok(())
-        }
+        self.cursor(n, 'B')
     }
     fn move_cursor_right(&self, n: usize) -> std::io::Result<()> {
-        if n > 0 {
-            self.out(&format!("\x1b[{n}C"))
-        } else {
-            Ok(())
-        }
+        self.cursor(n, 'C')
     }
     fn move_cursor_left(&self, n: usize) -> std::io::Result<()> {
-        if n > 0 {
-            self.out(&format!("\x1b[{n}D"))
-        } else {
-            Ok(())
-        }
+        self.cursor(n, 'D')
     }
     fn write_line(&self, s: &str) -> std::io::Result<()> {
         self.out(&format!("{s}\n"))

@@ -64,17 +64,3 @@ pub fn normalized_error(theta: &[f64], star: &[f64]) -> f64 {
 pub fn relative_diff(a: &[f64], b: &[f64]) -> f64 {
     dist_sq(a, b).sqrt() / norm_sq(b).sqrt().max(f64::MIN_POSITIVE)
 }
-
-/// Classification accuracy of a logistic model on `rows` (0/1 labels): the fraction of rows
-/// where xᵀθ > 0 predicts label 1 correctly.
-pub fn accuracy(rows: &crate::Rows, theta: &[f64]) -> f64 {
-    if rows.is_empty() {
-        return f64::NAN;
-    }
-    let right = (0..rows.len())
-        .filter(|&i| {
-            (rows.row(i).iter().zip(theta).map(|(a, b)| a * b).sum::<f64>() > 0.0) == (rows.labels()[i] == 1.0)
-        })
-        .count();
-    right as f64 / rows.len() as f64
-}

@@ -100,15 +100,12 @@ impl Net {
         }
     }
 
-    /// Multiply-adds of one sample's gradient over those of a linear model on `p` features:
-    /// the modelled compute time's factor (`timing.a` is the time of one point of a linear
-    /// model of the data's width).
-    pub fn cost(&self, p: usize) -> f64 {
-        match self {
-            Net::Linear(_) => 1.0,
-            // forward and backward are each one pass over the weights, as the linear model's
-            _ => self.len(p) as f64 / p.max(1) as f64,
-        }
+    /// Multiply-adds of one sample's gradient on `inputs` features over those of a linear model
+    /// on the data's `p` features (forward and backward are each one pass over the weights, as
+    /// the linear model's): the modelled compute time's factor (`timing.a` is the time of one
+    /// point of a linear model of the data's width).
+    pub fn cost(&self, inputs: usize, p: usize) -> f64 {
+        self.len(inputs) as f64 / p.max(1) as f64
     }
 
     fn layers(&self) -> Vec<Layer> {
@@ -259,35 +256,50 @@ impl Net {
         total
     }
 
-    /// The predicted class of every row (a linear model: 1 when xᵀθ > 0).
-    pub fn predict(&self, rows: &Rows, theta: &[f64]) -> Vec<usize> {
-        match self {
-            Net::Linear(_) => {
-                (0..rows.len()).map(|i| usize::from(crate::kernel::dot(rows.row(i), theta) > 0.0)).collect()
-            }
-            _ => {
-                let c = self.outputs();
-                let mut out = Vec::with_capacity(rows.len());
-                let mut acts = vec![];
-                for start in (0..rows.len()).step_by(BLOCK) {
-                    let n = BLOCK.min(rows.len() - start);
-                    let x = &rows.features()[start * rows.p()..(start + n) * rows.p()];
-                    let z = match self {
-                        Net::MultiOutput { inputs, outputs } => {
-                            let mut z = vec![0.0; n * outputs];
-                            gemm(1.0, Op::n(x, n, *inputs), Op::n(theta, *inputs, *outputs), 0.0, &mut z);
-                            z
-                        }
-                        _ => {
-                            self.forward(x, n, theta, &mut acts);
-                            acts.pop().expect("logits")
-                        }
-                    };
-                    out.extend(z.chunks_exact(c).map(argmax));
-                }
-                out
-            }
+    /// Each row's predicted class (a linear model: 1 when xᵀθ > 0; otherwise the largest
+    /// output) and loss, from one forward pass (no gradient).
+    fn scores(&self, rows: &Rows, theta: &[f64]) -> Vec<(usize, f64)> {
+        let (ys, p) = (rows.labels(), rows.p());
+        if let Net::Linear(loss) = self {
+            return (0..rows.len())
+                .map(|i| {
+                    let z = crate::kernel::dot(rows.row(i), theta);
+                    (usize::from(z > 0.0), crate::kernel::loss_and_slope(*loss, z, ys[i]).0)
+                })
+                .collect();
         }
+        let c = self.outputs();
+        let mut out = Vec::with_capacity(rows.len());
+        let mut acts = vec![];
+        for start in (0..rows.len()).step_by(BLOCK) {
+            let n = BLOCK.min(rows.len() - start);
+            let x = &rows.features()[start * p..(start + n) * p];
+            let z = match self {
+                Net::MultiOutput { inputs, outputs } => {
+                    let mut z = vec![0.0; n * outputs];
+                    gemm(1.0, Op::n(x, n, *inputs), Op::n(theta, *inputs, *outputs), 0.0, &mut z);
+                    z
+                }
+                _ => {
+                    self.forward(x, n, theta, &mut acts);
+                    acts.pop().expect("logits")
+                }
+            };
+            out.extend(z.chunks_exact(c).zip(&ys[start..start + n]).map(|(z, &y)| {
+                let label = y as usize;
+                let loss = match self {
+                    Net::MultiOutput { .. } => {
+                        0.5 * z.iter().enumerate().map(|(k, v)| (v - f64::from(k == label)).powi(2)).sum::<f64>()
+                    }
+                    _ => {
+                        let max = z.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                        libm::log(z.iter().map(|v| libm::exp(v - max)).sum::<f64>()) + max - z[label]
+                    }
+                };
+                (argmax(z), loss)
+            }));
+        }
+        out
     }
 
     /// Outputs per sample.
@@ -300,13 +312,13 @@ impl Net {
     }
 
     /// Accuracy and mean loss of θ on `rows`.
-    pub fn evaluate(&self, rows: &Rows, theta: &[f64], p: usize) -> (f64, f64) {
+    pub fn evaluate(&self, rows: &Rows, theta: &[f64]) -> (f64, f64) {
         if rows.is_empty() {
             return (f64::NAN, f64::NAN);
         }
-        let right = self.predict(rows, theta).iter().zip(rows.labels()).filter(|(k, y)| **k as f64 == **y).count();
-        let mut g = vec![0.0; self.len(p)];
-        let loss = self.gradient(rows, &vec![1.0; rows.len()], theta, &mut g, usize::MAX, &mut || {});
+        let scores = self.scores(rows, theta);
+        let right = scores.iter().zip(rows.labels()).filter(|((k, _), y)| *k as f64 == **y).count();
+        let loss: f64 = scores.iter().map(|s| s.1).sum();
         (right as f64 / rows.len() as f64, loss / rows.len() as f64)
     }
 
@@ -413,6 +425,31 @@ mod tests {
                 let fd = (loss(&a) - loss(&b)) / (2.0 * h);
                 assert!((fd - g[k]).abs() < 1e-6 * (1.0 + fd.abs()), "{} k={k}: {fd} vs {}", net.describe(), g[k]);
             }
+        }
+    }
+
+    /// The evaluation's forward-only loss is the gradient's loss, for every model.
+    #[test]
+    fn evaluation_loss_is_the_gradients_loss() {
+        let (n, p) = (BLOCK + 9, 5);
+        let data = rows(n, p, 3);
+        let nets = [
+            Net::new(&softmax(&[4], 3), p),
+            Net::new(&ModelConfig { outputs: Some(3), ..ModelConfig::linear(Loss::LeastSquares, 0.1) }, p),
+            Net::Linear(Loss::LeastSquares),
+        ];
+        for net in nets {
+            let theta = net.init(Some(Init::Xavier), 5, p);
+            let mut g = vec![0.0; net.len(p)];
+            let sum = net.gradient(&data, &vec![1.0; n], &theta, &mut g, usize::MAX, &mut || {});
+            let (acc, mean) = net.evaluate(&data, &theta);
+            assert!(
+                (mean - sum / n as f64).abs() < 1e-12 * (1.0 + mean.abs()),
+                "{}: {mean} vs {}",
+                net.describe(),
+                sum / n as f64
+            );
+            assert!((0.0..=1.0).contains(&acc));
         }
     }
 

@@ -216,7 +216,7 @@ impl Job for GradientDescent {
     }
 
     fn work(&self, t: u64) -> f64 {
-        self.net.len(self.inputs) as f64 / self.p.max(1) as f64 * self.batch_size(t) as f64 / self.samples.max(1) as f64
+        self.net.cost(self.inputs, self.p) * self.batch_size(t) as f64 / self.samples.max(1) as f64
     }
 
     /// Each rank holds its rows densely (load × p values, one copy per part), a few model-sized
@@ -346,7 +346,7 @@ impl Job for GradientDescent {
     fn metrics(&self, applied: &Applied) -> super::Metrics {
         let theta = applied.state.as_deref();
         let test = self.test.as_ref().filter(|_| self.evaluate);
-        let eval = theta.zip(test).map(|(th, test)| self.net.evaluate(test, th, self.inputs));
+        let eval = theta.zip(test).map(|(th, test)| self.net.evaluate(test, th));
         Metrics {
             error: theta.zip(self.star.as_deref()).map(|(th, star)| normalized_error(th, star)),
             accuracy: eval.map(|e| e.0),

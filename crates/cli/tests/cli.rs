@@ -367,3 +367,44 @@ fn bad_network_settings_get_one_line_naming_the_key() {
         assert_eq!(r.stderr.trim().lines().count(), 1, "{sets:?}: one line:\n{}", r.stderr);
     }
 }
+
+/// `[faults]` and `scheme.byzantine` are checked before MPI starts, in one line naming the key.
+#[test]
+fn bad_fault_settings_get_one_line_naming_the_key() {
+    let dir = tempdir("cli-faults");
+    let c = config(&dir);
+    let f = ["--set", "faults.kind=sign-flip", "--set", "faults.workers=[2]"];
+    for (sets, want) in [
+        (&["faults.kind=bit-rot"][..], "faults.kind = \"bit-rot\" is not known; use one of \"none\", \"gaussian\""),
+        (&["faults.kind=gaussian", "faults.workers="], "faults.workers: missing"),
+        (&["faults.workers=[7]"], "faults.workers: contains 7, but workers are numbered 1..=6"),
+        (&["faults.p=1.5"], "faults.p = 1.5: must be in [0, 1]"),
+        (&["faults.count=2"], "faults.count: give either faults.workers or faults.count"),
+        (&["faults.sigma=3"], "faults.sigma: is only used by faults.kind = \"gaussian\""),
+        (&["faults.kind=label-flip"], "faults.kind = \"label-flip\" needs class labels"),
+        (&["scheme.byzantine=2"], "scheme.byzantine = 2: locating 2 corrupted result(s) takes 2·2 = 4 results of redundancy, but scheme.s = 2"),
+        (&["scheme.kind=umw", "scheme.s=", "scheme.byzantine=1"], "scheme.byzantine: is only used by"),
+        (&["scheme.byzantine=1", "engine.upload=granted"], "engine.upload = \"granted\" cannot run with scheme.byzantine"),
+    ] {
+        let mut args = vec!["check", &c];
+        args.extend(f);
+        for s in sets {
+            args.extend(["--set", s]);
+        }
+        let r = outrun(&args);
+        assert_eq!(r.code, Some(2), "{sets:?}: {}", r.stderr);
+        let line = r.stderr.trim();
+        assert_eq!(line.lines().count(), 1, "{sets:?}: {line}");
+        assert!(line.contains(want), "{sets:?}: {line}");
+    }
+    let mut args = vec!["plan", &c];
+    args.extend(f);
+    args.extend(["--set", "scheme.byzantine=1"]);
+    let p = outrun(&args);
+    assert_eq!(p.code, Some(0), "{}", p.stderr);
+    assert!(p.stdout.contains("faults: sign-flip on worker(s) 2"), "{}", p.stdout);
+    assert!(p
+        .stdout
+        .contains("locates and excludes up to 1 corrupted result(s), and tolerates 0 straggler(s) besides"));
+    assert!(p.stdout.contains("all 6, decode excluding a corrupted one"), "{}", p.stdout);
+}

@@ -199,6 +199,16 @@ pub(crate) fn iterations(dir: &Path) -> Vec<std::collections::HashMap<String, St
     lines.map(|l| head.iter().cloned().zip(l.split(',').map(String::from)).collect()).collect()
 }
 
+/// Rank `rank`'s iteration records (`"ev": "iter"`) in its log.
+pub(crate) fn iter_records(dir: &Path, rank: usize) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(dir.join(format!("rank-{rank}.jsonl")))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|e| e["ev"] == "iter")
+        .collect()
+}
+
 pub(crate) fn summary(dir: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap()
 }

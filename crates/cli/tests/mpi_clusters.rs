@@ -48,15 +48,6 @@ initial_slow = 5
 compute = "modelled"
 "#;
 
-fn iters(dir: &std::path::Path, rank: usize) -> Vec<Value> {
-    std::fs::read_to_string(dir.join(format!("rank-{rank}.jsonl")))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .filter(|e| e["ev"] == "iter")
-        .collect()
-}
-
 fn ids(v: &Value) -> BTreeSet<u64> {
     v.as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).collect()
 }
@@ -86,9 +77,9 @@ fn gc_dc_reclusters_every_iteration_and_never_decodes_a_stale_result() {
     let s = assert_exact("gc-dc", BASE, &[]);
     let (_, dir, _, _) = train("gc-dc-logs", BASE, &[]);
     assert!(s["late_discarded"].as_u64().unwrap() > 0);
-    let master = iters(&dir, 0);
+    let master = iter_records(&dir, 0);
     let workers: Vec<HashMap<u64, Value>> =
-        (1..=12).map(|w| iters(&dir, w).into_iter().map(|e| (e["t"].as_u64().unwrap(), e)).collect()).collect();
+        (1..=12).map(|w| iter_records(&dir, w).into_iter().map(|e| (e["t"].as_u64().unwrap(), e)).collect()).collect();
     let mut partitions = BTreeSet::new();
     let mut prev_slow: Option<BTreeSet<u64>> = None;
     for e in &master {

@@ -50,6 +50,7 @@ mod linalg;
 mod linear;
 mod lt;
 mod rng;
+mod robust;
 mod rowcode;
 mod shuffle;
 
@@ -68,6 +69,7 @@ pub use linalg::{
 pub use linear::{condition, rank, GroupDecoding, LinearCode, LinearError, LinearKind, LinearProfile, PeelStep};
 pub use lt::{robust_soliton, LtCode};
 pub use rng::{domain, splitmix64, Rng};
+pub use robust::{robust_screen, Inconsistent, Screened, CONSISTENT};
 pub use rowcode::{CodedRow, RowCode, RowCodeKind, RowDecodeError, RowDecoder, MAX_DECODE_COND, MAX_PEEL_GROWTH_EPS};
 pub use shuffle::{
     dangling_mass, det_er, loads, pagerank_update, segment_len, Allocation as ShuffleAllocation, Dangling, Graph,

@@ -39,6 +39,9 @@ pub mod domain {
     pub const BATCH: u64 = 0x6261_7463_6800_0001;
     /// Random Fourier features: Ω (keyed by input feature) and δ.
     pub const RFF: u64 = 0x7266_6600_0000_0001;
+    /// Value faults: which workers are faulty (`count`), whether one misbehaves in an
+    /// iteration, and its noise, keyed by worker, iteration and part.
+    pub const FAULT: u64 = 0x6661_756c_7400_0001;
 }
 
 /// One step of SplitMix64; used to expand keys into generator seeds.

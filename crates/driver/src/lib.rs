@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use outrun_plan::roles::Vector;
-use outrun_plan::{ComputeMode, Injector, Plan};
+use outrun_plan::{ComputeMode, FaultKind, Faults, Injector, Plan};
 use outrun_proto::{Delivered, Frame, Histogram, Input, Len};
 use outrun_runlog::event::{ComputeTiming, Event};
 use outrun_runlog::{Book, Checkpoint, IterationRecord, Latency, RunInfo, Summary, CHECKPOINT_FORMAT};
@@ -60,6 +60,8 @@ pub trait Payload: Vector + Sized + 'static {
     ) -> Vec<Self>;
     /// Apply the delivered total.
     fn apply(job: &mut dyn Job, t: u64, total: Self) -> Result<Applied, JobError>;
+    /// The values, mutably (None: lengths only).
+    fn values_mut(&mut self) -> Option<&mut [f64]>;
 }
 
 impl Payload for Frame {
@@ -72,6 +74,9 @@ impl Payload for Frame {
     fn apply(job: &mut dyn Job, t: u64, total: Self) -> Result<Applied, JobError> {
         job.apply(t, total)
     }
+    fn values_mut(&mut self) -> Option<&mut [f64]> {
+        Some(self.as_mut_slice())
+    }
 }
 
 impl Payload for Len {
@@ -83,6 +88,9 @@ impl Payload for Len {
     }
     fn apply(_: &mut dyn Job, _: u64, _: Self) -> Result<Applied, JobError> {
         Ok(Applied::default())
+    }
+    fn values_mut(&mut self) -> Option<&mut [f64]> {
+        None
     }
 }
 
@@ -138,6 +146,7 @@ pub struct Core<'a> {
     pub job: Box<dyn Job>,
     seat: Seat,
     injector: Injector,
+    faults: Faults,
     book: Option<(Book, RunInfo)>,
     progress: Option<&'a mut dyn Progress>,
     /// The timed loop ended (progress told).
@@ -153,12 +162,28 @@ impl<'a> Core<'a> {
     /// The core of `seat` running `job`, with its worker's compute times from `injector` (its
     /// straggler model says how compute time is obtained).
     pub fn new(job: Box<dyn Job>, seat: Seat, injector: Injector) -> Self {
-        Core { job, seat, injector, book: None, progress: None, ended: false, state: None, quiet_failure: false }
+        Core {
+            job,
+            seat,
+            injector,
+            faults: Faults::default(),
+            book: None,
+            progress: None,
+            ended: false,
+            state: None,
+            quiet_failure: false,
+        }
     }
 
     /// The core of rank `rank` of `plan`.
     pub fn of(plan: &Plan, rank: usize, job: Box<dyn Job>) -> Self {
-        Core::new(job, Seat::of(plan, rank), plan.stragglers.injector())
+        Core::new(job, Seat::of(plan, rank), plan.stragglers.injector()).with_faults(plan.faults.clone())
+    }
+
+    /// Inject the plan's value faults into this rank's results (a worker's).
+    pub fn with_faults(mut self, faults: Faults) -> Self {
+        self.faults = faults;
+        self
     }
 
     /// Keep the run's book (the logging rank).
@@ -184,9 +209,27 @@ impl<'a> Core<'a> {
         Input::Start { t: self.seat.first, model: P::model(&mut *self.job) }
     }
 
-    /// This rank's parts for iteration `t` on `model`: all of them, or the `parts` selected.
+    /// This rank's parts for iteration `t` on `model`: all of them, or the `parts` selected,
+    /// with the worker's value fault of the iteration applied (a label flip before computing,
+    /// the others to each part's values: what the worker encodes and sends is built from them).
     pub fn compute<P: Payload>(&mut self, t: u64, model: &P, parts: Option<&[usize]>) -> Vec<P> {
-        P::compute(&mut *self.job, self.seat.rank, t, model, parts, self.seat.parts)
+        let worker = self.seat.worker;
+        let fault = (worker > 0).then(|| self.faults.at(worker, t)).flatten();
+        let flip = fault == Some(FaultKind::LabelFlip);
+        if flip {
+            self.job.flip_labels(true);
+        }
+        let mut out = P::compute(&mut *self.job, self.seat.rank, t, model, parts, self.seat.parts);
+        if flip {
+            self.job.flip_labels(false);
+        } else if fault.is_some() {
+            for (k, v) in out.iter_mut().enumerate() {
+                if let Some(values) = v.values_mut() {
+                    self.faults.corrupt(worker, t, k, values);
+                }
+            }
+        }
+        out
     }
 
     /// The compute-time decision of iteration `t`'s computation of `load` points (None: the
@@ -209,6 +252,10 @@ impl<'a> Core<'a> {
             injected: Some(time.injected),
             straggler: Some(time.straggler),
             overrun: Some(overrun),
+            fault: (self.seat.worker > 0)
+                .then(|| self.faults.at(self.seat.worker, t))
+                .flatten()
+                .map(|k| k.name().to_string()),
         };
         Timed { ready_at: start + measured.map_or(time.target, |m| time.target.max(m)), record }
     }

@@ -42,6 +42,7 @@
 pub mod alloc;
 pub mod budget;
 pub mod config;
+mod faults;
 mod plan;
 pub mod roles;
 mod schemes;
@@ -51,8 +52,9 @@ pub mod sweep;
 mod topology;
 
 pub use config::{Config, ConfigError};
+pub use faults::{FaultKind, Faults};
 pub use plan::{Node, Pattern, Plan, PlanCode, RowsSpec};
 pub use schemes::build;
 pub use settings::{ComputeMode, JobSpec, NetworkSpec, RunSpec, Shape, Upload};
-pub use stragglers::{ComputeTime, Injector, Law, StragglerModel, DEFAULT_FACTOR};
+pub use stragglers::{ComputeTime, Injector, Law, StragglerModel, DEFAULT_FACTOR, TRACE_STRAGGLER};
 pub use topology::Tree;

@@ -333,6 +333,9 @@ pub struct Plan {
     pub codes: Vec<PlanCode>,
     /// The straggler model.
     pub stragglers: StragglerModel,
+    /// Value faults (none by default).
+    #[serde(default)]
+    pub faults: crate::Faults,
     /// When children's results cross the link (`engine.upload`; collect trees only).
     #[serde(default)]
     pub upload: Upload,
@@ -476,6 +479,9 @@ impl Plan {
             }
         }
         line(&mut o, format!("stragglers: {}", self.stragglers.describe()));
+        if let Some(f) = self.faults.describe() {
+            line(&mut o, format!("faults: {f}"));
+        }
         line(
             &mut o,
             format!(

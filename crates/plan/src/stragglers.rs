@@ -27,7 +27,7 @@
 use outrun_codes::{domain, Rng};
 use serde::{Deserialize, Serialize};
 
-use crate::config::{BernoulliMode, Config, StragglerConfig};
+use crate::config::{BernoulliMode, Config, StragglerConfig, TraceTimes};
 use crate::settings::ComputeMode;
 
 /// Default extra-delay factor (the thesis's 3× sleep).
@@ -119,7 +119,21 @@ pub enum Law {
         #[serde(default)]
         drawn: bool,
     },
+    /// A recorded trace: worker w's value at iteration t is `times[w − 1][t]` (modulo its
+    /// length with `cycle`), a compute time or a delay added to the base time.
+    Trace {
+        /// Per worker, one value per iteration (seconds).
+        times: Vec<Vec<f64>>,
+        /// The values are delays added to the base time (false: compute times).
+        delay: bool,
+        /// Replay from the start past the trace's end.
+        cycle: bool,
+    },
 }
+
+/// A traced value is a straggler's when it exceeds this multiple of the iteration's median
+/// over the workers.
+pub const TRACE_STRAGGLER: f64 = 2.0;
 
 /// The straggler model of a run (built from `[stragglers]` and `[timing]`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -184,6 +198,9 @@ impl StragglerModel {
                 };
                 Law::Markov { p: m.p, a: m.a.values(n), mu_slow, mu_fast, initial, drawn, drawn_rates }
             }
+            StragglerConfig::Trace(t) => {
+                Law::Trace { times: t.delays.clone(), delay: t.times == TraceTimes::Delay, cycle: t.cycle }
+            }
             StragglerConfig::Rates(m) => {
                 let initial = match (&m.initial, m.initial_slow) {
                     (Some(list), _) => list.clone(),
@@ -234,7 +251,21 @@ impl StragglerModel {
             Law::FailStop { .. } => "fail-stop",
             Law::Markov { .. } => "markov",
             Law::Rates { .. } => "rates",
+            Law::Trace { .. } => "trace",
         }
+    }
+
+    /// A trace's value of `worker` at `iteration`, and whether it is a straggler's (above
+    /// [`TRACE_STRAGGLER`] × the iteration's median over the workers); None for other laws.
+    pub fn traced(&self, worker: usize, iteration: u64) -> Option<(f64, bool)> {
+        let Law::Trace { times, cycle, .. } = &self.law else { return None };
+        let len = times.first().map_or(0, Vec::len) as u64;
+        let t = if *cycle { iteration % len.max(1) } else { iteration.min(len.saturating_sub(1)) } as usize;
+        let v = times[worker.saturating_sub(1)][t];
+        let mut row: Vec<f64> = times.iter().map(|w| w[t]).collect();
+        row.sort_by(f64::total_cmp);
+        let median = row[row.len() / 2];
+        Some((v, v > 0.0 && v > TRACE_STRAGGLER * median))
     }
 
     fn stream(&self, worker: usize, iteration: u64) -> Rng {
@@ -264,6 +295,15 @@ impl StragglerModel {
             // E[1/μ] is infinite for μ uniform from 0: the mean is unbounded; this is the time at
             // the median rate
             Law::Rates { a, mu_max, .. } => l * (a[i] + 2.0 / mu_max),
+            Law::Trace { times, delay, .. } => {
+                let w = &times[i];
+                let mean = w.iter().sum::<f64>() / w.len().max(1) as f64;
+                if *delay {
+                    base + mean
+                } else {
+                    mean
+                }
+            }
             _ => base,
         }
     }
@@ -295,6 +335,13 @@ impl StragglerModel {
             Law::Rates { p, a, mu_max, tau, initial, .. } => format!(
                 "rates: each worker's rate μ is redrawn uniformly in [0, {mu_max}] with p = {p} per iteration; time = load·({} + Exp/μ); straggler while μ < {tau}; initially below: {initial:?}",
                 per(a)
+            ),
+            Law::Trace { times, delay, cycle } => format!(
+                "trace: recorded {} of {} workers over {} iterations{}",
+                if *delay { "delays added to the compute times" } else { "compute times" },
+                times.len(),
+                times.first().map_or(0, Vec::len),
+                if *cycle { ", replayed cyclically" } else { "" }
             ),
         };
         format!("{text} [{}; seed {}]", self.name(), self.seed)
@@ -457,6 +504,7 @@ impl Injector {
                 let tau = *tau;
                 self.rate(worker, iteration) < tau
             }
+            Law::Trace { .. } => self.model.traced(worker, iteration).is_some_and(|(_, slow)| slow),
             _ => false,
         }
     }
@@ -496,6 +544,14 @@ impl Injector {
             ComputeMode::Real => measured,
             ComputeMode::Modelled => self.model.base_a * l,
         };
+        if let (Some((v, straggler)), Law::Trace { delay, .. }) =
+            (self.model.traced(worker, iteration), &self.model.law)
+        {
+            return match delay {
+                true => ComputeTime { target: base + v, injected: v, straggler },
+                false => ComputeTime { target: v, injected: (v - base).max(0.0), straggler },
+            };
+        }
         let straggler = self.is_straggler(worker, iteration);
         let factor = match &self.model.law {
             Law::Fixed { factor, .. } | Law::Bernoulli { factor, .. } => *factor,
@@ -520,6 +576,22 @@ mod tests {
     fn model(extra: &[&str]) -> StragglerModel {
         let base = "[run]\nname='t'\niterations=3\n[data]\nkind='linear-synthetic'\nsamples=90\nfeatures=3\n[model]\nloss='least-squares'\nlr=0.1\n[scheme]\nkind='ignore'\nworkers=9\ns=2\n";
         StragglerModel::from_config(&parse(base, &extra.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap())
+    }
+
+    #[test]
+    fn a_trace_gives_its_values_cycles_and_marks_stragglers_by_the_median() {
+        let mut m = model(&[]);
+        m.law = Law::Trace { times: vec![vec![1.0, 2.0], vec![1.0, 2.0], vec![5.0, 2.1]], delay: false, cycle: true };
+        let mut inj = m.injector();
+        let c = inj.compute_time(3, 0, 10.0, 0.0);
+        assert_eq!((c.target, c.straggler), (5.0, true));
+        assert_eq!(inj.compute_time(3, 3, 10.0, 0.0).target, 2.1);
+        assert!(!inj.compute_time(3, 3, 10.0, 0.0).straggler);
+        assert_eq!(inj.compute_time(1, 2, 10.0, 0.0).target, 1.0);
+        m.law = Law::Trace { times: vec![vec![0.5], vec![0.0], vec![0.0]], delay: true, cycle: false };
+        let c = m.injector().compute_time(1, 0, 10.0, 0.25);
+        assert_eq!((c.target, c.injected, c.straggler), (0.25 + 0.5, 0.5, true));
+        // real timing: measured + delay
     }
 
     #[test]

@@ -82,6 +82,9 @@ impl Frame {
 }
 
 impl Vector for Frame {
+    fn values(&self) -> Option<&[f64]> {
+        Some(self.as_slice())
+    }
     fn zeros(len: usize) -> Self {
         Frame { buf: vec![0.0; HEAD_WORDS + len], off: HEAD_WORDS, len }
     }

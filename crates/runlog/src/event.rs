@@ -147,6 +147,9 @@ pub struct ComputeTiming {
     /// The real work took longer than its modelled time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overrun: Option<bool>,
+    /// The value fault injected into this result (`[faults] kind`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault: Option<String>,
 }
 
 /// One accepted result at a parent: the child's rank, when it arrived, and its round (0 is
@@ -195,6 +198,9 @@ pub struct Collect {
     /// Children whose results were used.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub used: Option<Vec<usize>>,
+    /// Children whose results were received and rejected as corrupted (robust decoding).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rejected: Option<Vec<usize>>,
     /// Decode residual.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub residual: Option<f64>,
@@ -264,6 +270,10 @@ pub struct Notes {
     /// Why a mat-vec decode failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decode_error: Option<String>,
+    /// Robust decoding (`scheme.byzantine`): the relative syndrome of every result received,
+    /// and of those kept (≤ 1e-7: consistent); the rejected ones are the record's `rejected`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub syndrome: Option<(f64, f64)>,
 }
 
 /// One iteration at one node: the root's start, a worker's model, compute and upload, a

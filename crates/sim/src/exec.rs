@@ -211,7 +211,7 @@ pub fn execute<P: Payload>(
         .into_iter()
         .enumerate()
         .map(|(r, job)| {
-            let core = Core::new(job, Seat::of(plan, r), stragglers.injector());
+            let core = Core::new(job, Seat::of(plan, r), stragglers.injector()).with_faults(plan.faults.clone());
             match book.take_if(|_| r == plan.log_rank()) {
                 Some((book, info)) => core.with_book(book, info),
                 None => core,

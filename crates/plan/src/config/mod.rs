@@ -11,6 +11,7 @@
 //! 9`), in one line, so `outrun check` and every rank of a run can print it as is.
 
 mod exec;
+pub(crate) mod faults;
 mod job;
 mod run;
 mod scheme;
@@ -20,6 +21,7 @@ mod tagged;
 use serde::Serialize;
 
 pub use exec::{ComputeMode, EngineConfig, NetworkConfig, Rate, RateError, TimingConfig, Upload, MAX_SECONDS};
+pub use faults::{FaultConfig, FaultyConfig};
 pub use job::{
     DataConfig, DataKind, DataOrder, FeatureConfig, FeatureKind, GdConfig, GraphConfig, GraphKind, Init, JobConfig,
     Labels, Loss, MatrixConfig, MatrixDist, MatvecConfig, ModelConfig, PagerankConfig, Schedule, VectorConfig,
@@ -30,9 +32,9 @@ pub use scheme::{
     AgcConfig, CegcConfig, ClusterConfig, CodeChoice, ColumnOrder, LinearChoice, MatvecCode, MatvecSchemeConfig,
     SchemeConfig, ShuffleConfig, Ssi, StarConfig, StaticClusterConfig, TreeConfig,
 };
-pub use stragglers::{BernoulliMode, MarkovConfig, PerWorker, RatesConfig, StragglerConfig};
+pub use stragglers::{BernoulliMode, MarkovConfig, PerWorker, RatesConfig, StragglerConfig, TraceConfig, TraceTimes};
 
-use tagged::de;
+use tagged::{de, Tagged};
 
 /// A configuration error: the field it concerns (dotted path) and what is wrong.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -76,6 +78,8 @@ pub struct Config {
     pub scheme: SchemeConfig,
     /// `[stragglers]`
     pub stragglers: StragglerConfig,
+    /// `[faults]`
+    pub faults: FaultConfig,
     /// `[timing]`
     pub timing: TimingConfig,
     /// `[engine]`
@@ -96,6 +100,7 @@ const SECTIONS: &[&str] = &[
     "graph",
     "scheme",
     "stragglers",
+    "faults",
     "timing",
     "engine",
     "network",
@@ -230,11 +235,16 @@ impl Config {
             None => StragglerConfig::default(),
             Some(s) => StragglerConfig::from_section(s)?,
         };
+        let faults = match section(&t, "faults")? {
+            None => FaultConfig::default(),
+            Some(s) => FaultConfig::from_section(s)?,
+        };
         Ok(Config {
             run,
             job,
             scheme,
             stragglers,
+            faults,
             timing: optional(&t, "timing")?,
             engine: optional(&t, "engine")?,
             network: optional(&t, "network")?,
@@ -252,6 +262,9 @@ impl Config {
         self.job.to_sections(&mut t);
         t.insert("scheme".into(), value(&self.scheme));
         t.insert("stragglers".into(), value(&self.stragglers));
+        if self.faults != FaultConfig::None {
+            t.insert("faults".into(), value(&self.faults));
+        }
         t.insert("timing".into(), value(&self.timing));
         t.insert("engine".into(), value(&self.engine));
         t.insert("network".into(), value(&self.network));
@@ -355,8 +368,15 @@ impl Config {
             );
         }
         self.stragglers.validate(self.workers(), self.run.iterations)?;
+        self.validate_faults()?;
         self.timing.validate()?;
         self.engine.validate()?;
+        if self.scheme.byzantine() > 0 && self.engine.upload == Upload::Granted {
+            return err(
+                "engine.upload",
+                "= \"granted\" cannot run with scheme.byzantine: a parent that finds corrupted results waits for more, which refused children no longer send; use \"eager\"",
+            );
+        }
         self.network.validate(self.ranks())?;
         if self.stragglers.name() == "fail-stop" && self.scheme.is_ring() {
             return err(
@@ -366,6 +386,24 @@ impl Config {
                     self.scheme.kind()
                 ),
             );
+        }
+        Ok(())
+    }
+
+    /// `[faults]` on its own, and with the job it corrupts.
+    fn validate_faults(&self) -> Result<(), ConfigError> {
+        self.faults.validate(self.workers())?;
+        if self.faults == FaultConfig::None {
+            return Ok(());
+        }
+        if self.pagerank().is_some() {
+            return err("faults.kind", "PageRank's shuffle has no master to receive a faulty result: value faults are for gradient-descent and mat-vec jobs");
+        }
+        if let FaultConfig::LabelFlip(_) = self.faults {
+            let classes = matches!(&self.job, JobConfig::Gd(g) if g.model.labels() != Labels::Real);
+            if !classes {
+                return err("faults.kind", "= \"label-flip\" needs class labels: a gradient-descent job with model.loss = \"logistic\" or \"softmax\" (or model.outputs = C)");
+            }
         }
         Ok(())
     }

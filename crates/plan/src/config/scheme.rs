@@ -31,6 +31,25 @@ pub struct StarConfig {
     /// Random draws of a cyclic code; the best-conditioned one is used (gc-cyclic).
     #[serde(default = "default_draws")]
     pub draws: usize,
+    /// Corrupted results the master locates and excludes (gc-cyclic, gc-frac): it needs
+    /// s ≥ 2·byzantine and tolerates s − 2·byzantine stragglers besides.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub byzantine: usize,
+}
+
+fn is_zero(v: &usize) -> bool {
+    *v == 0
+}
+
+/// `scheme.byzantine = f` needs `s ≥ 2f` (`per`: "" or " per parent").
+fn check_byzantine(f: usize, s: usize, per: &str) -> Result<(), ConfigError> {
+    if 2 * f > s {
+        return err(
+            "scheme.byzantine",
+            format!("= {f}: locating {f} corrupted result(s) takes 2·{f} = {} results of redundancy{per}, but scheme.s = {s}; set s ≥ {} (s − 2·byzantine stragglers are then tolerated besides)", 2 * f, 2 * f),
+        );
+    }
+    Ok(())
 }
 
 /// Parameters of coded and uncoded PageRank: K servers (one MPI rank each, no master), each
@@ -101,6 +120,9 @@ pub struct TreeConfig {
     /// Number of workers; follows from n and layers (given only as a check).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workers: Option<usize>,
+    /// Corrupted results each parent locates and excludes among its children (s ≥ 2·byzantine).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub byzantine: usize,
 }
 
 fn default_draws() -> usize {
@@ -471,7 +493,8 @@ pub enum SchemeConfig {
 }
 
 const STAR_KEYS: &[&str] = &["workers", "s", "draws"];
-const TREE_KEYS: &[&str] = &["n", "layers", "s", "code", "draws", "workers"];
+const GC_KEYS: &[&str] = &["workers", "s", "draws", "byzantine"];
+const TREE_KEYS: &[&str] = &["n", "layers", "s", "code", "draws", "workers", "byzantine"];
 const CEGC_KEYS: &[&str] = &["workers", "s", "m", "code", "draws"];
 const AGC_KEYS: &[&str] = &["workers", "d", "rounds", "draws"];
 const GCSC_KEYS: &[&str] = &["workers", "clusters", "r", "draws"];
@@ -488,8 +511,8 @@ impl Tagged for SchemeConfig {
     const VARIANTS: &'static [(&'static str, &'static [&'static str])] = &[
         ("umw", STAR_KEYS),
         ("ignore", STAR_KEYS),
-        ("gc-cyclic", STAR_KEYS),
-        ("gc-frac", STAR_KEYS),
+        ("gc-cyclic", GC_KEYS),
+        ("gc-frac", GC_KEYS),
         ("rar", STAR_KEYS),
         ("allreduce", STAR_KEYS),
         ("cr", TREE_KEYS),
@@ -696,6 +719,16 @@ impl SchemeConfig {
         }
     }
 
+    /// Corrupted results a parent locates and excludes (`scheme.byzantine`; 0 for schemes
+    /// without it).
+    pub fn byzantine(&self) -> usize {
+        match self {
+            SchemeConfig::GcCyclic(c) | SchemeConfig::GcFrac(c) => c.byzantine,
+            SchemeConfig::Cr(t) => t.byzantine,
+            _ => 0,
+        }
+    }
+
     pub(super) fn validate(&self) -> Result<(), ConfigError> {
         let kind = self.kind();
         let c = match self {
@@ -738,7 +771,7 @@ impl SchemeConfig {
             ),
             SchemeConfig::GcCyclic(_) if c.draws == 0 => err("scheme.draws", "must be at least 1"),
             SchemeConfig::GcCyclic(_) if n > MAX_CYCLIC => cyclic_too_large("scheme.workers", n, "workers"),
-            _ => Ok(()),
+            _ => check_byzantine(c.byzantine, c.s, ""),
         }
     }
 }
@@ -895,6 +928,7 @@ impl TreeConfig {
                 format!("= {}: must be less than scheme.n = {n} (s stragglers per parent)", self.s),
             );
         }
+        check_byzantine(self.byzantine, self.s, " per parent")?;
         let total = SchemeConfig::Cr(self.clone()).workers();
         if total > MAX_WORKERS {
             return err(

@@ -159,6 +159,33 @@ pub struct RatesConfig {
     pub initial: Option<Vec<usize>>,
 }
 
+/// What the seconds of a recorded trace are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TraceTimes {
+    /// The worker's compute time (replaces the modelled time; needs modelled timing).
+    Compute,
+    /// A delay added to the worker's base compute time.
+    Delay,
+}
+
+/// Recorded delays replayed: one value per worker and iteration.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TraceConfig {
+    /// A CSV file of `worker,iteration,seconds` lines (read by the loader into `delays`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// What the seconds are.
+    pub times: TraceTimes,
+    /// Replay the trace from its start when the run has more iterations than it.
+    #[serde(default)]
+    pub cycle: bool,
+    /// The trace: per worker (worker 1 first), one value per iteration.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub delays: Vec<Vec<f64>>,
+}
+
 /// `[stragglers]`, by `model`.
 #[derive(Clone, Debug, PartialEq, Serialize, Default)]
 #[serde(tag = "model", rename_all = "kebab-case")]
@@ -180,6 +207,8 @@ pub enum StragglerConfig {
     Markov(MarkovConfig),
     /// Time-varying rates (GC-DC's model (C)); needs modelled timing.
     Rates(RatesConfig),
+    /// Recorded compute times or delays replayed per worker and iteration.
+    Trace(TraceConfig),
 }
 
 const ALL_KEYS: &[&str] = &[
@@ -200,6 +229,9 @@ const ALL_KEYS: &[&str] = &[
     "initial",
     "mu_max",
     "tau",
+    "times",
+    "cycle",
+    "delays",
 ];
 
 impl Tagged for StragglerConfig {
@@ -214,6 +246,7 @@ impl Tagged for StragglerConfig {
         ("fail-stop", &["workers", "from_iteration"]),
         ("markov", &["p", "a", "mu_slow", "mu_fast", "mu_fast_max", "slow_factor", "initial_slow", "initial"]),
         ("rates", &["p", "a", "mu_max", "tau", "initial_slow", "initial"]),
+        ("trace", &["file", "times", "cycle", "delays"]),
     ];
 
     fn variant(kind: &str, rest: toml::Value) -> Result<Self, ConfigError> {
@@ -251,6 +284,13 @@ impl Tagged for StragglerConfig {
                 need("tau", "the straggler threshold tau (points per second)")?;
                 StragglerConfig::Rates(de(rest, "stragglers")?)
             }
+            "trace" => {
+                need(
+                    "times",
+                    "times = \"compute\" (the file holds compute times) or \"delay\" (delays added to them)",
+                )?;
+                StragglerConfig::Trace(de(rest, "stragglers")?)
+            }
             _ => unreachable!("models are checked against VARIANTS"),
         })
     }
@@ -275,6 +315,7 @@ impl StragglerConfig {
             StragglerConfig::FailStop(_) => "fail-stop",
             StragglerConfig::Markov(_) => "markov",
             StragglerConfig::Rates(_) => "rates",
+            StragglerConfig::Trace(_) => "trace",
         }
     }
 
@@ -286,6 +327,7 @@ impl StragglerConfig {
                 | StragglerConfig::Weibull(_)
                 | StragglerConfig::Markov(_)
                 | StragglerConfig::Rates(_)
+                | StragglerConfig::Trace(TraceConfig { times: TraceTimes::Compute, .. })
         )
     }
 
@@ -294,6 +336,7 @@ impl StragglerConfig {
     pub fn params_file(&self) -> Option<&str> {
         match self {
             StragglerConfig::ShiftedExp(l) | StragglerConfig::Weibull(l) => l.file.as_deref(),
+            StragglerConfig::Trace(t) => t.file.as_deref(),
             _ => None,
         }
     }
@@ -301,6 +344,11 @@ impl StragglerConfig {
     /// Replace the parameter file by its contents (`worker,a,mu[,shape]` per line; `#`
     /// comments and a header line are allowed). `origin` names the file in errors.
     pub fn resolve_file(&mut self, text: &str, origin: &str, workers: usize) -> Result<(), ConfigError> {
+        if let StragglerConfig::Trace(t) = self {
+            t.delays = read_trace(text, origin, workers)?;
+            t.file = None;
+            return Ok(());
+        }
         let weibull = matches!(self, StragglerConfig::Weibull(_));
         let (StragglerConfig::ShiftedExp(law) | StragglerConfig::Weibull(law)) = self else { return Ok(()) };
         if law.file.is_none() {
@@ -308,13 +356,8 @@ impl StragglerConfig {
         }
         let cols = if weibull { 4 } else { 3 };
         let mut rows: Vec<Option<Vec<f64>>> = vec![None; workers];
-        for (ln, line) in text.lines().enumerate() {
-            let line = line.split('#').next().unwrap_or("").trim();
-            if line.is_empty() || line.starts_with("worker") {
-                continue;
-            }
-            let bad = |m: String| ConfigError::new("stragglers.file", format!("{origin}:{}: {m}", ln + 1));
-            let f: Vec<&str> = line.split(',').map(str::trim).collect();
+        for (ln, f) in data_lines(text) {
+            let bad = |m: String| ConfigError::new("stragglers.file", format!("{origin}:{ln}: {m}"));
             if f.len() != cols {
                 return Err(bad(format!(
                     "expected {cols} comma-separated values (worker,a,mu{}), found {}",
@@ -347,7 +390,7 @@ impl StragglerConfig {
         Ok(())
     }
 
-    pub(super) fn validate(&self, n: usize, _iterations: u64) -> Result<(), ConfigError> {
+    pub(super) fn validate(&self, n: usize, iterations: u64) -> Result<(), ConfigError> {
         let model = self.name();
         let listed = |l: &ListedConfig| -> Result<(), ConfigError> {
             if l.workers.is_empty() {
@@ -379,6 +422,7 @@ impl StragglerConfig {
         let rate = |v: f64| v.is_finite() && v >= 1e-9;
         match self {
             StragglerConfig::None => Ok(()),
+            StragglerConfig::Trace(t) => t.validate(n, iterations),
             StragglerConfig::Fixed(l) => {
                 listed(l)?;
                 factor(l.factor)
@@ -497,4 +541,110 @@ fn check_initial(initial_slow: &Option<usize>, initial: &Option<Vec<usize>>, n: 
         },
         _ => Ok(()),
     }
+}
+
+impl TraceConfig {
+    fn validate(&self, n: usize, iterations: u64) -> Result<(), ConfigError> {
+        match (&self.file, self.delays.is_empty()) {
+            (Some(_), false) => {
+                return err("stragglers.file", "give the trace either as a file or as delays, not both")
+            }
+            (Some(_), true) => return Ok(()), // the loader reads it, then validates again
+            (None, true) => {
+                return err("stragglers.file", "missing: trace needs the file of `worker,iteration,seconds` lines")
+            }
+            (None, false) => {}
+        }
+        if self.delays.len() != n {
+            return err(
+                "stragglers.delays",
+                format!("has {} workers' lists but there are {n} workers", self.delays.len()),
+            );
+        }
+        let len = self.delays[0].len();
+        if let Some(w) = self.delays.iter().position(|d| d.len() != len) {
+            return err(
+                "stragglers.delays",
+                format!(
+                    "worker {} has {} values but worker 1 has {len}: one per iteration for every worker",
+                    w + 1,
+                    self.delays[w].len()
+                ),
+            );
+        }
+        for (w, d) in self.delays.iter().enumerate() {
+            if let Some((t, v)) = d.iter().enumerate().find(|(_, v)| !(v.is_finite() && (0.0..=1e6).contains(*v))) {
+                return err(
+                    "stragglers.delays",
+                    format!("worker {} at iteration {t}: {v} is not a time in [0, 1e6] seconds", w + 1),
+                );
+            }
+        }
+        if (len as u64) < iterations && !self.cycle {
+            return err(
+                "stragglers.file",
+                format!("the trace has {len} iterations but run.iterations = {iterations}: shorten the run, or set stragglers.cycle = true to replay the trace from its start"),
+            );
+        }
+        Ok(())
+    }
+}
+
+/// A per-worker CSV file's data lines: (1-based line number, trimmed comma-separated fields),
+/// without `#` comments, blank lines and a header (a line starting with `worker`).
+fn data_lines(text: &str) -> impl Iterator<Item = (usize, Vec<&str>)> {
+    text.lines().enumerate().filter_map(|(ln, line)| {
+        let line = line.split('#').next().unwrap_or("").trim();
+        (!line.is_empty() && !line.starts_with("worker")).then(|| (ln + 1, line.split(',').map(str::trim).collect()))
+    })
+}
+
+/// A trace file's `worker,iteration,seconds` lines (`#` comments and a header allowed) as one
+/// list per worker; every worker needs the same iterations 0..T−1.
+fn read_trace(text: &str, origin: &str, workers: usize) -> Result<Vec<Vec<f64>>, ConfigError> {
+    let mut seen: Vec<Vec<Option<f64>>> = vec![vec![]; workers];
+    for (ln, f) in data_lines(text) {
+        let bad = |m: String| ConfigError::new("stragglers.file", format!("{origin}:{ln}: {m}"));
+        if f.len() != 3 {
+            return Err(bad(format!(
+                "expected 3 comma-separated values (worker,iteration,seconds), found {}",
+                f.len()
+            )));
+        }
+        let w: usize = f[0].parse().map_err(|_| bad(format!("worker `{}` is not a worker id", f[0])))?;
+        if w == 0 || w > workers {
+            return Err(bad(format!("worker {w} is not in 1..={workers}")));
+        }
+        let t: usize = f[1].parse().map_err(|_| bad(format!("iteration `{}` is not an iteration (0, 1, …)", f[1])))?;
+        if t > 10_000_000 {
+            return Err(bad(format!("iteration {t}: at most 10⁷ iterations")));
+        }
+        let v: f64 = f[2].parse().map_err(|_| bad(format!("`{}` is not a number of seconds", f[2])))?;
+        if !(v.is_finite() && (0.0..=1e6).contains(&v)) {
+            return Err(bad(format!("{v} is not a time in [0, 1e6] seconds")));
+        }
+        let row = &mut seen[w - 1];
+        if row.len() <= t {
+            row.resize(t + 1, None);
+        }
+        if row[t].replace(v).is_some() {
+            return Err(bad(format!("worker {w} at iteration {t} appears twice")));
+        }
+    }
+    let len = seen.iter().map(Vec::len).max().unwrap_or(0);
+    if len == 0 {
+        return err("stragglers.file", format!("{origin}: no `worker,iteration,seconds` line"));
+    }
+    seen.into_iter()
+        .enumerate()
+        .map(|(w, row)| {
+            (0..len)
+                .map(|t| row.get(t).copied().flatten())
+                .collect::<Option<Vec<f64>>>()
+                .ok_or_else(|| {
+                    let t = (0..len).find(|&t| row.get(t).copied().flatten().is_none()).expect("a gap");
+                    ConfigError::new("stragglers.file", format!("{origin}: no value for worker {} at iteration {t} (the trace has iterations 0..{len} for some worker; every worker needs each)", w + 1))
+                })
+        })
+        .collect()
 }

@@ -53,7 +53,7 @@ pub(crate) trait Tagged: Sized {
         if let Some(key) = s.keys().find(|k| !accepted.contains(&k.as_str())) {
             let users: Vec<String> = Self::VARIANTS
                 .iter()
-                .filter(|(_, keys)| keys.contains(&key.as_str()))
+                .filter(|(k, keys)| *k != "none" && keys.contains(&key.as_str()))
                 .map(|(k, _)| format!("\"{k}\""))
                 .collect();
             let name = format!("{}.{key}", Self::SECTION);

@@ -40,6 +40,10 @@ pub enum Rule {
         need: usize,
         /// Index into `Plan::codes`.
         code: usize,
+        /// Corrupted results to locate and exclude (`scheme.byzantine`; `need` includes the 2f
+        /// results this takes beyond decoding): see `roles/robust.rs`.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        byzantine: usize,
     },
     /// Groups of children, each decoding its part of the total as soon as what arrived is
     /// decodable (a rank test; several rounds for adaptive codes); the total is the sum of the
@@ -61,6 +65,10 @@ pub enum Rule {
         /// Index into `Plan::codes` (a rows code).
         code: usize,
     },
+}
+
+fn is_zero(v: &usize) -> bool {
+    *v == 0
 }
 
 impl Rule {
@@ -86,7 +94,14 @@ impl Rule {
         let how = match self {
             Rule::Sum => "sum",
             Rule::Rescale { .. } => "rescale",
-            Rule::Decode { .. } => "decode",
+            Rule::Decode { byzantine: 0, .. } => "decode",
+            Rule::Decode { byzantine: 1, .. } => "decode excluding a corrupted one",
+            Rule::Decode { byzantine, .. } => {
+                return format!(
+                    "first {} of {children}, decode excluding up to {byzantine} corrupted",
+                    self.need(children)
+                )
+            }
             Rule::Groups { .. } | Rule::Clusters { .. } | Rule::Rows { .. } => unreachable!("handled above"),
         };
         let need = self.need(children);
@@ -135,6 +150,17 @@ pub trait Aggregator: Send {
     /// The vectors are lengths only (timing simulations): an aggregator may skip the numerical
     /// work of decoding (its combination's terms and lengths must stay right).
     fn lengths_only(&mut self) {}
+    /// Once satisfied, a rule that looks at the values (robust decoding) screens the accepted
+    /// results (`Src::Arrival` order): true to combine now, false to wait for more (it then
+    /// needs more than it has; [`Aggregator::hopeless`] says when none can come).
+    fn screen(&mut self, _values: &[&[f64]]) -> bool {
+        true
+    }
+    /// Why the rule can never be met beyond missing children (e.g. results that no exclusion
+    /// makes consistent), for the failure's message.
+    fn verdict(&self) -> Option<String> {
+        None
+    }
 }
 
 /// The aggregator of `rank` (which must have children) for payloads of `len` values.
@@ -147,20 +173,15 @@ pub fn aggregator(plan: &Plan, rank: usize, len: usize) -> Box<dyn Aggregator> {
         Rule::Rescale { .. } => {
             How::Rescale { loads: node.children.iter().map(|&c| plan.nodes[c].load()).collect(), samples: plan.samples }
         }
+        Rule::Decode { code, byzantine: f @ 1.., need } => {
+            return Box::new(super::robust::Robust::new(plan.codes[*code].gradient().clone(), *need, *f, len))
+        }
         Rule::Decode { code, .. } => How::Decode(Decoder::new(plan.codes[*code].gradient().clone())),
         Rule::Groups { groups } => return Box::new(Grouped::new(plan, node.children.clone(), groups, len)),
         Rule::Clusters { code } => return Box::new(super::clusters::Clustered::new(plan, *code, len)),
         Rule::Rows { code } => return Box::new(super::rows::Rows::new(plan, rank, *code)),
     };
-    Box::new(Count {
-        k,
-        need: rule.need(k),
-        len,
-        how: combine,
-        order: vec![],
-        got: vec![false; k],
-        failed: vec![false; k],
-    })
+    Box::new(Count { need: rule.need(k), len, how: combine, tally: Tally::new(k) })
 }
 
 enum How {
@@ -169,26 +190,29 @@ enum How {
     Decode(Decoder),
 }
 
-/// The count-based rules: the first `need` distinct children's (round-0) results.
-struct Count {
-    k: usize,
-    need: usize,
-    len: usize,
-    how: How,
-    order: Vec<usize>,
+/// Which of `k` children's (round-0) results a count-based rule accepted, in order, and which
+/// children failed.
+pub(super) struct Tally {
+    pub(super) k: usize,
+    pub(super) order: Vec<usize>,
     got: Vec<bool>,
     failed: Vec<bool>,
 }
 
-impl Aggregator for Count {
-    fn begin(&mut self, _t: u64) {
-        self.order.clear();
-        self.got.iter_mut().for_each(|g| *g = false);
-        self.failed.iter_mut().for_each(|f| *f = false);
+impl Tally {
+    pub(super) fn new(k: usize) -> Self {
+        Tally { k, order: vec![], got: vec![false; k], failed: vec![false; k] }
     }
 
-    fn offer(&mut self, idx: usize, round: u32) -> bool {
-        if round != 0 || self.got[idx] || self.failed[idx] || self.satisfied() {
+    pub(super) fn clear(&mut self) {
+        self.order.clear();
+        self.got.fill(false);
+        self.failed.fill(false);
+    }
+
+    /// Accept child `idx`'s round `round` unless `full`, a repeat, a later round or a failed child.
+    pub(super) fn offer(&mut self, idx: usize, round: u32, full: bool) -> bool {
+        if round != 0 || self.got[idx] || self.failed[idx] || full {
             return false;
         }
         self.got[idx] = true;
@@ -196,41 +220,70 @@ impl Aggregator for Count {
         true
     }
 
-    fn fail(&mut self, idx: usize) {
+    pub(super) fn fail(&mut self, idx: usize) {
         if !self.got[idx] {
             self.failed[idx] = true;
         }
     }
 
+    /// Children that have not failed.
+    pub(super) fn alive(&self) -> usize {
+        self.k - self.failed.iter().filter(|&&f| f).count()
+    }
+}
+
+/// The count-based rules: the first `need` distinct children's (round-0) results.
+struct Count {
+    need: usize,
+    len: usize,
+    how: How,
+    tally: Tally,
+}
+
+impl Aggregator for Count {
+    fn begin(&mut self, _t: u64) {
+        self.tally.clear();
+    }
+
+    fn offer(&mut self, idx: usize, round: u32) -> bool {
+        let full = self.satisfied();
+        self.tally.offer(idx, round, full)
+    }
+
+    fn fail(&mut self, idx: usize) {
+        self.tally.fail(idx);
+    }
+
     fn satisfied(&self) -> bool {
-        self.order.len() >= self.need
+        self.tally.order.len() >= self.need
     }
 
     fn hopeless(&self) -> bool {
-        self.k - self.failed.iter().filter(|&&f| f).count() < self.need
+        self.tally.alive() < self.need
     }
 
     fn combine(&mut self) -> Combination {
-        let (len, k) = (self.len, self.k);
+        let (len, k) = (self.len, self.tally.k);
         let whole = |j: usize, coef: f64| Term::whole(Src::Arrival(j), len, coef);
-        let complete = self.order.len() == k;
+        let complete = self.tally.order.len() == k;
         let mut c = match &mut self.how {
             How::Sum => Combination {
                 exact: complete,
-                ..Combination::exact(len, (0..self.order.len()).map(|j| whole(j, 1.0)).collect())
+                ..Combination::exact(len, (0..self.tally.order.len()).map(|j| whole(j, 1.0)).collect())
             },
             How::Rescale { loads, samples } => {
-                let covered: usize = self.order.iter().map(|&i| loads[i]).sum();
+                let covered: usize = self.tally.order.iter().map(|&i| loads[i]).sum();
                 let scale = *samples as f64 / covered.max(1) as f64;
                 Combination {
                     coverage: covered as f64 / *samples as f64,
                     exact: complete,
-                    ..Combination::exact(len, (0..self.order.len()).map(|j| whole(j, scale)).collect())
+                    ..Combination::exact(len, (0..self.tally.order.len()).map(|j| whole(j, scale)).collect())
                 }
             }
             How::Decode(dec) => {
-                let d = dec.decode(&SurvivorSet::from_indices(k, &self.order));
+                let d = dec.decode(&SurvivorSet::from_indices(k, &self.tally.order));
                 let terms = self
+                    .tally
                     .order
                     .iter()
                     .enumerate()
@@ -244,12 +297,12 @@ impl Aggregator for Count {
                 }
             }
         };
-        c.used = self.order.clone();
+        c.used = self.tally.order.clone();
         c
     }
 
     fn needs(&self) -> String {
-        format!("{} of {} results", self.need, self.k)
+        format!("{} of {} results", self.need, self.tally.k)
     }
 }
 

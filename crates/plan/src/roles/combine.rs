@@ -54,6 +54,8 @@ pub struct Combination {
     pub coverage: f64,
     /// Children (indices) whose results contributed.
     pub used: Vec<usize>,
+    /// Children (indices) whose results were received and rejected as corrupted.
+    pub rejected: Vec<usize>,
     /// Worst condition number of the systems solved (0 when none).
     pub cond: f64,
     /// Rounds of results the decode needed (0 for single-round rules).
@@ -98,6 +100,7 @@ impl Combination {
             exact: true,
             coverage: 1.0,
             used: vec![],
+            rejected: vec![],
             cond: 0.0,
             rounds: 0,
             uses: vec![],
@@ -183,9 +186,16 @@ pub trait Vector: Clone {
     fn copy_range(&mut self, to: usize, src: &Self, from: usize, len: usize);
     /// `map` applied to this vector.
     fn mapped(&self, map: &dyn Map) -> Self;
+    /// The values (None: lengths only), for rules that look at them (robust decoding).
+    fn values(&self) -> Option<&[f64]> {
+        None
+    }
 }
 
 impl Vector for Vec<f64> {
+    fn values(&self) -> Option<&[f64]> {
+        Some(self)
+    }
     fn zeros(len: usize) -> Self {
         vec![0.0; len]
     }

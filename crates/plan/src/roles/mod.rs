@@ -16,6 +16,7 @@ mod aggregate;
 mod clusters;
 mod combine;
 mod encode;
+mod robust;
 mod rows;
 
 pub use aggregate::{aggregator, Aggregator, GroupSpec, Rule};

@@ -39,7 +39,11 @@ pub(crate) fn build(cfg: &Config, sc: &TreeConfig, samples: usize) -> Result<Pla
                 rank,
                 worker: (rank > 0).then_some(rank),
                 parent: tree.parent(rank),
-                rule: (!children.is_empty()).then_some(Rule::Decode { need: n - s, code: 0 }),
+                rule: (!children.is_empty()).then_some(Rule::Decode {
+                    need: n - s + 2 * sc.byzantine,
+                    code: 0,
+                    byzantine: sc.byzantine,
+                }),
                 children,
                 parts: if data.is_empty() { vec![] } else { vec![data] },
                 send: Encoding::Plain,
@@ -48,8 +52,9 @@ pub(crate) fn build(cfg: &Config, sc: &TreeConfig, samples: usize) -> Result<Pla
         .collect();
     let (num, den) = r_cr(n, layers, s);
     let title = format!(
-        "CodedReduce on the ({n},{layers}) tree: every parent decodes from any {} of its {n} children; r_CR = {num}/{den}",
-        n - s
+        "CodedReduce on the ({n},{layers}) tree: every parent decodes from any {} of its {n} children; r_CR = {num}/{den}{}",
+        n - s,
+        super::master_worker::robust(s, sc.byzantine)
     );
     let codes = vec![PlanCode::Gradient { code, screening, draws: sc.draws }];
     debug_assert_eq!((nodes.len(), nodes.len() - 1), (tree.ranks(), tree.workers()));

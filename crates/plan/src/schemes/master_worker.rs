@@ -21,6 +21,15 @@ use crate::roles::{Encoding, Rule};
 use crate::schemes::{code_error, star_plan};
 use crate::topology::Tree;
 
+/// What robust decoding adds to a title: `s` stragglers tolerated, `f` of them spent on
+/// locating corrupted results.
+pub(crate) fn robust(s: usize, f: usize) -> String {
+    if f == 0 {
+        return String::new();
+    }
+    format!("; with byzantine = {f} it waits for {} more, locates and excludes up to {f} corrupted result(s), and tolerates {} straggler(s) besides", 2 * f, s - 2 * f)
+}
+
 pub(crate) fn build(cfg: &Config, c: &StarConfig, samples: usize) -> Result<Plan, ConfigError> {
     let (n, s) = (c.workers, c.s);
     let mut codes = vec![];
@@ -38,8 +47,12 @@ pub(crate) fn build(cfg: &Config, c: &StarConfig, samples: usize) -> Result<Plan
             codes.push(PlanCode::Gradient { code: code.clone(), screening: Some(scr), draws: c.draws });
             (
                 code,
-                Rule::Decode { need: n - s, code: 0 },
-                format!("gradient coding, cyclic repetition: any {} of {n} workers decode the full gradient", n - s),
+                Rule::Decode { need: n - s + 2 * c.byzantine, code: 0, byzantine: c.byzantine },
+                format!(
+                    "gradient coding, cyclic repetition: any {} of {n} workers decode the full gradient{}",
+                    n - s,
+                    robust(s, c.byzantine)
+                ),
             )
         }
         SchemeConfig::GcFrac(_) => {
@@ -47,10 +60,11 @@ pub(crate) fn build(cfg: &Config, c: &StarConfig, samples: usize) -> Result<Plan
             codes.push(PlanCode::Gradient { code: code.clone(), screening: None, draws: c.draws });
             (
                 code,
-                Rule::Decode { need: n - s, code: 0 },
+                Rule::Decode { need: n - s + 2 * c.byzantine, code: 0, byzantine: c.byzantine },
                 format!(
-                    "gradient coding, fractional repetition: any {} of {n} workers decode the full gradient",
-                    n - s
+                    "gradient coding, fractional repetition: any {} of {n} workers decode the full gradient{}",
+                    n - s,
+                    robust(s, c.byzantine)
                 ),
             )
         }

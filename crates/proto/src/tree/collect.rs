@@ -151,6 +151,22 @@ impl<P: Vector> Collection<P> {
         self.agg.hopeless()
     }
 
+    /// Why the rule can never be met beyond missing children (results that no exclusion makes
+    /// consistent), if that is why.
+    pub(super) fn verdict(&self) -> Option<String> {
+        self.agg.verdict()
+    }
+
+    /// Once collected, a rule that looks at the values (robust decoding) screens the accepted
+    /// results: whether to combine now (false: it needs more; it may have become hopeless).
+    pub(super) fn screen(&mut self) -> bool {
+        if !P::VALUES {
+            return true;
+        }
+        let values: Vec<&[f64]> = self.arrivals.iter().filter_map(Vector::values).collect();
+        self.agg.screen(&values)
+    }
+
     /// A frame of `bytes` arrived from a child (any kind: the run's count).
     pub(super) fn frame(&mut self, bytes: u64) {
         self.bytes.0 += bytes;
@@ -310,6 +326,7 @@ impl<P: Vector> Collection<P> {
         canonical_order(&mut comb, &mut self.arrivals, std::mem::take(&mut self.keys));
         let used: Vec<usize> = comb.used.iter().map(|&i| self.ranks[i]).collect();
         record.used = Some(used.clone());
+        record.rejected = (!comb.rejected.is_empty()).then(|| comb.rejected.iter().map(|&i| self.ranks[i]).collect());
         record.residual = Some(comb.residual);
         record.cond = (comb.cond > 0.0).then_some(comb.cond);
         *notes = std::mem::take(&mut comb.notes);
@@ -346,6 +363,9 @@ impl<P: Vector> Collection<P> {
     /// Why the iteration `t` of `scheme` cannot be collected within `deadline`: what the rule
     /// needs, what came, and who is missing (with what failed subtrees reported).
     pub(super) fn deadline_error(&self, t: u64, scheme: &str, deadline: f64) -> String {
+        if let Some(why) = self.agg.verdict() {
+            return format!("iteration {t}: {scheme}: {why}");
+        }
         let missing: Vec<String> = self
             .ranks
             .iter()

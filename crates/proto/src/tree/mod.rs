@@ -418,6 +418,10 @@ impl<P: Vector> TreeNode<P> {
         let k = self.below.as_ref().expect("a parent collects");
         let why = k.deadline_error(t, &self.scheme, self.limits.deadline);
         let missing = k.missing();
+        if self.above.is_some() && k.verdict().is_some() {
+            // only the master prints why a run fails: a parent below says it in its log
+            self.log(Event::warn(now, why.clone()));
+        }
         self.fail_iteration(now, t, why, missing);
     }
 
@@ -475,8 +479,8 @@ impl<P: Vector> TreeNode<P> {
     /// Something arrived for the iteration being collected: finish it, or fail it when the
     /// rule can no longer be met.
     fn after_arrival(&mut self, clock: &dyn Clock, now: f64, t: u64) {
-        let k = self.below.as_ref().expect("a parent");
-        if k.collected() {
+        let k = self.below.as_mut().expect("a parent");
+        if k.collected() && k.screen() {
             self.stop_collecting();
             self.try_finish(clock);
         } else if k.hopeless() {

@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use outrun_plan::config::{DataKind, GdConfig};
+use outrun_plan::config::{DataKind, GdConfig, Labels};
 use outrun_plan::{Plan, Shape};
 use outrun_proto::Frame;
 
@@ -53,6 +53,8 @@ pub struct GradientDescent {
     test: Option<Rows>,
     /// The last iteration applied is one to evaluate on the held-out set (`data.test_every`).
     evaluate: bool,
+    /// The parts' labels are flipped (a label-flip fault).
+    flipped: bool,
 }
 
 impl GradientDescent {
@@ -78,6 +80,7 @@ impl GradientDescent {
             batches: config.model.batch.map(|b| Batches::new(plan.samples, b.min(plan.samples), plan.run.seed)),
             parts: HashMap::new(),
             pace: usize::MAX,
+            flipped: false,
             star: None,
             test: None,
             evaluate: false,
@@ -324,6 +327,23 @@ impl Job for GradientDescent {
                 Frame::from_vec(out)
             })
             .collect()
+    }
+
+    /// Labels c ↦ top − c in place, top = C − 1 (binary: 1): its own inverse, exact on the
+    /// integer labels, so flipping back restores them.
+    fn flip_labels(&mut self, on: bool) {
+        if on == self.flipped {
+            return;
+        }
+        self.flipped = on;
+        let top = match self.config.model.labels() {
+            Labels::Classes(c) => (c - 1) as f64,
+            Labels::Binary => 1.0,
+            Labels::Real => return,
+        };
+        for part in self.parts.values_mut().flatten() {
+            part.rows.y.mapv_inplace(|c| top - c);
+        }
     }
 
     fn apply(&mut self, t: u64, total: Frame) -> Result<Applied, JobError> {

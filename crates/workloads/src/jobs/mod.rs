@@ -112,6 +112,9 @@ pub trait Job {
     /// Apply the delivered total of iteration `t` (the job may keep the vector); what it gave,
     /// or why the run must stop (e.g. the model diverged).
     fn apply(&mut self, t: u64, total: Frame) -> Result<Applied, JobError>;
+    /// Compute on flipped labels (c ↦ C − 1 − c) until told otherwise: a label-flip fault
+    /// (`[faults]`, accepted for jobs with class labels only).
+    fn flip_labels(&mut self, _on: bool) {}
     /// The logging rank's metrics of what `apply` gave.
     fn metrics(&self, applied: &Applied) -> Metrics {
         Metrics { error: applied.error, ..Metrics::default() }

@@ -1,0 +1,97 @@
+//! Value faults in the simulator's arithmetic pass: a corrupted result moves uncoded gradient
+//! descent off the serial trajectory, and robust decoding (`scheme.byzantine`) excludes it, for
+//! every fault kind, so the run equals serial gradient descent again.
+
+use outrun_plan::config::parse;
+use outrun_sim::{simulate, Math, Options};
+use outrun_workloads::data::load_all;
+use outrun_workloads::metrics::relative_diff;
+use outrun_workloads::reference::serial_model;
+
+const CFG: &str = r#"
+[run]
+name = "simfault"
+seed = 4
+iterations = 10
+[data]
+kind = "logistic-synthetic"
+samples = 720
+features = 6
+[model]
+loss = "logistic"
+lr = 0.5
+[scheme]
+kind = "gc-frac"
+workers = 9
+s = 2
+byzantine = 1
+[faults]
+kind = "sign-flip"
+workers = [5]
+[stragglers]
+model = "bernoulli"
+p = 0.3
+factor = 5.0
+[timing]
+compute = "modelled"
+a = 1e-4
+"#;
+
+/// The final θ of a simulated run and of serial gradient descent, and every master record.
+fn run(sets: &[&str]) -> (Vec<f64>, Vec<f64>, Vec<serde_json::Value>) {
+    let tag = sets.join("_").replace(['=', '.', '[', ']', ',', ' ', '"'], "");
+    let out = std::env::temp_dir().join(format!("outrun-simfault-{}-{tag}", std::process::id()));
+    let mut all: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    all.push(format!("run.out_dir={}", out.display()));
+    let cfg = parse(CFG, &all).unwrap();
+    let plan = outrun_workloads::resolve(&cfg).unwrap();
+    let sim = simulate(&plan, &cfg.to_toml(), &Options { trials: 1, math: Math::On, write: true }).unwrap();
+    let dir = sim.run_dir.unwrap();
+    let theta = std::fs::read_to_string(dir.join("theta.txt")).unwrap().lines().map(|l| l.parse().unwrap()).collect();
+    let rows = load_all(cfg.data(), cfg.run.seed, cfg.model().labels()).unwrap();
+    let want = serial_model(&rows, cfg.model(), cfg.run.seed, cfg.run.iterations).pop().unwrap();
+    let master = std::fs::read_to_string(dir.join("rank-0.jsonl")).unwrap();
+    let iters = master
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|v| v["ev"] == "iter")
+        .collect();
+    std::fs::remove_dir_all(&out).unwrap();
+    (theta, want, iters)
+}
+
+#[test]
+fn robust_decoding_excludes_every_kind_of_fault() {
+    let kinds: &[&[&str]] = &[
+        &[],
+        &["faults.kind=gaussian"],
+        &["faults.kind=same-value", "faults.value=-3"],
+        &["faults.kind=label-flip"],
+        &["scheme.kind=gc-cyclic", "scheme.workers=8", "scheme.s=3"],
+        &["scheme.kind=cr", "scheme.workers=", "scheme.n=4", "scheme.layers=2", "scheme.s=2", "faults.workers=[2, 7]"],
+    ];
+    for &sets in kinds {
+        let (got, want, iters) = run(sets);
+        let diff = relative_diff(&got, &want);
+        assert!(diff < 1e-9, "{sets:?}: θ differs from serial GD by {diff:e}");
+        assert_eq!(iters.len(), 10);
+        // a star's master rejects the faulty worker whenever its result arrived
+        if !sets.iter().any(|s| s.contains("cr")) {
+            for it in &iters {
+                let arrived = it["arrivals"].as_array().unwrap().iter().any(|a| a[0] == 5);
+                assert_eq!(it["rejected"] == serde_json::json!([5]), arrived, "{sets:?}: {it}");
+            }
+        }
+    }
+}
+
+#[test]
+fn without_robust_decoding_a_fault_moves_gradient_descent() {
+    let cyclic = ["scheme.kind=gc-cyclic", "scheme.workers=8", "scheme.byzantine="];
+    for sets in [&cyclic[..], &["scheme.kind=umw", "scheme.s=", "scheme.byzantine="]] {
+        let (got, want, iters) = run(sets);
+        let diff = relative_diff(&got, &want);
+        assert!(diff > 1e-2, "{sets:?}: the fault changed nothing ({diff:e})");
+        assert!(iters.iter().all(|it| it.get("rejected").is_none()));
+    }
+}

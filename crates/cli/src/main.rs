@@ -175,6 +175,19 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// Fit straggler laws (shifted exponential, Weibull, two-state Markov) to the compute times
+    /// a run logged, say how well each fits, and print a [stragglers] section to paste.
+    Fit {
+        /// A run directory.
+        run: PathBuf,
+        /// The law whose section is printed: shifted-exp, weibull or markov (default: the best
+        /// fit by Kolmogorov–Smirnov distance).
+        #[arg(long)]
+        law: Option<String>,
+        /// Print the fits as JSON instead.
+        #[arg(long)]
+        json: bool,
+    },
     /// Write RUN_DIR/trace.json, a Chrome trace-event file (open it in ui.perfetto.dev or
     /// chrome://tracing): every rank's compute, waiting and decodes, every message as an arrow.
     Trace {
@@ -720,6 +733,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
         Cmd::Blame { runs, top, json } => blame(&runs, top, json),
+        Cmd::Fit { run, law, json } => fit(&run, law.as_deref(), json),
         Cmd::Trace { runs, iterations } => trace(&runs, iterations),
     }
 }
@@ -767,6 +781,28 @@ fn blame(paths: &[PathBuf], top: usize, json: bool) -> Result<(), Failure> {
     }
     if json {
         println!("{}", serde_json::Value::Array(all));
+    }
+    Ok(())
+}
+
+/// `outrun fit`: the laws fitted to one run's compute times.
+fn fit(dir: &Path, law: Option<&str>, json: bool) -> Result<(), Failure> {
+    use outrun_report::fit;
+    if let Some(l) = law.filter(|l| !fit::LAWS.contains(l)) {
+        return Err(Failure(format!("--law {l}: use one of {}", fit::LAWS.join(", ")), 2));
+    }
+    let events = outrun_runlog::read::rank_events(dir).map_err(|e| Failure(e.to_string(), 2))?;
+    let f = fit::fit(&fit::samples(&events)).map_err(|e| Failure(format!("{}: {e}", dir.display()), 2))?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&f).expect("fits serialize"));
+    } else {
+        println!(
+            "{}
+
+{}",
+            dir.display(),
+            fit::markdown(&f, law.unwrap_or(f.best()))
+        );
     }
     Ok(())
 }

@@ -170,3 +170,76 @@ fn report_plots_test_accuracy_when_runs_have_a_held_out_set() {
     let svg = std::fs::read_to_string(out.join("c1-accuracy.svg")).unwrap();
     assert!(svg.contains("test accuracy vs iterations") && svg.contains("ignore"), "both panels, both schemes");
 }
+
+/// `outrun fit` on simulated runs (the same logs as the engine's) with injected
+/// shifted-exponential and two-state Markov stragglers recovers every worker's parameters within
+/// 10 %, prefers the law that generated the times, and prints a section that runs as a config.
+#[test]
+fn fit_recovers_injected_straggler_laws_and_its_section_runs() {
+    let dir = tempdir("fit");
+    let base = "[run]\nname = 'fit'\nseed = 6\niterations = 3000\n[data]\nkind = 'linear-synthetic'\nsamples = 800\nfeatures = 5\n[model]\nloss = 'least-squares'\nlr = 0.1\n[scheme]\nkind = 'gc-cyclic'\nworkers = 8\ns = 2\n[timing]\ncompute = 'modelled'\n";
+    let laws = [
+        (
+            "shifted-exp",
+            "[stragglers]\nmodel = 'shifted-exp'\na = 2e-6\nmu = [5e4, 5e4, 5e4, 5e4, 1e4, 1e4, 1e4, 1e4]\n",
+        ),
+        (
+            "markov",
+            "[stragglers]\nmodel = 'markov'\np = 0.2\na = 2e-6\nmu_slow = 2e4\nmu_fast = 1e6\ninitial_slow = 3\n",
+        ),
+    ];
+    let near = |got: f64, want: f64, what: &str| assert!((got / want - 1.0).abs() < 0.1, "{what}: {got} vs {want}");
+    for (law, section) in laws {
+        let out = dir.join(law);
+        let cfg = dir.join(format!("{law}.toml"));
+        std::fs::write(&cfg, format!("{base}{section}")).unwrap();
+        let set = format!("run.out_dir={}", out.display());
+        let sim = outrun(&["simulate", cfg.to_str().unwrap(), "--trials", "1", "--set", &set]);
+        assert_eq!(sim.code, Some(0), "{}", sim.stderr);
+        let run = run_dir(&out);
+        let fit = outrun(&["fit", run.to_str().unwrap(), "--json"]);
+        assert_eq!(fit.code, Some(0), "{}", fit.stderr);
+        let f: serde_json::Value = serde_json::from_str(&fit.stdout).unwrap();
+        let workers = f["workers"].as_array().unwrap();
+        assert_eq!(workers.len(), 8);
+        for w in workers {
+            let id = w["worker"].as_u64().unwrap();
+            if law == "shifted-exp" {
+                let e = &w["shifted_exp"];
+                near(e["a"].as_f64().unwrap(), 2e-6, "a");
+                near(e["mu"].as_f64().unwrap(), if id <= 4 { 5e4 } else { 1e4 }, "mu");
+            } else {
+                let m = &w["markov"];
+                near(m["a"].as_f64().unwrap(), 2e-6, "a");
+                near(m["mu_fast"].as_f64().unwrap(), 1e6, "mu_fast");
+                near(m["mu_slow"].as_f64().unwrap(), 2e4, "mu_slow");
+            }
+        }
+        if law == "markov" {
+            near(f["p"].as_f64().unwrap(), 0.2, "p");
+        }
+        // the text names the generating law as the best fit and ends with its section
+        let text = outrun(&["fit", run.to_str().unwrap()]);
+        assert!(text.stdout.contains(&format!("the simplest law within it, {law})")), "{}", text.stdout);
+        let pasted = &text.stdout[text.stdout.find("[stragglers]").unwrap()..];
+        let again = dir.join(format!("{law}-fitted.toml"));
+        std::fs::write(&again, format!("{base}{pasted}")).unwrap();
+        let set = format!("run.out_dir={}", dir.join(format!("{law}-again")).display());
+        let check = outrun(&[
+            "simulate",
+            again.to_str().unwrap(),
+            "--trials",
+            "1",
+            "--set",
+            "run.iterations=50",
+            "--set",
+            &set,
+        ]);
+        assert_eq!(check.code, Some(0), "{pasted}\n{}", check.stderr);
+        let plan = outrun(&["plan", again.to_str().unwrap()]);
+        assert!(plan.stdout.contains(&format!("stragglers: {law}:")), "{}", plan.stdout);
+    }
+    let bad = outrun(&["fit", dir.to_str().unwrap(), "--law", "gamma"]);
+    assert_eq!(bad.code, Some(2));
+    assert!(bad.stderr.contains("--law gamma: use one of shifted-exp, weibull, markov"), "{}", bad.stderr);
+}

@@ -252,6 +252,7 @@ impl<'a> Core<'a> {
             injected: Some(time.injected),
             straggler: Some(time.straggler),
             overrun: Some(overrun),
+            load: Some(load),
             fault: (self.seat.worker > 0)
                 .then(|| self.faults.at(self.seat.worker, t))
                 .flatten()

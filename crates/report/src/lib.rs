@@ -13,11 +13,13 @@
 //! - [`sweep`]: a sweep's variants with medians and spread over repetitions, and one table per
 //!   axis;
 //! - [`blame`]: who the run waited for, worker by worker (`outrun blame`);
+//! - [`fit`]: straggler laws fitted to a run's compute times (`outrun fit`);
 //! - [`trace`]: a run as a Chrome trace-event file for Perfetto (`outrun trace`).
 
 #![deny(missing_docs)]
 
 pub mod blame;
+pub mod fit;
 pub mod plots;
 mod segments;
 pub mod sweep;

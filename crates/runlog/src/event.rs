@@ -147,6 +147,10 @@ pub struct ComputeTiming {
     /// The real work took longer than its modelled time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overrun: Option<bool>,
+    /// The load the straggler model scaled by (points, in units of a full-batch linear model's
+    /// point: `outrun fit` divides compute times by it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<f64>,
     /// The value fault injected into this result (`[faults] kind`), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fault: Option<String>,

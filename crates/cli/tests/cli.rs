@@ -385,6 +385,13 @@ fn bad_fault_settings_get_one_line_naming_the_key() {
         (&["scheme.byzantine=2"], "scheme.byzantine = 2: locating 2 corrupted result(s) takes 2·2 = 4 results of redundancy, but scheme.s = 2"),
         (&["scheme.kind=umw", "scheme.s=", "scheme.byzantine=1"], "scheme.byzantine: is only used by"),
         (&["scheme.byzantine=1", "engine.upload=granted"], "engine.upload = \"granted\" cannot run with scheme.byzantine"),
+        (&["links.model=flaky"], "links.model = \"flaky\" is not known; use one of \"none\", \"fail\", \"delay\""),
+        (&["links.model=fail", "links.p=-0.1"], "links.p = -0.1: must be in [0, 1]"),
+        (&["links.model=fail", "links.workers=[9]"], "links.workers: contains 9, but workers are numbered 1..=6"),
+        (&["links.model=delay"], "links.tau_up: missing: model \"delay\" needs tau_up"),
+        (&["links.model=delay", "links.tau_up=[0.1, 0.1]"], "links.tau_up: has 2 values but there are 6 workers"),
+        (&["links.model=delay", "links.tau_up=0.1", "links.p=1"], "links.p = 1: must be in [0, 0.99)"),
+        (&["links.model=fail", "scheme.kind=rar", "scheme.s="], "links.model = \"fail\": link faults act on the links between a worker and its parent"),
     ] {
         let mut args = vec!["check", &c];
         args.extend(f);

@@ -241,6 +241,19 @@ pub(crate) fn train(tag: &str, text: &str, sets: &[&str]) -> (Run, Scratch, Path
     (run, dir.at(rd), cfg_path, sets)
 }
 
+/// `outrun simulate` (one trial) of the config a [`train`] ran, with its overrides, into `out`:
+/// the simulated run's directory.
+pub(crate) fn simulate_as_trained(cfg_path: &Path, sets: &[String], out: &Path) -> PathBuf {
+    let mut args = vec!["simulate".to_string(), cfg_path.display().to_string(), "--trials".into(), "1".into()];
+    for s in sets.iter().filter(|s| !s.starts_with("run.out_dir=")) {
+        args.extend(["--set".to_string(), s.clone()]);
+    }
+    args.extend(["--set".to_string(), format!("run.out_dir={}", out.display())]);
+    let sim = outrun(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(sim.code, Some(0), "{}", sim.stderr);
+    run_dir(out)
+}
+
 /// Serial training of the config's model on the same data set (its batches, its θ₀): θ_0 … θ_T.
 pub(crate) fn reference(text: &str, sets: &[String]) -> Vec<Vec<f64>> {
     let cfg = outrun_plan::config::parse(text, sets).unwrap();

@@ -1,9 +1,12 @@
-//! Value faults through `mpirun`: a worker that sends its result negated moves uncoded
-//! gradient descent off the serial trajectory (the fault is real, and the worker logs it every
-//! iteration); gradient coding with `scheme.byzantine = 1` locates the corrupted result, names
-//! the worker it rejected in the master's log every iteration, and equals serial gradient
-//! descent within 1e-9 — under sign-flip and Gaussian faults, with a straggler besides; with more
-//! corrupted results than it can locate, the run ends with one line instead of a wrong gradient.
+//! Faults beyond slow workers, through `mpirun`. Value faults: a worker that sends its result
+//! negated moves uncoded gradient descent off the serial trajectory (the fault is real, and the
+//! worker logs it every iteration); gradient coding with `scheme.byzantine = 1` locates the
+//! corrupted result, names the worker it rejected in the master's log every iteration, and equals
+//! serial gradient descent within 1e-9 — under sign-flip and Gaussian faults, with a straggler
+//! besides; with more corrupted results than it can locate, the run ends with one line instead of
+//! a wrong gradient. Recorded delays: a trace gives the same compute times and straggler sets in
+//! the engine and the simulator. Links: failed links equal silenced workers; slow links take the
+//! same time in the engine and the simulator.
 
 mod common;
 
@@ -127,15 +130,7 @@ fn a_trace_replays_the_same_compute_times_in_the_engine_and_the_simulator() {
     let all_ref: Vec<&str> = all.iter().map(String::as_str).collect();
     let (run, real, cfg_path, used) = train("faults-trace-engine", CFG, &all_ref);
     assert_eq!(run.code, Some(0), "{}", run.stderr);
-    let out = dir.join("sim");
-    let mut args = vec!["simulate".to_string(), cfg_path.display().to_string(), "--trials".into(), "1".into()];
-    for s in used.iter().filter(|s| !s.starts_with("run.out_dir=")) {
-        args.extend(["--set".to_string(), s.clone()]);
-    }
-    args.extend(["--set".to_string(), format!("run.out_dir={}", out.display())]);
-    let sim = outrun(&args.iter().map(String::as_str).collect::<Vec<_>>());
-    assert_eq!(sim.code, Some(0), "{}", sim.stderr);
-    let simulated = run_dir(&out);
+    let simulated = simulate_as_trained(&cfg_path, &used, &dir.join("sim"));
     let mut late = vec![];
     for rank in 1..=8 {
         let (e, s) = (iter_records(&real, rank), iter_records(&simulated, rank));
@@ -160,4 +155,53 @@ fn a_trace_replays_the_same_compute_times_in_the_engine_and_the_simulator() {
     let median = late[late.len() / 2];
     eprintln!("trace: engine results ready a median {:.3} ms after the traced time", median * 1e3);
     assert!(median < 0.002, "median lateness {median} s");
+}
+
+/// Failed links: a GC run whose workers 2 and 5 lose their link to the master in every iteration
+/// behaves exactly as with those workers silenced (fail-stop): the same θ to the last bit, and
+/// the master's log names the lost messages.
+#[test]
+fn failed_links_equal_silenced_workers() {
+    let gc = ["scheme.kind=gc-cyclic", "scheme.workers=8", "scheme.byzantine=", "faults.kind=none"];
+    let with = |extra: &[&str]| -> Vec<String> { gc.iter().chain(extra).map(|s| s.to_string()).collect() };
+    let links = with(&["links.model=fail", "links.workers=[2, 5]"]);
+    let silenced = with(&["stragglers.model=fail-stop", "stragglers.workers=[2, 5]"]);
+    let (run, lost_dir, _, _) = train("faults-links", CFG, &links.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let (run, dead_dir, _, _) = train("faults-dead", CFG, &silenced.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert_eq!(trajectory(&lost_dir), trajectory(&dead_dir));
+    let master = iter_records(&lost_dir, 0);
+    assert!(master.iter().all(|r| !r["used"].as_array().unwrap().iter().any(|u| u == 2 || u == 5)));
+    assert!(master.iter().any(|r| r["lost"].as_array().is_some_and(|l| !l.is_empty())), "no loss logged");
+    assert!(master.iter().filter_map(|r| r["lost"].as_array()).flatten().all(|u| u == 2 || u == 5));
+}
+
+/// Slow links (τ per worker up, τ down, each transmission repeated with p = 0.3): the
+/// simulator's mean iteration time is within 10 % of the engine's on a run with link delay only.
+#[test]
+fn slow_links_take_the_same_time_in_the_engine_and_the_simulator() {
+    let sets = [
+        "scheme.kind=gc-cyclic",
+        "scheme.workers=6",
+        "scheme.byzantine=",
+        "faults.kind=none",
+        "run.iterations=30",
+        "links.model=delay",
+        "links.tau_up=[0.008, 0.012, 0.016, 0.020, 0.024, 0.028]",
+        "links.tau_down=0.004",
+        "links.p=0.3",
+    ];
+    let (run, real, cfg_path, used) = train("faults-slow-links", CFG, &sets);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let dir = tempdir("faults-slow-links-sim");
+    let simulated = simulate_as_trained(&cfg_path, &used, &dir);
+    let mean = |d: &std::path::Path| {
+        let w: Vec<f64> = iterations(d).iter().map(|r| r["wall_s"].parse::<f64>().unwrap()).collect();
+        w.iter().sum::<f64>() / w.len() as f64
+    };
+    let (e, s) = (mean(&real), mean(&simulated));
+    eprintln!("slow links: engine {:.2} ms, simulator {:.2} ms per iteration", e * 1e3, s * 1e3);
+    assert!(e > 0.008, "the links added no time: {e} s");
+    assert!((s - e).abs() / e <= 0.10, "engine {e} s vs simulator {s} s");
 }

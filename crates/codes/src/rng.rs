@@ -42,6 +42,9 @@ pub mod domain {
     /// Value faults: which workers are faulty (`count`), whether one misbehaves in an
     /// iteration, and its noise, keyed by worker, iteration and part.
     pub const FAULT: u64 = 0x6661_756c_7400_0001;
+    /// Link faults: whether a link fails, and a message's transmissions, keyed by worker,
+    /// iteration and message.
+    pub const LINK: u64 = 0x6c69_6e6b_0000_0001;
 }
 
 /// One step of SplitMix64; used to expand keys into generator seeds.

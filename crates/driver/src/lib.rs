@@ -19,8 +19,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use outrun_plan::roles::Vector;
-use outrun_plan::{ComputeMode, FaultKind, Faults, Injector, Plan};
-use outrun_proto::{Delivered, Frame, Histogram, Input, Len};
+use outrun_plan::{ComputeMode, FaultKind, Faults, Hop, Injector, Links, Plan};
+use outrun_proto::{Delivered, Frame, Header, Histogram, Input, Len};
 use outrun_runlog::event::{ComputeTiming, Event};
 use outrun_runlog::{Book, Checkpoint, IterationRecord, Latency, RunInfo, Summary, CHECKPOINT_FORMAT};
 use outrun_workloads::{Applied, Job, JobError};
@@ -112,6 +112,10 @@ pub struct Seat {
     pub first: u64,
     /// Write a checkpoint every this many iterations (the logging rank).
     pub checkpoint_every: Option<u64>,
+    /// The parent's rank, and each child's (rank, worker id): the ends of this rank's links.
+    pub parent: Option<usize>,
+    /// Children as (rank, worker id).
+    pub children: Vec<(usize, usize)>,
 }
 
 impl Seat {
@@ -126,6 +130,8 @@ impl Seat {
             iterations: plan.run.iterations,
             first: plan.run.first,
             checkpoint_every: plan.run.checkpoint_every,
+            parent: node.parent,
+            children: node.children.iter().map(|&c| (c, plan.nodes[c].worker.unwrap_or(0))).collect(),
         }
     }
 }
@@ -147,6 +153,7 @@ pub struct Core<'a> {
     seat: Seat,
     injector: Injector,
     faults: Faults,
+    links: Links,
     book: Option<(Book, RunInfo)>,
     progress: Option<&'a mut dyn Progress>,
     /// The timed loop ended (progress told).
@@ -167,6 +174,7 @@ impl<'a> Core<'a> {
             seat,
             injector,
             faults: Faults::default(),
+            links: Links::None,
             book: None,
             progress: None,
             ended: false,
@@ -177,13 +185,31 @@ impl<'a> Core<'a> {
 
     /// The core of rank `rank` of `plan`.
     pub fn of(plan: &Plan, rank: usize, job: Box<dyn Job>) -> Self {
-        Core::new(job, Seat::of(plan, rank), plan.stragglers.injector()).with_faults(plan.faults.clone())
+        Core::new(job, Seat::of(plan, rank), plan.stragglers.injector()).with_faults(plan)
     }
 
-    /// Inject the plan's value faults into this rank's results (a worker's).
-    pub fn with_faults(mut self, faults: Faults) -> Self {
-        self.faults = faults;
+    /// Inject the plan's value faults into this rank's results (a worker's), and its link model
+    /// into its messages.
+    pub fn with_faults(mut self, plan: &Plan) -> Self {
+        self.faults = plan.faults.clone();
+        self.links = plan.links.clone();
         self
+    }
+
+    /// Seconds the message with header `head` waits on this rank's link to rank `to` before it
+    /// leaves (`[links] model = "delay"`; 0 otherwise, and for ranks it has no link with).
+    pub fn link_delay(&self, to: usize, head: &Header) -> f64 {
+        if !self.links.delays() {
+            return 0.0;
+        }
+        let (worker, up) = if self.seat.parent == Some(to) {
+            (self.seat.worker, true)
+        } else if let Some(&(_, w)) = self.seat.children.iter().find(|(r, _)| *r == to) {
+            (w, false)
+        } else {
+            return 0.0;
+        };
+        self.links.delay(Hop { worker, t: head.t, up, kind: head.kind as u64, round: u64::from(head.round) })
     }
 
     /// Keep the run's book (the logging rank).

@@ -89,8 +89,17 @@ impl Job for Repeat {
 fn ring_reps(comm: Comm, job: Repeat, reps: usize, poll_us: u64) -> Comm {
     let (rank, size, len) = (comm.rank, comm.size, job.input.len());
     let none = StragglerModel { seed: 0, law: Law::None, compute: ComputeMode::Real, base_a: 0.0 };
-    let seat =
-        Seat { rank, worker: rank + 1, load: 0, parts: 1, iterations: reps as u64, first: 0, checkpoint_every: None };
+    let seat = Seat {
+        rank,
+        worker: rank + 1,
+        load: 0,
+        parts: 1,
+        iterations: reps as u64,
+        first: 0,
+        checkpoint_every: None,
+        parent: None,
+        children: vec![],
+    };
     let core = Core::new(Box::new(job), seat, none.injector());
     let mut d = Driver::new(comm, Clock::start(), Lines::none(), core, poll_us);
     let mut m = RingNode::<Frame>::standalone(rank, size, len, 1e6, false);

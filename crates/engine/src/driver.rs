@@ -34,6 +34,19 @@ struct Pending {
     ready_at: f64,
 }
 
+/// A message held back on a slow link (`[links] model = "delay"`) until `at`.
+struct Held {
+    at: f64,
+    dest: usize,
+    body: HeldBody,
+    track: Option<u64>,
+}
+
+enum HeldBody {
+    Frame(Arc<Frame>),
+    Words(Arc<Vec<f64>>, usize),
+}
+
 /// What a rank drives with.
 pub(crate) struct Driver<'a> {
     pub comm: Comm,
@@ -48,6 +61,9 @@ pub(crate) struct Driver<'a> {
     collective: bool,
     timers: Vec<(u64, f64)>,
     pending: Option<Pending>,
+    /// Messages waiting on slow links, in the order they were sent (a link's messages leave in
+    /// order: MPI's non-overtaking rule must still see the protocol's order).
+    held: Vec<Held>,
     done: Option<Outcome>,
 }
 
@@ -65,6 +81,7 @@ impl<'a> Driver<'a> {
             collective: false,
             timers: vec![],
             pending: None,
+            held: vec![],
             done: None,
         }
     }
@@ -122,20 +139,48 @@ impl<'a> Driver<'a> {
             Some(f) => wire::encode_in_place(f, &msg.head).is_some(),
             None => wire::starts_with(b, &msg.head),
         });
-        match body {
-            Some(body) if framed => {
-                for &d in to {
-                    self.comm.isend_frame(d, PROTO, body.clone(), track);
-                }
-            }
+        let body = match body {
+            Some(body) if framed => HeldBody::Frame(body),
             body => {
                 let (words, n) = wire::encode(&msg.head, body.as_deref().map(Frame::as_slice));
-                let words = Arc::new(words);
-                for &d in to {
-                    self.comm.isend_words_tracked(d, PROTO, words.clone(), n, track);
-                }
+                HeldBody::Words(Arc::new(words), n)
+            }
+        };
+        let now = self.clock.now();
+        for &dest in to {
+            let delay = self.core.link_delay(dest, &msg.head);
+            // behind a message still held on the same link, in order
+            let behind = self.held.iter().filter(|h| h.dest == dest).map(|h| h.at).fold(f64::NEG_INFINITY, f64::max);
+            let at = (now + delay).max(behind);
+            let body = match &body {
+                HeldBody::Frame(f) => HeldBody::Frame(f.clone()),
+                HeldBody::Words(w, n) => HeldBody::Words(w.clone(), *n),
+            };
+            let held = Held { at, dest, body, track };
+            if at > now {
+                self.held.push(held);
+            } else {
+                self.isend(held);
             }
         }
+    }
+
+    fn isend(&mut self, h: Held) {
+        match h.body {
+            HeldBody::Frame(f) => self.comm.isend_frame(h.dest, PROTO, f, h.track),
+            HeldBody::Words(w, n) => self.comm.isend_words_tracked(h.dest, PROTO, w, n, h.track),
+        }
+    }
+
+    /// Send the held messages whose time has come (all of them with `all`), in order.
+    fn release(&mut self, all: bool) -> bool {
+        let now = self.clock.now();
+        let (due, wait): (Vec<Held>, Vec<Held>) =
+            std::mem::take(&mut self.held).into_iter().partition(|h| all || h.at <= now);
+        self.held = wait;
+        let any = !due.is_empty();
+        due.into_iter().for_each(|h| self.isend(h));
+        any
     }
 
     /// Run the computation now; hold its parts until the finish time. Returns the timing record.
@@ -194,6 +239,7 @@ impl<'a> Driver<'a> {
                     break;
                 }
             }
+            progressed |= self.release(false);
             self.comm.progress();
             for track in self.comm.completed() {
                 self.feed(m, Input::Sent { track });
@@ -225,6 +271,7 @@ impl<'a> Driver<'a> {
                 .map(|p| p.ready_at)
                 .into_iter()
                 .chain(self.timers.first().map(|t| t.1))
+                .chain(self.held.iter().map(|h| h.at))
                 .fold(f64::INFINITY, f64::min);
             let left = (next - self.clock.now()).clamp(0.0, 1.0);
             backoff.idle_for(Duration::from_secs_f64(left));
@@ -233,6 +280,14 @@ impl<'a> Driver<'a> {
 
     /// Wait for this rank's sends, still receiving (peers' sends to us must complete too).
     fn flush(&mut self, bound: Duration) {
+        // messages still held on slow links leave at their times (a goodbye among them)
+        while let Some(at) = self.held.iter().map(|h| h.at).reduce(f64::min) {
+            let left = at - self.clock.now();
+            if left > 0.0 {
+                std::thread::sleep(Duration::from_secs_f64(left.min(bound.as_secs_f64())));
+            }
+            self.release(left > bound.as_secs_f64());
+        }
         let mut stray = 0;
         let ok = self.comm.flush_sends(bound, |c| {
             while c.try_recv().is_some() {

@@ -43,6 +43,7 @@ pub mod alloc;
 pub mod budget;
 pub mod config;
 mod faults;
+mod links;
 mod plan;
 pub mod roles;
 mod schemes;
@@ -53,6 +54,7 @@ mod topology;
 
 pub use config::{Config, ConfigError};
 pub use faults::{FaultKind, Faults};
+pub use links::{Hop, Links};
 pub use plan::{Node, Pattern, Plan, PlanCode, RowsSpec};
 pub use schemes::build;
 pub use settings::{ComputeMode, JobSpec, NetworkSpec, RunSpec, Shape, Upload};

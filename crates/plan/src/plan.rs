@@ -336,6 +336,9 @@ pub struct Plan {
     /// Value faults (none by default).
     #[serde(default)]
     pub faults: crate::Faults,
+    /// Link faults (none by default).
+    #[serde(default)]
+    pub links: crate::Links,
     /// When children's results cross the link (`engine.upload`; collect trees only).
     #[serde(default)]
     pub upload: Upload,
@@ -481,6 +484,9 @@ impl Plan {
         line(&mut o, format!("stragglers: {}", self.stragglers.describe()));
         if let Some(f) = self.faults.describe() {
             line(&mut o, format!("faults: {f}"));
+        }
+        if let Some(l) = self.links.describe() {
+            line(&mut o, format!("links: {l}"));
         }
         line(
             &mut o,

@@ -202,6 +202,9 @@ pub struct Collect {
     /// Children whose results were used.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub used: Option<Vec<usize>>,
+    /// Children whose messages of this iteration were lost on a failing link (`[links]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost: Option<Vec<usize>>,
     /// Children whose results were received and rejected as corrupted (robust decoding).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rejected: Option<Vec<usize>>,

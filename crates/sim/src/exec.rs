@@ -71,6 +71,8 @@ struct Sim<'a, P: Payload> {
     done: Vec<bool>,
     failure: Option<String>,
     run: Run,
+    /// Per link (from, to): when the last message held on it leaves (`[links] model = "delay"`).
+    held: std::collections::HashMap<(usize, usize), f64>,
 }
 
 impl<P: Payload> Sim<'_, P> {
@@ -93,7 +95,14 @@ impl<P: Payload> Sim<'_, P> {
                     for d in to {
                         let sent = track.map(|track| Ev::Sent { rank, track });
                         let arrive = Ev::Arrive { from: rank, to: d, msg: msg.clone() };
-                        let evs = self.net.submit_notify(rank, d, bytes, at, down, arrive, sent);
+                        // a slow link holds the message, behind any it still holds (in order)
+                        let delay = self.cores[rank].link_delay(d, &msg.head);
+                        let last = self.held.get(&(rank, d)).copied().unwrap_or(f64::NEG_INFINITY);
+                        let ready = (at + delay).max(last);
+                        if ready > at {
+                            self.held.insert((rank, d), ready);
+                        }
+                        let evs = self.net.submit_held(rank, d, bytes, at, ready.max(at), down, arrive, sent);
                         self.schedule(evs);
                     }
                 }
@@ -211,7 +220,7 @@ pub fn execute<P: Payload>(
         .into_iter()
         .enumerate()
         .map(|(r, job)| {
-            let core = Core::new(job, Seat::of(plan, r), stragglers.injector()).with_faults(plan.faults.clone());
+            let core = Core::new(job, Seat::of(plan, r), stragglers.injector()).with_faults(plan);
             match book.take_if(|_| r == plan.log_rank()) {
                 Some((book, info)) => core.with_book(book, info),
                 None => core,
@@ -228,6 +237,7 @@ pub fn execute<P: Payload>(
         done: vec![false; ranks],
         failure: None,
         run: Run::default(),
+        held: Default::default(),
     };
     sim.execute()
 }

@@ -106,15 +106,36 @@ impl<P> Network<P> {
         payload: P,
         sent: Option<P>,
     ) -> Vec<(f64, NetEvent<P>)> {
+        self.submit_held(from, to, bytes, now, now, down, payload, sent)
+    }
+
+    /// [`Network::submit_notify`] of a message the sender holds until `ready` (a slow link's
+    /// transmissions: `[links] model = "delay"`); its port stays free meanwhile.
+    #[allow(clippy::too_many_arguments)]
+    pub fn submit_held(
+        &mut self,
+        from: usize,
+        to: usize,
+        bytes: usize,
+        now: f64,
+        ready: f64,
+        down: bool,
+        payload: P,
+        sent: Option<P>,
+    ) -> Vec<(f64, NetEvent<P>)> {
         if down && !self.downlink {
             self.count(from, to, bytes);
-            let mut out = vec![(now + self.latency, NetEvent::Deliver(payload))];
-            out.extend(sent.map(|s| (now, NetEvent::Deliver(s))));
+            let mut out = vec![(ready + self.latency, NetEvent::Deliver(payload))];
+            out.extend(sent.map(|s| (ready, NetEvent::Deliver(s))));
             return out;
         }
         self.seq += 1;
-        self.pending.push(Pending { ready: now, seq: self.seq, from, to, bytes, payload, sent });
-        self.pump(now)
+        self.pending.push(Pending { ready, seq: self.seq, from, to, bytes, payload, sent });
+        let mut out = self.pump(now);
+        if ready > now {
+            out.push((ready, NetEvent::Free));
+        }
+        out
     }
 
     /// Start every queued message that can start at `now`.

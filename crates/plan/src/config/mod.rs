@@ -13,6 +13,7 @@
 mod exec;
 pub(crate) mod faults;
 mod job;
+mod links;
 mod run;
 mod scheme;
 mod stragglers;
@@ -27,6 +28,7 @@ pub use job::{
     Labels, Loss, MatrixConfig, MatrixDist, MatvecConfig, ModelConfig, PagerankConfig, Schedule, VectorConfig,
     MAX_GRAPH_VERTICES, MAX_MATRIX_SIDE,
 };
+pub use links::{DelayConfig, FailConfig, LinksConfig};
 pub use run::RunConfig;
 pub use scheme::{
     AgcConfig, CegcConfig, ClusterConfig, CodeChoice, ColumnOrder, LinearChoice, MatvecCode, MatvecSchemeConfig,
@@ -80,6 +82,8 @@ pub struct Config {
     pub stragglers: StragglerConfig,
     /// `[faults]`
     pub faults: FaultConfig,
+    /// `[links]`
+    pub links: LinksConfig,
     /// `[timing]`
     pub timing: TimingConfig,
     /// `[engine]`
@@ -101,6 +105,7 @@ const SECTIONS: &[&str] = &[
     "scheme",
     "stragglers",
     "faults",
+    "links",
     "timing",
     "engine",
     "network",
@@ -239,12 +244,17 @@ impl Config {
             None => FaultConfig::default(),
             Some(s) => FaultConfig::from_section(s)?,
         };
+        let links = match section(&t, "links")? {
+            None => LinksConfig::default(),
+            Some(s) => LinksConfig::from_section(s)?,
+        };
         Ok(Config {
             run,
             job,
             scheme,
             stragglers,
             faults,
+            links,
             timing: optional(&t, "timing")?,
             engine: optional(&t, "engine")?,
             network: optional(&t, "network")?,
@@ -264,6 +274,9 @@ impl Config {
         t.insert("stragglers".into(), value(&self.stragglers));
         if self.faults != FaultConfig::None {
             t.insert("faults".into(), value(&self.faults));
+        }
+        if self.links != LinksConfig::None {
+            t.insert("links".into(), value(&self.links));
         }
         t.insert("timing".into(), value(&self.timing));
         t.insert("engine".into(), value(&self.engine));
@@ -369,6 +382,13 @@ impl Config {
         }
         self.stragglers.validate(self.workers(), self.run.iterations)?;
         self.validate_faults()?;
+        self.links.validate(self.workers())?;
+        if self.links != LinksConfig::None && (self.scheme.is_ring() || self.pagerank().is_some()) {
+            return err(
+                "links.model",
+                format!("= \"{}\": link faults act on the links between a worker and its parent in a collect tree; scheme.kind = \"{}\" has none", self.links.name(), self.scheme.kind()),
+            );
+        }
         self.timing.validate()?;
         self.engine.validate()?;
         if self.scheme.byzantine() > 0 && self.engine.upload == Upload::Granted {

@@ -82,6 +82,7 @@ pub(crate) fn plan(
         codes,
         stragglers: StragglerModel::from_config(cfg),
         faults: crate::Faults::from_config(cfg),
+        links: crate::Links::from_config(cfg),
         upload: cfg.engine.upload,
         run: cfg.run_spec(),
         job: JobSpec { config: cfg.job.clone(), features: 0 },

@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use outrun_plan::roles::{aggregator, Aggregator, Combination, Src, Term, Vector};
-use outrun_plan::{Plan, Upload};
+use outrun_plan::{Links, Plan, Upload};
 use outrun_runlog::event::{Arrival, Collect, Notes, Shutdown, UploadCounts};
 
 use super::grant::Grants;
@@ -51,6 +51,11 @@ pub(super) struct Collection<P> {
     it_bytes: (u64, u64),
     /// Bytes received over the run: all frames, and results discarded as late.
     bytes: (u64, u64),
+    /// Failing links (`[links] model = "fail"`), the children's worker ids they are keyed by,
+    /// and the children whose messages of the current iteration were lost.
+    links: Links,
+    workers: Vec<usize>,
+    lost: Vec<usize>,
 }
 
 /// Put the accepted results in (child, round) order and the terms in (source, offset) order:
@@ -104,7 +109,24 @@ impl<P: Vector> Collection<P> {
             last: vec![None; k],
             it_bytes: (0, 0),
             bytes: (0, 0),
+            links: plan.links.clone(),
+            workers: plan.nodes[rank].children.iter().map(|&c| plan.nodes[c].worker.unwrap_or(0)).collect(),
+            lost: vec![],
         }
+    }
+
+    /// Child `idx`'s message of iteration `t` and `kind` is lost on its failing link (its
+    /// goodbye never is, so the shutdown's count still closes): discarded, and noted when it
+    /// belongs to the iteration being collected (`current`).
+    pub(super) fn lost(&mut self, idx: usize, t: u64, kind: Kind, bytes: u64, current: bool) -> bool {
+        if !self.links.fails(self.workers[idx], t) {
+            return false;
+        }
+        self.discard(kind, bytes);
+        if current && !self.lost.contains(&self.ranks[idx]) {
+            self.lost.push(self.ranks[idx]);
+        }
+        true
     }
 
     /// Whether uploads are granted.
@@ -134,6 +156,7 @@ impl<P: Vector> Collection<P> {
         self.keys.clear();
         self.arrived.clear();
         self.failed.clear();
+        self.lost.clear();
         self.grants.clear();
         self.it_bytes = (0, 0);
         self.agg.begin(t);
@@ -330,6 +353,7 @@ impl<P: Vector> Collection<P> {
         record.residual = Some(comb.residual);
         record.cond = (comb.cond > 0.0).then_some(comb.cond);
         *notes = std::mem::take(&mut comb.notes);
+        record.lost = (!self.lost.is_empty()).then(|| self.lost.clone());
         record.recv_bytes = Some(self.it_bytes.0);
         record.result_bytes = Some(self.it_bytes.1);
         if self.granted {

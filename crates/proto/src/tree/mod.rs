@@ -445,6 +445,9 @@ impl<P: Vector> TreeNode<P> {
         let t = head.t;
         let current = k.active && self.cur == Some(t);
         k.count(idx, t, head.kind, bytes, current);
+        if k.lost(idx, t, head.kind, bytes, current) {
+            return self.check_drained(now);
+        }
         if head.kind == Kind::Ready {
             if self.cur == Some(t) && self.phase == Phase::Running {
                 return k.notice(idx, t, head.round, current, &mut self.out);

@@ -1,0 +1,137 @@
+//! `[links]`: faults of the links between a worker and its parent, tagged by `model` — links
+//! that fail (the message is never delivered) and slow links (each transmission takes τ and is
+//! repeated a geometric number of times: the thesis's MEC model, ch. 5 §5.2.2). The runtime
+//! model is `crate::links::Links`.
+
+use serde::{Deserialize, Serialize};
+
+use super::stragglers::PerWorker;
+use super::tagged::{de, Tagged};
+use super::{err, ConfigError};
+
+/// Failing links: which workers' uplinks fail, from when, how often.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FailConfig {
+    /// Worker ids whose link to their parent may fail (empty: every worker's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub workers: Vec<usize>,
+    /// Probability that such a link fails in an iteration (a fresh draw per link and iteration).
+    #[serde(default = "one")]
+    pub p: f64,
+    /// First iteration (0-based) at which links fail.
+    #[serde(default)]
+    pub from: u64,
+}
+
+/// Slow links: per worker, the time of one transmission up and down, repeated until one
+/// succeeds (each fails with probability `p`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DelayConfig {
+    /// Seconds of one transmission from the worker to its parent (one value or one per worker).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tau_up: Option<PerWorker>,
+    /// Seconds of one transmission from the parent to the worker.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tau_down: Option<PerWorker>,
+    /// Probability that a transmission fails and is repeated (transmissions ~ Geometric(1 − p)).
+    #[serde(default)]
+    pub p: f64,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+/// `[links]`, tagged by `model`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[serde(tag = "model", rename_all = "kebab-case")]
+pub enum LinksConfig {
+    /// Every link delivers at once (the default).
+    #[default]
+    None,
+    /// Links that fail: the worker's messages to its parent in that iteration are lost.
+    Fail(FailConfig),
+    /// Slow links: every message waits τ × a geometric number of transmissions.
+    Delay(DelayConfig),
+}
+
+impl Tagged for LinksConfig {
+    const SECTION: &'static str = "links";
+    const TAG: &'static str = "model";
+    const VARIANTS: &'static [(&'static str, &'static [&'static str])] = &[
+        ("none", &["workers", "p", "from", "tau_up", "tau_down"]),
+        ("fail", &["workers", "p", "from"]),
+        ("delay", &["tau_up", "tau_down", "p"]),
+    ];
+
+    fn variant(kind: &str, rest: toml::Value) -> Result<Self, ConfigError> {
+        Ok(match kind {
+            "none" => LinksConfig::None,
+            "fail" => LinksConfig::Fail(de(rest, "links")?),
+            "delay" => LinksConfig::Delay(de(rest, "links")?),
+            other => unreachable!("{other} is not a variant"),
+        })
+    }
+}
+
+/// Longest transmission time accepted, seconds.
+const MAX_TAU: f64 = 3600.0;
+
+impl LinksConfig {
+    pub(super) fn from_section(s: toml::Table) -> Result<Self, ConfigError> {
+        <Self as Tagged>::from_section(s)
+    }
+
+    /// The `model` tag.
+    pub fn name(&self) -> &'static str {
+        match self {
+            LinksConfig::None => "none",
+            LinksConfig::Fail(_) => "fail",
+            LinksConfig::Delay(_) => "delay",
+        }
+    }
+
+    /// The section's own checks, for `n` workers.
+    pub(super) fn validate(&self, n: usize) -> Result<(), ConfigError> {
+        match self {
+            LinksConfig::None => Ok(()),
+            LinksConfig::Fail(f) => {
+                if let Some(&w) = f.workers.iter().find(|&&w| w == 0 || w > n) {
+                    return err("links.workers", format!("contains {w}, but workers are numbered 1..={n}"));
+                }
+                if !(0.0..=1.0).contains(&f.p) {
+                    return err("links.p", format!("= {}: must be in [0, 1]", f.p));
+                }
+                Ok(())
+            }
+            LinksConfig::Delay(d) => {
+                if d.tau_up.is_none() && d.tau_down.is_none() {
+                    return err(
+                        "links.tau_up",
+                        "missing: model \"delay\" needs tau_up and/or tau_down (seconds per transmission)",
+                    );
+                }
+                let ok = |v: f64| v.is_finite() && (0.0..=MAX_TAU).contains(&v);
+                let what = &format!("a time in [0, {MAX_TAU}] seconds");
+                if let Some(t) = &d.tau_up {
+                    t.check("links.tau_up", n, ok, what)?;
+                }
+                if let Some(t) = &d.tau_down {
+                    t.check("links.tau_down", n, ok, what)?;
+                }
+                if !(0.0..0.99).contains(&d.p) {
+                    return err(
+                        "links.p",
+                        format!(
+                            "= {}: must be in [0, 0.99) (each transmission fails with p; 1 would never deliver)",
+                            d.p
+                        ),
+                    );
+                }
+                Ok(())
+            }
+        }
+    }
+}

@@ -1,0 +1,157 @@
+//! Link faults at run time: whether worker w's link to its parent fails in iteration t, and how
+//! long a message on it waits — pure functions of (seed, worker, iteration, direction, message),
+//! so the engine and the simulator, and every scheme under the same seed, see the same links.
+
+use outrun_codes::{domain, Rng};
+use serde::{Deserialize, Serialize};
+
+use crate::config::{Config, LinksConfig};
+
+/// The run's link model (none by default).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "model", rename_all = "kebab-case")]
+pub enum Links {
+    /// Links deliver at once.
+    #[default]
+    None,
+    /// Links that fail: a worker's messages to its parent in an iteration are lost.
+    Fail {
+        /// Workers whose links may fail (empty: all).
+        workers: Vec<usize>,
+        /// Probability per link and iteration.
+        p: f64,
+        /// First iteration.
+        from: u64,
+        /// Seed of the draws.
+        seed: u64,
+    },
+    /// Slow links: a message waits τ × Geometric(1 − p) transmissions.
+    Delay {
+        /// Per worker (index 0 = worker 1): seconds per transmission up.
+        up: Vec<f64>,
+        /// Per worker: seconds per transmission down.
+        down: Vec<f64>,
+        /// Probability that a transmission fails.
+        p: f64,
+        /// Seed of the draws.
+        seed: u64,
+    },
+}
+
+/// A message's key on its link: its iteration, kind and round, and whether it goes up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Hop {
+    /// The worker at the link's lower end.
+    pub worker: usize,
+    /// The message's iteration.
+    pub t: u64,
+    /// Up (child → parent) or down.
+    pub up: bool,
+    /// A number for the message's kind.
+    pub kind: u64,
+    /// Its round.
+    pub round: u64,
+}
+
+impl Links {
+    /// The link model of `cfg`.
+    pub fn from_config(cfg: &Config) -> Self {
+        let n = cfg.workers();
+        let seed = cfg.run.seed;
+        match &cfg.links {
+            LinksConfig::None => Links::None,
+            LinksConfig::Fail(f) => {
+                let mut workers = f.workers.clone();
+                workers.sort_unstable();
+                workers.dedup();
+                Links::Fail { workers, p: f.p, from: f.from, seed }
+            }
+            LinksConfig::Delay(d) => Links::Delay {
+                up: d.tau_up.as_ref().map_or_else(|| vec![0.0; n], |v| v.values(n)),
+                down: d.tau_down.as_ref().map_or_else(|| vec![0.0; n], |v| v.values(n)),
+                p: d.p,
+                seed,
+            },
+        }
+    }
+
+    /// Whether worker `w`'s link to its parent fails in iteration `t` (its messages up are lost).
+    pub fn fails(&self, worker: usize, t: u64) -> bool {
+        let Links::Fail { workers, p, from, seed } = self else { return false };
+        t >= *from
+            && (workers.is_empty() || workers.binary_search(&worker).is_ok())
+            && (*p >= 1.0 || Rng::from_key(&[*seed, domain::LINK, worker as u64, t]).uniform() < *p)
+    }
+
+    /// Seconds the message `hop` waits on its link: τ × the number of transmissions until one
+    /// succeeds (0 without slow links).
+    pub fn delay(&self, hop: Hop) -> f64 {
+        let Links::Delay { up, down, p, seed } = self else { return 0.0 };
+        let i = hop.worker.saturating_sub(1);
+        let tau = if hop.up { up[i] } else { down[i] };
+        if tau == 0.0 {
+            return 0.0;
+        }
+        let mut rng =
+            Rng::from_key(&[*seed, domain::LINK, hop.worker as u64, hop.t, u64::from(hop.up), hop.kind, hop.round]);
+        let mut sends = 1.0;
+        while rng.uniform() < *p {
+            sends += 1.0;
+        }
+        tau * sends
+    }
+
+    /// Whether messages wait on links (the drivers hold them).
+    pub fn delays(&self) -> bool {
+        matches!(self, Links::Delay { .. })
+    }
+
+    /// One line for `outrun plan`, or None without link faults.
+    pub fn describe(&self) -> Option<String> {
+        let per = |v: &[f64]| match v.first() {
+            Some(&x) if v.iter().all(|&y| y == x) => format!("{x} s"),
+            _ => format!("{v:?} s"),
+        };
+        match self {
+            Links::None => None,
+            Links::Fail { workers, p, from, .. } => Some(format!(
+                "fail: the uplinks of {} fail{}{} (their results are lost)",
+                if workers.is_empty() { "every worker".to_string() } else { format!("workers {workers:?}") },
+                if *p < 1.0 { format!(" with p = {p} per iteration") } else { " every iteration".into() },
+                if *from > 0 { format!(" from iteration {from}") } else { String::new() }
+            )),
+            Links::Delay { up, down, p, .. } => Some(format!(
+                "delay: a transmission takes {} up, {} down, and fails with p = {p} (transmissions ~ Geometric(1 − p), mean {:.3})",
+                per(up),
+                per(down),
+                1.0 / (1.0 - p)
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failures_follow_the_list_the_start_and_p() {
+        let l = Links::Fail { workers: vec![2], p: 1.0, from: 3, seed: 1 };
+        assert!(!l.fails(2, 2) && l.fails(2, 3) && !l.fails(1, 3));
+        let l = Links::Fail { workers: vec![], p: 0.3, from: 0, seed: 1 };
+        let rate = (0..2000).filter(|&t| l.fails(4, t)).count() as f64 / 2000.0;
+        assert!((0.27..0.33).contains(&rate), "{rate}");
+    }
+
+    #[test]
+    fn delays_are_tau_times_a_geometric_count() {
+        let l = Links::Delay { up: vec![0.01, 0.02], down: vec![0.0, 0.005], p: 0.5, seed: 2 };
+        let hop = |worker, t, up| Hop { worker, t, up, kind: 4, round: 0 };
+        assert_eq!(l.delay(hop(1, 0, false)), 0.0);
+        let d: Vec<f64> = (0..4000).map(|t| l.delay(hop(2, t, true))).collect();
+        assert!(d.iter().all(|v| (v / 0.02).fract().abs() < 1e-9 && *v >= 0.02));
+        let mean = d.iter().sum::<f64>() / d.len() as f64;
+        assert!((mean / 0.04 - 1.0).abs() < 0.05, "mean {mean}: τ/(1 − p) = 0.04");
+        assert_eq!(l.delay(hop(2, 7, true)), l.delay(hop(2, 7, true)));
+    }
+}

@@ -187,6 +187,10 @@ enum Cmd {
         /// Print the fits as JSON instead.
         #[arg(long)]
         json: bool,
+        /// Also write the run's compute times to this file as a trace
+        /// (`[stragglers] model = "trace"`, `times = "compute"`) to replay in other runs.
+        #[arg(long, value_name = "FILE")]
+        trace: Option<PathBuf>,
     },
     /// Write RUN_DIR/trace.json, a Chrome trace-event file (open it in ui.perfetto.dev or
     /// chrome://tracing): every rank's compute, waiting and decodes, every message as an arrow.
@@ -733,7 +737,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
         Cmd::Blame { runs, top, json } => blame(&runs, top, json),
-        Cmd::Fit { run, law, json } => fit(&run, law.as_deref(), json),
+        Cmd::Fit { run, law, json, trace } => fit(&run, law.as_deref(), json, trace.as_deref()),
         Cmd::Trace { runs, iterations } => trace(&runs, iterations),
     }
 }
@@ -786,12 +790,16 @@ fn blame(paths: &[PathBuf], top: usize, json: bool) -> Result<(), Failure> {
 }
 
 /// `outrun fit`: the laws fitted to one run's compute times.
-fn fit(dir: &Path, law: Option<&str>, json: bool) -> Result<(), Failure> {
+fn fit(dir: &Path, law: Option<&str>, json: bool, trace: Option<&Path>) -> Result<(), Failure> {
     use outrun_report::fit;
     if let Some(l) = law.filter(|l| !fit::LAWS.contains(l)) {
         return Err(Failure(format!("--law {l}: use one of {}", fit::LAWS.join(", ")), 2));
     }
     let events = outrun_runlog::read::rank_events(dir).map_err(|e| Failure(e.to_string(), 2))?;
+    if let Some(path) = trace {
+        let text = fit::trace_csv(&events).map_err(|e| Failure(format!("{}: {e}", dir.display()), 2))?;
+        std::fs::write(path, text).map_err(|e| Failure(format!("--trace {}: {e}", path.display()), 2))?;
+    }
     let f = fit::fit(&fit::samples(&events)).map_err(|e| Failure(format!("{}: {e}", dir.display()), 2))?;
     if json {
         println!("{}", serde_json::to_string_pretty(&f).expect("fits serialize"));

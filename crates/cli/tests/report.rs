@@ -239,6 +239,26 @@ fn fit_recovers_injected_straggler_laws_and_its_section_runs() {
         let plan = outrun(&["plan", again.to_str().unwrap()]);
         assert!(plan.stdout.contains(&format!("stragglers: {law}:")), "{}", plan.stdout);
     }
+    // a run's compute times exported as a trace replay the same times in another run
+    let first = run_dir(&dir.join("markov"));
+    let csv = dir.join("times.csv");
+    let export = outrun(&["fit", first.to_str().unwrap(), "--trace", csv.to_str().unwrap()]);
+    assert_eq!(export.code, Some(0), "{}", export.stderr);
+    let cfg = dir.join("replay.toml");
+    let replay = format!("{base}[stragglers]\nmodel = 'trace'\ntimes = 'compute'\nfile = 'times.csv'\n");
+    std::fs::write(&cfg, replay).unwrap();
+    let set = format!("run.out_dir={}", dir.join("replay").display());
+    let sim = outrun(&["simulate", cfg.to_str().unwrap(), "--trials", "1", "--set", &set]);
+    assert_eq!(sim.code, Some(0), "{}", sim.stderr);
+    let again = run_dir(&dir.join("replay"));
+    for rank in 1..=8 {
+        let target = |d: &std::path::Path| -> Vec<f64> {
+            iter_records(d, rank).iter().map(|r| r["target"].as_f64().unwrap()).collect()
+        };
+        let (a, b) = (target(&first), target(&again));
+        assert_eq!(a.len(), 3000);
+        assert!(a.iter().zip(&b).all(|(x, y)| (x - y).abs() <= 1e-12 * x.abs()), "worker {rank}");
+    }
     let bad = outrun(&["fit", dir.to_str().unwrap(), "--law", "gamma"]);
     assert_eq!(bad.code, Some(2));
     assert!(bad.stderr.contains("--law gamma: use one of shifted-exp, weibull, markov"), "{}", bad.stderr);

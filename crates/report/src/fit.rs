@@ -133,6 +133,35 @@ pub fn samples(events: &HashMap<usize, Vec<Event>>) -> BTreeMap<usize, Vec<f64>>
         .collect()
 }
 
+/// The run's compute times as a trace (`worker,iteration,seconds` lines, the format of
+/// `[stragglers] model = "trace"` with `times = "compute"`): every worker's `target` per
+/// iteration, for the iterations every worker logged. Replayed, each worker takes the seconds it
+/// took in this run, whatever its load in the replaying scheme.
+pub fn trace_csv(events: &HashMap<usize, Vec<Event>>) -> Result<String, String> {
+    let mut by: BTreeMap<usize, BTreeMap<u64, f64>> = BTreeMap::new();
+    for evs in events.values() {
+        for e in evs {
+            if let Event::Iter(i) = e {
+                if let (Some(w), Some(t)) = (i.worker, i.compute.target) {
+                    by.entry(w).or_default().insert(i.t, t);
+                }
+            }
+        }
+    }
+    // the iterations 0..T that every worker logged
+    let len = (0..).take_while(|t| by.values().all(|m| m.contains_key(t))).count() as u64;
+    if by.is_empty() || len == 0 {
+        return Err("no worker logged a compute time for iteration 0".into());
+    }
+    let mut out = String::from("worker,iteration,seconds\n");
+    for t in 0..len {
+        for (w, m) in &by {
+            out += &format!("{w},{t},{:e}\n", m[&t]);
+        }
+    }
+    Ok(out)
+}
+
 /// Fit every law to every worker's times (each worker needs [`MIN_SAMPLES`]).
 pub fn fit(samples: &BTreeMap<usize, Vec<f64>>) -> Result<Fit, String> {
     if samples.is_empty() {

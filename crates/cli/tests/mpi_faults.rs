@@ -73,6 +73,7 @@ fn gradient_codes_with_byzantine_1_exclude_the_corrupted_result_and_stay_exact()
                 "stragglers.factor=20",
             ],
         ),
+        ("cegc-sign", &["scheme.kind=cegc", "scheme.workers=8", "scheme.s=2", "scheme.m=2"]),
     ];
     for (tag, sets) in cases {
         let s = assert_exact(&format!("faults-{tag}"), CFG, sets);

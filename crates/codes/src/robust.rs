@@ -62,8 +62,22 @@ pub struct Inconsistent {
 
 /// Screen the results `values` of the code rows `rows` (distinct; same order) for at most `f`
 /// corrupted ones: the smallest exclusion leaving a consistent, decodable set (ties broken by the
-/// smaller syndrome). With `f = 0`, only checks that the whole set is consistent.
+/// smaller syndrome). With `f = 0`, only checks that the whole set is consistent. `b` is a
+/// gradient code (decodable: `a·B = 1` solvable); see [`robust_screen_with`] for other codes.
 pub fn robust_screen(b: &Matrix, rows: &[usize], values: &[&[f64]], f: usize) -> Result<Screened, Inconsistent> {
+    robust_screen_with(b, rows, values, f, &|kept| decode(b, kept).is_exact())
+}
+
+/// [`robust_screen`] for any linear code whose results are `M_R = B_R·C` (the rows of `b` are the
+/// senders' coefficients: a gradient code's B, a linear code's Gᵀ), with its own test of which
+/// sets of rows decode.
+pub fn robust_screen_with(
+    b: &Matrix,
+    rows: &[usize],
+    values: &[&[f64]],
+    f: usize,
+    decodable: &dyn Fn(&[usize]) -> bool,
+) -> Result<Screened, Inconsistent> {
     assert_eq!(rows.len(), values.len(), "one result per row");
     let before = syndrome(b, rows, values).unwrap_or(f64::INFINITY);
     let mut best = f64::INFINITY;
@@ -72,7 +86,7 @@ pub fn robust_screen(b: &Matrix, rows: &[usize], values: &[&[f64]], f: usize) ->
         for excluded in combinations(rows.len(), k) {
             let kept: Vec<usize> = (0..rows.len()).filter(|j| !excluded.contains(j)).collect();
             let kept_rows: Vec<usize> = kept.iter().map(|&j| rows[j]).collect();
-            if !decode(b, &kept_rows).is_exact() {
+            if !decodable(&kept_rows) {
                 continue;
             }
             let kept_values: Vec<&[f64]> = kept.iter().map(|&j| values[j]).collect();

@@ -69,14 +69,23 @@ fn robust_decoding_excludes_every_kind_of_fault() {
         &["faults.kind=label-flip"],
         &["scheme.kind=gc-cyclic", "scheme.workers=8", "scheme.s=3"],
         &["scheme.kind=cr", "scheme.workers=", "scheme.n=4", "scheme.layers=2", "scheme.s=2", "faults.workers=[2, 7]"],
+        &["scheme.kind=cegc", "scheme.workers=8", "scheme.s=2", "scheme.m=2", "faults.workers=[2, 7]"],
     ];
     for &sets in kinds {
         let (got, want, iters) = run(sets);
         let diff = relative_diff(&got, &want);
         assert!(diff < 1e-9, "{sets:?}: θ differs from serial GD by {diff:e}");
         assert_eq!(iters.len(), 10);
+        // a cegc group with a faulty worker rejects it whenever its result was among those used
+        if sets.iter().any(|s| s.contains("cegc")) {
+            assert!(iters.iter().any(|it| it["rejected"] == serde_json::json!([2, 7])), "{sets:?}: {iters:?}");
+            for it in &iters {
+                let used = it["used"].as_array().unwrap();
+                assert!(!used.contains(&serde_json::json!(2)) && !used.contains(&serde_json::json!(7)), "{it}");
+            }
+        }
         // a star's master rejects the faulty worker whenever its result arrived
-        if !sets.iter().any(|s| s.contains("cr")) {
+        if !sets.iter().any(|s| s.contains("cr") || s.contains("cegc")) {
             for it in &iters {
                 let arrived = it["arrivals"].as_array().unwrap().iter().any(|a| a[0] == 5);
                 assert_eq!(it["rejected"] == serde_json::json!([5]), arrived, "{sets:?}: {it}");

@@ -174,6 +174,9 @@ pub struct CegcConfig {
     /// Random draws of a Gaussian or LDPC code.
     #[serde(default = "default_draws")]
     pub draws: usize,
+    /// Corrupted results each group locates and excludes (s ≥ 2·byzantine).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub byzantine: usize,
 }
 
 fn one() -> usize {
@@ -495,7 +498,7 @@ pub enum SchemeConfig {
 const STAR_KEYS: &[&str] = &["workers", "s", "draws"];
 const GC_KEYS: &[&str] = &["workers", "s", "draws", "byzantine"];
 const TREE_KEYS: &[&str] = &["n", "layers", "s", "code", "draws", "workers", "byzantine"];
-const CEGC_KEYS: &[&str] = &["workers", "s", "m", "code", "draws"];
+const CEGC_KEYS: &[&str] = &["workers", "s", "m", "code", "draws", "byzantine"];
 const AGC_KEYS: &[&str] = &["workers", "d", "rounds", "draws"];
 const GCSC_KEYS: &[&str] = &["workers", "clusters", "r", "draws"];
 const GCDC_KEYS: &[&str] = &["workers", "clusters", "r", "n", "ssi", "capped", "order", "tau", "draws"];
@@ -725,6 +728,7 @@ impl SchemeConfig {
         match self {
             SchemeConfig::GcCyclic(c) | SchemeConfig::GcFrac(c) => c.byzantine,
             SchemeConfig::Cr(t) => t.byzantine,
+            SchemeConfig::Cegc(c) => c.byzantine,
             _ => 0,
         }
     }
@@ -830,7 +834,7 @@ impl CegcConfig {
                 format!("= \"ldpc\" is (3,6)-regular (rate 1/2): it needs s = m and groups of at least 10 workers (smaller ones force two workers onto the same checks); here s = {s}, m = {m}"),
             ),
             _ if self.draws == 0 => err("scheme.draws", "must be at least 1"),
-            _ => Ok(()),
+            _ => check_byzantine(self.byzantine, s, " per group"),
         }
     }
 }

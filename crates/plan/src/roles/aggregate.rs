@@ -19,6 +19,9 @@ pub struct GroupSpec {
     pub size: usize,
     /// Index into `Plan::codes` (a linear or an adaptive code).
     pub code: usize,
+    /// Corrupted results the group locates and excludes (linear codes; `roles/robust.rs`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub byzantine: usize,
 }
 
 /// A parent's wait rule, as stored in the plan.
@@ -322,6 +325,8 @@ struct Group {
     arrival: Vec<usize>,
     failed: Vec<bool>,
     decoded: Option<Decoded>,
+    /// Robust decoding (`spec.byzantine > 0`): results needed now, and the screening's outcome.
+    robust: Option<super::robust::GroupScreen>,
 }
 
 enum Decoded {
@@ -363,6 +368,9 @@ impl Group {
     /// would not suffice.
     fn hopeless(&self) -> bool {
         let alive: Vec<usize> = (0..self.spec.size).filter(|&j| !self.failed[j]).collect();
+        if self.robust.as_ref().is_some_and(|r| alive.len() < r.need) {
+            return true;
+        }
         match &self.codec {
             Codec::Linear { code, .. } => !code.decodable(&alive),
             Codec::Adaptive { code } => {
@@ -397,6 +405,10 @@ impl Grouped {
                     PlanCode::Adaptive { code } => Codec::Adaptive { code: code.clone() },
                     other => panic!("a group needs a linear or adaptive code, not {other:?}"),
                 };
+                let robust = match (&codec, spec.byzantine) {
+                    (Codec::Linear { code, .. }, f @ 1..) => Some(super::robust::GroupScreen::new(code.dim + 2 * f)),
+                    _ => None,
+                };
                 Group {
                     spec: *spec,
                     codec,
@@ -404,6 +416,7 @@ impl Grouped {
                     arrival: vec![],
                     failed: vec![false; spec.size],
                     decoded: None,
+                    robust,
                 }
             })
             .collect();
@@ -419,6 +432,9 @@ impl Aggregator for Grouped {
             g.arrival.clear();
             g.failed.iter_mut().for_each(|f| *f = false);
             g.decoded = None;
+            if let Some(r) = g.robust.as_mut() {
+                r.begin();
+            }
         }
     }
 
@@ -436,8 +452,43 @@ impl Aggregator for Grouped {
         g.arrived.push((j, round));
         g.arrival.push(self.arrivals);
         self.arrivals += 1;
-        g.decoded = g.try_decode();
+        // a robust group decodes only from enough results to out-vote its corrupted ones
+        if g.robust.as_ref().is_none_or(|r| g.arrived.len() >= r.need) {
+            g.decoded = g.try_decode();
+        }
         true
+    }
+
+    fn screen(&mut self, values: &[&[f64]]) -> bool {
+        for g in self.groups.iter_mut().filter(|g| g.decoded.is_some()) {
+            let (Some(r), Codec::Linear { code, .. }) = (g.robust.as_mut(), &g.codec) else { continue };
+            if r.screened {
+                continue;
+            }
+            let positions: Vec<usize> = g.arrived.iter().map(|&(j, _)| j).collect();
+            let mine: Vec<&[f64]> = g.arrival.iter().map(|&a| values[a]).collect();
+            match r.screen(code, &positions, &mine, g.spec.byzantine) {
+                Some(excluded) => {
+                    // drop the excluded results (positions into the group's arrivals)
+                    let keep: Vec<bool> = (0..positions.len()).map(|k| !excluded.contains(&k)).collect();
+                    let mut k = keep.iter();
+                    g.arrived.retain(|_| *k.next().expect("one flag each"));
+                    let mut k = keep.iter();
+                    g.arrival.retain(|_| *k.next().expect("one flag each"));
+                    r.rejected = excluded.iter().map(|&k| g.spec.first + positions[k]).collect();
+                    g.decoded = g.try_decode();
+                }
+                None => g.decoded = None,
+            }
+        }
+        self.satisfied()
+    }
+
+    fn verdict(&self) -> Option<String> {
+        self.groups.iter().enumerate().find_map(|(i, g)| {
+            let alive = g.failed.iter().filter(|&&f| !f).count();
+            g.robust.as_ref().and_then(|r| r.verdict(alive)).map(|v| format!("group {}: {v}", i + 1))
+        })
     }
 
     fn fail(&mut self, idx: usize) {
@@ -534,8 +585,18 @@ impl Aggregator for Grouped {
         }
         used.sort_unstable();
         used.dedup();
+        let mut rejected: Vec<usize> =
+            self.groups.iter().filter_map(|g| g.robust.as_ref()).flat_map(|r| r.rejected.clone()).collect();
+        rejected.sort_unstable();
+        let syndrome = self
+            .groups
+            .iter()
+            .filter_map(|g| g.robust.as_ref().and_then(|r| r.syndrome))
+            .fold(None, |acc: Option<(f64, f64)>, (b, a)| Some(acc.map_or((b, a), |(x, y)| (x.max(b), y.max(a)))));
         let mut c = Combination::exact(len, terms);
         c.used = used;
+        c.rejected = rejected;
+        c.notes.syndrome = syndrome;
         c.cond = cond;
         c.residual = residual;
         c.exact = residual <= EXACT_RESIDUAL;

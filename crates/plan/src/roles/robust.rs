@@ -5,8 +5,14 @@
 //! Excluded results are logged as `rejected`, with the relative syndromes before and after. If
 //! no exclusion works it waits for one more result and tries again; once every child has
 //! answered it fails the iteration with one line: more than `f` results were corrupted.
+//!
+//! A communication-efficient group (`cegc`, a linear [N, K] code: worker i sends
+//! `Σ_k G[k, i]·chunk_k`) is screened the same way on its own, with `Gᵀ` as the rows and the
+//! code's rank test (or peeling) as what decodes ([`GroupScreen`], used by the grouped rule).
 
-use outrun_codes::{robust_screen, Decoder, GradientCode, SurvivorSet, CONSISTENT, EXACT_RESIDUAL};
+use outrun_codes::{
+    robust_screen, robust_screen_with, Decoder, GradientCode, LinearCode, SurvivorSet, CONSISTENT, EXACT_RESIDUAL,
+};
 
 use super::aggregate::{Aggregator, Tally};
 use super::combine::{Combination, Src, Term};
@@ -131,5 +137,67 @@ impl Aggregator for Robust {
 
     fn lengths_only(&mut self) {
         self.blind = true;
+    }
+}
+
+/// One `cegc` group's robust screening: it decodes from `need` = K + 2f results (more after a
+/// failed screening), and remembers whom it rejected.
+#[derive(Clone, Debug)]
+pub(super) struct GroupScreen {
+    base: usize,
+    pub(super) need: usize,
+    /// Children (indices) rejected this iteration, and the syndromes (all, kept).
+    pub(super) rejected: Vec<usize>,
+    pub(super) syndrome: Option<(f64, f64)>,
+    /// This iteration's results passed the screening (a later call leaves them be).
+    pub(super) screened: bool,
+    best: Option<f64>,
+    f: usize,
+}
+
+impl GroupScreen {
+    pub(super) fn new(need: usize) -> Self {
+        GroupScreen { base: need, need, rejected: vec![], syndrome: None, screened: false, best: None, f: 0 }
+    }
+
+    pub(super) fn begin(&mut self) {
+        *self = GroupScreen::new(self.base);
+    }
+
+    /// Screen the group's results `values` at code positions `positions`: the positions (into
+    /// them) to exclude, or None when no exclusion of ≤ f works (it then needs one more).
+    pub(super) fn screen(
+        &mut self,
+        code: &LinearCode,
+        positions: &[usize],
+        values: &[&[f64]],
+        f: usize,
+    ) -> Option<Vec<usize>> {
+        self.f = f;
+        let gt = code.g.t().to_owned();
+        match robust_screen_with(&gt, positions, values, f, &|kept| code.decodable(kept)) {
+            Ok(s) => {
+                self.syndrome = Some((s.before, s.after));
+                self.screened = true;
+                Some(s.excluded)
+            }
+            Err(e) => {
+                self.need = positions.len() + 1;
+                self.best = Some(e.best);
+                None
+            }
+        }
+    }
+
+    /// Why the group can never decode, when `alive` children cannot give what it needs after a
+    /// failed screening.
+    pub(super) fn verdict(&self, alive: usize) -> Option<String> {
+        let best = self.best.filter(|_| alive < self.need)?;
+        Some(format!(
+            "no set of the {} results received, excluding up to {} of them, is consistent and decodable (smallest relative syndrome {best:.2e} > {CONSISTENT:e}): more than scheme.byzantine = {} results are corrupted",
+            self.need - 1,
+            self.f,
+            self.f
+        ))
     }
 }

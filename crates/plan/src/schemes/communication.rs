@@ -107,12 +107,16 @@ pub(crate) fn cegc(cfg: &Config, c: &CegcConfig, samples: usize) -> Result<Plan,
     let nodes = (0..n)
         .map(|w| worker(w + 1, vec![data[w / group].clone()], Encoding::Chunked { code: 0, column: w % group }))
         .collect();
-    let specs = (0..groups).map(|g| GroupSpec { first: g * group, size: group, code: 0 }).collect();
+    let f = c.byzantine;
+    let specs = (0..groups).map(|g| GroupSpec { first: g * group, size: group, code: 0, byzantine: f }).collect();
     let rule = match c.code {
         LinearChoice::Ldpc => "as soon as what arrived peels".to_string(),
         _ => format!("from any {m} of its workers (its code's rank test)"),
     };
-    let title = format!("communication-efficient gradient coding: {groups} group(s) of {group} workers sharing their group's data, each uploading 1/{m} of a gradient; a group decodes {rule}");
+    let title = format!(
+        "communication-efficient gradient coding: {groups} group(s) of {group} workers sharing their group's data, each uploading 1/{m} of a gradient; a group decodes {rule}{}",
+        super::master_worker::robust(s, f).replace("it waits", "each group waits")
+    );
     Ok(star(
         cfg,
         title,
@@ -159,7 +163,7 @@ pub(crate) fn agc(cfg: &Config, c: &AgcConfig, samples: usize) -> Result<Plan, C
             let parts = code.parts_of(j).into_iter().map(|i| data[members[i]].clone()).collect();
             nodes.push(worker(w + 1, parts, Encoding::Rounds { code: g, worker: j }));
         }
-        specs.push(GroupSpec { first: members[0], size, code: g });
+        specs.push(GroupSpec { first: members[0], size, code: g, byzantine: 0 });
         codes.push(PlanCode::Adaptive { code });
     }
     let title = if grouped {

@@ -392,6 +392,7 @@ fn bad_fault_settings_get_one_line_naming_the_key() {
         (&["links.model=delay", "links.tau_up=[0.1, 0.1]"], "links.tau_up: has 2 values but there are 6 workers"),
         (&["links.model=delay", "links.tau_up=0.1", "links.p=1"], "links.p = 1: must be in [0, 0.99)"),
         (&["links.model=fail", "scheme.kind=rar", "scheme.s="], "links.model = \"fail\": link faults act on the links between a worker and its parent"),
+        (&["links.model=delay", "links.file=/nonexistent/links.csv"], "links.file: cannot read `/nonexistent/links.csv`"),
     ] {
         let mut args = vec!["check", &c];
         args.extend(f);

@@ -178,7 +178,7 @@ fn failed_links_equal_silenced_workers() {
     assert!(master.iter().filter_map(|r| r["lost"].as_array()).flatten().all(|u| u == 2 || u == 5));
 }
 
-/// Slow links (τ per worker up, τ down, each transmission repeated with p = 0.3): the
+/// Slow links (τ per worker up and down from a CSV file, each transmission repeated with p = 0.3): the
 /// simulator's mean iteration time is within 10 % of the engine's on a run with link delay only.
 #[test]
 fn slow_links_take_the_same_time_in_the_engine_and_the_simulator() {
@@ -189,14 +189,20 @@ fn slow_links_take_the_same_time_in_the_engine_and_the_simulator() {
         "faults.kind=none",
         "run.iterations=30",
         "links.model=delay",
-        "links.tau_up=[0.008, 0.012, 0.016, 0.020, 0.024, 0.028]",
-        "links.tau_down=0.004",
         "links.p=0.3",
     ];
+    // per-worker times from a CSV file (worker,tau_up,tau_down)
+    let dir = tempdir("faults-slow-links-sim");
+    let csv = dir.join("links.csv");
+    let lines: String = (1..=6).map(|w| format!("{w},{},0.004\n", 0.004 + 0.004 * w as f64)).collect();
+    std::fs::write(&csv, format!("worker,tau_up,tau_down\n{lines}")).unwrap();
+    let file = format!("links.file={}", csv.display());
+    let sets: Vec<&str> = sets.iter().copied().chain([file.as_str()]).collect();
     let (run, real, cfg_path, used) = train("faults-slow-links", CFG, &sets);
     assert_eq!(run.code, Some(0), "{}", run.stderr);
-    let dir = tempdir("faults-slow-links-sim");
-    let simulated = simulate_as_trained(&cfg_path, &used, &dir);
+    let simulated = simulate_as_trained(&cfg_path, &used, &dir.join("sim"));
+    let recorded = std::fs::read_to_string(real.join("config.toml")).unwrap();
+    assert!(recorded.contains("tau_up = [0.008, 0.012, 0.016, 0.02, 0.024, 0.028]"), "{recorded}");
     let mean = |d: &std::path::Path| {
         let w: Vec<f64> = iterations(d).iter().map(|r| r["wall_s"].parse::<f64>().unwrap()).collect();
         w.iter().sum::<f64>() / w.len() as f64

@@ -116,12 +116,18 @@ pub fn load_config(path: &Path, overrides: &[String]) -> Result<Config, LoadErro
     let text = read_bounded(path).map_err(|e| LoadError::Read { path: shown.clone(), source: e })?;
     let wrap = |e: ConfigError| LoadError::Config { path: shown.clone(), source: e };
     let mut cfg = outrun_plan::config::parse_in(&text, &config_dir(path), overrides).map_err(wrap)?;
+    let workers = cfg.workers();
+    let read = |file: &str, field: &str| {
+        read_bounded(Path::new(file)).map_err(|e| wrap(ConfigError::new(field, format!("cannot read `{file}`: {e}"))))
+    };
     if let Some(file) = cfg.stragglers.params_file().map(str::to_string) {
-        let p = Path::new(&file).to_path_buf();
-        let body = read_bounded(&p)
-            .map_err(|e| wrap(ConfigError::new("stragglers.file", format!("cannot read `{}`: {e}", p.display()))))?;
-        let workers = cfg.workers();
-        cfg.stragglers.resolve_file(&body, &p.display().to_string(), workers).map_err(wrap)?;
+        let body = read(&file, "stragglers.file")?;
+        cfg.stragglers.resolve_file(&body, &file, workers).map_err(wrap)?;
+        cfg.validate().map_err(wrap)?;
+    }
+    if let Some(file) = cfg.links.params_file().map(str::to_string) {
+        let body = read(&file, "links.file")?;
+        cfg.links.resolve_file(&body, &file, workers).map_err(wrap)?;
         cfg.validate().map_err(wrap)?;
     }
     Ok(cfg)

@@ -38,6 +38,10 @@ pub struct DelayConfig {
     /// Probability that a transmission fails and is repeated (transmissions ~ Geometric(1 − p)).
     #[serde(default)]
     pub p: f64,
+    /// A CSV file with one `worker,tau_up,tau_down` line per worker (instead of the lists; the
+    /// loader reads it into them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
 }
 
 fn one() -> f64 {
@@ -61,9 +65,9 @@ impl Tagged for LinksConfig {
     const SECTION: &'static str = "links";
     const TAG: &'static str = "model";
     const VARIANTS: &'static [(&'static str, &'static [&'static str])] = &[
-        ("none", &["workers", "p", "from", "tau_up", "tau_down"]),
+        ("none", &["workers", "p", "from", "tau_up", "tau_down", "file"]),
         ("fail", &["workers", "p", "from"]),
-        ("delay", &["tau_up", "tau_down", "p"]),
+        ("delay", &["tau_up", "tau_down", "p", "file"]),
     ];
 
     fn variant(kind: &str, rest: toml::Value) -> Result<Self, ConfigError> {
@@ -93,6 +97,25 @@ impl LinksConfig {
         }
     }
 
+    /// The per-worker file of slow links, if one is named (read by the loader).
+    pub fn params_file(&self) -> Option<&str> {
+        match self {
+            LinksConfig::Delay(d) => d.file.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// Replace the file by its `worker,tau_up,tau_down` lines (`#` comments and a header line
+    /// allowed); `origin` names the file in errors.
+    pub fn resolve_file(&mut self, text: &str, origin: &str, workers: usize) -> Result<(), ConfigError> {
+        let LinksConfig::Delay(d) = self else { return Ok(()) };
+        let rows = super::stragglers::per_worker_rows(text, origin, workers, "links.file", &["tau_up", "tau_down"])?;
+        d.tau_up = Some(PerWorker::Each(rows.iter().map(|r| r[0]).collect()));
+        d.tau_down = Some(PerWorker::Each(rows.iter().map(|r| r[1]).collect()));
+        d.file = None;
+        Ok(())
+    }
+
     /// The section's own checks, for `n` workers.
     pub(super) fn validate(&self, n: usize) -> Result<(), ConfigError> {
         match self {
@@ -107,6 +130,15 @@ impl LinksConfig {
                 Ok(())
             }
             LinksConfig::Delay(d) => {
+                if d.file.is_some() {
+                    if d.tau_up.is_some() || d.tau_down.is_some() {
+                        return err(
+                            "links.file",
+                            "give the times either in a file or as tau_up and tau_down, not both",
+                        );
+                    }
+                    return Ok(()); // the loader reads it, then validates again
+                }
                 if d.tau_up.is_none() && d.tau_down.is_none() {
                     return err(
                         "links.tau_up",

@@ -144,6 +144,7 @@ const PATH_KEYS: &[(&str, &str)] = &[
     ("vector", "path"),
     ("graph", "path"),
     ("stragglers", "file"),
+    ("links", "file"),
 ];
 
 fn table(text: &str) -> Result<toml::Table, ConfigError> {

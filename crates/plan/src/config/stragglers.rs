@@ -354,33 +354,9 @@ impl StragglerConfig {
         if law.file.is_none() {
             return Ok(());
         }
-        let cols = if weibull { 4 } else { 3 };
-        let mut rows: Vec<Option<Vec<f64>>> = vec![None; workers];
-        for (ln, f) in data_lines(text) {
-            let bad = |m: String| ConfigError::new("stragglers.file", format!("{origin}:{ln}: {m}"));
-            if f.len() != cols {
-                return Err(bad(format!(
-                    "expected {cols} comma-separated values (worker,a,mu{}), found {}",
-                    if weibull { ",shape" } else { "" },
-                    f.len()
-                )));
-            }
-            let w: usize = f[0].parse().map_err(|_| bad(format!("worker `{}` is not a worker id", f[0])))?;
-            if w == 0 || w > workers {
-                return Err(bad(format!("worker {w} is not in 1..={workers}")));
-            }
-            let vals = f[1..]
-                .iter()
-                .map(|v| v.parse::<f64>().map_err(|_| bad(format!("`{v}` is not a number"))))
-                .collect::<Result<Vec<_>, _>>()?;
-            if rows[w - 1].replace(vals).is_some() {
-                return Err(bad(format!("worker {w} appears twice")));
-            }
-        }
-        if let Some(w) = rows.iter().position(Option::is_none) {
-            return err("stragglers.file", format!("{origin}: no line for worker {}", w + 1));
-        }
-        let col = |k: usize| PerWorker::Each(rows.iter().map(|r| r.as_ref().expect("checked")[k]).collect());
+        let names: &[&str] = if weibull { &["a", "mu", "shape"] } else { &["a", "mu"] };
+        let rows = per_worker_rows(text, origin, workers, "stragglers.file", names)?;
+        let col = |k: usize| PerWorker::Each(rows.iter().map(|r| r[k]).collect());
         law.a = Some(col(0));
         law.mu = Some(col(1));
         if weibull {
@@ -588,6 +564,44 @@ impl TraceConfig {
         }
         Ok(())
     }
+}
+
+/// A per-worker CSV file's `worker,<names...>` lines as one row of values per worker (worker 1
+/// first); every worker exactly once. Errors name `field` and `origin:line`.
+pub(super) fn per_worker_rows(
+    text: &str,
+    origin: &str,
+    workers: usize,
+    field: &str,
+    names: &[&str],
+) -> Result<Vec<Vec<f64>>, ConfigError> {
+    let cols = names.len() + 1;
+    let mut rows: Vec<Option<Vec<f64>>> = vec![None; workers];
+    for (ln, f) in data_lines(text) {
+        let bad = |m: String| ConfigError::new(field, format!("{origin}:{ln}: {m}"));
+        if f.len() != cols {
+            return Err(bad(format!(
+                "expected {cols} comma-separated values (worker,{}), found {}",
+                names.join(","),
+                f.len()
+            )));
+        }
+        let w: usize = f[0].parse().map_err(|_| bad(format!("worker `{}` is not a worker id", f[0])))?;
+        if w == 0 || w > workers {
+            return Err(bad(format!("worker {w} is not in 1..={workers}")));
+        }
+        let vals = f[1..]
+            .iter()
+            .map(|v| v.parse::<f64>().map_err(|_| bad(format!("`{v}` is not a number"))))
+            .collect::<Result<Vec<_>, _>>()?;
+        if rows[w - 1].replace(vals).is_some() {
+            return Err(bad(format!("worker {w} appears twice")));
+        }
+    }
+    if let Some(w) = rows.iter().position(Option::is_none) {
+        return err(field, format!("{origin}: no line for worker {}", w + 1));
+    }
+    Ok(rows.into_iter().map(|r| r.expect("checked")).collect())
 }
 
 /// A per-worker CSV file's data lines: (1-based line number, trimmed comma-separated fields),

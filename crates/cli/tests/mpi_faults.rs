@@ -78,9 +78,11 @@ fn gradient_codes_with_byzantine_1_exclude_the_corrupted_result_and_stay_exact()
     for (tag, sets) in cases {
         let s = assert_exact(&format!("faults-{tag}"), CFG, sets);
         assert_eq!(s["iterations"], 12);
+        assert_eq!(s["rejected_results"], 12, "{tag}: one rejected result per iteration");
         let (_, dir, _, _) = train(&format!("faults-{tag}-log"), CFG, sets);
         let master = iter_records(&dir, 0);
         assert_eq!(master.len(), 12);
+        assert!(iterations(&dir).iter().all(|r| r["rejected"] == "4"), "{tag}: iterations.csv");
         for r in &master {
             assert_eq!(r["rejected"], serde_json::json!([4]), "{tag}: {r}");
             let (before, after) = (r["syndrome"][0].as_f64().unwrap(), r["syndrome"][1].as_f64().unwrap());

@@ -313,6 +313,7 @@ impl<'a> Core<'a> {
                 exact: info.exact,
                 residual: info.residual,
                 late_total: info.late_total,
+                rejected: &info.rejected,
             });
             if let Some(p) = self.progress.as_deref_mut() {
                 p.tick(t, wall, applied.loss);

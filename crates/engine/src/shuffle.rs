@@ -158,8 +158,14 @@ pub(crate) fn run(
         tracing::info!("setup took {setup_s:.3} s; starting at most {} iterations", plan.run.iterations);
         core = keep_book(core, shared, &clock, progress)?;
     }
-    let delivered =
-        Delivered { used: (1..=servers).collect(), residual: 0.0, exact: true, coverage: 1.0, late_total: 0 };
+    let delivered = Delivered {
+        used: (1..=servers).collect(),
+        residual: 0.0,
+        exact: true,
+        coverage: 1.0,
+        late_total: 0,
+        rejected: vec![],
+    };
     let mut gathered = vec![0.0; n];
     let mut rows: Vec<f64> = Vec::new();
     let mut recv_bytes_total = 0u64;

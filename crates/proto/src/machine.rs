@@ -170,6 +170,8 @@ pub struct Delivered {
     pub coverage: f64,
     /// Late messages discarded so far by this node.
     pub late_total: u64,
+    /// Results received and rejected as corrupted (robust decoding), by the ids `used` has.
+    pub rejected: Vec<usize>,
 }
 
 /// Why a node stopped with a failure.

@@ -173,7 +173,14 @@ impl<P: Vector> RingNode<P> {
             self.out.push_back(Output::Log(Event::iter(r)));
         }
         self.cur = None;
-        let info = Delivered { used: self.workers.clone(), residual: 0.0, exact: true, coverage: 1.0, late_total: 0 };
+        let info = Delivered {
+            used: self.workers.clone(),
+            residual: 0.0,
+            exact: true,
+            coverage: 1.0,
+            late_total: 0,
+            rejected: vec![],
+        };
         self.out.push_back(Output::Deliver { t, total, info });
     }
 

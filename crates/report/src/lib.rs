@@ -215,8 +215,12 @@ pub fn one_line(s: &Summary) -> String {
         Some(a) => format!("{loss}, test accuracy {:.1} %", 100.0 * a),
         None => loss,
     };
+    let rejected = match s.rejected_results {
+        0 => String::new(),
+        n => format!("; {n} corrupted results rejected"),
+    };
     format!(
-        "outrun: {} finished {} iterations in {:.3} s (mean {:.2} ms, p95 {:.2} ms per iteration){loss}{err}; exact {}/{}; {} late results discarded",
+        "outrun: {} finished {} iterations in {:.3} s (mean {:.2} ms, p95 {:.2} ms per iteration){loss}{err}; exact {}/{}; {} late results discarded{rejected}",
         s.scheme,
         s.iterations,
         s.total_s,

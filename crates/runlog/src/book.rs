@@ -87,6 +87,8 @@ pub struct IterationRecord<'a> {
     pub residual: f64,
     /// Late messages discarded so far.
     pub late_total: u64,
+    /// Worker ids whose results were rejected as corrupted (robust decoding).
+    pub rejected: &'a [usize],
 }
 
 /// The logging rank's per-iteration records and the run summary.
@@ -99,6 +101,7 @@ pub struct Book {
     pub loop_start: f64,
     walls: Vec<f64>,
     exact: u64,
+    rejected: u64,
     last_loss: f64,
     last_error: Option<f64>,
     last_accuracy: Option<f64>,
@@ -121,6 +124,7 @@ impl Book {
             loop_start,
             walls: Vec::new(),
             exact: 0,
+            rejected: 0,
             last_loss: f64::NAN,
             last_error: None,
             last_accuracy: None,
@@ -150,8 +154,10 @@ impl Book {
         let opt = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x:e}"));
         let survivors: Vec<String> = r.used.iter().map(|w| w.to_string()).collect();
         let extra: String = r.columns.iter().map(|v| format!(",{}", opt(*v))).collect();
+        let rejected: Vec<String> = r.rejected.iter().map(|w| w.to_string()).collect();
+        self.rejected += r.rejected.len() as u64;
         self.csv.line(&format!(
-            "{},{:.6},{:.6},{},{},{},{},{},{:.6},{},{:e},{},{}{extra}",
+            "{},{:.6},{:.6},{},{},{},{},{},{:.6},{},{:e},{},{},{}{extra}",
             r.t,
             wall,
             r.end - self.loop_start,
@@ -164,7 +170,8 @@ impl Book {
             r.exact,
             r.residual,
             r.late_total,
-            r.accuracy.map_or(String::new(), |a| format!("{a:.6}"))
+            r.accuracy.map_or(String::new(), |a| format!("{a:.6}")),
+            rejected.join(" ")
         ));
         if r.accuracy.is_some() {
             self.last_accuracy = r.accuracy;
@@ -224,6 +231,7 @@ impl Book {
             final_error: self.last_error,
             final_test_accuracy: self.last_accuracy,
             exact_iterations: self.exact,
+            rejected_results: self.rejected,
             late_discarded: late,
             master_bytes_per_iter: master_bytes as f64 / n,
             stragglers: info.stragglers.clone(),
@@ -243,7 +251,7 @@ impl Book {
 }
 
 /// The columns every `iterations.csv` starts with (a job adds its own after them).
-pub const COLUMNS: &str = "iteration,wall_s,cumulative_s,loss,normalized_error,relative_change,used,survivors,coverage,exact,residual,late_discarded,test_accuracy";
+pub const COLUMNS: &str = "iteration,wall_s,cumulative_s,loss,normalized_error,relative_change,used,survivors,coverage,exact,residual,late_discarded,test_accuracy,rejected";
 
 /// ‖a‖²
 fn norm_sq(a: &[f64]) -> f64 {

@@ -191,6 +191,9 @@ pub struct Summary {
     pub final_test_accuracy: Option<f64>,
     /// Iterations whose gradient was exact (decoded or complete).
     pub exact_iterations: u64,
+    /// Results rejected as corrupted at the master (robust decoding), over the run.
+    #[serde(default)]
+    pub rejected_results: u64,
     /// Late messages discarded at the master (rank 0 of a ring).
     pub late_discarded: u64,
     /// Bytes received by the master (rank 0) per iteration, on average.

@@ -20,6 +20,7 @@ pub(super) struct Decoded<P> {
     pub(super) comb: Combination,
     pub(super) arrivals: Vec<P>,
     pub(super) used: Vec<usize>,
+    pub(super) rejected: Vec<usize>,
 }
 
 /// A parent's collection.
@@ -349,7 +350,8 @@ impl<P: Vector> Collection<P> {
         canonical_order(&mut comb, &mut self.arrivals, std::mem::take(&mut self.keys));
         let used: Vec<usize> = comb.used.iter().map(|&i| self.ranks[i]).collect();
         record.used = Some(used.clone());
-        record.rejected = (!comb.rejected.is_empty()).then(|| comb.rejected.iter().map(|&i| self.ranks[i]).collect());
+        let rejected: Vec<usize> = comb.rejected.iter().map(|&i| self.ranks[i]).collect();
+        record.rejected = (!rejected.is_empty()).then(|| rejected.clone());
         record.residual = Some(comb.residual);
         record.cond = (comb.cond > 0.0).then_some(comb.cond);
         *notes = std::mem::take(&mut comb.notes);
@@ -364,7 +366,7 @@ impl<P: Vector> Collection<P> {
             record.rounds_used = Some(comb.rounds);
             record.uses = Some(comb.uses.iter().map(|&(i, k)| (self.ranks[i], k)).collect());
         }
-        Decoded { comb, arrivals: std::mem::take(&mut self.arrivals), used }
+        Decoded { comb, arrivals: std::mem::take(&mut self.arrivals), used, rejected }
     }
 
     /// The iteration ends without a result.

@@ -317,12 +317,14 @@ impl<P: Vector> TreeNode<P> {
         }
         let t = self.cur.expect("an iteration in progress");
         let t0 = clock.now();
-        let Decoded { mut comb, mut arrivals, used } = match self.below.as_mut() {
+        let Decoded { mut comb, mut arrivals, used, rejected } = match self.below.as_mut() {
             Some(k) => {
                 let r = self.record.get_or_insert_with(|| Iter { t, ..Iter::default() });
                 k.combine(&mut r.collect, &mut r.notes)
             }
-            None => Decoded { comb: Combination::exact(self.len, vec![]), arrivals: vec![], used: vec![] },
+            None => {
+                Decoded { comb: Combination::exact(self.len, vec![]), arrivals: vec![], used: vec![], rejected: vec![] }
+            }
         };
         if comb.residual > EXACT_RESIDUAL {
             let why = format!(
@@ -364,6 +366,7 @@ impl<P: Vector> TreeNode<P> {
                 exact: comb.exact,
                 coverage: comb.coverage,
                 late_total: self.late,
+                rejected,
             };
             return self.out.push_back(Output::Deliver { t, total, info });
         };

@@ -46,7 +46,8 @@ pub const CONSISTENT: f64 = 1e-7;
 pub struct Screened {
     /// Positions (into the rows given) of the results excluded as corrupted, ascending.
     pub excluded: Vec<usize>,
-    /// Relative syndrome of all the results given.
+    /// Relative syndrome of all the results given (on the located sample of coordinates, for
+    /// long vectors).
     pub before: f64,
     /// Relative syndrome of those kept.
     pub after: f64,
@@ -61,8 +62,10 @@ pub struct Inconsistent {
 }
 
 /// Screen the results `values` of the code rows `rows` (distinct; same order) for at most `f`
-/// corrupted ones: the smallest exclusion leaving a consistent, decodable set (ties broken by the
-/// smaller syndrome). With `f = 0`, only checks that the whole set is consistent. `b` is a
+/// corrupted ones: the first exclusion of the smallest size (sets in lexicographic order) that
+/// leaves a consistent, decodable set. Any such set decodes the true sum when `rows` has at least
+/// n − s + 2f results (module docs), so the search stops there: with one corrupted result among
+/// n, about n/2 sets are checked. With `f = 0`, only checks that the whole set is consistent. `b` is a
 /// gradient code (decodable: `a·B = 1` solvable); see [`robust_screen_with`] for other codes.
 pub fn robust_screen(b: &Matrix, rows: &[usize], values: &[&[f64]], f: usize) -> Result<Screened, Inconsistent> {
     robust_screen_with(b, rows, values, f, &|kept| decode(b, kept).is_exact())
@@ -79,10 +82,39 @@ pub fn robust_screen_with(
     decodable: &dyn Fn(&[usize]) -> bool,
 ) -> Result<Screened, Inconsistent> {
     assert_eq!(rows.len(), values.len(), "one result per row");
+    let len = values.first().map_or(0, |v| v.len());
+    if len > 2 * SAMPLE {
+        // locate on every stride-th coordinate, then check the kept set on all of them: a
+        // corruption the sample misses fails that check, and the full search runs instead
+        let stride = len.div_ceil(SAMPLE);
+        let sampled: Vec<Vec<f64>> = values.iter().map(|v| v.iter().step_by(stride).copied().collect()).collect();
+        let refs: Vec<&[f64]> = sampled.iter().map(Vec::as_slice).collect();
+        if let Ok(s) = search(b, rows, &refs, f, decodable) {
+            let kept: Vec<usize> = (0..rows.len()).filter(|j| !s.excluded.contains(j)).collect();
+            let kept_rows: Vec<usize> = kept.iter().map(|&j| rows[j]).collect();
+            let kept_values: Vec<&[f64]> = kept.iter().map(|&j| values[j]).collect();
+            if let Some(after) = syndrome(b, &kept_rows, &kept_values).filter(|&a| a <= CONSISTENT) {
+                return Ok(Screened { after, ..s });
+            }
+        }
+    }
+    search(b, rows, values, f, decodable)
+}
+
+/// Values longer than twice this are located on about this many of their coordinates first.
+const SAMPLE: usize = 2048;
+
+/// The search of [`robust_screen_with`] over exclusions, smallest first, on these values.
+fn search(
+    b: &Matrix,
+    rows: &[usize],
+    values: &[&[f64]],
+    f: usize,
+    decodable: &dyn Fn(&[usize]) -> bool,
+) -> Result<Screened, Inconsistent> {
     let before = syndrome(b, rows, values).unwrap_or(f64::INFINITY);
     let mut best = f64::INFINITY;
     for k in 0..=f.min(rows.len()) {
-        let mut found: Option<(f64, Vec<usize>)> = None;
         for excluded in combinations(rows.len(), k) {
             let kept: Vec<usize> = (0..rows.len()).filter(|j| !excluded.contains(j)).collect();
             let kept_rows: Vec<usize> = kept.iter().map(|&j| rows[j]).collect();
@@ -92,12 +124,9 @@ pub fn robust_screen_with(
             let kept_values: Vec<&[f64]> = kept.iter().map(|&j| values[j]).collect();
             let Some(syn) = syndrome(b, &kept_rows, &kept_values) else { continue };
             best = best.min(syn);
-            if syn <= CONSISTENT && found.as_ref().is_none_or(|(s, _)| syn < *s) {
-                found = Some((syn, excluded));
+            if syn <= CONSISTENT {
+                return Ok(Screened { excluded, before, after: syn });
             }
-        }
-        if let Some((after, excluded)) = found {
-            return Ok(Screened { excluded, before, after });
         }
     }
     Err(Inconsistent { best })
@@ -205,6 +234,24 @@ mod tests {
         // that agree with each other cannot be told from honest ones)
         sent[5] = vec![20.0; 10];
         assert!(screen(&code, &(0..9).collect::<Vec<_>>(), &sent, 1).is_err());
+    }
+
+    #[test]
+    fn long_vectors_are_located_on_a_sample_and_checked_on_every_coordinate() {
+        let (code, _) = GradientCode::cyclic(8, 2, 5, 10).unwrap();
+        let good = honest(&code, 10_000, 6);
+        let rows: Vec<usize> = (0..8).collect();
+        // a Gaussian-like corruption everywhere: found on the sample
+        let mut sent = good.clone();
+        sent[5].iter_mut().for_each(|v| *v = -*v);
+        assert_eq!(screen(&code, &rows, &sent, 1).unwrap().excluded, vec![5]);
+        // one coordinate the sample skips (stride 5: coordinate 1): the check on all of them
+        // catches it and the full search locates it
+        let mut sent = good.clone();
+        sent[2][1] += 100.0;
+        let found = screen(&code, &rows, &sent, 1).unwrap();
+        assert_eq!(found.excluded, vec![2]);
+        assert!(found.after < 1e-10, "{found:?}");
     }
 
     #[test]

@@ -235,6 +235,9 @@ pub struct Collect {
     /// Children told their result is not needed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refusals: Option<u32>,
+    /// Seconds robust decoding spent screening the results' values (`scheme.byzantine`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub screen_s: Option<f64>,
     /// Seconds of decoding (the solve or peeling, apart from the waiting).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decode_s: Option<f64>,

@@ -159,6 +159,10 @@ pub trait Aggregator: Send {
     fn screen(&mut self, _values: &[&[f64]]) -> bool {
         true
     }
+    /// Whether [`Aggregator::screen`] looks at the values (the time it takes is then logged).
+    fn screens(&self) -> bool {
+        false
+    }
     /// Why the rule can never be met beyond missing children (e.g. results that no exclusion
     /// makes consistent), for the failure's message.
     fn verdict(&self) -> Option<String> {
@@ -482,6 +486,10 @@ impl Aggregator for Grouped {
             }
         }
         self.satisfied()
+    }
+
+    fn screens(&self) -> bool {
+        self.groups.iter().any(|g| g.robust.is_some())
     }
 
     fn verdict(&self) -> Option<String> {

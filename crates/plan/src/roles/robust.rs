@@ -111,6 +111,10 @@ impl Aggregator for Robust {
         self.verdict.clone()
     }
 
+    fn screens(&self) -> bool {
+        !self.blind
+    }
+
     fn combine(&mut self) -> Combination {
         let kept: Vec<usize> = (0..self.tally.order.len()).filter(|j| !self.excluded.contains(j)).collect();
         let rows: Vec<usize> = kept.iter().map(|&j| self.tally.order[j]).collect();

@@ -181,12 +181,14 @@ impl<P: Vector> Collection<P> {
         self.agg.verdict()
     }
 
+    /// Whether the rule screens values (robust decoding) on a run that has them.
+    pub(super) fn screens(&self) -> bool {
+        P::VALUES && self.agg.screens()
+    }
+
     /// Once collected, a rule that looks at the values (robust decoding) screens the accepted
     /// results: whether to combine now (false: it needs more; it may have become hopeless).
     pub(super) fn screen(&mut self) -> bool {
-        if !P::VALUES {
-            return true;
-        }
         let values: Vec<&[f64]> = self.arrivals.iter().filter_map(Vector::values).collect();
         self.agg.screen(&values)
     }

@@ -485,13 +485,26 @@ impl<P: Vector> TreeNode<P> {
     /// Something arrived for the iteration being collected: finish it, or fail it when the
     /// rule can no longer be met.
     fn after_arrival(&mut self, clock: &dyn Clock, now: f64, t: u64) {
-        let k = self.below.as_mut().expect("a parent");
-        if k.collected() && k.screen() {
+        if self.below.as_ref().expect("a parent").collected() && self.screen(clock, t) {
             self.stop_collecting();
             self.try_finish(clock);
-        } else if k.hopeless() {
+        } else if self.below.as_ref().expect("a parent").hopeless() {
             self.fail_collection(now, t);
         }
+    }
+
+    /// A rule that looks at the values (robust decoding) screens the collected results: whether
+    /// to combine now. The time it takes goes into the iteration's record (`screen_s`).
+    fn screen(&mut self, clock: &dyn Clock, t: u64) -> bool {
+        let k = self.below.as_mut().expect("a parent");
+        if !k.screens() {
+            return true;
+        }
+        let t0 = clock.now();
+        let ok = k.screen();
+        let r = self.record.get_or_insert_with(|| Iter { t, ..Iter::default() });
+        *r.collect.screen_s.get_or_insert(0.0) += clock.now() - t0;
+        ok
     }
 
     /// The re-grant check (half the wait budget): give up on granted uploads that did not

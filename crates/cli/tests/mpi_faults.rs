@@ -83,6 +83,14 @@ fn gradient_codes_with_byzantine_1_exclude_the_corrupted_result_and_stay_exact()
         let master = iter_records(&dir, 0);
         assert_eq!(master.len(), 12);
         assert!(iterations(&dir).iter().all(|r| r["rejected"] == "4"), "{tag}: iterations.csv");
+        // the trace shows the master's screening, with whom it rejected
+        assert_eq!(outrun(&["trace", dir.to_str().unwrap()]).code, Some(0));
+        let trace: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("trace.json")).unwrap()).unwrap();
+        let screens: Vec<&serde_json::Value> =
+            trace["traceEvents"].as_array().unwrap().iter().filter(|e| e["name"] == "screen").collect();
+        assert_eq!(screens.len(), 12, "{tag}");
+        assert!(screens.iter().all(|e| e["args"]["rejected"] == serde_json::json!([4])), "{tag}");
         for r in &master {
             assert_eq!(r["rejected"], serde_json::json!([4]), "{tag}: {r}");
             let (before, after) = (r["syndrome"][0].as_f64().unwrap(), r["syndrome"][1].as_f64().unwrap());

@@ -305,6 +305,7 @@ fn color(seg: Seg) -> RGBColor {
         Seg::Compute => RGBColor(31, 119, 180),
         Seg::Injected => RGBColor(255, 160, 60),
         Seg::Waiting => RGBColor(205, 205, 205),
+        Seg::Screen => RGBColor(214, 39, 40),
         Seg::Decode => RGBColor(148, 103, 189),
         Seg::Reduce => RGBColor(23, 190, 207),
     }
@@ -380,7 +381,7 @@ pub fn timeline(run: &Run, k: usize, stem: &Path) -> Result<Option<String>, Repo
                 let col = if what == "abandoned" { RED } else { BLACK };
                 c.draw_series(std::iter::once(Cross::new((ms(x), y(rank)), 5, col.stroke_width(2)))).map_err(e2s)?;
             }
-            for seg in [Seg::Compute, Seg::Injected, Seg::Waiting, Seg::Decode, Seg::Reduce] {
+            for seg in [Seg::Compute, Seg::Injected, Seg::Waiting, Seg::Screen, Seg::Decode, Seg::Reduce] {
                 if ps.iter().any(|p| p.seg == seg) {
                     let col = color(seg);
                     c.draw_series(std::iter::empty::<Rectangle<(f64, f64)>>())

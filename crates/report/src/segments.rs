@@ -9,6 +9,7 @@ pub(crate) enum Seg {
     Compute,
     Injected,
     Waiting,
+    Screen,
     Decode,
     Reduce,
 }
@@ -20,6 +21,7 @@ impl Seg {
             Seg::Compute => "compute (base time)",
             Seg::Injected => "extra delay (modelled tail or straggler)",
             Seg::Waiting => "waiting for children",
+            Seg::Screen => "screening for corrupted results",
             Seg::Decode => "decode + own gradient",
             Seg::Reduce => "all-reduce",
         }
@@ -51,9 +53,13 @@ pub(crate) fn pieces(rank: usize, e: &Iter, out: &mut Vec<Piece>, marks: &mut Ve
         }
     };
     let dec = e.collect.decode_s.unwrap_or(0.0);
+    // robust decoding screens just before it decodes (earlier screenings that asked for more
+    // results are counted in, so this is an upper bound on the last one)
+    let scr = e.collect.screen_s.unwrap_or(0.0);
     if let (Some(sent), Some(end)) = (e.sent, e.collect.end) {
         // the master of a tree
-        push(sent, end - dec, Seg::Waiting, false);
+        push(sent, end - dec - scr, Seg::Waiting, false);
+        push(end - dec - scr, end - dec, Seg::Screen, false);
         push(end - dec, end, Seg::Decode, false);
         return;
     }
@@ -76,7 +82,8 @@ pub(crate) fn pieces(rank: usize, e: &Iter, out: &mut Vec<Piece>, marks: &mut Ve
             // a parent that gave up the iteration waited, and decoded nothing
             (Some(_), Some(Status::Abandoned)) => push(ready, send, Seg::Waiting, false),
             (Some(_), _) => {
-                push(ready, send - dec, Seg::Waiting, false);
+                push(ready, send - dec - scr, Seg::Waiting, false);
+                push(send - dec - scr, send - dec, Seg::Screen, false);
                 push(send - dec, send, Seg::Decode, false);
             }
             (None, _) => {}

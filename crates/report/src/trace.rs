@@ -384,6 +384,7 @@ fn slice_name(p: &Piece) -> String {
         Seg::Injected if p.straggler => "extra delay (straggler)",
         Seg::Injected => "extra delay",
         Seg::Waiting => "waiting",
+        Seg::Screen => "screen",
         Seg::Decode => "decode",
         Seg::Reduce => "all-reduce",
     };
@@ -408,6 +409,12 @@ fn args(i: &Iter, p: &Piece) -> Value {
     }
     if p.seg == Seg::Injected {
         a["straggler"] = json!(p.straggler);
+    }
+    if p.seg == Seg::Screen {
+        let c = &i.collect;
+        a["rejected"] = json!(c.rejected);
+        a["syndrome"] = json!(i.notes.syndrome);
+        a["screen_s"] = json!(c.screen_s);
     }
     a
 }

@@ -19,8 +19,9 @@ lint: setup
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --release --locked --workspace --all-targets -- -D warnings
 
+# the tests' data-shape cache entries go to a directory of their own, removed afterwards
 test: build lint
-	$(CARGO) test --release --locked --workspace
+	@cache=$$(mktemp -d); XDG_CACHE_HOME=$$cache $(CARGO) test --release --locked --workspace; status=$$?; rm -rf "$$cache"; exit $$status
 
 demo: build
 	scripts/demo.sh

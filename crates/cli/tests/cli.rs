@@ -416,3 +416,38 @@ fn bad_fault_settings_get_one_line_naming_the_key() {
         .contains("locates and excludes up to 1 corrupted result(s), and tolerates 0 straggler(s) besides"));
     assert!(p.stdout.contains("all 6, decode excluding a corrupted one"), "{}", p.stdout);
 }
+
+/// A data file's shape is parsed once per version of the file: `outrun check` caches it (in
+/// `$XDG_CACHE_HOME/outrun/shapes`), rank 0 and later checks read it, a changed file is parsed
+/// again, and `OUTRUN_NO_CACHE=1` turns the cache off.
+#[test]
+fn a_checked_data_file_is_not_parsed_again_until_it_changes() {
+    let dir = tempdir("cli-shapes");
+    let data = dir.join("d.libsvm");
+    std::fs::write(&data, "1 1:0.5 2:1\n0 2:1.5\n1 1:2\n").unwrap();
+    let cfg = dir.join("c.toml");
+    let text = "[run]\nname='c'\niterations=1\n[data]\nkind='libsvm'\npath='d.libsvm'\n[model]\nloss='logistic'\nlr=0.1\n[scheme]\nkind='umw'\nworkers=2\n";
+    std::fs::write(&cfg, text).unwrap();
+    let check = |no_cache: bool| {
+        let mut cmd = std::process::Command::new(bin());
+        cmd.env("XDG_CACHE_HOME", dir.join("cache")).arg("check").arg(&cfg);
+        if no_cache {
+            cmd.env("OUTRUN_NO_CACHE", "1");
+        }
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    assert!(check(false).contains("d = 3"));
+    let shapes = dir.join("cache/outrun/shapes");
+    let entries: Vec<_> = std::fs::read_dir(&shapes).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(entries.len(), 1);
+    // the entry is what the next check reads: altered, it shows
+    let entry = std::fs::read_to_string(&entries[0]).unwrap();
+    std::fs::write(&entries[0], entry.replace("\n3 2\n", "\n5 2\n")).unwrap();
+    assert!(check(false).contains("d = 5"), "the cache was not read");
+    assert!(check(true).contains("d = 3"), "OUTRUN_NO_CACHE parses the file");
+    // a changed file is parsed again
+    std::fs::write(&data, "1 1:0.5 2:1\n0 2:1.5\n1 1:2\n0 1:1\n").unwrap();
+    assert!(check(false).contains("d = 4"));
+}

@@ -370,19 +370,23 @@ pub fn shape(data: &DataConfig, labels: Labels) -> Result<Shape, DataError> {
         }
         DataKind::Csv => {
             let path = Path::new(data.path.as_deref().expect("validated"));
-            let s = crate::csv::csv_shape(open(path)?, &path.display().to_string(), data.samples, labels)?;
-            match data.features {
-                Some(f) if f != s.features => Err(DataError(format!(
-                    "{}: {} feature columns, but data.features = {f}",
-                    path.display(),
-                    s.features
-                ))),
-                _ => Ok(s),
-            }
+            crate::shapes::cached(data, labels, path, || {
+                let s = crate::csv::csv_shape(open(path)?, &path.display().to_string(), data.samples, labels)?;
+                match data.features {
+                    Some(f) if f != s.features => Err(DataError(format!(
+                        "{}: {} feature columns, but data.features = {f}",
+                        path.display(),
+                        s.features
+                    ))),
+                    _ => Ok(s),
+                }
+            })
         }
         DataKind::Libsvm => {
             let path = Path::new(data.path.as_deref().expect("validated"));
-            libsvm_shape(open(path)?, &path.display().to_string(), data.samples, data.features, labels)
+            crate::shapes::cached(data, labels, path, || {
+                libsvm_shape(open(path)?, &path.display().to_string(), data.samples, data.features, labels)
+            })
         }
         _ => Ok(Shape { samples: data.samples.expect("validated"), features: data.features.expect("validated") }),
     }

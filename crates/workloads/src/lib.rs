@@ -37,6 +37,7 @@ pub mod memory;
 pub mod metrics;
 pub mod net;
 pub mod reference;
+mod shapes;
 
 pub use data::{DataError, Rows, Shape};
 pub use jobs::{job, shape, Applied, GradientDescent, GraphJob, Job, JobError, Matvec, Metrics, Pagerank};

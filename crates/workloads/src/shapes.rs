@@ -136,7 +136,7 @@ mod tests {
         let data = outrun_plan::config::parse(&text, &[]).unwrap().data().clone();
         assert_eq!(data.kind, DataKind::Libsvm);
         let mut parses = 0;
-        let mut shape = |parses: &mut usize| {
+        let shape = |parses: &mut usize| {
             cached_in(&cache, &data, Labels::Binary, &file, || {
                 *parses += 1;
                 Ok(Shape { samples: 2, features: 2 })

@@ -57,10 +57,14 @@ fn cached_in(
     Ok(shape)
 }
 
-/// The key and the entry's path in `dir`, or None when the file cannot be stat'ed.
+/// The key and the entry's path in `dir`, or None when the file cannot be stat'ed or is not a
+/// regular file.
 fn entry(dir: &Path, data: &DataConfig, labels: Labels, path: &Path) -> Option<(String, PathBuf)> {
     let canon = std::fs::canonicalize(path).ok()?;
     let meta = std::fs::metadata(&canon).ok()?;
+    if !meta.is_file() {
+        return None; // a FIFO or device: the reader refuses it, unopened
+    }
     let mtime = meta.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?.as_nanos();
     let ends = fingerprint(&canon, meta.len())?;
     let key = format!(

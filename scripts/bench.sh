@@ -15,6 +15,7 @@
 #      r = 1..K-1, per-phase times, best r, the load model's prediction
 #  10. a network's batch gradient vs dgemm on the same shapes and vs numpy (one thread)
 #  11. time to a test accuracy on the ten digits: UMW, GC, ignore, CR, same stragglers
+#  12. robust decoding's screening (scheme.byzantine) vs the plain decode of the same results
 set -euo pipefail
 # every MPI job is bounded in time (launch/local.sh, launch/emu-cluster honour it)
 export OUTRUN_TIMEOUT="${OUTRUN_TIMEOUT:-600}"
@@ -90,11 +91,27 @@ scripts/bench/pagerank.sh "$out/pagerank" 2 > "$out/pagerank.md"
 echo "bench: 10-11/11 networks: batch gradient vs dgemm and numpy; time to 95 % on the digits" >&2
 scripts/bench/models.sh "$out" "$PY"
 
+echo "bench: 12 robust decoding: screening vs the plain decode (no MPI)" >&2
+{
+  echo; echo "## 12. Robust decoding: screening vs the plain decode (outrun bench screen)"; echo
+  echo "Medians of 9; ratios against the plain decode's combination of the same results in the same run."; echo
+  for args in "" "--n 12 --s 4 --f 2"; do
+    # shellcheck disable=SC2086
+    "$bin" bench screen $args | $PY -c "import csv,sys
+rows=list(csv.DictReader(sys.stdin))
+print('| n | s | f | values | decode ms | screen ms (clean) | screen ms (one fault) | clean/decode | fault/decode |')
+print('|---|---|---|---|---|---|---|---|---|')
+for r in rows: print('| '+' | '.join(r[k] for k in ['n','s','f','len','decode_ms','screen_clean_ms','screen_fault_ms','clean_over_decode','fault_over_decode'])+' |')
+print()"
+  done
+} > "$out/screen.md"
+
 $PY scripts/bench/report.py "$out" > "$out/report.md"
 python3 scripts/bench/gcdc.py "${gcdc_args[@]}" >> "$out/report.md"
 cat "$out/matvec.md" >> "$out/report.md"
 cat "$out/pagerank.md" >> "$out/report.md"
 cat "$out/models.md" >> "$out/report.md"
+cat "$out/screen.md" >> "$out/report.md"
 cat "$out/report.md"
 echo >&2
 echo "bench: report in $out/report.md" >&2

@@ -263,6 +263,24 @@ enum BenchCmd {
         #[arg(long, default_value_t = 20)]
         reps: usize,
     },
+    /// Robust decoding's screening (scheme.byzantine) vs the plain decode of the same results,
+    /// by result length (no MPI); prints CSV.
+    Screen {
+        /// Workers n.
+        #[arg(long, default_value_t = 8)]
+        n: usize,
+        /// Stragglers the code tolerates (s ≥ 2f).
+        #[arg(long, default_value_t = 2)]
+        s: usize,
+        /// Corrupted results located.
+        #[arg(long, default_value_t = 1)]
+        f: usize,
+        /// Result lengths (values).
+        #[arg(long, value_delimiter = ',', default_value = "1000,10000,100000,200000")]
+        lens: Vec<usize>,
+        #[arg(long, default_value_t = 9)]
+        reps: usize,
+    },
     /// Coded mat-vec decoding time vs r for Gaussian, systematic and LT codes, beside LAPACK's
     /// own LU of the same size (no MPI); prints CSV.
     Rows {
@@ -653,6 +671,29 @@ fn run(cli: Cli) -> Result<(), Failure> {
                     r.warm_s * 1e3,
                     r.apply_s * 1e3,
                     r.max_rel_err
+                );
+            }
+            Ok(())
+        }
+        Cmd::Bench(BenchCmd::Screen { n, s, f, lens, reps }) => {
+            if n == 0 || s >= n || 2 * f > s {
+                return Err(Failure(format!("bench screen: need 2f ≤ s < n (n = {n}, s = {s}, f = {f})"), 2));
+            }
+            let rows = outrun_workloads::bench::screen_times(n, s, f, &lens, reps)
+                .map_err(|e| Failure(format!("bench screen: {e}"), 2))?;
+            println!("n,s,f,len,decode_ms,screen_clean_ms,screen_fault_ms,clean_over_decode,fault_over_decode");
+            for r in rows {
+                println!(
+                    "{},{},{},{},{:.4},{:.4},{:.4},{:.2},{:.2}",
+                    r.n,
+                    r.s,
+                    r.f,
+                    r.len,
+                    r.decode_s * 1e3,
+                    r.clean_s * 1e3,
+                    r.fault_s * 1e3,
+                    r.clean_s / r.decode_s,
+                    r.fault_s / r.decode_s
                 );
             }
             Ok(())

@@ -391,3 +391,84 @@ pub fn mlp_rates(sizes: &[usize], batches: &[usize], reps: usize) -> Vec<MlpBenc
         })
         .collect()
 }
+
+/// Robust decoding's screening against the plain decode of the same results, for one size.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScreenBench {
+    /// Workers n, stragglers s, corrupted results located f.
+    pub n: usize,
+    /// Stragglers the code tolerates.
+    pub s: usize,
+    /// Corrupted results located.
+    pub f: usize,
+    /// Values per result.
+    pub len: usize,
+    /// Median seconds to decode n − s results (the combination over `len` values): the
+    /// baseline, what a master without `byzantine` does.
+    pub decode_s: f64,
+    /// Median seconds to screen all n results when none is corrupted.
+    pub clean_s: f64,
+    /// Median seconds to screen them when one (a different one each repetition) is negated.
+    pub fault_s: f64,
+}
+
+/// Screening time (`outrun_codes::robust_screen`) of a random cyclic gradient code's n results
+/// of `len` values, clean and with one negated, beside the plain decode's combination of n − s
+/// of them; medians of `reps` repetitions.
+pub fn screen_times(n: usize, s: usize, f: usize, lens: &[usize], reps: usize) -> Result<Vec<ScreenBench>, String> {
+    use outrun_codes::{decode, robust_screen, GradientCode, Rng};
+    let (code, _) = GradientCode::cyclic(n, s, 1, 10).map_err(|e| e.to_string())?;
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let rows: Vec<usize> = (0..n).collect();
+    let survivors: Vec<usize> = (0..n - s).collect();
+    let a = decode(&code.b, &survivors).coeffs;
+    let mut out = vec![];
+    for &len in lens {
+        let mut rng = Rng::from_key(&[len as u64]);
+        let g = ndarray::Array2::from_shape_fn((n, len), |_| rng.normal());
+        let honest: Vec<Vec<f64>> = code.b.dot(&g).rows().into_iter().map(|r| r.to_vec()).collect();
+        let (mut dec, mut clean, mut fault) = (vec![], vec![], vec![]);
+        for rep in 0..reps.max(1) {
+            let t0 = Instant::now();
+            let mut sum = vec![0.0; len];
+            for &i in &survivors {
+                sum.iter_mut().zip(&honest[i]).for_each(|(acc, v)| *acc += a[i] * v);
+            }
+            std::hint::black_box(&sum);
+            dec.push(t0.elapsed().as_secs_f64());
+            let values: Vec<&[f64]> = honest.iter().map(Vec::as_slice).collect();
+            let t0 = Instant::now();
+            let ok = robust_screen(&code.b, &rows, &values, f).map_err(|e| format!("clean results refused: {e:?}"))?;
+            clean.push(t0.elapsed().as_secs_f64());
+            if !ok.excluded.is_empty() {
+                return Err(format!("clean results had {:?} excluded", ok.excluded));
+            }
+            let bad = rep % n;
+            let mut sent = honest.clone();
+            sent[bad].iter_mut().for_each(|v| *v = -*v);
+            let values: Vec<&[f64]> = sent.iter().map(Vec::as_slice).collect();
+            let t0 = Instant::now();
+            let found =
+                robust_screen(&code.b, &rows, &values, f).map_err(|e| format!("a fault was not located: {e:?}"))?;
+            fault.push(t0.elapsed().as_secs_f64());
+            if found.excluded != vec![bad] {
+                return Err(format!("excluded {:?} instead of {bad}", found.excluded));
+            }
+        }
+        out.push(ScreenBench { n, s, f, len, decode_s: median(dec), clean_s: median(clean), fault_s: median(fault) });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod screen_tests {
+    #[test]
+    fn the_screening_bench_locates_every_negated_result() {
+        let rows = super::screen_times(6, 2, 1, &[50, 5000], 6).unwrap();
+        assert_eq!(rows.len(), 2);
+        assert!(rows.iter().all(|r| r.decode_s > 0.0 && r.clean_s > 0.0 && r.fault_s > 0.0));
+    }
+}

@@ -14,6 +14,8 @@
 //! - [`RowCode`], [`RowDecoder`]: codes for coded matrix–vector products (identity, Gaussian,
 //!   systematic, LT) and their decoders; [`hcmm`] and its baselines allocate the rows.
 //! - [`SurvivorSet`], [`combinations`], [`binomial`]: survivor sets and counting.
+//! - [`robust_screen`]: locating corrupted results from a code's redundancy (robust decoding).
+//! - [`hier`]: hierarchical coded aggregation's loads and decoders (ARC, AMC; thesis ch. 6).
 //!
 //! # Example: the thesis's 3-worker gradient code
 //!
@@ -46,6 +48,7 @@ mod code;
 mod combin;
 mod decode;
 mod hcmm;
+pub mod hier;
 mod linalg;
 mod linear;
 mod lt;

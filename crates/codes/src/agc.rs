@@ -79,7 +79,7 @@ pub struct AgcCode {
 }
 
 /// How the master combines the arrivals it selected: sub-vector m of the total
-/// = Σ_k coef[m][k]·X_k, k over the selected arrivals (in the order given).
+/// = Σ_k coef\[m\]\[k\]·X_k, k over the selected arrivals (in the order given).
 #[derive(Clone, Debug, PartialEq)]
 pub struct AgcDecoding {
     /// Indices (into the arrivals offered) of the rows used.

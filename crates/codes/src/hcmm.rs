@@ -44,7 +44,7 @@ impl RowLaw {
         -libm::expm1(-libm::pow(self.mu / l * x, self.alpha))
     }
 
-    /// E[T] for a load of `l` rows.
+    /// E\[T\] for a load of `l` rows.
     pub fn mean(&self, l: usize) -> f64 {
         let l = l as f64;
         self.a * l + l / self.mu * libm::tgamma(1.0 + 1.0 / self.alpha)
@@ -260,7 +260,7 @@ fn simpson(f: &mut dyn FnMut(f64) -> f64, a: f64, b: f64, eps: f64) -> f64 {
     rec(f, Piece { a, b, fa, fm, fb, whole: (b - a) / 6.0 * (fa + 4.0 * fm + fb) }, eps, 40)
 }
 
-/// E[T_CMP]: the expected time until the master holds r rows, ∫₀^∞ P[X(t) < r] dt, integrated
+/// E\[T_CMP\]: the expected time until the master holds r rows, ∫₀^∞ P[X(t) < r] dt, integrated
 /// piecewise between the shifts a_iℓ_i (where the distribution has kinks). Uncoded schemes are
 /// the case r = Σℓ_i (every worker needed).
 pub fn expected_time(workers: &[RowLaw], loads: &[usize], r: usize) -> f64 {
@@ -280,7 +280,7 @@ pub fn expected_time(workers: &[RowLaw], loads: &[usize], r: usize) -> f64 {
     points.windows(2).map(|w| simpson(&mut f, w[0], w[1], eps * (w[1] - w[0]) / tmax)).sum()
 }
 
-/// Monte Carlo estimate of E[T_CMP] (mean, standard error) with `trials` seeded draws.
+/// Monte Carlo estimate of E\[T_CMP\] (mean, standard error) with `trials` seeded draws.
 pub fn monte_carlo(workers: &[RowLaw], loads: &[usize], r: usize, trials: usize, seed: u64) -> (f64, f64) {
     let mut rng = crate::Rng::from_key(&[seed, crate::domain::STRAGGLER, u64::MAX]);
     let (mut sum, mut sq) = (0.0, 0.0);

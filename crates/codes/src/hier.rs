@@ -276,7 +276,7 @@ pub fn arc_average(clients: usize, helpers: usize, s: usize) -> f64 {
         .sum()
 }
 
-/// E[M], the expected largest bin occupancy when `balls` balls fall uniformly into `bins` bins:
+/// E\[M\], the expected largest bin occupancy when `balls` balls fall uniformly into `bins` bins:
 /// Σ_{m ≥ 1} P(M ≥ m), P(M ≤ m) counted by a recursion over bins (labelled balls).
 pub fn expected_max_occupancy(balls: usize, bins: usize) -> f64 {
     // P_b(n): n balls in b bins, none holding more than m; the last bin's count j is
@@ -300,7 +300,7 @@ pub fn expected_max_occupancy(balls: usize, bins: usize) -> f64 {
     (1..=balls).map(|m| 1.0 - at_most(m - 1)).sum()
 }
 
-/// AMC's average C_HM = n_e + 1 − E[M] with C(n_h, s) bins.
+/// AMC's average C_HM = n_e + 1 − E\[M\] with C(n_h, s) bins.
 pub fn amc_average(clients: usize, helpers: usize, s: usize) -> f64 {
     clients as f64 + 1.0 - expected_max_occupancy(clients, binomial(helpers, s) as usize)
 }

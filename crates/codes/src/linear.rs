@@ -92,7 +92,7 @@ pub enum LinearError {
 /// How a group decodes a set of arrivals.
 #[derive(Clone, Debug, PartialEq)]
 pub enum GroupDecoding {
-    /// Chunk c = Σ_j coef[j][c] · (arrival j's vector): one coefficient per (arrival, chunk).
+    /// Chunk c = Σ_j coef\[j\]\[c\] · (arrival j's vector): one coefficient per (arrival, chunk).
     Solve {
         /// `coef[j][c]`, j indexes the arrivals given, c the chunks.
         coef: Vec<Vec<f64>>,
@@ -142,7 +142,7 @@ impl LinearCode {
         Ok(LinearCode { kind: LinearKind::Gaussian, len, dim, g, checks: vec![], systematic: vec![] })
     }
 
-    /// G = [I_K | P], P[a][b] = 1/(x_a − y_b) with interlaced nodes x_a = a and y_b = b + 1/2:
+    /// G = [I_K | P], P\[a\]\[b\] = 1/(x_a − y_b) with interlaced nodes x_a = a and y_b = b + 1/2:
     /// a Cauchy matrix, every square submatrix invertible, so any K columns of G are
     /// independent. (The textbook choice x_a = a + 1/2, y_b = −(b + 1/2) is the Hilbert matrix:
     /// worst κ(G_T) 2e12 at N = 48 with a quarter erased, against 1.4e2 interlaced.)

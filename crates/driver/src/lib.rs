@@ -60,8 +60,6 @@ pub trait Payload: Vector + Sized + 'static {
     ) -> Vec<Self>;
     /// Apply the delivered total.
     fn apply(job: &mut dyn Job, t: u64, total: Self) -> Result<Applied, JobError>;
-    /// The values, mutably (None: lengths only).
-    fn values_mut(&mut self) -> Option<&mut [f64]>;
 }
 
 impl Payload for Frame {
@@ -74,9 +72,6 @@ impl Payload for Frame {
     fn apply(job: &mut dyn Job, t: u64, total: Self) -> Result<Applied, JobError> {
         job.apply(t, total)
     }
-    fn values_mut(&mut self) -> Option<&mut [f64]> {
-        Some(self.as_mut_slice())
-    }
 }
 
 impl Payload for Len {
@@ -88,9 +83,6 @@ impl Payload for Len {
     }
     fn apply(_: &mut dyn Job, _: u64, _: Self) -> Result<Applied, JobError> {
         Ok(Applied::default())
-    }
-    fn values_mut(&mut self) -> Option<&mut [f64]> {
-        None
     }
 }
 

@@ -85,6 +85,9 @@ impl Vector for Frame {
     fn values(&self) -> Option<&[f64]> {
         Some(self.as_slice())
     }
+    fn values_mut(&mut self) -> Option<&mut [f64]> {
+        Some(self.as_mut_slice())
+    }
     fn zeros(len: usize) -> Self {
         Frame { buf: vec![0.0; HEAD_WORDS + len], off: HEAD_WORDS, len }
     }

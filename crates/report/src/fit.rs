@@ -112,25 +112,27 @@ impl Fit {
 /// Each worker's per-point compute times (`target / load`) in iteration order, from a run's
 /// rank logs.
 pub fn samples(events: &HashMap<usize, Vec<Event>>) -> BTreeMap<usize, Vec<f64>> {
-    let mut by: BTreeMap<usize, Vec<(u64, f64)>> = BTreeMap::new();
-    for evs in events.values() {
-        for e in evs {
-            if let Event::Iter(i) = e {
-                if let (Some(w), Some(t), Some(l)) = (i.worker, i.compute.target, i.compute.load) {
-                    if l > 0.0 && t.is_finite() {
-                        by.entry(w).or_default().push((i.t, t / l));
-                    }
-                }
+    compute_times(events)
+        .into_iter()
+        .map(|(w, by_t)| {
+            let x = by_t.into_values().filter_map(|(t, l)| l.filter(|&l| l > 0.0 && t.is_finite()).map(|l| t / l));
+            (w, x.collect())
+        })
+        .collect()
+}
+
+/// Each worker's compute time (`target`) and load per iteration, from its iteration records
+/// (the first record of an iteration, if it logged several).
+fn compute_times(events: &HashMap<usize, Vec<Event>>) -> BTreeMap<usize, BTreeMap<u64, (f64, Option<f64>)>> {
+    let mut by: BTreeMap<usize, BTreeMap<u64, (f64, Option<f64>)>> = BTreeMap::new();
+    for e in events.values().flatten() {
+        if let Event::Iter(i) = e {
+            if let (Some(w), Some(t)) = (i.worker, i.compute.target) {
+                by.entry(w).or_default().entry(i.t).or_insert((t, i.compute.load));
             }
         }
     }
-    by.into_iter()
-        .map(|(w, mut v)| {
-            v.sort_by_key(|&(t, _)| t);
-            v.dedup_by_key(|&mut (t, _)| t);
-            (w, v.into_iter().map(|(_, x)| x).collect())
-        })
-        .collect()
+    by
 }
 
 /// The run's compute times as a trace (`worker,iteration,seconds` lines, the format of
@@ -138,16 +140,7 @@ pub fn samples(events: &HashMap<usize, Vec<Event>>) -> BTreeMap<usize, Vec<f64>>
 /// iteration, for the iterations every worker logged. Replayed, each worker takes the seconds it
 /// took in this run, whatever its load in the replaying scheme.
 pub fn trace_csv(events: &HashMap<usize, Vec<Event>>) -> Result<String, String> {
-    let mut by: BTreeMap<usize, BTreeMap<u64, f64>> = BTreeMap::new();
-    for evs in events.values() {
-        for e in evs {
-            if let Event::Iter(i) = e {
-                if let (Some(w), Some(t)) = (i.worker, i.compute.target) {
-                    by.entry(w).or_default().insert(i.t, t);
-                }
-            }
-        }
-    }
+    let by = compute_times(events);
     // the iterations 0..T that every worker logged
     let len = (0..).take_while(|t| by.values().all(|m| m.contains_key(t))).count() as u64;
     if by.is_empty() || len == 0 {
@@ -156,7 +149,7 @@ pub fn trace_csv(events: &HashMap<usize, Vec<Event>>) -> Result<String, String> 
     let mut out = String::from("worker,iteration,seconds\n");
     for t in 0..len {
         for (w, m) in &by {
-            out += &format!("{w},{t},{:e}\n", m[&t]);
+            out += &format!("{w},{t},{:e}\n", m[&t].0);
         }
     }
     Ok(out)

@@ -188,7 +188,7 @@ pub fn aggregator(plan: &Plan, rank: usize, len: usize) -> Box<dyn Aggregator> {
         Rule::Clusters { code } => return Box::new(super::clusters::Clustered::new(plan, *code, len)),
         Rule::Rows { code } => return Box::new(super::rows::Rows::new(plan, rank, *code)),
     };
-    Box::new(Count { need: rule.need(k), len, how: combine, tally: Tally::new(k) })
+    Box::new(Count { len, how: combine, tally: Tally::new(k, rule.need(k)) })
 }
 
 enum How {
@@ -197,18 +197,19 @@ enum How {
     Decode(Decoder),
 }
 
-/// Which of `k` children's (round-0) results a count-based rule accepted, in order, and which
-/// children failed.
+/// Which of `k` children's (round-0) results a count-based rule accepted, in order, which
+/// children failed, and how many results it needs.
 pub(super) struct Tally {
     pub(super) k: usize,
+    pub(super) need: usize,
     pub(super) order: Vec<usize>,
     got: Vec<bool>,
     failed: Vec<bool>,
 }
 
 impl Tally {
-    pub(super) fn new(k: usize) -> Self {
-        Tally { k, order: vec![], got: vec![false; k], failed: vec![false; k] }
+    pub(super) fn new(k: usize, need: usize) -> Self {
+        Tally { k, need, order: vec![], got: vec![false; k], failed: vec![false; k] }
     }
 
     pub(super) fn clear(&mut self) {
@@ -217,9 +218,10 @@ impl Tally {
         self.failed.fill(false);
     }
 
-    /// Accept child `idx`'s round `round` unless `full`, a repeat, a later round or a failed child.
-    pub(super) fn offer(&mut self, idx: usize, round: u32, full: bool) -> bool {
-        if round != 0 || self.got[idx] || self.failed[idx] || full {
+    /// Accept child `idx`'s round `round` unless the rule is met, a repeat, a later round or a
+    /// failed child.
+    pub(super) fn offer(&mut self, idx: usize, round: u32) -> bool {
+        if round != 0 || self.got[idx] || self.failed[idx] || self.satisfied() {
             return false;
         }
         self.got[idx] = true;
@@ -233,15 +235,19 @@ impl Tally {
         }
     }
 
-    /// Children that have not failed.
-    pub(super) fn alive(&self) -> usize {
-        self.k - self.failed.iter().filter(|&&f| f).count()
+    /// The rule is met: `need` results accepted.
+    pub(super) fn satisfied(&self) -> bool {
+        self.order.len() >= self.need
+    }
+
+    /// Fewer children than `need` have not failed.
+    pub(super) fn hopeless(&self) -> bool {
+        self.k - self.failed.iter().filter(|&&f| f).count() < self.need
     }
 }
 
 /// The count-based rules: the first `need` distinct children's (round-0) results.
 struct Count {
-    need: usize,
     len: usize,
     how: How,
     tally: Tally,
@@ -253,8 +259,7 @@ impl Aggregator for Count {
     }
 
     fn offer(&mut self, idx: usize, round: u32) -> bool {
-        let full = self.satisfied();
-        self.tally.offer(idx, round, full)
+        self.tally.offer(idx, round)
     }
 
     fn fail(&mut self, idx: usize) {
@@ -262,11 +267,11 @@ impl Aggregator for Count {
     }
 
     fn satisfied(&self) -> bool {
-        self.tally.order.len() >= self.need
+        self.tally.satisfied()
     }
 
     fn hopeless(&self) -> bool {
-        self.tally.alive() < self.need
+        self.tally.hopeless()
     }
 
     fn combine(&mut self) -> Combination {
@@ -309,7 +314,7 @@ impl Aggregator for Count {
     }
 
     fn needs(&self) -> String {
-        format!("{} of {} results", self.need, self.tally.k)
+        format!("{} of {} results", self.tally.need, self.tally.k)
     }
 }
 

@@ -190,10 +190,17 @@ pub trait Vector: Clone {
     fn values(&self) -> Option<&[f64]> {
         None
     }
+    /// The values, mutably (None: lengths only), for faults injected into them.
+    fn values_mut(&mut self) -> Option<&mut [f64]> {
+        None
+    }
 }
 
 impl Vector for Vec<f64> {
     fn values(&self) -> Option<&[f64]> {
+        Some(self)
+    }
+    fn values_mut(&mut self) -> Option<&mut [f64]> {
         Some(self)
     }
     fn zeros(len: usize) -> Self {

@@ -21,9 +21,9 @@ use super::combine::{Combination, Src, Term};
 pub(super) struct Robust {
     b: GradientCode,
     decoder: Decoder,
-    /// Results needed at first (n − s + 2f), needed now, corrupted tolerated.
+    /// Results needed at first (n − s + 2f; the tally holds those needed now), corrupted
+    /// tolerated.
     base: usize,
-    need: usize,
     f: usize,
     len: usize,
     /// Accepted children in acceptance order, and which failed.
@@ -43,10 +43,9 @@ impl Robust {
             decoder: Decoder::new(b.clone()),
             b,
             base: need,
-            need,
             f,
             len,
-            tally: Tally::new(k),
+            tally: Tally::new(k, need),
             excluded: vec![],
             syndrome: None,
             verdict: None,
@@ -57,7 +56,7 @@ impl Robust {
 
 impl Aggregator for Robust {
     fn begin(&mut self, _t: u64) {
-        self.need = self.base;
+        self.tally.need = self.base;
         self.tally.clear();
         self.excluded.clear();
         self.syndrome = None;
@@ -65,8 +64,7 @@ impl Aggregator for Robust {
     }
 
     fn offer(&mut self, idx: usize, round: u32) -> bool {
-        let full = self.satisfied();
-        self.tally.offer(idx, round, full)
+        self.tally.offer(idx, round)
     }
 
     fn fail(&mut self, idx: usize) {
@@ -74,11 +72,11 @@ impl Aggregator for Robust {
     }
 
     fn satisfied(&self) -> bool {
-        self.tally.order.len() >= self.need
+        self.tally.satisfied()
     }
 
     fn hopeless(&self) -> bool {
-        self.tally.alive() < self.need
+        self.tally.hopeless()
     }
 
     fn screen(&mut self, values: &[&[f64]]) -> bool {
@@ -92,7 +90,7 @@ impl Aggregator for Robust {
                 true
             }
             Err(e) => {
-                self.need = self.tally.order.len() + 1;
+                self.tally.need = self.tally.order.len() + 1;
                 if self.hopeless() {
                     self.verdict = Some(format!(
                         "no set of the {} results received, excluding up to {} of them, is consistent and decodable (smallest relative syndrome {:.2e} > {CONSISTENT:e}): more than scheme.byzantine = {} results are corrupted",
@@ -136,7 +134,7 @@ impl Aggregator for Robust {
     }
 
     fn needs(&self) -> String {
-        format!("{} of {} results (up to {} corrupted)", self.need, self.tally.k, self.f)
+        format!("{} of {} results (up to {} corrupted)", self.tally.need, self.tally.k, self.f)
     }
 
     fn lengths_only(&mut self) {

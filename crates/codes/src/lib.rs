@@ -15,6 +15,8 @@
 //!   systematic, LT) and their decoders; [`hcmm`] and its baselines allocate the rows.
 //! - [`SurvivorSet`], [`combinations`], [`binomial`]: survivor sets and counting.
 //! - [`robust_screen`]: locating corrupted results from a code's redundancy (robust decoding).
+//! - [`diversefl_test`], [`coordinate_median`], [`krum`], [`bulyan_select`], [`resample_groups`],
+//!   [`fltrust_coefficients`]: robust aggregation of federated updates (DiverseFL and its rivals).
 //! - [`hier`]: hierarchical coded aggregation's loads and decoders (ARC, AMC; thesis ch. 6).
 //!
 //! # Example: the thesis's 3-worker gradient code
@@ -47,6 +49,7 @@ mod cluster;
 mod code;
 mod combin;
 mod decode;
+mod federated;
 mod hcmm;
 pub mod hier;
 mod linalg;
@@ -62,6 +65,10 @@ pub use cluster::{dynamic_clustering, ClusterError, ClusterMatrix, Clustering, P
 pub use code::{CodeError, CodeKind, GradientCode, Screening};
 pub use combin::{binomial, combinations, Combinations, SurvivorSet};
 pub use decode::{decode, Decoder, Decoding, EXACT_RESIDUAL};
+pub use federated::{
+    bulyan_select, closest_mean, coordinate_median, diversefl_test, fltrust_coefficients, krum, krum_scores,
+    resample_groups, Similarity, Thresholds,
+};
 pub use hcmm::{
     budget_cost, budget_heuristic, expected_time, hcmm, lambda, load_balanced, monte_carlo, proportional, rate,
     uniform_coded, uniform_uncoded, x_of_xi, Allocation, BudgetChoice, MachineType, Rounding, RowLaw,

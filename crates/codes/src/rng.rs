@@ -45,6 +45,11 @@ pub mod domain {
     /// Link faults: whether a link fails, and a message's transmissions, keyed by worker,
     /// iteration and message.
     pub const LINK: u64 = 0x6c69_6e6b_0000_0001;
+    /// Federated learning: a client's local mini-batches, keyed by rank, round and step.
+    pub const LOCAL: u64 = 0x6c6f_6361_6c00_0001;
+    /// Federated learning: the server's samples of the clients' data (DiverseFL, FLTrust),
+    /// keyed by part and label; resampling's groups, keyed by round.
+    pub const SAMPLE: u64 = 0x7361_6d70_6c65_0001;
 }
 
 /// One step of SplitMix64; used to expand keys into generator seeds.

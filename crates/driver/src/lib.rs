@@ -257,7 +257,7 @@ impl<'a> Core<'a> {
     /// work ended if that is later (an overrun of a modelled time); a simulated computation's
     /// time is the model's whole say (a law of rates may make it shorter than `timing.a`).
     pub fn timing(&mut self, t: u64, load: Option<usize>, start: f64, end: f64, measured: Option<f64>) -> Timed {
-        let load = load.unwrap_or(self.seat.load) as f64 * self.job.work(t);
+        let load = load.unwrap_or(self.seat.load) as f64 * self.job.work(self.seat.rank, t);
         let model = self.injector.model();
         let modelled = model.compute == ComputeMode::Modelled;
         let base = measured.unwrap_or(model.base_a * load);
@@ -290,6 +290,7 @@ impl<'a> Core<'a> {
                 return Input::Finish { failure: Some(why.0) };
             }
         };
+        let faulty_used = self.faulty_used(t, &info.used);
         if let Some((book, _)) = self.book.as_mut() {
             let metrics = self.job.metrics(&applied);
             let wall = book.record(IterationRecord {
@@ -306,6 +307,7 @@ impl<'a> Core<'a> {
                 residual: info.residual,
                 late_total: info.late_total,
                 rejected: &info.rejected,
+                faulty_used: &faulty_used,
             });
             if let Some(p) = self.progress.as_deref_mut() {
                 p.tick(t, wall, applied.loss);
@@ -321,6 +323,18 @@ impl<'a> Core<'a> {
         } else {
             Input::Start { t: t + 1, model: P::model(&mut *self.job) }
         }
+    }
+
+    /// The worker ids of the children among `used` (ranks) whose results `[faults]` corrupted
+    /// in iteration `t`.
+    fn faulty_used(&self, t: u64, used: &[usize]) -> Vec<usize> {
+        if self.faults.kind.is_none() {
+            return vec![];
+        }
+        let worker = |r: &usize| self.seat.children.iter().find(|(c, _)| c == r).map(|&(_, w)| w);
+        let mut ids: Vec<usize> = used.iter().filter_map(worker).filter(|&w| self.faults.at(w, t).is_some()).collect();
+        ids.sort_unstable();
+        ids
     }
 
     /// After iteration `t`, the logging rank writes a checkpoint every `run.checkpoint_every`

@@ -36,12 +36,24 @@ pub struct Node {
     /// How the node forms its message(s).
     #[serde(default)]
     pub send: Encoding,
+    /// The node computes on a sample of this fraction of each part's rows, stratified by label
+    /// and drawn by the job from `run.seed` (a federated server's copies of its clients' data).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample: Option<f64>,
+}
+
+/// Rows of a sample of `fraction` of `rows` rows: round(fraction·rows), at least one.
+pub fn sample_size(rows: usize, fraction: f64) -> usize {
+    ((fraction * rows as f64).round() as usize).clamp(1.min(rows), rows)
 }
 
 impl Node {
     /// Number of points this node computes on (its load).
     pub fn load(&self) -> usize {
-        self.parts.iter().map(WeightedSet::len).sum()
+        match self.sample {
+            Some(f) => self.parts.iter().map(|p| sample_size(p.len(), f)).sum(),
+            None => self.parts.iter().map(WeightedSet::len).sum(),
+        }
     }
 
     /// Every point of every part with its coefficient (0-based points).

@@ -89,6 +89,9 @@ pub struct IterationRecord<'a> {
     pub late_total: u64,
     /// Worker ids whose results were rejected as corrupted (robust decoding).
     pub rejected: &'a [usize],
+    /// Worker ids among `used` that `[faults]` corrupted this iteration (a fault that got
+    /// through; empty without faults).
+    pub faulty_used: &'a [usize],
 }
 
 /// The logging rank's per-iteration records and the run summary.
@@ -102,6 +105,7 @@ pub struct Book {
     walls: Vec<f64>,
     exact: u64,
     rejected: u64,
+    faulty_used: (u64, u64),
     last_loss: f64,
     last_error: Option<f64>,
     last_accuracy: Option<f64>,
@@ -125,6 +129,7 @@ impl Book {
             walls: Vec::new(),
             exact: 0,
             rejected: 0,
+            faulty_used: (0, 0),
             last_loss: f64::NAN,
             last_error: None,
             last_accuracy: None,
@@ -156,8 +161,11 @@ impl Book {
         let extra: String = r.columns.iter().map(|v| format!(",{}", opt(*v))).collect();
         let rejected: Vec<String> = r.rejected.iter().map(|w| w.to_string()).collect();
         self.rejected += r.rejected.len() as u64;
+        let faulty: Vec<String> = r.faulty_used.iter().map(|w| w.to_string()).collect();
+        self.faulty_used.0 += r.faulty_used.len() as u64;
+        self.faulty_used.1 += u64::from(!r.faulty_used.is_empty());
         self.csv.line(&format!(
-            "{},{:.6},{:.6},{},{},{},{},{},{:.6},{},{:e},{},{},{}{extra}",
+            "{},{:.6},{:.6},{},{},{},{},{},{:.6},{},{:e},{},{},{},{}{extra}",
             r.t,
             wall,
             r.end - self.loop_start,
@@ -171,7 +179,8 @@ impl Book {
             r.residual,
             r.late_total,
             r.accuracy.map_or(String::new(), |a| format!("{a:.6}")),
-            rejected.join(" ")
+            rejected.join(" "),
+            faulty.join(" ")
         ));
         if r.accuracy.is_some() {
             self.last_accuracy = r.accuracy;
@@ -232,6 +241,8 @@ impl Book {
             final_test_accuracy: self.last_accuracy,
             exact_iterations: self.exact,
             rejected_results: self.rejected,
+            faulty_results_used: self.faulty_used.0,
+            faulty_iterations: self.faulty_used.1,
             late_discarded: late,
             master_bytes_per_iter: master_bytes as f64 / n,
             stragglers: info.stragglers.clone(),
@@ -251,7 +262,7 @@ impl Book {
 }
 
 /// The columns every `iterations.csv` starts with (a job adds its own after them).
-pub const COLUMNS: &str = "iteration,wall_s,cumulative_s,loss,normalized_error,relative_change,used,survivors,coverage,exact,residual,late_discarded,test_accuracy,rejected";
+pub const COLUMNS: &str = "iteration,wall_s,cumulative_s,loss,normalized_error,relative_change,used,survivors,coverage,exact,residual,late_discarded,test_accuracy,rejected,faulty_used";
 
 /// ‖a‖²
 fn norm_sq(a: &[f64]) -> f64 {

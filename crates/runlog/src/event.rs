@@ -284,6 +284,10 @@ pub struct Notes {
     /// and of those kept (≤ 1e-7: consistent); the rejected ones are the record's `rejected`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub syndrome: Option<(f64, f64)>,
+    /// DiverseFL: each upload's `[rank, C₁, C₂]` against its guiding update (sign(Δ̃ᵀz),
+    /// ‖z‖/‖Δ̃‖), in arrival order; FLTrust: `[rank, cos, 0]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub similarity: Option<Vec<(usize, f64, f64)>>,
 }
 
 /// One iteration at one node: the root's start, a worker's model, compute and upload, a

@@ -194,6 +194,13 @@ pub struct Summary {
     /// Results rejected as corrupted at the master (robust decoding), over the run.
     #[serde(default)]
     pub rejected_results: u64,
+    /// Results of workers `[faults]` corrupted that the master used anyway, over the run, and
+    /// the iterations with at least one.
+    #[serde(default)]
+    pub faulty_results_used: u64,
+    /// See `faulty_results_used`.
+    #[serde(default)]
+    pub faulty_iterations: u64,
     /// Late messages discarded at the master (rank 0 of a ring).
     pub late_discarded: u64,
     /// Bytes received by the master (rank 0) per iteration, on average.

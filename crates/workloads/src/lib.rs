@@ -11,7 +11,7 @@
 //! - [`features`]: random Fourier features, drawn alike by every rank from the seed.
 //! - [`graph`]: PageRank graphs (SNAP edge lists, seeded generators).
 //! - [`matrix`]: mat-vec matrices (generated from the seed, or Matrix Market files) and vectors.
-//! - [`Job`]: what is computed, one implementation per job ([`GradientDescent`], [`Matvec`],
+//! - [`Job`]: what is computed, one implementation per job ([`GradientDescent`], [`Federated`], [`Matvec`],
 //!   [`Pagerank`], each in its module under `jobs/`); [`job`] gives the plan's, [`resolve`] turns
 //!   a config into its plan (the problem's size read by [`shape`]).
 //! - [`reference`]: plain serial gradient descent on the whole data set — the independent
@@ -40,7 +40,7 @@ pub mod reference;
 mod shapes;
 
 pub use data::{DataError, Rows, Shape};
-pub use jobs::{job, shape, Applied, GradientDescent, GraphJob, Job, JobError, Matvec, Metrics, Pagerank};
+pub use jobs::{job, shape, Applied, Federated, GradientDescent, GraphJob, Job, JobError, Matvec, Metrics, Pagerank};
 
 /// Rows between pauses when the host is oversubscribed (measured: the model-latency p95 of
 /// `make demo` falls from 2.9 ms unpaced to 0.55 ms; docs/performance.md).

@@ -307,6 +307,44 @@ pub struct GdConfig {
     /// `[features]`
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub features: Option<FeatureConfig>,
+    /// Federated rounds instead of gradient steps (`job.kind = "fl"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local: Option<LocalConfig>,
+}
+
+/// `[job] kind = "fl"`: federated learning. Every round each client starts from the server's θ,
+/// takes `local_steps` SGD steps on batches of `local_batch` of its own rows and uploads
+/// Δ = θ − θ_local; the scheme turns the uploads into the server's step θ ← θ − Δ̄.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LocalConfig {
+    /// Local SGD steps E per round.
+    pub local_steps: u64,
+    /// Fraction of its rows a client's local batch holds (1: full-batch local steps).
+    pub local_batch: f64,
+}
+
+impl LocalConfig {
+    fn validate(&self, model: &ModelConfig) -> Result<(), ConfigError> {
+        if self.local_steps == 0 {
+            return err("job.local_steps", "must be at least 1 (E local SGD steps per round)");
+        }
+        if !(self.local_batch > 0.0 && self.local_batch <= 1.0) {
+            return err(
+                "job.local_batch",
+                format!("= {}: the fraction of a client's rows in a local batch must be in (0, 1]", self.local_batch),
+            );
+        }
+        if model.momentum != 0.0 {
+            return err("model.momentum", "federated clients take plain SGD steps: remove model.momentum");
+        }
+        if model.batch.is_some() {
+            return err(
+                "model.batch",
+                "a federated job's batches are job.local_batch (a fraction of each client's rows): remove model.batch",
+            );
+        }
+        Ok(())
+    }
 }
 
 /// Entries of a generated matrix.
@@ -587,6 +625,10 @@ struct JobSection {
     tol: Option<f64>,
     #[serde(default)]
     dangling: Option<outrun_codes::Dangling>,
+    #[serde(default)]
+    local_steps: Option<u64>,
+    #[serde(default)]
+    local_batch: Option<f64>,
 }
 
 fn default_job() -> String {
@@ -597,7 +639,15 @@ impl JobConfig {
     /// Build from the top-level sections.
     pub(super) fn from_sections(t: &toml::Table) -> Result<Self, ConfigError> {
         let job: JobSection = match section(t, "job")? {
-            None => JobSection { kind: default_job(), power: None, damping: None, tol: None, dangling: None },
+            None => JobSection {
+                kind: default_job(),
+                power: None,
+                damping: None,
+                tol: None,
+                dangling: None,
+                local_steps: None,
+                local_batch: None,
+            },
             Some(s) => de(toml::Value::Table(s), "job")?,
         };
         let reader = |kind: &str| match kind {
@@ -615,7 +665,7 @@ impl JobConfig {
         ] {
             if t.contains_key(name)
                 && reader(&job.kind) != by
-                && matches!(job.kind.as_str(), "gd" | "gradient-descent" | "matvec" | "pagerank")
+                && matches!(job.kind.as_str(), "gd" | "gradient-descent" | "fl" | "matvec" | "pagerank")
             {
                 return err(name, format!("is only read by {used}, not job.kind = \"{}\"", job.kind));
             }
@@ -628,6 +678,16 @@ impl JobConfig {
                     return err(
                         &format!("job.{key}"),
                         format!("is only used by job.kind = \"pagerank\", not \"{}\"", job.kind),
+                    );
+                }
+            }
+        }
+        if job.kind != "fl" {
+            for (key, set) in [("local_steps", job.local_steps.is_some()), ("local_batch", job.local_batch.is_some())] {
+                if set {
+                    return err(
+                        &format!("job.{key}"),
+                        format!("is only used by job.kind = \"fl\" (federated learning), not \"{}\"", job.kind),
                     );
                 }
             }
@@ -666,7 +726,7 @@ impl JobConfig {
             _ if job.power.is_some() => {
                 err("job.power", format!("is only used by job.kind = \"matvec\", not \"{}\"", job.kind))
             }
-            "gd" | "gradient-descent" => {
+            "gd" | "gradient-descent" | "fl" => {
                 let data = match section(t, "data")? {
                     None => {
                         return err(
@@ -684,9 +744,15 @@ impl JobConfig {
                     None => None,
                     Some(s) => Some(de(toml::Value::Table(s), "features")?),
                 };
-                Ok(JobConfig::Gd(Box::new(GdConfig { data, model, features })))
+                let local = (job.kind == "fl").then(|| LocalConfig {
+                    local_steps: job.local_steps.unwrap_or(1),
+                    local_batch: job.local_batch.unwrap_or(1.0),
+                });
+                Ok(JobConfig::Gd(Box::new(GdConfig { data, model, features, local })))
             }
-            other => err("job.kind", format!("= \"{other}\" is not known; use \"gd\", \"matvec\" or \"pagerank\"")),
+            other => {
+                err("job.kind", format!("= \"{other}\" is not known; use \"gd\", \"fl\", \"matvec\" or \"pagerank\""))
+            }
         }
     }
 
@@ -695,7 +761,11 @@ impl JobConfig {
         match self {
             JobConfig::Gd(g) => {
                 let mut job = toml::Table::new();
-                job.insert("kind".into(), toml::Value::String("gd".into()));
+                job.insert("kind".into(), toml::Value::String(self.name().into()));
+                if let Some(l) = &g.local {
+                    job.insert("local_steps".into(), toml::Value::Integer(l.local_steps as i64));
+                    job.insert("local_batch".into(), toml::Value::Float(l.local_batch));
+                }
                 t.insert("job".into(), toml::Value::Table(job));
                 t.insert("data".into(), toml::Value::try_from(&g.data).expect("serializes"));
                 t.insert("model".into(), toml::Value::try_from(&g.model).expect("serializes"));
@@ -728,6 +798,7 @@ impl JobConfig {
     /// The config spelling of the job.
     pub fn name(&self) -> &'static str {
         match self {
+            JobConfig::Gd(g) if g.local.is_some() => "fl",
             JobConfig::Gd(_) => "gd",
             JobConfig::Matvec(_) => "matvec",
             JobConfig::Pagerank(_) => "pagerank",
@@ -981,7 +1052,10 @@ impl GdConfig {
         if !(m.c.is_finite() && m.c > 0.0) {
             return err("model.c", format!("= {}: must be positive (η_t = lr/(t + c))", m.c));
         }
-        Ok(())
+        match &self.local {
+            Some(l) => l.validate(m),
+            None => Ok(()),
+        }
     }
 }
 

@@ -25,14 +25,14 @@ pub use exec::{ComputeMode, EngineConfig, NetworkConfig, Rate, RateError, Timing
 pub use faults::{FaultConfig, FaultyConfig};
 pub use job::{
     DataConfig, DataKind, DataOrder, FeatureConfig, FeatureKind, GdConfig, GraphConfig, GraphKind, Init, JobConfig,
-    Labels, Loss, MatrixConfig, MatrixDist, MatvecConfig, ModelConfig, PagerankConfig, Schedule, VectorConfig,
-    MAX_GRAPH_VERTICES, MAX_MATRIX_SIDE,
+    Labels, LocalConfig, Loss, MatrixConfig, MatrixDist, MatvecConfig, ModelConfig, PagerankConfig, Schedule,
+    VectorConfig, MAX_GRAPH_VERTICES, MAX_MATRIX_SIDE,
 };
 pub use links::{DelayConfig, FailConfig, LinksConfig};
 pub use run::RunConfig;
 pub use scheme::{
-    AgcConfig, CegcConfig, ClusterConfig, CodeChoice, ColumnOrder, LinearChoice, MatvecCode, MatvecSchemeConfig,
-    SchemeConfig, ShuffleConfig, Ssi, StarConfig, StaticClusterConfig, TreeConfig,
+    AgcConfig, CegcConfig, ClusterConfig, CodeChoice, ColumnOrder, FederatedConfig, LinearChoice, MatvecCode,
+    MatvecSchemeConfig, SchemeConfig, ShuffleConfig, Ssi, StarConfig, StaticClusterConfig, TreeConfig,
 };
 pub use stragglers::{BernoulliMode, MarkovConfig, PerWorker, RatesConfig, StragglerConfig, TraceConfig, TraceTimes};
 
@@ -362,6 +362,12 @@ impl Config {
                 return err("scheme.kind", format!("= \"{}\" aggregates gradients; a mat-vec job (job.kind = \"matvec\") runs hcmm, uniform-uncoded, lb-uncoded or uniform-coded", self.scheme.kind()))
             }
             (false, true) => return err("scheme.kind", format!("= \"{}\" is a mat-vec scheme: set job.kind = \"matvec\" with a [matrix] section", self.scheme.kind())),
+            _ => {}
+        }
+        let fl = matches!(&self.job, JobConfig::Gd(g) if g.local.is_some());
+        match (fl, self.scheme.federated().is_some()) {
+            (true, false) => return err("scheme.kind", format!("= \"{}\" is not a federated scheme: job.kind = \"fl\" runs fedavg, oracle, diversefl, median, krum, multi-krum, bulyan, resampling or fltrust", self.scheme.kind())),
+            (false, true) if self.matvec().is_none() && self.pagerank().is_none() => return err("scheme.kind", format!("= \"{}\" is a federated scheme: set job.kind = \"fl\" (clients upload local updates, not gradients)", self.scheme.kind())),
             _ => {}
         }
         match (self.pagerank().is_some(), self.scheme.pagerank().is_some()) {

@@ -52,6 +52,119 @@ fn check_byzantine(f: usize, s: usize, per: &str) -> Result<(), ConfigError> {
     Ok(())
 }
 
+/// Parameters of the federated schemes: N clients, the server (rank 0) waiting for the first
+/// `wait` uploads of a round, and what each rule needs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FederatedConfig {
+    /// Number of clients N.
+    pub workers: usize,
+    /// Uploads a round uses: the first K to arrive (default: every client).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait: Option<usize>,
+    /// Faulty uploads Krum, Multi-Krum and Bulyan assume among the K.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub byzantine: Option<usize>,
+    /// Updates Multi-Krum averages (default K − f).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub select: Option<usize>,
+    /// Fraction of each client's rows the server holds (DiverseFL), or of the training set
+    /// (FLTrust's root set).
+    #[serde(default = "default_sample")]
+    pub sample: f64,
+    /// DiverseFL's thresholds: accept iff sign(Δ̃ᵀz) > eps1 and eps2 < ‖z‖/‖Δ̃‖ < eps3.
+    #[serde(default)]
+    pub eps1: f64,
+    /// See `eps1`.
+    #[serde(default = "default_eps2")]
+    pub eps2: f64,
+    /// See `eps1`.
+    #[serde(default = "default_eps3")]
+    pub eps3: f64,
+    /// Resampling: each upload enters this many of the K group means.
+    #[serde(default = "default_resample")]
+    pub resample: usize,
+}
+
+fn default_sample() -> f64 {
+    0.01
+}
+fn default_eps2() -> f64 {
+    0.5
+}
+fn default_eps3() -> f64 {
+    2.0
+}
+fn default_resample() -> usize {
+    2
+}
+
+impl FederatedConfig {
+    /// Uploads a round uses (K).
+    pub fn need(&self) -> usize {
+        self.wait.unwrap_or(self.workers)
+    }
+
+    /// Faulty uploads assumed (f; 0 when not set).
+    pub fn f(&self) -> usize {
+        self.byzantine.unwrap_or(0)
+    }
+
+    fn validate(&self, kind: &str) -> Result<(), ConfigError> {
+        let n = self.workers;
+        if n == 0 {
+            return err("scheme.workers", "must be at least 1 client");
+        }
+        if n > MAX_WORKERS {
+            return err("scheme.workers", format!("= {n}: at most {MAX_WORKERS} clients"));
+        }
+        let k = self.need();
+        if k == 0 || k > n {
+            return err("scheme.wait", format!("= {k}: a round uses between 1 and scheme.workers = {n} uploads"));
+        }
+        if !(self.sample > 0.0 && self.sample <= 1.0) {
+            return err(
+                "scheme.sample",
+                format!("= {}: the fraction of data the server holds must be in (0, 1]", self.sample),
+            );
+        }
+        let ordered = self.eps2 >= 0.0 && self.eps2 < self.eps3;
+        if !ordered || !self.eps1.is_finite() {
+            return err(
+                "scheme.eps2",
+                format!(
+                    "= {}: DiverseFL accepts ‖z‖/‖Δ̃‖ in (eps2, eps3) = ({}, {}): need 0 ≤ eps2 < eps3",
+                    self.eps2, self.eps2, self.eps3
+                ),
+            );
+        }
+        let f = self.f();
+        let (least, why) = match kind {
+            "krum" | "multi-krum" => (2 * f + 3, "Krum needs K ≥ 2f + 3 uploads"),
+            "bulyan" => (4 * f + 3, "Bulyan needs K ≥ 4f + 3 uploads"),
+            "resampling" if self.resample == 0 || self.resample > k => {
+                return err(
+                    "scheme.resample",
+                    format!("= {}: each upload enters 1 to K = {k} group means", self.resample),
+                )
+            }
+            _ => (1, ""),
+        };
+        if k < least {
+            return err(
+                "scheme.byzantine",
+                format!("= {f}: {why} (here {least}), but a round uses K = {k} of {n} clients; assume fewer faulty clients or use more"),
+            );
+        }
+        if let Some(m) = self.select {
+            if m == 0 || m > k - f {
+                return err("scheme.select", format!("= {m}: Multi-Krum averages 1 to K − f = {} updates", k - f));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Parameters of coded and uncoded PageRank: K servers (one MPI rank each, no master), each
 /// vertex Mapped by r of them, Reducers contiguous or `i mod K`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -493,7 +606,30 @@ pub enum SchemeConfig {
     CodedPagerank(ShuffleConfig),
     /// PageRank with the uncoded Shuffle under the same allocation (r = 1: conventional).
     UncodedPagerank(ShuffleConfig),
+    /// Federated: the mean of the uploads (FedAvg).
+    Fedavg(FederatedConfig),
+    /// Federated: the mean of the uploads of clients that are not faulty (it reads `[faults]`;
+    /// the upper reference).
+    Oracle(FederatedConfig),
+    /// Federated: DiverseFL's per-client guiding updates and filter (thesis ch. 7).
+    Diversefl(FederatedConfig),
+    /// Federated: the coordinate-wise median.
+    Median(FederatedConfig),
+    /// Federated: Krum.
+    Krum(FederatedConfig),
+    /// Federated: Multi-Krum.
+    MultiKrum(FederatedConfig),
+    /// Federated: Bulyan.
+    Bulyan(FederatedConfig),
+    /// Federated: resampling (s-replacement), then the median.
+    Resampling(FederatedConfig),
+    /// Federated: FLTrust (the server's root-set update weighs the clients').
+    Fltrust(FederatedConfig),
 }
+
+/// Every federated kind takes every federated key (those of other rules are ignored), so one
+/// config compares the rules with `--set scheme.kind=…`.
+const FL_KEYS: &[&str] = &["workers", "wait", "byzantine", "select", "sample", "eps1", "eps2", "eps3", "resample"];
 
 const STAR_KEYS: &[&str] = &["workers", "s", "draws"];
 const GC_KEYS: &[&str] = &["workers", "s", "draws", "byzantine"];
@@ -530,6 +666,15 @@ impl Tagged for SchemeConfig {
         ("uniform-coded", MV_KEYS),
         ("coded-pagerank", PAGERANK_KEYS),
         ("uncoded-pagerank", PAGERANK_KEYS),
+        ("fedavg", FL_KEYS),
+        ("oracle", FL_KEYS),
+        ("diversefl", FL_KEYS),
+        ("median", FL_KEYS),
+        ("krum", FL_KEYS),
+        ("multi-krum", FL_KEYS),
+        ("bulyan", FL_KEYS),
+        ("resampling", FL_KEYS),
+        ("fltrust", FL_KEYS),
     ];
 
     fn variant(kind: &str, rest: toml::Value) -> Result<Self, ConfigError> {
@@ -548,6 +693,15 @@ impl Tagged for SchemeConfig {
             return err("scheme.workers", "missing: the number of workers N");
         }
         let star = || de::<StarConfig>(rest.clone(), "scheme");
+        if let Some(make) = federated(kind) {
+            if matches!(kind, "krum" | "multi-krum" | "bulyan") && rest.get("byzantine").is_none() {
+                return err(
+                    "scheme.byzantine",
+                    format!("missing: {kind} needs the number of faulty clients it assumes, f"),
+                );
+            }
+            return Ok(make(de(rest, "scheme")?));
+        }
         Ok(match kind {
             "umw" => SchemeConfig::Umw(star()?),
             "ignore" => SchemeConfig::Ignore(star()?),
@@ -615,6 +769,22 @@ impl Tagged for SchemeConfig {
     }
 }
 
+/// The variant of a federated scheme's kind.
+fn federated(kind: &str) -> Option<fn(FederatedConfig) -> SchemeConfig> {
+    Some(match kind {
+        "fedavg" => SchemeConfig::Fedavg,
+        "oracle" => SchemeConfig::Oracle,
+        "diversefl" => SchemeConfig::Diversefl,
+        "median" => SchemeConfig::Median,
+        "krum" => SchemeConfig::Krum,
+        "multi-krum" => SchemeConfig::MultiKrum,
+        "bulyan" => SchemeConfig::Bulyan,
+        "resampling" => SchemeConfig::Resampling,
+        "fltrust" => SchemeConfig::Fltrust,
+        _ => return None,
+    })
+}
+
 impl SchemeConfig {
     pub(super) fn from_section(s: toml::Table) -> Result<Self, ConfigError> {
         <Self as Tagged>::from_section(s)
@@ -641,6 +811,31 @@ impl SchemeConfig {
             SchemeConfig::UniformCoded(_) => "uniform-coded",
             SchemeConfig::CodedPagerank(_) => "coded-pagerank",
             SchemeConfig::UncodedPagerank(_) => "uncoded-pagerank",
+            SchemeConfig::Fedavg(_) => "fedavg",
+            SchemeConfig::Oracle(_) => "oracle",
+            SchemeConfig::Diversefl(_) => "diversefl",
+            SchemeConfig::Median(_) => "median",
+            SchemeConfig::Krum(_) => "krum",
+            SchemeConfig::MultiKrum(_) => "multi-krum",
+            SchemeConfig::Bulyan(_) => "bulyan",
+            SchemeConfig::Resampling(_) => "resampling",
+            SchemeConfig::Fltrust(_) => "fltrust",
+        }
+    }
+
+    /// The federated schemes' parameters, if this is one.
+    pub fn federated(&self) -> Option<&FederatedConfig> {
+        match self {
+            SchemeConfig::Fedavg(c)
+            | SchemeConfig::Oracle(c)
+            | SchemeConfig::Diversefl(c)
+            | SchemeConfig::Median(c)
+            | SchemeConfig::Krum(c)
+            | SchemeConfig::MultiKrum(c)
+            | SchemeConfig::Bulyan(c)
+            | SchemeConfig::Resampling(c)
+            | SchemeConfig::Fltrust(c) => Some(c),
+            _ => None,
         }
     }
 
@@ -676,6 +871,9 @@ impl SchemeConfig {
 
     /// Number of workers N.
     pub fn workers(&self) -> usize {
+        if let Some(c) = self.federated() {
+            return c.workers;
+        }
         match self {
             SchemeConfig::Cr(t) => {
                 (1..=t.layers.min(64) as u32).fold(0usize, |acc, l| acc.saturating_add(t.n.saturating_pow(l)))
@@ -695,11 +893,15 @@ impl SchemeConfig {
             | SchemeConfig::GcFrac(c)
             | SchemeConfig::Rar(c)
             | SchemeConfig::Allreduce(c) => c.workers,
+            _ => unreachable!("federated schemes return above"),
         }
     }
 
     /// Stragglers tolerated (per parent for trees).
     pub fn s(&self) -> usize {
+        if let Some(c) = self.federated() {
+            return c.workers - c.need().min(c.workers);
+        }
         match self {
             SchemeConfig::Cr(t) => t.s,
             SchemeConfig::Cegc(c) => c.s,
@@ -719,6 +921,7 @@ impl SchemeConfig {
             | SchemeConfig::GcFrac(c)
             | SchemeConfig::Rar(c)
             | SchemeConfig::Allreduce(c) => c.s,
+            _ => unreachable!("federated schemes return above"),
         }
     }
 
@@ -735,6 +938,9 @@ impl SchemeConfig {
 
     pub(super) fn validate(&self) -> Result<(), ConfigError> {
         let kind = self.kind();
+        if let Some(c) = self.federated() {
+            return c.validate(kind);
+        }
         let c = match self {
             SchemeConfig::Cr(t) => return t.validate(),
             SchemeConfig::Cegc(c) => return c.validate(),
@@ -752,6 +958,7 @@ impl SchemeConfig {
             | SchemeConfig::GcFrac(c)
             | SchemeConfig::Rar(c)
             | SchemeConfig::Allreduce(c) => c,
+            _ => unreachable!("federated schemes are validated above"),
         };
         let n = c.workers;
         if n == 0 {

@@ -7,6 +7,7 @@ use outrun_codes::{AgcCode, AgcDecoding, Decoder, GroupDecoding, LinearCode, Sur
 use serde::{Deserialize, Serialize};
 
 use super::combine::{Combination, Src, Term};
+use super::federated::FlRule;
 use crate::plan::{Plan, PlanCode};
 
 /// A group of consecutive children that decodes on its own (communication-efficient and
@@ -25,7 +26,7 @@ pub struct GroupSpec {
 }
 
 /// A parent's wait rule, as stored in the plan.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "rule", rename_all = "kebab-case")]
 pub enum Rule {
     /// Wait for every child; sum (uncoded).
@@ -68,6 +69,14 @@ pub enum Rule {
         /// Index into `Plan::codes` (a rows code).
         code: usize,
     },
+    /// A federated server: the first `need` uploads, turned into its step by `how`
+    /// (`roles/federated.rs`).
+    Federated {
+        /// Uploads used.
+        need: usize,
+        /// The aggregation rule.
+        how: FlRule,
+    },
 }
 
 fn is_zero(v: &usize) -> bool {
@@ -79,7 +88,7 @@ impl Rule {
     pub fn need(&self, children: usize) -> usize {
         match *self {
             Rule::Sum | Rule::Groups { .. } | Rule::Clusters { .. } | Rule::Rows { .. } => children,
-            Rule::Rescale { need } | Rule::Decode { need, .. } => need,
+            Rule::Rescale { need } | Rule::Decode { need, .. } | Rule::Federated { need, .. } => need,
         }
     }
 
@@ -94,6 +103,9 @@ impl Rule {
         if let Rule::Rows { .. } = self {
             return "rows until decodable".into();
         }
+        if let Rule::Federated { need, how } = self {
+            return format!("first {need} of {children} uploads, {}", how.describe());
+        }
         let how = match self {
             Rule::Sum => "sum",
             Rule::Rescale { .. } => "rescale",
@@ -105,7 +117,9 @@ impl Rule {
                     self.need(children)
                 )
             }
-            Rule::Groups { .. } | Rule::Clusters { .. } | Rule::Rows { .. } => unreachable!("handled above"),
+            Rule::Groups { .. } | Rule::Clusters { .. } | Rule::Rows { .. } | Rule::Federated { .. } => {
+                unreachable!("handled above")
+            }
         };
         let need = self.need(children);
         if need == children {
@@ -153,10 +167,11 @@ pub trait Aggregator: Send {
     /// The vectors are lengths only (timing simulations): an aggregator may skip the numerical
     /// work of decoding (its combination's terms and lengths must stay right).
     fn lengths_only(&mut self) {}
-    /// Once satisfied, a rule that looks at the values (robust decoding) screens the accepted
-    /// results (`Src::Arrival` order): true to combine now, false to wait for more (it then
+    /// Once satisfied and the node's own parts computed (`own`), a rule that looks at the values
+    /// (robust decoding, federated rules) screens the accepted results (`values`, in
+    /// `Src::Arrival` order): true to combine now, false to wait for more (it then
     /// needs more than it has; [`Aggregator::hopeless`] says when none can come).
-    fn screen(&mut self, _values: &[&[f64]]) -> bool {
+    fn screen(&mut self, _own: &[&[f64]], _values: &[&[f64]]) -> bool {
         true
     }
     /// Whether [`Aggregator::screen`] looks at the values (the time it takes is then logged).
@@ -187,6 +202,9 @@ pub fn aggregator(plan: &Plan, rank: usize, len: usize) -> Box<dyn Aggregator> {
         Rule::Groups { groups } => return Box::new(Grouped::new(plan, node.children.clone(), groups, len)),
         Rule::Clusters { code } => return Box::new(super::clusters::Clustered::new(plan, *code, len)),
         Rule::Rows { code } => return Box::new(super::rows::Rows::new(plan, rank, *code)),
+        Rule::Federated { need, how } => {
+            return Box::new(super::federated::Federated::new(plan, rank, how.clone(), *need, len))
+        }
     };
     Box::new(Count { len, how: combine, tally: Tally::new(k, rule.need(k)) })
 }
@@ -468,7 +486,7 @@ impl Aggregator for Grouped {
         true
     }
 
-    fn screen(&mut self, values: &[&[f64]]) -> bool {
+    fn screen(&mut self, _own: &[&[f64]], values: &[&[f64]]) -> bool {
         for g in self.groups.iter_mut().filter(|g| g.decoded.is_some()) {
             let (Some(r), Codec::Linear { code, .. }) = (g.robust.as_mut(), &g.codec) else { continue };
             if r.screened {

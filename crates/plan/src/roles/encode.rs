@@ -14,6 +14,9 @@ pub enum Encoding {
     /// (if it has children). Every scheme so far.
     #[default]
     Plain,
+    /// The children's combination alone: the node's own parts are what its rule weighs the
+    /// children's results against (a federated server's guiding updates), not part of the sum.
+    Collected,
     /// One message of ⌈len/K⌉ values: the node's part cut into K chunks, combined with the
     /// coefficients of column `column` of the plan's linear code `code` (CommFR-GC).
     Chunked {
@@ -68,6 +71,7 @@ pub fn encoder(plan: &Plan, rank: usize, len: usize) -> Box<dyn Encoder> {
     let node = &plan.nodes[rank];
     match node.send {
         Encoding::Plain => Box::new(Plain { len, own: !node.parts.is_empty(), agg: !node.children.is_empty() }),
+        Encoding::Collected => Box::new(Plain { len, own: false, agg: true }),
         Encoding::Chunked { code, column } => {
             let PlanCode::Linear { code, .. } = &plan.codes[code] else {
                 panic!("a chunked encoding needs a linear code")

@@ -16,9 +16,11 @@ mod aggregate;
 mod clusters;
 mod combine;
 mod encode;
+mod federated;
 mod robust;
 mod rows;
 
 pub use aggregate::{aggregator, Aggregator, GroupSpec, Rule};
 pub use combine::{Combination, Map, Post, Src, Term, Vector};
 pub use encode::{encoder, Encoder, Encoding};
+pub use federated::FlRule;

@@ -79,7 +79,7 @@ impl Aggregator for Robust {
         self.tally.hopeless()
     }
 
-    fn screen(&mut self, values: &[&[f64]]) -> bool {
+    fn screen(&mut self, _own: &[&[f64]], values: &[&[f64]]) -> bool {
         if self.blind {
             return true;
         }

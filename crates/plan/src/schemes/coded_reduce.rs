@@ -47,6 +47,7 @@ pub(crate) fn build(cfg: &Config, sc: &TreeConfig, samples: usize) -> Result<Pla
                 children,
                 parts: if data.is_empty() { vec![] } else { vec![data] },
                 send: Encoding::Plain,
+                sample: None,
             }
         })
         .collect();

@@ -82,6 +82,7 @@ pub(crate) fn build(cfg: &Config, c: &StarConfig, samples: usize) -> Result<Plan
             parts: if rank == 0 { vec![] } else { vec![data] },
             rule: (rank == 0).then_some(rule.clone()),
             send: Encoding::Plain,
+            sample: None,
         })
         .collect();
     Ok(star_plan(cfg, title, samples, s, nodes, codes))

@@ -9,10 +9,12 @@
 //! | `gc-sc`, `gc-dc` | `schemes/clustered.rs` | star |
 //! | `hcmm`, `uniform-uncoded`, `lb-uncoded`, `uniform-coded` (mat-vec) | `schemes/matvec.rs` | star |
 //! | `coded-pagerank`, `uncoded-pagerank` (PageRank) | `schemes/pagerank.rs` | shuffle, no master |
+//! | `fedavg`, `oracle`, `diversefl`, `median`, `krum`, `multi-krum`, `bulyan`, `resampling`, `fltrust` (federated) | `schemes/federated.rs` | star |
 
 mod clustered;
 mod coded_reduce;
 mod communication;
+mod federated;
 mod master_worker;
 mod matvec;
 mod pagerank;
@@ -53,6 +55,7 @@ pub fn build(cfg: &Config, shape: Shape) -> Result<Plan, ConfigError> {
         | SchemeConfig::LbUncoded(c)
         | SchemeConfig::UniformCoded(c) => matvec::build(cfg, c, samples),
         SchemeConfig::CodedPagerank(c) | SchemeConfig::UncodedPagerank(c) => Ok(pagerank::build(cfg, c, samples)),
+        other => Ok(federated::build(cfg, other.federated().expect("the other schemes are matched above"), samples)),
     }?;
     plan.job.features = shape.features;
     Ok(plan)
@@ -133,6 +136,7 @@ pub(crate) fn star(
             parts: vec![],
             rule: Some(rule),
             send: Encoding::Plain,
+            sample: None,
         },
     );
     star_plan(cfg, title, samples, s, nodes, codes)
@@ -140,7 +144,7 @@ pub(crate) fn star(
 
 /// A worker of a star.
 pub(crate) fn worker(rank: usize, parts: Vec<WeightedSet>, send: Encoding) -> Node {
-    Node { rank, worker: Some(rank), parent: Some(0), children: vec![], parts, rule: None, send }
+    Node { rank, worker: Some(rank), parent: Some(0), children: vec![], parts, rule: None, send, sample: None }
 }
 
 #[cfg(test)]
@@ -172,7 +176,9 @@ mod tests {
                     .map(|i| if survivors.contains(&i) { plan.samples as f64 / covered as f64 } else { 0.0 })
                     .collect()
             }
-            Rule::Groups { .. } | Rule::Clusters { .. } | Rule::Rows { .. } => unreachable!("star plans of this test"),
+            Rule::Groups { .. } | Rule::Clusters { .. } | Rule::Rows { .. } | Rule::Federated { .. } => {
+                unreachable!("star plans of this test")
+            }
             Rule::Decode { code, .. } => {
                 let mut dec = Decoder::new(plan.codes[code].gradient().clone());
                 dec.decode(&SurvivorSet::from_indices(n, survivors)).coeffs.clone()

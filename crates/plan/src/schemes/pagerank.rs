@@ -25,6 +25,7 @@ pub(crate) fn build(cfg: &Config, c: &ShuffleConfig, vertices: usize) -> Plan {
             parts: vec![reduced],
             rule: None,
             send: Encoding::Plain,
+            sample: None,
         })
         .collect();
     let title = match (coded, c.r) {

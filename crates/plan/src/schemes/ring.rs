@@ -29,6 +29,7 @@ pub(crate) fn build(cfg: &Config, samples: usize) -> Plan {
             parts: vec![data],
             rule: None,
             send: Encoding::Plain,
+            sample: None,
         })
         .collect();
     let title = if collective {

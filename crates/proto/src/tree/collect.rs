@@ -186,11 +186,13 @@ impl<P: Vector> Collection<P> {
         P::VALUES && self.agg.screens()
     }
 
-    /// Once collected, a rule that looks at the values (robust decoding) screens the accepted
-    /// results: whether to combine now (false: it needs more; it may have become hopeless).
-    pub(super) fn screen(&mut self) -> bool {
+    /// Once collected, a rule that looks at the values (robust decoding, federated rules)
+    /// screens the accepted results against the node's own computed parts `own`: whether to
+    /// combine now (false: it needs more; it may have become hopeless).
+    pub(super) fn screen(&mut self, own: &[P]) -> bool {
+        let own: Vec<&[f64]> = own.iter().filter_map(Vector::values).collect();
         let values: Vec<&[f64]> = self.arrivals.iter().filter_map(Vector::values).collect();
-        self.agg.screen(&values)
+        self.agg.screen(&own, &values)
     }
 
     /// A frame of `bytes` arrived from a child (any kind: the run's count).

@@ -312,7 +312,9 @@ impl<P: Vector> TreeNode<P> {
     /// Send the result (or deliver it, at the root) once the node's parts and its children's
     /// rule are both ready.
     fn try_finish(&mut self, clock: &dyn Clock) {
-        if self.answered || self.own.is_none() || self.below.as_ref().is_some_and(|k| !k.collected()) {
+        // a screening rule's collection ends when its screening passes (`after_arrival`)
+        let pending = |k: &Collection<P>| !k.collected() || (k.screens() && k.active);
+        if self.answered || self.own.is_none() || self.below.as_ref().is_some_and(pending) {
             return;
         }
         let t = self.cur.expect("an iteration in progress");
@@ -485,7 +487,10 @@ impl<P: Vector> TreeNode<P> {
     /// Something arrived for the iteration being collected: finish it, or fail it when the
     /// rule can no longer be met.
     fn after_arrival(&mut self, clock: &dyn Clock, now: f64, t: u64) {
-        if self.below.as_ref().expect("a parent").collected() && self.screen(clock, t) {
+        let k = self.below.as_ref().expect("a parent");
+        if k.collected() && k.screens() && self.own.is_none() {
+            // screened once the node's own parts are computed too (`Input::Computed`)
+        } else if k.collected() && self.screen(clock, t) {
             self.stop_collecting();
             self.try_finish(clock);
         } else if self.below.as_ref().expect("a parent").hopeless() {
@@ -493,15 +498,16 @@ impl<P: Vector> TreeNode<P> {
         }
     }
 
-    /// A rule that looks at the values (robust decoding) screens the collected results: whether
-    /// to combine now. The time it takes goes into the iteration's record (`screen_s`).
+    /// A rule that looks at the values (robust decoding, federated rules) screens the
+    /// collected results and the node's own parts: whether to combine now. The time it takes
+    /// goes into the iteration's record (`screen_s`).
     fn screen(&mut self, clock: &dyn Clock, t: u64) -> bool {
         let k = self.below.as_mut().expect("a parent");
         if !k.screens() {
             return true;
         }
         let t0 = clock.now();
-        let ok = k.screen();
+        let ok = k.screen(self.own.as_deref().unwrap_or(&[]));
         let r = self.record.get_or_insert_with(|| Iter { t, ..Iter::default() });
         *r.collect.screen_s.get_or_insert(0.0) += clock.now() - t0;
         ok
@@ -738,7 +744,12 @@ impl<P: Vector> Machine<P> for TreeNode<P> {
                         r.ready = Some(ready);
                     }
                     self.own = Some(parts);
-                    self.try_finish(clock);
+                    match self.below.as_ref() {
+                        Some(k) if k.screens() && k.active && k.collected() => {
+                            self.after_arrival(clock, clock.now(), t)
+                        }
+                        _ => self.try_finish(clock),
+                    }
                 }
             }
             Input::Timer { id } => self.on_timer(clock, id),

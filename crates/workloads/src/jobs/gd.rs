@@ -22,37 +22,37 @@ use crate::metrics::{normalized_error, Optimizer};
 use crate::net::{Net, BLOCK};
 
 /// One part of a node: its rows, their indices in the data set and their coefficients.
-struct Part {
-    rows: Rows,
-    coef: Vec<f64>,
+pub(super) struct Part {
+    pub(super) rows: Rows,
+    pub(super) coef: Vec<f64>,
     /// With mini-batches: each data row's positions in the part (a row may appear twice), so an
     /// iteration finds its batch's rows in O(b), not by scanning the part.
-    at: HashMap<usize, Vec<usize>>,
+    pub(super) at: HashMap<usize, Vec<usize>>,
 }
 
 /// Gradient descent of a model.
 pub struct GradientDescent {
-    config: GdConfig,
-    seed: u64,
-    samples: usize,
-    p: usize,
-    net: Net,
-    iterations: u64,
-    theta: Vec<f64>,
+    pub(super) config: GdConfig,
+    pub(super) seed: u64,
+    pub(super) samples: usize,
+    pub(super) p: usize,
+    pub(super) net: Net,
+    pub(super) iterations: u64,
+    pub(super) theta: Vec<f64>,
     optimizer: Optimizer,
     batches: Option<Batches>,
     /// The feature map (`[features]`) and the model's input width (q, or p without one).
     map: Option<FeatureMap>,
-    inputs: usize,
+    pub(super) inputs: usize,
     /// The file row of each row (`data.order = "by-label"`), read by [`Job::load`].
     order: Option<Vec<usize>>,
-    parts: HashMap<usize, Vec<Part>>,
-    pace: usize,
+    pub(super) parts: HashMap<usize, Vec<Part>>,
+    pub(super) pace: usize,
     /// θ* (synthetic linear data) and the held-out set, on the logging rank.
     star: Option<Vec<f64>>,
     test: Option<Rows>,
     /// The last iteration applied is one to evaluate on the held-out set (`data.test_every`).
-    evaluate: bool,
+    pub(super) evaluate: bool,
     /// The parts' labels are flipped (a label-flip fault).
     flipped: bool,
 }
@@ -92,7 +92,7 @@ impl GradientDescent {
         &self.theta
     }
 
-    fn rows(&self, idx: &[usize]) -> Result<Rows, DataError> {
+    pub(super) fn rows(&self, idx: &[usize]) -> Result<Rows, DataError> {
         let file_rows: Vec<usize>;
         let idx = match &self.order {
             Some(order) => {
@@ -114,13 +114,31 @@ impl GradientDescent {
     }
 
     /// The parameters' count P.
-    fn params(&self) -> usize {
+    pub(super) fn params(&self) -> usize {
         self.net.len(self.inputs)
     }
 
     /// Samples of iteration `t` (b, or d in full batch).
     fn batch_size(&self, t: u64) -> usize {
         self.batches.as_ref().map_or(self.samples, |b| b.size(t))
+    }
+}
+
+impl GradientDescent {
+    /// Every row, in the allocation's order and through the feature map, and θ₀ (what a serial
+    /// reference starts from).
+    pub(super) fn whole(&self) -> Result<(Rows, Vec<f64>), DataError> {
+        let labels = self.config.model.labels();
+        let mut rows = data::load_all(&self.config.data, self.seed, labels)?;
+        let shape = Shape { samples: self.samples, features: self.p };
+        if let Some(order) = data::row_order(&self.config.data, self.seed, labels, shape)? {
+            rows = rows.select(order);
+        }
+        let theta0 = match self.config.model.init_path.as_deref() {
+            Some(path) => self.net.read_init(path, self.inputs)?,
+            None => self.net.init(self.config.model.init, self.seed, self.inputs),
+        };
+        Ok((self.mapped(rows), theta0))
     }
 }
 
@@ -218,7 +236,7 @@ impl Job for GradientDescent {
         self.params()
     }
 
-    fn work(&self, t: u64) -> f64 {
+    fn work(&self, _rank: usize, t: u64) -> f64 {
         self.net.cost(self.inputs, self.p) * self.batch_size(t) as f64 / self.samples.max(1) as f64
     }
 
@@ -404,17 +422,7 @@ impl Job for GradientDescent {
 
     /// Serial gradient descent on every row (`reference::serial_gd`).
     fn reference(&mut self, _plan: &Plan) -> Result<Vec<f64>, DataError> {
-        let labels = self.config.model.labels();
-        let mut rows = data::load_all(&self.config.data, self.seed, labels)?;
-        let shape = Shape { samples: self.samples, features: self.p };
-        if let Some(order) = data::row_order(&self.config.data, self.seed, labels, shape)? {
-            rows = rows.select(order);
-        }
-        let rows = self.mapped(rows);
-        let theta0 = match self.config.model.init_path.as_deref() {
-            Some(path) => self.net.read_init(path, self.inputs)?,
-            None => self.net.init(self.config.model.init, self.seed, self.inputs),
-        };
+        let (rows, theta0) = self.whole()?;
         let traj = crate::reference::serial_train(&rows, &self.config.model, theta0, self.seed, self.iterations);
         Ok(traj.into_iter().last().expect("θ_0 at least"))
     }

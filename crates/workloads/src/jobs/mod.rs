@@ -5,9 +5,11 @@
 //! | `job.kind` | module | state file | pattern |
 //! |---|---|---|---|
 //! | `gd` | `gd.rs`: (stochastic) gradient descent of a linear model or a network | `theta.txt` | collect tree, ring |
+//! | `fl` | `fl.rs`: federated rounds of local SGD (gradient descent's data and models) | `theta.txt` | star |
 //! | `matvec` | `matvec.rs`: y = A·x by coded rows, or power iteration | `y.txt` | collect tree |
 //! | `pagerank` | `pagerank.rs`: PageRank on a graph | `ranks.txt` | shuffle |
 
+mod fl;
 mod gd;
 mod matvec;
 mod pagerank;
@@ -19,6 +21,7 @@ use outrun_plan::config::JobConfig;
 use outrun_plan::{Config, Plan, Shape};
 use outrun_proto::Frame;
 
+pub use fl::Federated;
 pub use gd::GradientDescent;
 pub use matvec::Matvec;
 pub use pagerank::Pagerank;
@@ -84,10 +87,11 @@ pub trait Job {
     fn len(&self, rank: usize) -> usize;
     /// Length of the model the root broadcasts (and a ring starts from).
     fn model_len(&self) -> usize;
-    /// The cost of iteration `t`'s computation per point a rank holds, in units of one point
-    /// of a full-batch linear model (the modelled compute time's factor: a mini-batch computes
-    /// on b of d points, a network costs more per point).
-    fn work(&self, _t: u64) -> f64 {
+    /// The cost of `rank`'s computation in iteration `t` per point it holds, in units of one
+    /// point of a full-batch linear model (the modelled compute time's factor: a mini-batch
+    /// computes on b of d points, a network costs more per point, a federated client takes E
+    /// local steps).
+    fn work(&self, _rank: usize, _t: u64) -> f64 {
         1.0
     }
     /// Length of the state `apply` returns (the state file's values).
@@ -153,6 +157,7 @@ pub trait GraphJob {
 /// The job of `plan`.
 pub fn job(plan: &Plan) -> Box<dyn Job> {
     match &plan.job.config {
+        JobConfig::Gd(c) if c.local.is_some() => Box::new(Federated::new(plan, c)),
         JobConfig::Gd(c) => Box::new(GradientDescent::new(plan, c)),
         JobConfig::Matvec(c) => Box::new(Matvec::new(plan, c)),
         JobConfig::Pagerank(c) => Box::new(Pagerank::new(plan, c)),

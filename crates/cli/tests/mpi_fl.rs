@@ -1,0 +1,261 @@
+//! Federated learning with faulty clients, through `mpirun` (`job.kind = "fl"`). With one
+//! full-batch local step and `sample = 1.0`, DiverseFL's guiding update of a client is the
+//! client's own update, so under sign-flipping clients DiverseFL rejects exactly the faulty ones
+//! and equals the oracle, and both equal FedAvg over the honest clients as this test computes it
+//! (its own logistic gradient, below); FedAvg under the same faults does not. Every other rule
+//! (median, Krum, Multi-Krum, Bulyan, resampling, FLTrust) equals the test's own implementation
+//! applied to the uploads the test computes, θ within 1e-9 over the run.
+
+mod common;
+
+use common::*;
+
+const CFG: &str = r#"
+[run]
+name = "fl"
+seed = 23
+iterations = 10
+deadline = 20.0
+trajectory = true
+
+[job]
+kind = "fl"
+local_steps = 1
+local_batch = 1.0
+
+[data]
+kind = "logistic-synthetic"
+samples = 1100
+features = 8
+
+[model]
+loss = "logistic"
+lr = 0.5
+l2 = 1e-3
+
+[scheme]
+kind = "diversefl"
+workers = 11
+sample = 1.0
+byzantine = 2
+
+[faults]
+kind = "sign-flip"
+workers = [3, 8]
+"#;
+
+/// The clients' uploads at θ as this test computes them: client k of N holds rows
+/// [start_k, start_k + len_k) (near-equal blocks, larger first) and takes one full-batch step of
+/// logistic regression, Δ_k = η(Σ(σ(xᵀθ) − y)x/m + λθ); the clients in `faulty` send −Δ_k.
+/// With `all`, one more: the same step on every row (FLTrust's root set at sample = 1).
+fn uploads(rows: &outrun_workloads::data::Rows, n: usize, theta: &[f64], faulty: &[usize], all: bool) -> Vec<Vec<f64>> {
+    let (d, p) = (rows.len(), rows.p());
+    let (eta, l2) = (0.5, 1e-3);
+    let step = |block: std::ops::Range<usize>| {
+        let m = block.len() as f64;
+        let mut g = vec![0.0; p];
+        for j in block {
+            let x = rows.row(j);
+            let z: f64 = x.iter().zip(theta).map(|(a, b)| a * b).sum();
+            let r = 1.0 / (1.0 + (-z).exp()) - rows.y[j];
+            g.iter_mut().zip(x).for_each(|(gk, xk)| *gk += r * xk);
+        }
+        (0..p).map(|i| eta * (g[i] / m + l2 * theta[i])).collect::<Vec<f64>>()
+    };
+    let mut out = vec![];
+    let mut start = 0;
+    for k in 0..n {
+        let len = d / n + usize::from(k < d % n);
+        let delta = step(start..start + len);
+        start += len;
+        let sign = if faulty.contains(&(k + 1)) { -1.0 } else { 1.0 };
+        out.push(delta.iter().map(|v| sign * v).collect());
+    }
+    if all {
+        out.push(step(0..d));
+    }
+    out
+}
+
+/// θ_0 … θ_T of the config with `sets` when the server moves θ by `rule(uploads, t)`.
+/// A server's rule: its step from the round's uploads and the round.
+type Rule = dyn Fn(&[Vec<f64>], u64) -> Vec<f64>;
+
+fn own_run(sets: &[String], all: bool, rule: &Rule) -> Vec<Vec<f64>> {
+    let cfg = outrun_plan::config::parse(CFG, sets).unwrap();
+    let rows = outrun_workloads::data::load_all(cfg.data(), cfg.run.seed, cfg.model().labels()).unwrap();
+    let mut theta = vec![0.0; rows.p()];
+    let mut traj = vec![theta.clone()];
+    for t in 0..cfg.run.iterations {
+        let step = rule(&uploads(&rows, cfg.workers(), &theta, &[3, 8], all), t);
+        theta.iter_mut().zip(&step).for_each(|(th, s)| *th -= s);
+        traj.push(theta.clone());
+    }
+    traj
+}
+
+fn mean(v: &[&Vec<f64>]) -> Vec<f64> {
+    (0..v[0].len()).map(|i| v.iter().map(|z| z[i]).sum::<f64>() / v.len() as f64).collect()
+}
+
+fn median(mut col: Vec<f64>) -> f64 {
+    col.sort_by(f64::total_cmp);
+    let n = col.len();
+    if n % 2 == 1 {
+        col[n / 2]
+    } else {
+        (col[n / 2 - 1] + col[n / 2]) / 2.0
+    }
+}
+
+fn coordinate_median(v: &[&Vec<f64>]) -> Vec<f64> {
+    (0..v[0].len()).map(|i| median(v.iter().map(|z| z[i]).collect())).collect()
+}
+
+fn dist2(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| (x - y).powi(2)).sum()
+}
+
+/// Krum's choice order among `v`: scores are the sums of the K − f − 2 smallest squared
+/// distances to the others.
+fn krum_order(v: &[&Vec<f64>], f: usize) -> Vec<usize> {
+    let k = v.len();
+    let score = |i: usize| {
+        let mut d: Vec<f64> = (0..k).filter(|&j| j != i).map(|j| dist2(v[i], v[j])).collect();
+        d.sort_by(f64::total_cmp);
+        d.iter().take(k.saturating_sub(f + 2)).sum::<f64>()
+    };
+    let mut idx: Vec<usize> = (0..k).collect();
+    idx.sort_by(|&a, &b| score(a).total_cmp(&score(b)).then(a.cmp(&b)));
+    idx
+}
+
+fn all(u: &[Vec<f64>]) -> Vec<&Vec<f64>> {
+    u.iter().collect()
+}
+
+fn norm(v: &[f64]) -> f64 {
+    v.iter().map(|x| x * x).sum::<f64>().sqrt()
+}
+
+#[test]
+fn diversefl_and_the_oracle_equal_fedavg_over_the_honest_clients_and_fedavg_does_not() {
+    for kind in ["diversefl", "oracle"] {
+        let (run, dir, _, sets) = train(&format!("fl-{kind}"), CFG, &[&format!("scheme.kind={kind}")]);
+        assert_eq!(run.code, Some(0), "{kind}: {}", run.stderr);
+        let honest = |u: &[Vec<f64>], _| mean(&[0, 1, 3, 4, 5, 6, 8, 9, 10].map(|k| &u[k]));
+        let diff = max_rel_diff(&trajectory(&dir), &own_run(&sets, false, &honest));
+        assert!(diff <= 1e-9, "{kind}: θ differs from FedAvg over the honest clients by {diff:e}");
+        let rows = iterations(&dir);
+        assert_eq!(rows.len(), 10);
+        for r in &rows {
+            assert_eq!(r["used"], "9", "{kind}: {r:?}");
+            assert_eq!(r["faulty_used"], "", "{kind}: a faulty client got through: {r:?}");
+        }
+        let s = summary(&dir);
+        assert_eq!((s["job"].as_str(), s["faulty_results_used"].as_u64()), (Some("fl"), Some(0)));
+        if kind == "diversefl" {
+            // the filter rejected the flipped uploads, and logged C₁ = −1, C₂ = 1 for them
+            assert!(rows.iter().all(|r| r["rejected"] == "3 8"), "{rows:?}");
+            let master = iter_records(&dir, 0);
+            let sim = master[0]["similarity"].as_array().expect("similarity notes");
+            assert_eq!(sim.len(), 11);
+            for e in sim {
+                let (rank, c1, c2) = (e[0].as_u64().unwrap(), e[1].as_f64().unwrap(), e[2].as_f64().unwrap());
+                let want = if rank == 3 || rank == 8 { -1.0 } else { 1.0 };
+                assert_eq!(c1, want, "rank {rank}");
+                assert!((c2 - 1.0).abs() < 1e-12, "rank {rank}: C₂ = {c2}");
+            }
+            assert!(master.iter().any(|r| r.get("screen_s").is_some()), "the filter's time is logged");
+        }
+        eprintln!("{kind}: max relative θ difference to the test's FedAvg = {diff:.2e}");
+    }
+    let (run, dir, _, sets) = train("fl-fedavg", CFG, &["scheme.kind=fedavg"]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let honest = |u: &[Vec<f64>], _| mean(&[0, 1, 3, 4, 5, 6, 8, 9, 10].map(|k| &u[k]));
+    let diff = max_rel_diff(&trajectory(&dir), &own_run(&sets, false, &honest));
+    assert!(diff > 0.05, "FedAvg under sign flips moved only {diff:e} from the honest FedAvg");
+    assert!(iterations(&dir).iter().all(|r| r["faulty_used"] == "3 8"));
+    assert_eq!(summary(&dir)["faulty_iterations"], 10);
+}
+
+#[test]
+fn every_robust_rule_equals_the_tests_own_implementation_on_the_same_uploads() {
+    let cases: Vec<(&str, bool, Box<Rule>, u64)> = vec![
+        ("fedavg", false, Box::new(|u, _| mean(&all(u))), 20),
+        ("median", false, Box::new(|u, _| coordinate_median(&all(u))), 20),
+        ("krum", false, Box::new(|u, _| u[krum_order(&all(u), 2)[0]].clone()), 0),
+        (
+            "multi-krum",
+            false,
+            Box::new(|u, _| {
+                let v = all(u);
+                mean(&krum_order(&v, 2)[..9].iter().map(|&i| v[i]).collect::<Vec<_>>())
+            }),
+            u64::MAX,
+        ),
+        (
+            "bulyan",
+            false,
+            Box::new(|u, _| {
+                let mut pool: Vec<&Vec<f64>> = all(u);
+                let mut chosen = vec![];
+                while chosen.len() < 7 {
+                    let pick = krum_order(&pool, 2)[0];
+                    chosen.push(pool.remove(pick));
+                }
+                (0..chosen[0].len())
+                    .map(|i| {
+                        let med = median(chosen.iter().map(|z| z[i]).collect());
+                        let mut col: Vec<f64> = chosen.iter().map(|z| z[i]).collect();
+                        col.sort_by(|a, b| (a - med).abs().total_cmp(&(b - med).abs()));
+                        col[..3].iter().sum::<f64>() / 3.0
+                    })
+                    .collect()
+            }),
+            u64::MAX,
+        ),
+        (
+            "resampling",
+            false,
+            Box::new(|u, t| {
+                let mut rng = outrun_codes::Rng::from_key(&[23, outrun_codes::domain::SAMPLE, t]);
+                let groups = outrun_codes::resample_groups(11, 2, &mut rng);
+                let means: Vec<Vec<f64>> =
+                    groups.iter().map(|g| mean(&g.iter().map(|&i| &u[i]).collect::<Vec<_>>())).collect();
+                coordinate_median(&means.iter().collect::<Vec<_>>())
+            }),
+            20,
+        ),
+        (
+            "fltrust",
+            true,
+            Box::new(|u, _| {
+                let (root, clients) = u.split_last().unwrap();
+                let w: Vec<f64> = clients
+                    .iter()
+                    .map(|z| (root.iter().zip(z).map(|(a, b)| a * b).sum::<f64>() / (norm(root) * norm(z))).max(0.0))
+                    .collect();
+                let total: f64 = w.iter().sum();
+                (0..root.len())
+                    .map(|i| {
+                        clients.iter().zip(&w).map(|(z, wk)| wk * norm(root) / norm(z) * z[i]).sum::<f64>() / total
+                    })
+                    .collect()
+            }),
+            0,
+        ),
+    ];
+    for (kind, root, rule, faulty) in cases {
+        let sample = if root { "scheme.sample=1.0" } else { "scheme.sample=0.2" };
+        let (run, dir, _, sets) = train(&format!("fl-{kind}"), CFG, &[&format!("scheme.kind={kind}"), sample]);
+        assert_eq!(run.code, Some(0), "{kind}: {}", run.stderr);
+        let diff = max_rel_diff(&trajectory(&dir), &own_run(&sets, root, &rule));
+        assert!(diff <= 1e-9, "{kind}: θ differs from the test's own {kind} by {diff:e}");
+        let used = summary(&dir)["faulty_results_used"].as_u64().unwrap();
+        if faulty != u64::MAX {
+            assert_eq!(used, faulty, "{kind}: flipped uploads used");
+        }
+        eprintln!("{kind}: max relative θ difference to the test's own = {diff:.2e}, flipped uploads used {used}");
+    }
+}

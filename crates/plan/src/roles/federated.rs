@@ -1,0 +1,367 @@
+//! Federated aggregation (`scheme.kind` = `fedavg`, `oracle`, `diversefl`, `median`, `krum`,
+//! `multi-krum`, `bulyan`, `resampling`, `fltrust`): the server's rule over the first K of its
+//! clients' uploads Δⱼ (the job's payload: the update, then the client's loss).
+//!
+//! The rules that weigh uploads by their values screen them once K have arrived and the
+//! server's own parts are computed ([`Aggregator::screen`] sees both): DiverseFL compares upload
+//! j with the guiding update the server computed on its sample of client j's data (own part j),
+//! FLTrust every upload with the server's root-set update (own part 0). Averaging rules (FedAvg,
+//! the oracle, DiverseFL, Krum, Multi-Krum, FLTrust) are linear combinations of the kept
+//! uploads; the median, Bulyan and resampling gather the kept uploads and apply a coordinate-wise
+//! [`Map`]. The mathematics is `outrun_codes::federated`; every decision reads the update, never
+//! the trailing loss, which is combined like the rest.
+
+use std::sync::Arc;
+
+use outrun_codes::{
+    bulyan_select, closest_mean, coordinate_median, diversefl_test, domain, fltrust_coefficients, krum,
+    resample_groups, Rng, Thresholds,
+};
+use serde::{Deserialize, Serialize};
+
+use super::aggregate::{Aggregator, Tally};
+use super::combine::{Combination, Map, Post, Src, Term};
+use crate::faults::Faults;
+use crate::plan::Plan;
+
+/// How a federated server turns the uploads it uses into its step.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "how", rename_all = "kebab-case")]
+pub enum FlRule {
+    /// The mean (FedAvg).
+    Mean,
+    /// The mean of the uploads of clients `[faults]` does not corrupt this round.
+    Oracle,
+    /// The mean of the uploads DiverseFL's filter accepts.
+    Diversefl {
+        /// sign(Δ̃ᵀz) must exceed it.
+        eps1: f64,
+        /// ‖z‖/‖Δ̃‖ must exceed it.
+        eps2: f64,
+        /// ‖z‖/‖Δ̃‖ must be below it.
+        eps3: f64,
+    },
+    /// The coordinate-wise median.
+    Median,
+    /// The mean of the `m` uploads of lowest Krum score, assuming `f` faulty (Krum: m = 1).
+    Krum {
+        /// Faulty uploads assumed.
+        f: usize,
+        /// Uploads averaged.
+        m: usize,
+    },
+    /// Bulyan, assuming `f` faulty.
+    Bulyan {
+        /// Faulty uploads assumed.
+        f: usize,
+    },
+    /// The median of K means of `s` uploads each (every upload in `s` of them).
+    Resampling {
+        /// Uploads per group mean.
+        s: usize,
+    },
+    /// FLTrust's weights against the server's root-set update.
+    Fltrust,
+}
+
+impl FlRule {
+    /// One line for plans and titles.
+    pub fn describe(&self) -> String {
+        match self {
+            FlRule::Mean => "mean".into(),
+            FlRule::Oracle => "mean of the clients that are not faulty".into(),
+            FlRule::Diversefl { eps1, eps2, eps3 } => {
+                format!("mean of those with sign(Δ̃ᵀz) > {eps1} and {eps2} < ‖z‖/‖Δ̃‖ < {eps3}")
+            }
+            FlRule::Median => "coordinate-wise median".into(),
+            FlRule::Krum { f, m: 1 } => format!("Krum (f = {f})"),
+            FlRule::Krum { f, m } => format!("mean of the {m} best by Krum's score (f = {f})"),
+            FlRule::Bulyan { f } => format!("Bulyan (f = {f})"),
+            FlRule::Resampling { s } => format!("median of means of {s} resampled uploads"),
+            FlRule::Fltrust => "FLTrust weights against the server's root-set update".into(),
+        }
+    }
+}
+
+/// What the screening decided: weights of the arrivals (a linear rule), or the arrivals to
+/// gather (positions) and the map applied to them.
+enum Decision {
+    Weights(Vec<f64>),
+    Mapped(Vec<usize>, Arc<dyn Map>),
+}
+
+/// A federated server's collection of one round.
+pub(super) struct Federated {
+    rule: FlRule,
+    tally: Tally,
+    len: usize,
+    t: u64,
+    seed: u64,
+    faults: Faults,
+    /// Each child's worker id and rank.
+    workers: Vec<usize>,
+    ranks: Vec<usize>,
+    decision: Option<Decision>,
+    similarity: Option<Vec<(usize, f64, f64)>>,
+    /// Timing simulations: no values to weigh.
+    blind: bool,
+}
+
+impl Federated {
+    pub(super) fn new(plan: &Plan, rank: usize, rule: FlRule, need: usize, len: usize) -> Self {
+        let children = &plan.nodes[rank].children;
+        Federated {
+            rule,
+            tally: Tally::new(children.len(), need),
+            len,
+            t: 0,
+            seed: plan.run.seed,
+            faults: plan.faults.clone(),
+            workers: children.iter().map(|&c| plan.nodes[c].worker.unwrap_or(0)).collect(),
+            ranks: children.clone(),
+            decision: None,
+            similarity: None,
+            blind: false,
+        }
+    }
+
+    /// The update part of a payload (everything but the trailing loss).
+    fn update<'a>(&self, v: &'a [f64]) -> &'a [f64] {
+        &v[..self.len.saturating_sub(1).min(v.len())]
+    }
+
+    /// What to do with the arrivals, from their values (in child order, so a decision never
+    /// depends on the order they arrived in) and the server's own parts.
+    fn decide(&mut self, own: &[&[f64]], values: &[&[f64]]) -> Decision {
+        let mut by_child: Vec<usize> = (0..values.len()).collect();
+        by_child.sort_by_key(|&j| self.tally.order[j]);
+        let sorted: Vec<&[f64]> = by_child.iter().map(|&j| values[j]).collect();
+        let children: Vec<usize> = by_child.iter().map(|&j| self.tally.order[j]).collect();
+        let order = std::mem::replace(&mut self.tally.order, children);
+        let decision = self.decide_sorted(own, &sorted);
+        self.tally.order = order;
+        match decision {
+            Decision::Weights(w) => {
+                let mut out = vec![0.0; w.len()];
+                by_child.iter().zip(w).for_each(|(&j, x)| out[j] = x);
+                Decision::Weights(out)
+            }
+            Decision::Mapped(kept, map) => Decision::Mapped(kept.iter().map(|&i| by_child[i]).collect(), map),
+        }
+    }
+
+    /// [`Self::decide`] on arrivals sorted by child (the tally's order sorted alike).
+    fn decide_sorted(&mut self, own: &[&[f64]], values: &[&[f64]]) -> Decision {
+        let k = values.len();
+        let updates: Vec<&[f64]> = values.iter().map(|v| self.update(v)).collect();
+        let mean_of = |keep: &[usize]| {
+            let mut w = vec![0.0; k];
+            keep.iter().for_each(|&j| w[j] = 1.0 / keep.len() as f64);
+            Decision::Weights(w)
+        };
+        let len = self.len;
+        match self.rule {
+            FlRule::Mean | FlRule::Oracle => self.linear(),
+            FlRule::Diversefl { eps1, eps2, eps3 } => {
+                let eps = Thresholds { eps1, eps2, eps3 };
+                let mut notes = Vec::with_capacity(k);
+                let keep: Vec<usize> = (0..k)
+                    .filter(|&j| {
+                        let child = self.tally.order[j];
+                        let s = diversefl_test(self.update(own[child]), updates[j]);
+                        notes.push((self.ranks[child], s.c1, s.c2));
+                        eps.accept(s)
+                    })
+                    .collect();
+                self.similarity = Some(notes);
+                mean_of(&keep)
+            }
+            FlRule::Krum { f, m } => mean_of(&krum(&updates, f, m)),
+            FlRule::Fltrust => {
+                let root = self.update(own[0]);
+                let w = fltrust_coefficients(root, &updates);
+                self.similarity = Some((0..k).map(|j| (self.ranks[self.tally.order[j]], w[j].signum(), 0.0)).collect());
+                Decision::Weights(w)
+            }
+            FlRule::Median => Decision::Mapped((0..k).collect(), Arc::new(Median { k, len })),
+            FlRule::Bulyan { f } => {
+                let chosen = bulyan_select(&updates, f);
+                let beta = chosen.len() - 2 * f;
+                let map = Arc::new(Trimmed { k: chosen.len(), len, beta });
+                Decision::Mapped(chosen, map)
+            }
+            FlRule::Resampling { s } => {
+                let mut rng = Rng::from_key(&[self.seed, domain::SAMPLE, self.t]);
+                let groups = resample_groups(k, s, &mut rng);
+                Decision::Mapped((0..k).collect(), Arc::new(Resampled { groups, len }))
+            }
+        }
+    }
+
+    /// The rules decided without values: the mean, or the oracle's mean of clients not faulty.
+    fn linear(&self) -> Decision {
+        let k = self.tally.order.len();
+        let keep: Vec<usize> = match self.rule {
+            FlRule::Oracle => {
+                (0..k).filter(|&j| self.faults.at(self.workers[self.tally.order[j]], self.t).is_none()).collect()
+            }
+            _ => (0..k).collect(),
+        };
+        let mut w = vec![0.0; k];
+        keep.iter().for_each(|&j| w[j] = 1.0 / keep.len() as f64);
+        Decision::Weights(w)
+    }
+}
+
+impl Aggregator for Federated {
+    fn begin(&mut self, t: u64) {
+        self.t = t;
+        self.tally.clear();
+        self.decision = None;
+        self.similarity = None;
+    }
+
+    fn offer(&mut self, idx: usize, round: u32) -> bool {
+        self.tally.offer(idx, round)
+    }
+
+    fn fail(&mut self, idx: usize) {
+        self.tally.fail(idx);
+    }
+
+    fn satisfied(&self) -> bool {
+        self.tally.satisfied()
+    }
+
+    fn hopeless(&self) -> bool {
+        self.tally.hopeless()
+    }
+
+    fn screens(&self) -> bool {
+        !self.blind && !matches!(self.rule, FlRule::Mean | FlRule::Oracle)
+    }
+
+    fn screen(&mut self, own: &[&[f64]], values: &[&[f64]]) -> bool {
+        self.decision = Some(self.decide(own, values));
+        true
+    }
+
+    fn combine(&mut self) -> Combination {
+        let k = self.tally.order.len();
+        let decision = match self.decision.take() {
+            Some(d) => d,
+            // the rules that need no values, and timing simulations (every upload, in the map's shape)
+            None => match self.rule {
+                FlRule::Median | FlRule::Resampling { .. } | FlRule::Bulyan { .. } => {
+                    Decision::Mapped((0..k).collect(), Arc::new(Median { k, len: self.len }))
+                }
+                _ => self.linear(),
+            },
+        };
+        let whole = |j: usize, to: usize, coef: f64| Term { src: Src::Arrival(j), from: 0, to, len: self.len, coef };
+        let (mut c, kept) = match decision {
+            Decision::Weights(w) => {
+                let kept: Vec<usize> = (0..k).filter(|&j| w[j] != 0.0).collect();
+                (Combination::exact(self.len, kept.iter().map(|&j| whole(j, 0, w[j])).collect()), kept)
+            }
+            Decision::Mapped(kept, map) => {
+                let terms = kept.iter().enumerate().map(|(i, &j)| whole(j, i * self.len, 1.0)).collect();
+                let mut c = Combination::exact(self.len, terms);
+                c.post = Some(Post(map));
+                (c, kept)
+            }
+        };
+        c.used = kept.iter().map(|&j| self.tally.order[j]).collect();
+        c.rejected = (0..k).filter(|j| !kept.contains(j)).map(|j| self.tally.order[j]).collect();
+        c.rejected.sort_unstable();
+        if matches!(self.rule, FlRule::Median | FlRule::Resampling { .. }) {
+            c.rejected.clear(); // every upload enters the median
+        }
+        c.notes.similarity = self.similarity.take();
+        c
+    }
+
+    fn needs(&self) -> String {
+        format!("{} of {} uploads", self.tally.need, self.tally.k)
+    }
+
+    fn lengths_only(&mut self) {
+        self.blind = true;
+    }
+}
+
+/// The coordinate-wise median of `k` gathered payloads of `len` values.
+#[derive(Debug)]
+struct Median {
+    k: usize,
+    len: usize,
+}
+
+fn blocks(z: &[f64], len: usize) -> Vec<&[f64]> {
+    z.chunks(len).collect()
+}
+
+impl Map for Median {
+    fn in_len(&self) -> usize {
+        self.k * self.len
+    }
+    fn out_len(&self) -> usize {
+        self.len
+    }
+    fn apply(&self, z: &[f64]) -> Vec<f64> {
+        coordinate_median(&blocks(z, self.len))
+    }
+}
+
+/// Bulyan's second stage over `k` gathered payloads: per coordinate, the mean of the `beta`
+/// values closest to the median.
+#[derive(Debug)]
+struct Trimmed {
+    k: usize,
+    len: usize,
+    beta: usize,
+}
+
+impl Map for Trimmed {
+    fn in_len(&self) -> usize {
+        self.k * self.len
+    }
+    fn out_len(&self) -> usize {
+        self.len
+    }
+    fn apply(&self, z: &[f64]) -> Vec<f64> {
+        closest_mean(&blocks(z, self.len), self.beta)
+    }
+}
+
+/// Resampling: the median of the groups' means.
+#[derive(Debug)]
+struct Resampled {
+    groups: Vec<Vec<usize>>,
+    len: usize,
+}
+
+impl Map for Resampled {
+    fn in_len(&self) -> usize {
+        self.groups.len() * self.len
+    }
+    fn out_len(&self) -> usize {
+        self.len
+    }
+    fn apply(&self, z: &[f64]) -> Vec<f64> {
+        let v = blocks(z, self.len);
+        let means: Vec<Vec<f64>> = self
+            .groups
+            .iter()
+            .map(|g| {
+                let mut m = vec![0.0; self.len];
+                for &i in g {
+                    m.iter_mut().zip(v[i]).for_each(|(a, b)| *a += b);
+                }
+                m.iter_mut().for_each(|a| *a /= g.len() as f64);
+                m
+            })
+            .collect();
+        coordinate_median(&means.iter().map(Vec::as_slice).collect::<Vec<_>>())
+    }
+}

@@ -451,3 +451,72 @@ fn a_checked_data_file_is_not_parsed_again_until_it_changes() {
     std::fs::write(&data, "1 1:0.5 2:1\n0 2:1.5\n1 1:2\n0 1:1\n").unwrap();
     assert!(check(false).contains("d = 4"));
 }
+
+#[test]
+fn bad_federated_settings_get_one_line_naming_the_key() {
+    let dir = tempdir("cli-fl");
+    let c = dir.join("fl.toml");
+    std::fs::write(
+        &c,
+        "[run]\nname='fl'\niterations=3\n[job]\nkind='fl'\n[data]\nkind='logistic-synthetic'\nsamples=300\nfeatures=4\n[model]\nloss='logistic'\nlr=0.1\n[scheme]\nkind='diversefl'\nworkers=11\n[faults]\nkind='sign-flip'\nworkers=[2]\n",
+    )
+    .unwrap();
+    let c = c.display().to_string();
+    let ok = outrun(&["plan", &c]);
+    assert_eq!(ok.code, Some(0), "{}", ok.stderr);
+    assert!(
+        ok.stdout.contains("first 11 of 11 uploads, mean of those with sign(Δ̃ᵀz) > 0 and 0.5 < ‖z‖/‖Δ̃‖ < 2"),
+        "{}",
+        ok.stdout
+    );
+    for (sets, want) in [
+        (&["scheme.sample=0"][..], "scheme.sample = 0: the fraction of data the server holds must be in (0, 1]"),
+        (&["scheme.sample=1.5"], "scheme.sample = 1.5: the fraction"),
+        (&["job.local_steps=0"], "job.local_steps: must be at least 1"),
+        (
+            &["job.local_batch=0"],
+            "job.local_batch = 0: the fraction of a client's rows in a local batch must be in (0, 1]",
+        ),
+        (&["scheme.kind=krum"], "scheme.byzantine: missing: krum needs the number of faulty clients it assumes"),
+        (
+            &["scheme.kind=krum", "scheme.byzantine=5"],
+            "scheme.byzantine = 5: Krum needs K ≥ 2f + 3 uploads (here 13), but a round uses K = 11",
+        ),
+        (
+            &["scheme.kind=bulyan", "scheme.byzantine=3"],
+            "scheme.byzantine = 3: Bulyan needs K ≥ 4f + 3 uploads (here 15)",
+        ),
+        (
+            &["scheme.kind=bulyan", "scheme.byzantine=2", "scheme.wait=10"],
+            "Bulyan needs K ≥ 4f + 3 uploads (here 11), but a round uses K = 10",
+        ),
+        (
+            &["scheme.kind=multi-krum", "scheme.byzantine=2", "scheme.select=10"],
+            "scheme.select = 10: Multi-Krum averages 1 to K − f = 9 updates",
+        ),
+        (&["scheme.wait=12"], "scheme.wait = 12: a round uses between 1 and scheme.workers = 11 uploads"),
+        (&["scheme.eps2=3"], "scheme.eps2 = 3: DiverseFL accepts"),
+        (
+            &["scheme.kind=resampling", "scheme.resample=0"],
+            "scheme.resample = 0: each upload enters 1 to K = 11 group means",
+        ),
+        (&["model.momentum=0.9"], "model.momentum: federated clients take plain SGD steps"),
+        (&["model.batch=10"], "model.batch: a federated job's batches are job.local_batch"),
+        (&["scheme.kind=umw"], "scheme.kind = \"umw\" is not a federated scheme"),
+        (&["job.kind=gd"], "scheme.kind = \"diversefl\" is a federated scheme: set job.kind = \"fl\""),
+        (
+            &["job.kind=gd", "job.local_steps=2", "scheme.kind=umw"],
+            "job.local_steps: is only used by job.kind = \"fl\"",
+        ),
+    ] {
+        let mut args = vec!["check", &c];
+        for s in sets {
+            args.extend(["--set", s]);
+        }
+        let r = outrun(&args);
+        assert_eq!(r.code, Some(2), "{sets:?}: {}", r.stderr);
+        let line = r.stderr.trim();
+        assert_eq!(line.lines().count(), 1, "{sets:?}: {line}");
+        assert!(line.contains(want), "{sets:?}: {line}");
+    }
+}

@@ -1,0 +1,95 @@
+//! Federated learning in the simulator's arithmetic pass: the oracle, with several local steps
+//! on local mini-batches of a ReLU network (BLAS) under label-flipping clients, equals the job's
+//! serial reference (FedAvg over the honest clients by plain per-sample loops on the same
+//! batches); a round that uses the first K uploads leaves the slow clients out.
+
+use outrun_plan::config::parse;
+use outrun_sim::{simulate, Math, Options};
+use outrun_workloads::metrics::relative_diff;
+
+const CFG: &str = r#"
+[run]
+name = "simfl"
+seed = 9
+iterations = 8
+[job]
+kind = "fl"
+local_steps = 3
+local_batch = 0.5
+[data]
+kind = "softmax-synthetic"
+samples = 660
+features = 5
+[model]
+loss = "softmax"
+classes = 3
+hidden = [6]
+lr = 0.2
+l2 = 1e-3
+[scheme]
+kind = "oracle"
+workers = 11
+[faults]
+kind = "label-flip"
+workers = [4, 9]
+[timing]
+compute = "modelled"
+a = 1e-4
+"#;
+
+/// The final θ of a simulated run, the job's reference, and the master's iteration records.
+fn run(sets: &[&str]) -> (Vec<f64>, Vec<f64>, Vec<serde_json::Value>) {
+    let tag = sets.join("_").replace(['=', '.', '[', ']', ',', ' ', '"'], "");
+    let out = std::env::temp_dir().join(format!("outrun-simfl-{}-{tag}", std::process::id()));
+    let mut all: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    all.push(format!("run.out_dir={}", out.display()));
+    let cfg = parse(CFG, &all).unwrap();
+    let plan = outrun_workloads::resolve(&cfg).unwrap();
+    let sim = simulate(&plan, &cfg.to_toml(), &Options { trials: 1, math: Math::On, write: true }).unwrap();
+    let dir = sim.run_dir.unwrap();
+    let theta = std::fs::read_to_string(dir.join("theta.txt")).unwrap().lines().map(|l| l.parse().unwrap()).collect();
+    let want = outrun_workloads::job(&plan).reference(&plan).unwrap();
+    let master = std::fs::read_to_string(dir.join("rank-0.jsonl")).unwrap();
+    let iters = master
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|v| v["ev"] == "iter")
+        .collect();
+    std::fs::remove_dir_all(&out).unwrap();
+    (theta, want, iters)
+}
+
+#[test]
+fn the_oracle_with_local_mini_batches_equals_fedavg_over_the_honest_clients() {
+    let (got, want, iters) = run(&[]);
+    let diff = relative_diff(&got, &want);
+    assert!(diff < 1e-9, "θ differs from the serial FedAvg by {diff:e}");
+    assert_eq!(iters.len(), 8);
+    // the flipped clients' uploads arrive and are not used
+    for it in &iters {
+        let used = it["used"].as_array().unwrap();
+        assert_eq!(used.len(), 9, "{it}");
+        assert!(!used.contains(&serde_json::json!(4)) && !used.contains(&serde_json::json!(9)), "{it}");
+    }
+    // FedAvg uses them, and moves elsewhere
+    let (fedavg, _, _) = run(&["scheme.kind=fedavg"]);
+    assert!(relative_diff(&fedavg, &want) > 1e-3);
+}
+
+#[test]
+fn a_round_of_the_first_k_uploads_leaves_the_slow_clients_out() {
+    let slow = [
+        "scheme.kind=fedavg",
+        "scheme.wait=9",
+        "stragglers.model=fixed",
+        "stragglers.workers=[2, 6]",
+        "stragglers.factor=10",
+    ];
+    let (got, _, iters) = run(&slow);
+    assert!(got.iter().all(|v| v.is_finite()));
+    for it in &iters {
+        let used = it["used"].as_array().unwrap();
+        assert_eq!(used.len(), 9, "{it}");
+        assert!(!used.contains(&serde_json::json!(2)) && !used.contains(&serde_json::json!(6)), "{it}");
+    }
+}

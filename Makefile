@@ -47,3 +47,7 @@ reproduce-comm: build
 .PHONY: reproduce-upload
 reproduce-upload: build
 	scripts/reproduce-upload.sh
+
+.PHONY: reproduce-fl
+reproduce-fl: build
+	scripts/reproduce-fl.sh

@@ -394,16 +394,9 @@ fn bad_fault_settings_get_one_line_naming_the_key() {
         (&["links.model=fail", "scheme.kind=rar", "scheme.s="], "links.model = \"fail\": link faults act on the links between a worker and its parent"),
         (&["links.model=delay", "links.file=/nonexistent/links.csv"], "links.file: cannot read `/nonexistent/links.csv`"),
     ] {
-        let mut args = vec!["check", &c];
-        args.extend(f);
-        for s in sets {
-            args.extend(["--set", s]);
-        }
-        let r = outrun(&args);
-        assert_eq!(r.code, Some(2), "{sets:?}: {}", r.stderr);
-        let line = r.stderr.trim();
-        assert_eq!(line.lines().count(), 1, "{sets:?}: {line}");
-        assert!(line.contains(want), "{sets:?}: {line}");
+        let mut all = f.iter().filter(|a| **a != "--set").copied().collect::<Vec<_>>();
+        all.extend(sets);
+        refused_in_one_line(&c, &all, want);
     }
     let mut args = vec!["plan", &c];
     args.extend(f);
@@ -509,14 +502,19 @@ fn bad_federated_settings_get_one_line_naming_the_key() {
             "job.local_steps: is only used by job.kind = \"fl\"",
         ),
     ] {
-        let mut args = vec!["check", &c];
-        for s in sets {
-            args.extend(["--set", s]);
-        }
-        let r = outrun(&args);
-        assert_eq!(r.code, Some(2), "{sets:?}: {}", r.stderr);
-        let line = r.stderr.trim();
-        assert_eq!(line.lines().count(), 1, "{sets:?}: {line}");
-        assert!(line.contains(want), "{sets:?}: {line}");
+        refused_in_one_line(&c, sets, want);
     }
+}
+
+/// `outrun check CONFIG --set …` exits with 2 and one line of stderr containing `want`.
+fn refused_in_one_line(config: &str, sets: &[&str], want: &str) {
+    let mut args = vec!["check", config];
+    for s in sets {
+        args.extend(["--set", s]);
+    }
+    let r = outrun(&args);
+    assert_eq!(r.code, Some(2), "{sets:?}: {}", r.stderr);
+    let line = r.stderr.trim();
+    assert_eq!(line.lines().count(), 1, "{sets:?}: {line}");
+    assert!(line.contains(want), "{sets:?}: {line}");
 }

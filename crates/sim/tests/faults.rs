@@ -2,8 +2,9 @@
 //! descent off the serial trajectory, and robust decoding (`scheme.byzantine`) excludes it, for
 //! every fault kind, so the run equals serial gradient descent again.
 
-use outrun_plan::config::parse;
-use outrun_sim::{simulate, Math, Options};
+mod common;
+
+use common::simulate_math;
 use outrun_workloads::data::load_all;
 use outrun_workloads::metrics::relative_diff;
 use outrun_workloads::reference::serial_model;
@@ -39,24 +40,9 @@ a = 1e-4
 
 /// The final θ of a simulated run and of serial gradient descent, and every master record.
 fn run(sets: &[&str]) -> (Vec<f64>, Vec<f64>, Vec<serde_json::Value>) {
-    let tag = sets.join("_").replace(['=', '.', '[', ']', ',', ' ', '"'], "");
-    let out = std::env::temp_dir().join(format!("outrun-simfault-{}-{tag}", std::process::id()));
-    let mut all: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
-    all.push(format!("run.out_dir={}", out.display()));
-    let cfg = parse(CFG, &all).unwrap();
-    let plan = outrun_workloads::resolve(&cfg).unwrap();
-    let sim = simulate(&plan, &cfg.to_toml(), &Options { trials: 1, math: Math::On, write: true }).unwrap();
-    let dir = sim.run_dir.unwrap();
-    let theta = std::fs::read_to_string(dir.join("theta.txt")).unwrap().lines().map(|l| l.parse().unwrap()).collect();
+    let (theta, cfg, _, iters) = simulate_math(CFG, "simfault", sets);
     let rows = load_all(cfg.data(), cfg.run.seed, cfg.model().labels()).unwrap();
     let want = serial_model(&rows, cfg.model(), cfg.run.seed, cfg.run.iterations).pop().unwrap();
-    let master = std::fs::read_to_string(dir.join("rank-0.jsonl")).unwrap();
-    let iters = master
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-        .filter(|v| v["ev"] == "iter")
-        .collect();
-    std::fs::remove_dir_all(&out).unwrap();
     (theta, want, iters)
 }
 

@@ -3,8 +3,9 @@
 //! serial reference (FedAvg over the honest clients by plain per-sample loops on the same
 //! batches); a round that uses the first K uploads leaves the slow clients out.
 
-use outrun_plan::config::parse;
-use outrun_sim::{simulate, Math, Options};
+mod common;
+
+use common::simulate_math;
 use outrun_workloads::metrics::relative_diff;
 
 const CFG: &str = r#"
@@ -39,23 +40,8 @@ a = 1e-4
 
 /// The final θ of a simulated run, the job's reference, and the master's iteration records.
 fn run(sets: &[&str]) -> (Vec<f64>, Vec<f64>, Vec<serde_json::Value>) {
-    let tag = sets.join("_").replace(['=', '.', '[', ']', ',', ' ', '"'], "");
-    let out = std::env::temp_dir().join(format!("outrun-simfl-{}-{tag}", std::process::id()));
-    let mut all: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
-    all.push(format!("run.out_dir={}", out.display()));
-    let cfg = parse(CFG, &all).unwrap();
-    let plan = outrun_workloads::resolve(&cfg).unwrap();
-    let sim = simulate(&plan, &cfg.to_toml(), &Options { trials: 1, math: Math::On, write: true }).unwrap();
-    let dir = sim.run_dir.unwrap();
-    let theta = std::fs::read_to_string(dir.join("theta.txt")).unwrap().lines().map(|l| l.parse().unwrap()).collect();
+    let (theta, _, plan, iters) = simulate_math(CFG, "simfl", sets);
     let want = outrun_workloads::job(&plan).reference(&plan).unwrap();
-    let master = std::fs::read_to_string(dir.join("rank-0.jsonl")).unwrap();
-    let iters = master
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-        .filter(|v| v["ev"] == "iter")
-        .collect();
-    std::fs::remove_dir_all(&out).unwrap();
     (theta, want, iters)
 }
 

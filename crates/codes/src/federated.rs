@@ -103,38 +103,60 @@ pub fn coordinate_median(v: &[&[f64]]) -> Vec<f64> {
 /// Krum's score of each update: the sum of its squared distances to its `K − f − 2` nearest
 /// other updates (all others when that is more than there are; 0 when it is less than one).
 pub fn krum_scores(v: &[&[f64]], f: usize) -> Vec<f64> {
+    let all: Vec<usize> = (0..v.len()).collect();
+    pool_scores(&distances(v), &all, f)
+}
+
+/// Squared distances between every pair of updates.
+fn distances(v: &[&[f64]]) -> Vec<Vec<f64>> {
     let k = v.len();
+    let mut d = vec![vec![0.0; k]; k];
+    for i in 0..k {
+        for j in i + 1..k {
+            d[i][j] = dist_sq(v[i], v[j]);
+            d[j][i] = d[i][j];
+        }
+    }
+    d
+}
+
+/// Krum's scores of the updates in `pool` among themselves, from their distances `d`.
+fn pool_scores(d: &[Vec<f64>], pool: &[usize], f: usize) -> Vec<f64> {
+    let k = pool.len();
     let near = k.saturating_sub(f + 2).min(k.saturating_sub(1));
-    let d: Vec<Vec<f64>> =
-        (0..k).map(|i| (0..k).map(|j| if i == j { 0.0 } else { dist_sq(v[i], v[j]) }).collect()).collect();
-    (0..k)
-        .map(|i| {
-            let mut others: Vec<f64> = (0..k).filter(|&j| j != i).map(|j| d[i][j]).collect();
+    pool.iter()
+        .map(|&i| {
+            let mut others: Vec<f64> = pool.iter().filter(|&&j| j != i).map(|&j| d[i][j]).collect();
             others.sort_unstable_by(f64::total_cmp);
             others[..near].iter().sum()
         })
         .collect()
 }
 
+/// Positions of `scores` from lowest to highest (ties by position).
+fn by_score(scores: &[f64]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..scores.len()).collect();
+    order.sort_by(|&a, &b| scores[a].total_cmp(&scores[b]).then(a.cmp(&b)));
+    order
+}
+
 /// The `m` updates of lowest Krum score (ties by position), in increasing score order: Krum is
 /// m = 1, Multi-Krum m > 1.
 pub fn krum(v: &[&[f64]], f: usize, m: usize) -> Vec<usize> {
-    let scores = krum_scores(v, f);
-    let mut order: Vec<usize> = (0..v.len()).collect();
-    order.sort_by(|&a, &b| scores[a].total_cmp(&scores[b]).then(a.cmp(&b)));
+    let mut order = by_score(&krum_scores(v, f));
     order.truncate(m);
     order
 }
 
 /// Bulyan's selection: θ = K − 2f updates, each the Krum choice (with `f`) among those not yet
-/// chosen; positions in the order chosen.
+/// chosen; positions in the order chosen. The distances are computed once.
 pub fn bulyan_select(v: &[&[f64]], f: usize) -> Vec<usize> {
     let theta = v.len().saturating_sub(2 * f);
+    let d = distances(v);
     let mut pool: Vec<usize> = (0..v.len()).collect();
     let mut chosen = Vec::with_capacity(theta);
     while chosen.len() < theta {
-        let sub: Vec<&[f64]> = pool.iter().map(|&i| v[i]).collect();
-        let pick = krum(&sub, f, 1)[0];
+        let pick = by_score(&pool_scores(&d, &pool, f))[0];
         chosen.push(pool.remove(pick));
     }
     chosen

@@ -488,6 +488,11 @@ fn bad_federated_settings_get_one_line_naming_the_key() {
             "scheme.select = 10: Multi-Krum averages 1 to K − f = 9 updates",
         ),
         (&["scheme.wait=12"], "scheme.wait = 12: a round uses between 1 and scheme.workers = 11 uploads"),
+        (&["job.clients_per_round=12"], "job.clients_per_round = 12: a round samples 1 to scheme.workers = 11 clients"),
+        (
+            &["job.clients_per_round=4", "scheme.wait=5"],
+            "scheme.wait = 5: a round samples only job.clients_per_round = 4 clients",
+        ),
         (&["scheme.eps2=3"], "scheme.eps2 = 3: DiverseFL accepts"),
         (
             &["scheme.kind=resampling", "scheme.resample=0"],

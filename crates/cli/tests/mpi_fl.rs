@@ -79,9 +79,9 @@ fn uploads(rows: &outrun_workloads::data::Rows, n: usize, theta: &[f64], faulty:
 
 /// θ_0 … θ_T of the config with `sets` when the server moves θ by `rule(uploads, t)`.
 /// A server's rule: its step from the round's uploads and the round.
-type Rule = dyn Fn(&[Vec<f64>], u64) -> Vec<f64>;
+type Rule<'a> = dyn Fn(&[Vec<f64>], u64) -> Vec<f64> + 'a;
 
-fn own_run(sets: &[String], all: bool, rule: &Rule) -> Vec<Vec<f64>> {
+fn own_run(sets: &[String], all: bool, rule: &Rule<'_>) -> Vec<Vec<f64>> {
     let cfg = outrun_plan::config::parse(CFG, sets).unwrap();
     let rows = outrun_workloads::data::load_all(cfg.data(), cfg.run.seed, cfg.model().labels()).unwrap();
     let mut theta = vec![0.0; rows.p()];
@@ -92,6 +92,14 @@ fn own_run(sets: &[String], all: bool, rule: &Rule) -> Vec<Vec<f64>> {
         traj.push(theta.clone());
     }
     traj
+}
+
+/// The uploads without the flips `own_run` applies (for a run without faults).
+fn flip_back(u: &[Vec<f64>]) -> Vec<Vec<f64>> {
+    u.iter()
+        .enumerate()
+        .map(|(k, z)| if k == 2 || k == 7 { z.iter().map(|v| -v).collect() } else { z.clone() })
+        .collect()
 }
 
 fn mean(v: &[&Vec<f64>]) -> Vec<f64> {
@@ -181,7 +189,7 @@ fn diversefl_and_the_oracle_equal_fedavg_over_the_honest_clients_and_fedavg_does
 
 #[test]
 fn every_robust_rule_equals_the_tests_own_implementation_on_the_same_uploads() {
-    let cases: Vec<(&str, bool, Box<Rule>, u64)> = vec![
+    let cases: Vec<(&str, bool, Box<Rule<'static>>, u64)> = vec![
         ("fedavg", false, Box::new(|u, _| mean(&all(u))), 20),
         ("median", false, Box::new(|u, _| coordinate_median(&all(u))), 20),
         ("krum", false, Box::new(|u, _| u[krum_order(&all(u), 2)[0]].clone()), 0),
@@ -257,5 +265,39 @@ fn every_robust_rule_equals_the_tests_own_implementation_on_the_same_uploads() {
             assert_eq!(used, faulty, "{kind}: flipped uploads used");
         }
         eprintln!("{kind}: max relative θ difference to the test's own = {diff:.2e}, flipped uploads used {used}");
+    }
+}
+
+#[test]
+fn sampled_clients_alone_compute_and_the_server_averages_them() {
+    let (run, dir, _, sets) =
+        train("fl-sampled", CFG, &["scheme.kind=fedavg", "job.clients_per_round=4", "faults.kind=none"]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let rows = iterations(&dir);
+    let chosen: Vec<Vec<usize>> =
+        rows.iter().map(|r| r["survivors"].split(' ').map(|w| w.parse::<usize>().unwrap() - 1).collect()).collect();
+    assert!(chosen.iter().all(|c| c.len() == 4), "{rows:?}");
+    assert!(chosen.windows(2).any(|w| w[0] != w[1]), "the sample changes between rounds");
+    // drawn from run.seed and the round: 4 of the 11 clients
+    for (t, c) in chosen.iter().enumerate() {
+        let mut want = outrun_codes::Rng::from_key(&[23, outrun_codes::domain::SAMPLE, t as u64, 1]).choose(11, 4);
+        let mut got = c.clone();
+        want.sort_unstable();
+        got.sort_unstable();
+        assert_eq!(got, want, "round {t}");
+    }
+    // the server's step is the mean of the 4 sampled clients' uploads, as this test computes them
+    let sampled = |u: &[Vec<f64>], t: u64| mean(&chosen[t as usize].iter().map(|&k| &u[k]).collect::<Vec<_>>());
+    let cfg_sets: Vec<String> = sets.iter().filter(|s| !s.starts_with("faults")).cloned().collect();
+    let want = own_run(&cfg_sets, false, &|u, t| sampled(&flip_back(u), t));
+    let diff = max_rel_diff(&trajectory(&dir), &want);
+    assert!(diff <= 1e-9, "θ differs from the mean of the sampled clients by {diff:e}");
+    // a client that sat a round out computed nothing and sent an empty answer
+    for k in 1..=11 {
+        for r in iter_records(&dir, k) {
+            let t = r["t"].as_u64().unwrap() as usize;
+            let sat_out = !chosen[t].contains(&(k - 1));
+            assert_eq!(r["load"].as_f64() == Some(0.0), sat_out, "worker {k}: {r}");
+        }
     }
 }

@@ -7,7 +7,11 @@ use outrun_sim::{simulate, Math, Options};
 
 /// A simulated run of `text` with `sets` (one trial, real arithmetic): its final θ, its config and
 /// plan, and the master's iteration records. The run directory is removed.
-pub(crate) fn simulate_math(text: &str, prefix: &str, sets: &[&str]) -> (Vec<f64>, Config, Plan, Vec<serde_json::Value>) {
+pub(crate) fn simulate_math(
+    text: &str,
+    prefix: &str,
+    sets: &[&str],
+) -> (Vec<f64>, Config, Plan, Vec<serde_json::Value>) {
     let tag = sets.join("_").replace(['=', '.', '[', ']', ',', ' ', '"'], "");
     let out = std::env::temp_dir().join(format!("outrun-{prefix}-{}-{tag}", std::process::id()));
     let mut all: Vec<String> = sets.iter().map(|s| s.to_string()).collect();

@@ -321,10 +321,19 @@ pub struct LocalConfig {
     pub local_steps: u64,
     /// Fraction of its rows a client's local batch holds (1: full-batch local steps).
     pub local_batch: f64,
+    /// Clients sampled per round from `run.seed` (None: every client).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clients_per_round: Option<usize>,
 }
 
 impl LocalConfig {
-    fn validate(&self, model: &ModelConfig) -> Result<(), ConfigError> {
+    fn validate(&self, model: &ModelConfig, workers: usize) -> Result<(), ConfigError> {
+        if let Some(c) = self.clients_per_round.filter(|&c| c == 0 || c > workers) {
+            return err(
+                "job.clients_per_round",
+                format!("= {c}: a round samples 1 to scheme.workers = {workers} clients"),
+            );
+        }
         if self.local_steps == 0 {
             return err("job.local_steps", "must be at least 1 (E local SGD steps per round)");
         }
@@ -629,6 +638,8 @@ struct JobSection {
     local_steps: Option<u64>,
     #[serde(default)]
     local_batch: Option<f64>,
+    #[serde(default)]
+    clients_per_round: Option<usize>,
 }
 
 fn default_job() -> String {
@@ -647,6 +658,7 @@ impl JobConfig {
                 dangling: None,
                 local_steps: None,
                 local_batch: None,
+                clients_per_round: None,
             },
             Some(s) => de(toml::Value::Table(s), "job")?,
         };
@@ -683,7 +695,11 @@ impl JobConfig {
             }
         }
         if job.kind != "fl" {
-            for (key, set) in [("local_steps", job.local_steps.is_some()), ("local_batch", job.local_batch.is_some())] {
+            for (key, set) in [
+                ("local_steps", job.local_steps.is_some()),
+                ("local_batch", job.local_batch.is_some()),
+                ("clients_per_round", job.clients_per_round.is_some()),
+            ] {
                 if set {
                     return err(
                         &format!("job.{key}"),
@@ -747,6 +763,7 @@ impl JobConfig {
                 let local = (job.kind == "fl").then(|| LocalConfig {
                     local_steps: job.local_steps.unwrap_or(1),
                     local_batch: job.local_batch.unwrap_or(1.0),
+                    clients_per_round: job.clients_per_round,
                 });
                 Ok(JobConfig::Gd(Box::new(GdConfig { data, model, features, local })))
             }
@@ -765,6 +782,9 @@ impl JobConfig {
                 if let Some(l) = &g.local {
                     job.insert("local_steps".into(), toml::Value::Integer(l.local_steps as i64));
                     job.insert("local_batch".into(), toml::Value::Float(l.local_batch));
+                    if let Some(c) = l.clients_per_round {
+                        job.insert("clients_per_round".into(), toml::Value::Integer(c as i64));
+                    }
                 }
                 t.insert("job".into(), toml::Value::Table(job));
                 t.insert("data".into(), toml::Value::try_from(&g.data).expect("serializes"));
@@ -1053,7 +1073,7 @@ impl GdConfig {
             return err("model.c", format!("= {}: must be positive (η_t = lr/(t + c))", m.c));
         }
         match &self.local {
-            Some(l) => l.validate(m),
+            Some(l) => l.validate(m, workers),
             None => Ok(()),
         }
     }

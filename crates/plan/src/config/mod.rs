@@ -338,6 +338,14 @@ impl Config {
         }
     }
 
+    /// Clients a federated job samples per round (None: every client, or not federated).
+    pub fn per_round(&self) -> Option<usize> {
+        match &self.job {
+            JobConfig::Gd(g) => g.local.as_ref().and_then(|l| l.clients_per_round),
+            _ => None,
+        }
+    }
+
     /// `[data]` of a gradient-descent job.
     pub fn data(&self) -> &DataConfig {
         &self.gd().data
@@ -365,6 +373,14 @@ impl Config {
             _ => {}
         }
         let fl = matches!(&self.job, JobConfig::Gd(g) if g.local.is_some());
+        if let (Some(c), Some(f)) = (self.per_round(), self.scheme.federated()) {
+            if f.need(None) > c && f.wait.is_some() {
+                return err(
+                    "scheme.wait",
+                    format!("= {}: a round samples only job.clients_per_round = {c} clients", f.need(None)),
+                );
+            }
+        }
         match (fl, self.scheme.federated().is_some()) {
             (true, false) => return err("scheme.kind", format!("= \"{}\" is not a federated scheme: job.kind = \"fl\" runs fedavg, oracle, diversefl, median, krum, multi-krum, bulyan, resampling or fltrust", self.scheme.kind())),
             (false, true) if self.matvec().is_none() && self.pagerank().is_none() => return err("scheme.kind", format!("= \"{}\" is a federated scheme: set job.kind = \"fl\" (clients upload local updates, not gradients)", self.scheme.kind())),

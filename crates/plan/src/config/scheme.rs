@@ -100,9 +100,9 @@ fn default_resample() -> usize {
 }
 
 impl FederatedConfig {
-    /// Uploads a round uses (K).
-    pub fn need(&self) -> usize {
-        self.wait.unwrap_or(self.workers)
+    /// Uploads a round uses (K) when `per_round` clients are sampled each round (None: all).
+    pub fn need(&self, per_round: Option<usize>) -> usize {
+        self.wait.unwrap_or(per_round.unwrap_or(self.workers))
     }
 
     /// Faulty uploads assumed (f; 0 when not set).
@@ -118,7 +118,7 @@ impl FederatedConfig {
         if n > MAX_WORKERS {
             return err("scheme.workers", format!("= {n}: at most {MAX_WORKERS} clients"));
         }
-        let k = self.need();
+        let k = self.need(None);
         if k == 0 || k > n {
             return err("scheme.wait", format!("= {k}: a round uses between 1 and scheme.workers = {n} uploads"));
         }
@@ -900,7 +900,7 @@ impl SchemeConfig {
     /// Stragglers tolerated (per parent for trees).
     pub fn s(&self) -> usize {
         if let Some(c) = self.federated() {
-            return c.workers - c.need().min(c.workers);
+            return c.workers - c.need(None).min(c.workers);
         }
         match self {
             SchemeConfig::Cr(t) => t.s,

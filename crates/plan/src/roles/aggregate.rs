@@ -76,6 +76,9 @@ pub enum Rule {
         need: usize,
         /// The aggregation rule.
         how: FlRule,
+        /// Clients sampled per round (from `run.seed`; the others sit the round out).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        per_round: Option<usize>,
     },
 }
 
@@ -103,8 +106,9 @@ impl Rule {
         if let Rule::Rows { .. } = self {
             return "rows until decodable".into();
         }
-        if let Rule::Federated { need, how } = self {
-            return format!("first {need} of {children} uploads, {}", how.describe());
+        if let Rule::Federated { need, how, per_round } = self {
+            let of = per_round.unwrap_or(children);
+            return format!("first {need} of {of} uploads, {}", how.describe());
         }
         let how = match self {
             Rule::Sum => "sum",
@@ -202,8 +206,8 @@ pub fn aggregator(plan: &Plan, rank: usize, len: usize) -> Box<dyn Aggregator> {
         Rule::Groups { groups } => return Box::new(Grouped::new(plan, node.children.clone(), groups, len)),
         Rule::Clusters { code } => return Box::new(super::clusters::Clustered::new(plan, *code, len)),
         Rule::Rows { code } => return Box::new(super::rows::Rows::new(plan, rank, *code)),
-        Rule::Federated { need, how } => {
-            return Box::new(super::federated::Federated::new(plan, rank, how.clone(), *need, len))
+        Rule::Federated { need, how, per_round } => {
+            return Box::new(super::federated::Federated::new(plan, rank, how.clone(), (*need, *per_round), len))
         }
     };
     Box::new(Count { len, how: combine, tally: Tally::new(k, rule.need(k)) })

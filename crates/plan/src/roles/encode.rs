@@ -14,6 +14,10 @@ pub enum Encoding {
     /// (if it has children). Every scheme so far.
     #[default]
     Plain,
+    /// A federated client that may sit a round out: its one-byte assignment says whether the
+    /// server sampled it (`job.clients_per_round`); if not it computes nothing and answers with an
+    /// empty message.
+    Sampled,
     /// The children's combination alone: the node's own parts are what its rule weighs the
     /// children's results against (a federated server's guiding updates), not part of the sum.
     Collected,
@@ -72,6 +76,7 @@ pub fn encoder(plan: &Plan, rank: usize, len: usize) -> Box<dyn Encoder> {
     match node.send {
         Encoding::Plain => Box::new(Plain { len, own: !node.parts.is_empty(), agg: !node.children.is_empty() }),
         Encoding::Collected => Box::new(Plain { len, own: false, agg: true }),
+        Encoding::Sampled => Box::new(Sampled { len, on: true }),
         Encoding::Chunked { code, column } => {
             let PlanCode::Linear { code, .. } = &plan.codes[code] else {
                 panic!("a chunked encoding needs a linear code")
@@ -143,5 +148,32 @@ impl Encoder for Plain {
             terms.push(Term::whole(Src::Agg, self.len, 1.0));
         }
         Combination::exact(self.len, terms)
+    }
+}
+
+/// A federated client's encoder under client sampling: its own part when sampled, nothing else.
+struct Sampled {
+    len: usize,
+    on: bool,
+}
+
+/// The assignment of a client the server sampled (`[1]`) or not (`[0]`).
+pub(super) fn sampled_assignment(on: bool) -> Vec<u8> {
+    vec![u8::from(on)]
+}
+
+impl Encoder for Sampled {
+    fn begin(&mut self, _t: u64, assignment: Option<&[u8]>) {
+        self.on = assignment != Some(&sampled_assignment(false)[..]);
+    }
+    fn select(&self) -> Option<Vec<usize>> {
+        (!self.on).then(Vec::new)
+    }
+    fn round(&self, _r: u32) -> Combination {
+        if self.on {
+            Combination::exact(self.len, vec![Term::whole(Src::Own(0), self.len, 1.0)])
+        } else {
+            Combination::exact(0, vec![])
+        }
     }
 }

@@ -21,6 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use super::aggregate::{Aggregator, Tally};
 use super::combine::{Combination, Map, Post, Src, Term};
+use super::encode::sampled_assignment;
 use crate::faults::Faults;
 use crate::plan::Plan;
 
@@ -105,10 +106,20 @@ pub(super) struct Federated {
     similarity: Option<Vec<(usize, f64, f64)>>,
     /// Timing simulations: no values to weigh.
     blind: bool,
+    /// Clients sampled per round, and which children the current round sampled.
+    per_round: Option<usize>,
+    sampled: Vec<bool>,
 }
 
 impl Federated {
-    pub(super) fn new(plan: &Plan, rank: usize, rule: FlRule, need: usize, len: usize) -> Self {
+    /// `need` uploads of `per_round` clients sampled (all when None) per round.
+    pub(super) fn new(
+        plan: &Plan,
+        rank: usize,
+        rule: FlRule,
+        (need, per_round): (usize, Option<usize>),
+        len: usize,
+    ) -> Self {
         let children = &plan.nodes[rank].children;
         Federated {
             rule,
@@ -122,6 +133,8 @@ impl Federated {
             decision: None,
             similarity: None,
             blind: false,
+            per_round,
+            sampled: vec![true; children.len()],
         }
     }
 
@@ -222,7 +235,7 @@ impl Aggregator for Federated {
     }
 
     fn offer(&mut self, idx: usize, round: u32) -> bool {
-        self.tally.offer(idx, round)
+        self.sampled[idx] && self.tally.offer(idx, round)
     }
 
     fn fail(&mut self, idx: usize) {
@@ -235,6 +248,17 @@ impl Aggregator for Federated {
 
     fn hopeless(&self) -> bool {
         self.tally.hopeless()
+    }
+
+    /// With client sampling, the round's clients (from `run.seed` and the round); the others
+    /// compute nothing and their empty answers are discarded.
+    fn assignments(&mut self, t: u64) -> Option<Vec<Vec<u8>>> {
+        let per = self.per_round?;
+        let k = self.sampled.len();
+        let chosen = Rng::from_key(&[self.seed, domain::SAMPLE, t, 1]).choose(k, per.min(k));
+        self.sampled.iter_mut().for_each(|s| *s = false);
+        chosen.iter().for_each(|&i| self.sampled[i] = true);
+        Some(self.sampled.iter().map(|&on| sampled_assignment(on)).collect())
     }
 
     fn screens(&self) -> bool {

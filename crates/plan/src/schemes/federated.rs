@@ -22,7 +22,7 @@ fn rule(cfg: &Config, c: &FederatedConfig) -> FlRule {
         SchemeConfig::Diversefl(_) => FlRule::Diversefl { eps1: c.eps1, eps2: c.eps2, eps3: c.eps3 },
         SchemeConfig::Median(_) => FlRule::Median,
         SchemeConfig::Krum(_) => FlRule::Krum { f, m: 1 },
-        SchemeConfig::MultiKrum(_) => FlRule::Krum { f, m: c.select.unwrap_or(c.need() - f) },
+        SchemeConfig::MultiKrum(_) => FlRule::Krum { f, m: c.select.unwrap_or(c.need(cfg.per_round()) - f) },
         SchemeConfig::Bulyan(_) => FlRule::Bulyan { f },
         SchemeConfig::Resampling(_) => FlRule::Resampling { s: c.resample },
         SchemeConfig::Fltrust(_) => FlRule::Fltrust,
@@ -52,13 +52,14 @@ pub(crate) fn build(cfg: &Config, c: &FederatedConfig, samples: usize) -> Plan {
         FlRule::Fltrust => format!("; the server's root set is {} of the rows", c.sample),
         _ => String::new(),
     };
-    let title = format!(
-        "federated, {} clients: {}{sampled}",
-        n,
-        Rule::Federated { need: c.need(), how: how.clone() }.describe(n)
-    );
-    let clients = blocks.into_iter().enumerate().map(|(k, b)| worker(k + 1, vec![b], Encoding::Plain)).collect();
-    let mut plan = star(cfg, title, samples, n - c.need(), clients, Rule::Federated { need: c.need(), how }, vec![]);
+    let per_round = cfg.per_round();
+    let need = c.need(per_round);
+    let rule = Rule::Federated { need, how, per_round };
+    let round = per_round.map_or(String::new(), |k| format!(", {k} sampled per round"));
+    let title = format!("federated, {n} clients{round}: {}{sampled}", rule.describe(n));
+    let send = if per_round.is_some() { Encoding::Sampled } else { Encoding::Plain };
+    let clients = blocks.into_iter().enumerate().map(|(k, b)| worker(k + 1, vec![b], send)).collect();
+    let mut plan = star(cfg, title, samples, n - need, clients, rule, vec![]);
     if !server_parts.is_empty() {
         plan.nodes[0].parts = server_parts;
         plan.nodes[0].sample = Some(c.sample);

@@ -43,6 +43,15 @@ def pct(x):
     return "—" if x is None else f"{100 * x:.1f}"
 
 
+def missing(setting, name):
+    """Why a run has no summary: its one-line error, shortened."""
+    path = os.path.join(out, f"{setting}-{name}.txt")
+    text = open(path).read() if os.path.exists(path) else ""
+    if "diverged" in text:
+        return "diverged"
+    return "failed"
+
+
 def acc_table(setting, schemes, note_missing):
     print("| scheme | " + " | ".join(FAULTS) + " |")
     print("|---|" + "---|" * len(FAULTS))
@@ -51,7 +60,7 @@ def acc_table(setting, schemes, note_missing):
         for fault in FAULTS:
             s = summary(run_dir(f"{setting}-{fault}", k))
             if s is None:
-                cells.append(note_missing)
+                cells.append(missing(f"{setting}-{fault}", k))
             else:
                 cells.append(f"{pct(s['final_test_accuracy'])} ({s['faulty_iterations']})")
         print(f"| {NAMES[k]} | " + " | ".join(cells) + " |")

@@ -511,8 +511,17 @@ impl Injector {
 
     /// Compute time of worker `w` at iteration `t` with `load` points (in units of a point of a
     /// full-batch linear model: `Job::work`), given the measured time of the real computation.
+    /// Worker 0, a master that computes (a federated server's guiding updates), is not a worker
+    /// of the straggler model: it takes its base time (measured, or `timing.a` per unit).
     pub fn compute_time(&mut self, worker: usize, iteration: u64, load: f64, measured: f64) -> ComputeTime {
-        let i = worker.saturating_sub(1);
+        if worker == 0 {
+            let base = match self.model.compute {
+                ComputeMode::Real => measured,
+                ComputeMode::Modelled => self.model.base_a * load,
+            };
+            return ComputeTime { target: base, injected: 0.0, straggler: false };
+        }
+        let i = worker - 1;
         let l = load;
         let laws = match &self.model.law {
             Law::ShiftedExp { a, mu } => Some((a[i], mu[i], 1.0)),

@@ -79,3 +79,21 @@ fn a_round_of_the_first_k_uploads_leaves_the_slow_clients_out() {
         assert!(!used.contains(&serde_json::json!(2)) && !used.contains(&serde_json::json!(6)), "{it}");
     }
 }
+
+#[test]
+fn the_server_computes_its_guiding_updates_at_its_base_time_without_injection() {
+    // the clients' law (a = 2e-4 s per unit, exponential tails); the server: timing.a = 1e-4
+    let sets = [
+        "scheme.kind=diversefl",
+        "scheme.sample=0.1",
+        "stragglers.model=shifted-exp",
+        "stragglers.a=2e-4",
+        "stragglers.mu=1e4",
+    ];
+    let (_, _, iters) = run(&sets);
+    for it in &iters {
+        let (target, load) = (it["target"].as_f64().unwrap(), it["load"].as_f64().unwrap());
+        assert_eq!(it["injected"], 0.0, "{it}");
+        assert!((target - 1e-4 * load).abs() < 1e-15, "{it}");
+    }
+}

@@ -215,12 +215,18 @@ pub fn one_line(s: &Summary) -> String {
         Some(a) => format!("{loss}, test accuracy {:.1} %", 100.0 * a),
         None => loss,
     };
-    let rejected = match s.rejected_results {
+    let rejected = match (s.rejected_results, s.job.as_str()) {
+        (0, _) => String::new(),
+        // a federated rule leaves out uploads it distrusts, honest or not
+        (n, "fl") => format!("; {n} uploads left out by the rule"),
+        (n, _) => format!("; {n} corrupted results rejected"),
+    };
+    let faulty = match s.faulty_results_used {
         0 => String::new(),
-        n => format!("; {n} corrupted results rejected"),
+        n => format!("; {n} faulty results used (in {} iterations)", s.faulty_iterations),
     };
     format!(
-        "outrun: {} finished {} iterations in {:.3} s (mean {:.2} ms, p95 {:.2} ms per iteration){loss}{err}; exact {}/{}; {} late results discarded{rejected}",
+        "outrun: {} finished {} iterations in {:.3} s (mean {:.2} ms, p95 {:.2} ms per iteration){loss}{err}; exact {}/{}; {} late results discarded{rejected}{faulty}",
         s.scheme,
         s.iterations,
         s.total_s,

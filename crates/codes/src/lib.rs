@@ -17,6 +17,8 @@
 //! - [`robust_screen`]: locating corrupted results from a code's redundancy (robust decoding).
 //! - [`diversefl_test`], [`coordinate_median`], [`krum`], [`bulyan_select`], [`resample_groups`],
 //!   [`fltrust_coefficients`]: robust aggregation of federated updates (DiverseFL and its rivals).
+//! - [`codedfedl`]: CodedFedL's load allocation (per-node expected return with retransmissions,
+//!   the deadline t* by bisection, the closed form without retransmissions, the privacy budget).
 //! - [`hier`]: hierarchical coded aggregation's loads and decoders (ARC, AMC; thesis ch. 6).
 //!
 //! # Example: the thesis's 3-worker gradient code
@@ -47,6 +49,7 @@
 mod agc;
 mod cluster;
 mod code;
+pub mod codedfedl;
 mod combin;
 mod decode;
 mod federated;

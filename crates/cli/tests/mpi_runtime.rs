@@ -304,3 +304,30 @@ fn a_stalled_ring_names_its_straggler_in_one_line() {
         .count();
     assert!(views >= 1, "the stalled ranks' views are logged");
 }
+
+#[test]
+fn a_deadline_wait_rule_uses_what_arrived_in_time_and_drains_the_rest() {
+    // workers 2 and 6 take 41 × 2.2 ms ≈ 90 ms, the others 2.2 ms; ignore with s = 1 would wait
+    // for 8 results (one straggler), the deadline of 40 ms takes the 7 that came in time
+    let sets = [
+        "scheme.kind=ignore",
+        "scheme.s=1",
+        "scheme.wait_s=0.04",
+        "stragglers.model=fixed",
+        "stragglers.workers=[2, 6]",
+        "stragglers.factor=40",
+    ];
+    let (run, dir, _, _) = train("deadline", BASE, &sets);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let rows = iterations(&dir);
+    assert_eq!(rows.len(), 20);
+    for r in &rows {
+        let used: Vec<&str> = r["survivors"].split(' ').collect();
+        assert_eq!(used.len(), 7, "{r:?}");
+        assert!(!used.contains(&"2") && !used.contains(&"6"), "{r:?}");
+        let wall: f64 = r["wall_s"].parse().unwrap();
+        // met at the deadline, not when the stragglers answer (generous for a loaded host)
+        assert!(wall < 0.085, "iteration {} took {wall} s", r["iteration"]);
+    }
+    assert!(summary(&dir)["late_discarded"].as_u64().unwrap() > 0, "the stragglers' results are drained");
+}

@@ -97,3 +97,26 @@ fn the_server_computes_its_guiding_updates_at_its_base_time_without_injection() 
         assert!((target - 1e-4 * load).abs() < 1e-15, "{it}");
     }
 }
+
+#[test]
+fn a_deadline_round_uses_the_uploads_that_arrived_in_time() {
+    // clients take ~0.1 s, clients 2 and 6 eleven times as long; the server stops at 0.5 s
+    let sets = [
+        "scheme.kind=fedavg",
+        "scheme.wait_s=0.5",
+        "stragglers.model=fixed",
+        "stragglers.workers=[2, 6]",
+        "stragglers.factor=10",
+    ];
+    let (got, _, iters) = run(&sets);
+    assert!(got.iter().all(|v| v.is_finite()));
+    let mut last = 0.0;
+    for it in &iters {
+        let used = it["used"].as_array().unwrap();
+        assert_eq!(used.len(), 9, "{it}");
+        assert!(!used.contains(&serde_json::json!(2)) && !used.contains(&serde_json::json!(6)), "{it}");
+        let end = it["end"].as_f64().unwrap();
+        assert!((end - last - 0.5).abs() < 1e-9, "the round ends at its deadline: {it}");
+        last = end;
+    }
+}

@@ -372,6 +372,15 @@ impl Config {
             (false, true) => return err("scheme.kind", format!("= \"{}\" is a mat-vec scheme: set job.kind = \"matvec\" with a [matrix] section", self.scheme.kind())),
             _ => {}
         }
+        if let Some(w) = self.scheme.wait_s().filter(|&w| w >= self.run.deadline) {
+            return err(
+                "scheme.wait_s",
+                format!(
+                    "= {w}: must be less than run.deadline = {} (the run fails an iteration that takes that long)",
+                    self.run.deadline
+                ),
+            );
+        }
         let fl = matches!(&self.job, JobConfig::Gd(g) if g.local.is_some());
         if let (Some(c), Some(f)) = (self.per_round(), self.scheme.federated()) {
             if f.need(None) > c && f.wait.is_some() {

@@ -35,6 +35,20 @@ pub struct StarConfig {
     /// s ≥ 2·byzantine and tolerates s − 2·byzantine stragglers besides.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub byzantine: usize,
+    /// `ignore`: at this many seconds after an iteration starts, use whatever has arrived (at
+    /// least one result), if the first N − s have not come before: a deadline wait rule.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_s: Option<f64>,
+}
+
+/// A deadline wait rule's seconds must be positive and finite.
+fn check_wait_s(wait_s: Option<f64>) -> Result<(), ConfigError> {
+    match wait_s {
+        Some(w) if !(w.is_finite() && w > 0.0) => {
+            err("scheme.wait_s", format!("= {w}: seconds after an iteration starts; must be positive"))
+        }
+        _ => Ok(()),
+    }
 }
 
 fn is_zero(v: &usize) -> bool {
@@ -62,6 +76,9 @@ pub struct FederatedConfig {
     /// Uploads a round uses: the first K to arrive (default: every client).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wait: Option<usize>,
+    /// Or, at this many seconds after the round starts, whatever has arrived (at least one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_s: Option<f64>,
     /// Faulty uploads Krum, Multi-Krum and Bulyan assume among the K.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub byzantine: Option<usize>,
@@ -118,6 +135,7 @@ impl FederatedConfig {
         if n > MAX_WORKERS {
             return err("scheme.workers", format!("= {n}: at most {MAX_WORKERS} clients"));
         }
+        check_wait_s(self.wait_s)?;
         let k = self.need(None);
         if k == 0 || k > n {
             return err("scheme.wait", format!("= {k}: a round uses between 1 and scheme.workers = {n} uploads"));
@@ -629,9 +647,11 @@ pub enum SchemeConfig {
 
 /// Every federated kind takes every federated key (those of other rules are ignored), so one
 /// config compares the rules with `--set scheme.kind=…`.
-const FL_KEYS: &[&str] = &["workers", "wait", "byzantine", "select", "sample", "eps1", "eps2", "eps3", "resample"];
+const FL_KEYS: &[&str] =
+    &["workers", "wait", "wait_s", "byzantine", "select", "sample", "eps1", "eps2", "eps3", "resample"];
 
 const STAR_KEYS: &[&str] = &["workers", "s", "draws"];
+const IGNORE_KEYS: &[&str] = &["workers", "s", "draws", "wait_s"];
 const GC_KEYS: &[&str] = &["workers", "s", "draws", "byzantine"];
 const TREE_KEYS: &[&str] = &["n", "layers", "s", "code", "draws", "workers", "byzantine"];
 const CEGC_KEYS: &[&str] = &["workers", "s", "m", "code", "draws", "byzantine"];
@@ -649,7 +669,7 @@ impl Tagged for SchemeConfig {
     const TAG: &'static str = "kind";
     const VARIANTS: &'static [(&'static str, &'static [&'static str])] = &[
         ("umw", STAR_KEYS),
-        ("ignore", STAR_KEYS),
+        ("ignore", IGNORE_KEYS),
         ("gc-cyclic", GC_KEYS),
         ("gc-frac", GC_KEYS),
         ("rar", STAR_KEYS),
@@ -982,7 +1002,15 @@ impl SchemeConfig {
             ),
             SchemeConfig::GcCyclic(_) if c.draws == 0 => err("scheme.draws", "must be at least 1"),
             SchemeConfig::GcCyclic(_) if n > MAX_CYCLIC => cyclic_too_large("scheme.workers", n, "workers"),
-            _ => check_byzantine(c.byzantine, c.s, ""),
+            _ => check_byzantine(c.byzantine, c.s, "").and_then(|()| check_wait_s(c.wait_s)),
+        }
+    }
+
+    /// A deadline wait rule's seconds (`scheme.wait_s`; `ignore` and the federated schemes).
+    pub fn wait_s(&self) -> Option<f64> {
+        match self {
+            SchemeConfig::Ignore(c) => c.wait_s,
+            other => other.federated().and_then(|f| f.wait_s),
         }
     }
 }

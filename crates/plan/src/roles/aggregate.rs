@@ -36,6 +36,10 @@ pub enum Rule {
     Rescale {
         /// Children used.
         need: usize,
+        /// Or, at this many seconds after the iteration starts, whatever has arrived (at least
+        /// one): a deadline wait rule.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<f64>,
     },
     /// Any `need` children decode with the plan's code number `code` (least squares, residual
     /// checked): gradient coding, CodedReduce.
@@ -79,6 +83,9 @@ pub enum Rule {
         /// Clients sampled per round (from `run.seed`; the others sit the round out).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         per_round: Option<usize>,
+        /// Or, this many seconds after the round starts, whatever has arrived (at least one).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<f64>,
     },
 }
 
@@ -91,7 +98,7 @@ impl Rule {
     pub fn need(&self, children: usize) -> usize {
         match *self {
             Rule::Sum | Rule::Groups { .. } | Rule::Clusters { .. } | Rule::Rows { .. } => children,
-            Rule::Rescale { need } | Rule::Decode { need, .. } | Rule::Federated { need, .. } => need,
+            Rule::Rescale { need, .. } | Rule::Decode { need, .. } | Rule::Federated { need, .. } => need,
         }
     }
 
@@ -106,9 +113,9 @@ impl Rule {
         if let Rule::Rows { .. } = self {
             return "rows until decodable".into();
         }
-        if let Rule::Federated { need, how, per_round } = self {
+        if let Rule::Federated { need, how, per_round, by } = self {
             let of = per_round.unwrap_or(children);
-            return format!("first {need} of {of} uploads, {}", how.describe());
+            return format!("first {need} of {of} uploads{}, {}", by_text(*by), how.describe());
         }
         let how = match self {
             Rule::Sum => "sum",
@@ -126,17 +133,18 @@ impl Rule {
             }
         };
         let need = self.need(children);
+        let by = by_text(if let Rule::Rescale { by, .. } = self { *by } else { None });
         if need == children {
-            format!("all {children}, {how}")
+            format!("all {children}{by}, {how}")
         } else {
-            format!("first {need} of {children}, {how}")
+            format!("first {need} of {children}{by}, {how}")
         }
     }
 
     /// Whether the combination is the exact quantity whenever the rule is met.
     pub fn exact_by_design(&self, children: usize) -> bool {
         match *self {
-            Rule::Rescale { need } => need == children,
+            Rule::Rescale { need, by } => need == children && by.is_none(),
             _ => true,
         }
     }
@@ -178,6 +186,13 @@ pub trait Aggregator: Send {
     fn screen(&mut self, _own: &[&[f64]], _values: &[&[f64]]) -> bool {
         true
     }
+    /// A deadline wait rule: seconds after the iteration starts at which the rule is met with
+    /// whatever has arrived (at least one result), if it is not met before (None: no deadline).
+    fn deadline(&self) -> Option<f64> {
+        None
+    }
+    /// The deadline passed: the results accepted so far (at least one) meet the rule.
+    fn expire(&mut self) {}
     /// Whether [`Aggregator::screen`] looks at the values (the time it takes is then logged).
     fn screens(&self) -> bool {
         false
@@ -206,11 +221,20 @@ pub fn aggregator(plan: &Plan, rank: usize, len: usize) -> Box<dyn Aggregator> {
         Rule::Groups { groups } => return Box::new(Grouped::new(plan, node.children.clone(), groups, len)),
         Rule::Clusters { code } => return Box::new(super::clusters::Clustered::new(plan, *code, len)),
         Rule::Rows { code } => return Box::new(super::rows::Rows::new(plan, rank, *code)),
-        Rule::Federated { need, how, per_round } => {
-            return Box::new(super::federated::Federated::new(plan, rank, how.clone(), (*need, *per_round), len))
+        Rule::Federated { need, how, per_round, by } => {
+            let mut f = super::federated::Federated::new(plan, rank, how.clone(), (*need, *per_round), len);
+            f.tally.by = *by;
+            return Box::new(f);
         }
     };
-    Box::new(Count { len, how: combine, tally: Tally::new(k, rule.need(k)) })
+    let mut tally = Tally::new(k, rule.need(k));
+    tally.by = if let Rule::Rescale { by, .. } = rule { *by } else { None };
+    Box::new(Count { len, how: combine, tally })
+}
+
+/// ", or what arrived by 0.5 s" for a deadline wait rule.
+fn by_text(by: Option<f64>) -> String {
+    by.map_or(String::new(), |s| format!(", or what arrived by {s} s"))
 }
 
 enum How {
@@ -227,17 +251,26 @@ pub(super) struct Tally {
     pub(super) order: Vec<usize>,
     got: Vec<bool>,
     failed: Vec<bool>,
+    /// A deadline wait rule's seconds, and whether they have passed this iteration.
+    pub(super) by: Option<f64>,
+    expired: bool,
 }
 
 impl Tally {
     pub(super) fn new(k: usize, need: usize) -> Self {
-        Tally { k, need, order: vec![], got: vec![false; k], failed: vec![false; k] }
+        Tally { k, need, order: vec![], got: vec![false; k], failed: vec![false; k], by: None, expired: false }
     }
 
     pub(super) fn clear(&mut self) {
         self.order.clear();
         self.got.fill(false);
         self.failed.fill(false);
+        self.expired = false;
+    }
+
+    /// The deadline passed: what was accepted (at least one) meets the rule.
+    pub(super) fn expire(&mut self) {
+        self.expired = true;
     }
 
     /// Accept child `idx`'s round `round` unless the rule is met, a repeat, a later round or a
@@ -257,14 +290,15 @@ impl Tally {
         }
     }
 
-    /// The rule is met: `need` results accepted.
+    /// The rule is met: `need` results accepted, or at least one once the deadline passed.
     pub(super) fn satisfied(&self) -> bool {
-        self.order.len() >= self.need
+        self.order.len() >= self.need || (self.expired && !self.order.is_empty())
     }
 
-    /// Fewer children than `need` have not failed.
+    /// Fewer children than `need` have not failed (than one, with a deadline).
     pub(super) fn hopeless(&self) -> bool {
-        self.k - self.failed.iter().filter(|&&f| f).count() < self.need
+        let least = if self.by.is_some() { 1 } else { self.need };
+        self.k - self.failed.iter().filter(|&&f| f).count() < least
     }
 }
 
@@ -278,6 +312,14 @@ struct Count {
 impl Aggregator for Count {
     fn begin(&mut self, _t: u64) {
         self.tally.clear();
+    }
+
+    fn deadline(&self) -> Option<f64> {
+        self.tally.by
+    }
+
+    fn expire(&mut self) {
+        self.tally.expire();
     }
 
     fn offer(&mut self, idx: usize, round: u32) -> bool {

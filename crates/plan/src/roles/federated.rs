@@ -94,7 +94,7 @@ enum Decision {
 /// A federated server's collection of one round.
 pub(super) struct Federated {
     rule: FlRule,
-    tally: Tally,
+    pub(super) tally: Tally,
     len: usize,
     t: u64,
     seed: u64,
@@ -244,6 +244,14 @@ impl Aggregator for Federated {
 
     fn satisfied(&self) -> bool {
         self.tally.satisfied()
+    }
+
+    fn deadline(&self) -> Option<f64> {
+        self.tally.by
+    }
+
+    fn expire(&mut self) {
+        self.tally.expire();
     }
 
     fn hopeless(&self) -> bool {

@@ -54,7 +54,7 @@ pub(crate) fn build(cfg: &Config, c: &FederatedConfig, samples: usize) -> Plan {
     };
     let per_round = cfg.per_round();
     let need = c.need(per_round);
-    let rule = Rule::Federated { need, how, per_round };
+    let rule = Rule::Federated { need, how, per_round, by: c.wait_s };
     let round = per_round.map_or(String::new(), |k| format!(", {k} sampled per round"));
     let title = format!("federated, {n} clients{round}: {}{sampled}", rule.describe(n));
     let send = if per_round.is_some() { Encoding::Sampled } else { Encoding::Plain };

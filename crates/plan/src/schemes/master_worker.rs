@@ -39,8 +39,12 @@ pub(crate) fn build(cfg: &Config, c: &StarConfig, samples: usize) -> Result<Plan
         }
         SchemeConfig::Ignore(_) => (
             GradientCode::identity(n),
-            Rule::Rescale { need: n - s },
-            format!("ignore stragglers: uses the first {} of {n} results, rescaled (inexact)", n - s),
+            Rule::Rescale { need: n - s, by: c.wait_s },
+            format!(
+                "ignore stragglers: uses the first {} of {n} results{}, rescaled (inexact)",
+                n - s,
+                c.wait_s.map_or(String::new(), |w| format!(", or what arrived {w} s after the iteration started"))
+            ),
         ),
         SchemeConfig::GcCyclic(_) => {
             let (code, scr) = GradientCode::cyclic(n, s, cfg.run.seed, c.draws).map_err(code_error)?;

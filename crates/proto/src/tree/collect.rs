@@ -181,6 +181,16 @@ impl<P: Vector> Collection<P> {
         self.agg.verdict()
     }
 
+    /// A deadline wait rule's seconds after the iteration starts, if the rule has one.
+    pub(super) fn deadline(&self) -> Option<f64> {
+        self.agg.deadline()
+    }
+
+    /// The deadline passed: what has arrived (at least one result) meets the rule.
+    pub(super) fn expire(&mut self) {
+        self.agg.expire();
+    }
+
     /// Whether the rule screens values (robust decoding) on a run that has them.
     pub(super) fn screens(&self) -> bool {
         P::VALUES && self.agg.screens()

@@ -243,6 +243,9 @@ impl<P: Vector> TreeNode<P> {
                 // a granted upload missing at half the wait is given up on (see grant.rs)
                 self.arm(Timer::Regrant, now + wait / 2.0);
             }
+            if let Some(by) = self.below.as_ref().and_then(Collection::deadline) {
+                self.arm(Timer::Deadline, now + by);
+            }
         }
         let assignment = self.above.as_mut().and_then(|up| up.assignment(t));
         self.enc.begin(t, assignment.as_deref());
@@ -686,6 +689,14 @@ impl<P: Vector> TreeNode<P> {
                 }
             }
             Some(Timer::Regrant) if self.phase == Phase::Running => self.regrant(clock),
+            Some(Timer::Deadline) if self.phase == Phase::Running => {
+                // a deadline wait rule: what has arrived meets it (the first arrival, if none has)
+                let (Some(t), Some(k)) = (self.cur, self.below.as_mut()) else { return };
+                if k.active && !self.answered {
+                    k.expire();
+                    self.after_arrival(clock, now, t);
+                }
+            }
             Some(Timer::Grace) if matches!(self.phase, Phase::Draining { .. }) => {
                 // alive but silent children (stopped, stuck): the run's results stand, its end is
                 // unclean (their processes cannot finish the MPI job)

@@ -14,9 +14,11 @@ pub(super) enum Timer {
     Silence,
     /// The re-grant check of uploads by grant (half the wait budget).
     Regrant,
+    /// A deadline wait rule's moment: use what has arrived (`scheme.wait_s`).
+    Deadline,
 }
 
-const ALL: [Timer; 4] = [Timer::Wait, Timer::Grace, Timer::Silence, Timer::Regrant];
+const ALL: [Timer; 5] = [Timer::Wait, Timer::Grace, Timer::Silence, Timer::Regrant, Timer::Deadline];
 
 impl Timer {
     /// The id drivers see.

@@ -494,6 +494,7 @@ fn bad_federated_settings_get_one_line_naming_the_key() {
             "scheme.wait = 5: a round samples only job.clients_per_round = 4 clients",
         ),
         (&["scheme.eps2=3"], "scheme.eps2 = 3: DiverseFL accepts"),
+        (&["timing.master_a=1e-5"], "timing.master_a: is a modelled time: set timing.compute = \"modelled\""),
         (&["scheme.wait_s=0"], "scheme.wait_s = 0: seconds after an iteration starts; must be positive"),
         (&["scheme.wait_s=60"], "scheme.wait_s = 60: must be less than run.deadline = 60"),
         (&["job.kind=gd", "scheme.kind=umw", "scheme.wait_s=1"], "scheme.wait_s: is only used by"),

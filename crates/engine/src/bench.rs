@@ -88,7 +88,7 @@ impl Job for Repeat {
 /// `reps` ring all-reduces of the job's input; returns the communicator.
 fn ring_reps(comm: Comm, job: Repeat, reps: usize, poll_us: u64) -> Comm {
     let (rank, size, len) = (comm.rank, comm.size, job.input.len());
-    let none = StragglerModel { seed: 0, law: Law::None, compute: ComputeMode::Real, base_a: 0.0 };
+    let none = StragglerModel { seed: 0, law: Law::None, compute: ComputeMode::Real, base_a: 0.0, master_a: None };
     let seat = Seat {
         rank,
         worker: rank + 1,

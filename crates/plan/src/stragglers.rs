@@ -146,6 +146,10 @@ pub struct StragglerModel {
     pub compute: ComputeMode,
     /// Seconds per point of the modelled base time.
     pub base_a: f64,
+    /// Seconds per point of a computing master's modelled time (`timing.master_a`; None:
+    /// `base_a`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub master_a: Option<f64>,
 }
 
 /// Timing decision for one worker in one iteration.
@@ -217,7 +221,13 @@ impl StragglerModel {
                 }
             }
         };
-        StragglerModel { seed: cfg.run.seed, law, compute: cfg.timing.compute, base_a: cfg.timing.a }
+        StragglerModel {
+            seed: cfg.run.seed,
+            law,
+            compute: cfg.timing.compute,
+            base_a: cfg.timing.a,
+            master_a: cfg.timing.master_a,
+        }
     }
 
     /// The same model with another seed (the simulator's independent trials).
@@ -512,12 +522,13 @@ impl Injector {
     /// Compute time of worker `w` at iteration `t` with `load` points (in units of a point of a
     /// full-batch linear model: `Job::work`), given the measured time of the real computation.
     /// Worker 0, a master that computes (a federated server's guiding updates), is not a worker
-    /// of the straggler model: it takes its base time (measured, or `timing.a` per unit).
+    /// of the straggler model: it takes its base time (measured, or `timing.master_a` — by default
+    /// `timing.a` — per unit).
     pub fn compute_time(&mut self, worker: usize, iteration: u64, load: f64, measured: f64) -> ComputeTime {
         if worker == 0 {
             let base = match self.model.compute {
                 ComputeMode::Real => measured,
-                ComputeMode::Modelled => self.model.base_a * load,
+                ComputeMode::Modelled => self.model.master_a.unwrap_or(self.model.base_a) * load,
             };
             return ComputeTime { target: base, injected: 0.0, straggler: false };
         }

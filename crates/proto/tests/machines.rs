@@ -184,6 +184,40 @@ fn star_decodes_from_the_first_n_minus_s_and_discards_the_late_one() {
 }
 
 #[test]
+fn a_deadline_rule_delivers_what_arrived_when_its_timer_fires() {
+    // ignore with s = 0 would wait for all three; the deadline (0.5 s) takes what came
+    let p = plan(&["scheme.kind=ignore", "scheme.wait_s=0.5"]);
+    let mut net = Net::new(p);
+    net.start(0, vec![0.5; LEN]);
+    net.flush(|_, _, _| false);
+    net.compute(1, 0, vec![1.0; LEN]);
+    net.compute(3, 0, vec![3.0; LEN]);
+    net.flush(|_, _, _| false);
+    assert!(net.delivered.is_empty(), "two of three, before the deadline: still waiting");
+    net.fire_timers(0, 0.4);
+    assert!(net.delivered.is_empty(), "a timer not yet due fires nothing");
+    net.fire_timers(0, 0.5);
+    let (_, t, total, info) = &net.delivered[0];
+    assert_eq!((*t, info.used.clone()), (0, vec![1, 3]));
+    // rescaled by d / (points covered) = 120 / 80
+    assert!(close(total, &[6.0; LEN]), "{total:?}");
+    assert!(!info.exact);
+    // the third result comes late and is drained
+    net.start(1, vec![0.25; LEN]);
+    net.compute(2, 0, vec![2.0; LEN]);
+    net.flush(|_, _, _| false);
+    assert_eq!(net.late(0), 1);
+    // iteration 1: no result by the deadline, so the first one to arrive meets the rule
+    net.fire_timers(0, 2.0);
+    assert_eq!(net.delivered.len(), 1);
+    net.compute(2, 1, vec![2.0; LEN]);
+    net.flush(|_, _, _| false);
+    let (_, t, total, info) = &net.delivered[1];
+    assert_eq!((*t, info.used.clone()), (1, vec![2]));
+    assert!(close(total, &[6.0; LEN]), "{total:?}");
+}
+
+#[test]
 fn a_worker_superseded_by_a_newer_model_abandons_and_answers_once() {
     let p = plan(&["scheme.kind=ignore", "scheme.s=1"]);
     let mut net = Net::new(p.clone());

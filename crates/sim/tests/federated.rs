@@ -96,6 +96,13 @@ fn the_server_computes_its_guiding_updates_at_its_base_time_without_injection() 
         assert_eq!(it["injected"], 0.0, "{it}");
         assert!((target - 1e-4 * load).abs() < 1e-15, "{it}");
     }
+    // a faster server: timing.master_a
+    let mut faster = sets.to_vec();
+    faster.push("timing.master_a=2e-5");
+    let (_, _, iters) = run(&faster);
+    assert!(iters
+        .iter()
+        .all(|it| (it["target"].as_f64().unwrap() - 2e-5 * it["load"].as_f64().unwrap()).abs() < 1e-15));
 }
 
 #[test]

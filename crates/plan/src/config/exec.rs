@@ -35,6 +35,10 @@ pub struct TimingConfig {
     /// Modelled mode, models without their own time law: seconds of compute per data point.
     #[serde(default = "default_timing_a")]
     pub a: f64,
+    /// Modelled mode: seconds per point of a master that computes (a federated server's guiding
+    /// updates, which the thesis runs on a faster machine than its clients); default `a`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub master_a: Option<f64>,
 }
 
 fn default_timing_a() -> f64 {
@@ -43,7 +47,7 @@ fn default_timing_a() -> f64 {
 
 impl Default for TimingConfig {
     fn default() -> Self {
-        TimingConfig { compute: ComputeMode::Real, a: default_timing_a() }
+        TimingConfig { compute: ComputeMode::Real, a: default_timing_a(), master_a: None }
     }
 }
 
@@ -55,7 +59,15 @@ impl TimingConfig {
         if self.a > 1.0 {
             return err("timing.a", format!("= {}: at most 1 second per point", self.a));
         }
-        Ok(())
+        match self.master_a {
+            Some(m) if !(m.is_finite() && (0.0..=1.0).contains(&m)) => {
+                err("timing.master_a", format!("= {m}: must be between 0 and 1 second per point"))
+            }
+            Some(_) if self.compute != ComputeMode::Modelled => {
+                err("timing.master_a", "is a modelled time: set timing.compute = \"modelled\"")
+            }
+            _ => Ok(()),
+        }
     }
 }
 

@@ -150,10 +150,7 @@ impl Federated {
         by_child.sort_by_key(|&j| self.tally.order[j]);
         let sorted: Vec<&[f64]> = by_child.iter().map(|&j| values[j]).collect();
         let children: Vec<usize> = by_child.iter().map(|&j| self.tally.order[j]).collect();
-        let order = std::mem::replace(&mut self.tally.order, children);
-        let decision = self.decide_sorted(own, &sorted);
-        self.tally.order = order;
-        match decision {
+        match self.decide_sorted(own, &sorted, &children) {
             Decision::Weights(w) => {
                 let mut out = vec![0.0; w.len()];
                 by_child.iter().zip(w).for_each(|(&j, x)| out[j] = x);
@@ -163,37 +160,32 @@ impl Federated {
         }
     }
 
-    /// [`Self::decide`] on arrivals sorted by child (the tally's order sorted alike).
-    fn decide_sorted(&mut self, own: &[&[f64]], values: &[&[f64]]) -> Decision {
+    /// [`Self::decide`] on arrivals sorted by child: `values[j]` came from child `children[j]`.
+    fn decide_sorted(&mut self, own: &[&[f64]], values: &[&[f64]], children: &[usize]) -> Decision {
         let k = values.len();
         let updates: Vec<&[f64]> = values.iter().map(|v| self.update(v)).collect();
-        let mean_of = |keep: &[usize]| {
-            let mut w = vec![0.0; k];
-            keep.iter().for_each(|&j| w[j] = 1.0 / keep.len() as f64);
-            Decision::Weights(w)
-        };
         let len = self.len;
         match self.rule {
-            FlRule::Mean | FlRule::Oracle => self.linear(),
+            FlRule::Mean | FlRule::Oracle => self.linear(children),
             FlRule::Diversefl { eps1, eps2, eps3 } => {
                 let eps = Thresholds { eps1, eps2, eps3 };
                 let mut notes = Vec::with_capacity(k);
                 let keep: Vec<usize> = (0..k)
                     .filter(|&j| {
-                        let child = self.tally.order[j];
+                        let child = children[j];
                         let s = diversefl_test(self.update(own[child]), updates[j]);
                         notes.push((self.ranks[child], s.c1, s.c2));
                         eps.accept(s)
                     })
                     .collect();
                 self.similarity = Some(notes);
-                mean_of(&keep)
+                mean_of(k, &keep)
             }
-            FlRule::Krum { f, m } => mean_of(&krum(&updates, f, m)),
+            FlRule::Krum { f, m } => mean_of(k, &krum(&updates, f, m)),
             FlRule::Fltrust => {
                 let root = self.update(own[0]);
                 let w = fltrust_coefficients(root, &updates);
-                self.similarity = Some((0..k).map(|j| (self.ranks[self.tally.order[j]], w[j].signum(), 0.0)).collect());
+                self.similarity = Some((0..k).map(|j| (self.ranks[children[j]], w[j].signum(), 0.0)).collect());
                 Decision::Weights(w)
             }
             FlRule::Median => Decision::Mapped((0..k).collect(), Arc::new(Median { k, len })),
@@ -211,19 +203,20 @@ impl Federated {
         }
     }
 
-    /// The rules decided without values: the mean, or the oracle's mean of clients not faulty.
-    fn linear(&self) -> Decision {
-        let k = self.tally.order.len();
-        let keep: Vec<usize> = match self.rule {
-            FlRule::Oracle => {
-                (0..k).filter(|&j| self.faults.at(self.workers[self.tally.order[j]], self.t).is_none()).collect()
-            }
-            _ => (0..k).collect(),
-        };
-        let mut w = vec![0.0; k];
-        keep.iter().for_each(|&j| w[j] = 1.0 / keep.len() as f64);
-        Decision::Weights(w)
+    /// The rules decided without values: the mean, or the oracle's mean of clients not faulty;
+    /// arrival j came from child `children[j]`.
+    fn linear(&self, children: &[usize]) -> Decision {
+        let honest =
+            |j: &usize| self.rule != FlRule::Oracle || self.faults.at(self.workers[children[*j]], self.t).is_none();
+        mean_of(children.len(), &(0..children.len()).filter(honest).collect::<Vec<_>>())
     }
+}
+
+/// Equal weights over the arrivals `keep` of `k`.
+fn mean_of(k: usize, keep: &[usize]) -> Decision {
+    let mut w = vec![0.0; k];
+    keep.iter().for_each(|&j| w[j] = 1.0 / keep.len() as f64);
+    Decision::Weights(w)
 }
 
 impl Aggregator for Federated {
@@ -287,7 +280,7 @@ impl Aggregator for Federated {
                 FlRule::Median | FlRule::Resampling { .. } | FlRule::Bulyan { .. } => {
                     Decision::Mapped((0..k).collect(), Arc::new(Median { k, len: self.len }))
                 }
-                _ => self.linear(),
+                _ => self.linear(&self.tally.order),
             },
         };
         let whole = |j: usize, to: usize, coef: f64| Term { src: Src::Arrival(j), from: 0, to, len: self.len, coef };

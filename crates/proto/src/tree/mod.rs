@@ -491,12 +491,16 @@ impl<P: Vector> TreeNode<P> {
     /// rule can no longer be met.
     fn after_arrival(&mut self, clock: &dyn Clock, now: f64, t: u64) {
         let k = self.below.as_ref().expect("a parent");
-        if k.collected() && k.screens() && self.own.is_none() {
-            // screened once the node's own parts are computed too (`Input::Computed`)
-        } else if k.collected() && self.screen(clock, t) {
-            self.stop_collecting();
-            self.try_finish(clock);
-        } else if self.below.as_ref().expect("a parent").hopeless() {
+        if k.collected() {
+            if k.screens() && self.own.is_none() {
+                return; // screened once the node's own parts are computed too (`Input::Computed`)
+            }
+            if self.screen(clock, t) {
+                self.stop_collecting();
+                return self.try_finish(clock);
+            }
+        }
+        if self.below.as_ref().expect("a parent").hopeless() {
             self.fail_collection(now, t);
         }
     }

@@ -1,6 +1,7 @@
 //! `outrun`: the command line. Thin on purpose: parsing arguments, printing, exit codes; all
 //! the work is in the library crates.
 
+mod codedfedl;
 mod link;
 mod progress;
 mod sweep;
@@ -113,6 +114,32 @@ enum Cmd {
         /// runs/sweep-<name>); running again into the same directory resumes.
         #[arg(long)]
         out: Option<PathBuf>,
+    },
+    /// CodedFedL's load allocation for the thesis's simulated network (ch. 5 §5.5: LTE uplinks of
+    /// 216 kbps × 0.95^k, 3.072·10⁶ MAC/s × 0.8^k, p = 0.1, α = 2, permuted from the seed): the
+    /// deadline t*, each client's load and expected return, the encoding weights (no MPI).
+    CodedfedlLoad {
+        /// Clients n.
+        #[arg(long, default_value_t = 30)]
+        clients: usize,
+        /// Points per client in a global mini-batch (the thesis: 400).
+        #[arg(long, default_value_t = 400.0)]
+        points: f64,
+        /// Parity rows as a fraction of the global mini-batch, δ = u_max/m.
+        #[arg(long, default_value_t = 0.1)]
+        delta: f64,
+        /// Random Fourier features q.
+        #[arg(long, default_value_t = 2000)]
+        q: usize,
+        /// Outputs (classes) c.
+        #[arg(long, default_value_t = 10)]
+        c: usize,
+        /// Seed of the rates' permutations.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Print one JSON object instead of a table.
+        #[arg(long)]
+        json: bool,
     },
     /// PageRank's Shuffle loads for a graph, per computation load r: uncoded and coded values,
     /// segments and bytes, the thesis's L (no MPI).
@@ -560,6 +587,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
         }
         Cmd::Sweep { file, launcher, dry_run, base, repetitions, out } => {
             sweep::run(&sweep::Options { file, launcher, dry_run, base, repetitions, out })
+        }
+        Cmd::CodedfedlLoad { clients, points, delta, q, c, seed, json } => {
+            codedfedl::run(&codedfedl::Options { clients, points, delta, q, c, seed, json })
         }
         Cmd::PagerankLoad { graph, config, set, servers, r, reduce, directed, json } => {
             pagerank_load(graph, config, &set, servers, r, reduce, directed, json)

@@ -527,3 +527,28 @@ fn refused_in_one_line(config: &str, sets: &[&str], want: &str) {
     assert_eq!(line.lines().count(), 1, "{sets:?}: {line}");
     assert!(line.contains(want), "{sets:?}: {line}");
 }
+
+#[test]
+fn codedfedl_load_meets_the_global_batch_at_its_deadline() {
+    let r = outrun(&["codedfedl-load", "--json"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let v: serde_json::Value = serde_json::from_str(r.stdout.trim()).unwrap();
+    let (t, u, m) = (v["t"].as_f64().unwrap(), v["u"].as_f64().unwrap(), v["m"].as_f64().unwrap());
+    assert_eq!((u, m), (1200.0, 12_000.0));
+    let clients = v["clients"].as_array().unwrap();
+    assert_eq!(clients.len(), 30);
+    let returned: f64 = clients.iter().map(|c| c["expected_return"].as_f64().unwrap()).sum();
+    assert!((returned + u - m).abs() < 1e-6 * m, "Σ E[R] + u = {}", returned + u);
+    for c in clients {
+        let (l, p, w) = (c["load"].as_f64().unwrap(), c["p_return"].as_f64().unwrap(), c["weight"].as_f64().unwrap());
+        assert!((0.0..=400.0).contains(&l) && (w * w + p - 1.0).abs() < 1e-12, "{c}");
+    }
+    // more parity, an earlier deadline
+    let r2 = outrun(&["codedfedl-load", "--json", "--delta", "0.2"]);
+    let v2: serde_json::Value = serde_json::from_str(r2.stdout.trim()).unwrap();
+    assert!(v2["t"].as_f64().unwrap() < t);
+    let bad = outrun(&["codedfedl-load", "--delta=-1"]);
+    assert_eq!(bad.code, Some(2));
+    assert_eq!(bad.stderr.trim().lines().count(), 1, "{}", bad.stderr);
+    assert!(bad.stderr.contains("--delta = -1: the parity fraction u_max/m must be ≥ 0"), "{}", bad.stderr);
+}

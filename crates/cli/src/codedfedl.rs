@@ -1,0 +1,80 @@
+//! `outrun codedfedl-load`: CodedFedL's load allocation for the thesis's simulated network
+//! (ch. 5 §5.5), from `outrun_codes::codedfedl` (no MPI, no data).
+
+use outrun_codes::codedfedl::{allocate, thesis_clients, Node};
+use outrun_codes::{domain, Rng};
+
+use crate::Failure;
+
+/// What the command is asked.
+pub(crate) struct Options {
+    pub(crate) clients: usize,
+    pub(crate) points: f64,
+    pub(crate) delta: f64,
+    pub(crate) q: usize,
+    pub(crate) c: usize,
+    pub(crate) seed: u64,
+    pub(crate) json: bool,
+}
+
+/// Print the allocation: t*, u*, and per client its rates, load, expected return, probability
+/// of returning by t*, the encoding weight √(1 − P) and E[T] at its load.
+pub(crate) fn run(o: &Options) -> Result<(), Failure> {
+    let bad = |what: String| Err(Failure(what, 2));
+    if o.clients == 0 || o.clients > 100_000 {
+        return bad(format!("--clients = {}: 1 to 100000 clients", o.clients));
+    }
+    if !(o.points.is_finite() && o.points > 0.0) {
+        return bad(format!("--points = {}: points per client must be positive", o.points));
+    }
+    if !(o.delta.is_finite() && o.delta >= 0.0) {
+        return bad(format!("--delta = {}: the parity fraction u_max/m must be ≥ 0", o.delta));
+    }
+    if o.q == 0 || o.c == 0 {
+        return bad("--q and --c: the model has q × c ≥ 1 values".into());
+    }
+    let perm = |id: u64| Rng::from_key(&[o.seed, domain::SAMPLE, id]).permutation(o.clients);
+    let clients = thesis_clients(o.clients, o.q, o.c, o.points, &perm(2), &perm(3));
+    let m = o.points * o.clients as f64;
+    let u_max = o.delta * m;
+    let a = allocate(&clients, None, u_max, m).map_err(|e| Failure(e.to_string(), 2))?;
+    let row = |k: usize, n: &Node| {
+        let (l, r) = (a.loads[k], a.returns[k]);
+        let p = if l > 0.0 { r / l } else { 0.0 };
+        (l, r, p, (1.0 - p).max(0.0).sqrt(), n.mean_time(l))
+    };
+    if o.json {
+        let clients: Vec<serde_json::Value> = clients
+            .iter()
+            .enumerate()
+            .map(|(k, n)| {
+                let (l, r, p, w, e) = row(k, n);
+                serde_json::json!({"client": k + 1, "mu": n.mu, "tau": n.tau, "load": l, "expected_return": r, "p_return": p, "weight": w, "mean_time": e})
+            })
+            .collect();
+        let out = serde_json::json!({"t": a.t, "u": a.u, "m": m, "clients": clients});
+        println!("{out}");
+        return Ok(());
+    }
+    let slowest = clients.iter().map(|n| n.mean_time(o.points)).fold(0.0, f64::max);
+    println!(
+        "CodedFedL, {} clients × {} points (m = {m}), model {} × {}, parity u* = {} (δ = {}): t* = {:.1} s ({:.3} h); waiting for every client at full load takes at least the slowest one's mean, {:.1} s ({:.3} h)",
+        o.clients, o.points, o.q, o.c, a.u, o.delta, a.t, a.t / 3600.0, slowest, slowest / 3600.0
+    );
+    println!("client  μ (points/s)   τ (s)      ℓ*       E[R]   P(T≤t*)  weight √(1−P)  E[T(ℓ*)] (s)");
+    for (k, n) in clients.iter().enumerate() {
+        let (l, r, p, w, e) = row(k, n);
+        println!(
+            "{:>6}  {:>12.4}  {:>7.3}  {:>7.1}  {:>8.2}  {:>7.4}  {:>13.4}  {:>12.1}",
+            k + 1,
+            n.mu,
+            n.tau,
+            l,
+            r,
+            p,
+            w,
+            e
+        );
+    }
+    Ok(())
+}

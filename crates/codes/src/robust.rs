@@ -90,15 +90,18 @@ pub fn robust_screen_with(
         let sampled: Vec<Vec<f64>> = values.iter().map(|v| v.iter().step_by(stride).copied().collect()).collect();
         let refs: Vec<&[f64]> = sampled.iter().map(Vec::as_slice).collect();
         if let Ok(s) = search(b, rows, &refs, f, decodable) {
-            let kept: Vec<usize> = (0..rows.len()).filter(|j| !s.excluded.contains(j)).collect();
-            let kept_rows: Vec<usize> = kept.iter().map(|&j| rows[j]).collect();
-            let kept_values: Vec<&[f64]> = kept.iter().map(|&j| values[j]).collect();
+            let (kept_rows, kept_values) = keep(rows, values, &s.excluded);
             if let Some(after) = syndrome(b, &kept_rows, &kept_values).filter(|&a| a <= CONSISTENT) {
                 return Ok(Screened { after, ..s });
             }
         }
     }
     search(b, rows, values, f, decodable)
+}
+
+/// The rows and values left once the positions `excluded` are taken out.
+fn keep<'a>(rows: &[usize], values: &[&'a [f64]], excluded: &[usize]) -> (Vec<usize>, Vec<&'a [f64]>) {
+    (0..rows.len()).filter(|j| !excluded.contains(j)).map(|j| (rows[j], values[j])).unzip()
 }
 
 /// Values longer than twice this are located on about this many of their coordinates first.
@@ -116,12 +119,10 @@ fn search(
     let mut best = f64::INFINITY;
     for k in 0..=f.min(rows.len()) {
         for excluded in combinations(rows.len(), k) {
-            let kept: Vec<usize> = (0..rows.len()).filter(|j| !excluded.contains(j)).collect();
-            let kept_rows: Vec<usize> = kept.iter().map(|&j| rows[j]).collect();
+            let (kept_rows, kept_values) = keep(rows, values, &excluded);
             if !decodable(&kept_rows) {
                 continue;
             }
-            let kept_values: Vec<&[f64]> = kept.iter().map(|&j| values[j]).collect();
             let Some(syn) = syndrome(b, &kept_rows, &kept_values) else { continue };
             best = best.min(syn);
             if syn <= CONSISTENT {

@@ -42,6 +42,11 @@ impl Federated {
         }
     }
 
+    /// Whether `rank` computes on samples of its parts (a server with parts), in full batch.
+    fn samples(&self, rank: usize) -> bool {
+        self.sample.get(rank).copied().flatten().is_some()
+    }
+
     /// Rows a client's local batch holds out of `m`.
     fn batch_of(&self, m: usize) -> usize {
         sample_size(m, self.local.local_batch)
@@ -154,7 +159,7 @@ impl Job for Federated {
     /// E steps per round, each on the local batch's share of a client's rows (a server's
     /// sample is its load already, computed in full batch).
     fn work(&self, rank: usize, _t: u64) -> f64 {
-        let share = if self.sample.get(rank).copied().flatten().is_some() { 1.0 } else { self.local.local_batch };
+        let share = if self.samples(rank) { 1.0 } else { self.local.local_batch };
         self.gd.net.cost(self.gd.inputs, self.gd.p) * self.local.local_steps as f64 * share
     }
 
@@ -165,8 +170,7 @@ impl Job for Federated {
     /// Clients read their blocks; a server with parts reads each part's rows and keeps its
     /// stratified sample.
     fn load(&mut self, plan: &Plan, ranks: &[usize]) -> Result<(), DataError> {
-        let (servers, clients): (Vec<usize>, Vec<usize>) =
-            ranks.iter().partition(|&&r| self.sample.get(r).copied().flatten().is_some());
+        let (servers, clients): (Vec<usize>, Vec<usize>) = ranks.iter().partition(|&&r| self.samples(r));
         self.gd.load(plan, &clients)?;
         let labeled = self.gd.config.model.labels() != Labels::Real;
         for rank in servers {
@@ -198,7 +202,7 @@ impl Job for Federated {
     }
 
     fn compute(&mut self, rank: usize, t: u64, model: &Frame, select: Option<&[usize]>) -> Vec<Frame> {
-        let full = self.sample.get(rank).copied().flatten().is_some();
+        let full = self.samples(rank);
         let all = &self.gd.parts[&rank];
         let chosen: Vec<usize> = select.map_or_else(|| (0..all.len()).collect(), <[usize]>::to_vec);
         let theta = model.as_slice();

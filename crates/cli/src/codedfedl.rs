@@ -49,7 +49,7 @@ pub(crate) fn run(o: &Options) -> Result<(), Failure> {
             .enumerate()
             .map(|(k, n)| {
                 let (l, r, p, w, e) = row(k, n);
-                serde_json::json!({"client": k + 1, "mu": n.mu, "tau": n.tau, "load": l, "expected_return": r, "p_return": p, "weight": w, "mean_time": e})
+                serde_json::json!({"client": k + 1, "mu": n.mu, "tau": n.tau_up, "load": l, "expected_return": r, "p_return": p, "weight": w, "mean_time": e})
             })
             .collect();
         let out = serde_json::json!({"t": a.t, "u": a.u, "m": m, "clients": clients});
@@ -68,7 +68,7 @@ pub(crate) fn run(o: &Options) -> Result<(), Failure> {
             "{:>6}  {:>12.4}  {:>7.3}  {:>7.1}  {:>8.2}  {:>7.4}  {:>13.4}  {:>12.1}",
             k + 1,
             n.mu,
-            n.tau,
+            n.tau_up,
             l,
             r,
             p,

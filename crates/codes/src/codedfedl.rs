@@ -19,15 +19,17 @@
 
 use crate::hcmm::x_of_xi;
 
-/// One node's statistics: compute speed, memory-access ratio, link and capacity.
+/// One node's statistics: compute speed, memory-access ratio, links and capacity.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Node {
     /// μ: points per second of the deterministic part.
     pub mu: f64,
     /// α: the compute-to-memory-access ratio (the tail's mean is ℓ/(αμ)).
     pub alpha: f64,
-    /// τ: seconds per transmission of the model (each way).
-    pub tau: f64,
+    /// τ_down: seconds per transmission of the model down to the node.
+    pub tau_down: f64,
+    /// τ_up: seconds per transmission of the result up (the thesis: τ both ways).
+    pub tau_up: f64,
     /// p: probability that a transmission fails (and is repeated).
     pub p: f64,
     /// The most points the node can process (a client's ℓ_j; the server's u_max).
@@ -35,68 +37,87 @@ pub struct Node {
 }
 
 impl Node {
-    /// E\[T\] for `l` points: (ℓ/μ)(1 + 1/α) + 2τ/(1 − p) (eq. 5.15).
+    /// A node whose links take `tau` seconds per transmission each way (the thesis's model).
+    pub fn symmetric(mu: f64, alpha: f64, tau: f64, p: f64, cap: f64) -> Self {
+        Node { mu, alpha, tau_down: tau, tau_up: tau, p, cap }
+    }
+
+    /// E\[T\] for `l` points: (ℓ/μ)(1 + 1/α) + (τ_down + τ_up)/(1 − p) (eq. 5.15).
     pub fn mean_time(&self, l: f64) -> f64 {
-        l / self.mu * (1.0 + 1.0 / self.alpha) + 2.0 * self.tau / (1.0 - self.p)
+        l / self.mu * (1.0 + 1.0 / self.alpha) + (self.tau_down + self.tau_up) / (1.0 - self.p)
+    }
+
+    /// The link's delays with their probabilities by `t`: (P, a·τ_down + b·τ_up) for a
+    /// transmissions down and b up (a, b ≥ 1, P = (1 − p)²p^{a+b−2}), those that leave time
+    /// before `t` and whose total probability is not negligible (< 1e-16 left out). Without
+    /// failures or without link time, one term of weight 1.
+    fn delays(&self, t: f64) -> Vec<(f64, f64)> {
+        let both = self.tau_down + self.tau_up;
+        if self.p == 0.0 || both == 0.0 {
+            return if both < t { vec![(1.0, both)] } else { vec![] };
+        }
+        let q = (1.0 - self.p) * (1.0 - self.p);
+        let mut out = vec![];
+        // P(a + b > ν) ≤ (ν + 1)p^{ν−1}: stop where that is negligible
+        let mut nu = 2u32;
+        loop {
+            let weight = q * self.p.powi(nu as i32 - 2);
+            let mut any = false;
+            for a in 1..nu {
+                let delay = f64::from(a) * self.tau_down + f64::from(nu - a) * self.tau_up;
+                if delay < t {
+                    out.push((weight, delay));
+                    any = true;
+                }
+            }
+            if !any || (f64::from(nu) + 1.0) * self.p.powi(nu as i32 - 1) <= 1e-16 {
+                return out;
+            }
+            nu += 1;
+        }
     }
 }
 
-/// The last transmission count whose term can be non-zero by `t` (beyond it the terms' total
-/// probability is below 1e-16). With τ = 0 every count takes no time: one term, of weight 1.
-fn last_nu(n: &Node, t: f64) -> u64 {
-    if n.tau == 0.0 || n.p == 0.0 {
-        return 2;
-    }
-    let by_time = (t / n.tau).floor() as u64;
-    // P(N > ν) ≤ (ν + 1)p^{ν−1}: stop where that is negligible
-    let mut nu = 2u64;
-    while nu < by_time && (nu as f64 + 1.0) * n.p.powi(nu as i32 - 1) > 1e-16 {
-        nu += 1;
-    }
-    nu.min(by_time)
-}
-
-/// P(N = ν) for the total number of transmissions down and up (with τ = 0: the one term's
-/// weight is 1, whatever the count).
-fn h(n: &Node, nu: u64) -> f64 {
-    if n.tau == 0.0 {
-        return 1.0;
-    }
-    (nu as f64 - 1.0) * (1.0 - n.p) * (1.0 - n.p) * n.p.powi(nu as i32 - 2)
-}
-
-/// E\[R(t; ℓ)\] = ℓ·P(T ≤ t) for node `n` processing `l` points (Theorem 11).
+/// E\[R(t; ℓ)\] = ℓ·P(T ≤ t) for node `n` processing `l` points (Theorem 11, with the down and
+/// up transmissions counted apart: with τ_down = τ_up the pairs of a total ν are its
+/// (ν − 1)(1 − p)²p^{ν−2}).
 pub fn expected_return(n: &Node, t: f64, l: f64) -> f64 {
     if l <= 0.0 {
         return 0.0;
     }
+    return_of(n, &n.delays(t), t, l)
+}
+
+fn return_of(n: &Node, delays: &[(f64, f64)], t: f64, l: f64) -> f64 {
     let rate = n.alpha * n.mu / l;
-    (2..=last_nu(n, t))
-        .map(|nu| {
-            let slack = t - l / n.mu - nu as f64 * n.tau;
+    delays
+        .iter()
+        .map(|&(w, delay)| {
+            let slack = t - l / n.mu - delay;
             if slack <= 0.0 {
                 0.0
             } else {
-                h(n, nu) * l * -(-rate * slack).exp_m1()
+                w * l * -(-rate * slack).exp_m1()
             }
         })
         .sum()
 }
 
 /// The load in \[0, cap\] that maximises E\[R(t; ℓ)\], and that maximum. The objective is concave
-/// between consecutive breakpoints ℓ_ν = μ(t − ντ) (where term ν switches off), so each piece
+/// between consecutive breakpoints ℓ = μ(t − delay) (where term ν switches off), so each piece
 /// is searched by golden section and the best piece wins.
 pub fn best_load(n: &Node, t: f64) -> (f64, f64) {
-    let mut cuts: Vec<f64> =
-        (2..=last_nu(n, t)).map(|nu| n.mu * (t - nu as f64 * n.tau)).filter(|&l| l > 0.0 && l < n.cap).collect();
+    let delays = n.delays(t);
+    let mut cuts: Vec<f64> = delays.iter().map(|&(_, d)| n.mu * (t - d)).filter(|&l| l > 0.0 && l < n.cap).collect();
     cuts.extend([0.0, n.cap]);
     cuts.sort_by(f64::total_cmp);
     cuts.dedup();
+    let f = |l: f64| if l <= 0.0 { 0.0 } else { return_of(n, &delays, t, l) };
     let mut best = (0.0, 0.0);
     for w in cuts.windows(2) {
-        let l = golden(|l| expected_return(n, t, l), w[0], w[1]);
+        let l = golden(f, w[0], w[1]);
         for cand in [l, w[1]] {
-            let r = expected_return(n, t, cand);
+            let r = f(cand);
             if r > best.1 {
                 best = (cand, r);
             }
@@ -124,8 +145,9 @@ fn golden(f: impl Fn(f64) -> f64, mut a: f64, mut b: f64) -> f64 {
     0.5 * (a + b)
 }
 
-/// Without retransmissions (p = 0): the optimal load per second of slack, s = αμ/(x − 1), and the
-/// return per second, s̃ = s(1 − e^{−α(μ/s − 1)}) (eqs. 5.34–5.36), x = −W₋₁(−e^{−(1+α)}).
+/// Without retransmissions (p = 0): the optimal load per second of slack t − τ_down − τ_up,
+/// s = αμ/(x − 1), and the return per second, s̃ = s(1 − e^{−α(μ/s − 1)}) (eqs. 5.34–5.36, where
+/// the slack is t − 2τ), x = −W₋₁(−e^{−(1+α)}).
 pub fn awgn_slopes(n: &Node) -> (f64, f64) {
     let x = x_of_xi(n.alpha);
     let s = n.alpha * n.mu / (x - 1.0);
@@ -225,12 +247,9 @@ pub fn thesis_clients(n: usize, q: usize, c: usize, cap: f64, perm_rate: &[usize
     let bits = (q * c) as f64 * 32.0 * 1.1;
     let macs = 2.0 * (q * c) as f64;
     (0..n)
-        .map(|k| Node {
-            mu: 3.072e6 * 0.8f64.powi(perm_mac[k] as i32) / macs,
-            alpha: 2.0,
-            tau: bits / (216e3 * 0.95f64.powi(perm_rate[k] as i32)),
-            p: 0.1,
-            cap,
+        .map(|k| {
+            let tau = bits / (216e3 * 0.95f64.powi(perm_rate[k] as i32));
+            Node::symmetric(3.072e6 * 0.8f64.powi(perm_mac[k] as i32) / macs, 2.0, tau, 0.1, cap)
         })
         .collect()
 }
@@ -241,7 +260,7 @@ mod tests {
     use crate::{lambda, rate, Rng, RowLaw};
 
     fn node(p: f64) -> Node {
-        Node { mu: 50.0, alpha: 2.0, tau: 0.3, p, cap: 400.0 }
+        Node::symmetric(50.0, 2.0, 0.3, p, 400.0)
     }
 
     #[test]
@@ -250,13 +269,13 @@ mod tests {
         let (s, s_tilde) = awgn_slopes(&n);
         for t in [1.0, 2.5, 5.0] {
             let (l, r) = best_load(&n, t);
-            let want = (s * (t - 2.0 * n.tau)).min(n.cap);
+            let want = (s * (t - 2.0 * n.tau_up)).min(n.cap);
             assert!((l - want).abs() <= 1e-6 * want, "t = {t}: ℓ* = {l}, closed form {want}");
-            assert!((r - s_tilde * (t - 2.0 * n.tau)).abs() <= 1e-9 * r, "t = {t}: {r}");
+            assert!((r - s_tilde * (t - 2.0 * n.tau_up)).abs() <= 1e-9 * r, "t = {t}: {r}");
         }
         assert_eq!(best_load(&n, 0.5).1, 0.0, "t ≤ 2τ: nothing returns");
         // past ζ = ℓ/s + 2τ the whole load is best
-        let zeta = n.cap / s + 2.0 * n.tau;
+        let zeta = n.cap / s + 2.0 * n.tau_up;
         assert!((best_load(&n, zeta * 1.5).0 - n.cap).abs() < 1e-9);
     }
 
@@ -264,7 +283,7 @@ mod tests {
     fn the_closed_form_is_hcmms_optimum_for_the_same_law() {
         // CodedFedL's T = ℓ/μ + Exp(αμ/ℓ) is HCMM's a·ℓ + (ℓ/μ_H)·Exp(1) with a = 1/μ, μ_H = αμ
         for (mu, alpha) in [(50.0, 2.0), (0.12, 2.0), (7.0, 0.5), (3.0, 10.0)] {
-            let n = Node { mu, alpha, tau: 0.0, p: 0.0, cap: f64::INFINITY };
+            let n = Node::symmetric(mu, alpha, 0.0, 0.0, f64::INFINITY);
             let (s, s_tilde) = awgn_slopes(&n);
             let law = RowLaw::exp(1.0 / mu, alpha * mu);
             assert!((s - 1.0 / lambda(&law)).abs() <= 1e-12 * s, "μ = {mu}, α = {alpha}");
@@ -274,33 +293,35 @@ mod tests {
 
     #[test]
     fn the_expected_return_matches_monte_carlo() {
-        let n = node(0.3);
-        let (t, l) = (6.0, 150.0);
-        let mut rng = Rng::from_key(&[5, 27]);
-        let draws = 200_000;
-        let mut hits = 0u64;
-        for _ in 0..draws {
-            let mut tx = 0;
-            for _ in 0..2 {
-                tx += 1;
-                while rng.uniform() < n.p {
-                    tx += 1;
+        // the thesis's symmetric link, and one three times as slow up as down
+        for n in [node(0.3), Node { tau_down: 0.1, tau_up: 0.3, ..node(0.3) }] {
+            let (t, l) = (6.0, 150.0);
+            let mut rng = Rng::from_key(&[5, 27]);
+            let draws = 200_000;
+            let mut hits = 0u64;
+            for _ in 0..draws {
+                let mut link = 0.0;
+                for tau in [n.tau_down, n.tau_up] {
+                    link += tau;
+                    while rng.uniform() < n.p {
+                        link += tau;
+                    }
                 }
+                let time = link + l / n.mu + rng.exp1() * l / (n.alpha * n.mu);
+                hits += u64::from(time <= t);
             }
-            let time = tx as f64 * n.tau + l / n.mu + rng.exp1() * l / (n.alpha * n.mu);
-            hits += u64::from(time <= t);
+            let prob = hits as f64 / draws as f64;
+            let sd = (prob * (1.0 - prob) / draws as f64).sqrt();
+            let want = expected_return(&n, t, l) / l;
+            assert!((prob - want).abs() < 4.0 * sd, "{n:?}: Monte Carlo {prob} ± {sd}, formula {want}");
+            // the transmission counts' probabilities sum to one: a long time returns everything
+            assert!((expected_return(&n, 1e4, l) - l).abs() < 1e-9 * l);
         }
-        let prob = hits as f64 / draws as f64;
-        let sd = (prob * (1.0 - prob) / draws as f64).sqrt();
-        let want = expected_return(&n, t, l) / l;
-        assert!((prob - want).abs() < 4.0 * sd, "Monte Carlo {prob} ± {sd}, formula {want}");
-        // the transmission counts' probabilities sum to one: a long time returns everything
-        assert!((expected_return(&n, 1e4, l) - l).abs() < 1e-9 * l);
     }
 
     #[test]
     fn with_instant_links_failures_cost_nothing() {
-        let n = Node { tau: 0.0, ..node(0.5) };
+        let n = Node { tau_down: 0.0, tau_up: 0.0, ..node(0.5) };
         let l = 100.0;
         let want = l * -(-(n.alpha * n.mu / l) * (3.0 - l / n.mu)).exp_m1();
         assert!((expected_return(&n, 3.0, l) - want).abs() < 1e-12 * want);
@@ -319,9 +340,8 @@ mod tests {
 
     #[test]
     fn the_allocation_meets_m_at_the_smallest_deadline() {
-        let clients: Vec<Node> = (0..6)
-            .map(|k| Node { mu: 20.0 + 10.0 * k as f64, alpha: 2.0, tau: 0.05 * (k + 1) as f64, p: 0.1, cap: 400.0 })
-            .collect();
+        let clients: Vec<Node> =
+            (0..6).map(|k| Node::symmetric(20.0 + 10.0 * k as f64, 2.0, 0.05 * (k + 1) as f64, 0.1, 400.0)).collect();
         let m = 2400.0;
         let a = allocate(&clients, None, 0.1 * m, m).unwrap();
         let got: f64 = a.returns.iter().sum::<f64>() + a.server_return;
@@ -336,7 +356,7 @@ mod tests {
         // more parity, an earlier deadline
         assert!(allocate(&clients, None, 0.2 * m, m).unwrap().t < a.t);
         // a server like a client, with a cap of u_max
-        let server = Node { mu: 1e3, alpha: 2.0, tau: 0.0, p: 0.0, cap: 240.0 };
+        let server = Node::symmetric(1e3, 2.0, 0.0, 0.0, 240.0);
         let b = allocate(&clients, Some(&server), 240.0, m).unwrap();
         assert!(b.u <= 240.0 && b.server_return <= b.u);
         assert!(matches!(allocate(&clients, None, 0.0, 1e5), Err(AllocError::Unreachable { .. })));
@@ -354,7 +374,7 @@ mod tests {
         assert!(a.t < 0.5 * slowest, "t* = {} h", a.t / 3600.0);
         eprintln!("t* = {:.3} h, slowest client {:.3} h", a.t / 3600.0, slowest / 3600.0);
         // a model of 2000 × 10 values at 216 kbps·0.95^29 takes τ ≈ 14.6 s per transmission
-        assert!((clients[29].tau - 2000.0 * 10.0 * 32.0 * 1.1 / (216e3 * 0.95f64.powi(29))).abs() < 1e-9);
+        assert!((clients[29].tau_up - 2000.0 * 10.0 * 32.0 * 1.1 / (216e3 * 0.95f64.powi(29))).abs() < 1e-9);
     }
 
     #[test]

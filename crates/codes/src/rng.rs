@@ -50,6 +50,9 @@ pub mod domain {
     /// Federated learning: the server's samples of the clients' data (DiverseFL, FLTrust),
     /// keyed by part and label; resampling's groups, keyed by round.
     pub const SAMPLE: u64 = 0x7361_6d70_6c65_0001;
+    /// CodedFedL: a client's private sample of its rows and its private encoding matrix G_j,
+    /// keyed by worker.
+    pub const PARITY: u64 = 0x7061_7269_7479_0001;
 }
 
 /// One step of SplitMix64; used to expand keys into generator seeds.

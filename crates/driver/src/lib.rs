@@ -210,6 +210,14 @@ impl<'a> Core<'a> {
         self
     }
 
+    /// Count a one-time phase of `secs` before the loop in the book's times (CodedFedL's
+    /// parity upload; the logging rank).
+    pub fn prelude(&mut self, secs: f64) {
+        if let Some((book, _)) = &mut self.book {
+            book.prelude(secs);
+        }
+    }
+
     /// Report progress (the logging rank of a real run).
     pub fn with_progress(mut self, progress: &'a mut dyn Progress) -> Self {
         progress.begin(self.seat.first, self.seat.iterations);

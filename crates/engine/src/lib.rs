@@ -32,6 +32,7 @@ pub mod transport;
 use std::path::Path;
 use std::time::Instant;
 
+use mpi::collective::SystemOperation;
 use mpi::traits::*;
 use outrun_driver::{run_info, write_header, Core};
 use outrun_plan::Pattern;
@@ -98,10 +99,11 @@ pub fn train(prepare: &dyn Fn() -> Result<Prepared, String>, progress: &mut dyn 
         if let Some(c) = &shared.resume {
             agree(&mut comm, job.restore(&c.vectors))?;
         }
+        let parity_s = upload_parity(&world, &mut comm, plan, job.as_mut())?;
         match plan.pattern {
             Pattern::Shuffle { .. } => shuffle::run(&world, comm, &shared, job, progress, started),
             Pattern::Tree { .. } | Pattern::Ring { .. } => {
-                run(&world, comm, &shared, job, progress, started, Host { local, cores, paced })
+                run(&world, comm, &shared, job, progress, started, Host { local, cores, paced, parity_s })
             }
         }
     });
@@ -153,6 +155,36 @@ fn report_dropped_logs(
 /// Collective: every rank learns whether every rank succeeded in a local step (loading its
 /// share of the job). The lowest rank that failed reports its error (it prints it: one line for
 /// the run, when every rank fails alike); the others stop without a line.
+/// CodedFedL's parity phase (`plan.parity`; None for other plans): every client encodes its
+/// rows (untimed), then, from a barrier, waits its upload's modelled link delay (`[links] model =
+/// "delay"`) and the encodings are summed into the server by one `MPI_Reduce`. The server's
+/// seconds from the barrier to the sum.
+fn upload_parity(
+    world: &mpi::topology::SimpleCommunicator,
+    comm: &mut Comm,
+    plan: &outrun_plan::Plan,
+    job: &mut dyn Job,
+) -> Result<Option<f64>, EngineError> {
+    let Some(parity) = &plan.parity else { return Ok(None) };
+    let rank = comm.rank;
+    let mine = agree(comm, job.encode(plan, rank))?.unwrap_or_default();
+    world.barrier();
+    let start = Instant::now();
+    if let Some(w) = plan.nodes[rank].worker {
+        let delay = parity.link_delay(&plan.links, w, mine.len(), job.len(rank));
+        std::thread::sleep(std::time::Duration::from_secs_f64(delay));
+    }
+    let root = world.process_at_rank(0);
+    if rank == 0 {
+        let mut sum = vec![0.0; mine.len()];
+        root.reduce_into_root(&mine[..], &mut sum[..], SystemOperation::sum());
+        job.set_parity(0, sum);
+    } else {
+        root.reduce_into(&mine[..], SystemOperation::sum());
+    }
+    Ok(Some(start.elapsed().as_secs_f64()))
+}
+
 fn agree<T, E: std::fmt::Display>(comm: &mut Comm, local: Result<T, E>) -> Result<T, EngineError> {
     let size = i32::try_from(comm.size).expect("an MPI size is an int");
     let me = i32::try_from(comm.rank).expect("an MPI rank is an int");
@@ -208,6 +240,8 @@ struct Host {
     local: usize,
     cores: usize,
     paced: bool,
+    /// Seconds of CodedFedL's parity upload, at the server.
+    parity_s: Option<f64>,
 }
 
 fn run(
@@ -258,6 +292,10 @@ fn run(
     if logs {
         tracing::info!("setup took {setup_s:.3} s; starting {} iterations", plan.run.iterations);
         core = keep_book(core, shared, &clock, progress)?;
+        if let Some(secs) = host.parity_s {
+            tracing::info!("parity upload took {secs:.3} s");
+            core.prelude(secs);
+        }
     }
     let mut d = Driver::new(comm, clock, log, core, plan.run.poll_us);
     if plan.delivers(rank) {

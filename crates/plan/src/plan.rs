@@ -360,6 +360,10 @@ pub struct Plan {
     pub job: JobSpec,
     /// The simulator's network model.
     pub network: NetworkSpec,
+    /// CodedFedL's parity data and allocation (`schemes/codedfedl.rs`): the clients encode their
+    /// rows once and the server computes on the sum.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parity: Option<crate::schemes::Parity>,
 }
 
 impl Plan {

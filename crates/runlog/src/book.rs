@@ -109,6 +109,9 @@ pub struct Book {
     last_loss: f64,
     last_error: Option<f64>,
     last_accuracy: Option<f64>,
+    /// Seconds of a one-time phase before the loop that `cumulative_s` counts (CodedFedL's
+    /// parity upload).
+    prelude: Option<f64>,
 }
 
 impl Book {
@@ -133,9 +136,16 @@ impl Book {
             last_loss: f64::NAN,
             last_error: None,
             last_accuracy: None,
+            prelude: None,
         };
         book.trajectory(0, &vec![0.0; info.features]);
         Ok(book)
+    }
+
+    /// Count `secs` of a one-time phase before the loop (CodedFedL's parity upload) in every
+    /// iteration's `cumulative_s`, and record them in the summary (`parity_s`).
+    pub fn prelude(&mut self, secs: f64) {
+        self.prelude = Some(secs);
     }
 
     fn trajectory(&mut self, t: u64, theta: &[f64]) {
@@ -168,7 +178,7 @@ impl Book {
             "{},{:.6},{:.6},{},{},{},{},{},{:.6},{},{:e},{},{},{},{}{extra}",
             r.t,
             wall,
-            r.end - self.loop_start,
+            r.end - self.loop_start + self.prelude.unwrap_or(0.0),
             if r.loss.is_finite() { format!("{:e}", r.loss) } else { String::new() },
             opt(r.error),
             opt(rel),
@@ -231,6 +241,7 @@ impl Book {
             payload_values: info.payload_values,
             iterations: self.walls.len() as u64,
             setup_s,
+            parity_s: self.prelude,
             total_s: total,
             mean_s: self.walls.iter().sum::<f64>() / n,
             median_s: quantile(&self.walls, 0.5),

@@ -170,6 +170,10 @@ pub struct Summary {
     pub iterations: u64,
     /// Seconds from start to the first iteration.
     pub setup_s: f64,
+    /// Seconds of CodedFedL's one-time parity upload before the first iteration (counted in
+    /// `cumulative_s`); absent for other schemes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parity_s: Option<f64>,
     /// Seconds of the timed loop.
     pub total_s: f64,
     /// Mean seconds per iteration.

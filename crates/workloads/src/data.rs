@@ -30,13 +30,20 @@ pub struct Rows {
     pub x: Array2<f64>,
     /// Labels.
     pub y: Array1<f64>,
+    /// Real-valued targets, `len × C` row-major, that a model of C outputs fits in place of the
+    /// one-hot labels: CodedFedL's parity rows, whose targets G·W·Y are no class labels.
+    pub targets: Option<Vec<f64>>,
 }
 
 impl Rows {
     /// From row-major values (`y.len() × p`).
     pub fn from_vecs(p: usize, x: Vec<f64>, y: Vec<f64>) -> Self {
         let n = y.len();
-        Rows { x: Array2::from_shape_vec((n, p), x).expect("x has len × p values"), y: Array1::from_vec(y) }
+        Rows {
+            x: Array2::from_shape_vec((n, p), x).expect("x has len × p values"),
+            y: Array1::from_vec(y),
+            targets: None,
+        }
     }
 
     /// Number of features p.
@@ -73,12 +80,16 @@ impl Rows {
     /// The rows with the given indices, in that order.
     pub fn select(&self, idx: impl IntoIterator<Item = usize>) -> Rows {
         let p = self.p();
-        let (mut x, mut y) = (vec![], vec![]);
+        let (mut x, mut y, mut t) = (vec![], vec![], vec![]);
         for i in idx {
             x.extend_from_slice(self.row(i));
             y.push(self.y[i]);
+            if let Some(targets) = &self.targets {
+                let c = targets.len() / self.len();
+                t.extend_from_slice(&targets[i * c..(i + 1) * c]);
+            }
         }
-        Rows::from_vecs(p, x, y)
+        Rows { targets: self.targets.as_ref().map(|_| t), ..Rows::from_vecs(p, x, y) }
     }
 }
 

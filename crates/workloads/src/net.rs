@@ -177,7 +177,10 @@ impl Net {
                     let x = &rows.features()[start * rows.p()..(start + n) * rows.p()];
                     let (y, c) = (&rows.labels()[start..start + n], &coef[start..start + n]);
                     total += match self {
-                        Net::MultiOutput { inputs, outputs } => multi_block(*inputs, *outputs, x, y, c, theta, g),
+                        Net::MultiOutput { inputs, outputs } => {
+                            let t = rows.targets.as_deref().map(|t| &t[start * outputs..(start + n) * outputs]);
+                            multi_block(*inputs, *outputs, x, (y, t), c, theta, g)
+                        }
                         _ => self.softmax_block(x, y, c, theta, g, &mut scratch),
                     };
                 }
@@ -373,13 +376,26 @@ fn argmax(z: &[f64]) -> usize {
 }
 
 /// Least squares on one-hot outputs over a block: R = Xθ − Y, loss Σ c_j·½‖R_j‖², g += Xᵀ(c⊙R).
-fn multi_block(p: usize, outputs: usize, x: &[f64], y: &[f64], c: &[f64], theta: &[f64], g: &mut [f64]) -> f64 {
+/// One block of multi-output least squares: residuals against the one-hot labels `y`, or against
+/// the real targets when given (`Rows::targets`, `n × outputs`).
+fn multi_block(
+    p: usize,
+    outputs: usize,
+    x: &[f64],
+    (y, targets): (&[f64], Option<&[f64]>),
+    c: &[f64],
+    theta: &[f64],
+    g: &mut [f64],
+) -> f64 {
     let n = y.len();
     let mut r = vec![0.0; n * outputs];
     gemm(1.0, Op::n(x, n, p), Op::n(theta, p, outputs), 0.0, &mut r);
     let mut total = 0.0;
     for (j, row) in r.chunks_exact_mut(outputs).enumerate() {
-        row[y[j] as usize] -= 1.0;
+        match targets {
+            Some(t) => row.iter_mut().zip(&t[j * outputs..(j + 1) * outputs]).for_each(|(v, t)| *v -= t),
+            None => row[y[j] as usize] -= 1.0,
+        }
         total += c[j] * 0.5 * row.iter().map(|v| v * v).sum::<f64>();
         row.iter_mut().for_each(|v| *v *= c[j]);
     }

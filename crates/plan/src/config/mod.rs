@@ -31,8 +31,9 @@ pub use job::{
 pub use links::{DelayConfig, FailConfig, LinksConfig};
 pub use run::RunConfig;
 pub use scheme::{
-    AgcConfig, CegcConfig, ClusterConfig, CodeChoice, ColumnOrder, FederatedConfig, LinearChoice, MatvecCode,
-    MatvecSchemeConfig, SchemeConfig, ShuffleConfig, Ssi, StarConfig, StaticClusterConfig, TreeConfig,
+    AgcConfig, CegcConfig, ClusterConfig, CodeChoice, CodedfedlConfig, ColumnOrder, FederatedConfig, Generator,
+    LinearChoice, MatvecCode, MatvecSchemeConfig, SchemeConfig, ShuffleConfig, Ssi, StarConfig, StaticClusterConfig,
+    TreeConfig,
 };
 pub use stragglers::{BernoulliMode, MarkovConfig, PerWorker, RatesConfig, StragglerConfig, TraceConfig, TraceTimes};
 

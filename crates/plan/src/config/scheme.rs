@@ -103,6 +103,60 @@ pub struct FederatedConfig {
     pub resample: usize,
 }
 
+/// CodedFedL (thesis ch. 5): N clients and a server that computes on parity data the clients
+/// upload once, and stops waiting at the optimised deadline t*.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CodedfedlConfig {
+    /// Number of clients N.
+    pub workers: usize,
+    /// Redundancy δ: the parity has at most u_max = round(δ·m) rows for the m points.
+    #[serde(default = "default_delta")]
+    pub delta: f64,
+    /// Parity rows u (default u_max: the server is reliable, as in the thesis).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parity: Option<usize>,
+    /// The entries of the clients' private encoding matrices G_j.
+    #[serde(default)]
+    pub generator: Generator,
+    /// The deadline t* in seconds, instead of the optimised one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<f64>,
+}
+
+/// Entries of CodedFedL's encoding matrices: zero mean, unit variance.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Generator {
+    /// N(0, 1).
+    #[default]
+    Gaussian,
+    /// ±1 with probability ½ each.
+    Bernoulli,
+}
+
+fn default_delta() -> f64 {
+    0.1
+}
+
+impl CodedfedlConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        check_workers(self.workers)?;
+        if !(self.delta > 0.0 && self.delta < 1.0) {
+            return err("scheme.delta", format!("= {}: the redundancy δ = u_max/m must be in (0, 1)", self.delta));
+        }
+        if self.parity == Some(0) {
+            return err("scheme.parity", "must be at least 1 parity row");
+        }
+        match self.deadline {
+            Some(d) if !(d > 0.0 && d.is_finite()) => {
+                err("scheme.deadline", format!("= {d}: must be a positive number of seconds"))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
 fn default_sample() -> f64 {
     0.01
 }
@@ -643,6 +697,8 @@ pub enum SchemeConfig {
     Resampling(FederatedConfig),
     /// Federated: FLTrust (the server's root-set update weighs the clients').
     Fltrust(FederatedConfig),
+    /// CodedFedL: gradient descent with parity data at the server and a deadline t*.
+    Codedfedl(CodedfedlConfig),
 }
 
 /// Every federated kind takes every federated key (those of other rules are ignored), so one
@@ -663,6 +719,7 @@ const HCMM_KEYS: &[&str] =
     &["workers", "code", "a", "mu", "shape", "overhead", "lt_c", "lt_delta", "budget", "kappa", "gamma"];
 const MV_UNCODED_KEYS: &[&str] = &["workers", "a", "mu", "shape"];
 const PAGERANK_KEYS: &[&str] = &["servers", "r", "reduce"];
+const CODEDFEDL_KEYS: &[&str] = &["workers", "delta", "parity", "generator", "deadline"];
 
 impl Tagged for SchemeConfig {
     const SECTION: &'static str = "scheme";
@@ -695,6 +752,7 @@ impl Tagged for SchemeConfig {
         ("bulyan", FL_KEYS),
         ("resampling", FL_KEYS),
         ("fltrust", FL_KEYS),
+        ("codedfedl", CODEDFEDL_KEYS),
     ];
 
     fn variant(kind: &str, rest: toml::Value) -> Result<Self, ConfigError> {
@@ -774,6 +832,7 @@ impl Tagged for SchemeConfig {
             "uniform-uncoded" => SchemeConfig::UniformUncoded(de(rest, "scheme")?),
             "lb-uncoded" => SchemeConfig::LbUncoded(de(rest, "scheme")?),
             "uniform-coded" => SchemeConfig::UniformCoded(de(rest, "scheme")?),
+            "codedfedl" => SchemeConfig::Codedfedl(de(rest, "scheme")?),
             "cr" => {
                 for key in ["n", "layers"] {
                     if rest.get(key).is_none() {
@@ -840,6 +899,7 @@ impl SchemeConfig {
             SchemeConfig::Bulyan(_) => "bulyan",
             SchemeConfig::Resampling(_) => "resampling",
             SchemeConfig::Fltrust(_) => "fltrust",
+            SchemeConfig::Codedfedl(_) => "codedfedl",
         }
     }
 
@@ -907,6 +967,7 @@ impl SchemeConfig {
             | SchemeConfig::UniformUncoded(c)
             | SchemeConfig::LbUncoded(c) => c.workers,
             SchemeConfig::CodedPagerank(c) | SchemeConfig::UncodedPagerank(c) => c.servers,
+            SchemeConfig::Codedfedl(c) => c.workers,
             SchemeConfig::Umw(c)
             | SchemeConfig::Ignore(c)
             | SchemeConfig::GcCyclic(c)
@@ -935,6 +996,8 @@ impl SchemeConfig {
             | SchemeConfig::UniformCoded(_) => 0,
             // every multicast group needs all its members
             SchemeConfig::CodedPagerank(_) | SchemeConfig::UncodedPagerank(_) => 0,
+            // the plan says how many clients are expected by t*
+            SchemeConfig::Codedfedl(_) => 0,
             SchemeConfig::Umw(c)
             | SchemeConfig::Ignore(c)
             | SchemeConfig::GcCyclic(c)
@@ -972,6 +1035,7 @@ impl SchemeConfig {
             | SchemeConfig::UniformUncoded(c)
             | SchemeConfig::LbUncoded(c) => return c.validate(),
             SchemeConfig::CodedPagerank(c) | SchemeConfig::UncodedPagerank(c) => return c.validate(),
+            SchemeConfig::Codedfedl(c) => return c.validate(),
             SchemeConfig::Umw(c)
             | SchemeConfig::Ignore(c)
             | SchemeConfig::GcCyclic(c)

@@ -73,6 +73,13 @@ pub enum Rule {
         /// Index into `Plan::codes` (a rows code).
         code: usize,
     },
+    /// Every child's result that arrives within `by` seconds of the iteration's start, summed
+    /// unscaled (at least one: the first, if none has by then): CodedFedL, whose server adds its
+    /// parity gradient in place of the results that miss the deadline. Never exact.
+    Until {
+        /// The deadline t*, seconds.
+        by: f64,
+    },
     /// A federated server: the first `need` uploads, turned into its step by `how`
     /// (`roles/federated.rs`).
     Federated {
@@ -97,7 +104,9 @@ impl Rule {
     /// Number of children's results the rule needs (for descriptions).
     pub fn need(&self, children: usize) -> usize {
         match *self {
-            Rule::Sum | Rule::Groups { .. } | Rule::Clusters { .. } | Rule::Rows { .. } => children,
+            Rule::Sum | Rule::Until { .. } | Rule::Groups { .. } | Rule::Clusters { .. } | Rule::Rows { .. } => {
+                children
+            }
             Rule::Rescale { need, .. } | Rule::Decode { need, .. } | Rule::Federated { need, .. } => need,
         }
     }
@@ -112,6 +121,9 @@ impl Rule {
         }
         if let Rule::Rows { .. } = self {
             return "rows until decodable".into();
+        }
+        if let Rule::Until { by } = self {
+            return format!("what arrived of {children} by {by:.6} s (at least one), sum unscaled");
         }
         if let Rule::Federated { need, how, per_round, by } = self {
             let of = per_round.unwrap_or(children);
@@ -128,9 +140,11 @@ impl Rule {
                     self.need(children)
                 )
             }
-            Rule::Groups { .. } | Rule::Clusters { .. } | Rule::Rows { .. } | Rule::Federated { .. } => {
-                unreachable!("handled above")
-            }
+            Rule::Groups { .. }
+            | Rule::Clusters { .. }
+            | Rule::Rows { .. }
+            | Rule::Federated { .. }
+            | Rule::Until { .. } => unreachable!("handled above"),
         };
         let need = self.need(children);
         let by = by_text(if let Rule::Rescale { by, .. } = self { *by } else { None });
@@ -145,6 +159,7 @@ impl Rule {
     pub fn exact_by_design(&self, children: usize) -> bool {
         match *self {
             Rule::Rescale { need, by } => need == children && by.is_none(),
+            Rule::Until { .. } => false,
             _ => true,
         }
     }
@@ -211,6 +226,7 @@ pub fn aggregator(plan: &Plan, rank: usize, len: usize) -> Box<dyn Aggregator> {
     let rule = node.rule.as_ref().expect("a parent has a wait rule");
     let combine = match rule {
         Rule::Sum => How::Sum,
+        Rule::Until { .. } => How::Partial,
         Rule::Rescale { .. } => {
             How::Rescale { loads: node.children.iter().map(|&c| plan.nodes[c].load()).collect(), samples: plan.samples }
         }
@@ -228,7 +244,11 @@ pub fn aggregator(plan: &Plan, rank: usize, len: usize) -> Box<dyn Aggregator> {
         }
     };
     let mut tally = Tally::new(k, rule.need(k));
-    tally.by = if let Rule::Rescale { by, .. } = rule { *by } else { None };
+    tally.by = match rule {
+        Rule::Rescale { by, .. } => *by,
+        Rule::Until { by } => Some(*by),
+        _ => None,
+    };
     Box::new(Count { len, how: combine, tally })
 }
 
@@ -239,7 +259,12 @@ fn by_text(by: Option<f64>) -> String {
 
 enum How {
     Sum,
-    Rescale { loads: Vec<usize>, samples: usize },
+    /// A sum of what arrived that is never the exact total (`Rule::Until`).
+    Partial,
+    Rescale {
+        loads: Vec<usize>,
+        samples: usize,
+    },
     Decode(Decoder),
 }
 
@@ -345,6 +370,11 @@ impl Aggregator for Count {
         let mut c = match &mut self.how {
             How::Sum => Combination {
                 exact: complete,
+                ..Combination::exact(len, (0..self.tally.order.len()).map(|j| whole(j, 1.0)).collect())
+            },
+            How::Partial => Combination {
+                exact: false,
+                coverage: self.tally.order.len() as f64 / k as f64,
                 ..Combination::exact(len, (0..self.tally.order.len()).map(|j| whole(j, 1.0)).collect())
             },
             How::Rescale { loads, samples } => {

@@ -9,10 +9,12 @@
 //! | `gc-sc`, `gc-dc` | `schemes/clustered.rs` | star |
 //! | `hcmm`, `uniform-uncoded`, `lb-uncoded`, `uniform-coded` (mat-vec) | `schemes/matvec.rs` | star |
 //! | `coded-pagerank`, `uncoded-pagerank` (PageRank) | `schemes/pagerank.rs` | shuffle, no master |
+//! | `codedfedl` (gradient descent with parity data and a deadline) | `schemes/codedfedl.rs` | star |
 //! | `fedavg`, `oracle`, `diversefl`, `median`, `krum`, `multi-krum`, `bulyan`, `resampling`, `fltrust` (federated) | `schemes/federated.rs` | star |
 
 mod clustered;
 mod coded_reduce;
+mod codedfedl;
 mod communication;
 mod federated;
 mod master_worker;
@@ -26,6 +28,8 @@ use crate::plan::{Node, Pattern, Plan, PlanCode};
 use crate::roles::{Encoding, Rule};
 use crate::settings::{JobSpec, Shape};
 use crate::stragglers::StragglerModel;
+
+pub use codedfedl::{ClientParity, Parity};
 
 /// Build the plan of `cfg` for a problem of `shape` (its samples and features, read from the
 /// data when the config was resolved). The one place that dispatches on `scheme.kind`: each
@@ -55,6 +59,7 @@ pub fn build(cfg: &Config, shape: Shape) -> Result<Plan, ConfigError> {
         | SchemeConfig::LbUncoded(c)
         | SchemeConfig::UniformCoded(c) => matvec::build(cfg, c, samples),
         SchemeConfig::CodedPagerank(c) | SchemeConfig::UncodedPagerank(c) => Ok(pagerank::build(cfg, c, samples)),
+        SchemeConfig::Codedfedl(c) => codedfedl::build(cfg, c, samples, shape.features),
         other => Ok(federated::build(cfg, other.federated().expect("the other schemes are matched above"), samples)),
     }?;
     plan.job.features = shape.features;
@@ -90,6 +95,7 @@ pub(crate) fn plan(
         run: cfg.run_spec(),
         job: JobSpec { config: cfg.job.clone(), features: 0 },
         network: cfg.network.spec(),
+        parity: None,
     }
 }
 
@@ -176,7 +182,11 @@ mod tests {
                     .map(|i| if survivors.contains(&i) { plan.samples as f64 / covered as f64 } else { 0.0 })
                     .collect()
             }
-            Rule::Groups { .. } | Rule::Clusters { .. } | Rule::Rows { .. } | Rule::Federated { .. } => {
+            Rule::Groups { .. }
+            | Rule::Clusters { .. }
+            | Rule::Rows { .. }
+            | Rule::Federated { .. }
+            | Rule::Until { .. } => {
                 unreachable!("star plans of this test")
             }
             Rule::Decode { code, .. } => {

@@ -10,12 +10,14 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use outrun_plan::config::{DataKind, GdConfig, Labels};
+use outrun_codes::{domain, Rng};
+use outrun_plan::config::{DataKind, GdConfig, Generator, Labels};
 use outrun_plan::{Plan, Shape};
 use outrun_proto::Frame;
 
 use super::{Applied, Job, JobError, Metrics};
 use crate::batch::Batches;
+use crate::blas::{gemm, Op};
 use crate::data::{self, DataError, Rows};
 use crate::features::FeatureMap;
 use crate::metrics::{normalized_error, Optimizer};
@@ -121,6 +123,59 @@ impl GradientDescent {
     /// Samples of iteration `t` (b, or d in full batch).
     fn batch_size(&self, t: u64) -> usize {
         self.batches.as_ref().map_or(self.samples, |b| b.size(t))
+    }
+}
+
+/// CodedFedL's parity data (`plan.parity`; the scheme: `outrun_plan`'s `schemes/codedfedl.rs`).
+impl GradientDescent {
+    /// The model's outputs C (1 for a linear model).
+    fn outputs(&self) -> usize {
+        match self.net {
+            Net::MultiOutput { outputs, .. } => outputs,
+            _ => 1,
+        }
+    }
+
+    /// The server's parity part before the upload: u rows of zeros with coefficients `coef`.
+    fn parity_part(&self, coef: Vec<f64>) -> Part {
+        let u = coef.len();
+        let mut rows = Rows::from_vecs(self.inputs, vec![0.0; u * self.inputs], vec![0.0; u]);
+        if matches!(self.net, Net::MultiOutput { .. }) {
+            rows.targets = Some(vec![0.0; u * self.outputs()]);
+        }
+        Part { rows, coef, at: HashMap::new() }
+    }
+
+    /// Client `worker`'s G_j·W_j·[X̂_j Y_j]: its every row weighted as the plan says, through the
+    /// feature map, Y one-hot on C outputs, and G_j (u × ℓ_j) drawn from its private key.
+    fn encode_client(&self, parity: &outrun_plan::Parity, worker: usize) -> Result<Vec<f64>, DataError> {
+        let client = &parity.clients[worker - 1];
+        let idx: Vec<usize> = client.rows.points().map(|(i, _)| i).collect();
+        let rows = self.rows(&idx)?;
+        let (l, q, c, u) = (idx.len(), self.inputs, self.outputs(), parity.u);
+        let width = q + c;
+        let mut wxy = vec![0.0; l * width];
+        for (k, (_, w)) in client.rows.points().enumerate() {
+            let out = &mut wxy[k * width..(k + 1) * width];
+            out[..q].iter_mut().zip(rows.row(k)).for_each(|(o, x)| *o = w * x);
+            match self.net {
+                Net::MultiOutput { .. } => out[q + rows.y[k] as usize] = w,
+                _ => out[q] = w * rows.y[k],
+            }
+        }
+        let mut rng = Rng::from_key(&[self.seed, domain::PARITY, worker as u64, 1]);
+        let g: Vec<f64> = (0..u * l)
+            .map(|_| match parity.generator {
+                Generator::Gaussian => rng.normal(),
+                Generator::Bernoulli if rng.uniform() < 0.5 => -1.0,
+                Generator::Bernoulli => 1.0,
+            })
+            .collect();
+        let mut out = vec![0.0; u * width];
+        if l > 0 {
+            gemm(1.0, Op::n(&g, u, l), Op::n(&wxy, l, width), 0.0, &mut out);
+        }
+        Ok(out)
     }
 }
 
@@ -274,6 +329,10 @@ impl Job for GradientDescent {
                 .iter()
                 .map(|set| {
                     let idx: Vec<usize> = set.points().map(|(i, _)| i).collect();
+                    if idx.first().is_some_and(|&i| i >= self.samples) {
+                        // the server's parity rows: known once the clients have uploaded them
+                        return Ok(self.parity_part(set.points().map(|(_, c)| c).collect()));
+                    }
                     let mut at: HashMap<usize, Vec<usize>> = HashMap::new();
                     if self.batches.is_some() {
                         idx.iter().enumerate().for_each(|(k, &i)| at.entry(i).or_default().push(k));
@@ -287,6 +346,31 @@ impl Job for GradientDescent {
             self.theta = self.net.read_init(path, self.inputs)?;
         }
         Ok(())
+    }
+
+    fn encode(&mut self, plan: &Plan, rank: usize) -> Result<Option<Vec<f64>>, DataError> {
+        let Some(parity) = &plan.parity else { return Ok(None) };
+        match plan.nodes[rank].worker {
+            Some(w) => self.encode_client(parity, w).map(Some),
+            None => Ok(Some(vec![0.0; parity.upload_len(self.inputs, self.outputs())])),
+        }
+    }
+
+    fn set_parity(&mut self, rank: usize, sum: Vec<f64>) {
+        let (q, c) = (self.inputs, self.outputs());
+        let multi = matches!(self.net, Net::MultiOutput { .. });
+        let Some(part) = self.parts.get_mut(&rank).and_then(|p| p.first_mut()) else { return };
+        let u = sum.len() / (q + c);
+        let (mut x, mut t) = (Vec::with_capacity(u * q), Vec::with_capacity(u * c));
+        for row in sum.chunks_exact(q + c) {
+            x.extend_from_slice(&row[..q]);
+            t.extend_from_slice(&row[q..]);
+        }
+        part.rows = if multi {
+            Rows { targets: Some(t), ..Rows::from_vecs(q, x, vec![0.0; u]) }
+        } else {
+            Rows::from_vecs(q, x, t)
+        };
     }
 
     fn load_metrics(&mut self) -> Result<(), DataError> {

@@ -119,6 +119,14 @@ pub trait Job {
     /// Compute on flipped labels (c ↦ C − 1 − c) until told otherwise: a label-flip fault
     /// (`[faults]`, accepted for jobs with class labels only).
     fn flip_labels(&mut self, _on: bool) {}
+    /// This rank's one-time share of the server's parity rows (CodedFedL, `plan.parity`): a
+    /// client's G_j·W_j·[X̂_j Y_j], u rows of the model's inputs then outputs, row-major; zeros of
+    /// that length at the server. None for a plan without parity data.
+    fn encode(&mut self, _plan: &Plan, _rank: usize) -> Result<Option<Vec<f64>>, DataError> {
+        Ok(None)
+    }
+    /// The server's (`rank`'s) parity rows: the sum of every rank's [`Job::encode`].
+    fn set_parity(&mut self, _rank: usize, _sum: Vec<f64>) {}
     /// The logging rank's metrics of what `apply` gave.
     fn metrics(&self, applied: &Applied) -> Metrics {
         Metrics { error: applied.error, ..Metrics::default() }

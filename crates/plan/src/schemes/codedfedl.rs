@@ -1,0 +1,265 @@
+//! CodedFedL (thesis ch. 5; note `seed-004-ch4-ch5-ch7.md` §3) on a star: the master is the
+//! server and its own computing unit, the N workers are the clients.
+//!
+//! Client j holds the j-th of N near-equal contiguous blocks of the m rows (ℓ_j of them). Once,
+//! before the first round, the allocation (`outrun_codes::codedfedl`) takes every client's law
+//! — compute ℓ/μ_j + Exp(α_jμ_j/ℓ) from `[stragglers] model = "shifted-exp"` (μ_j = 1/(a_j·w),
+//! α_j = a_j·mu_j for a job whose point costs w units), links τ_down, τ_up with Geometric(1 − p)
+//! transmissions from `[links] model = "delay"` — and finds the deadline t* at which the
+//! clients' expected returns and the u parity rows make up m. Client j then samples ℓ*_j of its
+//! rows privately (from `run.seed`), weighs each of its rows by √(1 − P(T_j ≤ t*)) if sampled
+//! and 1 if not, and uploads G_j·W_j·[X̂_j Y_j] (u rows, G_j private, zero mean, unit variance)
+//! once; the server sums the uploads into its parity rows (the job's `encode`, the drivers'
+//! parity phase). Every round the server sends θ; each client returns the gradient sum over its
+//! sampled rows; at t* the server adds what arrived to (1/u)·X̌ᵀ(X̌θ − Y̌) computed on the parity
+//! ([`Rule::Until`]): no decoding, and E\[g\] is the full gradient when GᵀG/u = I.
+
+use outrun_codes::codedfedl::{self, Node as Law};
+use outrun_codes::{domain, Rng};
+use serde::{Deserialize, Serialize};
+
+use crate::alloc::{split_sizes, Segment, WeightedSet};
+use crate::config::{CodedfedlConfig, Config, ConfigError, Generator, JobConfig, Loss};
+use crate::links::{Hop, Links};
+use crate::plan::Plan;
+use crate::roles::{Encoding, Rule};
+use crate::schemes::{star, worker};
+use crate::stragglers::{Law as StragglerLaw, StragglerModel};
+
+/// The kind number of the parity upload's transmissions on a link (their own draws).
+const PARITY_HOP: u64 = 1000;
+
+/// CodedFedL's parity data and allocation, as the plan carries them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Parity {
+    /// Parity rows u (the server's part).
+    pub u: usize,
+    /// u_max = round(δ·m).
+    pub u_max: usize,
+    /// The entries of the G_j.
+    pub generator: Generator,
+    /// The deadline t*, seconds after a round starts.
+    pub deadline: f64,
+    /// Whether t* was optimised (false: `scheme.deadline`).
+    pub optimised: bool,
+    /// Cost of one point in units of a point of a linear model on the data's features.
+    pub work: f64,
+    /// Per client (index k: worker k + 1).
+    pub clients: Vec<ClientParity>,
+}
+
+/// One client's share of the allocation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ClientParity {
+    /// Every row of the client with its encoding weight: √(1 − P(T ≤ t*)) if sampled, 1 if not.
+    pub rows: WeightedSet,
+    /// ℓ*_j: rows it processes every round.
+    pub load: usize,
+    /// P(T_j ≤ t*) at that load.
+    pub p_return: f64,
+    /// E\[T_j\] at that load, seconds.
+    pub mean_time: f64,
+    /// μ_j (points per second) and α_j of its compute law.
+    pub mu: f64,
+    /// See `mu`.
+    pub alpha: f64,
+}
+
+impl Parity {
+    /// Values of one client's upload: u rows of the model's inputs and outputs.
+    pub fn upload_len(&self, inputs: usize, outputs: usize) -> usize {
+        self.u * (inputs + outputs)
+    }
+
+    /// Seconds client `worker`'s upload of `values` waits on its link (`[links] model =
+    /// "delay"`; 0 otherwise): ⌈values/message⌉ transmissions of a message of `message` values
+    /// (the thesis's packet: a model), each τ_up × Geometric(1 − p).
+    pub fn link_delay(&self, links: &Links, worker: usize, values: usize, message: usize) -> f64 {
+        let packets = values.div_ceil(message.max(1)) as u64;
+        (0..packets).map(|k| links.delay(Hop { worker, t: u64::MAX, up: true, kind: PARITY_HOP, round: k })).sum()
+    }
+
+    /// The upload phase's modelled seconds in `plan`'s network (the simulator's model): each
+    /// client's link delay, then its `values` through its NIC, in parallel, and the server's NIC
+    /// receiving every upload; one latency.
+    pub fn upload_time(&self, plan: &Plan, values: usize, message: usize) -> f64 {
+        let rates = plan.network.rates(plan.ranks);
+        let bytes = 8.0 * values as f64;
+        let clients = (1..=self.clients.len())
+            .map(|w| self.link_delay(&plan.links, w, values, message) + bytes / rates[w])
+            .fold(0.0, f64::max);
+        let server = bytes * self.clients.len() as f64 / rates[0];
+        clients.max(server) + plan.network.latency
+    }
+
+    /// The expected points returned by t*: Σ_j ℓ*_j·P(T_j ≤ t*) + u.
+    pub fn expected_return(&self) -> f64 {
+        self.clients.iter().map(|c| c.load as f64 * c.p_return).sum::<f64>() + self.u as f64
+    }
+}
+
+/// The model's inputs and outputs, and the cost of a point relative to a linear model on the
+/// data's `p` features: CodedFedL's parity gradient is least squares'.
+fn model_width(cfg: &Config, p: usize) -> Result<(usize, usize, f64), ConfigError> {
+    let JobConfig::Gd(g) = &cfg.job else {
+        return Err(ConfigError::new("scheme.kind", "= \"codedfedl\" trains a model: set job.kind = \"gd\""));
+    };
+    if g.model.loss != Loss::LeastSquares || !g.model.hidden.is_empty() {
+        return Err(ConfigError::new(
+            "model.loss",
+            format!("= \"{}\": codedfedl's parity gradient is that of linear least squares (one output or model.outputs = C, e.g. on [features] random features, as in the thesis); use loss = \"least-squares\" without hidden layers", g.model.loss.name()),
+        ));
+    }
+    if g.model.batch.is_some() {
+        return Err(ConfigError::new(
+            "model.batch",
+            "codedfedl encodes the clients' rows once and computes on them every round: remove model.batch (full batch)",
+        ));
+    }
+    let inputs = g.features.as_ref().map_or(p, |f| f.q);
+    let outputs = g.model.outputs.unwrap_or(1).max(1);
+    Ok((inputs, outputs, (inputs * outputs) as f64 / p.max(1) as f64))
+}
+
+/// Client k's law (k 0-based) for a job whose point costs `work` units.
+fn laws(cfg: &Config, n: usize, work: f64, caps: &[usize]) -> Result<Vec<Law>, ConfigError> {
+    let model = StragglerModel::from_config(cfg);
+    let StragglerLaw::ShiftedExp { a, mu } = &model.law else {
+        return Err(ConfigError::new(
+            "stragglers.model",
+            format!("= \"{}\": codedfedl allocates the clients' loads from their compute laws; set stragglers.model = \"shifted-exp\" with a and mu (one value, or one per client)", model.name()),
+        ));
+    };
+    if let Some(k) = (0..n).find(|&k| a[k].is_nan() || a[k] <= 0.0) {
+        return Err(ConfigError::new(
+            "stragglers.a",
+            format!("client {}: a = {} — codedfedl's compute law ℓ/μ + Exp(αμ/ℓ) needs a > 0", k + 1, a[k]),
+        ));
+    }
+    let (up, down, p) = match Links::from_config(cfg) {
+        Links::Delay { up, down, p, .. } => (up, down, p),
+        _ => (vec![0.0; n], vec![0.0; n], 0.0),
+    };
+    Ok((0..n)
+        .map(|k| {
+            let speed = 1.0 / (a[k] * work);
+            Law { mu: speed, alpha: a[k] * mu[k], tau_down: down[k], tau_up: up[k], p, cap: caps[k] as f64 }
+        })
+        .collect())
+}
+
+/// Client `worker`'s private sample of `load` of its `len` rows (offsets in its block).
+fn sample(seed: u64, worker: usize, len: usize, load: usize) -> Vec<usize> {
+    Rng::from_key(&[seed, domain::PARITY, worker as u64, 0]).choose(len, load)
+}
+
+pub(crate) fn build(cfg: &Config, c: &CodedfedlConfig, samples: usize, p: usize) -> Result<Plan, ConfigError> {
+    let n = c.workers;
+    let (_, _, work) = model_width(cfg, p)?;
+    let sizes = split_sizes(samples, n);
+    let laws = laws(cfg, n, work, &sizes)?;
+    let m = samples as f64;
+    let u_max = ((c.delta * m).round() as usize).max(1);
+    let u = c.parity.unwrap_or(u_max);
+    if u > u_max {
+        return Err(ConfigError::new(
+            "scheme.parity",
+            format!(
+                "= {u}: more than u_max = round(δ·m) = {u_max} parity rows (scheme.delta = {} of the {samples} points)",
+                c.delta
+            ),
+        ));
+    }
+    let (t, loads) = match c.deadline {
+        Some(t) => (t, laws.iter().map(|l| codedfedl::best_load(l, t).0).collect::<Vec<_>>()),
+        None => {
+            let a = codedfedl::allocate(&laws, None, u as f64, m)
+                .map_err(|e| ConfigError::new("scheme.delta", format!("= {}: {e}", c.delta)))?;
+            (a.t, a.loads)
+        }
+    };
+    let mut start = 0;
+    let mut clients = vec![];
+    let mut nodes = vec![];
+    for (k, (law, &len)) in laws.iter().zip(&sizes).enumerate() {
+        let load = (loads[k].round() as usize).min(len);
+        let p_return = if load == 0 { 0.0 } else { codedfedl::expected_return(law, t, load as f64) / load as f64 };
+        let chosen = sample(cfg.run.seed, k + 1, len, load);
+        let mut part = WeightedSet::default();
+        chosen.iter().for_each(|&i| part.push(Segment { start: start + i, len: 1, coef: 1.0 }));
+        let w = (1.0 - p_return).max(0.0).sqrt();
+        let mut rows = WeightedSet::default();
+        for i in 0..len {
+            let coef = if chosen.binary_search(&i).is_ok() { w } else { 1.0 };
+            rows.push(Segment { start: start + i, len: 1, coef });
+        }
+        clients.push(ClientParity {
+            rows,
+            load,
+            p_return,
+            mean_time: law.mean_time(load as f64),
+            mu: law.mu,
+            alpha: law.alpha,
+        });
+        nodes.push(worker(k + 1, vec![part], Encoding::Plain));
+        start += len;
+    }
+    let rule = Rule::Until { by: t };
+    let title = format!(
+        "codedfedl, {n} clients, u = {u} parity rows (u_max = {u_max}): {}; the server adds its parity gradient, no decoding",
+        rule.describe(n)
+    );
+    let mut plan = star(cfg, title, samples, 0, nodes, rule, vec![]);
+    let mut own = WeightedSet::default();
+    own.push(Segment { start: samples, len: u, coef: 1.0 / u as f64 });
+    plan.nodes[0].parts = vec![own];
+    plan.parity =
+        Some(Parity { u, u_max, generator: c.generator, deadline: t, optimised: c.deadline.is_none(), work, clients });
+    Ok(plan)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::parse;
+    use crate::Shape;
+
+    fn plan(sets: &[&str]) -> Result<crate::Plan, crate::ConfigError> {
+        let base = "[run]\nname='t'\niterations=3\nseed=4\n[data]\nkind='linear-synthetic'\nsamples=600\nfeatures=5\n[model]\nloss='least-squares'\nlr=0.1\n[scheme]\nkind='codedfedl'\nworkers=6\n[stragglers]\nmodel='shifted-exp'\na=[1e-3, 1e-3, 2e-3, 2e-3, 4e-3, 8e-3]\nmu=2000\n[timing]\ncompute='modelled'\na=1e-3\n";
+        let cfg = parse(base, &sets.iter().map(|s| s.to_string()).collect::<Vec<_>>())?;
+        crate::build(&cfg, Shape { samples: 600, features: 5 })
+    }
+
+    #[test]
+    fn the_allocation_makes_up_m_in_expectation_and_weights_the_rest() {
+        let plan = plan(&[]).unwrap();
+        let parity = plan.parity.as_ref().unwrap();
+        assert_eq!((parity.u, parity.u_max), (60, 60));
+        // Σ ℓ*_j·P_j + u ≈ m (loads rounded to whole rows)
+        assert!((parity.expected_return() - 600.0).abs() < 6.0, "{}", parity.expected_return());
+        // the slowest client processes fewest rows; weights² + P = 1 on the sampled rows
+        let loads: Vec<usize> = parity.clients.iter().map(|c| c.load).collect();
+        assert!(loads[5] < loads[0], "{loads:?}");
+        for (k, c) in parity.clients.iter().enumerate() {
+            let part = &plan.nodes[k + 1].parts[0];
+            assert_eq!(part.len(), c.load);
+            for (i, _) in part.points() {
+                let w = c.rows.points().find(|&(j, _)| j == i).unwrap().1;
+                assert!((w * w + c.p_return - 1.0).abs() < 1e-12);
+            }
+            assert_eq!(c.rows.len(), 100);
+        }
+        assert_eq!(plan.nodes[0].load(), 60);
+        assert!(matches!(plan.nodes[0].rule, Some(crate::roles::Rule::Until { by }) if by == parity.deadline));
+    }
+
+    #[test]
+    fn bad_settings_are_one_line_naming_the_field() {
+        let e = plan(&["scheme.parity=61"]).unwrap_err();
+        assert_eq!(e.field, "scheme.parity");
+        assert!(e.to_string().contains("u_max = round(δ·m) = 60"), "{e}");
+        assert_eq!(plan(&["scheme.delta=1.5"]).unwrap_err().field, "scheme.delta");
+        assert_eq!(plan(&["scheme.delta=0"]).unwrap_err().field, "scheme.delta");
+        assert_eq!(plan(&["model.loss='logistic'"]).unwrap_err().field, "model.loss");
+        assert_eq!(plan(&["stragglers.model='none'"]).unwrap_err().field, "stragglers.model");
+    }
+}

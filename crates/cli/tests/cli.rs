@@ -529,6 +529,36 @@ fn refused_in_one_line(config: &str, sets: &[&str], want: &str) {
 }
 
 #[test]
+fn bad_codedfedl_settings_get_one_line_naming_the_key() {
+    let dir = tempdir("cli-codedfedl");
+    let c = dir.join("codedfedl.toml");
+    std::fs::write(
+        &c,
+        "[run]\nname='cf'\niterations=3\n[data]\nkind='linear-synthetic'\nsamples=300\nfeatures=4\n[model]\nloss='least-squares'\nlr=0.1\n[scheme]\nkind='codedfedl'\nworkers=5\n[stragglers]\nmodel='shifted-exp'\na=1e-3\nmu=2000\n[timing]\ncompute='modelled'\n",
+    )
+    .unwrap();
+    let c = c.display().to_string();
+    let ok = outrun(&["plan", &c]);
+    assert_eq!(ok.code, Some(0), "{}", ok.stderr);
+    assert!(ok.stdout.contains("u = 30 of u_max = 30 parity rows"), "{}", ok.stdout);
+    for (sets, want) in [
+        (&["scheme.parity=31"][..], "scheme.parity = 31: more than u_max = round(δ·m) = 30 parity rows"),
+        (&["scheme.delta=1"], "scheme.delta = 1: the redundancy δ = u_max/m must be in (0, 1)"),
+        (&["scheme.delta=-0.1"], "scheme.delta = -0.1: the redundancy"),
+        (&["scheme.workers=301"], "data.samples = 300 is smaller than the 301 workers: some would hold no data"),
+        (
+            &["model.loss='logistic'", "data.kind='logistic-synthetic'"],
+            "model.loss = \"logistic\": codedfedl's parity gradient is that of linear least squares",
+        ),
+        (&["model.batch=10"], "model.batch: codedfedl encodes the clients' rows once"),
+        (&["stragglers.model='none'"], "stragglers.model = \"none\": codedfedl allocates the clients' loads"),
+        (&["scheme.deadline=0"], "scheme.deadline = 0: must be a positive number of seconds"),
+    ] {
+        refused_in_one_line(&c, sets, want);
+    }
+}
+
+#[test]
 fn codedfedl_load_meets_the_global_batch_at_its_deadline() {
     let r = outrun(&["codedfedl-load", "--json"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);

@@ -504,6 +504,9 @@ impl Plan {
         if let Some(l) = self.links.describe() {
             line(&mut o, format!("links: {l}"));
         }
+        if let Some(p) = &self.parity {
+            o.push_str(&p.describe(self));
+        }
         line(
             &mut o,
             format!(

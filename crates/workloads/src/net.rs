@@ -416,6 +416,24 @@ mod tests {
         ModelConfig { classes: Some(classes), hidden: hidden.to_vec(), ..ModelConfig::linear(Loss::Softmax, 0.1) }
     }
 
+    /// Real targets equal to the one-hot labels give the labels' gradient and loss (CodedFedL's
+    /// parity rows fit G·W·Y through `Rows::targets`).
+    #[test]
+    fn one_hot_targets_fit_like_the_labels() {
+        let (n, p, c) = (300, 4, 3);
+        let data = rows(n, p, c);
+        let mut hot = data.clone();
+        hot.targets = Some((0..n).flat_map(|j| (0..c).map(move |k| f64::from(u8::from(j % c == k)))).collect());
+        let net = Net::new(&ModelConfig { outputs: Some(c), ..ModelConfig::linear(Loss::LeastSquares, 0.1) }, p);
+        let theta: Vec<f64> = (0..p * c).map(|k| 0.2 * (k as f64).sin()).collect();
+        let coef = vec![0.5; n];
+        let (mut g1, mut g2) = (vec![0.0; p * c], vec![0.0; p * c]);
+        let l1 = net.gradient(&data, &coef, &theta, &mut g1, usize::MAX, &mut || {});
+        let l2 = net.gradient(&hot, &coef, &theta, &mut g2, usize::MAX, &mut || {});
+        assert_eq!((l1, &g1), (l2, &g2));
+        assert_eq!(hot.select([4, 1]).targets.unwrap(), vec![0.0, 1.0, 0.0, 0.0, 1.0, 0.0]);
+    }
+
     /// Central differences of the weighted loss agree with the gradient, for every model.
     #[test]
     fn gradients_match_finite_differences() {

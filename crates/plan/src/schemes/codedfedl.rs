@@ -24,6 +24,7 @@ use crate::links::{Hop, Links};
 use crate::plan::Plan;
 use crate::roles::{Encoding, Rule};
 use crate::schemes::{star, worker};
+use crate::settings::ComputeMode;
 use crate::stragglers::{Law as StragglerLaw, StragglerModel};
 
 /// The kind number of the parity upload's transmissions on a link (their own draws).
@@ -90,6 +91,53 @@ impl Parity {
             .fold(0.0, f64::max);
         let server = bytes * self.clients.len() as f64 / rates[0];
         clients.max(server) + plan.network.latency
+    }
+
+    /// The server's seconds per round on its u parity rows (modelled timing: `timing.master_a`,
+    /// else `timing.a`, per unit of work; None when compute time is measured).
+    pub fn server_time(&self, plan: &Plan) -> Option<f64> {
+        let model = &plan.stragglers;
+        (model.compute == ComputeMode::Modelled)
+            .then(|| model.master_a.unwrap_or(model.base_a) * self.u as f64 * self.work)
+    }
+
+    /// `outrun plan`'s lines: the deadline, the parity, each client's share.
+    pub fn describe(&self, plan: &Plan) -> String {
+        let mut o = format!(
+            "codedfedl: t* = {:.6} s ({}); u = {} of u_max = {} parity rows ({:?} G_j); expected return by t*: Σ ℓ*_j·P_j + u = {:.1} of m = {}\n",
+            self.deadline,
+            if self.optimised { "optimised" } else { "scheme.deadline" },
+            self.u,
+            self.u_max,
+            self.generator,
+            self.expected_return(),
+            plan.samples
+        );
+        if let Some(s) = self.server_time(plan) {
+            o += &format!(
+                "  the server's parity gradient takes {s:.6} s; expected time per round {:.6} s{}\n",
+                s.max(self.deadline),
+                if s > self.deadline { " (longer than t*: lower timing.master_a or u)" } else { " (t*)" }
+            );
+        }
+        o += &format!(
+            "  {:>6} {:>6} {:>7} {:>10} {:>8} {:>12} {:>12} {:>6}\n",
+            "client", "rows", "load ℓ*", "P(T ≤ t*)", "weight", "E[T] s", "μ points/s", "α"
+        );
+        for (k, c) in self.clients.iter().enumerate() {
+            o += &format!(
+                "  {:>6} {:>6} {:>7} {:>10.4} {:>8.4} {:>12.6} {:>12.4} {:>6.3}\n",
+                k + 1,
+                c.rows.len(),
+                c.load,
+                c.p_return,
+                (1.0 - c.p_return).max(0.0).sqrt(),
+                c.mean_time,
+                c.mu,
+                c.alpha
+            );
+        }
+        o
     }
 
     /// The expected points returned by t*: Σ_j ℓ*_j·P(T_j ≤ t*) + u.
@@ -224,9 +272,14 @@ mod tests {
     use crate::Shape;
 
     fn plan(sets: &[&str]) -> Result<crate::Plan, crate::ConfigError> {
+        plan_of(600, sets)
+    }
+
+    /// The plan of the base config with `sets` for `samples` points of 5 features.
+    fn plan_of(samples: usize, sets: &[&str]) -> Result<crate::Plan, crate::ConfigError> {
         let base = "[run]\nname='t'\niterations=3\nseed=4\n[data]\nkind='linear-synthetic'\nsamples=600\nfeatures=5\n[model]\nloss='least-squares'\nlr=0.1\n[scheme]\nkind='codedfedl'\nworkers=6\n[stragglers]\nmodel='shifted-exp'\na=[1e-3, 1e-3, 2e-3, 2e-3, 4e-3, 8e-3]\nmu=2000\n[timing]\ncompute='modelled'\na=1e-3\n";
         let cfg = parse(base, &sets.iter().map(|s| s.to_string()).collect::<Vec<_>>())?;
-        crate::build(&cfg, Shape { samples: 600, features: 5 })
+        crate::build(&cfg, Shape { samples, features: 5 })
     }
 
     #[test]
@@ -261,5 +314,71 @@ mod tests {
         assert_eq!(plan(&["scheme.delta=0"]).unwrap_err().field, "scheme.delta");
         assert_eq!(plan(&["model.loss='logistic'"]).unwrap_err().field, "model.loss");
         assert_eq!(plan(&["stragglers.model='none'"]).unwrap_err().field, "stragglers.model");
+    }
+
+    fn dot(a: &[f64], b: &[f64]) -> f64 {
+        a.iter().zip(b).map(|(x, y)| x * y).sum()
+    }
+
+    /// The thesis's unbiasedness (App. P) with GᵀG/u = I exactly: G is 24 columns of the
+    /// 32 × 32 Sylvester–Hadamard matrix (±1, the Bernoulli generator's values). Over the 2ⁿ
+    /// patterns of clients back by t*, each with its probability from the plan, the expected
+    /// g_U + g_C is the full gradient: a sampled row carries P(T ≤ t*) in g_U and w² = 1 − P in
+    /// g_C, an unsampled row 1 in g_C.
+    #[test]
+    fn with_orthogonal_encoding_the_expected_gradient_is_the_full_gradient() {
+        let sets = ["scheme.workers=4", "stragglers.a=[1e-3, 2e-3, 4e-3, 8e-3]", "scheme.delta=0.25"];
+        let plan = plan_of(24, &sets).unwrap();
+        let parity = plan.parity.as_ref().unwrap();
+        assert!(parity.clients.iter().any(|c| c.load < 6) && parity.clients.iter().any(|c| c.load > 0));
+        let (m, p, n, u) = (24, 5, 4, 32);
+        let x: Vec<Vec<f64>> = (0..m).map(|i| (0..p).map(|k| ((i * p + k) as f64 * 0.37).sin()).collect()).collect();
+        let y: Vec<f64> = (0..m).map(|i| (i as f64 * 0.11).cos()).collect();
+        let theta = [0.3, -0.2, 0.5, 0.1, -0.4];
+        let grad = |i: usize, scale: f64| -> Vec<f64> {
+            let r = dot(&x[i], &theta) - y[i];
+            x[i].iter().map(|v| scale * v * r).collect()
+        };
+        let add = |acc: &mut Vec<f64>, v: &[f64]| acc.iter_mut().zip(v).for_each(|(a, b)| *a += b);
+        let mut full = vec![0.0; p];
+        (0..m).for_each(|i| add(&mut full, &grad(i, 1.0)));
+        // the parity rows X̌ = G·W·X, Y̌ = G·W·y, and g_C = (1/u)·X̌ᵀ(X̌θ − Y̌)
+        let h = |a: usize, b: usize| if (a & b).count_ones().is_multiple_of(2) { 1.0 } else { -1.0 };
+        let mut w = vec![f64::NAN; m];
+        parity.clients.iter().flat_map(|c| c.rows.points()).for_each(|(i, c)| w[i] = c);
+        let mut g_c = vec![0.0; p];
+        for a in 0..u {
+            let xa: Vec<f64> = (0..p).map(|k| (0..m).map(|i| h(a, i) * w[i] * x[i][k]).sum()).collect();
+            let ya: f64 = (0..m).map(|i| h(a, i) * w[i] * y[i]).sum();
+            let r = dot(&xa, &theta) - ya;
+            add(&mut g_c, &xa.iter().map(|v| v * r / u as f64).collect::<Vec<_>>());
+        }
+        // each client's g_j over its sampled rows, weighted by the probability it is back
+        let g_j: Vec<Vec<f64>> = (1..=n)
+            .map(|j| {
+                let mut g = vec![0.0; p];
+                plan.nodes[j].points().for_each(|(i, c)| add(&mut g, &grad(i, c)));
+                g
+            })
+            .collect();
+        let mut expected = g_c.clone();
+        for pattern in 0..1usize << n {
+            let prob: f64 =
+                (0..n)
+                    .map(|j| {
+                        if pattern >> j & 1 == 1 {
+                            parity.clients[j].p_return
+                        } else {
+                            1.0 - parity.clients[j].p_return
+                        }
+                    })
+                    .product();
+            for j in (0..n).filter(|j| pattern >> j & 1 == 1) {
+                add(&mut expected, &g_j[j].iter().map(|v| prob * v).collect::<Vec<_>>());
+            }
+        }
+        for (e, f) in expected.iter().zip(&full) {
+            assert!((e - f).abs() <= 1e-12 * f.abs().max(1.0), "E[g_M] = {expected:?}, full gradient {full:?}");
+        }
     }
 }

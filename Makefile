@@ -51,3 +51,7 @@ reproduce-upload: build
 .PHONY: reproduce-fl
 reproduce-fl: build
 	scripts/reproduce-fl.sh
+
+.PHONY: reproduce-codedfedl
+reproduce-codedfedl: build
+	scripts/reproduce-codedfedl.sh

@@ -15,6 +15,8 @@ pub(crate) struct Options {
     pub(crate) c: usize,
     pub(crate) seed: u64,
     pub(crate) json: bool,
+    /// Print the network as config sections for a job on this many input features.
+    pub(crate) toml: Option<usize>,
 }
 
 /// Print the allocation: t*, u*, and per client its rates, load, expected return, probability
@@ -35,6 +37,13 @@ pub(crate) fn run(o: &Options) -> Result<(), Failure> {
     }
     let perm = |id: u64| Rng::from_key(&[o.seed, domain::SAMPLE, id]).permutation(o.clients);
     let clients = thesis_clients(o.clients, o.q, o.c, o.points, &perm(2), &perm(3));
+    if let Some(p) = o.toml {
+        if p == 0 {
+            return bad("--toml 0: the job's input features must be at least 1".into());
+        }
+        print!("{}", sections(o, &clients, p));
+        return Ok(());
+    }
     let m = o.points * o.clients as f64;
     let u_max = o.delta * m;
     let a = allocate(&clients, None, u_max, m).map_err(|e| Failure(e.to_string(), 2))?;
@@ -77,4 +86,36 @@ pub(crate) fn run(o: &Options) -> Result<(), Failure> {
         );
     }
     Ok(())
+}
+
+/// The network as a config's `[stragglers]`, `[timing]` and `[links]` sections for a job on `p`
+/// input features, whose point costs q·c/p units (`Job::work`): client j's law ℓ/μ_j +
+/// Exp(α_jμ_j/ℓ) is shifted-exp with a_j = 1/(μ_j·q·c/p) per unit and rate α_j/a_j; its link
+/// τ_j both ways with p = 0.1; the server reliable (master_a ≈ 0).
+fn sections(o: &Options, clients: &[Node], p: usize) -> String {
+    let work = (o.q * o.c) as f64 / p as f64;
+    let list = |v: Vec<f64>| v.iter().map(|x| format!("{x:.6e}")).collect::<Vec<_>>().join(", ");
+    let a: Vec<f64> = clients.iter().map(|n| 1.0 / (n.mu * work)).collect();
+    let mu: Vec<f64> = clients.iter().zip(&a).map(|(n, a)| n.alpha / a).collect();
+    let tau = list(clients.iter().map(|n| n.tau_up).collect());
+    format!(
+        "# the thesis's simulated network (ch. 5 §5.5): {} clients, LTE 216 kbps × 0.95^k and 3.072 MMAC/s × 0.8^k\n\
+         # permuted from seed {}, p = 0.1, α = 2, for a model of q = {} × c = {} on {p} features\n\
+         # (outrun codedfedl-load --clients {} --q {} --c {} --seed {} --toml {p})\n\
+         [stragglers]\nmodel = \"shifted-exp\"\na = [{}]\nmu = [{}]\n\n\
+         [timing]\ncompute = \"modelled\"\na = {:.6e}\nmaster_a = 1e-12\n\n\
+         [links]\nmodel = \"delay\"\ntau_up = [{tau}]\ntau_down = [{tau}]\np = {}\n",
+        o.clients,
+        o.seed,
+        o.q,
+        o.c,
+        o.clients,
+        o.q,
+        o.c,
+        o.seed,
+        list(a.clone()),
+        list(mu),
+        a.iter().sum::<f64>() / a.len() as f64,
+        clients.first().map_or(0.1, |n| n.p)
+    )
 }

@@ -140,6 +140,10 @@ enum Cmd {
         /// Print one JSON object instead of a table.
         #[arg(long)]
         json: bool,
+        /// Print the network as a config's [stragglers], [timing] and [links] sections for a
+        /// job on this many input features (a point costs q·c/P units).
+        #[arg(long, value_name = "P", conflicts_with = "json")]
+        toml: Option<usize>,
     },
     /// PageRank's Shuffle loads for a graph, per computation load r: uncoded and coded values,
     /// segments and bytes, the thesis's L (no MPI).
@@ -588,8 +592,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Cmd::Sweep { file, launcher, dry_run, base, repetitions, out } => {
             sweep::run(&sweep::Options { file, launcher, dry_run, base, repetitions, out })
         }
-        Cmd::CodedfedlLoad { clients, points, delta, q, c, seed, json } => {
-            codedfedl::run(&codedfedl::Options { clients, points, delta, q, c, seed, json })
+        Cmd::CodedfedlLoad { clients, points, delta, q, c, seed, json, toml } => {
+            codedfedl::run(&codedfedl::Options { clients, points, delta, q, c, seed, json, toml })
         }
         Cmd::PagerankLoad { graph, config, set, servers, r, reduce, directed, json } => {
             pagerank_load(graph, config, &set, servers, r, reduce, directed, json)

@@ -306,6 +306,14 @@ impl Job for GradientDescent {
         };
         let acts = (BLOCK as u64) * widths * 3 * 8;
         let vec_bytes = (self.params() as u64 + 1).saturating_mul(8);
+        // CodedFedL: a client holds its G_j (u × ℓ_j), its weighted rows and its encoding (u
+        // rows); the server the sum and its parity rows
+        let parity = |n: &outrun_plan::Node| -> u64 {
+            let Some(parity) = &plan.parity else { return 0 };
+            let (u, width) = (parity.u as u64, (self.inputs + self.outputs()) as u64);
+            let rows = n.worker.map_or(0, |w| parity.clients[w - 1].rows.len() as u64);
+            (u * rows + rows * width + 2 * u * width).saturating_mul(8)
+        };
         Ok(plan
             .nodes
             .iter()
@@ -316,6 +324,7 @@ impl Job for GradientDescent {
                     .saturating_mul(8)
                     .saturating_add(vec_bytes.saturating_mul(VECTORS + parts))
                     .saturating_add(acts)
+                    .saturating_add(parity(n))
             })
             .collect())
     }

@@ -338,6 +338,18 @@ mod tests {
         }
     }
 
+    /// Step 2's bisection needs the optimised return to grow with t (Claim 2), for symmetric and
+    /// asymmetric lossy links and without losses.
+    #[test]
+    fn the_optimised_return_grows_with_the_deadline() {
+        for n in [node(0.2), node(0.0), Node { tau_down: 0.05, tau_up: 0.4, ..node(0.3) }] {
+            let returns: Vec<f64> = (1..=100).map(|i| best_load(&n, 0.2 * i as f64).1).collect();
+            assert!(returns.windows(2).all(|w| w[1] >= w[0] * (1.0 - 1e-12)), "{n:?}");
+            // a long deadline returns every point
+            assert!((best_load(&n, 500.0).1 - n.cap).abs() < 1e-6 * n.cap, "{n:?}");
+        }
+    }
+
     #[test]
     fn the_allocation_meets_m_at_the_smallest_deadline() {
         let clients: Vec<Node> =

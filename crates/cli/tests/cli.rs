@@ -541,6 +541,14 @@ fn bad_codedfedl_settings_get_one_line_naming_the_key() {
     let ok = outrun(&["plan", &c]);
     assert_eq!(ok.code, Some(0), "{}", ok.stderr);
     assert!(ok.stdout.contains("u = 30 of u_max = 30 parity rows"), "{}", ok.stdout);
+    // each client's privacy budget ε = ½·log₂(1 + u/f²) > 0, read from its rows
+    let eps: Vec<f64> = ok
+        .stdout
+        .lines()
+        .find_map(|l| l.split_once("W = I), bits: "))
+        .map(|(_, v)| v.split(", ").map(|e| e.parse().unwrap()).collect())
+        .unwrap_or_default();
+    assert!(eps.len() == 5 && eps.iter().all(|&e| e > 0.0), "{}", ok.stdout);
     for (sets, want) in [
         (&["scheme.parity=31"][..], "scheme.parity = 31: more than u_max = round(δ·m) = 30 parity rows"),
         (&["scheme.delta=1"], "scheme.delta = 1: the redundancy δ = u_max/m must be in (0, 1)"),

@@ -365,6 +365,24 @@ impl Job for GradientDescent {
         }
     }
 
+    /// Each client's ε_j = ½·log₂(1 + u/f²(X̂_j)) (App. Q, with W = I: the worst case).
+    fn plan_notes(&mut self, plan: &Plan) -> Result<Vec<String>, DataError> {
+        let Some(parity) = &plan.parity else { return Ok(vec![]) };
+        let eps = parity
+            .clients
+            .iter()
+            .map(|c| {
+                let rows = self.rows(&c.rows.points().map(|(i, _)| i).collect::<Vec<_>>())?;
+                let x: Vec<Vec<f64>> = (0..rows.len()).map(|k| rows.row(k).to_vec()).collect();
+                Ok(format!("{:.3}", outrun_codes::codedfedl::privacy_epsilon(parity.u as f64, &x)))
+            })
+            .collect::<Result<Vec<_>, DataError>>()?;
+        Ok(vec![format!(
+            "  privacy of each client's parity upload (App. Q, ε = ½·log₂(1 + u/f²), W = I), bits: {}",
+            eps.join(", ")
+        )])
+    }
+
     fn set_parity(&mut self, rank: usize, sum: Vec<f64>) {
         let (q, c) = (self.inputs, self.outputs());
         let multi = matches!(self.net, Net::MultiOutput { .. });

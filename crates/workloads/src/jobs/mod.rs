@@ -125,6 +125,10 @@ pub trait Job {
     fn encode(&mut self, _plan: &Plan, _rank: usize) -> Result<Option<Vec<f64>>, DataError> {
         Ok(None)
     }
+    /// Lines `outrun plan` adds that need the data (CodedFedL: each client's privacy budget).
+    fn plan_notes(&mut self, _plan: &Plan) -> Result<Vec<String>, DataError> {
+        Ok(vec![])
+    }
     /// The server's (`rank`'s) parity rows: the sum of every rank's [`Job::encode`].
     fn set_parity(&mut self, _rank: usize, _sum: Vec<f64>) {}
     /// The logging rank's metrics of what `apply` gave.

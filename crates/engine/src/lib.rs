@@ -152,9 +152,6 @@ fn report_dropped_logs(
     );
 }
 
-/// Collective: every rank learns whether every rank succeeded in a local step (loading its
-/// share of the job). The lowest rank that failed reports its error (it prints it: one line for
-/// the run, when every rank fails alike); the others stop without a line.
 /// CodedFedL's parity phase (`plan.parity`; None for other plans): every client encodes its
 /// rows (untimed), then, from a barrier, waits its upload's modelled link delay (`[links] model =
 /// "delay"`) and the encodings are summed into the server by one `MPI_Reduce`. The server's
@@ -185,6 +182,9 @@ fn upload_parity(
     Ok(Some(start.elapsed().as_secs_f64()))
 }
 
+/// Collective: every rank learns whether every rank succeeded in a local step (loading its
+/// share of the job). The lowest rank that failed reports its error (it prints it: one line for
+/// the run, when every rank fails alike); the others stop without a line.
 fn agree<T, E: std::fmt::Display>(comm: &mut Comm, local: Result<T, E>) -> Result<T, EngineError> {
     let size = i32::try_from(comm.size).expect("an MPI size is an int");
     let me = i32::try_from(comm.rank).expect("an MPI rank is an int");

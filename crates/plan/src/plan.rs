@@ -164,7 +164,7 @@ pub enum PlanCode {
         tau: Option<f64>,
         /// Uniform coded: the k chosen (the master needs the rows of k workers).
         k: Option<usize>,
-        /// Expected completion time E[T] of the model (None without per-worker laws).
+        /// Expected completion time E\[T\] of the model (None without per-worker laws).
         expected: Option<f64>,
         /// The same by Monte Carlo (mean, standard error; 20 000 draws): a check of the
         /// evaluator.

@@ -14,7 +14,7 @@
 //! - [`Job`]: what is computed, one implementation per job ([`GradientDescent`], [`Federated`], [`Matvec`],
 //!   [`Pagerank`], each in its module under `jobs/`); [`job`] gives the plan's, [`resolve`] turns
 //!   a config into its plan (the problem's size read by [`shape`]).
-//! - [`reference`]: plain serial gradient descent on the whole data set — the independent
+//! - [`reference`](mod@reference): plain serial gradient descent on the whole data set — the independent
 //!   computation exactness tests compare against.
 //! - [`metrics`]: normalised error, relative change, step sizes, the optimizer step.
 //! - [`load_config`]: read a config file (and the straggler parameter file it names).

@@ -590,3 +590,21 @@ fn codedfedl_load_meets_the_global_batch_at_its_deadline() {
     assert_eq!(bad.stderr.trim().lines().count(), 1, "{}", bad.stderr);
     assert!(bad.stderr.contains("--delta = -1: the parity fraction u_max/m must be ≥ 0"), "{}", bad.stderr);
 }
+
+/// Every shipped config (`configs/*.toml`) is valid and its data readable: `outrun check` passes.
+#[test]
+fn every_shipped_config_passes_check() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../configs");
+    let mut files: Vec<_> = std::fs::read_dir(root)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 20, "{files:?}");
+    for f in files {
+        let r = outrun(&["check", &f.display().to_string()]);
+        assert_eq!(r.code, Some(0), "{}: {}", f.display(), r.stderr);
+        assert!(r.stdout.starts_with("ok: "), "{}: {}", f.display(), r.stdout);
+    }
+}

@@ -118,11 +118,7 @@ fn codedfedl_adds_the_parity_gradient_to_what_arrived_by_the_deadline() {
     let diff = max_rel_diff(&got, &want);
     assert!(diff <= 1e-9, "θ differs from this test's CodedFedL by {diff:e}");
     // the deadline cut some rounds short, and never waited past t*
-    let plan = outrun_plan::build(
-        &outrun_plan::config::parse(CFG, &sets).unwrap(),
-        outrun_plan::Shape { samples: 900, features: 6 },
-    )
-    .unwrap();
+    let plan = outrun_workloads::resolve(&outrun_plan::config::parse(CFG, &sets).unwrap()).unwrap();
     let t_star = plan.parity.as_ref().unwrap().deadline;
     assert!(used.iter().any(|u| u.len() < 6), "every client made every deadline: {used:?}");
     let s = summary(&dir);

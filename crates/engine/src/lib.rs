@@ -99,11 +99,10 @@ pub fn train(prepare: &dyn Fn() -> Result<Prepared, String>, progress: &mut dyn 
         if let Some(c) = &shared.resume {
             agree(&mut comm, job.restore(&c.vectors))?;
         }
-        let parity_s = upload_parity(&world, &mut comm, plan, job.as_mut())?;
         match plan.pattern {
             Pattern::Shuffle { .. } => shuffle::run(&world, comm, &shared, job, progress, started),
             Pattern::Tree { .. } | Pattern::Ring { .. } => {
-                run(&world, comm, &shared, job, progress, started, Host { local, cores, paced, parity_s })
+                run(&world, comm, &shared, job, progress, started, Host { local, cores, paced })
             }
         }
     });
@@ -240,15 +239,13 @@ struct Host {
     local: usize,
     cores: usize,
     paced: bool,
-    /// Seconds of CodedFedL's parity upload, at the server.
-    parity_s: Option<f64>,
 }
 
 fn run(
     world: &mpi::topology::SimpleCommunicator,
     mut comm: Comm,
     shared: &Shared,
-    job: Box<dyn Job>,
+    mut job: Box<dyn Job>,
     progress: &mut dyn Progress,
     started: Instant,
     host: Host,
@@ -284,6 +281,7 @@ fn run(
         paced: Some(host.paced),
         ..setup_record(rank, &clock)
     }));
+    let parity_s = upload_parity(world, &mut comm, plan, job.as_mut())?;
     let mut machine: Box<dyn Machine<Frame>> = outrun_proto::machine(plan, rank, job.len(rank), false);
     // One barrier before the timed loop so every rank starts ready; none inside the loop.
     world.barrier();
@@ -292,7 +290,7 @@ fn run(
     if logs {
         tracing::info!("setup took {setup_s:.3} s; starting {} iterations", plan.run.iterations);
         core = keep_book(core, shared, &clock, progress)?;
-        if let Some(secs) = host.parity_s {
+        if let Some(secs) = parity_s {
             tracing::info!("parity upload took {secs:.3} s");
             core.prelude(secs);
         }

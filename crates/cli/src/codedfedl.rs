@@ -94,10 +94,10 @@ pub(crate) fn run(o: &Options) -> Result<(), Failure> {
 /// τ_j both ways with p = 0.1; the server reliable (master_a ≈ 0).
 fn sections(o: &Options, clients: &[Node], p: usize) -> String {
     let work = (o.q * o.c) as f64 / p as f64;
-    let list = |v: Vec<f64>| v.iter().map(|x| format!("{x:.6e}")).collect::<Vec<_>>().join(", ");
+    let list = |v: &[f64]| v.iter().map(|x| format!("{x:.6e}")).collect::<Vec<_>>().join(", ");
     let a: Vec<f64> = clients.iter().map(|n| 1.0 / (n.mu * work)).collect();
     let mu: Vec<f64> = clients.iter().zip(&a).map(|(n, a)| n.alpha / a).collect();
-    let tau = list(clients.iter().map(|n| n.tau_up).collect());
+    let tau = list(&clients.iter().map(|n| n.tau_up).collect::<Vec<_>>());
     format!(
         "# the thesis's simulated network (ch. 5 §5.5): {} clients, LTE 216 kbps × 0.95^k and 3.072 MMAC/s × 0.8^k\n\
          # permuted from seed {}, p = 0.1, α = 2, for a model of q = {} × c = {} on {p} features\n\
@@ -113,8 +113,8 @@ fn sections(o: &Options, clients: &[Node], p: usize) -> String {
         o.q,
         o.c,
         o.seed,
-        list(a.clone()),
-        list(mu),
+        list(&a),
+        list(&mu),
         a.iter().sum::<f64>() / a.len() as f64,
         clients.first().map_or(0.1, |n| n.p)
     )

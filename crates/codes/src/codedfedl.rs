@@ -3,17 +3,18 @@
 //! server's parity size, and the deadline t* at which the server stops waiting.
 //!
 //! Node j (a client, or the server's computing unit) processing ℓ points takes
-//! T = N·τ + ℓ/μ + Exp(rate αμ/ℓ): a download and an upload of τ seconds each, each repeated a
-//! Geometric(1 − p) number of times (N = their total, P(N = ν) = h_ν = (ν−1)(1−p)²p^{ν−2},
-//! ν ≥ 2), a deterministic ℓ/μ of computation and an exponential tail of mean ℓ/(αμ). Its
-//! expected return by t is E\[R(t; ℓ)\] = ℓ·P(T ≤ t) = Σ_ν h_ν·ℓ·(1 − e^{−(αμ/ℓ)(t − ℓ/μ − ντ)})⁺
-//! (Theorem 11, [`expected_return`]), piecewise concave in ℓ between the points where a term
+//! T = A·τ_down + B·τ_up + ℓ/μ + Exp(rate αμ/ℓ): a download and an upload, each repeated a
+//! Geometric(1 − p) number of times (A, B ≥ 1, P(A = a, B = b) = (1−p)²p^{a+b−2}), a
+//! deterministic ℓ/μ of computation and an exponential tail of mean ℓ/(αμ). Its expected return
+//! by t is E\[R(t; ℓ)\] = ℓ·P(T ≤ t) = Σ_{a,b} P(a, b)·ℓ·(1 − e^{−(αμ/ℓ)(t − ℓ/μ − aτ_down − bτ_up)})⁺
+//! (Theorem 11, [`expected_return`]; with τ_down = τ_up = τ the pairs of a total ν = a + b add up
+//! to its h_ν = (ν−1)(1−p)²p^{ν−2}), piecewise concave in ℓ between the points where a term
 //! switches on; [`best_load`] maximises it per piece. The optimised total Σ_j max_ℓ E\[R_j(t)\]
 //! grows with t, so [`allocate`] bisects t until it equals the m points a round needs (Claim 2:
 //! the two steps are optimal).
 //!
-//! Without retransmissions (p = 0) the optimum is linear in t: ℓ*(t) = s·(t − 2τ), s =
-//! αμ/(x − 1) with x = −W₋₁(−e^{−(1+α)}), returning s̃·(t − 2τ), s̃ = s(1 − e^{−α(μ/s − 1)})
+//! Without retransmissions (p = 0) the optimum is linear in t: ℓ*(t) = s·(t − τ_down − τ_up),
+//! s = αμ/(x − 1) with x = −W₋₁(−e^{−(1+α)}), returning s̃·(t − τ_down − τ_up), s̃ = s(1 − e^{−α(μ/s − 1)})
 //! (eqs. 5.34–5.36; [`awgn_slopes`]) — HCMM's 1/λ and rate for the law a = 1/μ, μ_H = αμ
 //! (`crate::lambda`, `crate::rate`; tested).
 

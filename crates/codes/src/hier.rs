@@ -36,6 +36,16 @@ pub enum HierError {
     /// s must be below n_h.
     #[error("s = {0} must be less than the number of helpers n_h = {1}")]
     TooManyFailures(usize, usize),
+    /// A client lost more links than the scheme tolerates.
+    #[error("client {client} lost its links to helpers {helpers:?}: more than s = {s} failed links")]
+    TooMany {
+        /// The client (0-based).
+        client: usize,
+        /// Its failed helpers (0-based).
+        helpers: Vec<usize>,
+        /// The tolerance.
+        s: usize,
+    },
     /// A client lost every helper holding one of its parts.
     #[error("client {client} lost its links to helpers {helpers:?}: no helper that holds its part {part} received it (more than s = {s} failures)")]
     Lost {
@@ -52,6 +62,14 @@ pub enum HierError {
 
 /// Failed helpers (0-based) of each client.
 pub type FailureTable = Vec<Vec<usize>>;
+
+/// The first client of `table` with more than `s` failed links, as an error.
+pub fn check_tolerance(table: &FailureTable, s: usize) -> Result<(), HierError> {
+    match table.iter().position(|f| f.len() > s) {
+        Some(client) => Err(HierError::TooMany { client, helpers: table[client].clone(), s }),
+        None => Ok(()),
+    }
+}
 
 /// Aligned repetition coding.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -101,7 +101,7 @@ pub fn train(prepare: &dyn Fn() -> Result<Prepared, String>, progress: &mut dyn 
         }
         match plan.pattern {
             Pattern::Shuffle { .. } => shuffle::run(&world, comm, &shared, job, progress, started),
-            Pattern::Tree { .. } | Pattern::Ring { .. } => {
+            Pattern::Tree { .. } | Pattern::Ring { .. } | Pattern::Hier { .. } => {
                 run(&world, comm, &shared, job, progress, started, Host { local, cores, paced })
             }
         }

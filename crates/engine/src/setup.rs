@@ -64,6 +64,7 @@ fn prepare_root(prepare: &dyn Fn() -> Result<Prepared, String>, world_size: usiz
             Pattern::Tree { .. } => format!("1 master + {} workers", plan.workers),
             Pattern::Shuffle { .. } => format!("{} servers, no master", plan.workers),
             Pattern::Ring { .. } => format!("{} ring workers, no master", plan.workers),
+            Pattern::Hier { clients, helpers } => format!("1 master + {helpers} helpers + {clients} clients"),
         };
         return Err(EngineError::WorldSize { need: plan.ranks, got: world_size, detail });
     }

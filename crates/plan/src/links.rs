@@ -24,6 +24,9 @@ pub enum Links {
         from: u64,
         /// Seed of the draws.
         seed: u64,
+        /// Hierarchical patterns: a failing client loses exactly this many of its helper links.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        per_client: Option<usize>,
     },
     /// Slow links: a message waits τ × Geometric(1 − p) transmissions.
     Delay {
@@ -37,6 +40,11 @@ pub enum Links {
         seed: u64,
     },
 }
+
+/// Keys of the hierarchical draws (apart from every other draw of the link domain).
+const HIER_CLIENT: u64 = 0x6869_6572_0001;
+const HIER_CHOICE: u64 = 0x6869_6572_0002;
+const HIER_LINK: u64 = 0x6869_6572_1000;
 
 /// A message's key on its link: its iteration, kind and round, and whether it goes up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,7 +72,7 @@ impl Links {
                 let mut workers = f.workers.clone();
                 workers.sort_unstable();
                 workers.dedup();
-                Links::Fail { workers, p: f.p, from: f.from, seed }
+                Links::Fail { workers, p: f.p, from: f.from, seed, per_client: f.per_client }
             }
             LinksConfig::Delay(d) => Links::Delay {
                 up: d.tau_up.as_ref().map_or_else(|| vec![0.0; n], |v| v.values(n)),
@@ -77,10 +85,32 @@ impl Links {
 
     /// Whether worker `w`'s link to its parent fails in iteration `t` (its messages up are lost).
     pub fn fails(&self, worker: usize, t: u64) -> bool {
-        let Links::Fail { workers, p, from, seed } = self else { return false };
+        let Links::Fail { workers, p, from, seed, .. } = self else { return false };
         t >= *from
             && (workers.is_empty() || workers.binary_search(&worker).is_ok())
             && (*p >= 1.0 || Rng::from_key(&[*seed, domain::LINK, worker as u64, t]).uniform() < *p)
+    }
+
+    /// The helpers (0-based, ascending) whose link from client `worker` fails in iteration `t`
+    /// (hierarchical patterns: a client has a link to each of `helpers` helpers): `per_client`
+    /// of them drawn uniformly in an iteration where the client fails (probability `p`), or
+    /// each link on its own with probability `p`.
+    pub fn failed_helpers(&self, worker: usize, helpers: usize, t: u64) -> Vec<usize> {
+        let Links::Fail { workers, p, from, seed, per_client } = self else { return vec![] };
+        if t < *from || !(workers.is_empty() || workers.binary_search(&worker).is_ok()) {
+            return vec![];
+        }
+        let draw = |key: u64| *p >= 1.0 || Rng::from_key(&[*seed, domain::LINK, worker as u64, t, key]).uniform() < *p;
+        match per_client {
+            Some(q) if draw(HIER_CLIENT) => {
+                let mut rng = Rng::from_key(&[*seed, domain::LINK, worker as u64, t, HIER_CHOICE]);
+                let mut failed = rng.choose(helpers, (*q).min(helpers));
+                failed.sort_unstable();
+                failed
+            }
+            Some(_) => vec![],
+            None => (0..helpers).filter(|&h| draw(HIER_LINK + h as u64)).collect(),
+        }
     }
 
     /// Seconds the message `hop` waits on its link: τ × the number of transmissions until one
@@ -114,6 +144,12 @@ impl Links {
         };
         match self {
             Links::None => None,
+            Links::Fail { workers, p, from, per_client: Some(q), .. } => Some(format!(
+                "fail: {}{}, {} loses {q} of its links to the helpers, chosen uniformly (what it sends on them is lost)",
+                if *p < 1.0 { format!("in an iteration with probability p = {p}") } else { "every iteration".into() },
+                if *from > 0 { format!(" from iteration {from}") } else { String::new() },
+                if workers.is_empty() { "each client".to_string() } else { format!("each of clients {workers:?}") },
+            )),
             Links::Fail { workers, p, from, .. } => Some(format!(
                 "fail: the uplinks of {} fail{}{} (their results are lost)",
                 if workers.is_empty() { "every worker".to_string() } else { format!("workers {workers:?}") },
@@ -136,11 +172,31 @@ mod tests {
 
     #[test]
     fn failures_follow_the_list_the_start_and_p() {
-        let l = Links::Fail { workers: vec![2], p: 1.0, from: 3, seed: 1 };
+        let l = Links::Fail { workers: vec![2], p: 1.0, from: 3, seed: 1, per_client: None };
         assert!(!l.fails(2, 2) && l.fails(2, 3) && !l.fails(1, 3));
-        let l = Links::Fail { workers: vec![], p: 0.3, from: 0, seed: 1 };
+        let l = Links::Fail { workers: vec![], p: 0.3, from: 0, seed: 1, per_client: None };
         let rate = (0..2000).filter(|&t| l.fails(4, t)).count() as f64 / 2000.0;
         assert!((0.27..0.33).contains(&rate), "{rate}");
+    }
+
+    #[test]
+    fn a_client_loses_exactly_per_client_helper_links() {
+        let l = Links::Fail { workers: vec![], p: 1.0, from: 1, seed: 5, per_client: Some(2) };
+        assert!(l.failed_helpers(3, 6, 0).is_empty(), "from iteration 1");
+        let mut seen = [0usize; 6];
+        for t in 1..3001 {
+            let f = l.failed_helpers(3, 6, t);
+            assert_eq!(f.len(), 2);
+            assert!(f[0] < f[1] && f[1] < 6);
+            f.iter().for_each(|&h| seen[h] += 1);
+        }
+        // uniform: each helper fails in 1/3 of the iterations
+        assert!(seen.iter().all(|&c| (900..1100).contains(&c)), "{seen:?}");
+        assert_eq!(l.failed_helpers(3, 6, 7), l.failed_helpers(3, 6, 7));
+        let each = Links::Fail { workers: vec![1], p: 0.25, from: 0, seed: 5, per_client: None };
+        let total: usize = (0..2000).map(|t| each.failed_helpers(1, 4, t).len()).sum();
+        assert!((1800..2200).contains(&total), "{total}: p·n_h per iteration");
+        assert!(each.failed_helpers(2, 4, 0).is_empty(), "client 2 is not listed");
     }
 
     #[test]

@@ -99,6 +99,15 @@ pub enum Pattern {
         /// Which server Reduces a vertex.
         reduce: outrun_codes::ReducePolicy,
     },
+    /// Hierarchical aggregation: rank 0 the master, ranks 1..=`helpers` the helpers, then the
+    /// clients; every client sends to every helper (links that may fail), helpers report what
+    /// arrived, the master instructs, helpers upload sums (the plan's [`crate::roles::Hier`]).
+    Hier {
+        /// Clients n_e.
+        clients: usize,
+        /// Helpers n_h.
+        helpers: usize,
+    },
 }
 
 /// The code of a coded matrix–vector product: `n` coded rows over `r` source rows.
@@ -364,6 +373,9 @@ pub struct Plan {
     /// rows once and the server computes on the sum.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parity: Option<crate::schemes::Parity>,
+    /// A hierarchical scheme's combinations (`roles/hier.rs`; [`Pattern::Hier`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hier: Option<crate::roles::Hier>,
 }
 
 impl Plan {
@@ -375,7 +387,7 @@ impl Plan {
 
     /// The master's rank, if the scheme has one.
     pub fn master(&self) -> Option<usize> {
-        matches!(self.pattern, Pattern::Tree { .. }).then_some(0)
+        matches!(self.pattern, Pattern::Tree { .. } | Pattern::Hier { .. }).then_some(0)
     }
 
     /// Depth of a rank in the tree (0 for the master and for ring ranks).
@@ -393,6 +405,7 @@ impl Plan {
     pub fn layers(&self) -> usize {
         match self.pattern {
             Pattern::Tree { layers, .. } => layers,
+            Pattern::Hier { .. } => 2,
             Pattern::Ring { .. } | Pattern::Shuffle { .. } => 0,
         }
     }
@@ -409,7 +422,7 @@ impl Plan {
         match self.pattern {
             Pattern::Tree { .. } => rank == 0,
             Pattern::Ring { .. } => true,
-            Pattern::Shuffle { .. } => rank == 0,
+            Pattern::Shuffle { .. } | Pattern::Hier { .. } => rank == 0,
         }
     }
 
@@ -452,6 +465,27 @@ impl Plan {
                     if r < servers { outrun_codes::binomial(servers, r + 1) } else { 0 },
                 ),
             ),
+            Pattern::Hier { clients, helpers } => {
+                let h = self.hier.as_ref().expect("a hierarchical plan has its scheme");
+                let (c_hm, how) = h.expected_c_hm();
+                line(
+                    &mut o,
+                    format!(
+                        "ranks: {} (rank 0 = master; ranks 1..{helpers} = helpers 1..{helpers}; ranks {}..{} = clients 1..{clients}); θ goes master → helpers → clients (client c from helper (c − 1) mod n_h + 1); every client sends a slice to every helper, helpers report which arrived, the master tells each what to upload",
+                        self.ranks,
+                        helpers + 1,
+                        helpers + clients
+                    ),
+                );
+                line(
+                    &mut o,
+                    format!(
+                        "loads (in units of the payload, padded to k·⌈len/k⌉): C_EH = n_h/k = {:.4}; expected C_HM with s = {} failed links per client = {c_hm:.6} ({how}); naive forwarding {clients}",
+                        h.c_eh(),
+                        h.s
+                    ),
+                );
+            }
             Pattern::Ring { collective: mpi } => line(
                 &mut o,
                 format!(
@@ -515,8 +549,12 @@ impl Plan {
             ),
         );
         for n in &self.nodes {
-            let role = if n.worker.is_none() {
+            let role = if n.worker.is_none() && n.parent.is_some() {
+                "helper"
+            } else if n.worker.is_none() {
                 "master"
+            } else if matches!(self.pattern, Pattern::Hier { .. }) {
+                "client"
             } else if n.children.is_empty() {
                 "worker"
             } else {

@@ -11,6 +11,8 @@
 //!   decodes, and what a node sends, come from the plan's rules and encodings
 //!   (`outrun_plan::roles`).
 //! - [`RingNode`]: the ring pattern (our ring all-reduce, or the library's collective).
+//! - [`HierNode`]: the hierarchical pattern (master, helpers, clients with a link to every
+//!   helper; ARC, AMC and uncoded forwarding from the plan's `roles::Hier`).
 //! - [`wire`]: messages and their frames (bincode headers); [`Frame`] and [`Len`] payloads.
 //! - [`Histogram`]: model send→receive latencies, merged up the tree.
 //!
@@ -45,6 +47,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod hier;
 mod hist;
 mod machine;
 mod ring;
@@ -52,6 +55,7 @@ mod tree;
 mod vector;
 pub mod wire;
 
+pub use hier::HierNode;
 pub use hist::Histogram;
 pub use machine::{At, Clock, Delivered, Failure, Input, Machine, Outcome, Output};
 pub use ring::RingNode;
@@ -77,6 +81,7 @@ pub fn machine<P: Vector + 'static>(
     match plan.pattern {
         Pattern::Tree { .. } => Box::new(TreeNode::new(plan, rank, len)),
         Pattern::Ring { collective } => Box::new(RingNode::new(plan, rank, len, collective && !collective_as_ring)),
+        Pattern::Hier { .. } => Box::new(HierNode::new(plan, rank, len)),
         Pattern::Shuffle { .. } => panic!("the shuffle pattern is driven by its schedule, not by a node machine"),
     }
 }

@@ -51,13 +51,21 @@ pub enum Kind {
     /// Parent → child: your result for `t` is not needed (keep it until the next model: a
     /// grant may still come if a granted child fails).
     Refuse,
+    /// Helper → master (hierarchical): the clients whose slices of `t` arrived (meta).
+    Report,
+    /// Master → helper (hierarchical): the client sets whose slices of `t` to sum and upload
+    /// (meta).
+    Instruct,
 }
 
 impl Kind {
     /// Whether the kind travels down a tree, from a parent to its children (the simulator's
     /// network can leave these free: the papers' model counts only uploads).
     pub fn is_down(self) -> bool {
-        matches!(self, Kind::Model | Kind::Assign | Kind::Stop | Kind::Abort | Kind::Grant | Kind::Refuse)
+        matches!(
+            self,
+            Kind::Model | Kind::Assign | Kind::Stop | Kind::Abort | Kind::Grant | Kind::Refuse | Kind::Instruct
+        )
     }
 
     /// Lower-case name for logs.
@@ -75,6 +83,8 @@ impl Kind {
             Kind::Ready => "ready",
             Kind::Grant => "grant",
             Kind::Refuse => "refuse",
+            Kind::Report => "report",
+            Kind::Instruct => "instruct",
         }
     }
 }
@@ -89,6 +99,10 @@ pub enum Meta {
     Missing(Vec<u32>),
     /// `Assign`: a scheme-defined assignment.
     Assignment(Vec<u8>),
+    /// `Report`: clients (0-based) whose slices arrived.
+    Clients(Vec<u32>),
+    /// `Instruct`: the client sets (0-based) whose slices to sum, one upload each.
+    Sums(Vec<Vec<u32>>),
     /// `Bye`: up messages sent, the model-latency histogram of the sender's subtree, and the
     /// ranks of the subtree whose log file refused lines (so the master reports them once).
     Bye {

@@ -288,6 +288,27 @@ pub struct Notes {
     /// ‖z‖/‖Δ̃‖), in arrival order; FLTrust: `[rank, cos, 0]`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub similarity: Option<Vec<(usize, f64, f64)>>,
+    /// Hierarchical aggregation: the iteration's failure table and loads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hier: Option<HierNote>,
+}
+
+/// A hierarchical iteration at the master: which links failed and what crossed them. Loads are
+/// values over the padded payload k·⌈len/k⌉ (the chapter's normalisation by p).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HierNote {
+    /// Per client (index = client − 1), its failed helpers (helper h is rank h).
+    pub failed: Vec<Vec<usize>>,
+    /// C_EH: values each client sent the helpers.
+    pub c_eh: f64,
+    /// C_HM: values the helpers uploaded to the master, measured from the uploads received.
+    pub c_hm: f64,
+    /// Sums uploaded (each ⌈len/k⌉ values).
+    pub sums: usize,
+    /// Bytes of the uploads (frames).
+    pub upload_bytes: u64,
+    /// Bytes of the control messages: the helpers' reports and the master's instructions.
+    pub control_bytes: u64,
 }
 
 /// One iteration at one node: the root's start, a worker's model, compute and upload, a

@@ -22,6 +22,11 @@ pub struct FailConfig {
     /// First iteration (0-based) at which links fail.
     #[serde(default)]
     pub from: u64,
+    /// Hierarchical schemes: each client loses exactly this many of its links to the helpers
+    /// (drawn uniformly per client and iteration, in an iteration where it fails: with `p`);
+    /// absent: each client→helper link fails on its own with `p`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_client: Option<usize>,
 }
 
 /// Slow links: per worker, the time of one transmission up and down, repeated until one
@@ -65,8 +70,8 @@ impl Tagged for LinksConfig {
     const SECTION: &'static str = "links";
     const TAG: &'static str = "model";
     const VARIANTS: &'static [(&'static str, &'static [&'static str])] = &[
-        ("none", &["workers", "p", "from", "tau_up", "tau_down", "file"]),
-        ("fail", &["workers", "p", "from"]),
+        ("none", &["workers", "p", "from", "per_client", "tau_up", "tau_down", "file"]),
+        ("fail", &["workers", "p", "from", "per_client"]),
         ("delay", &["tau_up", "tau_down", "p", "file"]),
     ];
 

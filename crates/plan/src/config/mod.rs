@@ -32,8 +32,8 @@ pub use links::{DelayConfig, FailConfig, LinksConfig};
 pub use run::RunConfig;
 pub use scheme::{
     AgcConfig, CegcConfig, ClusterConfig, CodeChoice, CodedfedlConfig, ColumnOrder, FederatedConfig, Generator,
-    LinearChoice, MatvecCode, MatvecSchemeConfig, SchemeConfig, ShuffleConfig, Ssi, StarConfig, StaticClusterConfig,
-    TreeConfig,
+    HierConfig, LinearChoice, MatvecCode, MatvecSchemeConfig, SchemeConfig, ShuffleConfig, Ssi, StarConfig,
+    StaticClusterConfig, TreeConfig,
 };
 pub use stragglers::{BernoulliMode, MarkovConfig, PerWorker, RatesConfig, StragglerConfig, TraceConfig, TraceTimes};
 
@@ -309,9 +309,39 @@ impl Config {
     }
 
     /// Number of MPI ranks a run needs: the workers, plus a master unless the workers form a
-    /// ring.
+    /// ring, plus the helpers of a hierarchical scheme.
     pub fn ranks(&self) -> usize {
-        self.workers() + usize::from(!self.scheme.masterless())
+        self.workers() + usize::from(!self.scheme.masterless()) + self.scheme.hier().map_or(0, |h| h.helpers)
+    }
+
+    /// A hierarchical scheme's links and upload mode; `links.per_client` only with one.
+    fn validate_hier(&self) -> Result<(), ConfigError> {
+        let per_client = match &self.links {
+            LinksConfig::Fail(f) => f.per_client,
+            _ => None,
+        };
+        let Some(h) = self.scheme.hier() else {
+            return match per_client {
+                Some(_) => err("links.per_client", format!("is for hierarchical schemes (arc, amc, hier-uncoded), where a client has a link to each helper; scheme.kind = \"{}\" has one link per worker", self.scheme.kind())),
+                None => Ok(()),
+            };
+        };
+        if let Some(q) = per_client.filter(|&q| q > h.helpers) {
+            return err("links.per_client", format!("= {q}: a client has only scheme.helpers = {} links", h.helpers));
+        }
+        if let LinksConfig::Delay(_) = self.links {
+            return err("links.model", format!("= \"delay\" is not modelled for scheme.kind = \"{}\" (its client→helper links fail or deliver); use \"fail\" or an emulated cluster's shaped links", self.scheme.kind()));
+        }
+        if self.engine.upload == Upload::Granted {
+            return err(
+                "engine.upload",
+                format!(
+                    "= \"granted\" is for collect trees; scheme.kind = \"{}\" uploads what its master instructs",
+                    self.scheme.kind()
+                ),
+            );
+        }
+        Ok(())
     }
 
     /// The gradient-descent job's sections (panics for another job: callers branch on
@@ -422,6 +452,7 @@ impl Config {
                 format!("= \"{}\": link faults act on the links between a worker and its parent in a collect tree; scheme.kind = \"{}\" has none", self.links.name(), self.scheme.kind()),
             );
         }
+        self.validate_hier()?;
         self.timing.validate()?;
         self.engine.validate()?;
         if self.scheme.byzantine() > 0 && self.engine.upload == Upload::Granted {

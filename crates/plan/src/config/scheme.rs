@@ -124,6 +124,49 @@ pub struct CodedfedlConfig {
     pub deadline: Option<f64>,
 }
 
+/// Hierarchical aggregation (thesis ch. 6): `clients` reach the master through `helpers` edge
+/// servers over links that may fail, up to `s` per client and iteration.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HierConfig {
+    /// Clients n_e (the workers: they hold the data and compute).
+    pub clients: usize,
+    /// Helpers n_h.
+    pub helpers: usize,
+    /// Failed client→helper links tolerated per client and iteration.
+    pub s: usize,
+}
+
+impl HierConfig {
+    fn validate(&self, kind: &str) -> Result<(), ConfigError> {
+        check_workers(self.clients).map_err(|_| {
+            ConfigError::new("scheme.clients", format!("= {}: must be 1..={MAX_WORKERS}", self.clients))
+        })?;
+        if self.helpers == 0 || self.helpers > MAX_HELPERS {
+            return err("scheme.helpers", format!("= {}: must be 1..={MAX_HELPERS}", self.helpers));
+        }
+        if self.s >= self.helpers {
+            return err(
+                "scheme.s",
+                format!(
+                    "= {}: must be less than scheme.helpers = {} (a client needs a link that works)",
+                    self.s, self.helpers
+                ),
+            );
+        }
+        if kind == "arc" && !self.helpers.is_multiple_of(self.s + 1) {
+            return err(
+                "scheme.s",
+                format!("= {}: arc needs s + 1 = {} to divide scheme.helpers = {} (each of n_h/(s+1) parts goes to s + 1 helpers); use amc", self.s, self.s + 1, self.helpers),
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Most helpers of a hierarchical scheme (AMC's code is checked over every set of n_h − s).
+const MAX_HELPERS: usize = 24;
+
 /// Entries of CodedFedL's encoding matrices: zero mean, unit variance.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -699,6 +742,12 @@ pub enum SchemeConfig {
     Fltrust(FederatedConfig),
     /// CodedFedL: gradient descent with parity data at the server and a deadline t*.
     Codedfedl(CodedfedlConfig),
+    /// Hierarchical: aligned repetition coding.
+    Arc(HierConfig),
+    /// Hierarchical: aligned MDS coding.
+    Amc(HierConfig),
+    /// Hierarchical: every client's gradient forwarded by one helper that received it.
+    HierUncoded(HierConfig),
 }
 
 /// Every federated kind takes every federated key (those of other rules are ignored), so one
@@ -720,6 +769,7 @@ const HCMM_KEYS: &[&str] =
 const MV_UNCODED_KEYS: &[&str] = &["workers", "a", "mu", "shape"];
 const PAGERANK_KEYS: &[&str] = &["servers", "r", "reduce"];
 const CODEDFEDL_KEYS: &[&str] = &["workers", "delta", "parity", "generator", "deadline"];
+const HIER_KEYS: &[&str] = &["clients", "helpers", "s"];
 
 impl Tagged for SchemeConfig {
     const SECTION: &'static str = "scheme";
@@ -753,6 +803,9 @@ impl Tagged for SchemeConfig {
         ("resampling", FL_KEYS),
         ("fltrust", FL_KEYS),
         ("codedfedl", CODEDFEDL_KEYS),
+        ("arc", HIER_KEYS),
+        ("amc", HIER_KEYS),
+        ("hier-uncoded", HIER_KEYS),
     ];
 
     fn variant(kind: &str, rest: toml::Value) -> Result<Self, ConfigError> {
@@ -765,6 +818,23 @@ impl Tagged for SchemeConfig {
                 SchemeConfig::CodedPagerank(c)
             } else {
                 SchemeConfig::UncodedPagerank(c)
+            });
+        }
+        if matches!(kind, "arc" | "amc" | "hier-uncoded") {
+            for (key, what) in [
+                ("clients", "the number of clients n_e"),
+                ("helpers", "the number of helpers n_h"),
+                ("s", "the failed links tolerated per client s"),
+            ] {
+                if rest.get(key).is_none() {
+                    return err(&format!("scheme.{key}"), format!("missing: {kind} needs {what}"));
+                }
+            }
+            let c = de(rest, "scheme")?;
+            return Ok(match kind {
+                "arc" => SchemeConfig::Arc(c),
+                "amc" => SchemeConfig::Amc(c),
+                _ => SchemeConfig::HierUncoded(c),
             });
         }
         if kind != "cr" && rest.get("workers").is_none() {
@@ -900,6 +970,9 @@ impl SchemeConfig {
             SchemeConfig::Resampling(_) => "resampling",
             SchemeConfig::Fltrust(_) => "fltrust",
             SchemeConfig::Codedfedl(_) => "codedfedl",
+            SchemeConfig::Arc(_) => "arc",
+            SchemeConfig::Amc(_) => "amc",
+            SchemeConfig::HierUncoded(_) => "hier-uncoded",
         }
     }
 
@@ -939,6 +1012,14 @@ impl SchemeConfig {
         }
     }
 
+    /// The hierarchical schemes' parameters, if this is one.
+    pub fn hier(&self) -> Option<&HierConfig> {
+        match self {
+            SchemeConfig::Arc(c) | SchemeConfig::Amc(c) | SchemeConfig::HierUncoded(c) => Some(c),
+            _ => None,
+        }
+    }
+
     /// Schemes with no master: rings, and the PageRank servers.
     pub fn masterless(&self) -> bool {
         self.is_ring() || self.pagerank().is_some()
@@ -968,6 +1049,7 @@ impl SchemeConfig {
             | SchemeConfig::LbUncoded(c) => c.workers,
             SchemeConfig::CodedPagerank(c) | SchemeConfig::UncodedPagerank(c) => c.servers,
             SchemeConfig::Codedfedl(c) => c.workers,
+            SchemeConfig::Arc(c) | SchemeConfig::Amc(c) | SchemeConfig::HierUncoded(c) => c.clients,
             SchemeConfig::Umw(c)
             | SchemeConfig::Ignore(c)
             | SchemeConfig::GcCyclic(c)
@@ -998,6 +1080,7 @@ impl SchemeConfig {
             SchemeConfig::CodedPagerank(_) | SchemeConfig::UncodedPagerank(_) => 0,
             // the plan says how many clients are expected by t*
             SchemeConfig::Codedfedl(_) => 0,
+            SchemeConfig::Arc(c) | SchemeConfig::Amc(c) | SchemeConfig::HierUncoded(c) => c.s,
             SchemeConfig::Umw(c)
             | SchemeConfig::Ignore(c)
             | SchemeConfig::GcCyclic(c)
@@ -1036,6 +1119,7 @@ impl SchemeConfig {
             | SchemeConfig::LbUncoded(c) => return c.validate(),
             SchemeConfig::CodedPagerank(c) | SchemeConfig::UncodedPagerank(c) => return c.validate(),
             SchemeConfig::Codedfedl(c) => return c.validate(),
+            SchemeConfig::Arc(c) | SchemeConfig::Amc(c) | SchemeConfig::HierUncoded(c) => return c.validate(kind),
             SchemeConfig::Umw(c)
             | SchemeConfig::Ignore(c)
             | SchemeConfig::GcCyclic(c)

@@ -9,6 +9,9 @@
 //! - [`Encoder`] (built from a plan's [`Encoding`]): what a node sends, round by round, from
 //!   its own computed parts and its children's combination.
 //!
+//! - [`Hier`]: hierarchical aggregation's three combinations (a client's slices, the helpers'
+//!   sums for a failure table, the master's decode).
+//!
 //! Neither knows about MPI, clocks or message formats; the node protocol (`outrun-proto`) drives
 //! them.
 
@@ -17,6 +20,7 @@ mod clusters;
 mod combine;
 mod encode;
 mod federated;
+mod hier;
 mod robust;
 mod rows;
 
@@ -24,3 +28,4 @@ pub use aggregate::{aggregator, Aggregator, GroupSpec, Rule};
 pub use combine::{Combination, Map, Post, Src, Term, Vector};
 pub use encode::{encoder, Encoder, Encoding};
 pub use federated::FlRule;
+pub use hier::{Hier, HierKind, Uploads};

@@ -10,6 +10,7 @@
 //! | `hcmm`, `uniform-uncoded`, `lb-uncoded`, `uniform-coded` (mat-vec) | `schemes/matvec.rs` | star |
 //! | `coded-pagerank`, `uncoded-pagerank` (PageRank) | `schemes/pagerank.rs` | shuffle, no master |
 //! | `codedfedl` (gradient descent with parity data and a deadline) | `schemes/codedfedl.rs` | star |
+//! | `arc`, `amc`, `hier-uncoded` (hierarchical aggregation) | `schemes/hier.rs` | hierarchical: master, helpers, clients |
 //! | `fedavg`, `oracle`, `diversefl`, `median`, `krum`, `multi-krum`, `bulyan`, `resampling`, `fltrust` (federated) | `schemes/federated.rs` | star |
 
 mod clustered;
@@ -17,6 +18,7 @@ mod coded_reduce;
 mod codedfedl;
 mod communication;
 mod federated;
+mod hier;
 mod master_worker;
 mod matvec;
 mod pagerank;
@@ -60,6 +62,7 @@ pub fn build(cfg: &Config, shape: Shape) -> Result<Plan, ConfigError> {
         | SchemeConfig::UniformCoded(c) => matvec::build(cfg, c, samples),
         SchemeConfig::CodedPagerank(c) | SchemeConfig::UncodedPagerank(c) => Ok(pagerank::build(cfg, c, samples)),
         SchemeConfig::Codedfedl(c) => codedfedl::build(cfg, c, samples, shape.features),
+        SchemeConfig::Arc(c) | SchemeConfig::Amc(c) | SchemeConfig::HierUncoded(c) => hier::build(cfg, c, samples),
         other => Ok(federated::build(cfg, other.federated().expect("the other schemes are matched above"), samples)),
     }?;
     plan.job.features = shape.features;
@@ -96,6 +99,7 @@ pub(crate) fn plan(
         job: JobSpec { config: cfg.job.clone(), features: 0 },
         network: cfg.network.spec(),
         parity: None,
+        hier: None,
     }
 }
 

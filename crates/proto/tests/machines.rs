@@ -536,3 +536,81 @@ fn adaptive_codes_are_granted_one_round_at_a_time() {
         .sum();
     assert_eq!(rounds_granted, uploads, "every granted round was uploaded, no other");
 }
+
+/// A hierarchical plan: 3 clients (ranks 5..7) reach the master through 4 helpers (ranks 1..4);
+/// each client loses one helper link per iteration.
+fn hier_plan(kind: &str) -> Plan {
+    plan(&[
+        &format!("scheme.kind={kind}"),
+        "scheme.workers=",
+        "scheme.clients=3",
+        "scheme.helpers=4",
+        "scheme.s=1",
+        "links.model=fail",
+        "links.per_client=1",
+    ])
+}
+
+#[test]
+fn hierarchical_nodes_sum_the_clients_through_failing_links() {
+    for kind in ["arc", "amc", "hier-uncoded"] {
+        let plan = hier_plan(kind);
+        let mut net = Net::new(plan.clone());
+        for t in 0..3u64 {
+            net.start(t, vec![0.5; LEN]);
+            net.flush(|_, _, _| false);
+            assert_eq!(net.computes.len(), 3, "{kind}: every client computes");
+            for c in 0..3usize {
+                let g: V = (0..LEN).map(|j| (c * 10 + j) as f64 + 0.25 * t as f64).collect();
+                net.compute(5 + c, t, g);
+            }
+            net.flush(|_, _, _| false);
+            let (_, dt, total, info) = net.delivered.last().cloned().expect("delivered");
+            assert_eq!(dt, t);
+            let want: V = (0..LEN).map(|j| (0..3).map(|c| (c * 10 + j) as f64 + 0.25 * t as f64).sum()).collect();
+            assert!(total.iter().zip(&want).all(|(a, b)| (a - b).abs() < 1e-12), "{kind} t = {t}: {total:?}");
+            assert!(info.exact && info.used == vec![1, 2, 3]);
+            // the master's record: the link model's failures, one per client
+            let rec = net.logs[0].iter().rev().find(|e| e["ev"] == "iter").unwrap();
+            let failed: Vec<Vec<usize>> = serde_json::from_value(rec["hier"]["failed"].clone()).unwrap();
+            for (c, f) in failed.iter().enumerate() {
+                let drawn: Vec<usize> = plan.links.failed_helpers(c + 1, 4, t).iter().map(|h| h + 1).collect();
+                assert_eq!(f, &drawn);
+            }
+        }
+        // a copy of an old slice reaching a helper is discarded as late
+        let old = Msg { head: Header::new(Kind::Result, 0), body: Some(Arc::new(vec![9.0; LEN])) };
+        net.input(1, Input::Recv { from: 5, msg: old });
+        net.finish(None);
+        for r in 0..plan.ranks {
+            let o = net.done[r].as_ref().unwrap_or_else(|| panic!("{kind}: rank {r} not done"));
+            assert!(o.clean && o.result.is_ok(), "{kind}: rank {r}: {o:?}");
+        }
+        assert_eq!(net.done[1].as_ref().unwrap().late, 1, "{kind}");
+    }
+}
+
+#[test]
+fn a_hierarchical_master_names_the_helpers_it_waits_for_at_the_deadline() {
+    let mut net = Net::new(hier_plan("arc"));
+    net.start(0, vec![0.5; LEN]);
+    net.flush(|_, _, _| false);
+    // clients 1 and 2 answer, client 3 never does: no helper can report
+    for c in 0..2 {
+        net.compute(5 + c, 0, vec![1.0; LEN]);
+    }
+    net.flush(|_, _, _| false);
+    net.fire_timers(0, 10.0);
+    net.flush(|_, _, _| false);
+    for r in 1..=7 {
+        net.fire_timers(r, 100.0);
+        net.flush(|_, _, _| false);
+    }
+    let master = net.done[0].as_ref().expect("the master ended");
+    let why = format!("{:?}", master.result);
+    assert!(
+        why.contains("iteration 0 did not complete within run.deadline = 10 s: no report from helpers 1, 2, 3, 4"),
+        "{why}"
+    );
+    assert!(net.done.iter().all(Option::is_some), "every rank ended");
+}

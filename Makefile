@@ -55,3 +55,7 @@ reproduce-fl: build
 .PHONY: reproduce-codedfedl
 reproduce-codedfedl: build
 	scripts/reproduce-codedfedl.sh
+
+.PHONY: reproduce-hier
+reproduce-hier: build
+	scripts/reproduce-hier.sh

@@ -25,7 +25,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
-use outrun_codes::hier::FailureTable;
+use outrun_codes::hier::{FailureTable, HierError};
 use outrun_plan::budget::{parent_silence, shutdown_grace};
 use outrun_plan::roles::{Combination, Hier, Src, Term, Uploads, Vector};
 use outrun_plan::{Links, Pattern, Plan};
@@ -90,8 +90,6 @@ struct Helper<P> {
     reported: bool,
     /// Clients that said goodbye.
     byes: Vec<bool>,
-    /// The stop came from the master.
-    stopping: bool,
 }
 
 /// A client: the helper it hears from.
@@ -140,7 +138,6 @@ impl<P: Vector> HierNode<P> {
                 slices: BTreeMap::new(),
                 reported: false,
                 byes: vec![false; clients],
-                stopping: false,
             })
         } else {
             let index = rank - helpers - 1;
@@ -213,7 +210,7 @@ impl<P: Vector> HierNode<P> {
     }
 
     fn on_report(&mut self, now: f64, helper: usize, head: Header, bytes: u64) {
-        let (clients, s) = (self.hier.clients, self.hier.s);
+        let clients = self.hier.clients;
         let Meta::Clients(arrived) = head.meta else {
             return self.log(Event::warn(now, "a report without its clients"));
         };
@@ -231,18 +228,16 @@ impl<P: Vector> HierNode<P> {
         let t = head.t;
         let uploads = match self.hier.uploads(&table) {
             Ok(u) => u,
-            Err(e) => {
-                let why = match table.iter().enumerate().find(|(_, f)| f.len() > s) {
-                    Some((c, failed)) => format!(
-                        "iteration {t}: client {} (rank {}) lost its links to helpers {} (helper h is rank h): more than scheme.s = {s} failed links, so the master cannot recover the gradient; raise scheme.s or lower links.per_client",
-                        c + 1,
-                        self.hier.helpers + 1 + c,
-                        failed.iter().map(|h| (h + 1).to_string()).collect::<Vec<_>>().join(", ")
-                    ),
-                    None => format!("iteration {t}: {e}"),
-                };
+            Err(HierError::TooMany { client, helpers, s }) => {
+                let why = format!(
+                    "iteration {t}: client {} (rank {}) lost its links to helpers {} (helper h is rank h): more than scheme.s = {s} failed links, so the master cannot recover the gradient; raise scheme.s or lower links.per_client",
+                    client + 1,
+                    self.hier.helpers + 1 + client,
+                    helpers.iter().map(|h| (h + 1).to_string()).collect::<Vec<_>>().join(", ")
+                );
                 return self.start_drain(now, Some(why));
             }
+            Err(e) => return self.start_drain(now, Some(format!("iteration {t}: {e}"))),
         };
         for (h, sets) in uploads.iter().enumerate() {
             let meta = Meta::Sums(sets.iter().map(|s| s.iter().map(|&c| c as u32).collect()).collect());
@@ -320,19 +315,15 @@ impl<P: Vector> HierNode<P> {
         let Some(t) = self.cur else { return };
         let deadline = self.deadline;
         let m = self.master();
-        let missing: Vec<String> = if m.reports.iter().any(Option::is_none) {
-            let who = m.reports.iter().enumerate().filter(|(_, r)| r.is_none()).map(|(h, _)| (h + 1).to_string());
-            vec![format!(
-                "no report from helpers {} (each waits for every client's slice)",
-                who.collect::<Vec<_>>().join(", ")
-            )]
+        let list = |who: Vec<usize>| who.iter().map(|h| (h + 1).to_string()).collect::<Vec<_>>().join(", ");
+        let missing = if m.reports.iter().any(Option::is_none) {
+            let who = (0..m.reports.len()).filter(|&h| m.reports[h].is_none()).collect();
+            format!("no report from helpers {} (each waits for every client's slice)", list(who))
         } else {
-            let who = (0..m.got.len())
-                .filter(|&h| !m.uploads[h].is_empty() && m.got[h].is_none())
-                .map(|h| (h + 1).to_string());
-            vec![format!("no upload from helpers {}", who.collect::<Vec<_>>().join(", "))]
+            let who = (0..m.got.len()).filter(|&h| !m.uploads[h].is_empty() && m.got[h].is_none()).collect();
+            format!("no upload from helpers {}", list(who))
         };
-        let why = format!("iteration {t} did not complete within run.deadline = {deadline} s: {}", missing.join("; "));
+        let why = format!("iteration {t} did not complete within run.deadline = {deadline} s: {missing}");
         self.start_drain(now, Some(why));
     }
 
@@ -500,7 +491,7 @@ impl<P: Vector> HierNode<P> {
         }
         let drained = match &self.role {
             Role::Master(m) => m.byes.iter().all(|&b| b),
-            Role::Helper(h) => h.stopping && h.byes.iter().all(|&b| b),
+            Role::Helper(h) => h.byes.iter().all(|&b| b),
             Role::Client(_) => true,
         };
         if drained {
@@ -622,13 +613,7 @@ impl<P: Vector> HierNode<P> {
             self.arm(SILENCE, now + parent_silence(self.deadline, 2));
         }
         match (&self.role, head.kind) {
-            (Role::Helper(_), Kind::Stop | Kind::Abort) if from_above => {
-                self.abort |= head.kind == Kind::Abort;
-                self.helper().stopping = true;
-                self.start_drain(now, None);
-                self.check_drained(now);
-            }
-            (Role::Client(_), Kind::Stop | Kind::Abort) if from_above => {
+            (Role::Helper(_) | Role::Client(_), Kind::Stop | Kind::Abort) if from_above => {
                 self.abort |= head.kind == Kind::Abort;
                 self.start_drain(now, None);
             }

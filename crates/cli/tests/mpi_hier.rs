@@ -170,6 +170,7 @@ fn bad_hierarchical_settings_are_one_line_before_mpi() {
         (&["scheme.s=2"], "scheme.s = 2: arc needs s + 1 = 3 to divide scheme.helpers = 4"),
         (&["scheme.s=4", "scheme.kind=amc"], "scheme.s = 4: must be less than scheme.helpers = 4"),
         (&["scheme.helpers="], "scheme.helpers: missing: arc needs the number of helpers n_h"),
+        (&["scheme.clients=5000"], "scheme.clients = 5000: must be 1..=4096"),
         (&["links.per_client=5"], "links.per_client = 5: a client has only scheme.helpers = 4 links"),
         (
             &["scheme.kind=umw", "scheme.workers=4", "scheme.clients=", "scheme.helpers=", "scheme.s="],

@@ -25,7 +25,8 @@ pub struct Node {
     pub rank: usize,
     /// Worker id, 1-based (None for the master): the key of straggler injection.
     pub worker: Option<usize>,
-    /// Parent rank (None for the master and ring ranks).
+    /// Parent rank (None for the master and ring ranks; a hierarchical client's: the helper
+    /// that relays its model, though it sends to every helper).
     pub parent: Option<usize>,
     /// Children ranks, in order (index = the child's row of the code).
     pub children: Vec<usize>,
@@ -560,7 +561,11 @@ impl Plan {
             } else {
                 "parent"
             };
+            let contiguous = n.children.windows(2).all(|w| w[1] == w[0] + 1);
             let children = match (n.children.first(), n.children.last()) {
+                (Some(_), Some(_)) if !contiguous => {
+                    n.children.iter().map(usize::to_string).collect::<Vec<_>>().join(",")
+                }
                 (Some(a), Some(b)) if a != b => format!("{a}..{b}"),
                 (Some(a), _) => format!("{a}"),
                 _ => "-".into(),

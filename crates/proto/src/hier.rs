@@ -82,7 +82,7 @@ impl<P> Master<P> {
 struct Helper<P> {
     /// Helper index (0-based; its rank is index + 1).
     index: usize,
-    /// The clients it relays models to (ranks).
+    /// The clients it relays models to (ranks: its children in the plan).
     relay: Vec<usize>,
     /// Slices of the current and later iterations: (t, client) → slice (None: lost).
     slices: BTreeMap<(u64, usize), Option<P>>,
@@ -96,7 +96,7 @@ struct Helper<P> {
 struct Client {
     /// Client index (0-based; worker index + 1).
     index: usize,
-    /// The helper rank that relays its models.
+    /// The helper rank that relays its models (its parent in the plan).
     parent: usize,
 }
 
@@ -131,17 +131,16 @@ impl<P: Vector> HierNode<P> {
         let role = if rank == 0 {
             Role::Master(Master::new(helpers))
         } else if rank <= helpers {
-            let relay = (0..clients).filter(|c| c % helpers == rank - 1).map(|c| helpers + 1 + c).collect();
             Role::Helper(Helper {
                 index: rank - 1,
-                relay,
+                relay: plan.nodes[rank].children.clone(),
                 slices: BTreeMap::new(),
                 reported: false,
                 byes: vec![false; clients],
             })
         } else {
-            let index = rank - helpers - 1;
-            Role::Client(Client { index, parent: index % helpers + 1 })
+            let parent = plan.nodes[rank].parent.expect("a client's model comes through a helper");
+            Role::Client(Client { index: rank - helpers - 1, parent })
         };
         HierNode {
             rank,
@@ -541,7 +540,13 @@ impl<P: Vector> HierNode<P> {
 
     fn on_bye(&mut self, now: f64, from: usize, meta: Meta) {
         let helpers = self.hier.helpers;
-        if let Meta::Bye { latency, dropped, silent, .. } = meta {
+        // a client says goodbye to every helper; only its parent passes on what it reports, so
+        // the master counts its latencies and its log's trouble once
+        let passes_on = match &self.role {
+            Role::Helper(h) => h.relay.contains(&from),
+            _ => true,
+        };
+        if let (true, Meta::Bye { latency, dropped, silent, .. }) = (passes_on, meta) {
             self.latency.merge(&Histogram::from_sparse(&latency));
             self.dropped.extend(dropped);
             self.silent.extend(silent);

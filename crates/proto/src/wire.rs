@@ -375,7 +375,14 @@ mod tests {
         let latency: Vec<(u16, u32)> = (0..650).map(|b| (b, u32::MAX)).collect();
         let dropped: Vec<(u32, String)> = (0..10_000).map(|r| (r, "é".repeat(300))).collect();
         let silent: Vec<(u32, Option<u64>)> = (0..100_000).map(|r| (r, Some(u64::MAX))).collect();
-        for meta in [Meta::bye(u64::MAX, latency, &dropped, &silent), Meta::missing((0..100_000).collect())] {
+        // the hierarchical master's largest instruction (every client forwarded alone) and a
+        // helper's report of every client
+        let most = u32::try_from(outrun_plan::roles::Hier::MAX_CLIENTS).expect("small");
+        let sums = Meta::Sums((0..most).map(|c| vec![c]).collect());
+        let clients = Meta::Clients((0..most).collect());
+        for meta in
+            [Meta::bye(u64::MAX, latency, &dropped, &silent), Meta::missing((0..100_000).collect()), sums, clients]
+        {
             let head = Header { meta, ..Header::new(Kind::Bye, 0) };
             let (words, n) = encode(&head, None);
             assert!(n < 1 << 16, "{n}");

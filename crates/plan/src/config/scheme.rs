@@ -139,9 +139,10 @@ pub struct HierConfig {
 
 impl HierConfig {
     fn validate(&self, kind: &str) -> Result<(), ConfigError> {
-        check_workers(self.clients).map_err(|_| {
-            ConfigError::new("scheme.clients", format!("= {}: must be 1..={MAX_WORKERS}", self.clients))
-        })?;
+        let most = crate::roles::Hier::MAX_CLIENTS;
+        if self.clients == 0 || self.clients > most {
+            return err("scheme.clients", format!("= {}: must be 1..={most}", self.clients));
+        }
         if self.helpers == 0 || self.helpers > MAX_HELPERS {
             return err("scheme.helpers", format!("= {}: must be 1..={MAX_HELPERS}", self.helpers));
         }

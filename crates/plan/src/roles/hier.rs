@@ -60,6 +60,11 @@ pub type Uploads = Vec<Vec<Vec<usize>>>;
 const EXACT_RESIDUAL: f64 = 1e-9;
 
 impl Hier {
+    /// Most clients: a helper's report and the master's instructions list them in a message
+    /// header, which must stay below 64 KiB (`outrun_proto::wire`; an instruction naming every
+    /// client alone is 12·n_e + 16 bytes).
+    pub const MAX_CLIENTS: usize = 4096;
+
     /// The scheme of `kind` for `clients` clients and `helpers` helpers tolerating `s` failed
     /// links per client.
     pub fn new(kind: HierKind, clients: usize, helpers: usize, s: usize) -> Result<Self, HierError> {

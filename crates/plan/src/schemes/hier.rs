@@ -43,11 +43,18 @@ pub(crate) fn build(cfg: &Config, c: &HierConfig, samples: usize) -> Result<Plan
         send: Encoding::Plain,
         sample: None,
     };
+    // θ reaches client c through helper (c − 1) mod n_h + 1: its parent in the plan (the
+    // chapter leaves the downlink open); its slices go to every helper
+    let model_helper = |i: usize| i % c.helpers + 1;
+    let client_rank = |i: usize| c.helpers + 1 + i;
     let mut nodes = vec![Node { parent: None, children: (1..=c.helpers).collect(), ..helper(0) }];
-    nodes.extend((1..=c.helpers).map(helper));
+    nodes.extend((1..=c.helpers).map(|h| Node {
+        children: (0..c.clients).filter(|&i| model_helper(i) == h).map(client_rank).collect(),
+        ..helper(h)
+    }));
     for (i, part) in WeightedSet::full(samples).split_even(c.clients).into_iter().enumerate() {
-        let rank = c.helpers + 1 + i;
-        nodes.push(Node { worker: Some(i + 1), parent: None, parts: vec![part], ..helper(rank) });
+        let node = helper(client_rank(i));
+        nodes.push(Node { worker: Some(i + 1), parent: Some(model_helper(i)), parts: vec![part], ..node });
     }
     let title = match kind {
         HierKind::Arc => format!("aligned repetition coding (ARC): k = {} parts, each on s + 1 = {} helpers; every helper uploads one sum of the parts it is assigned", hier.k, c.s + 1),

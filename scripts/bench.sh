@@ -3,7 +3,7 @@
 # invocation. Writes runs/bench-<UTC time>/report.md (and the raw CSV files beside it).
 #
 #   1. gradient kernel throughput vs this machine's memory read bandwidth (one core)
-#   2. our ring all-reduce vs MPI_Allreduce, 1 KB .. 64 MB, 8 ranks
+#   2. our all-reduce (each schedule) vs MPI_Allreduce, 1 KB .. 64 MB, 8 ranks
 #   3. per-iteration engine overhead per scheme, N = 12, p = 5000, tiny compute, no delay
 #   4. the same GC loop in mpi4py + numpy (interleaved pairs with ours)
 #   5. the demo's per-iteration time, to put the overhead in proportion
@@ -39,8 +39,8 @@ PY=.venv/bin/python
 echo "bench: 1/11 gradient kernel vs memory bandwidth" >&2
 "$bin" bench kernel > "$out/kernel.csv"
 
-echo "bench: 2/11 ring all-reduce vs MPI_Allreduce (8 ranks)" >&2
-"${MPIRUN[@]}" -np 8 "$bin" bench ring --rounds 5 --seconds 0.5 > "$out/ring.csv"
+echo "bench: 2/11 our all-reduce (ring, recursive doubling, halving-doubling, auto) vs MPI_Allreduce (8 ranks)" >&2
+"${MPIRUN[@]}" -np 8 "$bin" bench ring --sizes 1024,16384,65536,262144,1048576,4194304,16777216,67108864 --rounds 5 --seconds 0.5 > "$out/ring.csv"
 
 echo "bench: 3/11 engine overhead per scheme (N = 12, p = 5000)" >&2
 echo "scheme,rep,mean_s" > "$out/overhead.csv"

@@ -25,13 +25,23 @@ MPIRUN=(timeout --kill-after=10 "$OUTRUN_TIMEOUT" mpirun --quiet --oversubscribe
 out="runs/before-after-$(date -u +%Y%m%d-%H%M%S)"
 mkdir -p "$out"
 
+# the ring schedule's rows as ranks,bytes,reps,ring_s,...: builds with --algorithms print an
+# algorithm column, older ones time the ring only
+ring_rows() {
+  if "$1" bench ring --help | grep -q -- --algorithms; then
+    "${MPIRUN[@]}" -np 8 "$1" bench ring --algorithms ring --rounds 5 --seconds 0.5 | tail -n +2 | cut -d, -f1,2,4-
+  else
+    "${MPIRUN[@]}" -np 8 "$1" bench ring --rounds 5 --seconds 0.5 | tail -n +2
+  fi
+}
+
 echo "build,rep,ranks,bytes,reps,ring_s,mpi_allreduce_s,ratio,agree" > "$out/ring.csv"
 echo "build,rep,scheme,mean_s" > "$out/overhead.csv"
 for rep in $(seq "$reps"); do
   for build in before after; do
     bin=$before; [ "$build" = after ] && bin=$after
     echo "before-after: repetition $rep/$reps, $build: ring vs MPI_Allreduce (8 ranks)" >&2
-    "${MPIRUN[@]}" -np 8 "$bin" bench ring --rounds 5 --seconds 0.5 | tail -n +2 | sed "s/^/$build,$rep,/" >> "$out/ring.csv"
+    ring_rows "$bin" | sed "s/^/$build,$rep,/" >> "$out/ring.csv"
     echo "before-after: repetition $rep/$reps, $build: engine overhead per scheme (N = 12, p = 5000)" >&2
     for entry in "umw --set scheme.s=" "ignore" "gc-cyclic" "gc-frac" "rar --set scheme.s=" "allreduce --set scheme.s="; do
       # shellcheck disable=SC2086

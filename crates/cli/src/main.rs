@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use outrun_plan::RingAlgorithm;
 
 #[derive(Parser)]
 #[command(name = "outrun", version, about = "Coded distributed gradient descent under MPI: run, measure, compare.")]
@@ -237,11 +238,14 @@ enum Cmd {
 
 #[derive(Subcommand)]
 enum BenchCmd {
-    /// Our ring all-reduce vs MPI_Allreduce (run under mpirun); prints CSV on rank 0.
+    /// Our all-reduce vs MPI_Allreduce (run under mpirun); prints CSV on rank 0.
     Ring {
         /// Vector sizes in bytes.
         #[arg(long, value_delimiter = ',', default_value = "1024,16384,262144,1048576,4194304,16777216,67108864")]
         sizes: Vec<usize>,
+        /// Our schedules to time (scheme.algorithm's values).
+        #[arg(long, value_delimiter = ',', default_value = "ring,recursive-doubling,halving-doubling,auto", value_parser = ring_algorithm)]
+        algorithms: Vec<RingAlgorithm>,
         #[arg(long, default_value_t = 5)]
         rounds: usize,
         /// Seconds per timed round (per method and size).
@@ -346,6 +350,14 @@ enum BenchCmd {
 struct Failure(String, u8);
 
 /// Input problems exit 2, a failed simulated run 1.
+/// `--algorithms`' values: scheme.algorithm's names.
+fn ring_algorithm(name: &str) -> Result<RingAlgorithm, String> {
+    RingAlgorithm::from_name(name).ok_or_else(|| {
+        let names: Vec<&str> = RingAlgorithm::ALL.iter().map(|a| a.name()).collect();
+        format!("`{name}`: one of {}", names.join(", "))
+    })
+}
+
 fn sim_failure(e: outrun_sim::SimError) -> Failure {
     let code = if matches!(e, outrun_sim::SimError::Run(_) | outrun_sim::SimError::Io(_)) { 1 } else { 2 };
     Failure(e.to_string(), code)
@@ -641,14 +653,15 @@ fn run(cli: Cli) -> Result<(), Failure> {
             );
             Ok(())
         }
-        Cmd::Bench(BenchCmd::Ring { sizes, rounds, seconds, poll_us }) => {
-            let (rank, size, rows) = outrun_engine::bench::ring_vs_mpi(&sizes, rounds, seconds, poll_us);
+        Cmd::Bench(BenchCmd::Ring { sizes, algorithms, rounds, seconds, poll_us }) => {
+            let (rank, size, rows) = outrun_engine::bench::ring_vs_mpi(&sizes, &algorithms, rounds, seconds, poll_us);
             if rank == 0 {
-                println!("ranks,bytes,reps,ring_s,mpi_allreduce_s,ratio,agree");
+                println!("ranks,bytes,algorithm,reps,ring_s,mpi_allreduce_s,ratio,agree");
                 for r in rows {
                     println!(
-                        "{size},{},{},{:.9},{:.9},{:.3},{}",
+                        "{size},{},{},{},{:.9},{:.9},{:.3},{}",
                         r.bytes,
+                        r.algorithm.name(),
                         r.reps,
                         r.ring_s,
                         r.mpi_s,

@@ -95,6 +95,18 @@ fn ring_allreduce_and_mpi_allreduce_are_exact() {
     assert_exact("allreduce", BASE, &["scheme.kind=allreduce"]);
 }
 
+/// Every schedule of our all-reduce gives serial GD's θ under a straggler, with 9 workers: not a
+/// power of two, so recursive doubling and halving-doubling fold rank 0 into rank 1 first and
+/// send it the total at the end (the vector is short: auto takes recursive doubling).
+#[test]
+fn every_allreduce_schedule_is_exact() {
+    for alg in ["recursive-doubling", "halving-doubling", "auto"] {
+        let set = format!("scheme.algorithm=\"{alg}\"");
+        let sets = ["scheme.kind=rar", &set, "stragglers.model=fixed", "stragglers.workers=[2]", "stragglers.factor=3"];
+        assert_exact(&format!("rar-{alg}"), BASE, &sets);
+    }
+}
+
 #[test]
 fn logistic_regression_on_a_libsvm_file_is_exact() {
     let dir = tempdir("libsvm-data");
@@ -274,11 +286,24 @@ fn sub_communicators_broadcast_within_their_groups() {
 /// along the ring log their view in their rank logs and stay quiet.
 #[test]
 fn a_stalled_ring_names_its_straggler_in_one_line() {
+    stalled_allreduce_names_its_straggler("ring");
+}
+
+/// The same with halving-doubling: the straggler's first partner (rank 7, which waits for its
+/// first message) says it; the ranks stalled behind others stay quiet.
+#[test]
+fn a_stalled_halving_doubling_names_its_straggler_in_one_line() {
+    stalled_allreduce_names_its_straggler("halving-doubling");
+}
+
+fn stalled_allreduce_names_its_straggler(alg: &str) {
+    let set = format!("scheme.algorithm=\"{alg}\"");
     let (run, dir, _, _) = train(
-        "ring-stall",
+        &format!("stall-{alg}"),
         BASE,
         &[
             "scheme.kind=rar",
+            &set,
             "stragglers.model=fixed",
             "stragglers.workers=[4]",
             "stragglers.factor=2000",

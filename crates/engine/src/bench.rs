@@ -13,7 +13,7 @@ use mpi::traits::*;
 use outrun_codes::combinations;
 use outrun_driver::{Core, Seat};
 use outrun_plan::roles::Vector;
-use outrun_plan::{ComputeMode, Law, StragglerModel};
+use outrun_plan::{ComputeMode, Law, RingAlgorithm, StragglerModel};
 use outrun_proto::{Frame, RingNode};
 use outrun_runlog::Lines;
 use outrun_workloads::{Applied, DataError, Job, JobError};
@@ -22,11 +22,13 @@ use crate::clock::Clock;
 use crate::driver::Driver;
 use crate::transport::Comm;
 
-/// One vector size: seconds per all-reduce (slowest rank, best of the rounds).
+/// One vector size and schedule: seconds per all-reduce (slowest rank, best of the rounds).
 #[derive(Clone, Debug)]
 pub struct RingRow {
     /// Vector size in bytes.
     pub bytes: usize,
+    /// Our all-reduce's schedule.
+    pub algorithm: RingAlgorithm,
     /// All-reduces per timed round.
     pub reps: usize,
     /// Seconds per ring all-reduce.
@@ -85,8 +87,8 @@ impl Job for Repeat {
     }
 }
 
-/// `reps` ring all-reduces of the job's input; returns the communicator.
-fn ring_reps(comm: Comm, job: Repeat, reps: usize, poll_us: u64) -> Comm {
+/// `reps` all-reduces of the job's input by our ring node with `alg`; returns the communicator.
+fn ring_reps(comm: Comm, job: Repeat, reps: usize, poll_us: u64, alg: RingAlgorithm) -> Comm {
     let (rank, size, len) = (comm.rank, comm.size, job.input.len());
     let none = StragglerModel { seed: 0, law: Law::None, compute: ComputeMode::Real, base_a: 0.0, master_a: None };
     let seat = Seat {
@@ -102,7 +104,7 @@ fn ring_reps(comm: Comm, job: Repeat, reps: usize, poll_us: u64) -> Comm {
     };
     let core = Core::new(Box::new(job), seat, none.injector());
     let mut d = Driver::new(comm, Clock::start(), Lines::none(), core, poll_us);
-    let mut m = RingNode::<Frame>::standalone(rank, size, len, 1e6, false);
+    let mut m = RingNode::<Frame>::standalone(rank, size, len, 1e6, false, alg);
     let start = d.core.start();
     d.feed(&mut m, start);
     let _ = d.run(&mut m);
@@ -120,9 +122,15 @@ fn timed<T>(world: &mpi::topology::SimpleCommunicator, reps: usize, f: impl FnOn
     (worst, out)
 }
 
-/// Ring vs `MPI_Allreduce` for each size (bytes), `rounds` alternating rounds of about
-/// `target_s` seconds each. Collective; rank 0 gets the rows.
-pub fn ring_vs_mpi(sizes: &[usize], rounds: usize, target_s: f64, poll_us: u64) -> (usize, usize, Vec<RingRow>) {
+/// Our all-reduce with each of `algs` vs `MPI_Allreduce` for each size (bytes), `rounds`
+/// alternating rounds of about `target_s` seconds per method. Collective; rank 0 gets the rows.
+pub fn ring_vs_mpi(
+    sizes: &[usize],
+    algs: &[RingAlgorithm],
+    rounds: usize,
+    target_s: f64,
+    poll_us: u64,
+) -> (usize, usize, Vec<RingRow>) {
     crate::keep_freed_memory();
     let universe = mpi::initialize().expect("MPI initialises once");
     let world = universe.world();
@@ -138,27 +146,34 @@ pub fn ring_vs_mpi(sizes: &[usize], rounds: usize, target_s: f64, poll_us: u64) 
         let mut reps = ((target_s / one.max(1e-7)) as usize).clamp(1, 10_000) as u64;
         world.process_at_rank(0).broadcast_into(&mut reps);
         let reps = reps as usize;
-        let (mut best_ring, mut best_mpi) = (f64::INFINITY, f64::INFINITY);
-        let (input_arc, spare) = (Arc::new(input.clone()), Rc::new(RefCell::new(None)));
+        let input_arc = Arc::new(input.clone());
+        let mut best_ring = vec![f64::INFINITY; algs.len()];
+        let mut best_mpi = f64::INFINITY;
+        let mut agree_here = true;
         for _ in 0..rounds {
-            let job = Repeat { input: input_arc.clone(), spare: spare.clone() };
-            let (r, c) = timed(&world, reps, || ring_reps(comm, job, reps, poll_us));
-            comm = c;
-            let (m, ()) = timed(&world, reps, || {
-                for _ in 0..reps {
-                    comm.allreduce_sum(&input, &mut out);
-                }
-            });
-            best_ring = best_ring.min(r);
-            best_mpi = best_mpi.min(m);
+            for (a, &alg) in algs.iter().enumerate() {
+                let spare = Rc::new(RefCell::new(None));
+                let job = Repeat { input: input_arc.clone(), spare: spare.clone() };
+                let (r, c) = timed(&world, reps, || ring_reps(comm, job, reps, poll_us, alg));
+                comm = c;
+                best_ring[a] = best_ring[a].min(r);
+                let (m, ()) = timed(&world, reps, || {
+                    for _ in 0..reps {
+                        comm.allreduce_sum(&input, &mut out);
+                    }
+                });
+                best_mpi = best_mpi.min(m);
+                let spare = spare.borrow();
+                let sum = spare.as_ref().map_or(&[][..], Frame::as_slice);
+                agree_here &=
+                    sum.len() == n && sum.iter().zip(&out).all(|(a, b)| (a - b).abs() <= 1e-9 * b.abs().max(1.0));
+            }
         }
-        let spare = spare.borrow();
-        let ring_sum = spare.as_ref().map_or(&[][..], Frame::as_slice);
-        let agree_here =
-            ring_sum.len() == n && ring_sum.iter().zip(&out).all(|(a, b)| (a - b).abs() <= 1e-9 * b.abs().max(1.0));
-        let mut agree_all = false;
-        world.all_reduce_into(&agree_here, &mut agree_all, SystemOperation::logical_and());
-        rows.push(RingRow { bytes, reps, ring_s: best_ring, mpi_s: best_mpi, agree: agree_all });
+        let mut agree = false;
+        world.all_reduce_into(&agree_here, &mut agree, SystemOperation::logical_and());
+        for (a, &algorithm) in algs.iter().enumerate() {
+            rows.push(RingRow { bytes, algorithm, reps, ring_s: best_ring[a], mpi_s: best_mpi, agree });
+        }
     }
     (rank, size, rows)
 }

@@ -69,6 +69,66 @@ impl Node {
     }
 }
 
+/// How the ranks of a ring pattern all-reduce (`scheme.algorithm` of `rar`). Every schedule
+/// leaves bit-identical totals on every rank: each value's final sum is formed on one rank and
+/// copied to the others.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RingAlgorithm {
+    /// Reduce-scatter then all-gather around the ring: 2(N − 1) steps of 1/N of the vector
+    /// each, to the right neighbour (the papers' RAR).
+    #[default]
+    Ring,
+    /// Recursive doubling: log2 N steps exchanging the whole vector with a partner (two more
+    /// when N is not a power of two): the fewest steps, for short vectors.
+    RecursiveDoubling,
+    /// Rabenseifner's: reduce-scatter by recursive halving, all-gather by recursive doubling:
+    /// 2 log2 N steps (two more when N is not a power of two) moving the ring's bytes.
+    HalvingDoubling,
+    /// By the vector's size, as MPI libraries switch: recursive doubling up to
+    /// [`RingAlgorithm::AUTO_DOUBLING_BYTES`], halving-doubling up to
+    /// [`RingAlgorithm::AUTO_RING_BYTES`], the ring above (the crossovers measured with
+    /// `outrun bench ring`, docs/performance.md §2).
+    Auto,
+}
+
+impl RingAlgorithm {
+    /// Under `auto`, vectors up to this many bytes take recursive doubling.
+    pub const AUTO_DOUBLING_BYTES: usize = 64 * 1024;
+    /// Under `auto`, vectors up to this many bytes (and above the doubling's) take
+    /// halving-doubling; longer ones the ring.
+    pub const AUTO_RING_BYTES: usize = 1024 * 1024;
+
+    /// The schedule a vector of `len` values takes (`auto` resolved).
+    pub fn resolve(self, len: usize) -> RingAlgorithm {
+        match (self, 8 * len) {
+            (RingAlgorithm::Auto, b) if b <= Self::AUTO_DOUBLING_BYTES => RingAlgorithm::RecursiveDoubling,
+            (RingAlgorithm::Auto, b) if b <= Self::AUTO_RING_BYTES => RingAlgorithm::HalvingDoubling,
+            (RingAlgorithm::Auto, _) => RingAlgorithm::Ring,
+            (a, _) => a,
+        }
+    }
+
+    /// Every algorithm, in the order of their documentation.
+    pub const ALL: [RingAlgorithm; 4] =
+        [RingAlgorithm::Ring, RingAlgorithm::RecursiveDoubling, RingAlgorithm::HalvingDoubling, RingAlgorithm::Auto];
+
+    /// The algorithm named `name` in configs.
+    pub fn from_name(name: &str) -> Option<RingAlgorithm> {
+        Self::ALL.into_iter().find(|a| a.name() == name)
+    }
+
+    /// Its name in configs.
+    pub fn name(self) -> &'static str {
+        match self {
+            RingAlgorithm::Ring => "ring",
+            RingAlgorithm::RecursiveDoubling => "recursive-doubling",
+            RingAlgorithm::HalvingDoubling => "halving-doubling",
+            RingAlgorithm::Auto => "auto",
+        }
+    }
+}
+
 /// Who talks to whom.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", tag = "kind")]
@@ -86,6 +146,9 @@ pub enum Pattern {
     Ring {
         /// Use `MPI_Allreduce`.
         collective: bool,
+        /// Our all-reduce's schedule (when not `collective`).
+        #[serde(default)]
+        steps: RingAlgorithm,
     },
     /// Map/Shuffle/Reduce among K servers (PageRank): every server Maps the batches of the
     /// r-subsets it belongs to and exchanges intermediate values in the C(K, r+1) multicast
@@ -487,12 +550,21 @@ impl Plan {
                     ),
                 );
             }
-            Pattern::Ring { collective: mpi } => line(
+            Pattern::Ring { collective: mpi, steps } => line(
                 &mut o,
                 format!(
                     "ranks: {} (rank r = worker r+1, no master); {}",
                     self.ranks,
-                    if mpi { "MPI_Allreduce over all workers" } else { "ring all-reduce: reduce-scatter + all-gather, 2(N−1) steps" }
+                    if mpi {
+                        "MPI_Allreduce over all workers"
+                    } else {
+                        match steps {
+                            RingAlgorithm::Ring => "ring all-reduce: reduce-scatter + all-gather, 2(N−1) steps",
+                            RingAlgorithm::RecursiveDoubling => "all-reduce by recursive doubling, log2 N steps of the whole vector (+2 if N is not a power of two)",
+                            RingAlgorithm::HalvingDoubling => "all-reduce by recursive halving + doubling, 2 log2 N steps (+2 if N is not a power of two)",
+                            RingAlgorithm::Auto => "all-reduce by vector size: recursive doubling up to 64 KiB, halving + doubling up to 1 MiB, the ring above",
+                        }
+                    }
                 ),
             ),
         }

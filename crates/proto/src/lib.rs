@@ -51,6 +51,7 @@ mod hier;
 mod hist;
 mod machine;
 mod ring;
+mod steps;
 mod tree;
 mod vector;
 pub mod wire;
@@ -80,7 +81,7 @@ pub fn machine<P: Vector + 'static>(
 ) -> Box<dyn Machine<P>> {
     match plan.pattern {
         Pattern::Tree { .. } => Box::new(TreeNode::new(plan, rank, len)),
-        Pattern::Ring { collective } => Box::new(RingNode::new(plan, rank, len, collective && !collective_as_ring)),
+        Pattern::Ring { collective, .. } => Box::new(RingNode::new(plan, rank, len, collective && !collective_as_ring)),
         Pattern::Hier { .. } => Box::new(HierNode::new(plan, rank, len)),
         Pattern::Shuffle { .. } => panic!("the shuffle pattern is driven by its schedule, not by a node machine"),
     }

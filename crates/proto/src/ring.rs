@@ -1,24 +1,26 @@
 //! The ring node: every rank computes its result, the ranks all-reduce, every rank delivers the
 //! same total (and its driver applies the same update).
 //!
-//! Our ring is the bandwidth-optimal one: the vector is cut into N segments; in reduce-scatter
-//! step k (k = 0..N−2) rank r sends segment (r − k) mod N to its right neighbour and adds the
-//! segment (r − k − 1) mod N received from its left one; after N − 1 steps rank r owns the full
-//! sum of segment (r + 1) mod N; the N − 1 all-gather steps pass the finished segments around.
-//! Each rank sends 2(N − 1)/N of the vector. A neighbour may be one iteration ahead: its early
-//! segments are kept until this rank gets there. With `collective`, the driver's library
-//! all-reduce replaces the steps.
+//! The all-reduce follows a schedule of steps ([`crate::steps`]); by default the
+//! bandwidth-optimal ring: the vector is cut into N segments; in reduce-scatter step k
+//! (k = 0..N−2) rank r sends segment (r − k) mod N to its right neighbour and adds the segment
+//! (r − k − 1) mod N received from its left one; after N − 1 steps rank r owns the full sum of
+//! segment (r + 1) mod N; the N − 1 all-gather steps pass the finished segments around. Each
+//! rank sends 2(N − 1)/N of the vector. `scheme.algorithm` swaps in recursive doubling or
+//! halving-doubling: the same machine, fewer steps. At each step a rank sends first, then waits
+//! for that step's message; a peer may be one iteration ahead: its early messages are kept until
+//! this rank gets there. With `collective`, the driver's library all-reduce replaces the steps.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
-use outrun_plan::alloc::split_sizes;
 use outrun_plan::roles::Vector;
-use outrun_plan::{Pattern, Plan};
+use outrun_plan::{Pattern, Plan, RingAlgorithm};
 use outrun_runlog::event::{Ending, Event, Iter, Shutdown};
 
 use crate::hist::Histogram;
 use crate::machine::{Clock, Delivered, Failure, Input, Machine, Outcome, Output};
+use crate::steps::{schedule, Op, Step};
 use crate::wire::{Header, Kind, Msg};
 
 /// The ring's one timer: waiting for the next segment.
@@ -31,12 +33,16 @@ pub struct RingNode<P: Vector> {
     worker: usize,
     collective: bool,
     deadline: f64,
-    offs: Vec<usize>,
+    /// The all-reduce's schedule and this rank's steps in it.
+    alg: RingAlgorithm,
+    len: usize,
+    steps: Vec<Step>,
     workers: Vec<usize>,
     cur: Option<u64>,
     buf: Option<P>,
-    sent: usize,
-    received: usize,
+    /// The current step, and whether its send has gone.
+    step: usize,
+    sent: bool,
     early: BTreeMap<(u64, u32), P>,
     record: Option<Iter>,
     /// When the step timer is due (None: disarmed).
@@ -52,57 +58,35 @@ impl<P: Vector> RingNode<P> {
     /// with the library instead of our steps (the engine follows the plan; the simulator models
     /// the library's all-reduce as our ring).
     pub fn new(plan: &Plan, rank: usize, len: usize, collective: bool) -> Self {
-        assert!(matches!(plan.pattern, Pattern::Ring { .. }), "a ring plan");
-        let mut node = Self::standalone(rank, plan.ranks, len, plan.run.deadline, collective);
+        let Pattern::Ring { steps, .. } = plan.pattern else { panic!("a ring plan") };
+        let mut node = Self::standalone(rank, plan.ranks, len, plan.run.deadline, collective, steps);
         node.worker = plan.nodes[rank].worker.expect("ring ranks are workers");
         node.workers = plan.nodes.iter().filter_map(|n| n.worker).collect();
         node
     }
 
     /// Rank `rank` of a ring of `n` ranks, outside any plan (benchmarks of the all-reduce).
-    pub fn standalone(rank: usize, n: usize, len: usize, deadline: f64, collective: bool) -> Self {
-        let sizes = split_sizes(len, n);
-        let mut offs = vec![0; n + 1];
-        for i in 0..n {
-            offs[i + 1] = offs[i] + sizes[i];
-        }
+    pub fn standalone(rank: usize, n: usize, len: usize, deadline: f64, collective: bool, alg: RingAlgorithm) -> Self {
         RingNode {
             rank,
             n,
             worker: rank + 1,
             collective,
             deadline,
-            offs,
+            alg,
+            len,
+            steps: schedule(alg, rank, n, len),
             workers: (1..=n).collect(),
             cur: None,
             buf: None,
-            sent: 0,
-            received: 0,
+            step: 0,
+            sent: false,
             early: BTreeMap::new(),
             record: None,
             step_at: None,
             done: false,
             dropped: vec![],
             out: VecDeque::new(),
-        }
-    }
-
-    fn steps(&self) -> usize {
-        2 * (self.n - 1)
-    }
-
-    fn seg(&self, i: usize) -> (usize, usize) {
-        (self.offs[i], self.offs[i + 1] - self.offs[i])
-    }
-
-    /// Segment sent at step k and segment received at step k.
-    fn segments(&self, k: usize) -> (usize, usize) {
-        let (n, r) = (self.n, self.rank);
-        if k < n - 1 {
-            ((r + n - k) % n, (r + 2 * n - k - 1) % n)
-        } else {
-            let k = k - (n - 1);
-            ((r + 1 + n - k) % n, (r + n - k) % n)
         }
     }
 
@@ -113,37 +97,33 @@ impl<P: Vector> RingNode<P> {
         self.out.push_back(Output::Timer { id: STEP, at });
     }
 
-    /// Send every step that can be sent, apply early segments, deliver when complete.
+    /// Take every step whose message is here (sending first), deliver when complete.
     fn advance(&mut self, clock: &dyn Clock) {
         let Some(t) = self.cur else { return };
         if self.buf.is_none() {
             return;
         }
-        loop {
-            // apply a segment that arrived early, if it is the next one
-            if let Some(seg) = self.early.remove(&(t, self.received as u32)) {
-                self.apply(seg);
-                continue;
+        while let Some(step) = self.steps.get(self.step) {
+            if let (Some((to, range)), false) = (&step.send, self.sent) {
+                let body = P::range(self.buf.as_ref().expect("checked"), range.start, range.len());
+                let head = Header { round: self.step as u32, ..Header::new(Kind::Segment, t) };
+                let msg = Msg { head, body: Some(Arc::new(body)) };
+                self.out.push_back(Output::Send { to: vec![*to], msg, track: None });
+                self.sent = true;
             }
-            if self.sent < self.steps() && self.received >= self.sent {
-                let k = self.sent;
-                let (s, _) = self.segments(k);
-                let (off, len) = self.seg(s);
-                let body = P::range(self.buf.as_ref().expect("checked"), off, len);
-                let right = (self.rank + 1) % self.n;
-                let head = Header { round: k as u32, ..Header::new(Kind::Segment, t) };
-                self.out.push_back(Output::Send {
-                    to: vec![right],
-                    msg: Msg { head, body: Some(Arc::new(body)) },
-                    track: None,
-                });
-                self.sent += 1;
-                continue;
+            if let Some((_, range, op)) = &step.recv {
+                let Some(seg) = self.early.remove(&(t, self.step as u32)) else { break };
+                let buf = self.buf.as_mut().expect("computing");
+                match op {
+                    Op::Add => buf.add_scaled(range.start, &seg, 0, range.len(), 1.0),
+                    Op::Copy => buf.copy_range(range.start, &seg, 0, range.len()),
+                }
             }
-            break;
+            self.step += 1;
+            self.sent = false;
         }
         let now = clock.now();
-        if self.received == self.steps() && self.sent == self.steps() {
+        if self.step == self.steps.len() {
             self.step_at = None;
             let total = self.buf.take().expect("checked");
             self.deliver(now, t, total);
@@ -151,20 +131,6 @@ impl<P: Vector> RingNode<P> {
             // one deadline for the whole exchange of this iteration (as MPI_Allreduce has)
             self.arm(now);
         }
-    }
-
-    fn apply(&mut self, seg: P) {
-        let k = self.received;
-        let (_, rv) = self.segments(k);
-        let (off, len) = self.seg(rv);
-        let buf = self.buf.as_mut().expect("computing");
-        if k < self.n - 1 {
-            buf.add_scaled(off, &seg, 0, len, 1.0);
-        } else {
-            // all-gather: the received segment is final; replace ours
-            buf.copy_range(off, &seg, 0, len);
-        }
-        self.received += 1;
     }
 
     fn deliver(&mut self, now: f64, t: u64, total: P) {
@@ -213,8 +179,8 @@ impl<P: Vector> Machine<P> for RingNode<P> {
                 self.cur = Some(t);
                 self.buf = None;
                 self.step_at = None;
-                self.sent = 0;
-                self.received = 0;
+                self.step = 0;
+                self.sent = false;
                 self.record = Some(Iter { t, worker: Some(self.worker), start: Some(now), ..Iter::default() });
                 self.out.push_back(Output::Compute { t, model, parts: None, load: None });
             }
@@ -241,9 +207,9 @@ impl<P: Vector> Machine<P> for RingNode<P> {
             Input::Reduced { t, total } => self.deliver(now, t, total),
             Input::LogDropped { error } => self.dropped = vec![(self.rank as u32, error)],
             Input::Recv { from, msg } => {
-                let left = (self.rank + self.n - 1) % self.n;
                 let head = msg.head;
-                if from != left || head.kind != Kind::Segment {
+                let expected = self.steps.get(head.round as usize).and_then(|s| s.recv.as_ref()).map(|r| r.0);
+                if expected != Some(from) || head.kind != Kind::Segment {
                     let why = format!("unexpected {} from rank {from}", head.kind.name());
                     self.out.push_back(Output::Log(Event::warn(now, why)));
                     return;
@@ -257,28 +223,31 @@ impl<P: Vector> Machine<P> for RingNode<P> {
                     return;
                 }
                 let t = self.cur.unwrap_or(0);
-                let left = (self.rank + self.n - 1) % self.n;
-                let phase = if self.received < self.n - 1 { "reduce-scatter" } else { "all-gather" };
+                let k = self.step;
+                let Some((from, _, op)) = self.steps.get(k).and_then(|s| s.recv.clone()) else { return };
+                let phase = if op == Op::Add { "reduce" } else { "gather" };
                 let detail = format!(
-                    "ring all-reduce: rank {} (worker {}) was still in {phase} step {} of iteration {t} after run.deadline = {} s, waiting for its left neighbour rank {left} (worker {})",
+                    "all-reduce ({}): rank {} (worker {}) was still in {phase} step {k} of iteration {t} after run.deadline = {} s, waiting for rank {from} (worker {})",
+                    self.alg.name(),
                     self.rank,
                     self.worker,
-                    self.received,
                     self.deadline,
-                    left + 1
+                    from + 1
                 );
-                if self.received == 0 {
-                    // the left neighbour never started the exchange: it is the straggler (still
-                    // computing, stopped) or dead; only this rank knows it, so only this rank
-                    // says it, and ends unclean (the neighbour may never finish the MPI job)
+                // a peer that sends this step as soon as it has computed (it receives nothing
+                // before) never started the exchange: it is the straggler (still computing,
+                // stopped) or dead; only this rank knows it, so only this rank says it, and
+                // ends unclean (the peer may never finish the MPI job)
+                let theirs = schedule(self.alg, from, self.n, self.len);
+                if theirs[..k].iter().all(|s| s.recv.is_none()) {
                     let why = format!(
-                        "ring all-reduce: worker {} (rank {left}) sent nothing of iteration {t} within run.deadline = {} s (still computing, or dead); a ring needs every worker in every iteration: raise run.deadline or use a master-worker scheme",
-                        left + 1,
+                        "ring all-reduce: worker {} (rank {from}) sent nothing of iteration {t} within run.deadline = {} s (still computing, or dead); a ring needs every worker in every iteration: raise run.deadline or use a master-worker scheme",
+                        from + 1,
                         self.deadline
                     );
                     self.finish(now, Err(Failure::Run(why)), false);
                 } else {
-                    // stalled behind the straggler, further along the ring: log, stay quiet
+                    // stalled behind the straggler, further along: log, stay quiet
                     self.out.push_back(Output::Log(Event::error(now, detail)));
                     self.finish(now, Err(Failure::Aborted), true);
                 }
@@ -293,6 +262,6 @@ impl<P: Vector> Machine<P> for RingNode<P> {
     }
 
     fn eager(&self) -> bool {
-        self.buf.is_some() && self.received < self.steps()
+        self.buf.is_some() && self.step < self.steps.len()
     }
 }

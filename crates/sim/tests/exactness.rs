@@ -76,7 +76,9 @@ const MORE: &[&[&str]] = &[
 #[test]
 fn exact_schemes_reproduce_serial_gradient_descent() {
     let ring: &[&str] = &["scheme.kind=rar", "scheme.s="];
-    for &sets in EXACT.iter().chain(MORE).chain([ring].iter()) {
+    let halving: &[&str] = &["scheme.kind=rar", "scheme.s=", "scheme.algorithm=\"halving-doubling\""];
+    let doubling: &[&str] = &["scheme.kind=rar", "scheme.s=", "scheme.algorithm=\"recursive-doubling\""];
+    for &sets in EXACT.iter().chain(MORE).chain([ring, halving, doubling].iter()) {
         let (got, want, summary) = final_theta(sets);
         let diff = relative_diff(&got, &want);
         assert!(diff < 1e-9, "{sets:?}: {diff:e}");

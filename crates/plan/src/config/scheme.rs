@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::stragglers::PerWorker;
 use super::tagged::{de, Tagged};
 use super::{err, ConfigError};
+use crate::plan::RingAlgorithm;
 
 /// Gradient code used inside each sibling group of a CodedReduce tree.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -39,6 +40,13 @@ pub struct StarConfig {
     /// least one result), if the first N − s have not come before: a deadline wait rule.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wait_s: Option<f64>,
+    /// `rar`: the all-reduce's schedule (ring, recursive-doubling, halving-doubling, auto).
+    #[serde(default, skip_serializing_if = "is_ring")]
+    pub algorithm: RingAlgorithm,
+}
+
+fn is_ring(a: &RingAlgorithm) -> bool {
+    *a == RingAlgorithm::Ring
 }
 
 /// A deadline wait rule's seconds must be positive and finite.
@@ -757,6 +765,7 @@ const FL_KEYS: &[&str] =
     &["workers", "wait", "wait_s", "byzantine", "select", "sample", "eps1", "eps2", "eps3", "resample"];
 
 const STAR_KEYS: &[&str] = &["workers", "s", "draws"];
+const RAR_KEYS: &[&str] = &["workers", "s", "draws", "algorithm"];
 const IGNORE_KEYS: &[&str] = &["workers", "s", "draws", "wait_s"];
 const GC_KEYS: &[&str] = &["workers", "s", "draws", "byzantine"];
 const TREE_KEYS: &[&str] = &["n", "layers", "s", "code", "draws", "workers", "byzantine"];
@@ -780,7 +789,7 @@ impl Tagged for SchemeConfig {
         ("ignore", IGNORE_KEYS),
         ("gc-cyclic", GC_KEYS),
         ("gc-frac", GC_KEYS),
-        ("rar", STAR_KEYS),
+        ("rar", RAR_KEYS),
         ("allreduce", STAR_KEYS),
         ("cr", TREE_KEYS),
         ("cegc", CEGC_KEYS),

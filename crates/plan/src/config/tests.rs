@@ -32,6 +32,9 @@ fn parses_defaults_and_ranks() {
     assert_eq!(c.stragglers, StragglerConfig::None);
     let ring = parse_with(&["scheme.kind=rar", "scheme.s=0"]).unwrap();
     assert_eq!(ring.ranks(), 6);
+    let halving = parse_with(&["scheme.kind=rar", "scheme.s=0", "scheme.algorithm=\"halving-doubling\""]).unwrap();
+    assert!(matches!(&halving.scheme, SchemeConfig::Rar(c) if c.algorithm == crate::RingAlgorithm::HalvingDoubling));
+    assert_eq!(parse(&halving.to_toml(), &[]).unwrap(), halving);
     // round trip through the resolved TOML
     assert_eq!(parse(&c.to_toml(), &[]).unwrap(), c);
 }
@@ -67,6 +70,9 @@ fn field_of(sets: &[&str]) -> String {
 fn errors_name_the_field() {
     assert_eq!(field_of(&["scheme.s=6"]), "scheme.s");
     assert_eq!(field_of(&["scheme.sx=1"]), "scheme.sx");
+    // the all-reduce's schedule: rar only, one of the four names
+    assert_eq!(field_of(&["scheme.kind=rar", "scheme.s=0", "scheme.algorithm=\"tree\""]), "scheme.algorithm");
+    assert_eq!(field_of(&["scheme.kind=umw", "scheme.s=0", "scheme.algorithm=\"auto\""]), "scheme.algorithm");
     assert_eq!(field_of(&["scheme.kind=gc-frac", "scheme.s=3"]), "scheme.s");
     assert_eq!(field_of(&["scheme.kind=umw"]), "scheme.s");
     assert_eq!(field_of(&["model.lr=-1"]), "model.lr");

@@ -4,13 +4,15 @@
 //! - **`rar`**: our ring all-reduce: the vector is cut into N segments; N − 1 reduce-scatter
 //!   steps (each worker sends one segment to its right neighbour and adds the one from its left)
 //!   then N − 1 all-gather steps. Bandwidth-optimal, and it tolerates no stragglers.
+//!   `scheme.algorithm` picks fewer, longer-range steps instead ([`RingAlgorithm`]): recursive
+//!   doubling, halving-doubling, or `auto` by vector size.
 //! - **`allreduce`**: the same training with `MPI_Allreduce`, as the reference.
 //!
 //! Worker w is rank w − 1, so straggler injection keyed by worker id matches the star schemes.
 
 use crate::alloc::WeightedSet;
 use crate::config::{Config, SchemeConfig};
-use crate::plan::{Node, Pattern, Plan};
+use crate::plan::{Node, Pattern, Plan, RingAlgorithm};
 use crate::roles::Encoding;
 use crate::schemes::plan;
 
@@ -37,5 +39,9 @@ pub(crate) fn build(cfg: &Config, samples: usize) -> Plan {
     } else {
         "ring all-reduce of the workers' gradients".into()
     };
-    plan(cfg, title, samples, 0, Pattern::Ring { collective }, nodes, vec![])
+    let steps = match &cfg.scheme {
+        SchemeConfig::Rar(c) => c.algorithm,
+        _ => RingAlgorithm::Ring,
+    };
+    plan(cfg, title, samples, 0, Pattern::Ring { collective, steps }, nodes, vec![])
 }

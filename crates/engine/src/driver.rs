@@ -221,11 +221,6 @@ impl<'a> Driver<'a> {
             let mut progressed = false;
             while let Some(r) = self.comm.try_recv() {
                 progressed = true;
-                if r.tag != PROTO {
-                    let why = format!("message with tag {} from rank {} ignored", r.tag, r.source);
-                    self.log.event(&Event::warn(self.clock.now(), why));
-                    continue;
-                }
                 match wire::decode(r.words, r.bytes) {
                     Ok((head, body)) => {
                         self.feed(m, Input::Recv { from: r.source, msg: Msg { head, body: body.map(Arc::new) } })

@@ -83,12 +83,13 @@ pub fn train(prepare: &dyn Fn() -> Result<Prepared, String>, progress: &mut dyn 
     let world = universe.world();
     let rank = world.rank() as usize;
     let mut comm = Comm::new(&world);
-    let result = setup::setup(&world, prepare).and_then(|shared| {
+    let result = setup::setup(&mut comm, prepare).and_then(|shared| {
         let plan = &shared.plan;
         let mut job = outrun_workloads::job(plan);
         // More ranks than cores on this host: computations yield the core now and then, so a
         // rank woken by a message is not queued behind a peer's whole computation.
-        let (local, cores) = (comm.local_size(), std::thread::available_parallelism().map_or(1, |c| c.get()));
+        let (local, cores) =
+            (comm.local_size(&hostname()), std::thread::available_parallelism().map_or(1, |c| c.get()));
         let paced = local > cores;
         if paced {
             job.pace(outrun_workloads::PACE_ROWS);
@@ -164,7 +165,7 @@ fn upload_parity(
     let Some(parity) = &plan.parity else { return Ok(None) };
     let rank = comm.rank;
     let mine = agree(comm, job.encode(plan, rank))?.unwrap_or_default();
-    world.barrier();
+    comm.barrier();
     let start = Instant::now();
     if let Some(w) = plan.nodes[rank].worker {
         let delay = parity.link_delay(&plan.links, w, mine.len(), job.len(rank));
@@ -188,7 +189,7 @@ fn agree<T, E: std::fmt::Display>(comm: &mut Comm, local: Result<T, E>) -> Resul
     let size = i32::try_from(comm.size).expect("an MPI size is an int");
     let me = i32::try_from(comm.rank).expect("an MPI rank is an int");
     // the lowest failing rank, as the maximum of the negated ranks (size: none failed)
-    let first = -comm.allreduce_max(-if local.is_err() { me } else { size });
+    let first = -comm.star_max(-if local.is_err() { me } else { size });
     match local {
         Ok(v) if first == size => Ok(v),
         Err(e) if first == me => Err(EngineError::Local(format!("rank {} ({}): {e}", comm.rank, hostname()))),
@@ -284,7 +285,7 @@ fn run(
     let parity_s = upload_parity(world, &mut comm, plan, job.as_mut())?;
     let mut machine: Box<dyn Machine<Frame>> = outrun_proto::machine(plan, rank, job.len(rank), false);
     // One barrier before the timed loop so every rank starts ready; none inside the loop.
-    world.barrier();
+    comm.barrier();
     let setup_s = started.elapsed().as_secs_f64();
     let mut core = Core::of(plan, rank, job);
     if logs {

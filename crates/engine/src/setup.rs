@@ -6,13 +6,12 @@
 
 use std::path::PathBuf;
 
-use mpi::topology::SimpleCommunicator;
-use mpi::traits::*;
 use outrun_plan::{Pattern, Plan};
 use outrun_runlog::Checkpoint;
 use serde::{Deserialize, Serialize};
 
 use crate::error::EngineError;
+use crate::transport::Comm;
 
 /// What rank 0 resolves a run into before MPI work starts: the plan (everything every rank
 /// reads) and the resolved config's TOML (written to the run directory as `config.toml`).
@@ -46,15 +45,6 @@ enum Reply {
     Err(EngineError),
 }
 
-fn broadcast_bytes(world: &SimpleCommunicator, bytes: Option<Vec<u8>>) -> Vec<u8> {
-    let root = world.process_at_rank(0);
-    let mut len = bytes.as_ref().map_or(0u64, |b| b.len() as u64);
-    root.broadcast_into(&mut len);
-    let mut buf = bytes.unwrap_or_else(|| vec![0u8; len as usize]);
-    root.broadcast_into(&mut buf[..]);
-    buf
-}
-
 /// Rank 0's part: the plan, the world size, the run directory (created last, so a failed start
 /// leaves nothing behind).
 fn prepare_root(prepare: &dyn Fn() -> Result<Prepared, String>, world_size: usize) -> Result<Shared, EngineError> {
@@ -78,13 +68,10 @@ fn prepare_root(prepare: &dyn Fn() -> Result<Prepared, String>, world_size: usiz
 
 /// Collective setup: every rank gets the shared state, or the same error. Only rank 0 calls
 /// `prepare`.
-pub(crate) fn setup(
-    world: &SimpleCommunicator,
-    prepare: &dyn Fn() -> Result<Prepared, String>,
-) -> Result<Shared, EngineError> {
-    let rank = world.rank();
+pub(crate) fn setup(comm: &mut Comm, prepare: &dyn Fn() -> Result<Prepared, String>) -> Result<Shared, EngineError> {
+    let rank = comm.rank;
     let bytes = (rank == 0).then(|| {
-        let reply = match prepare_root(prepare, world.size() as usize) {
+        let reply = match prepare_root(prepare, comm.size) {
             Ok(s) => {
                 Reply::Ok { plan: Box::new(s.plan), config_toml: s.config_toml, run_dir: s.run_dir, resume: s.resume }
             }
@@ -92,7 +79,7 @@ pub(crate) fn setup(
         };
         serde_json::to_vec(&reply).expect("setup serializes")
     });
-    let bytes = broadcast_bytes(world, bytes);
+    let bytes = comm.star_broadcast(bytes);
     let reply: Reply =
         serde_json::from_slice(&bytes).map_err(|e| EngineError::Setup(format!("corrupt setup message: {e}")))?;
     let (plan, config_toml, run_dir, resume) = match reply {

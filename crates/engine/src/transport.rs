@@ -2,7 +2,7 @@
 //!
 //! - Every message is one frame of bytes (`outrun_proto::wire`), sent as `MPI_UINT8_T` from an
 //!   8-byte-aligned buffer, so a received body is used in place.
-//! - **Receive** is probe-based: [`Comm::try_recv`] matches whatever message has arrived
+//! - **Receive** is probe-based: [`Comm::try_recv`] matches whatever protocol message has arrived
 //!   (`MPI_Improbe` + `MPI_Mrecv`) into a fresh buffer. Nothing is pre-posted, so a late
 //!   straggler message is simply received later and discarded by its header; there is no
 //!   receive to cancel and no buffer that an old receive could still write into.
@@ -26,6 +26,8 @@ use outrun_proto::Frame;
 pub const PROTO: i32 = 7;
 /// Tag of clock synchronisation.
 pub const CLOCK: i32 = 3;
+/// Tag of the setup and teardown exchanges through rank 0 ([`Comm::star_exchange`]).
+const STAR: i32 = 5;
 
 /// A received message.
 #[derive(Debug)]
@@ -175,9 +177,11 @@ impl Comm {
         self.sends.len()
     }
 
-    /// Receive one message that has arrived, if any (any source, any tag).
+    /// Receive one protocol message that has arrived, if any (any source). Messages of other
+    /// tags stay for their own receives: a rank that finished early may already be in the
+    /// closing exchange through rank 0 while rank 0 still drives its run.
     pub fn try_recv(&mut self) -> Option<Received> {
-        self.recv_matching(unsafe { ffi::RSMPI_ANY_SOURCE }, unsafe { ffi::RSMPI_ANY_TAG })
+        self.recv_matching(unsafe { ffi::RSMPI_ANY_SOURCE }, PROTO)
     }
 
     /// Receive one message from `source` with `tag` that has arrived, if any.
@@ -244,24 +248,83 @@ impl Comm {
         true
     }
 
-    /// Wait, polling, until every rank has called this too (`MPI_Ibarrier`): ranks that are done
+    /// Wait, sleeping between polls, until every rank has called this too: ranks that are done
     /// wait here rather than in `MPI_Finalize`. When a rank is alive but silent (stopped, stuck)
     /// the run's ends by `MPI_Abort` from the rank that noticed; Open MPI's `mpirun` (4.1) then
     /// tears the job down reliably only if no rank is inside `MPI_Finalize`'s fence (measured:
     /// with ranks in the fence it crashed in `PMIx_server_finalize` in 2 of 6 such ends, or
     /// hung; with ranks in a barrier, 10 of 10 ended cleanly).
-    pub fn wait_for_all(&self) {
-        let mut req: ffi::MPI_Request = unsafe { ffi::RSMPI_REQUEST_NULL };
-        // SAFETY: a valid communicator; `req` is polled to completion below.
-        check(unsafe { ffi::MPI_Ibarrier(self.raw, &mut req) }, "MPI_Ibarrier");
+    pub fn wait_for_all(&mut self) {
+        self.barrier();
+    }
+
+    /// Wait until every rank has called this too ([`Comm::star_exchange`], sleeping).
+    pub fn barrier(&mut self) {
+        self.star_exchange(&[], |all| vec![Vec::new(); all.len()]);
+    }
+
+    /// A collective through rank 0 over point-to-point messages, waited for by sleeping polls:
+    /// every rank sends `mine` to rank 0, which answers each rank `reply(all)[rank]` (`all` in
+    /// rank order); returns this rank's answer. Setup and teardown use it instead of the
+    /// library's blocking collectives, for two reasons measured with 85 ranks on 2 cores (the
+    /// emulated cluster, docs/clusters.md): a rank blocked in an Open MPI collective spins
+    /// (`sched_yield` in a loop), so 84 idle ranks starved the one doing the work (rank 0's clock
+    /// synchronisation took 36 s); and the library's tree and dissemination algorithms open TCP
+    /// connections between every pair they pair up, where this uses only each rank's link to
+    /// rank 0, which every pattern opens anyway.
+    pub fn star_exchange(&mut self, mine: &[u8], reply: impl FnOnce(Vec<Vec<u8>>) -> Vec<Vec<u8>>) -> Vec<u8> {
+        if self.rank != 0 {
+            let (words, n) = to_words(mine);
+            self.isend_words(0, STAR, Arc::new(words), n);
+            let m = self.recv_sleeping(Some(0));
+            self.flush_sends(Duration::from_secs(30), |_| {});
+            return from_words(&m);
+        }
+        let mut all = vec![Vec::new(); self.size];
+        all[0] = mine.to_vec();
+        for _ in 1..self.size {
+            let m = self.recv_sleeping(None);
+            all[m.source] = from_words(&m);
+        }
+        let mut answers = reply(all);
+        assert_eq!(answers.len(), self.size, "one answer per rank");
+        for (r, a) in answers.iter().enumerate().skip(1) {
+            let (words, n) = to_words(a);
+            self.isend_words(r, STAR, Arc::new(words), n);
+        }
+        self.flush_sends(Duration::from_secs(30), |_| {});
+        std::mem::take(&mut answers[0])
+    }
+
+    /// The largest of every rank's `v` ([`Comm::star_exchange`]).
+    pub fn star_max(&mut self, v: i32) -> i32 {
+        let out = self.star_exchange(&v.to_le_bytes(), |all| {
+            let max = all.iter().map(|b| i32::from_le_bytes(b[..4].try_into().expect("4 bytes"))).max();
+            vec![max.expect("rank 0 at least").to_le_bytes().to_vec(); all.len()]
+        });
+        i32::from_le_bytes(out[..4].try_into().expect("4 bytes"))
+    }
+
+    /// Rank 0's `bytes` on every rank ([`Comm::star_exchange`]; the others pass None).
+    pub fn star_broadcast(&mut self, bytes: Option<Vec<u8>>) -> Vec<u8> {
+        let mine = bytes.unwrap_or_default();
+        let rank = self.rank;
+        let out = self.star_exchange(&[], |all| vec![mine.clone(); all.len()]);
+        if rank == 0 {
+            return mine;
+        }
+        out
+    }
+
+    /// Receive a [`STAR`] message (from `source`, or any), sleeping up to 1 ms between polls.
+    fn recv_sleeping(&mut self, source: Option<usize>) -> Received {
+        let from = source.map_or(unsafe { ffi::RSMPI_ANY_SOURCE }, |s| s as c_int);
         let mut backoff = Backoff::new(1000);
         loop {
-            let mut flag: c_int = 0;
-            // SAFETY: `req` is the pending barrier.
-            check(unsafe { ffi::MPI_Test(&mut req, &mut flag, ffi::RSMPI_STATUS_IGNORE) }, "MPI_Test");
-            if flag != 0 {
-                return;
+            if let Some(m) = self.recv_matching(from, STAR) {
+                return m;
             }
+            self.progress();
             backoff.idle();
         }
     }
@@ -289,23 +352,6 @@ impl Comm {
         check(rc, "MPI_Allreduce");
     }
 
-    /// `MPI_Allreduce` (max) of one integer: a collective verdict (setup errors).
-    pub fn allreduce_max(&mut self, v: i32) -> i32 {
-        let mut out: c_int = 0;
-        let rc = unsafe {
-            ffi::MPI_Allreduce(
-                &v as *const c_int as *const _,
-                &mut out as *mut c_int as *mut _,
-                1,
-                ffi::RSMPI_INT32_T,
-                ffi::RSMPI_MAX,
-                self.raw,
-            )
-        };
-        check(rc, "MPI_Allreduce");
-        out
-    }
-
     /// Collective over this communicator: the sub-communicator of the ranks that gave the same
     /// `color` (None: not a member of any), ordered by `key`.
     pub fn split(&self, color: Option<i32>, key: i32) -> Option<Comm> {
@@ -322,26 +368,12 @@ impl Comm {
         Some(Comm::from_raw(out, rank as usize, size as usize))
     }
 
-    /// Number of ranks of this communicator on this host (collective).
-    pub fn local_size(&self) -> usize {
-        let mut local: ffi::MPI_Comm = unsafe { ffi::RSMPI_COMM_NULL };
-        let mut size: c_int = 0;
-        // SAFETY: plain MPI calls on valid handles; the new communicator is freed at once.
-        unsafe {
-            check(
-                ffi::MPI_Comm_split_type(
-                    self.raw,
-                    ffi::RSMPI_COMM_TYPE_SHARED as c_int,
-                    self.rank as c_int,
-                    ffi::RSMPI_INFO_NULL,
-                    &mut local,
-                ),
-                "MPI_Comm_split_type",
-            );
-            check(ffi::MPI_Comm_size(local, &mut size), "MPI_Comm_size");
-            check(ffi::MPI_Comm_free(&mut local), "MPI_Comm_free");
-        }
-        size as usize
+    /// Number of ranks on this rank's host, `host` being its name (collective, through rank 0).
+    pub fn local_size(&mut self, host: &str) -> usize {
+        let out = self.star_exchange(host.as_bytes(), |all| {
+            all.iter().map(|h| (all.iter().filter(|o| *o == h).count() as u64).to_le_bytes().to_vec()).collect()
+        });
+        u64::from_le_bytes(out[..8].try_into().expect("8 bytes")) as usize
     }
 
     /// Broadcast `buf` from `root` to every rank of this communicator (collective).
@@ -362,6 +394,24 @@ impl Comm {
         let rc = unsafe { ffi::MPI_Comm_free(&mut self.raw) };
         check(rc, "MPI_Comm_free");
     }
+}
+
+/// `bytes` in 8-byte words (the last one zero-padded) and their count in bytes.
+fn to_words(bytes: &[u8]) -> (Vec<f64>, usize) {
+    let mut words = vec![0.0f64; bytes.len().div_ceil(8)];
+    for (w, chunk) in words.iter_mut().zip(bytes.chunks(8)) {
+        let mut b = [0u8; 8];
+        b[..chunk.len()].copy_from_slice(chunk);
+        *w = f64::from_ne_bytes(b);
+    }
+    (words, bytes.len())
+}
+
+/// The bytes a message carried.
+fn from_words(m: &Received) -> Vec<u8> {
+    let mut out: Vec<u8> = m.words.iter().flat_map(|w| w.to_ne_bytes()).collect();
+    out.truncate(m.bytes);
+    out
 }
 
 /// Yield the CPU for a short window, then sleep with exponential back-off up to `max_us`

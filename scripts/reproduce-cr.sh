@@ -3,16 +3,16 @@
 # N = 12: 13 hosts with every link shaped to RATE (default 20mbit), CR on the (3,2) tree against
 # UMW, ignore-stragglers, GC, our ring all-reduce and MPI_Allreduce on 12 workers with the same data
 # and the same injected shifted-exponential delays (the sweep configs/sweeps/cr-12.toml, REPS
-# interleaved repetitions, default 2). Then the papers' scale as far as this host goes with one
-# rank per host: N = 56 on 57 hosts, CR on the (7,2) tree (configs/sweeps/cr-56.toml; the thesis's
-# N = 84 needs 85 hosts, whose TCP wire-up fails here: docs/clusters.md). Simulates every run's
+# interleaved repetitions, default 2). Then the papers' scale with one rank per host: the thesis's
+# N = 84 on 85 hosts, CR on the (4,3) tree (configs/sweeps/cr-84.toml; N = 56 on the (7,2) tree,
+# configs/sweeps/cr-56.toml, also runs: pass SIZES "12 56 84"). Simulates every run's
 # config (outrun simulate, the shaped rate as the network's bandwidth) and writes
 # docs/results/cr.md (+ plots in docs/results/cr/): measured beside simulated beside the papers'.
-#   scripts/reproduce-cr.sh [RATE] [REPS] [SIZES]      (defaults: 20mbit 2 "12 56")
+#   scripts/reproduce-cr.sh [RATE] [REPS] [SIZES]      (defaults: 20mbit 2 "12 84")
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
-rate="${1:-20mbit}"; reps="${2:-2}"; sizes="${3:-12 56}"
+rate="${1:-20mbit}"; reps="${2:-2}"; sizes="${3:-12 84}"
 # shellcheck source=scripts/reproduce/lib.sh
 . scripts/reproduce/lib.sh
 reproduce_init cr repro

@@ -77,13 +77,20 @@ print("  traffic (`--queue`, as a NIC that pushes back on its host instead of dr
 print("- **N = 12** (`configs/sweeps/cr-12.toml`): CodedReduce on the (3,2) tree with s = 1 per parent (α = 1/3, load")
 print("  r_CR = 4/15); gradient coding (cyclic, S = αN = 4), UMW, ignore-stragglers (first N − S = 8), our ring")
 print("  all-reduce and `MPI_Allreduce`, all on N = 12 workers; p = 4000 (messages ≈ 32 KB), 25 iterations.")
-if large != small:
-    print(f"- **N = {large}** (`configs/sweeps/cr-{large}.toml`), the papers' scale as far as this host goes: the thesis's headline")
-    print("  setting is N = 84 on the (4,3) tree (α = 1/4), which needs 85 hosts with one rank each, and OpenMPI's TCP")
-    print("  wire-up of 85 hosts fails on this 2-core machine (docs/clusters.md; with two ranks per host it runs, but")
-    print("  two workers then share each link, which neither the papers' model nor our simulator describe). The largest")
-    print("  one-rank-per-host CR tree that runs is (7,2): N = 56, s = 2 per parent (α = 2/7), flat schemes S = 16;")
-    print("  p = 2000 (messages ≈ 16 KB), d = 2400, 15 iterations.")
+LARGE = {
+    56: ["CR on the (7,2) tree, s = 2 per parent (α = 2/7), flat schemes S = 16 — the largest one-rank-per-host",
+         "  tree before the thesis's N = 84 ran here; p = 2000 (messages ≈ 16 KB), d = 2400, 15 iterations."],
+    84: ["the thesis's headline setting: CR on the (4,3) tree, s = 1 per parent (α = 1/4, load r_CR = 1/14),",
+         "  flat schemes S = αN = 21; one rank per host on 85 hosts (this failed here until setup and teardown",
+         "  stopped spinning in the library's collectives: docs/clusters.md); p = 2000 (messages ≈ 16 KB),",
+         "  d = 2520, 15 iterations."],
+}
+for n in sizes:
+    if n != small:
+        text = LARGE.get(n, ["the same comparison at this scale."])
+        print(f"- **N = {n}** (`configs/sweeps/cr-{n}.toml`): " + text[0])
+        for line in text[1:]:
+            print(line)
 print("- **Same data and delays for all**: the config below, with only `scheme.*` changed. Compute time is modelled")
 print("  (shifted exponential, a = 20 µs per point, μ = 5·10⁴ points/s, a·μ = 1 as in the thesis's time model); the")
 print("  workers still compute the real gradients, and all messages (θ down, gradients up, ring segments) are real")
@@ -119,7 +126,7 @@ print("""
 
 - **Scale.** The papers' gains over UMW and GC grow with N: the master of a star receives N messages per
   iteration over one link, CR's master and parents n. At N = 84 or 156 that is 84–156 messages against 4–12;
-  here it is 12 against 3 at N = 12 and 56 against 7 at N = 56, where CR's lead over the stars grows
+  here it is 12 against 3 at N = 12 and 84 against 4 at N = 84, where CR's lead over the stars grows
   accordingly (the table above); the papers' 20–30× over UMW also came from EC2 t2.micro instances whose
   messages cost far more than their compute. The busiest-node column shows the mechanism directly: UMW's and GC's master moves
   2N messages per iteration (θ to each worker, each result back: 24 × 32 KB ≈ 770 KB), CR's busiest node, a
@@ -152,8 +159,9 @@ if large != small and "rar" in data[large]["med"] and "rar" in data[large]["sim"
     print(f"  {sm * 1e3:.1f} ms simulated, i.e. {(m - sm) / steps * 1e3:.2f} ms per step that the simulator does not charge")
     print("  (no per-message latency is configured): each step is a message through the TCP stack of a host that")
     print(f"  shares the 2 cores with {large} other ranks, which must be scheduled before it can forward the next")
-    print("  segment. `MPI_Allreduce` needs O(log N) steps and does not pay it. On a real cluster the per-step cost")
-    print("  is the network's latency, which `network.latency` models.\n")
+    print("  segment. `MPI_Allreduce` needs O(log N) steps and does not pay it; our all-reduce takes as few with")
+    print("  `scheme.algorithm = \"halving-doubling\"` (docs/performance.md §2), but the papers' RAR is the ring.")
+    print("  On a real cluster the per-step cost is the network's latency, which `network.latency` models.\n")
 print("## Plots\n")
 print("Error versus wall-clock time, iteration times, and a per-rank timeline of each run's slowest iterations")
 print("(`outrun report --out docs/results/cr`):\n")

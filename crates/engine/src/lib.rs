@@ -114,8 +114,8 @@ pub fn train(prepare: &dyn Fn() -> Result<Prepared, String>, progress: &mut dyn 
             eprintln!("error: {e}");
         }
     }
-    // every rank waits for the others here, not in MPI_Finalize (see wait_for_all)
-    Comm::new(&world).wait_for_all();
+    // every rank waits for the others here, not in MPI_Finalize (see Comm::barrier)
+    Comm::new(&world).barrier();
     drop(universe);
     Finished { rank, result }
 }

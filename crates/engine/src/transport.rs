@@ -248,19 +248,15 @@ impl Comm {
         true
     }
 
-    /// Wait, sleeping between polls, until every rank has called this too: ranks that are done
-    /// wait here rather than in `MPI_Finalize`. When a rank is alive but silent (stopped, stuck)
-    /// the run's ends by `MPI_Abort` from the rank that noticed; Open MPI's `mpirun` (4.1) then
-    /// tears the job down reliably only if no rank is inside `MPI_Finalize`'s fence (measured:
-    /// with ranks in the fence it crashed in `PMIx_server_finalize` in 2 of 6 such ends, or
-    /// hung; with ranks in a barrier, 10 of 10 ended cleanly).
-    pub fn wait_for_all(&mut self) {
-        self.barrier();
-    }
-
-    /// Wait until every rank has called this too ([`Comm::star_exchange`], sleeping).
+    /// Wait, sleeping between polls, until every rank has called this too
+    /// ([`Comm::star_exchange`]). Also the end of every run: ranks that are done wait here rather
+    /// than in `MPI_Finalize`. When a rank is alive but silent (stopped, stuck) the run ends by
+    /// `MPI_Abort` from the rank that noticed; Open MPI's `mpirun` (4.1) then tears the job down
+    /// reliably only if no rank is inside `MPI_Finalize`'s fence (measured: with ranks in the
+    /// fence it crashed in `PMIx_server_finalize` in 2 of 6 such ends, or hung; with ranks in a
+    /// barrier, 10 of 10 ended cleanly).
     pub fn barrier(&mut self) {
-        self.star_exchange(&[], |all| vec![Vec::new(); all.len()]);
+        self.star_exchange(&[], |_| Answers::All(Vec::new()));
     }
 
     /// A collective through rank 0 over point-to-point messages, waited for by sleeping polls:
@@ -272,7 +268,7 @@ impl Comm {
     /// synchronisation took 36 s); and the library's tree and dissemination algorithms open TCP
     /// connections between every pair they pair up, where this uses only each rank's link to
     /// rank 0, which every pattern opens anyway.
-    pub fn star_exchange(&mut self, mine: &[u8], reply: impl FnOnce(Vec<Vec<u8>>) -> Vec<Vec<u8>>) -> Vec<u8> {
+    pub fn star_exchange(&mut self, mine: &[u8], reply: impl FnOnce(Vec<Vec<u8>>) -> Answers) -> Vec<u8> {
         if self.rank != 0 {
             let (words, n) = to_words(mine);
             self.isend_words(0, STAR, Arc::new(words), n);
@@ -286,34 +282,41 @@ impl Comm {
             let m = self.recv_sleeping(None);
             all[m.source] = from_words(&m);
         }
-        let mut answers = reply(all);
-        assert_eq!(answers.len(), self.size, "one answer per rank");
-        for (r, a) in answers.iter().enumerate().skip(1) {
-            let (words, n) = to_words(a);
-            self.isend_words(r, STAR, Arc::new(words), n);
-        }
+        let own = match reply(all) {
+            Answers::All(bytes) => {
+                // one buffer serves every rank
+                let (words, n) = to_words(&bytes);
+                let words = Arc::new(words);
+                for r in 1..self.size {
+                    self.isend_words(r, STAR, words.clone(), n);
+                }
+                bytes
+            }
+            Answers::Each(mut each) => {
+                assert_eq!(each.len(), self.size, "one answer per rank");
+                for (r, a) in each.iter().enumerate().skip(1) {
+                    let (words, n) = to_words(a);
+                    self.isend_words(r, STAR, Arc::new(words), n);
+                }
+                std::mem::take(&mut each[0])
+            }
+        };
         self.flush_sends(Duration::from_secs(30), |_| {});
-        std::mem::take(&mut answers[0])
+        own
     }
 
     /// The largest of every rank's `v` ([`Comm::star_exchange`]).
     pub fn star_max(&mut self, v: i32) -> i32 {
         let out = self.star_exchange(&v.to_le_bytes(), |all| {
             let max = all.iter().map(|b| i32::from_le_bytes(b[..4].try_into().expect("4 bytes"))).max();
-            vec![max.expect("rank 0 at least").to_le_bytes().to_vec(); all.len()]
+            Answers::All(max.expect("rank 0 at least").to_le_bytes().to_vec())
         });
         i32::from_le_bytes(out[..4].try_into().expect("4 bytes"))
     }
 
     /// Rank 0's `bytes` on every rank ([`Comm::star_exchange`]; the others pass None).
     pub fn star_broadcast(&mut self, bytes: Option<Vec<u8>>) -> Vec<u8> {
-        let mine = bytes.unwrap_or_default();
-        let rank = self.rank;
-        let out = self.star_exchange(&[], |all| vec![mine.clone(); all.len()]);
-        if rank == 0 {
-            return mine;
-        }
-        out
+        self.star_exchange(&[], |_| Answers::All(bytes.unwrap_or_default()))
     }
 
     /// Receive a [`STAR`] message (from `source`, or any), sleeping up to 1 ms between polls.
@@ -371,7 +374,9 @@ impl Comm {
     /// Number of ranks on this rank's host, `host` being its name (collective, through rank 0).
     pub fn local_size(&mut self, host: &str) -> usize {
         let out = self.star_exchange(host.as_bytes(), |all| {
-            all.iter().map(|h| (all.iter().filter(|o| *o == h).count() as u64).to_le_bytes().to_vec()).collect()
+            Answers::Each(
+                all.iter().map(|h| (all.iter().filter(|o| *o == h).count() as u64).to_le_bytes().to_vec()).collect(),
+            )
         });
         u64::from_le_bytes(out[..8].try_into().expect("8 bytes")) as usize
     }
@@ -394,6 +399,14 @@ impl Comm {
         let rc = unsafe { ffi::MPI_Comm_free(&mut self.raw) };
         check(rc, "MPI_Comm_free");
     }
+}
+
+/// What rank 0 answers in a [`Comm::star_exchange`].
+pub enum Answers {
+    /// The same bytes to every rank.
+    All(Vec<u8>),
+    /// Bytes for each rank, in rank order.
+    Each(Vec<Vec<u8>>),
 }
 
 /// `bytes` in 8-byte words (the last one zero-padded) and their count in bytes.

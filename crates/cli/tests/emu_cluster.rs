@@ -35,6 +35,21 @@ fn namespaces() -> Vec<String> {
         .collect()
 }
 
+/// Run `text` (written into a fresh directory) on the test cluster within `bound` and check its
+/// θ trajectory against serial GD: (the directory, the config's path, the run directory).
+fn run_exact(tag: &str, text: &str, bound: Duration) -> (Scratch, PathBuf, PathBuf) {
+    let dir = tempdir(tag);
+    let cfg = write_config(&dir, text);
+    let out = dir.join("runs");
+    let set = format!("run.out_dir={}", out.display());
+    let run = emu(&["run", cfg.to_str().unwrap(), "--set", &set], bound);
+    assert_eq!(run.code, Some(0), "run failed: {}", run.stderr);
+    let rd = run_dir(&out);
+    let diff = max_rel_diff(&trajectory(&rd), &reference(text, &[set]));
+    assert!(diff <= 1e-9, "θ differs from serial GD by {diff:e}");
+    (dir, cfg, rd)
+}
+
 /// Tears the test cluster down when dropped, also when an assertion fails.
 struct Down;
 impl Drop for Down {
@@ -93,15 +108,7 @@ factor = 4.0
 compute = "modelled"
 a = 1e-4
 "#;
-    let dir = tempdir("emu");
-    let cfg = write_config(&dir, text);
-    let out = dir.join("runs");
-    let set = format!("run.out_dir={}", out.display());
-    let run = emu(&["run", cfg.to_str().unwrap(), "--set", &set], Duration::from_secs(120));
-    assert_eq!(run.code, Some(0), "run failed: {}", run.stderr);
-    let rd = run_dir(&out);
-    let diff = max_rel_diff(&trajectory(&rd), &reference(text, &[set]));
-    assert!(diff <= 1e-9, "θ differs from serial GD by {diff:e}");
+    let (dir, cfg, rd) = run_exact("emu", text, Duration::from_secs(120));
     // every rank ran on its own emulated host
     for r in 0..4 {
         let first =
@@ -324,15 +331,7 @@ factor = 4.0
 compute = "modelled"
 a = 1e-4
 "#;
-    let dir = tempdir("emu-n84");
-    let cfg = write_config(&dir, text);
-    let out = dir.join("runs");
-    let set = format!("run.out_dir={}", out.display());
-    let run = emu(&["run", cfg.to_str().unwrap(), "--set", &set], Duration::from_secs(300));
-    assert_eq!(run.code, Some(0), "run failed: {}", run.stderr);
-    let rd = run_dir(&out);
-    let diff = max_rel_diff(&trajectory(&rd), &reference(text, &[set]));
-    assert!(diff <= 1e-9, "θ differs from serial GD by {diff:e}");
+    let (_dir, _, rd) = run_exact("emu-n84", text, Duration::from_secs(300));
     assert_eq!(summary(&rd)["exact_iterations"], 8);
     for r in [0, 1, 42, 84] {
         let first =

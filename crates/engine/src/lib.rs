@@ -86,11 +86,14 @@ pub fn train(prepare: &dyn Fn() -> Result<Prepared, String>, progress: &mut dyn 
     let result = setup::setup(&mut comm, prepare).and_then(|shared| {
         let plan = &shared.plan;
         let mut job = outrun_workloads::job(plan);
-        // More ranks than cores on this host: computations yield the core now and then, so a
-        // rank woken by a message is not queued behind a peer's whole computation.
+        // More ranks than cores on this host, with modelled compute times: computations yield
+        // the core now and then, so a rank woken by a message is not queued behind a peer's
+        // whole computation (the modelled time sets the iteration, not the measured one). With
+        // real compute times the pauses would stretch every measured computation: not paced
+        // (docs/architecture.md, "Model delivery on oversubscribed hosts").
         let (local, cores) =
             (comm.local_size(&hostname()), std::thread::available_parallelism().map_or(1, |c| c.get()));
-        let paced = local > cores;
+        let paced = local > cores && plan.stragglers.compute == outrun_plan::ComputeMode::Modelled;
         if paced {
             job.pace(outrun_workloads::PACE_ROWS);
         }

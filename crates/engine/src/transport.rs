@@ -28,14 +28,14 @@ pub const PROTO: i32 = 7;
 pub const CLOCK: i32 = 3;
 /// Tag of the setup and teardown exchanges through rank 0 ([`Comm::star_exchange`]).
 const STAR: i32 = 5;
+/// Longest sleep between polls while waiting in a [`Comm::star_exchange`], µs.
+const STAR_SLEEP_US: u64 = 1000;
 
 /// A received message.
 #[derive(Debug)]
 pub struct Received {
     /// Sender rank.
     pub source: usize,
-    /// Tag.
-    pub tag: i32,
     /// The frame, in 8-byte words.
     pub words: Vec<f64>,
     /// Its length in bytes.
@@ -184,11 +184,6 @@ impl Comm {
         self.recv_matching(unsafe { ffi::RSMPI_ANY_SOURCE }, PROTO)
     }
 
-    /// Receive one message from `source` with `tag` that has arrived, if any.
-    pub fn try_recv_from(&mut self, source: usize, tag: i32) -> Option<Received> {
-        self.recv_matching(source as c_int, tag)
-    }
-
     fn recv_matching(&mut self, source: c_int, tag: c_int) -> Option<Received> {
         let mut flag: c_int = 0;
         let mut message: ffi::MPI_Message = unsafe { ffi::RSMPI_MESSAGE_NULL };
@@ -218,14 +213,16 @@ impl Comm {
         check(rc, "MPI_Mrecv");
         self.recv_msgs += 1;
         self.recv_bytes += nbytes as u64;
-        Some(Received { source: status.MPI_SOURCE as usize, tag: status.MPI_TAG, words, bytes: nbytes })
+        Some(Received { source: status.MPI_SOURCE as usize, words, bytes: nbytes })
     }
 
-    /// Blocking receive of a message from `source` with `tag` (setup phase only).
-    pub fn recv_blocking(&mut self, source: usize, tag: i32) -> Received {
-        let mut backoff = Backoff::new(200);
+    /// Blocking receive of a message from `source` (None: any) with `tag`, sleeping up to
+    /// `max_us` µs between polls (setup and teardown only).
+    pub fn recv_blocking(&mut self, source: Option<usize>, tag: i32, max_us: u64) -> Received {
+        let from = source.map_or(unsafe { ffi::RSMPI_ANY_SOURCE }, |s| s as c_int);
+        let mut backoff = Backoff::new(max_us);
         loop {
-            if let Some(m) = self.try_recv_from(source, tag) {
+            if let Some(m) = self.recv_matching(from, tag) {
                 return m;
             }
             self.progress();
@@ -272,14 +269,14 @@ impl Comm {
         if self.rank != 0 {
             let (words, n) = to_words(mine);
             self.isend_words(0, STAR, Arc::new(words), n);
-            let m = self.recv_sleeping(Some(0));
+            let m = self.recv_blocking(Some(0), STAR, STAR_SLEEP_US);
             self.flush_sends(Duration::from_secs(30), |_| {});
             return from_words(&m);
         }
         let mut all = vec![Vec::new(); self.size];
         all[0] = mine.to_vec();
         for _ in 1..self.size {
-            let m = self.recv_sleeping(None);
+            let m = self.recv_blocking(None, STAR, STAR_SLEEP_US);
             all[m.source] = from_words(&m);
         }
         let own = match reply(all) {
@@ -317,19 +314,6 @@ impl Comm {
     /// Rank 0's `bytes` on every rank ([`Comm::star_exchange`]; the others pass None).
     pub fn star_broadcast(&mut self, bytes: Option<Vec<u8>>) -> Vec<u8> {
         self.star_exchange(&[], |_| Answers::All(bytes.unwrap_or_default()))
-    }
-
-    /// Receive a [`STAR`] message (from `source`, or any), sleeping up to 1 ms between polls.
-    fn recv_sleeping(&mut self, source: Option<usize>) -> Received {
-        let from = source.map_or(unsafe { ffi::RSMPI_ANY_SOURCE }, |s| s as c_int);
-        let mut backoff = Backoff::new(1000);
-        loop {
-            if let Some(m) = self.recv_matching(from, STAR) {
-                return m;
-            }
-            self.progress();
-            backoff.idle();
-        }
     }
 
     /// Terminate every rank of the job (last resort when a clean shutdown is impossible).

@@ -556,13 +556,17 @@ impl Plan {
                     "ranks: {} (rank r = worker r+1, no master); {}",
                     self.ranks,
                     if mpi {
-                        "MPI_Allreduce over all workers"
+                        "MPI_Allreduce over all workers".to_string()
                     } else {
                         match steps {
-                            RingAlgorithm::Ring => "ring all-reduce: reduce-scatter + all-gather, 2(N−1) steps",
-                            RingAlgorithm::RecursiveDoubling => "all-reduce by recursive doubling, log2 N steps of the whole vector (+2 if N is not a power of two)",
-                            RingAlgorithm::HalvingDoubling => "all-reduce by recursive halving + doubling, 2 log2 N steps (+2 if N is not a power of two)",
-                            RingAlgorithm::Auto => "all-reduce by vector size: recursive doubling up to 64 KiB, halving + doubling up to 1 MiB, the ring above",
+                            RingAlgorithm::Ring => "ring all-reduce: reduce-scatter + all-gather, 2(N−1) steps".into(),
+                            RingAlgorithm::RecursiveDoubling => "all-reduce by recursive doubling, log2 N steps of the whole vector (+2 if N is not a power of two)".into(),
+                            RingAlgorithm::HalvingDoubling => "all-reduce by recursive halving + doubling, 2 log2 N steps (+2 if N is not a power of two)".into(),
+                            RingAlgorithm::Auto => format!(
+                                "all-reduce by vector size: recursive doubling up to {} KiB, halving + doubling up to {} KiB, the ring above",
+                                RingAlgorithm::AUTO_DOUBLING_BYTES / 1024,
+                                RingAlgorithm::AUTO_RING_BYTES / 1024
+                            ),
                         }
                     }
                 ),

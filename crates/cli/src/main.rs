@@ -277,7 +277,8 @@ enum BenchCmd {
         #[arg(long, default_value_t = 1000)]
         values: usize,
     },
-    /// Gradient kernel throughput vs memory read bandwidth and vs BLAS (one core); prints CSV.
+    /// Gradient kernel throughput vs memory read bandwidth and vs BLAS (one core), and the
+    /// read bandwidth of all cores at once; prints CSV.
     Kernel {
         #[arg(long, default_value_t = 20_000)]
         samples: usize,
@@ -684,12 +685,12 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Cmd::Bench(BenchCmd::Kernel { samples, features, reps }) => {
             use outrun_plan::config::Loss;
             println!(
-                "loss,bytes,kernel_gb_s,read_gb_s,fraction,blas_gb_s,kernel_over_blas,paced_gb_s,paced_over_kernel"
+                "loss,bytes,kernel_gb_s,read_gb_s,fraction,blas_gb_s,kernel_over_blas,paced_gb_s,paced_over_kernel,cores,read_all_gb_s"
             );
             for (name, loss) in [("least-squares", Loss::LeastSquares), ("logistic", Loss::Logistic)] {
                 let b = outrun_workloads::bench::kernel_vs_memory(samples, features, reps, loss);
                 println!(
-                    "{name},{},{:.2},{:.2},{:.3},{:.2},{:.2},{:.2},{:.2}",
+                    "{name},{},{:.2},{:.2},{:.3},{:.2},{:.2},{:.2},{:.2},{},{:.2}",
                     b.bytes,
                     b.kernel_gbs,
                     b.read_gbs,
@@ -697,7 +698,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
                     b.blas_gbs,
                     b.kernel_gbs / b.blas_gbs,
                     b.paced_gbs,
-                    b.paced_gbs / b.kernel_gbs
+                    b.paced_gbs / b.kernel_gbs,
+                    b.cores,
+                    b.read_all_gbs
                 );
             }
             Ok(())

@@ -24,6 +24,11 @@ pub struct KernelBench {
     /// GB/s of the kernel yielding the core every `PACE_ROWS` rows (what ranks do on a host
     /// with more ranks than cores), here with nothing else to run.
     pub paced_gbs: f64,
+    /// Threads of [`read_all_gbs`](Self::read_all_gbs): the host's cores.
+    pub cores: usize,
+    /// GB/s of the same plain read split over one thread per core: the aggregate bandwidth that
+    /// bounds an iteration whose workers share this host's memory.
+    pub read_all_gbs: f64,
 }
 
 /// The weighted gradient with BLAS: z = Xθ (dgemv), r_j = c_j·ℓ'(z_j), g = Xᵀr (dgemv).
@@ -65,6 +70,15 @@ pub fn read_sum(a: &[f64]) -> f64 {
     acc.iter().sum::<f64>() + rem
 }
 
+/// [`read_sum`] of `a` cut into `threads` contiguous pieces, one per thread at once.
+pub fn read_sum_parallel(a: &[f64], threads: usize) -> f64 {
+    let piece = a.len().div_ceil(threads.max(1)).max(1);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = a.chunks(piece).map(|c| s.spawn(move || read_sum(c))).collect();
+        handles.into_iter().map(|h| h.join().unwrap_or(0.0)).sum()
+    })
+}
+
 /// Gradient kernel on a `d × p` data set larger than the caches vs reading the same bytes.
 pub fn kernel_vs_memory(d: usize, p: usize, reps: usize, loss: Loss) -> KernelBench {
     let rows = Rows::from_vecs(
@@ -81,7 +95,9 @@ pub fn kernel_vs_memory(d: usize, p: usize, reps: usize, loss: Loss) -> KernelBe
     let (t_paced, s4) = best_of(reps, || {
         crate::kernel::gradient_paced(&rows, &coef, &theta, loss, &mut g, crate::PACE_ROWS, &mut std::thread::yield_now)
     });
-    std::hint::black_box((s1, s2, s3, s4, &g));
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let (t_read_all, s5) = best_of(reps, || read_sum_parallel(rows.features(), cores));
+    std::hint::black_box((s1, s2, s3, s4, s5, &g));
     let bytes = 8 * (d * p + 2 * d);
     KernelBench {
         bytes,
@@ -89,6 +105,8 @@ pub fn kernel_vs_memory(d: usize, p: usize, reps: usize, loss: Loss) -> KernelBe
         read_gbs: (8 * d * p) as f64 / t_read / 1e9,
         blas_gbs: bytes as f64 / t_blas / 1e9,
         paced_gbs: bytes as f64 / t_paced / 1e9,
+        cores,
+        read_all_gbs: (8 * d * p) as f64 / t_read_all / 1e9,
     }
 }
 

@@ -60,9 +60,12 @@ pub(crate) struct Run {
 
 /// Run a command with a hard timeout (the test fails, and the job is killed, if it hangs).
 pub(crate) fn run_with_timeout(mut cmd: Command, timeout: Duration) -> Run {
+    // a name of its own per call: two test threads can read the same clock value, and then one
+    // read the other's output (seen once: a refused check "printed" another check's error)
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let start = Instant::now();
-    let out_path = std::env::temp_dir().join(format!("outrun-test-out-{}-{:?}", std::process::id(), start));
-    let out_path = PathBuf::from(out_path.to_string_lossy().replace([' ', '{', '}', ':', ','], ""));
+    let out_path = std::env::temp_dir().join(format!("outrun-test-out-{}-{call}", std::process::id()));
     let err_path = out_path.with_extension("err");
     cmd.stdout(Stdio::from(std::fs::File::create(&out_path).unwrap()));
     cmd.stderr(Stdio::from(std::fs::File::create(&err_path).unwrap()));

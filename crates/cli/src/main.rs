@@ -1002,6 +1002,7 @@ fn main() -> ExitCode {
         eprintln!("error: internal error (a bug in outrun; please report it): {info}");
     }));
     let cli = Cli::parse();
+    outrun_workloads::keep_parsed_rows();
     if !matches!(cli.cmd, Cmd::Train { .. } | Cmd::Bench(_)) {
         // `outrun report ... | head` should end quietly when the pipe closes, like other Unix
         // tools (MPI runs keep Rust's default, which ignores SIGPIPE).

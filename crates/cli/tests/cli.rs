@@ -433,16 +433,24 @@ fn a_checked_data_file_is_not_parsed_again_until_it_changes() {
     };
     assert!(check(false).contains("d = 3"));
     let shapes = dir.join("cache/outrun/shapes");
-    let entries: Vec<_> = std::fs::read_dir(&shapes).unwrap().map(|e| e.unwrap().path()).collect();
+    let (rows, entries): (Vec<_>, Vec<_>) = std::fs::read_dir(&shapes)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .partition(|p| p.extension().is_some_and(|e| e == "rows"));
     assert_eq!(entries.len(), 1);
+    assert_eq!(rows.len(), 1, "the parse also kept the rows for the ranks");
     // the entry is what the next check reads: altered, it shows
     let entry = std::fs::read_to_string(&entries[0]).unwrap();
     std::fs::write(&entries[0], entry.replace("\n3 2\n", "\n5 2\n")).unwrap();
     assert!(check(false).contains("d = 5"), "the cache was not read");
     assert!(check(true).contains("d = 3"), "OUTRUN_NO_CACHE parses the file");
-    // a changed file is parsed again
+    // a changed file is parsed again, and its rows replace the old version's
     std::fs::write(&data, "1 1:0.5 2:1\n0 2:1.5\n1 1:2\n0 1:1\n").unwrap();
     assert!(check(false).contains("d = 4"));
+    let kept = std::fs::read_dir(&shapes)
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|e| e == "rows"));
+    assert_eq!(kept.count(), 1, "one rows file per data file");
 }
 
 #[test]

@@ -143,8 +143,13 @@ pub(crate) fn mpirun_outrun(np: usize, args: &[String], timeout: Duration) -> Ru
 
 /// `mpirun -np N outrun train CONFIG --set ...` with the flags launch/local.sh uses.
 pub(crate) fn mpirun(np: usize, config: &Path, sets: &[String], timeout: Duration) -> Run {
+    mpirun_env(np, config, sets, &[], timeout)
+}
+
+/// [`mpirun`] with environment variables set for every rank.
+pub(crate) fn mpirun_env(np: usize, config: &Path, sets: &[String], env: &[(&str, &str)], timeout: Duration) -> Run {
     let mut cmd = mpirun_command(np);
-    cmd.arg("train").arg(config);
+    cmd.envs(env.iter().copied()).arg("train").arg(config);
     for s in sets {
         cmd.arg("--set").arg(s);
     }

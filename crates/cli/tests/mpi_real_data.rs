@@ -252,3 +252,57 @@ fn a_csv_file_trains_like_the_same_data_in_libsvm() {
     let diff = outrun_workloads::metrics::relative_diff(&theta(&out), &want);
     assert!(diff <= 1e-9, "θ differs from the LIBSVM reference by {diff:e}");
 }
+
+/// After `outrun check`, every rank reads its rows from the binary rows cache the check's parse
+/// wrote, not from the text: a file changed in its middle with its size, ends and time kept
+/// (a change the cache cannot see) still trains on the rows the check read, and
+/// `OUTRUN_NO_CACHE=1` reads the text.
+#[test]
+fn ranks_read_their_rows_from_the_cache_the_check_wrote() {
+    let dir = tempdir("rows-cache");
+    // 4000 rows, ~150 KB: rows 1900..2100 lie outside the 64 KiB ends the cache's key hashes
+    let line = |r: usize, first: &str| {
+        let v = |m: usize, step: f64| (r % m) as f64 * step;
+        format!("{:.3} 1:{first} 2:{:.3} 3:{:.3} 4:{:.3}\n", v(7, 0.5), v(5, 0.1), v(3, 0.2), v(11, 0.05))
+    };
+    let text = |middle: &str| -> String {
+        (0..4000).map(|r| line(r, if (1900..2100).contains(&r) { middle } else { "0.250" })).collect()
+    };
+    let (data, orig) = (dir.join("data.libsvm"), dir.join("orig.libsvm"));
+    std::fs::write(&data, text("0.250")).unwrap();
+    std::fs::write(&orig, text("0.250")).unwrap();
+    let ends = 64 * 1024;
+    let middle: usize = (0..1900).map(|r| line(r, "0.250").len()).sum();
+    assert!(middle > ends && middle + 200 * line(0, "0.250").len() < text("0.250").len() - ends);
+    let cache = dir.join("cache");
+    let config = |path: &std::path::Path| {
+        format!("[run]\nname='rows'\nseed=1\niterations=10\n[data]\nkind='libsvm'\npath='{}'\n[model]\nloss='least-squares'\nlr=0.1\n[scheme]\nkind='gc-cyclic'\nworkers=4\ns=1\n", path.display())
+    };
+    let cfg = write_config(&dir, &config(&data));
+    let checked =
+        std::process::Command::new(bin()).env("XDG_CACHE_HOME", &cache).arg("check").arg(&cfg).output().unwrap();
+    assert!(checked.status.success(), "{}", String::from_utf8_lossy(&checked.stderr));
+    // the middle rows change; the ends, the size and the time do not
+    let mtime = std::fs::metadata(&data).unwrap().modified().unwrap();
+    std::fs::write(&data, text("0.750")).unwrap();
+    std::fs::File::options().write(true).open(&data).unwrap().set_modified(mtime).unwrap();
+    let train = |env: &[(&str, &str)], tag: &str| {
+        let _lock = mpi_lock();
+        let out = dir.join(tag);
+        let sets = vec![format!("run.out_dir={}", out.display())];
+        let run = mpirun_env(5, &cfg, &sets, env, std::time::Duration::from_secs(120));
+        assert_eq!(run.code, Some(0), "{tag}: {}", run.stderr);
+        theta(&run_dir(&out))
+    };
+    let cache_env = cache.display().to_string();
+    let from_cache = train(&[("XDG_CACHE_HOME", &cache_env)], "cached");
+    let from_text = train(&[("XDG_CACHE_HOME", &cache_env), ("OUTRUN_NO_CACHE", "1")], "text");
+    let last = |path: &std::path::Path| reference(&config(path), &[]).pop().unwrap();
+    let (want_orig, want_altered) = (last(&orig), last(&data));
+    let diff = outrun_workloads::metrics::relative_diff;
+    assert!(diff(&want_orig, &want_altered) > 1e-3, "the change moves θ");
+    let diff_cache = diff(&from_cache, &want_orig);
+    assert!(diff_cache <= 1e-9, "the ranks read the text, not the cached rows: {diff_cache:e} from the checked data");
+    let diff = diff(&from_text, &want_altered);
+    assert!(diff <= 1e-9, "OUTRUN_NO_CACHE=1 still read the cache: {diff:e} from the file's data");
+}

@@ -7,6 +7,7 @@ use std::io::BufRead;
 use outrun_plan::config::Labels;
 
 use crate::data::{check_label, DataError, DataLines, Rows, Shape};
+use crate::rowcache::RowLog;
 
 /// Streams the data lines of a CSV text: (label, features) per line, checked.
 struct Reader<'a, R: BufRead> {
@@ -58,11 +59,23 @@ pub fn csv_shape(
     max_samples: Option<usize>,
     labels: Labels,
 ) -> Result<Shape, DataError> {
+    csv_scan(text, origin, max_samples, labels, None)
+}
+
+/// [`csv_shape`], giving every row read to `log`.
+pub(crate) fn csv_scan(
+    text: impl BufRead,
+    origin: &str,
+    max_samples: Option<usize>,
+    labels: Labels,
+    mut log: Option<&mut RowLog>,
+) -> Result<Shape, DataError> {
     let mut r = Reader { text: DataLines::new(text, origin), width: None, labels };
     let mut n = 0;
     while max_samples.is_none_or(|m| n < m) {
-        if r.next_line()?.is_none() {
-            break;
+        let Some((y, x)) = r.next_line()? else { break };
+        if let Some(log) = log.as_deref_mut() {
+            log.push(y, x.iter().copied().enumerate());
         }
         n += 1;
     }

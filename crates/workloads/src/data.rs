@@ -17,6 +17,8 @@
 //!   loss, labels must be 0/1 (−1 is read as 0); for C classes, integers 0..C−1.
 
 use std::io::BufRead;
+
+use crate::rowcache::RowLog;
 use std::path::Path;
 
 use ndarray::{Array1, Array2};
@@ -302,11 +304,26 @@ pub fn libsvm_shape(
     features: Option<usize>,
     labels: Labels,
 ) -> Result<Shape, DataError> {
+    libsvm_scan(text, origin, max_samples, features, labels, None)
+}
+
+/// [`libsvm_shape`], giving every row read to `log`.
+pub(crate) fn libsvm_scan(
+    text: impl BufRead,
+    origin: &str,
+    max_samples: Option<usize>,
+    features: Option<usize>,
+    labels: Labels,
+    mut log: Option<&mut RowLog>,
+) -> Result<Shape, DataError> {
     let mut r = Reader { text: DataLines::new(text, origin), features, labels };
     let (mut n, mut width) = (0usize, 0usize);
     while max_samples.is_none_or(|m| n < m) {
         let Some(line) = r.next_line()? else { break };
         width = width.max(line.feats.iter().map(|&(i, _)| i + 1).max().unwrap_or(0));
+        if let Some(log) = log.as_deref_mut() {
+            log.push(line.y, line.feats.iter().copied());
+        }
         n += 1;
     }
     if n == 0 {
@@ -381,8 +398,8 @@ pub fn shape(data: &DataConfig, labels: Labels) -> Result<Shape, DataError> {
         }
         DataKind::Csv => {
             let path = Path::new(data.path.as_deref().expect("validated"));
-            crate::shapes::cached(data, labels, path, || {
-                let s = crate::csv::csv_shape(open(path)?, &path.display().to_string(), data.samples, labels)?;
+            crate::shapes::cached(data, labels, path, |log| {
+                let s = crate::csv::csv_scan(open(path)?, &path.display().to_string(), data.samples, labels, log)?;
                 match data.features {
                     Some(f) if f != s.features => Err(DataError(format!(
                         "{}: {} feature columns, but data.features = {f}",
@@ -395,8 +412,8 @@ pub fn shape(data: &DataConfig, labels: Labels) -> Result<Shape, DataError> {
         }
         DataKind::Libsvm => {
             let path = Path::new(data.path.as_deref().expect("validated"));
-            crate::shapes::cached(data, labels, path, || {
-                libsvm_shape(open(path)?, &path.display().to_string(), data.samples, data.features, labels)
+            crate::shapes::cached(data, labels, path, |log| {
+                libsvm_scan(open(path)?, &path.display().to_string(), data.samples, data.features, labels, log)
             })
         }
         _ => Ok(Shape { samples: data.samples.expect("validated"), features: data.features.expect("validated") }),
@@ -410,13 +427,16 @@ pub fn rows(data: &DataConfig, seed: u64, labels: Labels, p: usize, idx: &[usize
             let (images, lab) = idx_paths(data);
             crate::idx::idx_rows(images, lab, data.scale, labels, idx)
         }
-        DataKind::Csv => {
+        DataKind::Csv | DataKind::Libsvm => {
             let path = Path::new(data.path.as_deref().expect("validated"));
-            crate::csv::csv_rows(open(path)?, &path.display().to_string(), p, labels, idx)
-        }
-        DataKind::Libsvm => {
-            let path = Path::new(data.path.as_deref().expect("validated"));
-            libsvm_rows(open(path)?, &path.display().to_string(), p, labels, idx)
+            if let Some(rows) = crate::shapes::cached_rows(data, labels, path, p, idx) {
+                return Ok(rows);
+            }
+            let origin = path.display().to_string();
+            match data.kind {
+                DataKind::Csv => crate::csv::csv_rows(open(path)?, &origin, p, labels, idx),
+                _ => libsvm_rows(open(path)?, &origin, p, labels, idx),
+            }
         }
         kind => Ok(synthetic_rows(kind, seed, p, data.noise, labels, idx.iter().copied())),
     }

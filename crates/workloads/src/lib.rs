@@ -37,10 +37,12 @@ pub mod memory;
 pub mod metrics;
 pub mod net;
 pub mod reference;
+mod rowcache;
 mod shapes;
 
 pub use data::{DataError, Rows, Shape};
 pub use jobs::{job, shape, Applied, Federated, GradientDescent, GraphJob, Job, JobError, Matvec, Metrics, Pagerank};
+pub use shapes::keep_parsed_rows;
 
 /// Rows between pauses when the host is oversubscribed (measured: the model-latency p95 of
 /// `make demo` falls from 2.9 ms unpaced to 0.55 ms; docs/performance.md).

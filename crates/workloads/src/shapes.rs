@@ -10,23 +10,54 @@
 //! A changed file has another key; `OUTRUN_NO_CACHE=1` turns the cache off. Entries live in
 //! `$XDG_CACHE_HOME/outrun/shapes` (else `~/.cache/…`, else the temporary directory), one small
 //! text file each (the key, then `samples features`).
+//!
+//! The same parse also writes the rows it read, in binary ([`crate::rowcache`]), to one file
+//! per data file and config (`<hash>.rows`, overwritten by the next version of the file), which
+//! [`cached_rows`] reads a rank's rows from.
 
 use std::path::{Path, PathBuf};
 
 use outrun_plan::config::{DataConfig, Labels};
 use outrun_plan::Shape;
 
-/// The shape of `data`'s file, from the cache or from `parse` (whose success is cached).
+use crate::data::{DataError, Rows};
+use crate::rowcache::RowLog;
+
+static KEEP_ROWS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// From now on a full parse of a data file also caches its rows in binary for the ranks to
+/// read (the `outrun` command turns it on; a library user or a test does not leave copies of
+/// its data files behind unless it asks).
+pub fn keep_parsed_rows() {
+    KEEP_ROWS.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The shape of `data`'s file, from the cache or from `parse` (whose success is cached, with
+/// the rows it gives the log).
 pub(crate) fn cached(
     data: &DataConfig,
     labels: Labels,
     path: &Path,
-    parse: impl FnOnce() -> Result<Shape, crate::data::DataError>,
-) -> Result<Shape, crate::data::DataError> {
-    if std::env::var_os("OUTRUN_NO_CACHE").is_some_and(|v| !v.is_empty() && v != "0") {
-        return parse();
+    parse: impl FnOnce(Option<&mut RowLog>) -> Result<Shape, DataError>,
+) -> Result<Shape, DataError> {
+    if off() {
+        return parse(None);
     }
-    cached_in(&cache_dir(), data, labels, path, parse)
+    cached_in(&cache_dir(), KEEP_ROWS.load(std::sync::atomic::Ordering::Relaxed), data, labels, path, parse)
+}
+
+/// The rows with the given indices, `p` wide, of `data`'s file from the rows its last full
+/// parse cached; None if there are none for this version of the file (the caller parses).
+pub(crate) fn cached_rows(data: &DataConfig, labels: Labels, path: &Path, p: usize, idx: &[usize]) -> Option<Rows> {
+    if off() {
+        return None;
+    }
+    let e = entry(&cache_dir(), data, labels, path)?;
+    crate::rowcache::read(&e.rows, &e.key, p, idx)
+}
+
+fn off() -> bool {
+    std::env::var_os("OUTRUN_NO_CACHE").is_some_and(|v| !v.is_empty() && v != "0")
 }
 
 /// `$XDG_CACHE_HOME/outrun/shapes`, else `~/.cache/outrun/shapes`, else in the temporary
@@ -40,26 +71,41 @@ fn cache_dir() -> PathBuf {
         .join("shapes")
 }
 
-/// [`cached`] with the cache in `dir`.
+/// [`cached`] with the cache in `dir`, keeping the parsed rows if `keep`.
 fn cached_in(
     dir: &Path,
+    keep: bool,
     data: &DataConfig,
     labels: Labels,
     path: &Path,
-    parse: impl FnOnce() -> Result<Shape, crate::data::DataError>,
-) -> Result<Shape, crate::data::DataError> {
-    let Some((key, entry)) = entry(dir, data, labels, path) else { return parse() };
-    if let Some(shape) = read(&entry, &key) {
+    parse: impl FnOnce(Option<&mut RowLog>) -> Result<Shape, DataError>,
+) -> Result<Shape, DataError> {
+    let Some(e) = entry(dir, data, labels, path) else { return parse(None) };
+    // a shape cached without its rows (by an older outrun) is parsed once more to keep them
+    if let Some(shape) = read(&e.shape, &e.key).filter(|_| !keep || crate::rowcache::holds(&e.rows, &e.key)) {
         return Ok(shape);
     }
-    let shape = parse()?;
-    write(&entry, &key, shape);
+    let mut log = keep.then(|| RowLog::create(&e.rows, &e.key)).flatten();
+    let shape = parse(log.as_mut())?;
+    if let Some(log) = log {
+        log.finish();
+    }
+    write(&e.shape, &e.key, shape);
     Ok(shape)
 }
 
-/// The key and the entry's path in `dir`, or None when the file cannot be stat'ed or is not a
-/// regular file.
-fn entry(dir: &Path, data: &DataConfig, labels: Labels, path: &Path) -> Option<(String, PathBuf)> {
+/// A data file's version and where its cache entries are.
+struct Entry {
+    key: String,
+    /// The shape, one file per version.
+    shape: PathBuf,
+    /// The rows, one file per data file and config, holding the latest version parsed.
+    rows: PathBuf,
+}
+
+/// The entry of `path` in `dir`, or None when the file cannot be stat'ed or is not a regular
+/// file.
+fn entry(dir: &Path, data: &DataConfig, labels: Labels, path: &Path) -> Option<Entry> {
     let canon = std::fs::canonicalize(path).ok()?;
     let meta = std::fs::metadata(&canon).ok()?;
     if !meta.is_file() {
@@ -67,6 +113,7 @@ fn entry(dir: &Path, data: &DataConfig, labels: Labels, path: &Path) -> Option<(
     }
     let mtime = meta.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?.as_nanos();
     let ends = fingerprint(&canon, meta.len())?;
+    let which = format!("{}|{:?}|{:?}|{:?}|{labels:?}", canon.display(), data.kind, data.samples, data.features);
     let key = format!(
         "v1|{}|{}|{mtime}|{ends:016x}|{:?}|{:?}|{:?}|{labels:?}",
         canon.display(),
@@ -75,7 +122,11 @@ fn entry(dir: &Path, data: &DataConfig, labels: Labels, path: &Path) -> Option<(
         data.samples,
         data.features
     );
-    Some((key.clone(), dir.join(format!("{:016x}", fnv1a(&key)))))
+    Some(Entry {
+        shape: dir.join(format!("{:016x}", fnv1a(&key))),
+        rows: dir.join(format!("{:016x}.rows", fnv1a(&which))),
+        key,
+    })
 }
 
 fn fnv1a(s: &str) -> u64 {
@@ -129,6 +180,47 @@ mod tests {
     use super::*;
     use outrun_plan::config::DataKind;
 
+    /// The config of a data file read with `extra` keys.
+    fn data_config(kind: &str, file: &Path, extra: &str) -> DataConfig {
+        let text = format!("[run]\nname='c'\niterations=1\n[data]\nkind='{kind}'\npath='{}'\n{extra}[model]\nloss='logistic'\nlr=0.1\n[scheme]\nkind='umw'\nworkers=2\n", file.display());
+        outrun_plan::config::parse(&text, &[]).unwrap().data().clone()
+    }
+
+    #[test]
+    fn rows_from_the_cache_equal_the_texts_bit_for_bit() {
+        let dir = std::env::temp_dir().join(format!("outrun-rows-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let cache = dir.join("cache");
+        let libsvm = "# a comment\n1 1:0.5 3:-0.0\n\n-1 2:1e-300 # trailing\n0\n1 3:0.1 1:-2.5\n";
+        let csv = "label,a,b,c\n1,0.5,0,-0.0\n# note\n0,1e-300,2,3\n1,0.1,0.2,0.30000000000000004\n";
+        for (kind, text, extra) in
+            [("libsvm", libsvm, ""), ("libsvm", libsvm, "samples=3\nfeatures=4\n"), ("csv", csv, "")]
+        {
+            let file = dir.join(format!("d.{kind}"));
+            std::fs::write(&file, text).unwrap();
+            let data = data_config(kind, &file, extra);
+            let origin = file.display().to_string();
+            let open = || std::io::BufReader::new(std::fs::File::open(&file).unwrap());
+            let shape = cached_in(&cache, true, &data, Labels::Binary, &file, |log| match data.kind {
+                DataKind::Csv => crate::csv::csv_scan(open(), &origin, data.samples, Labels::Binary, log),
+                _ => crate::data::libsvm_scan(open(), &origin, data.samples, data.features, Labels::Binary, log),
+            })
+            .unwrap();
+            let idx: Vec<usize> = (0..shape.samples).rev().chain([0, 0]).collect();
+            let e = entry(&cache, &data, Labels::Binary, &file).unwrap();
+            let cached = crate::rowcache::read(&e.rows, &e.key, shape.features, &idx).expect("cached rows");
+            let parsed = match data.kind {
+                DataKind::Csv => crate::csv::csv_rows(open(), &origin, shape.features, Labels::Binary, &idx),
+                _ => crate::data::libsvm_rows(open(), &origin, shape.features, Labels::Binary, &idx),
+            }
+            .unwrap();
+            let bits = |r: &Rows| r.features().iter().chain(r.labels()).map(|v| v.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&cached), bits(&parsed), "{kind} {extra}");
+            assert_eq!(cached.len(), idx.len());
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn a_shape_is_parsed_once_and_a_changed_file_is_parsed_again() {
         let dir = std::env::temp_dir().join(format!("outrun-shapes-{}", std::process::id()));
@@ -141,7 +233,7 @@ mod tests {
         assert_eq!(data.kind, DataKind::Libsvm);
         let mut parses = 0;
         let shape = |parses: &mut usize| {
-            cached_in(&cache, &data, Labels::Binary, &file, || {
+            cached_in(&cache, false, &data, Labels::Binary, &file, |_| {
                 *parses += 1;
                 Ok(Shape { samples: 2, features: 2 })
             })
@@ -160,9 +252,9 @@ mod tests {
         // a failed parse is not cached
         let other = dir.join("e.libsvm");
         std::fs::write(&other, "x").unwrap();
-        let bad = || Err(crate::data::DataError("bad".into()));
-        assert!(cached_in(&cache, &data, Labels::Binary, &other, bad).is_err());
-        assert!(cached_in(&cache, &data, Labels::Binary, &other, bad).is_err());
+        let bad = |_: Option<&mut RowLog>| Err(crate::data::DataError("bad".into()));
+        assert!(cached_in(&cache, false, &data, Labels::Binary, &other, bad).is_err());
+        assert!(cached_in(&cache, false, &data, Labels::Binary, &other, bad).is_err());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

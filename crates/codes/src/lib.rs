@@ -83,7 +83,9 @@ pub use linear::{condition, rank, GroupDecoding, LinearCode, LinearError, Linear
 pub use lt::{robust_soliton, LtCode};
 pub use rng::{domain, splitmix64, Rng};
 pub use robust::{robust_screen, robust_screen_with, Inconsistent, Screened, CONSISTENT};
-pub use rowcode::{CodedRow, RowCode, RowCodeKind, RowDecodeError, RowDecoder, MAX_DECODE_COND, MAX_PEEL_GROWTH_EPS};
+pub use rowcode::{
+    CodedRow, RowCode, RowCodeKind, RowDecodeError, RowDecoder, RowEncoder, MAX_DECODE_COND, MAX_PEEL_GROWTH_EPS,
+};
 pub use shuffle::{
     dangling_mass, det_er, loads, pagerank_update, segment_len, Allocation as ShuffleAllocation, Dangling, Graph,
     Loads, ReducePolicy, ShuffleError, ShuffleNode, Turn, MAX_SUBSETS,

@@ -155,33 +155,56 @@ fn header(lines: &mut impl Iterator<Item = (usize, std::io::Result<String>)>, pa
     Err(mm_err(path, 1, "no size line after the header"))
 }
 
-/// The shape (r = samples, m = features) of the configured matrix. A file is read whole, so a
-/// malformed line is reported before MPI starts (rank 0 calls this at set-up).
+/// The shape (r = samples, m = features) of the configured matrix. A file is read whole (and
+/// not kept), so a malformed line is reported before MPI starts (rank 0 calls this at set-up).
 pub fn shape(m: &MatrixConfig) -> Result<Shape, DataError> {
     match &m.path {
         None => Ok(Shape { samples: m.rows.expect("validated"), features: m.cols.expect("validated") }),
         Some(_) => {
-            let a = load(m, 0)?;
-            Ok(Shape { samples: a.rows, features: a.cols })
+            let (rows, cols) = entries(m, 0, |_, _, _| {})?;
+            Ok(Shape { samples: rows, features: cols })
         }
     }
 }
 
-/// The configured matrix, whole.
+/// The configured matrix, whole (the dense reference; a worker keeps only its coded rows,
+/// fed by [`entries`]).
 pub fn load(m: &MatrixConfig, seed: u64) -> Result<Dense, DataError> {
-    let Some(p) = &m.path else {
+    if m.path.is_none() {
         let (rows, cols) = (m.rows.expect("validated"), m.cols.expect("validated"));
         if rows.saturating_mul(cols) > MAX_ENTRIES {
             return Err(DataError(format!(
                 "matrix: {rows} × {cols} is more than the {MAX_ENTRIES} entries a rank holds densely"
             )));
         }
-        let data = (0..rows).flat_map(|i| (0..cols).map(move |j| (i, j))).map(|(i, j)| entry(m, seed, i, j)).collect();
-        return Ok(Dense { rows, cols, data });
+    }
+    let (rows, cols) = dims(m)?;
+    let mut data = vec![0.0; rows * cols];
+    entries(m, seed, |i, j, v| data[i * cols + j] += v)?;
+    Ok(Dense { rows, cols, data })
+}
+
+/// The configured matrix's (rows, cols): a file's size line (nothing else is read).
+pub fn dims(m: &MatrixConfig) -> Result<(usize, usize), DataError> {
+    let Some(p) = &m.path else { return Ok((m.rows.expect("validated"), m.cols.expect("validated"))) };
+    let mut lines = open("matrix.path", Path::new(p))?.lines().enumerate().map(|(i, l)| (i + 1, l));
+    let h = header(&mut lines, p)?;
+    Ok((h.rows, h.cols))
+}
+
+/// Every entry (i, j, v) of the configured matrix to `f`, in the file's order (a symmetric
+/// file's off-diagonal entries twice: (i, j) and (j, i); an entry given twice, twice) or row by
+/// row for a generated one. Returns the shape (rows, cols).
+pub fn entries(m: &MatrixConfig, seed: u64, mut f: impl FnMut(usize, usize, f64)) -> Result<(usize, usize), DataError> {
+    let Some(p) = &m.path else {
+        let (rows, cols) = (m.rows.expect("validated"), m.cols.expect("validated"));
+        for i in 0..rows {
+            (0..cols).for_each(|j| f(i, j, entry(m, seed, i, j)));
+        }
+        return Ok((rows, cols));
     };
     let mut lines = open("matrix.path", Path::new(p))?.lines().enumerate().map(|(i, l)| (i + 1, l));
     let h = header(&mut lines, p)?;
-    let mut a = Dense { rows: h.rows, cols: h.cols, data: vec![0.0; h.rows * h.cols] };
     let mut seen = 0usize;
     let mut last = 0;
     for (ln, l) in lines {
@@ -241,9 +264,9 @@ pub fn load(m: &MatrixConfig, seed: u64) -> Result<Dense, DataError> {
             };
             (i, j, value(words[0])?)
         };
-        a.data[i * h.cols + j] += v;
+        f(i, j, v);
         if h.symmetric && i != j {
-            a.data[j * h.cols + i] += v;
+            f(j, i, v);
         }
         seen += 1;
     }
@@ -254,7 +277,7 @@ pub fn load(m: &MatrixConfig, seed: u64) -> Result<Dense, DataError> {
             format!("only {seen} of the {} entries the size line announces", h.entries),
         ));
     }
-    Ok(a)
+    Ok((h.rows, h.cols))
 }
 
 /// x: read from `[vector] path` (m values, one per line; `#` comments) or generated uniform in

@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use outrun_codes::RowCodeKind;
+use outrun_codes::{RowCodeKind, RowEncoder};
 use outrun_plan::config::MatvecConfig;
 use outrun_plan::{Plan, PlanCode, RowsSpec, Shape};
 use outrun_proto::Frame;
@@ -57,16 +57,19 @@ impl Matvec {
     /// A and x, checked against the plan; x normalised for a power iteration.
     fn operands(&self) -> Result<(Dense, Vec<f64>), DataError> {
         let a = matrix::load(&self.config.matrix, self.seed)?;
-        if a.rows != self.r {
-            return Err(DataError(format!("matrix: {} rows, but the plan was made for {}", a.rows, self.r)));
+        let x = self.x0(a.rows, a.cols)?;
+        Ok((a, x))
+    }
+
+    /// x for an r × m matrix, checked against the plan; normalised for a power iteration.
+    fn x0(&self, r: usize, m: usize) -> Result<Vec<f64>, DataError> {
+        if r != self.r {
+            return Err(DataError(format!("matrix: {r} rows, but the plan was made for {}", self.r)));
         }
-        if self.config.power && a.rows != a.cols {
-            return Err(DataError(format!(
-                "job.power: power iteration needs a square matrix; this one is {} × {}",
-                a.rows, a.cols
-            )));
+        if self.config.power && r != m {
+            return Err(DataError(format!("job.power: power iteration needs a square matrix; this one is {r} × {m}")));
         }
-        let mut x = matrix::vector(&self.config.vector, self.seed, a.cols)?;
+        let mut x = matrix::vector(&self.config.vector, self.seed, m)?;
         if self.config.power {
             let norm = norm_sq(&x).sqrt();
             if norm == 0.0 {
@@ -74,7 +77,7 @@ impl Matvec {
             }
             x.iter_mut().for_each(|v| *v /= norm);
         }
-        Ok((a, x))
+        Ok(x)
     }
 }
 
@@ -124,13 +127,21 @@ impl Job for Matvec {
         self.r
     }
 
-    /// Every rank reads the whole r × m matrix, a worker also holds its ℓ coded rows, and the
-    /// master the decoder (the dense coded rows and an r × r factorization for the Gaussian
-    /// code, the parity rows and at most their square for the systematic one, the neighbour
-    /// lists for LT).
+    /// A worker streams A and keeps only its ℓ coded rows (and each dense-coded row's r
+    /// coefficients while encoding), the master the decoder (the dense coded rows and an r × r
+    /// factorization for the Gaussian code, the parity rows and at most their square for the
+    /// systematic one, the neighbour lists for LT); no rank holds A.
     fn memory(&mut self, plan: &Plan) -> Result<Vec<u64>, DataError> {
         let (r, m) = (self.r as u64, self.m as u64);
-        let whole = r.saturating_mul(m).saturating_mul(8);
+        let coefficients = |n: &outrun_plan::Node| match &self.code {
+            Some(c) if matches!(c.kind, RowCodeKind::Gaussian | RowCodeKind::Systematic) => {
+                let dense = n
+                    .coded_rows()
+                    .map_or(0, |rows| rows.filter(|&j| c.kind == RowCodeKind::Gaussian || j >= self.r).count());
+                (dense as u64).saturating_mul(r).saturating_mul(8)
+            }
+            _ => 0,
+        };
         let decoder = self.code.as_ref().map_or(0, |c| {
             let n = c.n as u64;
             match c.kind {
@@ -149,7 +160,7 @@ impl Job for Matvec {
             .map(|n| {
                 let own = (n.load() as u64).saturating_mul(m).saturating_mul(8);
                 let decode = if n.children.is_empty() { 0 } else { decoder.saturating_mul(8) };
-                whole
+                coefficients(n)
                     .saturating_add(own)
                     .saturating_add(decode)
                     .saturating_add((r + m).saturating_mul(8).saturating_mul(VECTORS))
@@ -157,16 +168,22 @@ impl Job for Matvec {
             .collect())
     }
 
-    /// Reads A and x and encodes each rank's coded rows.
+    /// Streams A once into each rank's coded rows (A itself is never held) and reads x.
     fn load(&mut self, plan: &Plan, ranks: &[usize]) -> Result<(), DataError> {
-        let (a, x) = self.operands()?;
         let code = self.code.as_ref().expect("a mat-vec plan has a rows code").build();
-        for &rank in ranks {
-            if let Some(rows) = plan.nodes[rank].coded_rows() {
-                self.coded.insert(rank, code.encode(&a.data, a.cols, rows));
-            }
+        let mut encoders: Vec<(usize, RowEncoder)> = ranks
+            .iter()
+            .filter_map(|&rank| Some((rank, code.encoder(self.m, plan.nodes[rank].coded_rows()?))))
+            .collect();
+        let (r, m) = matrix::dims(&self.config.matrix)?;
+        self.x = self.x0(r, m)?;
+        if m != self.m {
+            return Err(DataError(format!("matrix: {m} columns, but the plan was made for {}", self.m)));
         }
-        self.x = x;
+        matrix::entries(&self.config.matrix, self.seed, |i, j, v| {
+            encoders.iter_mut().for_each(|(_, e)| e.add(i, j, v));
+        })?;
+        self.coded.extend(encoders.into_iter().map(|(rank, e)| (rank, e.finish())));
         Ok(())
     }
 

@@ -20,6 +20,7 @@ if [ $# -lt 2 ]; then
 fi
 checkout="$1"; out="$(mkdir -p "$2" && cd "$2" && pwd)"; pairs="${3:-3}"; delay_ms="${4:-10}"
 PY="${PY:-$here/.venv/bin/python}"
+case "$PY" in */*) PY="$(cd "$(dirname "$PY")" && pwd)/$(basename "$PY")" ;; esac # absolute: the peer's steps cd
 helper="$here/scripts/bench/peer.py"
 if ! "$PY" -c "import mpi4py, numpy, scipy, sklearn" 2>/dev/null; then
   echo "peer: $PY lacks mpi4py, numpy, scipy or scikit-learn (pip install them)" >&2

@@ -87,6 +87,6 @@ pub use rowcode::{
     CodedRow, RowCode, RowCodeKind, RowDecodeError, RowDecoder, RowEncoder, MAX_DECODE_COND, MAX_PEEL_GROWTH_EPS,
 };
 pub use shuffle::{
-    dangling_mass, det_er, loads, pagerank_update, segment_len, Allocation as ShuffleAllocation, Dangling, Graph,
-    Loads, ReducePolicy, ShuffleError, ShuffleNode, Turn, MAX_SUBSETS,
+    dangling_mass, det_er, det_er_each, loads, pagerank_update, segment_len, Allocation as ShuffleAllocation, Dangling,
+    Graph, GraphBuilder, Loads, ReducePolicy, ShuffleError, ShuffleNode, Turn, MAX_SUBSETS,
 };

@@ -72,6 +72,10 @@ pub enum ShuffleError {
 /// out-neighbours (`targets(j)`); vertex i's Reducer sums the values of its in-neighbours
 /// (`sources(i)`). An undirected edge {a, b} is both a→b and b→a. Duplicate edges count once;
 /// a self-loop is one edge i→i (i sends a value to itself).
+///
+/// A graph may be kept in part ([`GraphBuilder::keeping`]): a server needs the out-lists of the
+/// vertices it Maps and the in-lists of those it Reduces, not the whole graph; it still knows
+/// which vertices send nothing (the dangling mass) and the whole graph's fingerprint.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Graph {
     n: usize,
@@ -79,6 +83,74 @@ pub struct Graph {
     out: Vec<u32>,
     in_off: Vec<usize>,
     inn: Vec<u32>,
+    /// Whether each vertex has an out-edge in the whole graph.
+    sends: Vec<bool>,
+    /// FNV-1a over n and the whole graph's edges in the order they were given.
+    print: u64,
+}
+
+/// Which vertices' lists a [`GraphBuilder`] keeps.
+type Keep = Box<dyn Fn(u32) -> bool>;
+
+/// A [`Graph`] fed one edge at a time, keeping only the lists it is asked to keep.
+pub struct GraphBuilder {
+    n: usize,
+    directed: bool,
+    keep_out: Keep,
+    keep_in: Keep,
+    fwd: Vec<(u32, u32)>,
+    back: Vec<(u32, u32)>,
+    sends: Vec<bool>,
+    print: u64,
+}
+
+impl GraphBuilder {
+    /// A builder of the whole graph on `0..n` (edges a→b, both ways unless `directed`).
+    pub fn new(n: usize, directed: bool) -> Self {
+        Self::keeping(n, directed, Box::new(|_| true), Box::new(|_| true))
+    }
+
+    /// A builder keeping the out-lists of the vertices `keep_out` accepts and the in-lists of
+    /// those `keep_in` accepts.
+    pub fn keeping(n: usize, directed: bool, keep_out: Keep, keep_in: Keep) -> Self {
+        let print = fnv(0xcbf2_9ce4_8422_2325, n as u64);
+        GraphBuilder { n, directed, keep_out, keep_in, fwd: vec![], back: vec![], sends: vec![false; n], print }
+    }
+
+    /// The edge a→b (and b→a unless directed). Panics if an endpoint is not below n (readers
+    /// check ids first).
+    pub fn add(&mut self, a: u32, b: u32) {
+        assert!((a as usize) < self.n && (b as usize) < self.n, "edge endpoints must be below n");
+        self.print = fnv(fnv(self.print, a as u64), b as u64);
+        self.direct(a, b);
+        if !self.directed && a != b {
+            self.direct(b, a);
+        }
+    }
+
+    fn direct(&mut self, a: u32, b: u32) {
+        self.sends[a as usize] = true;
+        if (self.keep_out)(a) {
+            self.fwd.push((a, b));
+        }
+        if (self.keep_in)(b) {
+            self.back.push((b, a));
+        }
+    }
+
+    /// The graph.
+    pub fn finish(mut self) -> Graph {
+        let (out_off, out) = csr(self.n, &mut self.fwd);
+        let (in_off, inn) = csr(self.n, &mut self.back);
+        Graph { n: self.n, out_off, out, in_off, inn, sends: self.sends, print: self.print }
+    }
+}
+
+fn fnv(mut h: u64, x: u64) -> u64 {
+    for b in x.to_le_bytes() {
+        h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
+    }
+    h
 }
 
 fn csr(n: usize, pairs: &mut [(u32, u32)]) -> (Vec<usize>, Vec<u32>) {
@@ -104,18 +176,9 @@ impl Graph {
     /// A graph on vertices `0..n` from edges (a, b) (a sends to b; both ways unless `directed`).
     /// Panics if an endpoint is not below `n` (readers check ids first).
     pub fn new(n: usize, edges: &[(u32, u32)], directed: bool) -> Graph {
-        assert!(edges.iter().all(|&(a, b)| (a as usize) < n && (b as usize) < n), "edge endpoints must be below n");
-        let mut fwd: Vec<(u32, u32)> = Vec::with_capacity(edges.len() * if directed { 1 } else { 2 });
-        for &(a, b) in edges {
-            fwd.push((a, b));
-            if !directed && a != b {
-                fwd.push((b, a));
-            }
-        }
-        let (out_off, out) = csr(n, &mut fwd);
-        let mut back: Vec<(u32, u32)> = fwd.iter().map(|&(a, b)| (b, a)).collect();
-        let (in_off, inn) = csr(n, &mut back);
-        Graph { n, out_off, out, in_off, inn }
+        let mut b = GraphBuilder::new(n, directed);
+        edges.iter().for_each(|&(x, y)| b.add(x, y));
+        b.finish()
     }
 
     /// Number of vertices n.
@@ -124,9 +187,14 @@ impl Graph {
     }
 
     /// Number of intermediate values per iteration (directed edges, ΣA for an undirected
-    /// adjacency matrix A).
+    /// adjacency matrix A) among the out-lists kept (all of them in a whole graph).
     pub fn values(&self) -> usize {
         self.out.len()
+    }
+
+    /// Whether vertex j sends a value to some vertex (in the whole graph; false: dangling).
+    pub fn sends(&self, j: usize) -> bool {
+        self.sends[j]
     }
 
     /// The vertices j sends a value to, ascending.
@@ -144,34 +212,11 @@ impl Graph {
         &self.inn[self.in_off[i]..self.in_off[i + 1]]
     }
 
-    /// A 64-bit fingerprint of the graph (FNV-1a over n and the out-edges): servers compare
-    /// theirs before the run, since each derives message lengths from its own copy.
+    /// A 64-bit fingerprint of the whole graph (FNV-1a over n and the edges in the order they
+    /// were given): servers compare theirs before the run, since each derives message lengths
+    /// from its own copy, which may be a part of the graph.
     pub fn fingerprint(&self) -> u64 {
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        let mut eat = |x: u64| {
-            for b in x.to_le_bytes() {
-                h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
-            }
-        };
-        eat(self.n as u64);
-        for &o in &self.out_off {
-            eat(o as u64);
-        }
-        for &t in &self.out {
-            eat(t as u64);
-        }
-        h
-    }
-
-    /// The same graph with vertex v renamed `perm[v]` (`perm` a permutation of `0..n`).
-    pub fn relabel(&self, perm: &[u32]) -> Graph {
-        let mut edges = Vec::with_capacity(self.out.len());
-        for j in 0..self.n {
-            for &i in self.targets(j) {
-                edges.push((perm[j], perm[i as usize]));
-            }
-        }
-        Graph::new(self.n, &edges, true)
+        self.print
     }
 }
 
@@ -179,17 +224,22 @@ impl Graph {
 /// draw per pair i ≤ j (self-loops) or i < j, i outer ascending, j inner ascending; an edge
 /// iff the draw's uniform is below p. Returns undirected edges.
 pub fn det_er(n: usize, p: f64, seed: u64, self_loops: bool) -> Vec<(u32, u32)> {
-    let mut state = seed;
     let mut edges = Vec::new();
+    det_er_each(n, p, seed, self_loops, |a, b| edges.push((a, b)));
+    edges
+}
+
+/// [`det_er`], each edge given to `edge` as it is drawn (nothing is kept).
+pub fn det_er_each(n: usize, p: f64, seed: u64, self_loops: bool, mut edge: impl FnMut(u32, u32)) {
+    let mut state = seed;
     for i in 0..n {
         for j in (if self_loops { i } else { i + 1 })..n {
             let u = (crate::rng::splitmix64(&mut state) >> 11) as f64 * (1.0 / 9_007_199_254_740_992.0);
             if u < p {
-                edges.push((i as u32, j as u32));
+                edge(i as u32, j as u32);
             }
         }
     }
-    edges
 }
 
 /// Which server reduces vertex i.
@@ -447,7 +497,7 @@ pub fn pagerank_update(sum: f64, damping: f64, n: usize, dangling: Dangling, mas
 
 /// The rank mass of the dangling vertices of `g` (summed in id order).
 pub fn dangling_mass(g: &Graph, pi: &[f64]) -> f64 {
-    (0..g.vertices()).filter(|&j| g.targets(j).is_empty()).map(|j| pi[j]).sum()
+    (0..g.vertices()).filter(|&j| !g.sends(j)).map(|j| pi[j]).sum()
 }
 
 /// One step of a transfer, in the order every server walks them: multicast groups in
@@ -567,6 +617,19 @@ impl ShuffleNode {
             }
             (carriers, pairs)
         };
+        // this server's own row, from the in-lists of its reduced vertices (it does not Map the
+        // batch, so it may not hold those vertices' out-lists), in the same order
+        let own_pairs = |members: &[usize]| -> (Vec<usize>, Vec<(u32, u32)>) {
+            let carriers: Vec<usize> = members.iter().copied().filter(|&x| x != me).collect();
+            let batch = a.batch(a.batch_of_subset(&carriers));
+            let mut pairs: Vec<(u32, u32)> = reduced
+                .iter()
+                .flat_map(|&i| g.sources(i as usize).iter().map(move |&j| (i, j)))
+                .filter(|&(_, j)| batch.contains(&(j as usize)))
+                .collect();
+            pairs.sort_unstable_by_key(|&(i, j)| (j, i));
+            (carriers, pairs)
+        };
         let mut groups = Vec::new();
         for (id, members) in a.groups().into_iter().enumerate() {
             if !members.contains(&me) {
@@ -575,10 +638,11 @@ impl ShuffleNode {
             let mut rows = Vec::new();
             let mut own = None;
             for &k in &members {
-                let (carriers, pairs) = row_pairs(&members, k);
                 if k == me {
+                    let (carriers, pairs) = own_pairs(&members);
                     own = Some(Row { owner: k, carriers, entries: pairs.iter().map(|&(i, j)| slot(i, j)).collect() });
                 } else {
+                    let (carriers, pairs) = row_pairs(&members, k);
                     rows.push(Row {
                         owner: k,
                         carriers,

@@ -102,7 +102,7 @@ pub(crate) fn run(
     world.all_reduce_into(&print, &mut lo, mpi::collective::SystemOperation::min());
     world.all_reduce_into(&print, &mut hi, mpi::collective::SystemOperation::max());
     if lo != hi {
-        let why = format!("the servers built different graphs (rank {rank}: {n} vertices, {} values, fingerprint {print:016x}): is the graph file the same on every host?", g.values());
+        let why = format!("the servers built different graphs (rank {rank}: {n} vertices, fingerprint {print:016x}): is the graph file the same on every host?");
         return Err(if rank == 0 { EngineError::Run(why) } else { EngineError::Aborted });
     }
     let alloc =
@@ -118,7 +118,11 @@ pub(crate) fn run(
                 .expect("a member gets the group's communicator")
         })
         .collect();
-    let values = g.values();
+    // a server holds the out-lists of the vertices it Maps; each vertex is Mapped r times
+    let mine = node.mapped().iter().map(|&j| g.targets(j as usize).len() as u64).sum::<u64>();
+    let mut values = 0u64;
+    world.all_reduce_into(&mine, &mut values, mpi::collective::SystemOperation::sum());
+    let values = values / r as u64;
     let mut clock = Clock::start();
     clock.sync(&mut comm);
     let mut log = Lines::create(&dir.join(format!("rank-{rank}.jsonl"))).map_err(io)?.quiet();

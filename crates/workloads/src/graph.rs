@@ -1,7 +1,7 @@
 //! PageRank graphs: SNAP-style edge lists and seeded generators (Erdős–Rényi, the note's
-//! portable `det_er`, Chung–Lu power law, two-block SBM, random bipartite). Every rank builds
-//! the whole graph (generated from the seed, or read from the file) and keeps the vertices it
-//! Maps and Reduces.
+//! portable `det_er`, Chung–Lu power law, two-block SBM, random bipartite). Every rank streams
+//! the edges (generated from the seed, or read from the file) and keeps the out-lists of the
+//! vertices it Maps and the in-lists of those it Reduces ([`load_keeping`]).
 //!
 //! Edge-list rule (documented in `docs/configuration.md`): one edge per line, the first two
 //! whitespace-separated fields are non-negative integer ids, further fields are ignored, blank
@@ -12,7 +12,7 @@
 
 use std::io::BufRead;
 
-use outrun_codes::{det_er, domain, Graph, Rng};
+use outrun_codes::{det_er_each, domain, Graph, GraphBuilder, Rng};
 use outrun_plan::config::{GraphConfig, GraphKind};
 
 use crate::data::DataError;
@@ -26,11 +26,21 @@ pub struct LoadedGraph {
     pub ids: Vec<u64>,
 }
 
-/// Read an edge list. Errors name the file and line.
-pub fn read_edge_list(path: &str, directed: bool) -> Result<LoadedGraph, DataError> {
+/// Which vertices' lists a rank keeps: the out-lists of the vertices it Maps, the in-lists of
+/// those it Reduces (by the final labels, after `graph.permute`).
+pub struct Keep {
+    /// Keep v's out-edges.
+    pub out: Box<dyn Fn(u32) -> bool>,
+    /// Keep v's in-edges.
+    pub inn: Box<dyn Fn(u32) -> bool>,
+}
+
+/// Every edge line of an edge list, as (a, b) ids, to `edge`; the number of edges. Errors name
+/// the file and line.
+fn edge_lines(path: &str, mut edge: impl FnMut(u64, u64)) -> Result<usize, DataError> {
     let file = crate::input::open(std::path::Path::new(path))
         .map_err(|e| DataError(format!("{path}: cannot open the graph file: {e}")))?;
-    let mut pairs: Vec<(u64, u64)> = Vec::new();
+    let mut count = 0;
     for (ln, line) in std::io::BufReader::new(file).lines().enumerate() {
         let ln = ln + 1;
         let line = line.map_err(|e| DataError(format!("{path}:{ln}: cannot read: {e}")))?;
@@ -49,80 +59,115 @@ pub fn read_edge_list(path: &str, directed: bool) -> Result<LoadedGraph, DataErr
         };
         let a = id("first")?;
         let b = id("second")?;
-        pairs.push((a, b));
+        edge(a, b);
+        count += 1;
     }
-    if pairs.is_empty() {
+    if count == 0 {
         return Err(DataError(format!("{path}: no edges (an edge list has one `a b` pair of vertex ids per line)")));
     }
-    let mut ids: Vec<u64> = pairs.iter().flat_map(|&(a, b)| [a, b]).collect();
-    ids.sort_unstable();
-    ids.dedup();
-    if ids.len() > u32::MAX as usize {
-        return Err(DataError(format!("{path}: {} vertices; at most {}", ids.len(), u32::MAX)));
-    }
-    let index = |x: u64| ids.binary_search(&x).expect("an endpoint") as u32;
-    let edges: Vec<(u32, u32)> = pairs.iter().map(|&(a, b)| (index(a), index(b))).collect();
-    Ok(LoadedGraph { graph: Graph::new(ids.len(), &edges, directed), ids })
+    Ok(count)
+}
+
+/// Read an edge list, whole. Errors name the file and line.
+pub fn read_edge_list(path: &str, directed: bool) -> Result<LoadedGraph, DataError> {
+    let g = GraphConfig { path: Some(path.into()), directed, ..Default::default() };
+    load(&g, 0)
 }
 
 /// Undirected edges {i, j}, i ≤ j (i < j without self-loops), each with probability
-/// `prob(i, j)`, from one uniform per pair in (i, j) order.
-fn pairs(n: usize, self_loops: bool, rng: &mut Rng, prob: impl Fn(usize, usize) -> f64) -> Vec<(u32, u32)> {
-    let mut edges = Vec::new();
+/// `prob(i, j)`, from one uniform per pair in (i, j) order, to `edge`.
+fn pairs(
+    n: usize,
+    self_loops: bool,
+    rng: &mut Rng,
+    prob: impl Fn(usize, usize) -> f64,
+    edge: &mut dyn FnMut(u32, u32),
+) {
     for i in 0..n {
         for j in (if self_loops { i } else { i + 1 })..n {
             let p = prob(i, j);
             if p > 0.0 && rng.uniform() < p {
-                edges.push((i as u32, j as u32));
+                edge(i as u32, j as u32);
             }
         }
     }
-    edges
 }
 
-/// The configured graph: the file, or the generator's from `seed` (`graph.seed` overrides it),
-/// relabelled by a seeded permutation with `graph.permute`.
+/// The configured graph, whole: the file, or the generator's from `seed` (`graph.seed`
+/// overrides it), relabelled by a seeded permutation with `graph.permute`.
 pub fn load(g: &GraphConfig, seed: u64) -> Result<LoadedGraph, DataError> {
+    load_keeping(g, seed, None)
+}
+
+/// [`load`], keeping only the lists `keep` asks for (all without it): the edges stream past
+/// and a rank holds its share of them (a file is read twice: its ids, then its edges).
+pub fn load_keeping(g: &GraphConfig, seed: u64, keep: Option<Keep>) -> Result<LoadedGraph, DataError> {
     let seed = g.seed.unwrap_or(seed);
-    let loaded = match (&g.path, g.kind) {
-        (Some(path), _) => read_edge_list(path, g.directed)?,
-        (None, Some(kind)) => {
-            let n = g.n.expect("validated");
-            let mut rng = Rng::from_key(&[seed, domain::GRAPH, n as u64]);
-            let edges = match kind {
-                GraphKind::DetEr => det_er(n, g.p.expect("validated"), seed, g.self_loops),
-                GraphKind::Er => {
-                    let p = g.p.expect("validated");
-                    pairs(n, g.self_loops, &mut rng, |_, _| p)
-                }
-                GraphKind::PowerLaw => {
-                    let gamma = g.gamma.expect("validated");
-                    let d: Vec<f64> = (0..n).map(|_| (1.0 - rng.uniform()).powf(-1.0 / (gamma - 1.0))).collect();
-                    let total: f64 = d.iter().sum();
-                    pairs(n, g.self_loops, &mut rng, |i, j| (d[i] * d[j] / total).min(1.0))
-                }
-                GraphKind::Sbm | GraphKind::Bipartite => {
-                    let n1 = g.n1.unwrap_or(n / 2);
-                    let inside = if kind == GraphKind::Sbm { g.p.expect("validated") } else { 0.0 };
-                    let across = g.q.expect("validated");
-                    pairs(n, g.self_loops, &mut rng, |i, j| if (i < n1) == (j < n1) { inside } else { across })
-                }
-            };
-            LoadedGraph { graph: Graph::new(n, &edges, false), ids: (0..n as u64).collect() }
+    // the vertices: a file's ids in ascending order, or 0..n
+    let ids: Vec<u64> = match &g.path {
+        Some(path) => {
+            let mut seen = std::collections::HashSet::new();
+            edge_lines(path, |a, b| {
+                seen.insert(a);
+                seen.insert(b);
+            })?;
+            let mut ids: Vec<u64> = seen.into_iter().collect();
+            ids.sort_unstable();
+            if ids.len() > u32::MAX as usize {
+                return Err(DataError(format!("{path}: {} vertices; at most {}", ids.len(), u32::MAX)));
+            }
+            ids
         }
-        (None, None) => unreachable!("validated: a path or a kind"),
+        None => (0..g.n.expect("validated") as u64).collect(),
     };
-    if !g.permute {
-        return Ok(loaded);
+    let n = ids.len();
+    let perm: Option<Vec<u32>> = g
+        .permute
+        .then(|| Rng::from_key(&[seed, domain::GRAPH, 1]).permutation(n).into_iter().map(|v| v as u32).collect());
+    let label = |v: u32| perm.as_ref().map_or(v, |p| p[v as usize]);
+    let directed = g.path.is_some() && g.directed;
+    let mut b = match keep {
+        Some(k) => GraphBuilder::keeping(n, directed, k.out, k.inn),
+        None => GraphBuilder::new(n, directed),
+    };
+    let mut edge = |a: u32, c: u32| b.add(label(a), label(c));
+    match (&g.path, g.kind) {
+        (Some(path), _) => {
+            let index = |x: u64| ids.binary_search(&x).expect("an endpoint") as u32;
+            edge_lines(path, |a, c| edge(index(a), index(c)))?;
+        }
+        (None, Some(kind)) => generate(g, kind, seed, n, &mut edge),
+        (None, None) => unreachable!("validated: a path or a kind"),
     }
-    let n = loaded.graph.vertices();
-    let perm: Vec<u32> =
-        Rng::from_key(&[seed, domain::GRAPH, 1]).permutation(n).into_iter().map(|v| v as u32).collect();
-    let mut ids = vec![0u64; n];
-    for (v, &to) in perm.iter().enumerate() {
-        ids[to as usize] = loaded.ids[v];
+    let mut labelled = ids.clone();
+    if let Some(p) = &perm {
+        ids.iter().enumerate().for_each(|(v, &id)| labelled[p[v] as usize] = id);
     }
-    Ok(LoadedGraph { graph: loaded.graph.relabel(&perm), ids })
+    Ok(LoadedGraph { graph: b.finish(), ids: labelled })
+}
+
+/// The generator's undirected edges on `0..n`, to `edge`.
+fn generate(g: &GraphConfig, kind: GraphKind, seed: u64, n: usize, edge: &mut dyn FnMut(u32, u32)) {
+    let mut rng = Rng::from_key(&[seed, domain::GRAPH, n as u64]);
+    match kind {
+        GraphKind::DetEr => det_er_each(n, g.p.expect("validated"), seed, g.self_loops, edge),
+        GraphKind::Er => {
+            let p = g.p.expect("validated");
+            pairs(n, g.self_loops, &mut rng, |_, _| p, edge)
+        }
+        GraphKind::PowerLaw => {
+            let gamma = g.gamma.expect("validated");
+            let d: Vec<f64> = (0..n).map(|_| (1.0 - rng.uniform()).powf(-1.0 / (gamma - 1.0))).collect();
+            let total: f64 = d.iter().sum();
+            pairs(n, g.self_loops, &mut rng, |i, j| (d[i] * d[j] / total).min(1.0), edge)
+        }
+        GraphKind::Sbm | GraphKind::Bipartite => {
+            let n1 = g.n1.unwrap_or(n / 2);
+            let inside = if kind == GraphKind::Sbm { g.p.expect("validated") } else { 0.0 };
+            let across = g.q.expect("validated");
+            pairs(n, g.self_loops, &mut rng, |i, j| if (i < n1) == (j < n1) { inside } else { across }, edge)
+        }
+    }
 }
 
 #[cfg(test)]
@@ -197,6 +242,29 @@ mod tests {
         let mean = p.values() as f64 / 2000.0;
         let max = (0..2000).map(|j| p.targets(j).len()).max().unwrap();
         assert!((1.5..5.0).contains(&mean) && max as f64 > 10.0 * mean, "mean {mean}, max {max}");
+    }
+
+    /// A rank keeping some lists has exactly those lists of the whole graph, with a file's ids,
+    /// a permutation and a generator alike.
+    #[test]
+    fn a_kept_share_has_the_whole_graphs_lists() {
+        let p = file("share.txt", "5 9\n9 12\n12 5\n40 9\n7 7\n9 5\n");
+        let from_file = GraphConfig { path: Some(p.clone()), permute: true, directed: true, ..Default::default() };
+        let generated = GraphConfig { p: Some(0.1), ..cfg(GraphKind::Er, 80) };
+        for g in [from_file, generated] {
+            let whole = load(&g, 4).unwrap();
+            let keep = Keep { out: Box::new(|v| v % 2 == 0), inn: Box::new(|v| v % 3 == 0) };
+            let part = load_keeping(&g, 4, Some(keep)).unwrap();
+            assert_eq!(part.ids, whole.ids);
+            let (w, s) = (&whole.graph, &part.graph);
+            assert_eq!(s.fingerprint(), w.fingerprint());
+            for v in 0..w.vertices() {
+                assert_eq!(s.targets(v), if v % 2 == 0 { w.targets(v) } else { &[] }, "out-list of {v}");
+                assert_eq!(s.sources(v), if v % 3 == 0 { w.sources(v) } else { &[] }, "in-list of {v}");
+                assert_eq!(s.sends(v), !w.targets(v).is_empty());
+            }
+        }
+        std::fs::remove_file(p).unwrap();
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! `job.kind = "pagerank"`: PageRank on `[graph]`, Π_k(i) = (1−α)/n + α·Σ_{j∈N(i)}
 //! Π_{k−1}(j)/deg⁺(j), Π_0 = 1/n, with `damping` α, the `dangling` rule, and a stop at `tol`.
 //!
-//! It runs on the shuffle pattern (no master): every server holds the whole graph, the
+//! It runs on the shuffle pattern (no master): every server holds its share of the graph, the
 //! pattern's driver Maps, shuffles and Reduces through [`GraphJob`], all-gathers the new ranks
 //! and hands them to [`Job::apply`], which measures the change ‖Π_k − Π_{k−1}‖₁ (the error
 //! column) and says when it reached `tol`. The state file `ranks.txt` has `id rank` lines by
@@ -9,14 +9,14 @@
 
 use std::sync::Arc;
 
-use outrun_codes::{dangling_mass, pagerank_update, Graph, ShuffleNode};
+use outrun_codes::{dangling_mass, pagerank_update, Graph, ShuffleAllocation, ShuffleNode};
 use outrun_plan::config::PagerankConfig;
-use outrun_plan::{Plan, Shape};
+use outrun_plan::{Pattern, Plan, Shape};
 use outrun_proto::Frame;
 
 use super::{Applied, GraphJob, Job, JobError};
 use crate::data::DataError;
-use crate::graph::{self, LoadedGraph};
+use crate::graph::{self, Keep, LoadedGraph};
 
 /// PageRank of a graph.
 pub struct Pagerank {
@@ -94,19 +94,47 @@ impl Job for Pagerank {
         self.n
     }
 
-    /// Every server holds the whole graph in both directions (two CSR arrays of u32 ids plus
-    /// offsets), a value per edge (its Map output), the rank vector twice, its rows' slots and
-    /// the bytes of its rows (bounded by a value per edge).
+    /// A server holds the out-lists of the vertices it Maps (an id and a value, its Map
+    /// output, per edge, plus the bytes of its rows, bounded by a value per edge) and the
+    /// in-lists of those it Reduces (an id and a slot per edge), and per vertex the rank vector
+    /// twice, two offsets, its id and whether it sends.
     fn memory(&mut self, plan: &Plan) -> Result<Vec<u64>, DataError> {
+        let n = self.n;
+        let Pattern::Shuffle { servers, r, reduce, .. } = plan.pattern else { return Ok(vec![0; plan.ranks]) };
+        let alloc = ShuffleAllocation::new(n, servers, r, reduce).map_err(|e| DataError(format!("scheme: {e}")))?;
         let g = &self.loaded()?.graph;
-        let (n, e) = (g.vertices() as u64, g.values() as u64);
-        let each = e.saturating_mul(4 * 2 + 8 + 8 + 8).saturating_add(n.saturating_mul(8 * 2 + 8 * 2));
-        Ok(vec![each; plan.ranks])
+        let per_vertex = (n as u64).saturating_mul(8 * 2 + 8 * 2 + 8 + 1);
+        Ok((0..plan.ranks)
+            .map(|k| {
+                let out: usize = (0..n).filter(|&v| alloc.maps(k, v)).map(|v| g.targets(v).len()).sum();
+                let inn: usize = alloc.reduced(k).iter().map(|&v| g.sources(v as usize).len()).sum();
+                (out as u64)
+                    .saturating_mul(4 + 8 + 8)
+                    .saturating_add((inn as u64).saturating_mul(4 + 8))
+                    .saturating_add(per_vertex)
+            })
+            .collect())
     }
 
-    /// Every rank builds the whole graph (generated, or read from the file).
-    fn load(&mut self, _plan: &Plan, _ranks: &[usize]) -> Result<(), DataError> {
-        self.loaded().map(|_| ())
+    /// A rank streams the graph and keeps the out-lists of the vertices its servers Map and
+    /// the in-lists of those they Reduce (the whole graph if it hosts every server).
+    fn load(&mut self, plan: &Plan, ranks: &[usize]) -> Result<(), DataError> {
+        let Pattern::Shuffle { servers, r, reduce, .. } = plan.pattern else {
+            return self.loaded().map(|_| ());
+        };
+        if (0..servers).all(|k| ranks.contains(&k)) {
+            return self.loaded().map(|_| ());
+        }
+        let alloc =
+            ShuffleAllocation::new(self.n, servers, r, reduce).map_err(|e| DataError(format!("scheme: {e}")))?;
+        let hosted: Vec<usize> = ranks.iter().copied().filter(|&k| k < servers).collect();
+        let (maps, reduces) = (alloc.clone(), hosted.clone());
+        let keep = Keep {
+            out: Box::new(move |v| hosted.iter().any(|&k| maps.maps(k, v as usize))),
+            inn: Box::new(move |v| reduces.contains(&alloc.reducer(v as usize))),
+        };
+        self.loaded = Some(graph::load_keeping(&self.config.graph, self.seed, Some(keep))?);
+        Ok(())
     }
 
     fn model(&mut self) -> Arc<Frame> {

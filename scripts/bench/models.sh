@@ -25,7 +25,8 @@ for sizes in 784,200,200,10 64,128,10; do
   if [ "$torch" = 1 ]; then
     "$PY" scripts/bench/mlp_torch.py "$sizes" 64,256,1024 20 > "$out/mlp-torch-$sizes.csv"
   else
-    printf '%s,-,nan,nan\n' "$sizes" "$sizes" "$sizes" > "$out/mlp-torch-$sizes.csv"
+    # one placeholder line per batch, the network named as the other CSVs name it (a-b-c)
+    printf '%s,-,nan,nan\n' "${sizes//,/-}" "${sizes//,/-}" "${sizes//,/-}" > "$out/mlp-torch-$sizes.csv"
   fi
   paste -d, "$out/mlp-$sizes.csv" "$out/mlp-numpy-$sizes.csv" "$out/mlp-torch-$sizes.csv" | awk -F, '{
     t = ($15 == "nan") ? "not installed | -" : sprintf("%.3f | %.2f", $15, $15 / $4)

@@ -133,8 +133,19 @@ pub fn load_keeping(g: &GraphConfig, seed: u64, keep: Option<Keep>) -> Result<Lo
     let mut edge = |a: u32, c: u32| b.add(label(a), label(c));
     match (&g.path, g.kind) {
         (Some(path), _) => {
-            let index = |x: u64| ids.binary_search(&x).expect("an endpoint") as u32;
-            edge_lines(path, |a, c| edge(index(a), index(c)))?;
+            // the second pass must see the ids of the first: a file rewritten between them is
+            // refused, not indexed wrongly
+            let mut unknown = None;
+            let index = |x: u64| ids.binary_search(&x).ok().map(|i| i as u32);
+            edge_lines(path, |a, c| match (index(a), index(c)) {
+                (Some(a), Some(c)) => edge(a, c),
+                _ => unknown = Some(if index(a).is_none() { a } else { c }),
+            })?;
+            if let Some(id) = unknown {
+                return Err(DataError(format!(
+                    "{path}: the file changed while it was read (vertex id {id} was not in it the first time)"
+                )));
+            }
         }
         (None, Some(kind)) => generate(g, kind, seed, n, &mut edge),
         (None, None) => unreachable!("validated: a path or a kind"),

@@ -93,6 +93,28 @@ fn pairs(
     }
 }
 
+/// The vertices' ids: a file's in ascending order (one pass, every line checked), or 0..n.
+fn vertex_ids(g: &GraphConfig) -> Result<Vec<u64>, DataError> {
+    let Some(path) = &g.path else { return Ok((0..g.n.expect("validated") as u64).collect()) };
+    let mut seen = std::collections::HashSet::new();
+    edge_lines(path, |a, b| {
+        seen.insert(a);
+        seen.insert(b);
+    })?;
+    let mut ids: Vec<u64> = seen.into_iter().collect();
+    ids.sort_unstable();
+    if ids.len() > u32::MAX as usize {
+        return Err(DataError(format!("{path}: {} vertices; at most {}", ids.len(), u32::MAX)));
+    }
+    Ok(ids)
+}
+
+/// The number of vertices of the configured graph, a file checked line by line on the way
+/// (what a plan needs: no edge is kept).
+pub fn vertices(g: &GraphConfig) -> Result<usize, DataError> {
+    vertex_ids(g).map(|ids| ids.len())
+}
+
 /// The configured graph, whole: the file, or the generator's from `seed` (`graph.seed`
 /// overrides it), relabelled by a seeded permutation with `graph.permute`.
 pub fn load(g: &GraphConfig, seed: u64) -> Result<LoadedGraph, DataError> {
@@ -103,23 +125,7 @@ pub fn load(g: &GraphConfig, seed: u64) -> Result<LoadedGraph, DataError> {
 /// and a rank holds its share of them (a file is read twice: its ids, then its edges).
 pub fn load_keeping(g: &GraphConfig, seed: u64, keep: Option<Keep>) -> Result<LoadedGraph, DataError> {
     let seed = g.seed.unwrap_or(seed);
-    // the vertices: a file's ids in ascending order, or 0..n
-    let ids: Vec<u64> = match &g.path {
-        Some(path) => {
-            let mut seen = std::collections::HashSet::new();
-            edge_lines(path, |a, b| {
-                seen.insert(a);
-                seen.insert(b);
-            })?;
-            let mut ids: Vec<u64> = seen.into_iter().collect();
-            ids.sort_unstable();
-            if ids.len() > u32::MAX as usize {
-                return Err(DataError(format!("{path}: {} vertices; at most {}", ids.len(), u32::MAX)));
-            }
-            ids
-        }
-        None => (0..g.n.expect("validated") as u64).collect(),
-    };
+    let ids = vertex_ids(g)?;
     let n = ids.len();
     let perm: Option<Vec<u32>> = g
         .permute

@@ -57,9 +57,8 @@ impl Pagerank {
 }
 
 /// The graph's vertices.
-pub(super) fn shape(c: &PagerankConfig, seed: u64) -> Result<Shape, DataError> {
-    let g = graph::load(&c.graph, seed)?;
-    Ok(Shape { samples: g.graph.vertices(), features: 0 })
+pub(super) fn shape(c: &PagerankConfig, _seed: u64) -> Result<Shape, DataError> {
+    Ok(Shape { samples: graph::vertices(&c.graph)?, features: 0 })
 }
 
 /// ‖a − b‖₁, summed in vertex order.

@@ -86,6 +86,13 @@ struct Header {
     entries: usize,
 }
 
+/// A Matrix Market file's header and its numbered lines after it.
+fn open_mm(p: &str) -> Result<(Header, impl Iterator<Item = (usize, std::io::Result<String>)>), DataError> {
+    let mut lines = open("matrix.path", Path::new(p))?.lines().enumerate().map(|(i, l)| (i + 1, l));
+    let h = header(&mut lines, p)?;
+    Ok((h, lines))
+}
+
 fn header(lines: &mut impl Iterator<Item = (usize, std::io::Result<String>)>, path: &str) -> Result<Header, DataError> {
     let read = |r: std::io::Result<String>, ln: usize| r.map_err(|e| mm_err(path, ln, format!("cannot read: {e}")));
     let (ln, first) =
@@ -187,8 +194,7 @@ pub fn load(m: &MatrixConfig, seed: u64) -> Result<Dense, DataError> {
 /// The configured matrix's (rows, cols): a file's size line (nothing else is read).
 pub fn dims(m: &MatrixConfig) -> Result<(usize, usize), DataError> {
     let Some(p) = &m.path else { return Ok((m.rows.expect("validated"), m.cols.expect("validated"))) };
-    let mut lines = open("matrix.path", Path::new(p))?.lines().enumerate().map(|(i, l)| (i + 1, l));
-    let h = header(&mut lines, p)?;
+    let (h, _) = open_mm(p)?;
     Ok((h.rows, h.cols))
 }
 
@@ -203,8 +209,7 @@ pub fn entries(m: &MatrixConfig, seed: u64, mut f: impl FnMut(usize, usize, f64)
         }
         return Ok((rows, cols));
     };
-    let mut lines = open("matrix.path", Path::new(p))?.lines().enumerate().map(|(i, l)| (i + 1, l));
-    let h = header(&mut lines, p)?;
+    let (h, lines) = open_mm(p)?;
     let mut seen = 0usize;
     let mut last = 0;
     for (ln, l) in lines {

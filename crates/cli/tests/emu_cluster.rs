@@ -7,7 +7,7 @@
 
 mod common;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
@@ -48,6 +48,15 @@ fn run_exact(tag: &str, text: &str, bound: Duration) -> (Scratch, PathBuf, PathB
     let diff = max_rel_diff(&trajectory(&rd), &reference(text, &[set]));
     assert!(diff <= 1e-9, "θ differs from serial GD by {diff:e}");
     (dir, cfg, rd)
+}
+
+/// Each of `ranks` ran on its own emulated host (rank r on host hr), by its log's setup line.
+fn assert_own_hosts(rd: &Path, ranks: impl IntoIterator<Item = usize>) {
+    for r in ranks {
+        let log = std::fs::read_to_string(rd.join(format!("rank-{r}.jsonl"))).unwrap();
+        let ev: serde_json::Value = serde_json::from_str(log.lines().next().unwrap()).unwrap();
+        assert_eq!(ev["host"], format!("h{r}"), "rank {r} runs on its own host");
+    }
 }
 
 /// Tears the test cluster down when dropped, also when an assertion fails.
@@ -110,12 +119,7 @@ a = 1e-4
 "#;
     let (dir, cfg, rd) = run_exact("emu", text, Duration::from_secs(120));
     // every rank ran on its own emulated host
-    for r in 0..4 {
-        let first =
-            std::fs::read_to_string(rd.join(format!("rank-{r}.jsonl"))).unwrap().lines().next().unwrap().to_string();
-        let ev: serde_json::Value = serde_json::from_str(&first).unwrap();
-        assert_eq!(ev["host"], format!("h{r}"), "rank {r}");
-    }
+    assert_own_hosts(&rd, 0..4);
 
     // the same run with uploads by grant: exact, and across the shaped links the master receives
     // exactly the n − s = 2 granted results per iteration (one frame: a 32-byte header and
@@ -333,12 +337,7 @@ a = 1e-4
 "#;
     let (_dir, _, rd) = run_exact("emu-n84", text, Duration::from_secs(300));
     assert_eq!(summary(&rd)["exact_iterations"], 8);
-    for r in [0, 1, 42, 84] {
-        let first =
-            std::fs::read_to_string(rd.join(format!("rank-{r}.jsonl"))).unwrap().lines().next().unwrap().to_string();
-        let ev: serde_json::Value = serde_json::from_str(&first).unwrap();
-        assert_eq!(ev["host"], format!("h{r}"), "rank {r} runs on its own host");
-    }
+    assert_own_hosts(&rd, [0, 1, 42, 84]);
     drop(_down);
     assert!(namespaces().is_empty(), "down left namespaces behind: {:?}", namespaces());
 }

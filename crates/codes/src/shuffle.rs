@@ -619,15 +619,17 @@ impl ShuffleNode {
         };
         // this server's own row, from the in-lists of its reduced vertices (it does not Map the
         // batch, so it may not hold those vertices' out-lists), in the same order
+        // (its in-edges bucketed by the source's batch once: each group's row is one batch)
+        let mut by_batch: HashMap<usize, Vec<(u32, u32)>> = HashMap::new();
+        for &i in &reduced {
+            for &j in g.sources(i as usize) {
+                by_batch.entry(a.batch_of(j as usize)).or_default().push((i, j));
+            }
+        }
+        by_batch.values_mut().for_each(|pairs| pairs.sort_unstable_by_key(|&(i, j)| (j, i)));
         let own_pairs = |members: &[usize]| -> (Vec<usize>, Vec<(u32, u32)>) {
             let carriers: Vec<usize> = members.iter().copied().filter(|&x| x != me).collect();
-            let batch = a.batch(a.batch_of_subset(&carriers));
-            let mut pairs: Vec<(u32, u32)> = reduced
-                .iter()
-                .flat_map(|&i| g.sources(i as usize).iter().map(move |&j| (i, j)))
-                .filter(|&(_, j)| batch.contains(&(j as usize)))
-                .collect();
-            pairs.sort_unstable_by_key(|&(i, j)| (j, i));
+            let pairs = by_batch.get(&a.batch_of_subset(&carriers)).cloned().unwrap_or_default();
             (carriers, pairs)
         };
         let mut groups = Vec::new();

@@ -113,15 +113,9 @@ fn entry(dir: &Path, data: &DataConfig, labels: Labels, path: &Path) -> Option<E
     }
     let mtime = meta.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?.as_nanos();
     let ends = fingerprint(&canon, meta.len())?;
+    // the file and the config fields its shape depends on; then this version of the file
     let which = format!("{}|{:?}|{:?}|{:?}|{labels:?}", canon.display(), data.kind, data.samples, data.features);
-    let key = format!(
-        "v1|{}|{}|{mtime}|{ends:016x}|{:?}|{:?}|{:?}|{labels:?}",
-        canon.display(),
-        meta.len(),
-        data.kind,
-        data.samples,
-        data.features
-    );
+    let key = format!("v2|{which}|{}|{mtime}|{ends:016x}", meta.len());
     Some(Entry {
         shape: dir.join(format!("{:016x}", fnv1a(&key))),
         rows: dir.join(format!("{:016x}.rows", fnv1a(&which))),

@@ -54,14 +54,13 @@ pub enum CodedRow {
 #[derive(Clone, Debug)]
 pub struct RowEncoder {
     m: usize,
-    l: usize,
     d: usize,
     /// Per source row, the local unit and sum rows it is added to.
     sparse: Vec<Vec<usize>>,
     g_t: Vec<f64>,
     /// (local row, its column among the dense rows).
     dense_rows: Vec<(usize, usize)>,
-    /// Unit and sum rows, row-major (l × m; dense rows' places stay zero).
+    /// Unit and sum rows, row-major (|rows| × m; dense rows' places stay zero).
     out_sparse: Vec<f64>,
     /// Dense rows, column by column (m × d): an entry's update is one contiguous axpy.
     out_dense: Vec<f64>,
@@ -85,7 +84,6 @@ impl RowEncoder {
     pub fn finish(self) -> Vec<f64> {
         let (m, d) = (self.m, self.d);
         let mut out = self.out_sparse;
-        debug_assert_eq!(out.len(), self.l * m);
         for &(c, q) in &self.dense_rows {
             (0..m).for_each(|j| out[c * m + j] = self.out_dense[j * d + q]);
         }
@@ -215,7 +213,7 @@ impl RowCode {
                 }
             }
         }
-        RowEncoder { m, l, d, sparse, g_t, dense_rows, out_sparse: vec![0.0; l * m], out_dense: vec![0.0; m * d] }
+        RowEncoder { m, d, sparse, g_t, dense_rows, out_sparse: vec![0.0; l * m], out_dense: vec![0.0; m * d] }
     }
 
     /// The coded values G_S·y of the rows `rows` for a vector `y` of r values (what workers

@@ -27,6 +27,11 @@ if ! command -v mpirun >/dev/null 2>&1; then
   exit 2
 fi
 
+# A Python model (`[job] kind = "python"`) imports from the active virtual environment, or the
+# repository's .venv (scripts/setup.sh makes it, with numpy).
+if [ -z "${VIRTUAL_ENV:-}" ] && [ -x "$here/.venv/bin/python" ]; then
+  export VIRTUAL_ENV="$here/.venv"
+fi
 # Validate before MPI starts: a bad config or data file fails here with one line.
 "$bin" check --local "$config" "$@" >/dev/null
 np="$("$bin" plan "$config" --ranks "$@")"
@@ -36,8 +41,9 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_mpi_yield_when_idle=1
 # libevent's epoll backend prints "[warn] Epoll MOD(1) on fd N failed ... Bad file descriptor"
 # when mpirun kills ranks it still has writes queued for after an abort (open-mpi/ompi #2004,
-# #5520); its poll backend has no such race. One BLAS thread per rank: the cores are shared.
-export EVENT_NOEPOLL=1 OPENBLAS_NUM_THREADS=1
+# #5520); its poll backend has no such race. One BLAS (and OpenMP: PyTorch) thread per rank: the
+# cores are shared.
+export EVENT_NOEPOLL=1 OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 # The job is bounded (OUTRUN_TIMEOUT=SECONDS, or by default 120 s + iterations × run.deadline),
 # Ctrl-C stops it, and a rank killed by a signal is reported in one line (launch/lib.sh).
 bound="${OUTRUN_TIMEOUT:-$("$bin" plan "$config" --job-bound "$@")}"

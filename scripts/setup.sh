@@ -3,12 +3,26 @@
 #   OpenMPI (runtime + headers), libclang (for the MPI bindings' bindgen),
 #   OpenBLAS (for the mpi4py/numpy comparison in `make bench`), pkg-config, iproute2 (the
 #   emulated cluster), rsync (launch/cluster.sh), fontconfig headers and a font (text in the
-#   plots of `outrun report`).
+#   plots of `outrun report`), the Python headers and library (the embedded interpreter of
+#   `[job] kind = "python"`) and venv; then the repository's .venv with numpy (what the Python
+#   job's tests and examples import; launch/local.sh points the ranks at it).
 # Safe to run repeatedly: it does nothing when everything is already present.
 set -euo pipefail
 
 PKGS=(openmpi-bin libopenmpi-dev libclang-dev libopenblas-dev pkg-config iproute2 rsync
-      libfontconfig1-dev fonts-dejavu-core)
+      libfontconfig1-dev fonts-dejavu-core python3-dev python3-venv)
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+# The project's virtual environment, made by the `python3` the build embeds (same version).
+venv() {
+  if [ -x .venv/bin/python ] && .venv/bin/python -c "import numpy" 2>/dev/null; then
+    return 0
+  fi
+  echo "setup: creating .venv with numpy" >&2
+  python3 -m venv .venv
+  .venv/bin/pip install -q numpy
+}
 
 missing=()
 for p in "${PKGS[@]}"; do
@@ -18,6 +32,7 @@ for p in "${PKGS[@]}"; do
 done
 
 if [ ${#missing[@]} -eq 0 ]; then
+  venv
   exit 0
 fi
 
@@ -38,4 +53,5 @@ echo "setup: installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+venv
 echo "setup: done" >&2

@@ -384,7 +384,7 @@ fn resolve(path: &Path, set: &[String], sized: bool) -> Result<(outrun_plan::Con
             2,
         ));
     }
-    let plan = outrun_plan::build(&cfg, shape).map_err(|e| Failure(format!("{}: {e}", path.display()), 2))?;
+    let plan = outrun_workloads::plan(&cfg, shape).map_err(|e| Failure(format!("{}: {e}", path.display()), 2))?;
     Ok((cfg, plan))
 }
 
@@ -449,7 +449,7 @@ fn prepare(path: &Path, set: &[String], resume: Option<&Path>) -> Result<outrun_
     let cfg = outrun_workloads::load_config(path, set).map_err(|e| e.to_string())?;
     cfg.validate_for_engine().map_err(|e| e.to_string())?;
     let shape = outrun_workloads::shape(&cfg).map_err(|e| e.to_string())?;
-    let mut plan = outrun_plan::build(&cfg, shape).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut plan = outrun_workloads::plan(&cfg, shape).map_err(|e| format!("{}: {e}", path.display()))?;
     let resume = resume.map(|dir| resume_from(dir, &mut plan)).transpose()?;
     Ok(outrun_engine::Prepared { plan, config_toml: cfg.to_toml(), resume })
 }

@@ -18,6 +18,13 @@ pub(crate) fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_outrun")
 }
 
+/// The virtual environment a Python model imports from: the active one, or the repository's
+/// `.venv` (scripts/setup.sh makes it, with numpy), as launch/local.sh chooses.
+pub(crate) fn python_env() -> String {
+    std::env::var("VIRTUAL_ENV")
+        .unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv").display().to_string())
+}
+
 /// A fresh temporary directory, removed (with everything in it) when the value is dropped.
 #[derive(Clone)]
 pub(crate) struct Scratch {
@@ -159,7 +166,9 @@ pub(crate) fn mpirun_env(np: usize, config: &Path, sets: &[String], env: &[(&str
 /// `mpirun ... outrun` without arguments yet.
 fn mpirun_command(np: usize) -> Command {
     let mut cmd = Command::new("mpirun");
-    cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+    cmd.env("VIRTUAL_ENV", python_env())
+        .env("OMP_NUM_THREADS", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         .env("OMPI_MCA_mpi_yield_when_idle", "1")
         // libevent's epoll backend warns when mpirun kills ranks it still has writes queued for
@@ -174,7 +183,7 @@ fn mpirun_command(np: usize) -> Command {
 /// `outrun <args>` (no MPI).
 pub(crate) fn outrun(args: &[&str]) -> Run {
     let mut cmd = Command::new(bin());
-    cmd.args(args);
+    cmd.env("VIRTUAL_ENV", python_env()).args(args);
     run_with_timeout(cmd, Duration::from_secs(60))
 }
 

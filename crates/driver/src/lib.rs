@@ -49,7 +49,8 @@ impl Progress for NoProgress {}
 pub trait Payload: Vector + Sized + 'static {
     /// The job's model.
     fn model(job: &mut dyn Job) -> Arc<Self>;
-    /// Rank `rank`'s parts for iteration `t` (all `count` of them, or those selected).
+    /// Rank `rank`'s parts for iteration `t` (all `count` of them, or those selected), or why
+    /// the run must stop.
     fn compute(
         job: &mut dyn Job,
         rank: usize,
@@ -57,7 +58,7 @@ pub trait Payload: Vector + Sized + 'static {
         model: &Self,
         parts: Option<&[usize]>,
         count: usize,
-    ) -> Vec<Self>;
+    ) -> Result<Vec<Self>, JobError>;
     /// Apply the delivered total.
     fn apply(job: &mut dyn Job, t: u64, total: Self) -> Result<Applied, JobError>;
 }
@@ -66,7 +67,14 @@ impl Payload for Frame {
     fn model(job: &mut dyn Job) -> Arc<Self> {
         job.model()
     }
-    fn compute(job: &mut dyn Job, rank: usize, t: u64, model: &Self, parts: Option<&[usize]>, _: usize) -> Vec<Self> {
+    fn compute(
+        job: &mut dyn Job,
+        rank: usize,
+        t: u64,
+        model: &Self,
+        parts: Option<&[usize]>,
+        _: usize,
+    ) -> Result<Vec<Self>, JobError> {
         job.compute(rank, t, model, parts)
     }
     fn apply(job: &mut dyn Job, t: u64, total: Self) -> Result<Applied, JobError> {
@@ -78,8 +86,15 @@ impl Payload for Len {
     fn model(job: &mut dyn Job) -> Arc<Self> {
         Arc::new(Len(job.model_len()))
     }
-    fn compute(job: &mut dyn Job, rank: usize, _: u64, _: &Self, parts: Option<&[usize]>, count: usize) -> Vec<Self> {
-        vec![Len(job.len(rank)); parts.map_or(count, <[usize]>::len)]
+    fn compute(
+        job: &mut dyn Job,
+        rank: usize,
+        _: u64,
+        _: &Self,
+        parts: Option<&[usize]>,
+        count: usize,
+    ) -> Result<Vec<Self>, JobError> {
+        Ok(vec![Len(job.len(rank)); parts.map_or(count, <[usize]>::len)])
     }
     fn apply(_: &mut dyn Job, _: u64, _: Self) -> Result<Applied, JobError> {
         Ok(Applied::default())
@@ -237,25 +252,28 @@ impl<'a> Core<'a> {
 
     /// This rank's parts for iteration `t` on `model`: all of them, or the `parts` selected,
     /// with the worker's value fault of the iteration applied (a label flip before computing,
-    /// the others to each part's values: what the worker encodes and sends is built from them).
-    pub fn compute<P: Payload>(&mut self, t: u64, model: &P, parts: Option<&[usize]>) -> Vec<P> {
+    /// the others to each part's values: what the worker encodes and sends is built from them);
+    /// or why the run must stop (the job could not compute them).
+    pub fn compute<P: Payload>(&mut self, t: u64, model: &P, parts: Option<&[usize]>) -> Result<Vec<P>, JobError> {
         let worker = self.seat.worker;
         let fault = (worker > 0).then(|| self.faults.at(worker, t)).flatten();
         let flip = fault == Some(FaultKind::LabelFlip);
         if flip {
             self.job.flip_labels(true);
         }
-        let mut out = P::compute(&mut *self.job, self.seat.rank, t, model, parts, self.seat.parts);
+        let out = P::compute(&mut *self.job, self.seat.rank, t, model, parts, self.seat.parts);
         if flip {
             self.job.flip_labels(false);
-        } else if fault.is_some() {
+        }
+        let mut out = out?;
+        if fault.is_some() && !flip {
             for (k, v) in out.iter_mut().enumerate() {
                 if let Some(values) = v.values_mut() {
                     self.faults.corrupt(worker, t, k, values);
                 }
             }
         }
-        out
+        Ok(out)
     }
 
     /// The compute-time decision of iteration `t`'s computation of `load` points (None: the

@@ -73,10 +73,16 @@ impl Job for Repeat {
     fn model(&mut self) -> Arc<Frame> {
         Arc::new(Frame::from_vec(vec![]))
     }
-    fn compute(&mut self, _rank: usize, _t: u64, _model: &Frame, _parts: Option<&[usize]>) -> Vec<Frame> {
+    fn compute(
+        &mut self,
+        _rank: usize,
+        _t: u64,
+        _model: &Frame,
+        _parts: Option<&[usize]>,
+    ) -> Result<Vec<Frame>, JobError> {
         let mut f = self.spare.borrow_mut().take().unwrap_or_else(|| Frame::zeros(self.input.len()));
         f.as_mut_slice().copy_from_slice(&self.input);
-        vec![f]
+        Ok(vec![f])
     }
     fn apply(&mut self, _t: u64, total: Frame) -> Result<Applied, JobError> {
         *self.spare.borrow_mut() = Some(total);

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use outrun_driver::Core;
-use outrun_proto::{wire, Frame, Input, Machine, Msg, Outcome, Output};
+use outrun_proto::{wire, Failure, Frame, Histogram, Input, Machine, Msg, Outcome, Output};
 use outrun_runlog::event::{ComputeTiming, Event, Traffic};
 use outrun_runlog::Lines;
 
@@ -92,10 +92,15 @@ impl<'a> Driver<'a> {
         while let Some(o) = m.poll() {
             match o {
                 Output::Send { to, msg, track } => self.send(&to, msg, track),
-                Output::Compute { t, model, parts, load } => {
-                    let timing = self.compute(t, &model, parts.as_deref(), load);
-                    m.handle(&self.clock, Input::Timing { t, timing });
-                }
+                Output::Compute { t, model, parts, load } => match self.compute(t, &model, parts.as_deref(), load) {
+                    Ok(timing) => m.handle(&self.clock, Input::Timing { t, timing }),
+                    Err(why) => {
+                        // the job cannot compute (a Python model raised): this rank says why
+                        // and the job ends, as after any unclean end
+                        self.done = Some(failed(why.0));
+                        return;
+                    }
+                },
                 Output::Timer { id, at } => {
                     // re-arming replaces: a machine has one timer per purpose
                     self.timers.retain(|&(i, _)| i != id);
@@ -183,15 +188,22 @@ impl<'a> Driver<'a> {
         any
     }
 
-    /// Run the computation now; hold its parts until the finish time. Returns the timing record.
-    fn compute(&mut self, t: u64, model: &Frame, select: Option<&[usize]>, load: Option<usize>) -> ComputeTiming {
+    /// Run the computation now; hold its parts until the finish time. Returns the timing record,
+    /// or why the job could not compute.
+    fn compute(
+        &mut self,
+        t: u64,
+        model: &Frame,
+        select: Option<&[usize]>,
+        load: Option<usize>,
+    ) -> Result<ComputeTiming, outrun_workloads::JobError> {
         let c0i = Instant::now();
         let c0 = self.clock.now();
-        let parts = self.core.compute(t, model, select);
+        let parts = self.core.compute(t, model, select)?;
         let measured = c0i.elapsed().as_secs_f64();
         let timed = self.core.timing(t, load, c0, self.clock.now(), Some(measured));
         self.pending = Some(Pending { t, parts, ready_at: timed.ready_at });
-        timed.record
+        Ok(timed.record)
     }
 
     /// Whether the log's failure was given to the machine (so it travelled with the goodbye).
@@ -302,3 +314,16 @@ impl<'a> Driver<'a> {
 /// a sleep to the next one's wait: measured with `configs/bench/overhead.toml` (rar, 12 ranks on
 /// 2 cores), 9.6 ms per iteration with a 2 ms window, 1.45 ms with 10 ms, 2.0 ms with 50 ms.
 pub(crate) const RING_SPIN: Duration = Duration::from_millis(10);
+
+/// The end of a node that failed on its own: it prints `why`, and the unclean end aborts the job.
+fn failed(why: String) -> Outcome {
+    Outcome {
+        result: Err(Failure::Run(why)),
+        clean: false,
+        late: 0,
+        up_sent: 0,
+        latency: Histogram::default(),
+        dropped: vec![],
+        silent: vec![],
+    }
+}

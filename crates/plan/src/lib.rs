@@ -57,6 +57,6 @@ pub use faults::{FaultKind, Faults};
 pub use links::{Hop, Links};
 pub use plan::{sample_size, Node, Pattern, Plan, PlanCode, RingAlgorithm, RowsSpec};
 pub use schemes::{build, ClientParity, Parity};
-pub use settings::{ComputeMode, JobSpec, NetworkSpec, RunSpec, Shape, Upload};
+pub use settings::{ComputeMode, JobSpec, NetworkSpec, PythonModel, RunSpec, Shape, Upload};
 pub use stragglers::{ComputeTime, Injector, Law, StragglerModel, DEFAULT_FACTOR, TRACE_STRAGGLER};
 pub use topology::Tree;

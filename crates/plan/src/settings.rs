@@ -91,6 +91,19 @@ pub struct JobSpec {
     /// The model dimension p (gradient descent), the matrix's columns m (mat-vec), 0 (PageRank);
     /// the samples are `Plan::samples`.
     pub features: usize,
+    /// A Python model's size, read from its module before the run (`job.kind = "python"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub python: Option<PythonModel>,
+}
+
+/// What the planning process learnt from a Python model's `init`: every rank knows the payloads'
+/// lengths without importing the module, and checks that its own `init` gave the same θ₀.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PythonModel {
+    /// Parameters P (the length of θ₀).
+    pub params: usize,
+    /// A fingerprint of θ₀'s bits.
+    pub init: u64,
 }
 
 /// The simulator's network model (`[network]`, rates in bytes per second; real runs ignore it).

@@ -108,7 +108,13 @@ impl<P: Payload> Sim<'_, P> {
                 }
                 Output::Compute { t, model, parts, load } => {
                     let core = &mut self.cores[rank];
-                    let parts = core.compute(t, &*model, parts.as_deref());
+                    let parts = match core.compute(t, &*model, parts.as_deref()) {
+                        Ok(parts) => parts,
+                        Err(why) => {
+                            self.failure = Some(why.0);
+                            return;
+                        }
+                    };
                     let timed = core.timing(t, load, at, at, None);
                     self.q.push(timed.ready_at, Ev::Computed { rank, t, parts });
                     self.machines[rank].handle(&At(at), Input::Timing { t, timing: timed.record });

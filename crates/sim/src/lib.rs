@@ -193,7 +193,15 @@ pub fn simulate_with(
     }
     let cost =
         plan.nodes.iter().map(|n| n.load() as f64).sum::<f64>() * plan.job.features as f64 * plan.run.iterations as f64;
+    // a job whose values only its own code computes (a Python model) is timed without them
+    let values = outrun_workloads::job(plan).simulates_values();
+    if !values && opts.math == Math::On {
+        return Err(SimError::Input(
+            "--math on: this job's gradients come from its Python module, which the simulator never runs; it times the run without them (--math auto)".into(),
+        ));
+    }
     let math = opts.write
+        && values
         && match opts.math {
             Math::Off => false,
             Math::Auto => cost <= 2e9,
@@ -201,6 +209,7 @@ pub fn simulate_with(
         };
     let math_note = match opts.math {
         _ if !opts.write || math => None,
+        _ if !values => Some("θ not computed: the gradients are the Python module's, which the simulator never runs (it uses the modelled compute time)".to_string()),
         Math::Off => Some("θ not computed (--math off): loss and error columns are empty".to_string()),
         _ => Some(format!("θ not computed: it would take {cost:.1e} multiply-adds (use --math on)")),
     };

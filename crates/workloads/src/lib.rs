@@ -36,6 +36,7 @@ pub mod matrix;
 pub mod memory;
 pub mod metrics;
 pub mod net;
+mod pymodel;
 pub mod reference;
 mod rowcache;
 mod shapes;
@@ -68,7 +69,16 @@ pub enum ResolveError {
 /// then the scheme built for it.
 pub fn resolve(cfg: &Config) -> Result<Plan, ResolveError> {
     let shape = shape(cfg)?;
-    Ok(outrun_plan::build(cfg, shape)?)
+    plan(cfg, shape)
+}
+
+/// The plan of `cfg` for a problem of `shape` (read by [`shape`]): the scheme built for it
+/// (`outrun_plan::build`), and what only the job's own code can tell — a Python model's size,
+/// from its module's `init`, so that no other process needs to import it to know the payloads.
+pub fn plan(cfg: &Config, shape: Shape) -> Result<Plan, ResolveError> {
+    let mut plan = outrun_plan::build(cfg, shape)?;
+    plan.job.python = jobs::python_model(&plan)?;
+    Ok(plan)
 }
 
 /// Why a config could not be loaded.

@@ -327,30 +327,34 @@ impl Net {
 
     /// Read initial parameters from `path` (one value per line, this model's layout).
     pub fn read_init(&self, path: &str, p: usize) -> Result<Vec<f64>, DataError> {
-        let text = crate::input::read_to_string(std::path::Path::new(path))
-            .map_err(|e| DataError(format!("model.init_path: cannot read `{path}`: {e}")))?;
-        let mut theta = Vec::with_capacity(self.len(p));
-        for (ln, line) in text.lines().enumerate() {
-            let line = line.trim();
-            if line.is_empty() || line.starts_with('#') {
-                continue;
-            }
-            let v: f64 = line.parse().map_err(|_| DataError(format!("{path}:{}: `{line}` is not a number", ln + 1)))?;
-            if !v.is_finite() {
-                return Err(DataError(format!("{path}:{}: `{line}` is not finite", ln + 1)));
-            }
-            theta.push(v);
-        }
-        if theta.len() != self.len(p) {
-            return Err(DataError(format!(
-                "{path}: {} values, but the model ({}) has {} parameters (model.init_path)",
-                theta.len(),
-                self.describe(),
-                self.len(p)
-            )));
-        }
-        Ok(theta)
+        read_values(path, self.len(p), &self.describe())
     }
+}
+
+/// The `want` values of `path` (one per line; blank lines and `#` comments skipped), initial
+/// parameters of `model` (`model.init_path`).
+pub fn read_values(path: &str, want: usize, model: &str) -> Result<Vec<f64>, DataError> {
+    let text = crate::input::read_to_string(std::path::Path::new(path))
+        .map_err(|e| DataError(format!("model.init_path: cannot read `{path}`: {e}")))?;
+    let mut theta = Vec::with_capacity(want);
+    for (ln, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let v: f64 = line.parse().map_err(|_| DataError(format!("{path}:{}: `{line}` is not a number", ln + 1)))?;
+        if !v.is_finite() {
+            return Err(DataError(format!("{path}:{}: `{line}` is not finite", ln + 1)));
+        }
+        theta.push(v);
+    }
+    if theta.len() != want {
+        return Err(DataError(format!(
+            "{path}: {} values, but the model ({model}) has {want} parameters (model.init_path)",
+            theta.len()
+        )));
+    }
+    Ok(theta)
 }
 
 /// Buffers a softmax block reuses.

@@ -310,6 +310,21 @@ pub struct GdConfig {
     /// Federated rounds instead of gradient steps (`job.kind = "fl"`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub local: Option<LocalConfig>,
+    /// The model is the user's Python module (`job.kind = "python"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub python: Option<PythonConfig>,
+}
+
+/// `[job] kind = "python"`: gradient descent whose gradients come from the user's module
+/// (`outrun-python` has its protocol); `[data]` and `[model]` as for `gd`, where `model.loss`
+/// only says how the labels are read (real values, 0/1, or `classes` class indices).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PythonConfig {
+    /// The module's file (relative to the config).
+    pub module: String,
+    /// `[job.options]`: the module's own options, given to its `init` as a dict.
+    #[serde(default, skip_serializing_if = "toml::Table::is_empty")]
+    pub options: toml::Table,
 }
 
 /// `[job] kind = "fl"`: federated learning. Every round each client starts from the server's θ,
@@ -640,6 +655,10 @@ struct JobSection {
     local_batch: Option<f64>,
     #[serde(default)]
     clients_per_round: Option<usize>,
+    #[serde(default)]
+    module: Option<String>,
+    #[serde(default)]
+    options: Option<toml::Table>,
 }
 
 fn default_job() -> String {
@@ -659,6 +678,8 @@ impl JobConfig {
                 local_steps: None,
                 local_batch: None,
                 clients_per_round: None,
+                module: None,
+                options: None,
             },
             Some(s) => de(toml::Value::Table(s), "job")?,
         };
@@ -677,7 +698,7 @@ impl JobConfig {
         ] {
             if t.contains_key(name)
                 && reader(&job.kind) != by
-                && matches!(job.kind.as_str(), "gd" | "gradient-descent" | "fl" | "matvec" | "pagerank")
+                && matches!(job.kind.as_str(), "gd" | "gradient-descent" | "fl" | "python" | "matvec" | "pagerank")
             {
                 return err(name, format!("is only read by {used}, not job.kind = \"{}\"", job.kind));
             }
@@ -704,6 +725,16 @@ impl JobConfig {
                     return err(
                         &format!("job.{key}"),
                         format!("is only used by job.kind = \"fl\" (federated learning), not \"{}\"", job.kind),
+                    );
+                }
+            }
+        }
+        if job.kind != "python" {
+            for (key, set) in [("module", job.module.is_some()), ("options", job.options.is_some())] {
+                if set {
+                    return err(
+                        &format!("job.{key}"),
+                        format!("is only used by job.kind = \"python\" (a model in Python), not \"{}\"", job.kind),
                     );
                 }
             }
@@ -742,7 +773,7 @@ impl JobConfig {
             _ if job.power.is_some() => {
                 err("job.power", format!("is only used by job.kind = \"matvec\", not \"{}\"", job.kind))
             }
-            "gd" | "gradient-descent" | "fl" => {
+            "gd" | "gradient-descent" | "fl" | "python" => {
                 let data = match section(t, "data")? {
                     None => {
                         return err(
@@ -765,11 +796,19 @@ impl JobConfig {
                     local_batch: job.local_batch.unwrap_or(1.0),
                     clients_per_round: job.clients_per_round,
                 });
-                Ok(JobConfig::Gd(Box::new(GdConfig { data, model, features, local })))
+                let python = match (job.kind.as_str(), job.module) {
+                    ("python", None) => {
+                        return err("job.module", "missing: job.kind = \"python\" needs the path of the model's module")
+                    }
+                    ("python", Some(module)) => Some(PythonConfig { module, options: job.options.unwrap_or_default() }),
+                    _ => None,
+                };
+                Ok(JobConfig::Gd(Box::new(GdConfig { data, model, features, local, python })))
             }
-            other => {
-                err("job.kind", format!("= \"{other}\" is not known; use \"gd\", \"fl\", \"matvec\" or \"pagerank\""))
-            }
+            other => err(
+                "job.kind",
+                format!("= \"{other}\" is not known; use \"gd\", \"fl\", \"python\", \"matvec\" or \"pagerank\""),
+            ),
         }
     }
 
@@ -784,6 +823,12 @@ impl JobConfig {
                     job.insert("local_batch".into(), toml::Value::Float(l.local_batch));
                     if let Some(c) = l.clients_per_round {
                         job.insert("clients_per_round".into(), toml::Value::Integer(c as i64));
+                    }
+                }
+                if let Some(py) = &g.python {
+                    job.insert("module".into(), toml::Value::String(py.module.clone()));
+                    if !py.options.is_empty() {
+                        job.insert("options".into(), toml::Value::Table(py.options.clone()));
                     }
                 }
                 t.insert("job".into(), toml::Value::Table(job));
@@ -819,6 +864,7 @@ impl JobConfig {
     pub fn name(&self) -> &'static str {
         match self {
             JobConfig::Gd(g) if g.local.is_some() => "fl",
+            JobConfig::Gd(g) if g.python.is_some() => "python",
             JobConfig::Gd(_) => "gd",
             JobConfig::Matvec(_) => "matvec",
             JobConfig::Pagerank(_) => "pagerank",
@@ -1025,6 +1071,9 @@ impl GdConfig {
             );
         }
         self.model.validate()?;
+        if self.python.is_some() {
+            self.model.validate_for_python()?;
+        }
         if let Some(f) = &self.features {
             if f.q == 0 || f.q > MAX_LAYER {
                 return err("features.q", format!("= {}: 1 to {MAX_LAYER} features", f.q));
@@ -1083,6 +1132,22 @@ impl GdConfig {
 const MAX_LAYER: usize = 1 << 20;
 
 impl ModelConfig {
+    /// A Python model's `[model]`: the built-in networks' keys do not apply (the module defines
+    /// its own model), and the loss names only how the labels are read.
+    fn validate_for_python(&self) -> Result<(), ConfigError> {
+        for (key, set) in
+            [("hidden", !self.hidden.is_empty()), ("outputs", self.outputs.is_some()), ("init", self.init.is_some())]
+        {
+            if set {
+                return err(
+                    &format!("model.{key}"),
+                    "is for the built-in models: with job.kind = \"python\" the module defines its own (its init gives θ₀; model.init_path may replace it)",
+                );
+            }
+        }
+        Ok(())
+    }
+
     /// The network's keys: classes, outputs, hidden layers, initialisation, batch, momentum and
     /// the step's decay and warm-up.
     fn validate(&self) -> Result<(), ConfigError> {

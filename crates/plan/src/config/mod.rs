@@ -25,8 +25,8 @@ pub use exec::{ComputeMode, EngineConfig, NetworkConfig, Rate, RateError, Timing
 pub use faults::{FaultConfig, FaultyConfig};
 pub use job::{
     DataConfig, DataKind, DataOrder, FeatureConfig, FeatureKind, GdConfig, GraphConfig, GraphKind, Init, JobConfig,
-    Labels, LocalConfig, Loss, MatrixConfig, MatrixDist, MatvecConfig, ModelConfig, PagerankConfig, Schedule,
-    VectorConfig, MAX_GRAPH_VERTICES, MAX_MATRIX_SIDE,
+    Labels, LocalConfig, Loss, MatrixConfig, MatrixDist, MatvecConfig, ModelConfig, PagerankConfig, PythonConfig,
+    Schedule, VectorConfig, MAX_GRAPH_VERTICES, MAX_MATRIX_SIDE,
 };
 pub use links::{DelayConfig, FailConfig, LinksConfig};
 pub use run::RunConfig;
@@ -141,6 +141,7 @@ const PATH_KEYS: &[(&str, &str)] = &[
     ("data", "labels_path"),
     ("data", "test_labels_path"),
     ("model", "init_path"),
+    ("job", "module"),
     ("matrix", "path"),
     ("vector", "path"),
     ("graph", "path"),
@@ -425,6 +426,12 @@ impl Config {
             (true, false) => return err("scheme.kind", format!("= \"{}\" is not a federated scheme: job.kind = \"fl\" runs fedavg, oracle, diversefl, median, krum, multi-krum, bulyan, resampling or fltrust", self.scheme.kind())),
             (false, true) if self.matvec().is_none() && self.pagerank().is_none() => return err("scheme.kind", format!("= \"{}\" is a federated scheme: set job.kind = \"fl\" (clients upload local updates, not gradients)", self.scheme.kind())),
             _ => {}
+        }
+        if matches!(&self.job, JobConfig::Gd(g) if g.python.is_some()) && self.scheme.kind() == "codedfedl" {
+            return err(
+                "scheme.kind",
+                "= \"codedfedl\" uploads parity rows that only a built-in linear model can train on; job.kind = \"python\" runs the other gradient schemes",
+            );
         }
         match (self.pagerank().is_some(), self.scheme.pagerank().is_some()) {
             (true, false) => return err("scheme.kind", format!("= \"{}\" is not a PageRank scheme: a PageRank job (job.kind = \"pagerank\") runs coded-pagerank or uncoded-pagerank", self.scheme.kind())),

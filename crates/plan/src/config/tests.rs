@@ -485,3 +485,28 @@ fn upload_mode_defaults_to_eager_and_replaces_cancel_late() {
     // what older run directories' config.toml say: today's default
     assert_eq!(parse_with(&["network.cancel_late=false"]).unwrap().engine.upload, Upload::Eager);
 }
+
+#[test]
+fn a_python_job_names_its_module_and_keeps_its_options() {
+    let text =
+        format!("{BASE}[job]\nkind = \"python\"\nmodule = \"m.py\"\n[job.options]\nhidden = [8]\nname = \"x\"\n");
+    let c = parse_in(&text, std::path::Path::new("/tmp"), &[]).unwrap();
+    let JobConfig::Gd(g) = &c.job else { panic!("a gradient-descent job") };
+    let py = g.python.as_ref().unwrap();
+    assert_eq!(py.module, "/tmp/m.py", "the module is relative to the config");
+    assert_eq!(py.options["hidden"], toml::Value::Array(vec![toml::Value::Integer(8)]));
+    assert_eq!(c.job.name(), "python");
+    assert_eq!(parse(&c.to_toml(), &[]).unwrap(), c, "round trip through the resolved TOML");
+    let python = |sets: &[&str]| {
+        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        parse(&text, &sets).unwrap_err()
+    };
+    assert_eq!(python(&["job.module="]).field, "job.module");
+    assert_eq!(python(&["model.hidden=[4]"]).field, "model.hidden");
+    assert_eq!(python(&["model.init=\"he\""]).field, "model.init");
+    let e = python(&["scheme.kind=codedfedl", "scheme.parity=4", "scheme.workers=6", "scheme.s="]);
+    assert_eq!(e.field, "scheme.kind", "{e}");
+    // the module's keys belong to the python job only
+    assert_eq!(field_of(&["job.module=\"m.py\""]), "job.module");
+    assert_eq!(field_of(&["job.options.k=1"]), "job.options");
+}

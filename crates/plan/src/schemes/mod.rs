@@ -96,7 +96,7 @@ pub(crate) fn plan(
         links: crate::Links::from_config(cfg),
         upload: cfg.engine.upload,
         run: cfg.run_spec(),
-        job: JobSpec { config: cfg.job.clone(), features: 0 },
+        job: JobSpec { config: cfg.job.clone(), features: 0, python: None },
         network: cfg.network.spec(),
         parity: None,
         hier: None,

@@ -201,12 +201,18 @@ impl Job for Federated {
         self.gd.model()
     }
 
-    fn compute(&mut self, rank: usize, t: u64, model: &Frame, select: Option<&[usize]>) -> Vec<Frame> {
+    fn compute(
+        &mut self,
+        rank: usize,
+        t: u64,
+        model: &Frame,
+        select: Option<&[usize]>,
+    ) -> Result<Vec<Frame>, JobError> {
         let full = self.samples(rank);
         let all = &self.gd.parts[&rank];
         let chosen: Vec<usize> = select.map_or_else(|| (0..all.len()).collect(), <[usize]>::to_vec);
         let theta = model.as_slice();
-        chosen
+        let frames = chosen
             .into_iter()
             .map(|k| {
                 let key = [self.gd.seed, rank as u64, k as u64];
@@ -215,7 +221,8 @@ impl Job for Federated {
                 out.push(loss);
                 Frame::from_vec(out)
             })
-            .collect()
+            .collect();
+        Ok(frames)
     }
 
     fn flip_labels(&mut self, on: bool) {

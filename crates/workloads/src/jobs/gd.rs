@@ -6,13 +6,16 @@
 //! total (the P gradient sums and the loss) is one optimizer step ([`Optimizer`]). The engine
 //! holds one rank's rows, the simulator's arithmetic every rank's. The logging rank reports
 //! ‖θ − θ*‖²/‖θ*‖² on synthetic linear data, and the accuracy and mean loss on `data.test_path`.
+//!
+//! `job.kind = "python"` is this job with the model in the user's module ([`PyNet`]): its
+//! gradients, θ₀ and held-out metrics come from the module, the rest is unchanged.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use outrun_codes::{domain, Rng};
 use outrun_plan::config::{DataKind, GdConfig, Generator, Labels};
-use outrun_plan::{Plan, Shape};
+use outrun_plan::{Plan, PythonModel, Shape};
 use outrun_proto::Frame;
 
 use super::{Applied, Job, JobError, Metrics};
@@ -22,6 +25,7 @@ use crate::data::{self, DataError, Rows};
 use crate::features::FeatureMap;
 use crate::metrics::{normalized_error, Optimizer};
 use crate::net::{Net, BLOCK};
+use crate::pymodel::{described, PyNet};
 
 /// One part of a node: its rows, their indices in the data set and their coefficients.
 pub(super) struct Part {
@@ -57,6 +61,13 @@ pub struct GradientDescent {
     pub(super) evaluate: bool,
     /// The parts' labels are flipped (a label-flip fault).
     flipped: bool,
+    /// A Python model's size, as the plan recorded it, and its module once imported.
+    py_model: Option<PythonModel>,
+    python: Option<PyNet>,
+    /// The module's held-out metrics of the last iteration applied.
+    py_eval: Option<outrun_python::Evaluation>,
+    /// The first rank this job loaded (who a Python error names).
+    rank: usize,
 }
 
 impl GradientDescent {
@@ -67,12 +78,17 @@ impl GradientDescent {
         let map = config.features.as_ref().map(|f| FeatureMap::new(f, p, plan.run.seed));
         let inputs = map.as_ref().map_or(p, FeatureMap::len);
         let net = Net::new(&config.model, inputs);
+        let py_model = plan.job.python;
         GradientDescent {
             config: config.clone(),
             seed: plan.run.seed,
             samples: plan.samples,
             p,
-            theta: net.init(config.model.init, plan.run.seed, inputs),
+            // a Python model's θ₀ is its module's, read by `load`
+            theta: match py_model {
+                Some(m) => vec![0.0; m.params],
+                None => net.init(config.model.init, plan.run.seed, inputs),
+            },
             net,
             map,
             inputs,
@@ -86,6 +102,10 @@ impl GradientDescent {
             star: None,
             test: None,
             evaluate: false,
+            py_model,
+            python: None,
+            py_eval: None,
+            rank: 0,
         }
     }
 
@@ -117,7 +137,49 @@ impl GradientDescent {
 
     /// The parameters' count P.
     pub(super) fn params(&self) -> usize {
-        self.net.len(self.inputs)
+        self.py_model.map_or_else(|| self.net.len(self.inputs), |m| m.params)
+    }
+
+    /// What the model is: the built-in network's description, or the module.
+    fn describe(&self) -> String {
+        match &self.config.python {
+            Some(py) => format!("python module {} (P = {})", py.module, self.params()),
+            None => self.net.describe(),
+        }
+    }
+
+    /// Initial parameters from `model.init_path` (one value per line, the model's layout).
+    fn read_init(&self, path: &str) -> Result<Vec<f64>, DataError> {
+        crate::net::read_values(path, self.params(), &self.describe())
+    }
+
+    /// Import a Python model's module and call its `init`: the model and θ₀ (`model.init_path`
+    /// replaces θ₀ when set). None for a built-in model.
+    fn open_python(&self, rank: Option<usize>) -> Result<Option<(PyNet, Vec<f64>)>, DataError> {
+        let Some(py) = &self.config.python else { return Ok(None) };
+        let (net, theta) = PyNet::open(py, self.seed, self.inputs, self.py_model, rank)?;
+        if self.config.data.test_path.is_some() && !net.has_evaluate() {
+            return Err(DataError(format!(
+                "data.test_path is set, but the python module {} defines no evaluate(theta, X, y) to report on it",
+                py.module
+            )));
+        }
+        Ok(Some((net, theta)))
+    }
+
+    /// A Python model's size as the plan records it (the planning process imports the module
+    /// and asks it for one gradient of the first rows, so that a module that cannot give one
+    /// fails here, before MPI, in one line); None for a built-in model.
+    pub(super) fn python_model(&self) -> Result<Option<PythonModel>, DataError> {
+        let Some((mut net, theta)) = self.open_python(None)? else { return Ok(None) };
+        if let Some(path) = self.config.model.init_path.as_deref() {
+            crate::net::read_values(path, theta.len(), &format!("{} defined by init", self.describe()))?;
+        }
+        let probe = self.rows(&(0..self.samples.min(2)).collect::<Vec<_>>())?;
+        let mut g = vec![0.0; theta.len()];
+        let ones = vec![1.0; probe.len()];
+        net.gradient(None, &probe, &ones, &theta, &mut g).map_err(|e| DataError(e.to_string()))?;
+        Ok(Some(described(&theta)))
     }
 
     /// Samples of iteration `t` (b, or d in full batch).
@@ -183,17 +245,23 @@ impl GradientDescent {
     /// Every row, in the allocation's order and through the feature map, and θ₀ (what a serial
     /// reference starts from).
     pub(super) fn whole(&self) -> Result<(Rows, Vec<f64>), DataError> {
+        let rows = self.all_rows()?;
+        let theta0 = match self.config.model.init_path.as_deref() {
+            Some(path) => self.read_init(path)?,
+            None => self.net.init(self.config.model.init, self.seed, self.inputs),
+        };
+        Ok((rows, theta0))
+    }
+
+    /// Every row, in the allocation's order and through the feature map.
+    fn all_rows(&self) -> Result<Rows, DataError> {
         let labels = self.config.model.labels();
         let mut rows = data::load_all(&self.config.data, self.seed, labels)?;
         let shape = Shape { samples: self.samples, features: self.p };
         if let Some(order) = data::row_order(&self.config.data, self.seed, labels, shape)? {
             rows = rows.select(order);
         }
-        let theta0 = match self.config.model.init_path.as_deref() {
-            Some(path) => self.net.read_init(path, self.inputs)?,
-            None => self.net.init(self.config.model.init, self.seed, self.inputs),
-        };
-        Ok((self.mapped(rows), theta0))
+        Ok(self.mapped(rows))
     }
 }
 
@@ -208,7 +276,7 @@ pub(super) fn shape(c: &GdConfig) -> Result<Shape, DataError> {
             shape.samples
         )));
     }
-    if let Some(path) = c.model.init_path.as_deref() {
+    if let Some(path) = c.model.init_path.as_deref().filter(|_| c.python.is_none()) {
         let inputs = c.features.as_ref().map_or(shape.features, |f| f.q);
         Net::new(&c.model, inputs).read_init(path, inputs)?;
     }
@@ -253,9 +321,11 @@ impl Job for GradientDescent {
 
     fn problem(&self) -> String {
         let d = &self.config.data;
-        let model = match &self.net {
-            crate::net::Net::Linear(loss) => format!("{} loss", loss.name()),
-            net => net.describe(),
+        let model = match (&self.net, &self.config.python) {
+            (_, Some(py)) if !py.options.is_empty() => format!("{}, options {}", self.describe(), py.options),
+            (_, Some(_)) => self.describe(),
+            (crate::net::Net::Linear(loss), None) => format!("{} loss", loss.name()),
+            (net, None) => net.describe(),
         };
         let features = self.config.features.as_ref().map_or(String::new(), |f| {
             format!(", RFF q = {} σ = {} seed {}", f.q, f.sigma, f.seed.unwrap_or(self.seed))
@@ -275,6 +345,10 @@ impl Job for GradientDescent {
         "theta.txt"
     }
 
+    fn simulates_values(&self) -> bool {
+        self.config.python.is_none()
+    }
+
     fn columns(&self) -> &'static [&'static str] {
         if self.config.data.test_path.is_some() {
             &["test_loss"]
@@ -292,18 +366,22 @@ impl Job for GradientDescent {
     }
 
     fn work(&self, _rank: usize, t: u64) -> f64 {
-        self.net.cost(self.inputs, self.p) * self.batch_size(t) as f64 / self.samples.max(1) as f64
+        let cost = self.params() as f64 / self.p.max(1) as f64;
+        cost * self.batch_size(t) as f64 / self.samples.max(1) as f64
     }
 
-    /// Each rank holds its rows densely (load × p values, one copy per part), a few model-sized
-    /// vectors, one per part and child, and a block of a network's activations.
+    /// Each rank holds its rows densely (load × p values, one copy per part; a Python model's
+    /// another, as the arrays it reads), a few model-sized vectors, one per part and child, and
+    /// a block of a network's activations (a Python model's own memory is not counted).
     fn memory(&mut self, plan: &Plan) -> Result<Vec<u64>, DataError> {
         let p = self.inputs as u64;
         let widths = match &self.net {
+            _ if self.config.python.is_some() => 0,
             Net::Softmax { sizes } => sizes.iter().sum::<usize>() as u64,
             Net::MultiOutput { outputs, .. } => *outputs as u64,
             Net::Linear(_) => 0,
         };
+        let copies = if self.config.python.is_some() { 2 } else { 1 };
         let acts = (BLOCK as u64) * widths * 3 * 8;
         let vec_bytes = (self.params() as u64 + 1).saturating_mul(8);
         // CodedFedL: a client holds its G_j (u × ℓ_j), its weighted rows and its encoding (u
@@ -321,7 +399,7 @@ impl Job for GradientDescent {
                 let rows = n.load() as u64;
                 let parts = (n.parts.len() as u64).max(1) + n.children.len() as u64;
                 rows.saturating_mul(p)
-                    .saturating_mul(8)
+                    .saturating_mul(8 * copies)
                     .saturating_add(vec_bytes.saturating_mul(VECTORS + parts))
                     .saturating_add(acts)
                     .saturating_add(parity(n))
@@ -351,8 +429,13 @@ impl Job for GradientDescent {
                 .collect::<Result<Vec<_>, DataError>>()?;
             self.parts.insert(rank, mine);
         }
+        self.rank = ranks.first().copied().unwrap_or(0);
+        if let Some((net, theta)) = self.open_python(Some(self.rank))? {
+            self.python = Some(net);
+            self.theta = theta;
+        }
         if let Some(path) = self.config.model.init_path.as_deref() {
-            self.theta = self.net.read_init(path, self.inputs)?;
+            self.theta = self.read_init(path)?;
         }
         Ok(())
     }
@@ -418,44 +501,50 @@ impl Job for GradientDescent {
         Arc::new(Frame::from_vec(self.theta.clone()))
     }
 
-    fn compute(&mut self, rank: usize, t: u64, model: &Frame, select: Option<&[usize]>) -> Vec<Frame> {
+    fn compute(
+        &mut self,
+        rank: usize,
+        t: u64,
+        model: &Frame,
+        select: Option<&[usize]>,
+    ) -> Result<Vec<Frame>, JobError> {
         let params = self.params();
         let batch_rows = self.batches.as_mut().map(|b| b.rows(t));
         let all = &self.parts[&rank];
-        let chosen: Vec<_> = match select {
-            Some(idx) => idx.iter().map(|&i| &all[i]).collect(),
-            None => all.iter().collect(),
+        let chosen: Vec<(usize, &Part)> = match select {
+            Some(idx) => idx.iter().map(|&i| (i, &all[i])).collect(),
+            None => all.iter().enumerate().collect(),
         };
-        chosen
-            .into_iter()
-            .map(|part| {
-                let mut out = vec![0.0; params + 1];
-                let batch;
-                let (rows, coef) = match &batch_rows {
-                    None => (&part.rows, &part.coef[..]),
-                    Some(rows_t) => {
-                        // the part's positions of the batch's rows, in the part's order
-                        let mut mine: Vec<usize> =
-                            rows_t.iter().filter_map(|i| part.at.get(i)).flatten().copied().collect();
-                        mine.sort_unstable();
-                        batch = (
-                            part.rows.select(mine.iter().copied()),
-                            mine.iter().map(|&k| part.coef[k]).collect::<Vec<_>>(),
-                        );
-                        (&batch.0, &batch.1[..])
-                    }
-                };
-                out[params] = self.net.gradient(
-                    rows,
-                    coef,
-                    model.as_slice(),
-                    &mut out[..params],
-                    self.pace,
-                    &mut std::thread::yield_now,
-                );
-                Frame::from_vec(out)
-            })
-            .collect()
+        let mut frames = Vec::with_capacity(chosen.len());
+        for (k, part) in chosen {
+            let mut out = vec![0.0; params + 1];
+            let batch;
+            let (rows, coef, whole) = match &batch_rows {
+                None => (&part.rows, &part.coef[..], true),
+                Some(rows_t) => {
+                    // the part's positions of the batch's rows, in the part's order
+                    let mut mine: Vec<usize> =
+                        rows_t.iter().filter_map(|i| part.at.get(i)).flatten().copied().collect();
+                    mine.sort_unstable();
+                    batch = (
+                        part.rows.select(mine.iter().copied()),
+                        mine.iter().map(|&k| part.coef[k]).collect::<Vec<_>>(),
+                    );
+                    (&batch.0, &batch.1[..], false)
+                }
+            };
+            let theta = model.as_slice();
+            out[params] = match self.python.as_mut() {
+                Some(py) => py
+                    .gradient(whole.then_some((rank, k)), rows, coef, theta, &mut out[..params])
+                    .map_err(|e| JobError(format!("{} (iteration {t})", e.on_rank(rank))))?,
+                None => {
+                    self.net.gradient(rows, coef, theta, &mut out[..params], self.pace, &mut std::thread::yield_now)
+                }
+            };
+            frames.push(Frame::from_vec(out));
+        }
+        Ok(frames)
     }
 
     /// Labels c ↦ top − c in place, top = C − 1 (binary: 1): its own inverse, exact on the
@@ -489,17 +578,28 @@ impl Job for GradientDescent {
                 model.lr
             )));
         }
+        self.py_eval = None;
+        if let (Some(py), Some(test), true) = (self.python.as_mut(), self.test.as_ref(), self.evaluate) {
+            let eval = py.evaluate(test, &self.theta);
+            let eval = eval.map_err(|e| JobError(format!("{} (iteration {t})", e.on_rank(self.rank))))?;
+            self.py_eval = Some(eval);
+        }
         Ok(Applied { loss, state: Some(self.theta.clone()), error: None, done: false })
     }
 
     fn metrics(&self, applied: &Applied) -> super::Metrics {
         let theta = applied.state.as_deref();
         let test = self.test.as_ref().filter(|_| self.evaluate);
-        let eval = theta.zip(test).map(|(th, test)| self.net.evaluate(test, th));
+        let (accuracy, loss) = match self.py_eval {
+            // a Python model's metrics are the module's, asked for by `apply`
+            Some(e) => (e.accuracy, e.loss),
+            None if self.python.is_some() => (None, None),
+            None => theta.zip(test).map(|(th, test)| self.net.evaluate(test, th)).unzip(),
+        };
         Metrics {
             error: theta.zip(self.star.as_deref()).map(|(th, star)| normalized_error(th, star)),
-            accuracy: eval.map(|e| e.0),
-            columns: if self.test.is_some() { vec![eval.map(|e| e.1)] } else { vec![] },
+            accuracy,
+            columns: if self.test.is_some() { vec![loss] } else { vec![] },
         }
     }
 
@@ -514,7 +614,7 @@ impl Job for GradientDescent {
             return Err(JobError(format!(
                 "the checkpoint's θ has {} values, the model ({}) {}",
                 theta.len(),
-                self.net.describe(),
+                self.describe(),
                 self.params()
             )));
         }
@@ -531,10 +631,37 @@ impl Job for GradientDescent {
         Ok(())
     }
 
-    /// Serial gradient descent on every row (`reference::serial_gd`).
+    /// Serial gradient descent on every row (`reference::serial_gd`; a Python model's: its
+    /// gradient of each iteration's batch, in one call).
     fn reference(&mut self, _plan: &Plan) -> Result<Vec<f64>, DataError> {
+        if self.config.python.is_some() {
+            return self.python_reference();
+        }
         let (rows, theta0) = self.whole()?;
         let traj = crate::reference::serial_train(&rows, &self.config.model, theta0, self.seed, self.iterations);
         Ok(traj.into_iter().last().expect("θ_0 at least"))
+    }
+}
+
+impl GradientDescent {
+    /// Serial gradient descent of a Python model: every iteration's batch (every row, or the
+    /// rows of [`Batches`]) in one `grad` call with unit weights, then the optimizer's step.
+    fn python_reference(&mut self) -> Result<Vec<f64>, DataError> {
+        let (mut net, mut theta) = self.open_python(None)?.expect("a Python model");
+        if let Some(path) = self.config.model.init_path.as_deref() {
+            theta = self.read_init(path)?;
+        }
+        let rows = self.all_rows()?;
+        let mut batches = self.config.model.batch.map(|b| Batches::new(self.samples, b.min(self.samples), self.seed));
+        let mut optimizer = Optimizer::default();
+        let mut g = vec![0.0; theta.len()];
+        for t in 0..self.iterations {
+            let batch = batches.as_mut().map(|b| rows.select(b.rows(t).iter().copied()));
+            let rows_t = batch.as_ref().unwrap_or(&rows);
+            let ones = vec![1.0; rows_t.len()];
+            net.gradient(None, rows_t, &ones, &theta, &mut g).map_err(|e| DataError(e.to_string()))?;
+            optimizer.step(&mut theta, &g, self.batch_size(t) as f64, &self.config.model, t);
+        }
+        Ok(theta)
     }
 }

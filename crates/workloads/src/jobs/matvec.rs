@@ -195,7 +195,13 @@ impl Job for Matvec {
         Arc::new(Frame::from_vec(self.x.clone()))
     }
 
-    fn compute(&mut self, rank: usize, _t: u64, model: &Frame, _select: Option<&[usize]>) -> Vec<Frame> {
+    fn compute(
+        &mut self,
+        rank: usize,
+        _t: u64,
+        model: &Frame,
+        _select: Option<&[usize]>,
+    ) -> Result<Vec<Frame>, JobError> {
         let x = model.as_slice();
         let rows = self.coded.get(&rank).map_or(&[][..], Vec::as_slice);
         let mut out = Vec::with_capacity(rows.len() / self.m.max(1));
@@ -205,7 +211,7 @@ impl Job for Matvec {
                 std::thread::yield_now();
             }
         }
-        vec![Frame::from_vec(out)]
+        Ok(vec![Frame::from_vec(out)])
     }
 
     fn apply(&mut self, t: u64, total: Frame) -> Result<Applied, JobError> {

@@ -111,8 +111,13 @@ pub trait Job {
     /// The model of the next iteration.
     fn model(&mut self) -> Arc<Frame>;
     /// Rank `rank`'s parts for iteration `t`, computed on `model`: all of them, or the `parts`
-    /// selected (in that order).
-    fn compute(&mut self, rank: usize, t: u64, model: &Frame, parts: Option<&[usize]>) -> Vec<Frame>;
+    /// selected (in that order); or why the run must stop (a Python model's `grad` raised).
+    fn compute(&mut self, rank: usize, t: u64, model: &Frame, parts: Option<&[usize]>) -> Result<Vec<Frame>, JobError>;
+    /// Whether the simulator may compute this job's values (a Python model's gradients are its
+    /// module's, which the simulator never runs: it times such a job without its values).
+    fn simulates_values(&self) -> bool {
+        true
+    }
     /// Apply the delivered total of iteration `t` (the job may keep the vector); what it gave,
     /// or why the run must stop (e.g. the model diverged).
     fn apply(&mut self, t: u64, total: Frame) -> Result<Applied, JobError>;
@@ -173,6 +178,15 @@ pub fn job(plan: &Plan) -> Box<dyn Job> {
         JobConfig::Gd(c) => Box::new(GradientDescent::new(plan, c)),
         JobConfig::Matvec(c) => Box::new(Matvec::new(plan, c)),
         JobConfig::Pagerank(c) => Box::new(Pagerank::new(plan, c)),
+    }
+}
+
+/// What the plan records of the model that only its own code can tell: a Python model's size,
+/// from its module's `init` (None for every other job).
+pub(crate) fn python_model(plan: &Plan) -> Result<Option<outrun_plan::PythonModel>, DataError> {
+    match &plan.job.config {
+        JobConfig::Gd(c) if c.python.is_some() => GradientDescent::new(plan, c).python_model(),
+        _ => Ok(None),
     }
 }
 

@@ -140,7 +140,13 @@ impl Job for Pagerank {
         Arc::new(Frame::from_vec(self.rank.clone()))
     }
 
-    fn compute(&mut self, _rank: usize, _t: u64, _model: &Frame, _parts: Option<&[usize]>) -> Vec<Frame> {
+    fn compute(
+        &mut self,
+        _rank: usize,
+        _t: u64,
+        _model: &Frame,
+        _parts: Option<&[usize]>,
+    ) -> Result<Vec<Frame>, JobError> {
         unreachable!("PageRank runs on the shuffle pattern, through GraphJob")
     }
 

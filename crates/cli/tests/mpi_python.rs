@@ -1,0 +1,277 @@
+//! A model in Python through `mpirun` (`[job] kind = "python"`): the NumPy least-squares module
+//! of examples/python, trained by UMW, gradient coding and CodedReduce under injected
+//! stragglers, follows the built-in model's θ within 1e-12; the PyTorch MLP of examples/python
+//! follows the built-in MLP within 1e-9 (skipped, with a line saying so, where PyTorch does not
+//! import); a bad module ends the run with one line on one rank and a non-zero exit.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::*;
+
+const LEAST_SQUARES: &str = include_str!("../../../examples/python/least_squares.py");
+const MLP_TORCH: &str = include_str!("../../../examples/python/mlp_torch.py");
+
+/// The least-squares run; `{module}` is the module's path.
+const LSQ_CFG: &str = r#"
+[run]
+name = "python"
+seed = 5
+iterations = 15
+deadline = 20.0
+trajectory = true
+
+[job]
+kind = "python"
+module = "{module}"
+
+[data]
+kind = "linear-synthetic"
+samples = 720
+features = 12
+noise = 0.1
+
+[model]
+loss = "least-squares"
+lr = 0.2
+
+[scheme]
+kind = "gc-cyclic"
+workers = 8
+s = 2
+
+[stragglers]
+model = "fixed"
+workers = [2, 5]
+factor = 4.0
+
+[timing]
+compute = "modelled"
+a = 2e-6
+"#;
+
+const SCHEMES: &[(&str, &[&str])] = &[
+    ("umw", &["scheme.kind=umw", "scheme.s="]),
+    ("gc-cyclic", &[]),
+    ("gc-cyclic-mini-batch", &["model.batch=96", "model.momentum=0.9", "model.nesterov=true"]),
+    (
+        "cr",
+        &[
+            "scheme.kind=cr",
+            "scheme.workers=",
+            "scheme.n=3",
+            "scheme.layers=2",
+            "scheme.s=1",
+            "stragglers.workers=[4, 8]",
+        ],
+    ),
+];
+
+/// The built-in model of the same config.
+const BUILT_IN: &[&str] = &["job.kind=gd", "job.module=", "job.options="];
+
+/// `text` with its module at `module`.
+fn config(text: &str, module: &Path) -> String {
+    text.replace("{module}", &module.display().to_string())
+}
+
+/// `source` written as `name` into `dir`.
+fn module(dir: &Path, name: &str, source: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, source).unwrap();
+    path
+}
+
+fn max_abs_diff(a: &[Vec<f64>], b: &[Vec<f64>]) -> f64 {
+    assert_eq!(a.len(), b.len(), "trajectories of different lengths");
+    a.iter().zip(b).flat_map(|(x, y)| x.iter().zip(y).map(|(u, v)| (u - v).abs())).fold(0.0, f64::max)
+}
+
+/// Train `text` with `sets` as the Python model and as the built-in one (with `model`, its keys
+/// for the same network): their θ trajectories' largest difference (both runs exact in every
+/// iteration).
+fn against_built_in(tag: &str, text: &str, sets: &[&str], model: &[&str]) -> f64 {
+    let (py, py_dir, _, _) = train(&format!("{tag}-python"), text, sets);
+    assert_eq!(py.code, Some(0), "{tag}: the Python run failed:\n{}", py.stderr);
+    let both: Vec<&str> = sets.iter().chain(BUILT_IN).chain(model).copied().collect();
+    let (rs, rs_dir, _, _) = train(&format!("{tag}-built-in"), text, &both);
+    assert_eq!(rs.code, Some(0), "{tag}: the built-in run failed:\n{}", rs.stderr);
+    for dir in [&py_dir, &rs_dir] {
+        assert!(iterations(dir).iter().all(|r| r["exact"] == "true"), "{tag}: an iteration was not exact");
+    }
+    let diff = max_abs_diff(&trajectory(&py_dir), &trajectory(&rs_dir));
+    eprintln!("{tag}: largest θ difference, Python module vs built-in model: {diff:.2e}");
+    diff
+}
+
+#[test]
+fn numpy_least_squares_follows_the_built_in_model_in_umw_gc_and_cr_under_stragglers() {
+    let dir = tempdir("python-lsq");
+    let text = config(LSQ_CFG, &module(&dir, "least_squares.py", LEAST_SQUARES));
+    for (name, sets) in SCHEMES {
+        let diff = against_built_in(name, &text, sets, &[]);
+        assert!(diff <= 1e-12, "{name}: the NumPy module's θ differs from the built-in model's by {diff:e}");
+    }
+}
+
+/// Where PyTorch imports (into the environment the ranks use), or why the test is skipped.
+fn torch() -> Result<(), String> {
+    let python = Path::new(&python_env()).join("bin/python");
+    let out = std::process::Command::new(&python).args(["-c", "import torch"]).output();
+    match out {
+        Ok(o) if o.status.success() => Ok(()),
+        Ok(o) => Err(String::from_utf8_lossy(&o.stderr).lines().last().unwrap_or("").to_string()),
+        Err(e) => Err(format!("{}: {e}", python.display())),
+    }
+}
+
+#[test]
+fn a_pytorch_mlp_follows_the_built_in_mlp() {
+    if let Err(why) = torch() {
+        eprintln!(
+            "SKIPPED a_pytorch_mlp_follows_the_built_in_mlp: PyTorch does not import in {} ({why}); install it with `{}/bin/pip install torch`",
+            python_env(),
+            python_env()
+        );
+        return;
+    }
+    let dir = tempdir("python-mlp");
+    let path = module(&dir, "mlp_torch.py", MLP_TORCH);
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data");
+    // the same θ₀ for both: seeded values in the layout they share (W then b, layer by layer)
+    let params = 64 * 32 + 32 + 32 * 10 + 10;
+    let mut rng = outrun_codes::Rng::from_key(&[11]);
+    let theta0: String = (0..params).map(|_| format!("{:e}\n", 0.1 * rng.normal())).collect();
+    let init = dir.join("theta0.txt");
+    std::fs::write(&init, theta0).unwrap();
+    let text = format!(
+        r#"
+[run]
+name = "python-mlp"
+seed = 3
+iterations = 12
+deadline = 30.0
+trajectory = true
+
+[job]
+kind = "python"
+module = "{module}"
+
+[job.options]
+hidden = [32]
+classes = 10
+
+[data]
+kind = "libsvm"
+path = "{data}/digits-train.libsvm"
+test_path = "{data}/digits-test.libsvm"
+features = 64
+
+[model]
+loss = "softmax"
+classes = 10
+lr = 0.05
+batch = 64
+momentum = 0.9
+nesterov = true
+decay_at = [8]
+init_path = "{init}"
+
+[scheme]
+kind = "gc-cyclic"
+workers = 8
+s = 2
+
+[stragglers]
+model = "fixed"
+workers = [3, 6]
+factor = 4.0
+"#,
+        module = path.display(),
+        data = data.display(),
+        init = init.display()
+    );
+    let diff = against_built_in("mlp", &text, &[], &["model.hidden=[32]"]);
+    assert!(diff <= 1e-9, "the PyTorch MLP's θ differs from the built-in MLP's by {diff:e}");
+}
+
+/// The `error:` lines of a run's stderr.
+fn errors(stderr: &str) -> Vec<&str> {
+    stderr.lines().filter(|l| l.starts_with("error:")).collect()
+}
+
+/// A module (`source`) run with the least-squares config: its exit code and error lines.
+fn run_bad(tag: &str, source: &str) -> (Option<i32>, Vec<String>, String) {
+    let dir = tempdir(tag);
+    let text = config(LSQ_CFG, &module(&dir, &format!("{}.py", tag.replace('-', "_")), source));
+    let (run, _, _, _) = train(tag, &text, &[]);
+    let lines = errors(&run.stderr).iter().map(|l| l.to_string()).collect();
+    (run.code, lines, run.stderr)
+}
+
+#[test]
+fn a_bad_module_is_one_line_on_one_rank_and_a_non_zero_exit() {
+    // found while planning (rank 0, before MPI work): every rank exits 2, rank 0 says why
+    let planning: &[(&str, &str, &str)] = &[
+        ("syntax", "def init(options, seed, features)\n    return [0.0]\n", "import() raised SyntaxError: expected ':' (at syntax.py:1)"),
+        ("no-grad", "def init(options, seed, features):\n    return [0.0] * features\n", "grad() is not defined"),
+        (
+            "short",
+            "import numpy as np\ndef init(o, s, p):\n    return np.zeros(p)\ndef grad(t, X, y, w):\n    return np.zeros(len(t) - 1), 0.0\n",
+            "grad() returned 11 gradient values, but init's θ₀ has 12",
+        ),
+        (
+            "nan",
+            "import numpy as np\ndef init(o, s, p):\n    return np.zeros(p)\ndef grad(t, X, y, w):\n    g = np.zeros(len(t)); g[3] = np.nan\n    return g, 0.0\n",
+            "grad() returned the gradient with NaN at index 3",
+        ),
+        (
+            "raises",
+            "def init(o, s, p):\n    raise KeyError('hidden')\ndef grad(t, X, y, w):\n    return t, 0.0\n",
+            "init() raised KeyError: 'hidden' (at raises.py:2)",
+        ),
+    ];
+    for (tag, source, want) in planning {
+        let (code, lines, stderr) = run_bad(tag, source);
+        assert_eq!(code, Some(2), "{tag}: {stderr}");
+        assert_eq!(lines.len(), 1, "{tag}: one error line, got:\n{stderr}");
+        assert!(lines[0].contains("python module") && lines[0].contains(want), "{tag}: {}", lines[0]);
+    }
+    // raised by one rank in the third call of its grad: that rank says so, the job is aborted
+    let source = format!(
+        "import os\n{LEAST_SQUARES}\ncalls = 0\n_grad = grad\ndef grad(theta, X, y, w):\n    global calls\n    calls += 1\n    if os.environ.get('OMPI_COMM_WORLD_RANK') == '3' and calls == 3:\n        raise ValueError('a bad batch')\n    return _grad(theta, X, y, w)\n"
+    );
+    let (code, lines, stderr) = run_bad("late", &source);
+    assert!(code.is_some_and(|c| c != 0), "the run must fail: {stderr}");
+    assert_eq!(lines.len(), 1, "one error line, got:\n{stderr}");
+    let want = "python module";
+    assert!(
+        lines[0].contains(want) && lines[0].contains("grad() on rank 3 raised ValueError: a bad batch (at late.py:")
+    );
+    assert!(lines[0].contains("(iteration 2)"), "{}", lines[0]);
+}
+
+#[test]
+fn the_simulator_times_a_python_job_without_running_it() {
+    let dir = tempdir("python-sim");
+    let text = config(LSQ_CFG, &module(&dir, "least_squares.py", "raise ImportError('never imported')\n"));
+    let cfg = write_config(&dir, &text);
+    let out = dir.join("runs");
+    let cfg = cfg.display().to_string();
+    let sets = format!("run.out_dir={}", out.display());
+    let sim = outrun(&["simulate", &cfg, "--trials", "2", "--set", &sets]);
+    // the planning process imports the module (for its size): this one cannot be planned
+    assert_eq!(sim.code, Some(2), "{}", sim.stderr);
+    assert!(sim.stderr.contains("never imported"), "{}", sim.stderr);
+    std::fs::write(dir.join("least_squares.py"), LEAST_SQUARES).unwrap();
+    let sim = outrun(&["simulate", &cfg, "--trials", "2", "--set", &sets]);
+    assert_eq!(sim.code, Some(0), "{}", sim.stderr);
+    let run = run_dir(&out);
+    let theta = std::fs::read_to_string(run.join("theta.txt")).unwrap();
+    assert!(theta.lines().all(|l| l == "NaN"), "the simulator computed θ of a Python model: {theta}");
+    let note = std::fs::read_to_string(run.join("simulate.json")).unwrap();
+    assert!(note.contains("the Python module's, which the simulator never runs"), "{note}");
+    let on = outrun(&["simulate", &cfg, "--math", "on", "--set", &sets]);
+    assert_eq!(on.code, Some(2), "{}", on.stderr);
+}

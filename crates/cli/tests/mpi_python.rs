@@ -1,8 +1,10 @@
 //! A model in Python through `mpirun` (`[job] kind = "python"`): the NumPy least-squares module
 //! of examples/python, trained by UMW, gradient coding and CodedReduce under injected
-//! stragglers, follows the built-in model's θ within 1e-12; the PyTorch MLP of examples/python
-//! follows the built-in MLP within 1e-9 (skipped, with a line saying so, where PyTorch does not
-//! import); a bad module ends the run with one line on one rank and a non-zero exit.
+//! stragglers, follows the built-in model's θ within 1e-12; the NumPy and PyTorch MLPs of
+//! examples/python follow the built-in MLP within 1e-9 (PyTorch's skipped, with a line saying
+//! so, where it does not import); a bad module ends the run with one line on one rank and a
+//! non-zero exit; the simulator times a Python job without running it; a run resumes from its
+//! checkpoint.
 
 mod common;
 
@@ -12,6 +14,7 @@ use common::*;
 
 const LEAST_SQUARES: &str = include_str!("../../../examples/python/least_squares.py");
 const MLP_TORCH: &str = include_str!("../../../examples/python/mlp_torch.py");
+const MLP_NUMPY: &str = include_str!("../../../examples/python/mlp_numpy.py");
 
 /// The least-squares run; `{module}` is the module's path.
 const LSQ_CFG: &str = r#"
@@ -127,6 +130,14 @@ fn torch() -> Result<(), String> {
 }
 
 #[test]
+fn a_numpy_mlp_follows_the_built_in_mlp() {
+    let dir = tempdir("python-mlp-numpy");
+    let text = mlp_config(&dir, &module(&dir, "mlp_numpy.py", MLP_NUMPY));
+    let diff = against_built_in("mlp-numpy", &text, &[], &["model.hidden=[32]"]);
+    assert!(diff <= 1e-9, "the NumPy MLP's θ differs from the built-in MLP's by {diff:e}");
+}
+
+#[test]
 fn a_pytorch_mlp_follows_the_built_in_mlp() {
     if let Err(why) = torch() {
         eprintln!(
@@ -136,8 +147,15 @@ fn a_pytorch_mlp_follows_the_built_in_mlp() {
         );
         return;
     }
-    let dir = tempdir("python-mlp");
-    let path = module(&dir, "mlp_torch.py", MLP_TORCH);
+    let dir = tempdir("python-mlp-torch");
+    let text = mlp_config(&dir, &module(&dir, "mlp_torch.py", MLP_TORCH));
+    let diff = against_built_in("mlp-torch", &text, &[], &["model.hidden=[32]"]);
+    assert!(diff <= 1e-9, "the PyTorch MLP's θ differs from the built-in MLP's by {diff:e}");
+}
+
+/// A 64-32-10 network on the digits with the module at `path`, mini-batch SGD with Nesterov
+/// momentum and a step decay, GC under stragglers, from a θ₀ written into `dir`.
+fn mlp_config(dir: &Path, path: &Path) -> String {
     let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data");
     // the same θ₀ for both: seeded values in the layout they share (W then b, layer by layer)
     let params = 64 * 32 + 32 + 32 * 10 + 10;
@@ -145,7 +163,7 @@ fn a_pytorch_mlp_follows_the_built_in_mlp() {
     let theta0: String = (0..params).map(|_| format!("{:e}\n", 0.1 * rng.normal())).collect();
     let init = dir.join("theta0.txt");
     std::fs::write(&init, theta0).unwrap();
-    let text = format!(
+    format!(
         r#"
 [run]
 name = "python-mlp"
@@ -191,9 +209,7 @@ factor = 4.0
         module = path.display(),
         data = data.display(),
         init = init.display()
-    );
-    let diff = against_built_in("mlp", &text, &[], &["model.hidden=[32]"]);
-    assert!(diff <= 1e-9, "the PyTorch MLP's θ differs from the built-in MLP's by {diff:e}");
+    )
 }
 
 /// The `error:` lines of a run's stderr.
@@ -274,4 +290,32 @@ fn the_simulator_times_a_python_job_without_running_it() {
     assert!(note.contains("the Python module's, which the simulator never runs"), "{note}");
     let on = outrun(&["simulate", &cfg, "--math", "on", "--set", &sets]);
     assert_eq!(on.code, Some(2), "{}", on.stderr);
+}
+
+/// A Python model's run resumed from its checkpoint (θ and the momentum's velocity) ends where
+/// the uninterrupted run does, bit for bit: the module's θ₀ does not replace the checkpoint's.
+#[test]
+fn a_python_run_resumes_from_its_checkpoint() {
+    let dir = tempdir("python-resume");
+    let text = config(LSQ_CFG, &module(&dir, "least_squares.py", LEAST_SQUARES));
+    let sets = ["model.momentum=0.9", "run.checkpoint_every=4", "run.trajectory=false"];
+    let with = |iterations: &'static str| -> Vec<&'static str> { sets.iter().copied().chain([iterations]).collect() };
+    let (whole, whole_dir, _, _) = train("python-whole", &text, &with("run.iterations=16"));
+    assert_eq!(whole.code, Some(0), "{}", whole.stderr);
+    let (first, first_dir, cfg, _) = train("python-first", &text, &with("run.iterations=8"));
+    assert_eq!(first.code, Some(0), "{}", first.stderr);
+    let out = dir.join("resumed");
+    let mut args: Vec<String> = vec!["train".into(), cfg.display().to_string()];
+    for s in with("run.iterations=16").into_iter().chain([&*format!("run.out_dir={}", out.display())]) {
+        args.extend(["--set".into(), s.to_string()]);
+    }
+    args.extend(["--resume".into(), first_dir.display().to_string()]);
+    let resumed = {
+        let _lock = mpi_lock();
+        mpirun_outrun(9, &args, std::time::Duration::from_secs(120))
+    };
+    assert_eq!(resumed.code, Some(0), "{}", resumed.stderr);
+    let read = |d: &Path| std::fs::read_to_string(d.join("theta.txt")).unwrap();
+    assert_eq!(read(&run_dir(&out)), read(&whole_dir), "the resumed θ differs from the whole run's");
+    assert_eq!(iterations(&run_dir(&out)).len(), 8, "the resumed run runs the iterations left");
 }

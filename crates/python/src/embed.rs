@@ -55,7 +55,7 @@ def last_line(e, tb):
     line = traceback.format_exception_only(type(e), e)[-1].strip()
     if isinstance(e, SyntaxError) and e.filename:
         return line + " (at %s:%s)" % (os.path.basename(e.filename), e.lineno)
-    frames = [f for f in traceback.extract_tb(tb) if not f.filename.startswith("<")]
+    frames = [f for f in traceback.extract_tb(tb) if not f.filename.startswith("<") and f.filename != __file__]
     if frames:
         f = frames[-1]
         line += " (at %s:%d)" % (os.path.basename(f.filename), f.lineno)

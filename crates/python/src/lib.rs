@@ -93,6 +93,9 @@ impl Module {
     /// neighbours) and call its `init(options, seed, features)`: the module and θ₀ (finite,
     /// not empty). Importing the same file again in this process reuses the loaded module.
     pub fn open(path: &Path, options: &toml::Table, seed: u64, features: usize) -> Result<(Module, Vec<f64>), PyError> {
+        if let Err(e) = std::fs::metadata(path) {
+            return Err(PyError::new(path, "import", format!("cannot read the file: {e}")));
+        }
         let (inner, evaluate) = imp::Module::import(path)?;
         let module = Module { inner, path: path.to_path_buf(), evaluate };
         let theta = module.inner.init(&module.path, options, seed, features)?;

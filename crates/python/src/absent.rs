@@ -13,7 +13,7 @@ impl Module {
         Err(PyError::new(
             path,
             "import",
-            "cannot run: this outrun was built without Python (outrun-python's `embed` feature, on by default)",
+            "cannot run: this outrun was built without Python (the binary's `python` feature, on by default)",
         ))
     }
 

@@ -319,3 +319,22 @@ fn a_python_run_resumes_from_its_checkpoint() {
     assert_eq!(read(&run_dir(&out)), read(&whole_dir), "the resumed θ differs from the whole run's");
     assert_eq!(iterations(&run_dir(&out)).len(), 8, "the resumed run runs the iterations left");
 }
+
+/// `Job::reference` of a Python model (serial gradient descent, one `grad` call per batch, in
+/// this process) ends where the distributed run does.
+#[test]
+fn the_serial_reference_of_a_python_model_matches_the_run() {
+    let dir = tempdir("python-reference");
+    let text = config(LSQ_CFG, &module(&dir, "least_squares.py", LEAST_SQUARES));
+    let sets = ["model.batch=96", "model.momentum=0.9"];
+    let (run, run_dir, _, all) = train("python-reference", &text, &sets);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    // the interpreter of this process imports numpy from the same environment as the ranks
+    std::env::set_var("VIRTUAL_ENV", python_env());
+    let cfg = outrun_plan::config::parse(&text, &all).unwrap();
+    let plan = outrun_workloads::resolve(&cfg).unwrap();
+    let serial = outrun_workloads::job(&plan).reference(&plan).unwrap();
+    let last = trajectory(&run_dir).pop().unwrap();
+    let diff = max_abs_diff(&[serial], &[last]);
+    assert!(diff <= 1e-12, "the serial reference differs from the run by {diff:e}");
+}

@@ -9,7 +9,7 @@ use pyo3::sync::GILOnceCell;
 use pyo3::types::{PyDict, PyList};
 use pyo3::IntoPyObjectExt;
 
-use crate::{check_len, Evaluation, PyError};
+use crate::{Evaluation, PyError};
 
 /// Python the crate runs itself: importing a file as a module, reading a returned vector, and
 /// an exception's last line with where it was raised.
@@ -174,7 +174,11 @@ impl Module {
             };
             let grad = vector(py, &grad).map_err(|e| raised(py, path, "grad", e))?;
             let values = grad.as_slice().map_err(|e| PyError::new(path, "grad", e.to_string()))?;
-            check_len(path, "grad", values.len(), g.len())?;
+            if values.len() != g.len() {
+                let (got, want) = (values.len(), g.len());
+                let what = format!("returned {got} gradient values, but init's θ₀ has {want} (one per parameter)");
+                return Err(PyError::new(path, "grad", what));
+            }
             g.copy_from_slice(values);
             loss.extract::<f64>().map_err(|_| PyError::new(path, "grad", "returned a loss that is not a number"))
         })

@@ -140,15 +140,3 @@ fn check_finite(module: &Path, function: &'static str, what: &str, v: &[f64]) ->
         Some(k) => Err(PyError::new(module, function, format!("returned {what} with {} at index {k}", v[k]))),
     }
 }
-
-/// The length check every returned vector gets.
-fn check_len(module: &Path, function: &'static str, got: usize, want: usize) -> Result<(), PyError> {
-    if got == want {
-        return Ok(());
-    }
-    Err(PyError::new(
-        module,
-        function,
-        format!("returned {got} gradient values, but init's θ₀ has {want} (one per parameter)"),
-    ))
-}

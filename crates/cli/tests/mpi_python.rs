@@ -91,10 +91,10 @@ fn max_abs_diff(a: &[Vec<f64>], b: &[Vec<f64>]) -> f64 {
     a.iter().zip(b).flat_map(|(x, y)| x.iter().zip(y).map(|(u, v)| (u - v).abs())).fold(0.0, f64::max)
 }
 
-/// Train `text` with `sets` as the Python model and as the built-in one (with `model`, its keys
-/// for the same network): their θ trajectories' largest difference (both runs exact in every
-/// iteration).
-fn against_built_in(tag: &str, text: &str, sets: &[&str], model: &[&str]) -> f64 {
+/// Train `text` (whose module is `module`) with `sets` as the Python model and as the built-in
+/// one (with `model`, its keys for the same network): their θ trajectories' largest difference
+/// (both runs exact in every iteration; the Python run's directory keeps the module).
+fn against_built_in(tag: &str, text: &str, module: &Path, sets: &[&str], model: &[&str]) -> f64 {
     let (py, py_dir, _, _) = train(&format!("{tag}-python"), text, sets);
     assert_eq!(py.code, Some(0), "{tag}: the Python run failed:\n{}", py.stderr);
     let both: Vec<&str> = sets.iter().chain(BUILT_IN).chain(model).copied().collect();
@@ -103,6 +103,8 @@ fn against_built_in(tag: &str, text: &str, sets: &[&str], model: &[&str]) -> f64
     for dir in [&py_dir, &rs_dir] {
         assert!(iterations(dir).iter().all(|r| r["exact"] == "true"), "{tag}: an iteration was not exact");
     }
+    let kept = std::fs::read(py_dir.join(module.file_name().unwrap())).expect("the run directory keeps the module");
+    assert_eq!(kept, std::fs::read(module).unwrap(), "{tag}: the kept module differs from the one run");
     let diff = max_abs_diff(&trajectory(&py_dir), &trajectory(&rs_dir));
     eprintln!("{tag}: largest θ difference, Python module vs built-in model: {diff:.2e}");
     diff
@@ -111,9 +113,10 @@ fn against_built_in(tag: &str, text: &str, sets: &[&str], model: &[&str]) -> f64
 #[test]
 fn numpy_least_squares_follows_the_built_in_model_in_umw_gc_and_cr_under_stragglers() {
     let dir = tempdir("python-lsq");
-    let text = config(LSQ_CFG, &module(&dir, "least_squares.py", LEAST_SQUARES));
+    let path = module(&dir, "least_squares.py", LEAST_SQUARES);
+    let text = config(LSQ_CFG, &path);
     for (name, sets) in SCHEMES {
-        let diff = against_built_in(name, &text, sets, &[]);
+        let diff = against_built_in(name, &text, &path, sets, &[]);
         assert!(diff <= 1e-12, "{name}: the NumPy module's θ differs from the built-in model's by {diff:e}");
     }
 }
@@ -132,8 +135,8 @@ fn torch() -> Result<(), String> {
 #[test]
 fn a_numpy_mlp_follows_the_built_in_mlp() {
     let dir = tempdir("python-mlp-numpy");
-    let text = mlp_config(&dir, &module(&dir, "mlp_numpy.py", MLP_NUMPY));
-    let diff = against_built_in("mlp-numpy", &text, &[], &["model.hidden=[32]"]);
+    let path = module(&dir, "mlp_numpy.py", MLP_NUMPY);
+    let diff = against_built_in("mlp-numpy", &mlp_config(&dir, &path), &path, &[], &["model.hidden=[32]"]);
     assert!(diff <= 1e-9, "the NumPy MLP's θ differs from the built-in MLP's by {diff:e}");
 }
 
@@ -148,8 +151,8 @@ fn a_pytorch_mlp_follows_the_built_in_mlp() {
         return;
     }
     let dir = tempdir("python-mlp-torch");
-    let text = mlp_config(&dir, &module(&dir, "mlp_torch.py", MLP_TORCH));
-    let diff = against_built_in("mlp-torch", &text, &[], &["model.hidden=[32]"]);
+    let path = module(&dir, "mlp_torch.py", MLP_TORCH);
+    let diff = against_built_in("mlp-torch", &mlp_config(&dir, &path), &path, &[], &["model.hidden=[32]"]);
     assert!(diff <= 1e-9, "the PyTorch MLP's θ differs from the built-in MLP's by {diff:e}");
 }
 

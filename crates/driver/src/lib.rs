@@ -448,11 +448,16 @@ pub fn run_info(plan: &Plan, job: &dyn Job, dir: &Path, compute: &str) -> RunInf
     }
 }
 
-/// Write the run directory's `config.toml` (the resolved config's TOML, as given) and
-/// `plan.json`.
-pub fn write_header(dir: &Path, plan: &Plan, config_toml: &str) -> std::io::Result<()> {
+/// Write the run directory's `config.toml` (the resolved config's TOML, as given),
+/// `plan.json`, and a copy of each of the job's sources (a Python model's module).
+pub fn write_header(dir: &Path, plan: &Plan, config_toml: &str, job: &dyn Job) -> std::io::Result<()> {
     std::fs::write(dir.join("config.toml"), config_toml)?;
-    std::fs::write(dir.join("plan.json"), serde_json::to_string(plan).expect("plan serializes"))
+    std::fs::write(dir.join("plan.json"), serde_json::to_string(plan).expect("plan serializes"))?;
+    for source in job.sources() {
+        let name = source.file_name().map_or_else(|| "source".into(), |n| n.to_os_string());
+        std::fs::copy(&source, dir.join(name))?;
+    }
+    Ok(())
 }
 
 /// The run directory of a run of `plan`: `<run.out_dir>/<run.name><suffix>-<UTC time>`.

@@ -263,7 +263,7 @@ fn run(
     let mut log = Lines::create(&dir.join(format!("rank-{rank}.jsonl"))).map_err(io)?.quiet();
     let logs = rank == plan.log_rank();
     if logs {
-        write_header(dir, plan, &shared.config_toml).map_err(io)?;
+        write_header(dir, plan, &shared.config_toml, job.as_ref()).map_err(io)?;
         tracing::info!(
             "{}: {} ranks, {} workers, d = {}, p = {}; run directory {}",
             plan.scheme,

@@ -128,7 +128,7 @@ pub(crate) fn run(
     let mut log = Lines::create(&dir.join(format!("rank-{rank}.jsonl"))).map_err(io)?.quiet();
     let logs = rank == plan.log_rank();
     if logs {
-        write_header(dir, plan, &shared.config_toml).map_err(io)?;
+        write_header(dir, plan, &shared.config_toml, job.as_ref()).map_err(io)?;
         tracing::info!(
             "{}: {} servers, n = {n} vertices, {values} values per iteration; run directory {}",
             plan.scheme,

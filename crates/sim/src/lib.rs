@@ -266,8 +266,8 @@ fn write_trial(
 ) -> Result<(exec::Run, PathBuf), SimError> {
     let dir = create_run_dir(plan, "-sim").map_err(SimError::Io)?;
     let io = |e: std::io::Error| SimError::Io(format!("{}: {e}", dir.display()));
-    write_header(&dir, plan, config_toml).map_err(io)?;
     let mut jobs = jobs(plan, math)?;
+    write_header(&dir, plan, config_toml, &*jobs[plan.log_rank()]).map_err(io)?;
     let log = &mut jobs[plan.log_rank()];
     // the metrics need the state: only when trial 0 computes it
     if math {

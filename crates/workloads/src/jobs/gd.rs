@@ -349,6 +349,10 @@ impl Job for GradientDescent {
         self.config.python.is_none()
     }
 
+    fn sources(&self) -> Vec<std::path::PathBuf> {
+        self.config.python.iter().map(|py| py.module.clone().into()).collect()
+    }
+
     fn columns(&self) -> &'static [&'static str] {
         if self.config.data.test_path.is_some() {
             &["test_loss"]

@@ -113,6 +113,11 @@ pub trait Job {
     /// Rank `rank`'s parts for iteration `t`, computed on `model`: all of them, or the `parts`
     /// selected (in that order); or why the run must stop (a Python model's `grad` raised).
     fn compute(&mut self, rank: usize, t: u64, model: &Frame, parts: Option<&[usize]>) -> Result<Vec<Frame>, JobError>;
+    /// Files the run directory keeps a copy of, beside `config.toml` (a Python model's module:
+    /// the code that computed the run, as it was).
+    fn sources(&self) -> Vec<std::path::PathBuf> {
+        vec![]
+    }
     /// Whether the simulator may compute this job's values (a Python model's gradients are its
     /// module's, which the simulator never runs: it times such a job without its values).
     fn simulates_values(&self) -> bool {

@@ -6,7 +6,8 @@
 //! injection, the optimizer, logs, checkpoints) stays outrun's. The module's protocol
 //! (docs/python.md has it with examples):
 //!
-//! - `init(options, seed, features) -> θ₀`: called once per process before anything else;
+//! - `init(options, seed, features) -> θ₀`: called before the other functions, each time the
+//!   model is opened (by a rank; by the planning process);
 //!   `options` is the config's `[job.options]` table as a dict, `features` the width of a row;
 //!   the length of θ₀ is the model's parameter count P. It must be a function of its arguments:
 //!   every rank calls it, and the ranks compare what they got.

@@ -11,7 +11,8 @@
 #       [--quiet]              no progress lines from rank 0
 # It copies the outrun binary, the resolved config and the data or graph file (if any) to every host
 # (rsync over ssh; hosts need the same OS and OpenMPI as this machine — scripts/ec2/ sets that
-# up), runs mpirun over the hostfile (the first host gets rank 0, the master: give it slots=1 so
+# up) — and a Python model's module, with VIRTUAL_ENV passed to the ranks (each host needs that
+# environment, with numpy, at the same path: docs/python.md) —, runs mpirun over the hostfile (the first host gets rank 0, the master: give it slots=1 so
 # it is alone), and gathers the run directory from every host into runs/ here.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -50,6 +51,10 @@ if [ -n "$access" ]; then
   [ "$(hosts_of "$access" | wc -l)" -eq "$(hosts_of "$hostfile" | wc -l)" ] || { echo "cluster: $access and $hostfile list different numbers of hosts" >&2; exit 2; }
 fi
 
+# a Python model imports from the active virtual environment, or the repository's .venv
+if [ -z "${VIRTUAL_ENV:-}" ] && [ -x "$here/.venv/bin/python" ]; then
+  export VIRTUAL_ENV="$here/.venv"
+fi
 "$bin" check "$config" "${sets[@]}" >/dev/null
 np="$("$bin" plan "$config" --ranks "${sets[@]}")"
 slots="$(grep -v '^[[:space:]]*\(#\|$\)' "$hostfile" | awk '{n=1; for(i=2;i<=NF;i++) if ($i ~ /^slots=/) {sub(/^slots=/,"",$i); n=$i} s+=n} END{print s+0}')"
@@ -71,6 +76,14 @@ if [ -n "$graph" ]; then
   files+=("$graph")
   remote_sets+=(--set "graph.path=$workdir/$(basename "$graph")")
 fi
+# a Python model's module too; its ranks import from the same VIRTUAL_ENV path on every host
+module="$(awk '/^\[/{s=$0} s=="[job]" && /^module *=/{sub(/^module *= */,""); gsub(/"/,""); print}' "$tmp/config.toml")"
+mpi_env=()
+if [ -n "$module" ]; then
+  files+=("$module")
+  remote_sets+=(--set "job.module=$workdir/$(basename "$module")")
+  [ -z "${VIRTUAL_ENV:-}" ] || mpi_env=(-x VIRTUAL_ENV -x OMP_NUM_THREADS=1)
+fi
 echo "cluster: $np ranks over ${#hosts[@]} hosts; work directory $workdir" >&2
 for h in "${hosts[@]}"; do
   run $ssh_cmd "$h" mkdir -p "$workdir/runs"
@@ -84,12 +97,12 @@ log="$tmp/mpirun.log"
 # poll instead of epoll in mpirun's event loop (see launch/local.sh)
 export EVENT_NOEPOLL=1
 if [ -n "$launch_from" ]; then
-  remote=(mpirun --hostfile "$workdir/hostfile" -np "$np" --map-by slot --bind-to none "${program[@]}")
+  remote=(mpirun --hostfile "$workdir/hostfile" -np "$np" --map-by slot --bind-to none "${mpi_env[@]}" "${program[@]}")
   # shellcheck disable=SC2029
   run $ssh_cmd "$launch_from" "cd && $(printf '%q ' "${remote[@]}")" | tee "$log"
 else
   run mpirun --hostfile "$hostfile" -np "$np" --map-by slot --bind-to none \
-    --mca plm_rsh_agent "$ssh_cmd" "${program[@]}" | tee "$log"
+    --mca plm_rsh_agent "$ssh_cmd" "${mpi_env[@]}" "${program[@]}" | tee "$log"
 fi
 
 if [ "$dry" -eq 1 ]; then

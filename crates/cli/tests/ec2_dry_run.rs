@@ -116,3 +116,22 @@ fn each_script_has_a_dry_run_and_checks_its_arguments() {
     assert_eq!(small.code, Some(2));
     assert!(small.stderr.contains("needs 10 MPI ranks but"), "{}", small.stderr);
 }
+
+/// launch/cluster.sh ships a Python model's module with the binary and the config, points the
+/// config at the copy, and passes the ranks the virtual environment they import from.
+#[test]
+fn cluster_dry_run_ships_a_python_module() {
+    let dir = tempdir("cluster-python");
+    let hosts = dir.join("hosts");
+    std::fs::write(&hosts, "h1 slots=1\nh2 slots=8\n").unwrap();
+    let mut cmd = Command::new(repo().join("launch/cluster.sh"));
+    cmd.current_dir(repo()).env("OUTRUN_BIN", bin()).env("VIRTUAL_ENV", python_env());
+    cmd.args(["--dry-run", "--hostfile", hosts.to_str().unwrap(), "examples/python/least-squares.toml"]);
+    let r = run_with_timeout(cmd, Duration::from_secs(60));
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    let rsync = r.stdout.lines().find(|l| l.starts_with("rsync") && l.contains(" h2:outrun-work/")).unwrap();
+    assert!(rsync.contains("examples/python/least_squares.py h2:outrun-work/"), "{rsync}");
+    let mpirun = r.stdout.lines().find(|l| l.starts_with("mpirun")).unwrap();
+    assert!(mpirun.contains("-x VIRTUAL_ENV -x OMP_NUM_THREADS=1 "), "{mpirun}");
+    assert!(mpirun.contains("--set job.module=outrun-work/least_squares.py"), "{mpirun}");
+}

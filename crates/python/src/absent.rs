@@ -9,12 +9,16 @@ pub(crate) enum Module {}
 pub(crate) enum Matrix {}
 
 impl Module {
-    pub(crate) fn import(path: &Path) -> Result<(Module, bool), PyError> {
+    pub(crate) fn import(path: &Path) -> Result<Module, PyError> {
         Err(PyError::new(
             path,
             "import",
             "cannot run: this outrun was built without Python (the binary's `python` feature, on by default)",
         ))
+    }
+
+    pub(crate) fn has_evaluate(&self) -> bool {
+        match *self {}
     }
 
     pub(crate) fn init(&self, _: &Path, _: &toml::Table, _: u64, _: usize) -> Result<Vec<f64>, PyError> {

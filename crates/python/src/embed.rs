@@ -97,7 +97,7 @@ pub(crate) struct Module {
 pub(crate) struct Matrix(Py<PyArray2<f64>>);
 
 impl Module {
-    pub(crate) fn import(path: &Path) -> Result<(Module, bool), PyError> {
+    pub(crate) fn import(path: &Path) -> Result<Module, PyError> {
         Python::with_gil(|py| {
             let h = helpers(py).map_err(|e| raised(py, path, "import", e))?;
             if let Err(e) = py.import("numpy") {
@@ -121,10 +121,12 @@ impl Module {
             };
             let init = required("init", "(options, seed, features) -> θ₀")?;
             let grad = required("grad", "(theta, X, y, w) -> (g, loss)")?;
-            let evaluate = function("evaluate");
-            let has = evaluate.is_some();
-            Ok((Module { init, grad, evaluate }, has))
+            Ok(Module { init, grad, evaluate: function("evaluate") })
         })
+    }
+
+    pub(crate) fn has_evaluate(&self) -> bool {
+        self.evaluate.is_some()
     }
 
     pub(crate) fn init(

@@ -68,12 +68,11 @@ impl PyError {
 pub struct Module {
     inner: imp::Module,
     path: std::path::PathBuf,
-    evaluate: bool,
 }
 
 impl std::fmt::Debug for Module {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Module").field("path", &self.path).field("evaluate", &self.evaluate).finish()
+        f.debug_struct("Module").field("path", &self.path).field("evaluate", &self.has_evaluate()).finish()
     }
 }
 
@@ -97,8 +96,7 @@ impl Module {
         if let Err(e) = std::fs::metadata(path) {
             return Err(PyError::new(path, "import", format!("cannot read the file: {e}")));
         }
-        let (inner, evaluate) = imp::Module::import(path)?;
-        let module = Module { inner, path: path.to_path_buf(), evaluate };
+        let module = Module { inner: imp::Module::import(path)?, path: path.to_path_buf() };
         let theta = module.inner.init(&module.path, options, seed, features)?;
         if theta.is_empty() {
             return Err(PyError::new(path, "init", "returned no parameters: θ₀ must have at least one value"));
@@ -109,7 +107,7 @@ impl Module {
 
     /// Whether the module defines `evaluate`.
     pub fn has_evaluate(&self) -> bool {
-        self.evaluate
+        self.inner.has_evaluate()
     }
 
     /// `x` (row-major, `cols` wide) as an array the module reads in place call after call.

@@ -105,6 +105,8 @@ fn against_built_in(tag: &str, text: &str, module: &Path, sets: &[&str], model: 
     }
     let kept = std::fs::read(py_dir.join(module.file_name().unwrap())).expect("the run directory keeps the module");
     assert_eq!(kept, std::fs::read(module).unwrap(), "{tag}: the kept module differs from the one run");
+    let problem = summary(&py_dir)["problem"].as_str().unwrap().to_string();
+    assert!(problem.contains("python module") && !problem.contains('\n'), "{tag}: the problem in one line: {problem}");
     let diff = max_abs_diff(&trajectory(&py_dir), &trajectory(&rs_dir));
     eprintln!("{tag}: largest θ difference, Python module vs built-in model: {diff:.2e}");
     diff

@@ -322,7 +322,10 @@ impl Job for GradientDescent {
     fn problem(&self) -> String {
         let d = &self.config.data;
         let model = match (&self.net, &self.config.python) {
-            (_, Some(py)) if !py.options.is_empty() => format!("{}, options {}", self.describe(), py.options),
+            (_, Some(py)) if !py.options.is_empty() => {
+                // inline (`{ classes = 10, hidden = [128] }`): the problem is one line
+                format!("{}, options {}", self.describe(), toml::Value::Table(py.options.clone()))
+            }
             (_, Some(_)) => self.describe(),
             (crate::net::Net::Linear(loss), None) => format!("{} loss", loss.name()),
             (net, None) => net.describe(),

@@ -37,9 +37,6 @@ use absent as imp;
 
 use std::path::Path;
 
-/// Whether this build embeds Python (the `embed` feature).
-pub const EMBEDDED: bool = cfg!(feature = "embed");
-
 /// What went wrong in (or with) the user's module: which function, and Python's last line.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 #[error("python module {module}: {function}() {what}")]

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use outrun_plan::RingAlgorithm;
+use outrun_config::RingAlgorithm;
 
 #[derive(Parser)]
 #[command(name = "outrun", version, about = "Coded distributed gradient descent under MPI: run, measure, compare.")]
@@ -364,13 +364,13 @@ fn sim_failure(e: outrun_sim::SimError) -> Failure {
     Failure(e.to_string(), code)
 }
 
-fn load_config(path: &Path, set: &[String]) -> Result<outrun_plan::Config, Failure> {
+fn load_config(path: &Path, set: &[String]) -> Result<outrun_config::Config, Failure> {
     outrun_workloads::load_config(path, set).map_err(|e| Failure(e.to_string(), 2))
 }
 
 /// The config at `path` (with `set`) and its plan: the problem's shape read from its data, then
 /// the scheme built for it. `sized`: refuse models too large to represent first.
-fn resolve(path: &Path, set: &[String], sized: bool) -> Result<(outrun_plan::Config, outrun_plan::Plan), Failure> {
+fn resolve(path: &Path, set: &[String], sized: bool) -> Result<(outrun_config::Config, outrun_plan::Plan), Failure> {
     let cfg = load_config(path, set)?;
     let shape = outrun_workloads::shape(&cfg).map_err(|e| Failure(e.to_string(), 2))?;
     if sized && (shape.features as u128) * 8 > (1u128 << 40) {
@@ -491,7 +491,7 @@ fn tune_plans<'a>(
     let plan = move |v: &String| {
         let mut sets = set.to_vec();
         sets.push(format!("{key}={v}"));
-        let cfg = outrun_plan::config::parse_in(text, dir, &sets).map_err(|e| e.to_string())?;
+        let cfg = outrun_config::parse_in(text, dir, &sets).map_err(|e| e.to_string())?;
         outrun_workloads::resolve(&cfg).map_err(|e| e.to_string())
     };
     values.iter().map(move |v| (v.clone(), plan(v)))
@@ -683,7 +683,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             _ => Err(Failure("bench link: give --listen ADDR or --connect ADDR".into(), 2)),
         },
         Cmd::Bench(BenchCmd::Kernel { samples, features, reps }) => {
-            use outrun_plan::config::Loss;
+            use outrun_config::Loss;
             println!(
                 "loss,bytes,kernel_gb_s,read_gb_s,fraction,blas_gb_s,kernel_over_blas,paced_gb_s,paced_over_kernel,cores,read_all_gb_s"
             );

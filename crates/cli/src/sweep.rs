@@ -1,13 +1,13 @@
 //! `outrun sweep`: run every variant of a sweep file through a launcher, repetitions
 //! interleaved, with progress; resume where a previous invocation stopped; end with the sweep's
-//! report. The expansion is `outrun_plan::sweep`, the report `outrun_report::sweep`.
+//! report. The expansion is `outrun_config::sweep`, the report `outrun_report::sweep`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
-use outrun_plan::sweep::{Sweep, Variant};
+use outrun_config::sweep::{Sweep, Variant};
 use outrun_report::sweep::SweepRow;
 use outrun_runlog::Summary;
 

@@ -252,7 +252,7 @@ pub(crate) fn train(tag: &str, text: &str, sets: &[&str]) -> (Run, Scratch, Path
     let out = dir.join("runs");
     let mut sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
     sets.push(format!("run.out_dir={}", out.display()));
-    let cfg = outrun_plan::config::parse(text, &sets).expect("test config is valid");
+    let cfg = outrun_config::parse(text, &sets).expect("test config is valid");
     let run = mpirun(cfg.ranks(), &cfg_path, &sets, Duration::from_secs(120));
     let rd = if run.code == Some(0) { run_dir(&out) } else { out };
     (run, dir.at(rd), cfg_path, sets)
@@ -273,7 +273,7 @@ pub(crate) fn simulate_as_trained(cfg_path: &Path, sets: &[String], out: &Path) 
 
 /// Serial training of the config's model on the same data set (its batches, its θ₀): θ_0 … θ_T.
 pub(crate) fn reference(text: &str, sets: &[String]) -> Vec<Vec<f64>> {
-    let cfg = outrun_plan::config::parse(text, sets).unwrap();
+    let cfg = outrun_config::parse(text, sets).unwrap();
     let rows = outrun_workloads::data::load_all(cfg.data(), cfg.run.seed, cfg.model().labels()).unwrap();
     outrun_workloads::reference::serial_model(&rows, cfg.model(), cfg.run.seed, cfg.run.iterations)
 }

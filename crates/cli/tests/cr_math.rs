@@ -5,13 +5,13 @@
 //! tested on smaller trees in `mpi_cr.rs`.
 
 use outrun_codes::Rng;
-use outrun_plan::config::parse;
+use outrun_config::parse;
 use outrun_proto::Frame;
 use outrun_workloads::data::load_all;
 use outrun_workloads::metrics::relative_diff;
 use outrun_workloads::reference::serial_gd;
 
-fn config(n: usize, layers: usize, s: usize, d: usize, code: &str, late: &[usize]) -> outrun_plan::Config {
+fn config(n: usize, layers: usize, s: usize, d: usize, code: &str, late: &[usize]) -> outrun_config::Config {
     let stragglers = if late.is_empty() {
         String::new()
     } else {

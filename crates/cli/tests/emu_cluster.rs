@@ -169,11 +169,11 @@ a = 1e-4
 fn cluster_sh_copies_runs_and_gathers(dir: &std::path::Path) {
     let data = dir.join("d.libsvm");
     let rows = outrun_workloads::data::synthetic_rows(
-        outrun_plan::config::DataKind::LinearSynthetic,
+        outrun_config::DataKind::LinearSynthetic,
         8,
         6,
         0.5,
-        outrun_plan::config::Labels::Real,
+        outrun_config::Labels::Real,
         0..120,
     );
     let text: String = (0..rows.len())

@@ -63,7 +63,7 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
 /// θ_0 … θ_T of CodedFedL as this test computes it, the master having used the clients
 /// `used[t]` (worker ids) in round t.
 fn own_run(sets: &[String], used: &[Vec<usize>]) -> Vec<Vec<f64>> {
-    let cfg = outrun_plan::config::parse(CFG, sets).unwrap();
+    let cfg = outrun_config::parse(CFG, sets).unwrap();
     let plan = outrun_workloads::resolve(&cfg).unwrap();
     let parity = plan.parity.as_ref().unwrap();
     let rows = outrun_workloads::data::load_all(cfg.data(), cfg.run.seed, cfg.model().labels()).unwrap();
@@ -118,7 +118,7 @@ fn codedfedl_adds_the_parity_gradient_to_what_arrived_by_the_deadline() {
     let diff = max_rel_diff(&got, &want);
     assert!(diff <= 1e-9, "θ differs from this test's CodedFedL by {diff:e}");
     // the deadline cut some rounds short, and never waited past t*
-    let plan = outrun_workloads::resolve(&outrun_plan::config::parse(CFG, &sets).unwrap()).unwrap();
+    let plan = outrun_workloads::resolve(&outrun_config::parse(CFG, &sets).unwrap()).unwrap();
     let t_star = plan.parity.as_ref().unwrap().deadline;
     assert!(used.iter().any(|u| u.len() < 6), "every client made every deadline: {used:?}");
     let s = summary(&dir);

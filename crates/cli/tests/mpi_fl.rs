@@ -82,7 +82,7 @@ fn uploads(rows: &outrun_workloads::data::Rows, n: usize, theta: &[f64], faulty:
 type Rule<'a> = dyn Fn(&[Vec<f64>], u64) -> Vec<f64> + 'a;
 
 fn own_run(sets: &[String], all: bool, rule: &Rule<'_>) -> Vec<Vec<f64>> {
-    let cfg = outrun_plan::config::parse(CFG, sets).unwrap();
+    let cfg = outrun_config::parse(CFG, sets).unwrap();
     let rows = outrun_workloads::data::load_all(cfg.data(), cfg.run.seed, cfg.model().labels()).unwrap();
     let mut theta = vec![0.0; rows.p()];
     let mut traj = vec![theta.clone()];

@@ -77,7 +77,7 @@ fn check(tag: &str, sets: &[&str]) -> Vec<f64> {
     assert!(iterations(&dir).iter().all(|r| r["exact"] == "true"));
     assert_eq!(summary(&dir)["late_discarded"], 0);
     eprintln!("{tag}: max relative θ difference to serial GD = {diff:.2e}");
-    let cfg = outrun_plan::config::parse(CFG, &all).unwrap();
+    let cfg = outrun_config::parse(CFG, &all).unwrap();
     let hier = cfg.scheme.hier().unwrap().clone();
     let links = outrun_plan::Links::from_config(&cfg);
     let (helpers, s) = (hier.helpers, hier.s);

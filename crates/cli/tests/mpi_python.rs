@@ -347,7 +347,7 @@ fn the_serial_reference_of_a_python_model_matches_the_run() {
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     // the interpreter of this process imports numpy from the same environment as the ranks
     std::env::set_var("VIRTUAL_ENV", python_env());
-    let cfg = outrun_plan::config::parse(&text, &all).unwrap();
+    let cfg = outrun_config::parse(&text, &all).unwrap();
     let plan = outrun_workloads::resolve(&cfg).unwrap();
     let serial = outrun_workloads::job(&plan).reference(&plan).unwrap();
     let last = trajectory(&run_dir).pop().unwrap();

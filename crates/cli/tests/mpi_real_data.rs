@@ -86,7 +86,7 @@ fn shipped(name: &str) -> String {
 
 /// The serial reference of a config, through its job (the feature map, batches and θ₀ included).
 fn job_reference(text: &str, sets: &[String]) -> Vec<f64> {
-    let cfg = outrun_plan::config::parse(text, sets).unwrap();
+    let cfg = outrun_config::parse(text, sets).unwrap();
     let plan = outrun_workloads::resolve(&cfg).unwrap();
     outrun_workloads::job(&plan).reference(&plan).unwrap()
 }
@@ -210,7 +210,7 @@ fn rows_sorted_by_label_give_non_iid_parts_and_stay_exact() {
     let diff = outrun_workloads::metrics::relative_diff(&theta(&dir), &job_reference(&text, &all));
     assert!(diff <= 1e-9, "θ differs from the serial reference by {diff:e}");
     // worker 1's first part is the first tenth of the sorted rows: zeros and ones only
-    let cfg = outrun_plan::config::parse(&text, &all).unwrap();
+    let cfg = outrun_config::parse(&text, &all).unwrap();
     let plan = outrun_workloads::resolve(&cfg).unwrap();
     let (_, y) = read(&format!("{}/../../data/digits-train.libsvm", env!("CARGO_MANIFEST_DIR")));
     let mut sorted: Vec<usize> = (0..y.len()).collect();

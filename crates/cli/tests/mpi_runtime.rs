@@ -113,11 +113,11 @@ fn logistic_regression_on_a_libsvm_file_is_exact() {
     let path = dir.join("data.libsvm");
     // labels ±1, sparse features, written from the synthetic logistic generator
     let rows = outrun_workloads::data::synthetic_rows(
-        outrun_plan::config::DataKind::LogisticSynthetic,
+        outrun_config::DataKind::LogisticSynthetic,
         5,
         8,
         1.0,
-        outrun_plan::config::Labels::Binary,
+        outrun_config::Labels::Binary,
         0..301,
     );
     let mut text = String::new();

@@ -93,7 +93,7 @@ pub fn train(prepare: &dyn Fn() -> Result<Prepared, String>, progress: &mut dyn 
         // (docs/architecture.md, "Model delivery on oversubscribed hosts").
         let (local, cores) =
             (comm.local_size(&hostname()), std::thread::available_parallelism().map_or(1, |c| c.get()));
-        let paced = local > cores && plan.stragglers.compute == outrun_plan::ComputeMode::Modelled;
+        let paced = local > cores && plan.stragglers.compute == outrun_config::ComputeMode::Modelled;
         if paced {
             job.pace(outrun_workloads::PACE_ROWS);
         }

@@ -5,8 +5,8 @@
 use outrun_codes::{domain, Rng};
 use serde::{Deserialize, Serialize};
 
-use crate::config::faults::{DEFAULT_SIGMA, DEFAULT_VALUE};
-use crate::config::{Config, FaultConfig};
+use outrun_config::{Config, FaultConfig};
+use outrun_config::{DEFAULT_SIGMA, DEFAULT_VALUE};
 
 /// What a faulty worker does.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]

@@ -1,11 +1,9 @@
 //! # outrun-plan: from an experiment config to an execution plan
 //!
 //! Data flows one way: **config → plan → node protocol → driver → timing log → report**. This
-//! crate owns the first two steps and the pure pieces of the third, and is pure (no MPI, no
-//! I/O), so everything in it is unit-tested:
+//! crate owns the second step: it reads a validated `outrun_config::Config` and never the other
+//! way round. It is pure (no MPI, no I/O), so everything in it is unit-tested:
 //!
-//! - [`config`]: the TOML experiment file, `--set` overrides, and validation with errors that
-//!   name the field; one module per section, job, scheme and straggler model as tagged enums.
 //! - [`Tree`]: rank arithmetic of (n, L)-regular trees (a star is (N, 1)).
 //! - [`alloc`]: weighted point sets, COMPALLOC and CR.ALLOCATE.
 //! - [`StragglerModel`] and its [`Injector`]: straggler and fault injection as a function of
@@ -17,7 +15,6 @@
 //! - [`roles`]: what nodes do with data — aggregators (wait rules and decoders), encoders,
 //!   linear combinations — executed by the node protocol (`outrun-proto`).
 //! - [`budget`]: the deadlines of the collect tree.
-//! - [`sweep`]: sweep files (a base config and axes) expanded into validated variants.
 //!
 //! # Example: gradient coding is a star
 //!
@@ -41,7 +38,6 @@
 
 pub mod alloc;
 pub mod budget;
-pub mod config;
 mod faults;
 mod links;
 mod plan;
@@ -49,14 +45,12 @@ pub mod roles;
 mod schemes;
 mod settings;
 mod stragglers;
-pub mod sweep;
 mod topology;
 
-pub use config::{Config, ConfigError};
 pub use faults::{FaultKind, Faults};
 pub use links::{Hop, Links};
-pub use plan::{sample_size, Node, Pattern, Plan, PlanCode, RingAlgorithm, RowsSpec};
+pub use plan::{sample_size, Node, Pattern, Plan, PlanCode, RowsSpec};
 pub use schemes::{build, ClientParity, Parity};
-pub use settings::{ComputeMode, JobSpec, NetworkSpec, PythonModel, RunSpec, Shape, Upload};
+pub use settings::{JobSpec, NetworkSpec, PythonModel, RunSpec, Shape};
 pub use stragglers::{ComputeTime, Injector, Law, StragglerModel, DEFAULT_FACTOR, TRACE_STRAGGLER};
 pub use topology::Tree;

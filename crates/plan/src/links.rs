@@ -5,7 +5,7 @@
 use outrun_codes::{domain, Rng};
 use serde::{Deserialize, Serialize};
 
-use crate::config::{Config, LinksConfig};
+use outrun_config::{Config, LinksConfig};
 
 /// The run's link model (none by default).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -13,10 +13,11 @@ use outrun_codes::{
 use serde::{Deserialize, Serialize};
 
 use crate::alloc::{fmt_coef, WeightedSet};
-use crate::config::{ColumnOrder, Ssi};
 use crate::roles::{Encoding, Rule};
-use crate::settings::{JobSpec, NetworkSpec, RunSpec, Upload};
+use crate::settings::{JobSpec, NetworkSpec, RunSpec};
 use crate::stragglers::StragglerModel;
+use outrun_config::{ColumnOrder, Ssi};
+use outrun_config::{RingAlgorithm, Upload};
 
 /// One MPI rank's part of the plan.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -66,66 +67,6 @@ impl Node {
     /// budget left without rows).
     pub fn coded_rows(&self) -> Option<std::ops::Range<usize>> {
         self.parts.first().and_then(|p| p.segments.first()).map(|s| s.start..s.start + s.len)
-    }
-}
-
-/// How the ranks of a ring pattern all-reduce (`scheme.algorithm` of `rar`). Every schedule
-/// leaves bit-identical totals on every rank: each value's final sum is formed on one rank and
-/// copied to the others.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum RingAlgorithm {
-    /// Reduce-scatter then all-gather around the ring: 2(N − 1) steps of 1/N of the vector
-    /// each, to the right neighbour (the papers' RAR).
-    #[default]
-    Ring,
-    /// Recursive doubling: log2 N steps exchanging the whole vector with a partner (two more
-    /// when N is not a power of two): the fewest steps, for short vectors.
-    RecursiveDoubling,
-    /// Rabenseifner's: reduce-scatter by recursive halving, all-gather by recursive doubling:
-    /// 2 log2 N steps (two more when N is not a power of two) moving the ring's bytes.
-    HalvingDoubling,
-    /// By the vector's size, as MPI libraries switch: recursive doubling up to
-    /// [`RingAlgorithm::AUTO_DOUBLING_BYTES`], halving-doubling up to
-    /// [`RingAlgorithm::AUTO_RING_BYTES`], the ring above (the crossovers measured with
-    /// `outrun bench ring`, docs/performance.md §2).
-    Auto,
-}
-
-impl RingAlgorithm {
-    /// Under `auto`, vectors up to this many bytes take recursive doubling.
-    pub const AUTO_DOUBLING_BYTES: usize = 64 * 1024;
-    /// Under `auto`, vectors up to this many bytes (and above the doubling's) take
-    /// halving-doubling; longer ones the ring.
-    pub const AUTO_RING_BYTES: usize = 1024 * 1024;
-
-    /// The schedule a vector of `len` values takes (`auto` resolved).
-    pub fn resolve(self, len: usize) -> RingAlgorithm {
-        match (self, 8 * len) {
-            (RingAlgorithm::Auto, b) if b <= Self::AUTO_DOUBLING_BYTES => RingAlgorithm::RecursiveDoubling,
-            (RingAlgorithm::Auto, b) if b <= Self::AUTO_RING_BYTES => RingAlgorithm::HalvingDoubling,
-            (RingAlgorithm::Auto, _) => RingAlgorithm::Ring,
-            (a, _) => a,
-        }
-    }
-
-    /// Every algorithm, in the order of their documentation.
-    pub const ALL: [RingAlgorithm; 4] =
-        [RingAlgorithm::Ring, RingAlgorithm::RecursiveDoubling, RingAlgorithm::HalvingDoubling, RingAlgorithm::Auto];
-
-    /// The algorithm named `name` in configs.
-    pub fn from_name(name: &str) -> Option<RingAlgorithm> {
-        Self::ALL.into_iter().find(|a| a.name() == name)
-    }
-
-    /// Its name in configs.
-    pub fn name(self) -> &'static str {
-        match self {
-            RingAlgorithm::Ring => "ring",
-            RingAlgorithm::RecursiveDoubling => "recursive-doubling",
-            RingAlgorithm::HalvingDoubling => "halving-doubling",
-            RingAlgorithm::Auto => "auto",
-        }
     }
 }
 
@@ -445,8 +386,8 @@ pub struct Plan {
 impl Plan {
     /// The plan of a config's TOML text for a problem of `shape` (tests and examples: a run
     /// resolves its config's shape from its data first).
-    pub fn from_toml(text: &str, shape: crate::Shape) -> Result<Plan, crate::ConfigError> {
-        crate::build(&crate::config::parse(text, &[])?, shape)
+    pub fn from_toml(text: &str, shape: crate::Shape) -> Result<Plan, outrun_config::ConfigError> {
+        crate::build(&outrun_config::parse(text, &[])?, shape)
     }
 
     /// The master's rank, if the scheme has one.

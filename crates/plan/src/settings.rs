@@ -5,43 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::JobConfig;
-
-/// How compute time is obtained (`timing.compute`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "kebab-case")]
-pub enum ComputeMode {
-    /// The measured time of the real gradient computation.
-    #[default]
-    Real,
-    /// A modelled time: the worker computes the real gradient, then sleeps until the modelled
-    /// finish time (for many ranks on few cores).
-    Modelled,
-}
-
-impl ComputeMode {
-    /// The config spelling.
-    pub fn name(self) -> &'static str {
-        match self {
-            ComputeMode::Real => "real",
-            ComputeMode::Modelled => "modelled",
-        }
-    }
-}
-
-/// `engine.upload`: when a child's result crosses the link to its parent.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Upload {
-    /// A child sends its result as soon as it has it; results the parent no longer needs
-    /// (late) still cross the link and are discarded on arrival.
-    #[default]
-    Eager,
-    /// A child sends a small ready notice; the parent grants uploads to the first children its
-    /// wait rule needs (one round at a time for multi-round codes) and refuses the others, so
-    /// only results it uses cross the link, at the price of a notice–grant round trip.
-    Granted,
-}
+use outrun_config::{Config, JobConfig, NetworkConfig, Rate};
 
 /// The run: `[run]` and the engine's polling.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -69,6 +33,25 @@ pub struct RunSpec {
     /// The checkpoint a resumed run goes on from.
     #[serde(default)]
     pub resumed_from: Option<String>,
+}
+
+impl RunSpec {
+    /// `[run]` and the engine's polling of `cfg`, as the plan carries them.
+    pub fn of(cfg: &Config) -> RunSpec {
+        let r = &cfg.run;
+        RunSpec {
+            name: r.name.clone(),
+            seed: r.seed,
+            iterations: r.iterations,
+            deadline: r.deadline,
+            out_dir: r.out_dir.clone(),
+            trajectory: r.trajectory,
+            poll_us: cfg.engine.poll_us,
+            checkpoint_every: r.checkpoint_every,
+            first: 0,
+            resumed_from: None,
+        }
+    }
 }
 
 /// The problem's size, found when the config is resolved (reading the data set's, matrix's or
@@ -120,6 +103,17 @@ pub struct NetworkSpec {
 }
 
 impl NetworkSpec {
+    /// The validated `[network]` section as the plan carries it (rates in bytes per second).
+    pub fn of(net: &NetworkConfig) -> NetworkSpec {
+        let rate = |b: &Rate| b.bytes_per_second().expect("validated");
+        NetworkSpec {
+            bandwidth: net.bandwidth.as_ref().map(rate),
+            node_bandwidth: net.node_bandwidth.iter().map(rate).collect(),
+            latency: net.latency,
+            downlink: net.downlink,
+        }
+    }
+
     /// The NIC rate of each of `ranks` ranks (infinite when none is set).
     pub fn rates(&self, ranks: usize) -> Vec<f64> {
         if self.node_bandwidth.is_empty() {

@@ -27,8 +27,8 @@
 use outrun_codes::{domain, Rng};
 use serde::{Deserialize, Serialize};
 
-use crate::config::{BernoulliMode, Config, StragglerConfig, TraceTimes};
-use crate::settings::ComputeMode;
+use outrun_config::ComputeMode;
+use outrun_config::{BernoulliMode, Config, StragglerConfig, TraceTimes};
 
 /// Default extra-delay factor (the thesis's 3× sleep).
 pub const DEFAULT_FACTOR: f64 = 3.0;
@@ -372,7 +372,7 @@ fn initial_slow(seed: u64, n: usize, k: usize) -> Vec<usize> {
     Rng::from_key(&[seed, domain::PROCESS, u64::MAX]).choose(n, k).into_iter().map(|i| i + 1).collect()
 }
 
-fn values(v: &Option<crate::config::PerWorker>, n: usize) -> Vec<f64> {
+fn values(v: &Option<outrun_config::PerWorker>, n: usize) -> Vec<f64> {
     v.as_ref().map_or_else(|| vec![0.0; n], |p| p.values(n))
 }
 
@@ -591,7 +591,7 @@ fn flip(slow: bool, seed: u64, worker: usize, iteration: u64, p: f64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::parse;
+    use outrun_config::parse;
 
     fn model(extra: &[&str]) -> StragglerModel {
         let base = "[run]\nname='t'\niterations=3\n[data]\nkind='linear-synthetic'\nsamples=90\nfeatures=3\n[model]\nloss='least-squares'\nlr=0.1\n[scheme]\nkind='ignore'\nworkers=9\ns=2\n";

@@ -14,8 +14,9 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
+use outrun_config::RingAlgorithm;
 use outrun_plan::roles::Vector;
-use outrun_plan::{Pattern, Plan, RingAlgorithm};
+use outrun_plan::{Pattern, Plan};
 use outrun_runlog::event::{Ending, Event, Iter, Shutdown};
 
 use crate::hist::Histogram;

@@ -14,8 +14,8 @@
 
 use std::ops::Range;
 
+use outrun_config::RingAlgorithm;
 use outrun_plan::alloc::split_sizes;
-use outrun_plan::RingAlgorithm;
 
 /// What a received range does to the rank's vector.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

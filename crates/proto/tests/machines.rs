@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use outrun_plan::config::parse;
+use outrun_config::parse;
 use outrun_plan::Plan;
 use outrun_proto::*;
 use outrun_runlog::event::ComputeTiming;

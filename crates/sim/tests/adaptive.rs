@@ -5,7 +5,7 @@
 //! and none of the stragglers'. (Through MPI, arrivals interleave across rounds; the engine test
 //! checks the invariants that hold there.)
 
-use outrun_plan::config::parse;
+use outrun_config::parse;
 use outrun_sim::{simulate, Math, Options};
 
 const CFG: &str = r#"

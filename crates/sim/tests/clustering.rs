@@ -7,7 +7,7 @@
 //! Accepted ranges are the note's (its reference script, run with other random numbers, gives
 //! GC 41.95 / SC 13.22 / DC 8.58 (−35.1 %) / DC perfect 7.14 (−46.0 %) for Fig. 4).
 
-use outrun_plan::config::parse;
+use outrun_config::parse;
 use outrun_sim::{simulate, Math, Options};
 
 /// The homogeneous two-state process of Figs. 3 and 4 (model (A)).

@@ -1,7 +1,7 @@
 //! Shared by the simulator's tests: a config run once through the arithmetic pass.
 #![allow(dead_code)]
 
-use outrun_plan::config::{parse, Config};
+use outrun_config::{parse, Config};
 use outrun_plan::Plan;
 use outrun_sim::{simulate, Math, Options};
 

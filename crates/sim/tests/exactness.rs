@@ -1,7 +1,7 @@
 //! The simulator's arithmetic pass executes the plan's combinations with the simulated
 //! survivors: exact schemes reproduce serial gradient descent, ignore-stragglers does not.
 
-use outrun_plan::config::parse;
+use outrun_config::parse;
 use outrun_sim::{simulate, Math, Options};
 use outrun_workloads::data::load_all;
 use outrun_workloads::metrics::relative_diff;

@@ -1,7 +1,7 @@
 //! The simulator against the papers' latency models (issue: simulator checks).
 
-use outrun_plan::config::parse;
-use outrun_plan::Config;
+use outrun_config::parse;
+use outrun_config::Config;
 use outrun_sim::{simulate, Math, Options, Stats};
 
 fn config(text: &str, sets: &[&str]) -> Config {

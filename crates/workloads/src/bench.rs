@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use outrun_plan::config::Loss;
+use outrun_config::Loss;
 
 use crate::blas::{gemv, Op};
 use crate::data::Rows;
@@ -152,7 +152,7 @@ pub fn decode_times(sizes: &[usize], len: usize, sets: usize) -> Result<Vec<Deco
                 n / 2,
                 n / 2
             );
-            let cfg = outrun_plan::config::parse(&text, &[]).map_err(|e| format!("N = {n}, {code}: {e}"))?;
+            let cfg = outrun_config::parse(&text, &[]).map_err(|e| format!("N = {n}, {code}: {e}"))?;
             let erased = n.div_ceil(4);
             let plan = match outrun_plan::build(&cfg, outrun_plan::Shape { samples: n, features: 1 }) {
                 Ok(p) => p,
@@ -355,7 +355,7 @@ pub struct MlpBench {
 pub fn mlp_rates(sizes: &[usize], batches: &[usize], reps: usize) -> Vec<MlpBench> {
     use crate::blas::{gemm, Op};
     use crate::net::Net;
-    use outrun_plan::config::ModelConfig;
+    use outrun_config::ModelConfig;
     let p = sizes[0];
     let model = ModelConfig {
         classes: Some(*sizes.last().expect("sizes")),
@@ -363,7 +363,7 @@ pub fn mlp_rates(sizes: &[usize], batches: &[usize], reps: usize) -> Vec<MlpBenc
         ..ModelConfig::linear(Loss::Softmax, 0.1)
     };
     let net = Net::new(&model, p);
-    let theta = net.init(Some(outrun_plan::config::Init::He), 1, p);
+    let theta = net.init(Some(outrun_config::Init::He), 1, p);
     let classes = sizes[sizes.len() - 1];
     batches
         .iter()

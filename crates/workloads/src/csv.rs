@@ -4,7 +4,7 @@
 
 use std::io::BufRead;
 
-use outrun_plan::config::Labels;
+use outrun_config::Labels;
 
 use crate::data::{check_label, DataError, DataLines, Rows, Shape};
 use crate::rowcache::RowLog;

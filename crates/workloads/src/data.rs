@@ -23,7 +23,7 @@ use std::path::Path;
 
 use ndarray::{Array1, Array2};
 use outrun_codes::{domain, Rng};
-use outrun_plan::config::{DataConfig, DataKind, DataOrder, Labels};
+use outrun_config::{DataConfig, DataKind, DataOrder, Labels};
 
 /// Rows of a data set: row-major features and a label per row.
 #[derive(Clone, Debug, PartialEq)]

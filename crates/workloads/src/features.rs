@@ -8,7 +8,7 @@
 //! rank draws Ω and δ from `features.seed` (default `run.seed`), so all map alike.
 
 use outrun_codes::{domain, Rng};
-use outrun_plan::config::{FeatureConfig, FeatureKind};
+use outrun_config::{FeatureConfig, FeatureKind};
 
 use crate::blas::{gemm, Op};
 use crate::data::Rows;

@@ -13,7 +13,7 @@
 use std::io::BufRead;
 
 use outrun_codes::{det_er_each, domain, Graph, GraphBuilder, Rng};
-use outrun_plan::config::{GraphConfig, GraphKind};
+use outrun_config::{GraphConfig, GraphKind};
 
 use crate::data::DataError;
 

@@ -5,7 +5,7 @@
 use std::io::{BufReader, Read};
 use std::path::Path;
 
-use outrun_plan::config::Labels;
+use outrun_config::Labels;
 
 use crate::data::{DataError, Rows, Shape};
 

@@ -5,7 +5,7 @@
 //! The loss is carried beside the gradient so that decoding, which is linear, recovers the exact
 //! full-data loss at the master for free.
 
-use outrun_plan::config::Loss;
+use outrun_config::Loss;
 
 use crate::data::Rows;
 

@@ -51,7 +51,8 @@ pub const PACE_ROWS: usize = 64;
 
 use std::path::Path;
 
-use outrun_plan::{Config, ConfigError, Plan};
+use outrun_config::{Config, ConfigError};
+use outrun_plan::Plan;
 
 /// Why a config cannot become a plan: its data set, matrix or graph cannot be read, or the
 /// scheme cannot be built for the problem's size.
@@ -128,7 +129,7 @@ pub fn load_config(path: &Path, overrides: &[String]) -> Result<Config, LoadErro
     let shown = path.display().to_string();
     let text = read_bounded(path).map_err(|e| LoadError::Read { path: shown.clone(), source: e })?;
     let wrap = |e: ConfigError| LoadError::Config { path: shown.clone(), source: e };
-    let mut cfg = outrun_plan::config::parse_in(&text, &config_dir(path), overrides).map_err(wrap)?;
+    let mut cfg = outrun_config::parse_in(&text, &config_dir(path), overrides).map_err(wrap)?;
     let workers = cfg.workers();
     let read = |file: &str, field: &str| {
         read_bounded(Path::new(file)).map_err(|e| wrap(ConfigError::new(field, format!("cannot read `{file}`: {e}"))))

@@ -7,7 +7,7 @@ use std::io::BufRead;
 use std::path::Path;
 
 use outrun_codes::splitmix64;
-use outrun_plan::config::{MatrixConfig, MatrixDist, VectorConfig};
+use outrun_config::{MatrixConfig, MatrixDist, VectorConfig};
 
 use crate::data::{DataError, Shape};
 

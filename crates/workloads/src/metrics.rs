@@ -1,6 +1,6 @@
 //! Step sizes and the per-iteration metrics of the papers.
 
-use outrun_plan::config::{ModelConfig, Schedule};
+use outrun_config::{ModelConfig, Schedule};
 
 /// η_t: `lr` (constant) or `lr / (t + c)` (inverse), t the 0-based iteration; multiplied by
 /// `decay` at each iteration of `decay_at` that t has reached, and by (t + 1)/`warmup` while

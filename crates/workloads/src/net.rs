@@ -13,7 +13,7 @@
 //! `dgemm` calls (OpenBLAS, one thread) over blocks of [`BLOCK`] rows.
 
 use outrun_codes::{domain, Rng};
-use outrun_plan::config::{Init, Loss, ModelConfig};
+use outrun_config::{Init, Loss, ModelConfig};
 
 use crate::blas::{gemm, Op};
 use crate::data::{DataError, Rows};

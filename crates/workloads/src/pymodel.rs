@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use outrun_plan::config::PythonConfig;
+use outrun_config::PythonConfig;
 use outrun_plan::PythonModel;
 use outrun_python::{Matrix, Module};
 

@@ -2,7 +2,7 @@
 //! scheme's θ trajectory is compared against. Deliberately plain: one loop over all rows, no
 //! coefficients, no partitions, no codes.
 
-use outrun_plan::config::{Loss, ModelConfig};
+use outrun_config::{Loss, ModelConfig};
 
 use crate::batch::Batches;
 use crate::data::Rows;
@@ -177,7 +177,7 @@ mod tests {
     use crate::data::{synthetic_rows, theta_star};
     use crate::kernel::gradient;
     use crate::metrics::{normalized_error, relative_diff};
-    use outrun_plan::config::{DataKind, Labels};
+    use outrun_config::{DataKind, Labels};
 
     #[test]
     fn kernel_agrees_with_the_naive_gradient() {

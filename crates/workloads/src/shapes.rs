@@ -17,7 +17,7 @@
 
 use std::path::{Path, PathBuf};
 
-use outrun_plan::config::{DataConfig, Labels};
+use outrun_config::{DataConfig, Labels};
 use outrun_plan::Shape;
 
 use crate::data::{DataError, Rows};
@@ -172,12 +172,12 @@ fn write(entry: &Path, key: &str, shape: Shape) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use outrun_plan::config::DataKind;
+    use outrun_config::DataKind;
 
     /// The config of a data file read with `extra` keys.
     fn data_config(kind: &str, file: &Path, extra: &str) -> DataConfig {
         let text = format!("[run]\nname='c'\niterations=1\n[data]\nkind='{kind}'\npath='{}'\n{extra}[model]\nloss='logistic'\nlr=0.1\n[scheme]\nkind='umw'\nworkers=2\n", file.display());
-        outrun_plan::config::parse(&text, &[]).unwrap().data().clone()
+        outrun_config::parse(&text, &[]).unwrap().data().clone()
     }
 
     #[test]
@@ -223,7 +223,7 @@ mod tests {
         let file = dir.join("d.libsvm");
         std::fs::write(&file, "1 1:0.5\n0 2:1.5\n").unwrap();
         let text = format!("[run]\nname='c'\niterations=1\n[data]\nkind='libsvm'\npath='{}'\n[model]\nloss='logistic'\nlr=0.1\n[scheme]\nkind='umw'\nworkers=2\n", file.display());
-        let data = outrun_plan::config::parse(&text, &[]).unwrap().data().clone();
+        let data = outrun_config::parse(&text, &[]).unwrap().data().clone();
         assert_eq!(data.kind, DataKind::Libsvm);
         let mut parses = 0;
         let shape = |parses: &mut usize| {

@@ -1,7 +1,7 @@
 //! The serial reference's gradients (and the engine's BLAS path) against numpy's, on inputs
 //! regenerated from their formulas (scripts/oracles/mlp_numpy.py wrote tests/data/).
 
-use outrun_plan::config::{Loss, ModelConfig};
+use outrun_config::{Loss, ModelConfig};
 use outrun_workloads::net::Net;
 use outrun_workloads::reference::naive_gradient;
 use outrun_workloads::Rows;

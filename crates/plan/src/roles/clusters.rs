@@ -12,9 +12,9 @@ use outrun_codes::{dynamic_clustering, ClusterMatrix, Decoder, Decoding, Gradien
 use super::aggregate::Aggregator;
 use super::combine::{Combination, Src, Term};
 use super::encode::Encoder;
-use crate::config::{ColumnOrder, Ssi};
 use crate::plan::{Plan, PlanCode};
 use crate::stragglers::Injector;
+use outrun_config::{ColumnOrder, Ssi};
 
 /// The plan's cluster code `code` and its gradient code.
 fn codes(plan: &Plan, code: usize) -> (&PlanCode, &GradientCode) {
@@ -294,9 +294,9 @@ impl Encoder for Assigned {
 mod tests {
     use outrun_codes::Rng;
 
-    use crate::config::parse;
     use crate::roles::{aggregator, encoder, Src};
     use crate::{build, Plan, Shape};
+    use outrun_config::parse;
 
     fn plan(kind: &str, extra: &[&str]) -> Plan {
         let base = format!(

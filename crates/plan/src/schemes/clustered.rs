@@ -16,10 +16,10 @@
 use outrun_codes::{domain, ClusterMatrix, GradientCode, Rng};
 
 use crate::alloc::{split_sizes, Segment, WeightedSet};
-use crate::config::{ClusterConfig, Config, ConfigError, SchemeConfig};
 use crate::plan::{Plan, PlanCode};
 use crate::roles::{Encoding, Rule};
 use crate::schemes::{code_error, star, worker};
+use outrun_config::{ClusterConfig, Config, ConfigError, SchemeConfig};
 
 pub(crate) fn build(cfg: &Config, c: &ClusterConfig, samples: usize) -> Result<Plan, ConfigError> {
     let (k, p, r) = (c.workers, c.clusters, c.r);

@@ -13,11 +13,11 @@
 use outrun_codes::GradientCode;
 
 use crate::alloc::{r_cr, tree_allocate};
-use crate::config::{CodeChoice, Config, ConfigError, TreeConfig};
 use crate::plan::{Node, Pattern, Plan, PlanCode};
 use crate::roles::{Encoding, Rule};
 use crate::schemes::{code_error, plan};
 use crate::topology::Tree;
+use outrun_config::{CodeChoice, Config, ConfigError, TreeConfig};
 
 pub(crate) fn build(cfg: &Config, sc: &TreeConfig, samples: usize) -> Result<Plan, ConfigError> {
     let (n, layers, s) = (sc.n, sc.layers, sc.s);

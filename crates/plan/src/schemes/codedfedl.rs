@@ -19,13 +19,13 @@ use outrun_codes::{domain, Rng};
 use serde::{Deserialize, Serialize};
 
 use crate::alloc::{split_sizes, Segment, WeightedSet};
-use crate::config::{CodedfedlConfig, Config, ConfigError, Generator, JobConfig, Loss};
 use crate::links::{Hop, Links};
 use crate::plan::Plan;
 use crate::roles::{Encoding, Rule};
 use crate::schemes::{star, worker};
-use crate::settings::ComputeMode;
 use crate::stragglers::{Law as StragglerLaw, StragglerModel};
+use outrun_config::ComputeMode;
+use outrun_config::{CodedfedlConfig, Config, ConfigError, Generator, JobConfig, Loss};
 
 /// The kind number of the parity upload's transmissions on a link (their own draws).
 const PARITY_HOP: u64 = 1000;
@@ -268,15 +268,15 @@ pub(crate) fn build(cfg: &Config, c: &CodedfedlConfig, samples: usize, p: usize)
 
 #[cfg(test)]
 mod tests {
-    use crate::config::parse;
     use crate::Shape;
+    use outrun_config::parse;
 
-    fn plan(sets: &[&str]) -> Result<crate::Plan, crate::ConfigError> {
+    fn plan(sets: &[&str]) -> Result<crate::Plan, outrun_config::ConfigError> {
         plan_of(600, sets)
     }
 
     /// The plan of the base config with `sets` for `samples` points of 5 features.
-    fn plan_of(samples: usize, sets: &[&str]) -> Result<crate::Plan, crate::ConfigError> {
+    fn plan_of(samples: usize, sets: &[&str]) -> Result<crate::Plan, outrun_config::ConfigError> {
         let base = "[run]\nname='t'\niterations=3\nseed=4\n[data]\nkind='linear-synthetic'\nsamples=600\nfeatures=5\n[model]\nloss='least-squares'\nlr=0.1\n[scheme]\nkind='codedfedl'\nworkers=6\n[stragglers]\nmodel='shifted-exp'\na=[1e-3, 1e-3, 2e-3, 2e-3, 4e-3, 8e-3]\nmu=2000\n[timing]\ncompute='modelled'\na=1e-3\n";
         let cfg = parse(base, &sets.iter().map(|s| s.to_string()).collect::<Vec<_>>())?;
         crate::build(&cfg, Shape { samples, features: 5 })

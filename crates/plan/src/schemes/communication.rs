@@ -19,10 +19,10 @@
 use outrun_codes::{agc_groups, AgcCode, LinearCode};
 
 use crate::alloc::WeightedSet;
-use crate::config::{AgcConfig, CegcConfig, Config, ConfigError, LinearChoice, SchemeConfig};
 use crate::plan::{Plan, PlanCode};
 use crate::roles::{Encoding, GroupSpec, Rule};
 use crate::schemes::{star, worker};
+use outrun_config::{AgcConfig, CegcConfig, Config, ConfigError, LinearChoice, SchemeConfig};
 
 /// Largest condition number of a group code's decoding systems (over the survivor sets
 /// checked) for which the decode is exact to ~1e-8 relative.

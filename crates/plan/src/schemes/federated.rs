@@ -8,10 +8,10 @@
 //! the clients' blocks, sampled), FLTrust's one update on a sample of the whole training set.
 
 use crate::alloc::{split_sizes, Segment, WeightedSet};
-use crate::config::{Config, FederatedConfig, SchemeConfig};
 use crate::plan::Plan;
 use crate::roles::{Encoding, FlRule, Rule};
 use crate::schemes::{star, worker};
+use outrun_config::{Config, FederatedConfig, SchemeConfig};
 
 /// The rule of `cfg`'s federated scheme.
 fn rule(cfg: &Config, c: &FederatedConfig) -> FlRule {

@@ -6,10 +6,10 @@
 use outrun_codes::hier::HierError;
 
 use crate::alloc::WeightedSet;
-use crate::config::{Config, ConfigError, HierConfig, SchemeConfig};
 use crate::plan::{Node, Pattern, Plan};
 use crate::roles::{Encoding, Hier, HierKind};
 use crate::schemes::plan;
+use outrun_config::{Config, ConfigError, HierConfig, SchemeConfig};
 
 /// Worst condition number accepted for AMC's k × k decoding systems.
 const MAX_COND: f64 = 1e8;

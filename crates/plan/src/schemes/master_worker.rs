@@ -15,11 +15,11 @@
 use outrun_codes::GradientCode;
 
 use crate::alloc::tree_allocate;
-use crate::config::{Config, ConfigError, SchemeConfig, StarConfig};
 use crate::plan::{Node, Plan, PlanCode};
 use crate::roles::{Encoding, Rule};
 use crate::schemes::{code_error, star_plan};
 use crate::topology::Tree;
+use outrun_config::{Config, ConfigError, SchemeConfig, StarConfig};
 
 /// What robust decoding adds to a title: `s` stragglers tolerated, `f` of them spent on
 /// locating corrupted results.

@@ -19,11 +19,11 @@ use outrun_codes::{
 };
 
 use crate::alloc::{Segment, WeightedSet};
-use crate::config::{Config, ConfigError, MatvecCode, MatvecSchemeConfig, SchemeConfig};
 use crate::plan::{Plan, PlanCode, RowsSpec};
 use crate::roles::{Encoding, Rule};
 use crate::schemes::{star, worker};
 use crate::stragglers::{Law, StragglerModel};
+use outrun_config::{Config, ConfigError, MatvecCode, MatvecSchemeConfig, SchemeConfig};
 
 /// Largest r for the dense codes: the master's r × r LU solve is ~2/3·r³ flops (≈ 3 s at
 /// r = 2000 on one core of this machine), repeated for every new set of responders.
@@ -40,7 +40,7 @@ fn laws(cfg: &Config, c: &MatvecSchemeConfig) -> Result<Option<Vec<RowLaw>>, Con
         _ => (None, None, None),
     };
     let pick =
-        |own: &Option<crate::config::PerWorker>, from: Option<Vec<f64>>| own.as_ref().map(|v| v.values(n)).or(from);
+        |own: &Option<outrun_config::PerWorker>, from: Option<Vec<f64>>| own.as_ref().map(|v| v.values(n)).or(from);
     let (a, mu) = (pick(&c.a, a0), pick(&c.mu, mu0));
     let shape = pick(&c.shape, shape0).unwrap_or_else(|| vec![1.0; n]);
     match (a, mu) {
@@ -200,10 +200,10 @@ pub(crate) fn build(cfg: &Config, c: &MatvecSchemeConfig, r: usize) -> Result<Pl
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::parse;
+    use outrun_config::parse;
 
     /// The plan of `cfg` for a matrix of `rows` rows (and as many columns).
-    fn build(cfg: &Config, rows: usize) -> Result<crate::Plan, crate::ConfigError> {
+    fn build(cfg: &Config, rows: usize) -> Result<crate::Plan, outrun_config::ConfigError> {
         crate::build(cfg, crate::Shape { samples: rows, features: rows })
     }
 

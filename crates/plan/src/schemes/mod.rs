@@ -25,11 +25,11 @@ mod pagerank;
 mod ring;
 
 use crate::alloc::WeightedSet;
-use crate::config::{Config, ConfigError, SchemeConfig};
 use crate::plan::{Node, Pattern, Plan, PlanCode};
 use crate::roles::{Encoding, Rule};
-use crate::settings::{JobSpec, Shape};
+use crate::settings::{JobSpec, NetworkSpec, RunSpec, Shape};
 use crate::stragglers::StragglerModel;
+use outrun_config::{Config, ConfigError, SchemeConfig};
 
 pub use codedfedl::{ClientParity, Parity};
 
@@ -95,9 +95,9 @@ pub(crate) fn plan(
         faults: crate::Faults::from_config(cfg),
         links: crate::Links::from_config(cfg),
         upload: cfg.engine.upload,
-        run: cfg.run_spec(),
+        run: RunSpec::of(cfg),
         job: JobSpec { config: cfg.job.clone(), features: 0, python: None },
-        network: cfg.network.spec(),
+        network: NetworkSpec::of(&cfg.network),
         parity: None,
         hier: None,
     }
@@ -160,10 +160,10 @@ pub(crate) fn worker(rank: usize, parts: Vec<WeightedSet>, send: Encoding) -> No
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::parse;
     use crate::plan::Pattern;
     use crate::roles::Rule;
     use outrun_codes::{Decoder, SurvivorSet};
+    use outrun_config::parse;
 
     /// The plan of `cfg` for `samples` points of 3 features.
     fn build(cfg: &Config, samples: usize) -> Result<Plan, ConfigError> {

@@ -5,10 +5,10 @@
 //! function of (n, K, r, policy) every rank computes itself.
 
 use crate::alloc::WeightedSet;
-use crate::config::{Config, SchemeConfig, ShuffleConfig};
 use crate::plan::{Node, Pattern, Plan};
 use crate::roles::Encoding;
 use crate::schemes::plan;
+use outrun_config::{Config, SchemeConfig, ShuffleConfig};
 
 pub(crate) fn build(cfg: &Config, c: &ShuffleConfig, vertices: usize) -> Plan {
     let coded = matches!(cfg.scheme, SchemeConfig::CodedPagerank(_));

@@ -11,10 +11,11 @@
 //! Worker w is rank w − 1, so straggler injection keyed by worker id matches the star schemes.
 
 use crate::alloc::WeightedSet;
-use crate::config::{Config, SchemeConfig};
-use crate::plan::{Node, Pattern, Plan, RingAlgorithm};
+use crate::plan::{Node, Pattern, Plan};
 use crate::roles::Encoding;
 use crate::schemes::plan;
+use outrun_config::RingAlgorithm;
+use outrun_config::{Config, SchemeConfig};
 
 pub(crate) fn build(cfg: &Config, samples: usize) -> Plan {
     let n = cfg.workers();

@@ -6,8 +6,9 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
+use outrun_config::Upload;
 use outrun_plan::roles::{aggregator, Aggregator, Combination, Src, Term, Vector};
-use outrun_plan::{Links, Plan, Upload};
+use outrun_plan::{Links, Plan};
 use outrun_runlog::event::{Arrival, Collect, Notes, Shutdown, UploadCounts};
 
 use super::grant::Grants;

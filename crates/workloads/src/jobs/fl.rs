@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use outrun_codes::{domain, Rng};
-use outrun_plan::config::{GdConfig, Labels, LocalConfig};
+use outrun_config::{GdConfig, Labels, LocalConfig};
 use outrun_plan::{sample_size, Plan};
 use outrun_proto::Frame;
 

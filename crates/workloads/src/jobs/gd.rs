@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use outrun_codes::{domain, Rng};
-use outrun_plan::config::{DataKind, GdConfig, Generator, Labels};
+use outrun_config::{DataKind, GdConfig, Generator, Labels};
 use outrun_plan::{Plan, PythonModel, Shape};
 use outrun_proto::Frame;
 

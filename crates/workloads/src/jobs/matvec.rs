@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use outrun_codes::{RowCodeKind, RowEncoder};
-use outrun_plan::config::MatvecConfig;
+use outrun_config::MatvecConfig;
 use outrun_plan::{Plan, PlanCode, RowsSpec, Shape};
 use outrun_proto::Frame;
 

@@ -17,8 +17,9 @@ mod pagerank;
 use std::sync::Arc;
 
 use outrun_codes::{Graph, ShuffleNode};
-use outrun_plan::config::JobConfig;
-use outrun_plan::{Config, Plan, Shape};
+use outrun_config::Config;
+use outrun_config::JobConfig;
+use outrun_plan::{Plan, Shape};
 use outrun_proto::Frame;
 
 pub use fl::Federated;

@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use outrun_codes::{dangling_mass, pagerank_update, Graph, ShuffleAllocation, ShuffleNode};
-use outrun_plan::config::PagerankConfig;
+use outrun_config::PagerankConfig;
 use outrun_plan::{Pattern, Plan, Shape};
 use outrun_proto::Frame;
 

@@ -4,7 +4,42 @@
 use serde::{Deserialize, Serialize};
 
 use super::{err, ConfigError};
-pub use crate::settings::{ComputeMode, Upload};
+
+/// How compute time is obtained (`timing.compute`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum ComputeMode {
+    /// The measured time of the real gradient computation.
+    #[default]
+    Real,
+    /// A modelled time: the worker computes the real gradient, then sleeps until the modelled
+    /// finish time (for many ranks on few cores).
+    Modelled,
+}
+
+impl ComputeMode {
+    /// The config spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            ComputeMode::Real => "real",
+            ComputeMode::Modelled => "modelled",
+        }
+    }
+}
+
+/// `engine.upload`: when a child's result crosses the link to its parent.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Upload {
+    /// A child sends its result as soon as it has it; results the parent no longer needs
+    /// (late) still cross the link and are discarded on arrival.
+    #[default]
+    Eager,
+    /// A child sends a small ready notice; the parent grants uploads to the first children its
+    /// wait rule needs (one round at a time for multi-round codes) and refuses the others, so
+    /// only results it uses cross the link, at the price of a notice–grant round trip.
+    Granted,
+}
 
 /// Largest number of seconds any duration in a config may be (about 11.6 days): durations are
 /// turned into timers and sleeps, which must not overflow.
@@ -181,17 +216,6 @@ impl Default for NetworkConfig {
 }
 
 impl NetworkConfig {
-    /// The validated section as the plan carries it (rates in bytes per second).
-    pub fn spec(&self) -> crate::settings::NetworkSpec {
-        let rate = |b: &Rate| b.bytes_per_second().expect("validated");
-        crate::settings::NetworkSpec {
-            bandwidth: self.bandwidth.as_ref().map(rate),
-            node_bandwidth: self.node_bandwidth.iter().map(rate).collect(),
-            latency: self.latency,
-            downlink: self.downlink,
-        }
-    }
-
     pub(super) fn validate(&self, ranks: usize) -> Result<(), ConfigError> {
         // false (what every run's config.toml said before) is today's eager default: accepted
         if self.cancel_late == Some(true) {

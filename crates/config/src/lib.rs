@@ -1,5 +1,10 @@
-//! Experiment configuration: one TOML file per experiment, any key overridable with
-//! `--set section.key=value`, validated before MPI starts.
+//! # outrun-config: the experiment file
+//!
+//! One TOML file per experiment, any key overridable with `--set section.key=value`, validated
+//! before MPI starts. This crate is the first room of **config → plan → protocol → driver**: it
+//! knows the sections and their checks and nothing of the plan (`outrun-plan` reads a
+//! [`Config`]; nothing here reads a plan). It owns the plain enums both sides use
+//! ([`ComputeMode`], [`Upload`], [`RingAlgorithm`], [`Ssi`], [`ColumnOrder`]).
 //!
 //! One module per section, each with its types beside its validation: [`RunConfig`] (`[run]`),
 //! [`JobConfig`] (`[job]`, with the job's own sections: `[data]` and `[model]` for gradient
@@ -9,20 +14,37 @@
 //!
 //! Every error names the field it is about (`scheme.s = 9: must be less than scheme.workers =
 //! 9`), in one line, so `outrun check` and every rank of a run can print it as is.
+//!
+//! [`sweep`] expands a sweep file (a base config and axes) into validated variants.
+//!
+//! # Example: a config, an override, and an error that names its field
+//!
+//! ```
+//! let text = "[run]\nname = 'doc'\niterations = 10\n\
+//!     [data]\nkind = 'linear-synthetic'\nsamples = 60\nfeatures = 5\n\
+//!     [model]\nloss = 'least-squares'\nlr = 0.1\n\
+//!     [scheme]\nkind = 'gc-cyclic'\nworkers = 6\ns = 1\n";
+//! let cfg = outrun_config::parse(text, &["scheme.s=2".into()]).unwrap();
+//! assert_eq!((cfg.workers(), cfg.ranks(), cfg.scheme.kind()), (6, 7, "gc-cyclic"));
+//! let bad = outrun_config::parse(text, &["scheme.s=6".into()]).unwrap_err();
+//! assert_eq!(bad.field, "scheme.s");
+//! ```
+#![deny(missing_docs)]
 
 mod exec;
-pub(crate) mod faults;
+mod faults;
 mod job;
 mod links;
 mod run;
 mod scheme;
 mod stragglers;
+pub mod sweep;
 mod tagged;
 
 use serde::Serialize;
 
 pub use exec::{ComputeMode, EngineConfig, NetworkConfig, Rate, RateError, TimingConfig, Upload, MAX_SECONDS};
-pub use faults::{FaultConfig, FaultyConfig};
+pub use faults::{FaultConfig, FaultyConfig, DEFAULT_SIGMA, DEFAULT_VALUE};
 pub use job::{
     DataConfig, DataKind, DataOrder, FeatureConfig, FeatureKind, GdConfig, GraphConfig, GraphKind, Init, JobConfig,
     Labels, LocalConfig, Loss, MatrixConfig, MatrixDist, MatvecConfig, ModelConfig, PagerankConfig, PythonConfig,
@@ -32,8 +54,8 @@ pub use links::{DelayConfig, FailConfig, LinksConfig};
 pub use run::RunConfig;
 pub use scheme::{
     AgcConfig, CegcConfig, ClusterConfig, CodeChoice, CodedfedlConfig, ColumnOrder, FederatedConfig, Generator,
-    HierConfig, LinearChoice, MatvecCode, MatvecSchemeConfig, SchemeConfig, ShuffleConfig, Ssi, StarConfig,
-    StaticClusterConfig, TreeConfig,
+    HierConfig, LinearChoice, MatvecCode, MatvecSchemeConfig, RingAlgorithm, SchemeConfig, ShuffleConfig, Ssi,
+    StarConfig, StaticClusterConfig, TreeConfig,
 };
 pub use stragglers::{BernoulliMode, MarkovConfig, PerWorker, RatesConfig, StragglerConfig, TraceConfig, TraceTimes};
 
@@ -285,23 +307,6 @@ impl Config {
         t.insert("engine".into(), value(&self.engine));
         t.insert("network".into(), value(&self.network));
         toml::to_string(&t).expect("config serializes")
-    }
-
-    /// `[run]` and the engine's polling, as the plan carries them.
-    pub fn run_spec(&self) -> crate::settings::RunSpec {
-        let r = &self.run;
-        crate::settings::RunSpec {
-            name: r.name.clone(),
-            seed: r.seed,
-            iterations: r.iterations,
-            deadline: r.deadline,
-            out_dir: r.out_dir.clone(),
-            trajectory: r.trajectory,
-            poll_us: self.engine.poll_us,
-            checkpoint_every: r.checkpoint_every,
-            first: 0,
-            resumed_from: None,
-        }
     }
 
     /// Number of workers N.

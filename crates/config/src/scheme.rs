@@ -7,7 +7,66 @@ use serde::{Deserialize, Serialize};
 use super::stragglers::PerWorker;
 use super::tagged::{de, Tagged};
 use super::{err, ConfigError};
-use crate::plan::RingAlgorithm;
+
+/// How the ranks of a ring pattern all-reduce (`scheme.algorithm` of `rar`). Every schedule
+/// leaves bit-identical totals on every rank: each value's final sum is formed on one rank and
+/// copied to the others.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RingAlgorithm {
+    /// Reduce-scatter then all-gather around the ring: 2(N − 1) steps of 1/N of the vector
+    /// each, to the right neighbour (the papers' RAR).
+    #[default]
+    Ring,
+    /// Recursive doubling: log2 N steps exchanging the whole vector with a partner (two more
+    /// when N is not a power of two): the fewest steps, for short vectors.
+    RecursiveDoubling,
+    /// Rabenseifner's: reduce-scatter by recursive halving, all-gather by recursive doubling:
+    /// 2 log2 N steps (two more when N is not a power of two) moving the ring's bytes.
+    HalvingDoubling,
+    /// By the vector's size, as MPI libraries switch: recursive doubling up to
+    /// [`RingAlgorithm::AUTO_DOUBLING_BYTES`], halving-doubling up to
+    /// [`RingAlgorithm::AUTO_RING_BYTES`], the ring above (the crossovers measured with
+    /// `outrun bench ring`, docs/performance.md §2).
+    Auto,
+}
+
+impl RingAlgorithm {
+    /// Under `auto`, vectors up to this many bytes take recursive doubling.
+    pub const AUTO_DOUBLING_BYTES: usize = 64 * 1024;
+    /// Under `auto`, vectors up to this many bytes (and above the doubling's) take
+    /// halving-doubling; longer ones the ring.
+    pub const AUTO_RING_BYTES: usize = 1024 * 1024;
+
+    /// The schedule a vector of `len` values takes (`auto` resolved).
+    pub fn resolve(self, len: usize) -> RingAlgorithm {
+        match (self, 8 * len) {
+            (RingAlgorithm::Auto, b) if b <= Self::AUTO_DOUBLING_BYTES => RingAlgorithm::RecursiveDoubling,
+            (RingAlgorithm::Auto, b) if b <= Self::AUTO_RING_BYTES => RingAlgorithm::HalvingDoubling,
+            (RingAlgorithm::Auto, _) => RingAlgorithm::Ring,
+            (a, _) => a,
+        }
+    }
+
+    /// Every algorithm, in the order of their documentation.
+    pub const ALL: [RingAlgorithm; 4] =
+        [RingAlgorithm::Ring, RingAlgorithm::RecursiveDoubling, RingAlgorithm::HalvingDoubling, RingAlgorithm::Auto];
+
+    /// The algorithm named `name` in configs.
+    pub fn from_name(name: &str) -> Option<RingAlgorithm> {
+        Self::ALL.into_iter().find(|a| a.name() == name)
+    }
+
+    /// Its name in configs.
+    pub fn name(self) -> &'static str {
+        match self {
+            RingAlgorithm::Ring => "ring",
+            RingAlgorithm::RecursiveDoubling => "recursive-doubling",
+            RingAlgorithm::HalvingDoubling => "halving-doubling",
+            RingAlgorithm::Auto => "auto",
+        }
+    }
+}
 
 /// Gradient code used inside each sibling group of a CodedReduce tree.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -146,8 +205,13 @@ pub struct HierConfig {
 }
 
 impl HierConfig {
+    /// Most clients: a helper's report and the master's instructions list them in a message
+    /// header, which must stay below 64 KiB (`outrun_proto::wire`; an instruction naming every
+    /// client alone is 12·n_e + 16 bytes).
+    pub const MAX_CLIENTS: usize = 4096;
+
     fn validate(&self, kind: &str) -> Result<(), ConfigError> {
-        let most = crate::roles::Hier::MAX_CLIENTS;
+        let most = Self::MAX_CLIENTS;
         if self.clients == 0 || self.clients > most {
             return err("scheme.clients", format!("= {}: must be 1..={most}", self.clients));
         }

@@ -28,7 +28,7 @@
 
 use serde::Deserialize;
 
-use crate::config::{parse, ConfigError};
+use crate::{parse, ConfigError};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -8,9 +8,9 @@ use super::tagged::{de, Tagged};
 use super::{err, ConfigError};
 
 /// Noise standard deviation of `kind = "gaussian"` when not given (the thesis's σ_G).
-pub(crate) const DEFAULT_SIGMA: f64 = 10.0;
+pub const DEFAULT_SIGMA: f64 = 10.0;
 /// Every entry of `kind = "same-value"` when not given (the thesis's σ_S).
-pub(crate) const DEFAULT_VALUE: f64 = 10.0;
+pub const DEFAULT_VALUE: f64 = 10.0;
 
 /// Which workers are faulty, from when, how often.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

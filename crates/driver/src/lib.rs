@@ -19,8 +19,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use outrun_config::ComputeMode;
-use outrun_plan::roles::Vector;
 use outrun_plan::{FaultKind, Faults, Hop, Injector, Links, Plan};
+use outrun_proto::roles::Vector;
 use outrun_proto::{Delivered, Frame, Header, Histogram, Input, Len};
 use outrun_runlog::event::{ComputeTiming, Event};
 use outrun_runlog::{Book, Checkpoint, IterationRecord, Latency, RunInfo, Summary, CHECKPOINT_FORMAT};

@@ -12,8 +12,9 @@
 //!   the drivers read ([`RunSpec`], [`JobSpec`], [`NetworkSpec`], the straggler model): the
 //!   only hand-off from the config to the node protocol, the drivers and the log; [`build`] makes
 //!   it, one builder per scheme family (`schemes/`).
-//! - [`roles`]: what nodes do with data — aggregators (wait rules and decoders), encoders,
-//!   linear combinations — executed by the node protocol (`outrun-proto`).
+//! - [`Rule`], [`Encoding`], [`Hier`]: what each node waits for and sends, as data; the roles
+//!   that execute them (aggregators, encoders, linear combinations) are the node protocol's
+//!   (`outrun_proto::roles`).
 //! - [`budget`]: the deadlines of the collect tree.
 //!
 //! # Example: gradient coding is a star
@@ -41,7 +42,7 @@ pub mod budget;
 mod faults;
 mod links;
 mod plan;
-pub mod roles;
+mod rules;
 mod schemes;
 mod settings;
 mod stragglers;
@@ -50,6 +51,7 @@ mod topology;
 pub use faults::{FaultKind, Faults};
 pub use links::{Hop, Links};
 pub use plan::{sample_size, Node, Pattern, Plan, PlanCode, RowsSpec};
+pub use rules::{Encoding, FlRule, GroupSpec, Hier, HierKind, Rule, Uploads};
 pub use schemes::{build, ClientParity, Parity};
 pub use settings::{JobSpec, NetworkSpec, PythonModel, RunSpec, Shape};
 pub use stragglers::{ComputeTime, Injector, Law, StragglerModel, DEFAULT_FACTOR, TRACE_STRAGGLER};

@@ -13,7 +13,7 @@ use outrun_codes::{
 use serde::{Deserialize, Serialize};
 
 use crate::alloc::{fmt_coef, WeightedSet};
-use crate::roles::{Encoding, Rule};
+use crate::rules::{Encoding, Rule};
 use crate::settings::{JobSpec, NetworkSpec, RunSpec};
 use crate::stragglers::StragglerModel;
 use outrun_config::{ColumnOrder, Ssi};
@@ -106,7 +106,7 @@ pub enum Pattern {
     },
     /// Hierarchical aggregation: rank 0 the master, ranks 1..=`helpers` the helpers, then the
     /// clients; every client sends to every helper (links that may fail), helpers report what
-    /// arrived, the master instructs, helpers upload sums (the plan's [`crate::roles::Hier`]).
+    /// arrived, the master instructs, helpers upload sums (the plan's [`crate::rules::Hier`]).
     Hier {
         /// Clients n_e.
         clients: usize,
@@ -378,9 +378,9 @@ pub struct Plan {
     /// rows once and the server computes on the sum.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parity: Option<crate::schemes::Parity>,
-    /// A hierarchical scheme's combinations (`roles/hier.rs`; [`Pattern::Hier`]).
+    /// A hierarchical scheme's parameters (its combinations: `outrun_proto::roles::hier`; [`Pattern::Hier`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub hier: Option<crate::roles::Hier>,
+    pub hier: Option<crate::rules::Hier>,
 }
 
 impl Plan {

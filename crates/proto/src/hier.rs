@@ -5,7 +5,7 @@
 //! 1. the master sends `[Model, t]` to the helpers; helper h relays it to its clients (client c
 //!    hears θ from helper (c − 1) mod n_h + 1: the chapter leaves the downlink open, and this one
 //!    spreads it evenly);
-//! 2. a client computes, encodes one slice per helper (`Hier::encode`) and sends each helper its
+//! 2. a client computes, encodes one slice per helper (`roles::hier::slice`) and sends each helper its
 //!    slice as `[Result, t]`;
 //! 3. a helper discards the slices whose link failed in t (`Links::failed_helpers`: a message on
 //!    a failed link is lost, and the helper knows it at once — an emulation shortcut, where a
@@ -15,7 +15,7 @@
 //!    client lost more than s links, else sends each helper `[Instruct, t]` with the client sets
 //!    whose slices it sums (`Hier::uploads`);
 //! 5. each helper with something to upload sends its sums as one `[Result, t]`; the master
-//!    decodes (`Hier::decode`), delivers, logs the failure table, C_EH, C_HM and the bytes.
+//!    decodes (`roles::hier::decode`), delivers, logs the failure table, C_EH, C_HM and the bytes.
 //!
 //! Stop (or abort) flows master → helpers → clients; a client says goodbye to every helper (MPI
 //! keeps each pair's messages in order, so a goodbye follows everything the client sent), a
@@ -25,9 +25,10 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
+use crate::roles::{hier, Combination, Src, Term, Vector};
 use outrun_codes::hier::{FailureTable, HierError};
 use outrun_plan::budget::{parent_silence, shutdown_grace};
-use outrun_plan::roles::{Combination, Hier, Src, Term, Uploads, Vector};
+use outrun_plan::{Hier, Uploads};
 use outrun_plan::{Links, Pattern, Plan};
 use outrun_runlog::event::{Ending, Event, HierNote, Iter, Shutdown};
 
@@ -274,7 +275,7 @@ impl<P: Vector> HierNode<P> {
         let arrivals: Vec<P> = m.got.iter_mut().filter_map(Option::take).collect();
         let (table, uploads) = (std::mem::take(&mut m.table), std::mem::take(&mut m.uploads));
         let (control, upload_bytes, values) = (m.control_bytes, m.upload_bytes, m.upload_values);
-        let comb = match self.hier.decode(&table, &uploads, len) {
+        let comb = match hier::decode(&self.hier, &table, &uploads, len) {
             Ok(c) => c,
             Err(e) => return self.start_drain(now, Some(format!("iteration {t}: {e}: the result would be inexact"))),
         };
@@ -441,7 +442,7 @@ impl<P: Vector> HierNode<P> {
         let own = vec![parts.pop().expect("a client computes one part")];
         let mut bytes = 0;
         for h in 0..self.hier.helpers {
-            let enc = self.hier.encode(h, self.len);
+            let enc = hier::slice(&self.hier, h, self.len);
             let slice = Combination::evaluate(enc.len, &enc.terms, &own, &[]);
             bytes += crate::wire::frame_bytes(&Header::new(Kind::Result, t), slice.len()) as u64;
             self.up_sent += 1;

@@ -8,11 +8,13 @@
 //!
 //! - [`TreeNode`]: the collect-tree pattern (masters, parents and workers of master–worker and
 //!   CodedReduce schemes; a star is a tree of depth 1). What a parent waits for and how it
-//!   decodes, and what a node sends, come from the plan's rules and encodings
-//!   (`outrun_plan::roles`).
+//!   decodes, and what a node sends, come from the plan's rules and encodings, executed by
+//!   the [`roles`].
 //! - [`RingNode`]: the ring pattern (our ring all-reduce, or the library's collective).
 //! - [`HierNode`]: the hierarchical pattern (master, helpers, clients with a link to every
-//!   helper; ARC, AMC and uncoded forwarding from the plan's `roles::Hier`).
+//!   helper; ARC, AMC and uncoded forwarding from the plan's `Hier`, [`roles::hier`]).
+//! - [`roles`]: what nodes do with data — aggregators (wait rules and decoders), encoders,
+//!   linear combinations — built from the plan's `Rule`s and `Encoding`s.
 //! - [`wire`]: messages and their frames (bincode headers); [`Frame`] and [`Len`] payloads.
 //! - [`Histogram`]: model send→receive latencies, merged up the tree.
 //!
@@ -51,6 +53,7 @@ mod hier;
 mod hist;
 mod machine;
 mod ring;
+pub mod roles;
 mod steps;
 mod tree;
 mod vector;
@@ -64,8 +67,8 @@ pub use tree::TreeNode;
 pub use vector::{Frame, Len};
 pub use wire::{Header, Kind, Meta, Msg};
 
-use outrun_plan::roles::Vector;
 use outrun_plan::{Pattern, Plan};
+use roles::Vector;
 
 /// The machine of `rank` for `plan`'s pattern. `collective_as_ring`: run a ring plan that asks
 /// for the library's collective with our ring steps instead (the simulator models it that way).

@@ -14,8 +14,8 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
+use crate::roles::Vector;
 use outrun_config::RingAlgorithm;
-use outrun_plan::roles::Vector;
 use outrun_plan::{Pattern, Plan};
 use outrun_runlog::event::{Ending, Event, Iter, Shutdown};
 

@@ -1,7 +1,7 @@
 //! Payload vectors: [`Frame`] holds real values (in place in a received frame, after its
 //! header), [`Len`] only a length (timing simulations, where nothing is computed).
 
-use outrun_plan::roles::{Map, Vector};
+use crate::roles::{Map, Vector};
 
 use crate::wire::HEAD_WORDS;
 

@@ -180,7 +180,7 @@ pub struct Msg<P> {
     pub body: Option<std::sync::Arc<P>>,
 }
 
-impl<P: outrun_plan::roles::Vector> Msg<P> {
+impl<P: crate::roles::Vector> Msg<P> {
     /// Bytes of the message's frame on the wire ([`frame_bytes`]).
     pub fn frame_bytes(&self) -> usize {
         frame_bytes(&self.head, self.body.as_ref().map_or(0, |b| b.len()))
@@ -189,7 +189,7 @@ impl<P: outrun_plan::roles::Vector> Msg<P> {
 
 /// A received message's body, owned (copied only if another holder still shares it), or `len`
 /// zeros when the message had none.
-pub fn owned_body<P: outrun_plan::roles::Vector>(body: Option<std::sync::Arc<P>>, len: usize) -> P {
+pub fn owned_body<P: crate::roles::Vector>(body: Option<std::sync::Arc<P>>, len: usize) -> P {
     body.map(|b| std::sync::Arc::try_unwrap(b).unwrap_or_else(|b| (*b).clone())).unwrap_or_else(|| P::zeros(len))
 }
 
@@ -311,7 +311,7 @@ pub fn decode(words: Vec<f64>, nbytes: usize) -> Result<(Header, Option<Frame>),
 #[cfg(test)]
 mod tests {
     use super::*;
-    use outrun_plan::roles::Vector;
+    use crate::roles::Vector;
 
     #[test]
     fn frames_round_trip_and_sizes_match() {
@@ -377,7 +377,7 @@ mod tests {
         let silent: Vec<(u32, Option<u64>)> = (0..100_000).map(|r| (r, Some(u64::MAX))).collect();
         // the hierarchical master's largest instruction (every client forwarded alone) and a
         // helper's report of every client
-        let most = u32::try_from(outrun_plan::roles::Hier::MAX_CLIENTS).expect("small");
+        let most = u32::try_from(outrun_config::HierConfig::MAX_CLIENTS).expect("small");
         let sums = Meta::Sums((0..most).map(|c| vec![c]).collect());
         let clients = Meta::Clients((0..most).collect());
         for meta in

@@ -143,7 +143,7 @@ pub struct DecodeRow {
 /// for gradients of `len` values; `sets` arrival sets per size.
 pub fn decode_times(sizes: &[usize], len: usize, sets: usize) -> Result<Vec<DecodeRow>, String> {
     use outrun_codes::Rng;
-    use outrun_plan::roles::{aggregator, encoder, Combination};
+    use outrun_proto::roles::{aggregator, encoder, Combination};
     let mut rows = vec![];
     for code in ["gaussian", "systematic", "ldpc"] {
         for &n in sizes {

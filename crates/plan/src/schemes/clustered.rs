@@ -17,7 +17,7 @@ use outrun_codes::{domain, ClusterMatrix, GradientCode, Rng};
 
 use crate::alloc::{split_sizes, Segment, WeightedSet};
 use crate::plan::{Plan, PlanCode};
-use crate::roles::{Encoding, Rule};
+use crate::rules::{Encoding, Rule};
 use crate::schemes::{code_error, star, worker};
 use outrun_config::{ClusterConfig, Config, ConfigError, SchemeConfig};
 

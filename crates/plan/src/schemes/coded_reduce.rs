@@ -14,7 +14,7 @@ use outrun_codes::GradientCode;
 
 use crate::alloc::{r_cr, tree_allocate};
 use crate::plan::{Node, Pattern, Plan, PlanCode};
-use crate::roles::{Encoding, Rule};
+use crate::rules::{Encoding, Rule};
 use crate::schemes::{code_error, plan};
 use crate::topology::Tree;
 use outrun_config::{CodeChoice, Config, ConfigError, TreeConfig};

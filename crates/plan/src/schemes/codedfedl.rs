@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use crate::alloc::{split_sizes, Segment, WeightedSet};
 use crate::links::{Hop, Links};
 use crate::plan::Plan;
-use crate::roles::{Encoding, Rule};
+use crate::rules::{Encoding, Rule};
 use crate::schemes::{star, worker};
 use crate::stragglers::{Law as StragglerLaw, StragglerModel};
 use outrun_config::ComputeMode;
@@ -302,7 +302,7 @@ mod tests {
             assert_eq!(c.rows.len(), 100);
         }
         assert_eq!(plan.nodes[0].load(), 60);
-        assert!(matches!(plan.nodes[0].rule, Some(crate::roles::Rule::Until { by }) if by == parity.deadline));
+        assert!(matches!(plan.nodes[0].rule, Some(crate::rules::Rule::Until { by }) if by == parity.deadline));
     }
 
     #[test]

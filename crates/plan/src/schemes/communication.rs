@@ -20,7 +20,7 @@ use outrun_codes::{agc_groups, AgcCode, LinearCode};
 
 use crate::alloc::WeightedSet;
 use crate::plan::{Plan, PlanCode};
-use crate::roles::{Encoding, GroupSpec, Rule};
+use crate::rules::{Encoding, GroupSpec, Rule};
 use crate::schemes::{star, worker};
 use outrun_config::{AgcConfig, CegcConfig, Config, ConfigError, LinearChoice, SchemeConfig};
 

@@ -3,13 +3,13 @@
 //! Client k holds the k-th of N near-equal contiguous blocks of the rows (non-IID shards with
 //! `data.order = "by-label"`: the rows sorted by label first). Every round the server sends θ,
 //! each client uploads its local update (`job.kind = "fl"`), and the server's rule
-//! ([`FlRule`], `roles/federated.rs`) turns the first `wait` uploads into its step. DiverseFL's
+//! ([`FlRule`](crate::FlRule), executed in `outrun_proto::roles`) turns the first `wait` uploads into its step. DiverseFL's
 //! server computes a guiding update per client on a sample of that client's block (its parts:
 //! the clients' blocks, sampled), FLTrust's one update on a sample of the whole training set.
 
 use crate::alloc::{split_sizes, Segment, WeightedSet};
 use crate::plan::Plan;
-use crate::roles::{Encoding, FlRule, Rule};
+use crate::rules::{Encoding, FlRule, Rule};
 use crate::schemes::{star, worker};
 use outrun_config::{Config, FederatedConfig, SchemeConfig};
 

@@ -1,13 +1,13 @@
 //! Hierarchical aggregation (thesis ch. 6): `arc`, `amc`, `hier-uncoded` on the hierarchical
 //! pattern — rank 0 the master, ranks 1..=n_h the helpers, ranks n_h + 1.. the clients (client
 //! c is worker c, rank n_h + c). Each client holds a contiguous share of the data; what it
-//! sends each helper, what each helper uploads and how the master decodes are `roles::Hier`.
+//! sends each helper, what each helper uploads and how the master decodes are the plan's `Hier` and `outrun_proto::roles::hier`.
 
 use outrun_codes::hier::HierError;
 
 use crate::alloc::WeightedSet;
 use crate::plan::{Node, Pattern, Plan};
-use crate::roles::{Encoding, Hier, HierKind};
+use crate::rules::{Encoding, Hier, HierKind};
 use crate::schemes::plan;
 use outrun_config::{Config, ConfigError, HierConfig, SchemeConfig};
 

@@ -16,7 +16,7 @@ use outrun_codes::GradientCode;
 
 use crate::alloc::tree_allocate;
 use crate::plan::{Node, Plan, PlanCode};
-use crate::roles::{Encoding, Rule};
+use crate::rules::{Encoding, Rule};
 use crate::schemes::{code_error, star_plan};
 use crate::topology::Tree;
 use outrun_config::{Config, ConfigError, SchemeConfig, StarConfig};

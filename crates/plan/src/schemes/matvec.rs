@@ -1,7 +1,7 @@
 //! Matrix–vector multiplication on heterogeneous workers (thesis chapter 3; note part A): the
 //! master wants y = A·x for an r-row A. Worker i holds ℓ_i rows of Ã = G·A (contiguous coded
 //! rows, worker 1 first), computes their product with x and returns it in one message; the
-//! master decodes y as soon as the rows received determine it (`roles/rows.rs`).
+//! master decodes y as soon as the rows received determine it (`outrun_proto::roles`, rows.rs).
 //!
 //! - **`uniform-uncoded`**: G = I, r/N rows each (exact partition); waits for all.
 //! - **`lb-uncoded`**: G = I, rows ∝ 1/E[time per row] = μ_i/(a_iμ_i + Γ(1 + 1/α_i)).
@@ -20,7 +20,7 @@ use outrun_codes::{
 
 use crate::alloc::{Segment, WeightedSet};
 use crate::plan::{Plan, PlanCode, RowsSpec};
-use crate::roles::{Encoding, Rule};
+use crate::rules::{Encoding, Rule};
 use crate::schemes::{star, worker};
 use crate::stragglers::{Law, StragglerModel};
 use outrun_config::{Config, ConfigError, MatvecCode, MatvecSchemeConfig, SchemeConfig};

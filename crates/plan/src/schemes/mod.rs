@@ -26,7 +26,7 @@ mod ring;
 
 use crate::alloc::WeightedSet;
 use crate::plan::{Node, Pattern, Plan, PlanCode};
-use crate::roles::{Encoding, Rule};
+use crate::rules::{Encoding, Rule};
 use crate::settings::{JobSpec, NetworkSpec, RunSpec, Shape};
 use crate::stragglers::StragglerModel;
 use outrun_config::{Config, ConfigError, SchemeConfig};
@@ -161,7 +161,7 @@ pub(crate) fn worker(rank: usize, parts: Vec<WeightedSet>, send: Encoding) -> No
 mod tests {
     use super::*;
     use crate::plan::Pattern;
-    use crate::roles::Rule;
+    use crate::rules::Rule;
     use outrun_codes::{Decoder, SurvivorSet};
     use outrun_config::parse;
 

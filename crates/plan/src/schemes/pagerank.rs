@@ -6,7 +6,7 @@
 
 use crate::alloc::WeightedSet;
 use crate::plan::{Node, Pattern, Plan};
-use crate::roles::Encoding;
+use crate::rules::Encoding;
 use crate::schemes::plan;
 use outrun_config::{Config, SchemeConfig, ShuffleConfig};
 

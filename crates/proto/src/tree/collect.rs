@@ -6,8 +6,8 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
+use crate::roles::{aggregator, Aggregator, Combination, Src, Term, Vector};
 use outrun_config::Upload;
-use outrun_plan::roles::{aggregator, Aggregator, Combination, Src, Term, Vector};
 use outrun_plan::{Links, Plan};
 use outrun_runlog::event::{Arrival, Collect, Notes, Shutdown, UploadCounts};
 

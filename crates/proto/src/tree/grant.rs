@@ -18,7 +18,7 @@
 //! offered again in notice order. When none can replace them, the parent's wait budget ends
 //! the iteration with today's deadline error.
 
-use outrun_plan::roles::Aggregator;
+use crate::roles::Aggregator;
 
 /// One granted upload: child index, round, and the result once it arrived.
 struct Slot<P> {

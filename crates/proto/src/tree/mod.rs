@@ -37,10 +37,10 @@ mod uplink;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
+use crate::roles::{encoder, Combination, Encoder, Src, Term, Vector};
 use outrun_codes::EXACT_RESIDUAL;
 use outrun_config::Upload;
 use outrun_plan::budget::{parent_silence, shutdown_grace, wait_budget};
-use outrun_plan::roles::{encoder, Combination, Encoder, Src, Term, Vector};
 use outrun_plan::{Plan, StragglerModel};
 use outrun_runlog::event::{Ending, Event, Iter, Late, Regrant, Regranted, RoundsStopped, Shutdown, Status};
 

@@ -6,7 +6,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use outrun_plan::roles::Vector;
+use crate::roles::Vector;
 
 use crate::machine::Output;
 use crate::wire::{Header, Kind, Msg};

@@ -5,7 +5,7 @@
 //! θ ← θ − η_t·(g/b + λθ) on batches of b = round(`job.local_batch`·m) of its m rows (drawn
 //! without replacement per step from `run.seed`, rank, round and step; all of them, in order, at
 //! `local_batch = 1`), and uploads Δ = θ_server − θ_client followed by its first batch's mean
-//! loss. The scheme's rule (`outrun_plan::roles::FlRule`) turns the uploads into Δ̄ and every
+//! loss. The scheme's rule (`outrun_proto::roles::FlRule`) turns the uploads into Δ̄ and every
 //! rank applies θ ← θ − Δ̄. A server with parts (DiverseFL's per-client guiding updates,
 //! FLTrust's root-set update) computes them the same way, with full-batch steps on a sample of
 //! each part's rows stratified by label ([`stratified`]). Everything else — data, models,

@@ -1,52 +1,9 @@
 //! Encoders: what a node sends up, round by round. A plan names one [`Encoding`] per node;
 //! [`encoder`] builds it.
 
-use serde::{Deserialize, Serialize};
+use outrun_plan::{Encoding, Plan, PlanCode};
 
 use super::combine::{Combination, Src, Term};
-use crate::plan::{Plan, PlanCode};
-
-/// How a node forms its message(s), as stored in the plan.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(tag = "encoding", rename_all = "kebab-case")]
-pub enum Encoding {
-    /// One message: the node's own part (if it computes one) plus its children's combination
-    /// (if it has children). Every scheme so far.
-    #[default]
-    Plain,
-    /// A federated client that may sit a round out: its one-byte assignment says whether the
-    /// server sampled it (`job.clients_per_round`); if not it computes nothing and answers with an
-    /// empty message.
-    Sampled,
-    /// The children's combination alone: the node's own parts are what its rule weighs the
-    /// children's results against (a federated server's guiding updates), not part of the sum.
-    Collected,
-    /// One message of ⌈len/K⌉ values: the node's part cut into K chunks, combined with the
-    /// coefficients of column `column` of the plan's linear code `code` (CommFR-GC).
-    Chunked {
-        /// Index into `Plan::codes` (a linear code).
-        code: usize,
-        /// The node's position in its group (the column of the generator).
-        column: usize,
-    },
-    /// Up to L rounds of ⌈len/L⌉ values, round r combining the sub-vectors of the node's d
-    /// parts with row r·n + `worker` of the adaptive code's B (AGC); sent one after the other,
-    /// until the parent moves on.
-    Rounds {
-        /// Index into `Plan::codes` (an adaptive code).
-        code: usize,
-        /// The node's index j in its group.
-        worker: usize,
-    },
-    /// One message: the codeword the parent assigned for the iteration, computed from the r
-    /// mini-batches it needs among the n·ℓ the node stores (GC-DC).
-    Clustered {
-        /// Index into `Plan::codes` (a cluster code).
-        code: usize,
-        /// The worker's index (0-based) in the cluster matrix.
-        worker: usize,
-    },
-}
 
 /// A node's encoder.
 pub trait Encoder: Send {

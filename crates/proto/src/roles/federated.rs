@@ -17,72 +17,11 @@ use outrun_codes::{
     bulyan_select, closest_mean, coordinate_median, diversefl_test, domain, fltrust_coefficients, krum,
     resample_groups, Rng, Thresholds,
 };
-use serde::{Deserialize, Serialize};
+use outrun_plan::{Faults, FlRule, Plan};
 
 use super::aggregate::{Aggregator, Tally};
 use super::combine::{Combination, Map, Post, Src, Term};
 use super::encode::sampled_assignment;
-use crate::faults::Faults;
-use crate::plan::Plan;
-
-/// How a federated server turns the uploads it uses into its step.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "how", rename_all = "kebab-case")]
-pub enum FlRule {
-    /// The mean (FedAvg).
-    Mean,
-    /// The mean of the uploads of clients `[faults]` does not corrupt this round.
-    Oracle,
-    /// The mean of the uploads DiverseFL's filter accepts.
-    Diversefl {
-        /// sign(Δ̃ᵀz) must exceed it.
-        eps1: f64,
-        /// ‖z‖/‖Δ̃‖ must exceed it.
-        eps2: f64,
-        /// ‖z‖/‖Δ̃‖ must be below it.
-        eps3: f64,
-    },
-    /// The coordinate-wise median.
-    Median,
-    /// The mean of the `m` uploads of lowest Krum score, assuming `f` faulty (Krum: m = 1).
-    Krum {
-        /// Faulty uploads assumed.
-        f: usize,
-        /// Uploads averaged.
-        m: usize,
-    },
-    /// Bulyan, assuming `f` faulty.
-    Bulyan {
-        /// Faulty uploads assumed.
-        f: usize,
-    },
-    /// The median of K means of `s` uploads each (every upload in `s` of them).
-    Resampling {
-        /// Uploads per group mean.
-        s: usize,
-    },
-    /// FLTrust's weights against the server's root-set update.
-    Fltrust,
-}
-
-impl FlRule {
-    /// One line for plans and titles.
-    pub fn describe(&self) -> String {
-        match self {
-            FlRule::Mean => "mean".into(),
-            FlRule::Oracle => "mean of the clients that are not faulty".into(),
-            FlRule::Diversefl { eps1, eps2, eps3 } => {
-                format!("mean of those with sign(Δ̃ᵀz) > {eps1} and {eps2} < ‖z‖/‖Δ̃‖ < {eps3}")
-            }
-            FlRule::Median => "coordinate-wise median".into(),
-            FlRule::Krum { f, m: 1 } => format!("Krum (f = {f})"),
-            FlRule::Krum { f, m } => format!("mean of the {m} best by Krum's score (f = {f})"),
-            FlRule::Bulyan { f } => format!("Bulyan (f = {f})"),
-            FlRule::Resampling { s } => format!("median of means of {s} resampled uploads"),
-            FlRule::Fltrust => "FLTrust weights against the server's root-set update".into(),
-        }
-    }
-}
 
 /// What the screening decided: weights of the arrivals (a linear rule), or the arrivals to
 /// gather (positions) and the map applied to them.

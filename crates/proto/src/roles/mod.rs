@@ -4,13 +4,13 @@
 //!   common currency of decoding and encoding. The node protocol executes it on any
 //!   [`Vector`] type (real vectors in the engine and the simulator's arithmetic, lengths only in
 //!   timing simulations).
-//! - [`Aggregator`] (built from a plan's [`Rule`]): what a parent waits for — a count, a
+//! - [`Aggregator`] (built from a plan's `Rule`): what a parent waits for — a count, a
 //!   decodability test — and how it combines what it accepted.
-//! - [`Encoder`] (built from a plan's [`Encoding`]): what a node sends, round by round, from
+//! - [`Encoder`] (built from a plan's `Encoding`): what a node sends, round by round, from
 //!   its own computed parts and its children's combination.
 //!
-//! - [`Hier`]: hierarchical aggregation's three combinations (a client's slices, the helpers'
-//!   sums for a failure table, the master's decode).
+//! - [`hier`]: hierarchical aggregation's combinations (a client's slices, the master's decode
+//!   of the helpers' sums).
 //!
 //! Neither knows about MPI, clocks or message formats; the node protocol (`outrun-proto`) drives
 //! them.
@@ -20,12 +20,10 @@ mod clusters;
 mod combine;
 mod encode;
 mod federated;
-mod hier;
+pub mod hier;
 mod robust;
 mod rows;
 
-pub use aggregate::{aggregator, Aggregator, GroupSpec, Rule};
+pub use aggregate::{aggregator, Aggregator};
 pub use combine::{Combination, Map, Post, Src, Term, Vector};
-pub use encode::{encoder, Encoder, Encoding};
-pub use federated::FlRule;
-pub use hier::{Hier, HierKind, Uploads};
+pub use encode::{encoder, Encoder};

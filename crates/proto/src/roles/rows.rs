@@ -15,7 +15,7 @@ use outrun_codes::{RowCode, RowDecodeError, RowDecoder};
 
 use super::aggregate::Aggregator;
 use super::combine::{Combination, Map, Post, Src, Term};
-use crate::plan::{Plan, PlanCode};
+use outrun_plan::{Plan, PlanCode};
 
 /// Values (8-byte words) the decoders kept for one code may hold: 64 MB.
 const CACHE_VALUES: usize = 8 << 20;
@@ -34,7 +34,7 @@ type Decoders = (HashMap<Vec<usize>, Arc<Decode>>, usize);
 
 impl Shared {
     /// The code of `spec` (the last few codes are kept).
-    fn of(spec: &crate::plan::RowsSpec) -> Arc<Shared> {
+    fn of(spec: &outrun_plan::RowsSpec) -> Arc<Shared> {
         static CODES: Mutex<Vec<Arc<Shared>>> = Mutex::new(vec![]);
         let mut codes = CODES.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(s) = codes

@@ -12,9 +12,9 @@ use outrun_codes::{dynamic_clustering, ClusterMatrix, Decoder, Decoding, Gradien
 use super::aggregate::Aggregator;
 use super::combine::{Combination, Src, Term};
 use super::encode::Encoder;
-use crate::plan::{Plan, PlanCode};
-use crate::stragglers::Injector;
 use outrun_config::{ColumnOrder, Ssi};
+use outrun_plan::Injector;
+use outrun_plan::{Plan, PlanCode};
 
 /// The plan's cluster code `code` and its gradient code.
 fn codes(plan: &Plan, code: usize) -> (&PlanCode, &GradientCode) {
@@ -295,8 +295,8 @@ mod tests {
     use outrun_codes::Rng;
 
     use crate::roles::{aggregator, encoder, Src};
-    use crate::{build, Plan, Shape};
     use outrun_config::parse;
+    use outrun_plan::{build, Plan, Shape};
 
     fn plan(kind: &str, extra: &[&str]) -> Plan {
         let base = format!(

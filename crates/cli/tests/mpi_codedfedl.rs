@@ -65,7 +65,7 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
 fn own_run(sets: &[String], used: &[Vec<usize>]) -> Vec<Vec<f64>> {
     let cfg = outrun_config::parse(CFG, sets).unwrap();
     let plan = outrun_workloads::resolve(&cfg).unwrap();
-    let parity = plan.parity.as_ref().unwrap();
+    let parity = plan.parity().unwrap();
     let rows = outrun_workloads::data::load_all(cfg.data(), cfg.run.seed, cfg.model().labels()).unwrap();
     let (p, u) = (rows.p(), parity.u);
     // every client's G_j·W_j·[X y], summed
@@ -119,7 +119,7 @@ fn codedfedl_adds_the_parity_gradient_to_what_arrived_by_the_deadline() {
     assert!(diff <= 1e-9, "θ differs from this test's CodedFedL by {diff:e}");
     // the deadline cut some rounds short, and never waited past t*
     let plan = outrun_workloads::resolve(&outrun_config::parse(CFG, &sets).unwrap()).unwrap();
-    let t_star = plan.parity.as_ref().unwrap().deadline;
+    let t_star = plan.parity().unwrap().deadline;
     assert!(used.iter().any(|u| u.len() < 6), "every client made every deadline: {used:?}");
     let s = summary(&dir);
     assert!(s["late_discarded"].as_u64().unwrap() > 0);

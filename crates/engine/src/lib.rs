@@ -165,7 +165,7 @@ fn upload_parity(
     plan: &outrun_plan::Plan,
     job: &mut dyn Job,
 ) -> Result<Option<f64>, EngineError> {
-    let Some(parity) = &plan.parity else { return Ok(None) };
+    let Some(parity) = plan.parity() else { return Ok(None) };
     let rank = comm.rank;
     let mine = agree(comm, job.encode(plan, rank))?.unwrap_or_default();
     comm.barrier();

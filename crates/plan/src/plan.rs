@@ -13,7 +13,8 @@ use outrun_codes::{
 use serde::{Deserialize, Serialize};
 
 use crate::alloc::{fmt_coef, WeightedSet};
-use crate::rules::{Encoding, Rule};
+use crate::parity::Parity;
+use crate::rules::{Encoding, Hier, Rule};
 use crate::settings::{JobSpec, NetworkSpec, RunSpec};
 use crate::stragglers::StragglerModel;
 use outrun_config::{ColumnOrder, Ssi};
@@ -50,6 +51,59 @@ pub fn sample_size(rows: usize, fraction: f64) -> usize {
 }
 
 impl Node {
+    /// Rank `rank` with nothing yet: no worker id, no parent, children or parts, no rule, the
+    /// plain encoding, no sampling. Every builder starts here, so a new field is set in one place.
+    pub fn new(rank: usize) -> Self {
+        Node {
+            rank,
+            worker: None,
+            parent: None,
+            children: vec![],
+            parts: vec![],
+            rule: None,
+            send: Encoding::Plain,
+            sample: None,
+        }
+    }
+
+    /// Worker `worker` (1-based id) at rank `rank`, computing `parts`, below `parent` (None in a
+    /// pattern without parents: a ring, the shuffle).
+    pub fn worker(rank: usize, worker: usize, parent: Option<usize>, parts: Vec<WeightedSet>) -> Self {
+        Node { worker: Some(worker), parent, parts, ..Node::new(rank) }
+    }
+
+    /// This node below `parent`.
+    pub fn below(mut self, parent: Option<usize>) -> Self {
+        self.parent = parent;
+        self
+    }
+
+    /// This node as the parent of `children`, waiting for them by `rule`.
+    pub fn over(mut self, children: Vec<usize>, rule: Rule) -> Self {
+        self.children = children;
+        self.rule = Some(rule);
+        self
+    }
+
+    /// This node as the parent of `children` with no rule of its own (a helper of the
+    /// hierarchical pattern relays the model; what it sums its master instructs).
+    pub fn relaying(mut self, children: Vec<usize>) -> Self {
+        self.children = children;
+        self
+    }
+
+    /// This node sending by `send`.
+    pub fn sending(mut self, send: Encoding) -> Self {
+        self.send = send;
+        self
+    }
+
+    /// This node computing on a sample of `fraction` of each part's rows.
+    pub fn sampled(mut self, fraction: f64) -> Self {
+        self.sample = Some(fraction);
+        self
+    }
+
     /// Number of points this node computes on (its load).
     pub fn load(&self) -> usize {
         match self.sample {
@@ -374,16 +428,50 @@ pub struct Plan {
     pub job: JobSpec,
     /// The simulator's network model.
     pub network: NetworkSpec,
+    /// What the scheme carries beyond its nodes and codes (CodedFedL's parity allocation, a
+    /// hierarchical scheme's parameters).
+    #[serde(default, skip_serializing_if = "SchemeData::is_none")]
+    pub data: SchemeData,
+}
+
+/// What a scheme carries beyond its nodes and codes: one variant per scheme that needs more.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SchemeData {
+    /// Nothing more (most schemes).
+    #[default]
+    None,
     /// CodedFedL's parity data and allocation (`schemes/codedfedl.rs`): the clients encode their
-    /// rows once and the server computes on the sum.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub parity: Option<crate::schemes::Parity>,
-    /// A hierarchical scheme's parameters (its combinations: `outrun_proto::roles::hier`; [`Pattern::Hier`]).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub hier: Option<crate::rules::Hier>,
+    /// rows once, before the loop (the plan's prelude), and the server computes on the sum.
+    Parity(Parity),
+    /// A hierarchical scheme's parameters (its combinations: `outrun_proto::roles::hier`;
+    /// [`Pattern::Hier`]).
+    Hier(Hier),
+}
+
+impl SchemeData {
+    fn is_none(&self) -> bool {
+        *self == SchemeData::None
+    }
 }
 
 impl Plan {
+    /// CodedFedL's parity allocation, if the scheme is CodedFedL.
+    pub fn parity(&self) -> Option<&Parity> {
+        match &self.data {
+            SchemeData::Parity(p) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// A hierarchical scheme's parameters, if the pattern is hierarchical.
+    pub fn hier(&self) -> Option<&Hier> {
+        match &self.data {
+            SchemeData::Hier(h) => Some(h),
+            _ => None,
+        }
+    }
+
     /// The plan of a config's TOML text for a problem of `shape` (tests and examples: a run
     /// resolves its config's shape from its data first).
     pub fn from_toml(text: &str, shape: crate::Shape) -> Result<Plan, outrun_config::ConfigError> {
@@ -471,7 +559,7 @@ impl Plan {
                 ),
             ),
             Pattern::Hier { clients, helpers } => {
-                let h = self.hier.as_ref().expect("a hierarchical plan has its scheme");
+                let h = self.hier().expect("a hierarchical plan has its scheme");
                 let (c_hm, how) = h.expected_c_hm();
                 line(
                     &mut o,
@@ -556,8 +644,8 @@ impl Plan {
         if let Some(l) = self.links.describe() {
             line(&mut o, format!("links: {l}"));
         }
-        if let Some(p) = &self.parity {
-            o.push_str(&p.describe(self));
+        if let Some(p) = self.parity() {
+            o.push_str(&p.describe(self.samples, &self.stragglers));
         }
         line(
             &mut o,

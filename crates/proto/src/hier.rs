@@ -128,7 +128,7 @@ impl<P: Vector> HierNode<P> {
     /// Rank `rank` of `plan`'s hierarchical pattern, for payloads of `len` values.
     pub fn new(plan: &Plan, rank: usize, len: usize) -> Self {
         let Pattern::Hier { clients, helpers } = plan.pattern else { panic!("a hierarchical plan") };
-        let hier = plan.hier.clone().expect("a hierarchical plan has its scheme");
+        let hier = plan.hier().cloned().expect("a hierarchical plan has its scheme");
         let role = if rank == 0 {
             Role::Master(Master::new(helpers))
         } else if rank <= helpers {

@@ -135,7 +135,7 @@ fn jobs(plan: &Plan, load: bool) -> Result<Vec<Box<dyn Job>>, DataError> {
             Ok(job)
         })
         .collect::<Result<Vec<_>, DataError>>()?;
-    if load && plan.parity.is_some() {
+    if load && plan.parity().is_some() {
         upload_parity(plan, &mut jobs)?;
     }
     Ok(jobs)
@@ -157,7 +157,7 @@ fn upload_parity(plan: &Plan, jobs: &mut [Box<dyn Job>]) -> Result<(), DataError
 
 /// The parity phase's modelled seconds (`Parity::upload_time`), for a plan with parity data.
 fn parity_time(plan: &Plan, jobs: &mut [Box<dyn Job>]) -> Result<Option<f64>, DataError> {
-    let Some(parity) = &plan.parity else { return Ok(None) };
+    let Some(parity) = plan.parity() else { return Ok(None) };
     let values = jobs[0].encode(plan, 0)?.map_or(0, |v| v.len());
     Ok(Some(parity.upload_time(plan, values, jobs[0].len(1))))
 }

@@ -14,7 +14,7 @@ use outrun_codes::GradientCode;
 
 use crate::alloc::{r_cr, tree_allocate};
 use crate::plan::{Node, Pattern, Plan, PlanCode};
-use crate::rules::{Encoding, Rule};
+use crate::rules::Rule;
 use crate::schemes::{code_error, plan};
 use crate::topology::Tree;
 use outrun_config::{CodeChoice, Config, ConfigError, TreeConfig};
@@ -34,21 +34,16 @@ pub(crate) fn build(cfg: &Config, sc: &TreeConfig, samples: usize) -> Result<Pla
         .into_iter()
         .enumerate()
         .map(|(rank, data)| {
+            let parts = if data.is_empty() { vec![] } else { vec![data] };
+            let node = match rank {
+                0 => Node { parts, ..Node::new(0) },
+                _ => Node::worker(rank, rank, tree.parent(rank), parts),
+            };
             let children = tree.children(rank);
-            Node {
-                rank,
-                worker: (rank > 0).then_some(rank),
-                parent: tree.parent(rank),
-                rule: (!children.is_empty()).then_some(Rule::Decode {
-                    need: n - s + 2 * sc.byzantine,
-                    code: 0,
-                    byzantine: sc.byzantine,
-                }),
-                children,
-                parts: if data.is_empty() { vec![] } else { vec![data] },
-                send: Encoding::Plain,
-                sample: None,
+            if children.is_empty() {
+                return node;
             }
+            node.over(children, Rule::Decode { need: n - s + 2 * sc.byzantine, code: 0, byzantine: sc.byzantine })
         })
         .collect();
     let (num, den) = r_cr(n, layers, s);

@@ -62,7 +62,7 @@ pub(crate) fn build(cfg: &Config, c: &FederatedConfig, samples: usize) -> Plan {
     let mut plan = star(cfg, title, samples, n - need, clients, rule, vec![]);
     if !server_parts.is_empty() {
         plan.nodes[0].parts = server_parts;
-        plan.nodes[0].sample = Some(c.sample);
+        plan.nodes[0] = plan.nodes[0].clone().sampled(c.sample);
         plan.nodes[0].send = Encoding::Collected;
     }
     plan

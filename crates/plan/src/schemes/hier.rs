@@ -6,8 +6,8 @@
 use outrun_codes::hier::HierError;
 
 use crate::alloc::WeightedSet;
-use crate::plan::{Node, Pattern, Plan};
-use crate::rules::{Encoding, Hier, HierKind};
+use crate::plan::{Node, Pattern, Plan, SchemeData};
+use crate::rules::{Hier, HierKind};
 use crate::schemes::plan;
 use outrun_config::{Config, ConfigError, HierConfig, SchemeConfig};
 
@@ -33,28 +33,17 @@ pub(crate) fn build(cfg: &Config, c: &HierConfig, samples: usize) -> Result<Plan
             ));
         }
     }
-    let helper = |rank| Node {
-        rank,
-        worker: None,
-        parent: Some(0),
-        children: vec![],
-        parts: vec![],
-        rule: None,
-        send: Encoding::Plain,
-        sample: None,
-    };
     // θ reaches client c through helper (c − 1) mod n_h + 1: its parent in the plan (the
     // chapter leaves the downlink open); its slices go to every helper
     let model_helper = |i: usize| i % c.helpers + 1;
     let client_rank = |i: usize| c.helpers + 1 + i;
-    let mut nodes = vec![Node { parent: None, children: (1..=c.helpers).collect(), ..helper(0) }];
-    nodes.extend((1..=c.helpers).map(|h| Node {
-        children: (0..c.clients).filter(|&i| model_helper(i) == h).map(client_rank).collect(),
-        ..helper(h)
+    let mut nodes = vec![Node::new(0).relaying((1..=c.helpers).collect())];
+    nodes.extend((1..=c.helpers).map(|h| {
+        let clients = (0..c.clients).filter(|&i| model_helper(i) == h).map(client_rank).collect();
+        Node::new(h).below(Some(0)).relaying(clients)
     }));
     for (i, part) in WeightedSet::full(samples).split_even(c.clients).into_iter().enumerate() {
-        let node = helper(client_rank(i));
-        nodes.push(Node { worker: Some(i + 1), parent: Some(model_helper(i)), parts: vec![part], ..node });
+        nodes.push(Node::worker(client_rank(i), i + 1, Some(model_helper(i)), vec![part]));
     }
     let title = match kind {
         HierKind::Arc => format!("aligned repetition coding (ARC): k = {} parts, each on s + 1 = {} helpers; every helper uploads one sum of the parts it is assigned", hier.k, c.s + 1),
@@ -62,6 +51,6 @@ pub(crate) fn build(cfg: &Config, c: &HierConfig, samples: usize) -> Result<Plan
         HierKind::Uncoded => "uncoded hierarchical forwarding: every client's gradient to every helper, the first that received it forwards it".into(),
     };
     let mut p = plan(cfg, title, samples, c.s, Pattern::Hier { clients: c.clients, helpers: c.helpers }, nodes, vec![]);
-    p.hier = Some(hier);
+    p.data = SchemeData::Hier(hier);
     Ok(p)
 }

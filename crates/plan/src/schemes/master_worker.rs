@@ -16,7 +16,7 @@ use outrun_codes::GradientCode;
 
 use crate::alloc::tree_allocate;
 use crate::plan::{Node, Plan, PlanCode};
-use crate::rules::{Encoding, Rule};
+use crate::rules::Rule;
 use crate::schemes::{code_error, star_plan};
 use crate::topology::Tree;
 use outrun_config::{Config, ConfigError, SchemeConfig, StarConfig};
@@ -78,15 +78,9 @@ pub(crate) fn build(cfg: &Config, c: &StarConfig, samples: usize) -> Result<Plan
     let nodes = tree_allocate(samples, tree, s, &code.b)
         .into_iter()
         .enumerate()
-        .map(|(rank, data)| Node {
-            rank,
-            worker: (rank > 0).then_some(rank),
-            parent: tree.parent(rank),
-            children: tree.children(rank),
-            parts: if rank == 0 { vec![] } else { vec![data] },
-            rule: (rank == 0).then_some(rule.clone()),
-            send: Encoding::Plain,
-            sample: None,
+        .map(|(rank, data)| match rank {
+            0 => Node::new(0).over(tree.children(0), rule.clone()),
+            _ => Node::worker(rank, rank, tree.parent(rank), vec![data]),
         })
         .collect();
     Ok(star_plan(cfg, title, samples, s, nodes, codes))

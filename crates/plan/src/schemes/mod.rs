@@ -25,13 +25,11 @@ mod pagerank;
 mod ring;
 
 use crate::alloc::WeightedSet;
-use crate::plan::{Node, Pattern, Plan, PlanCode};
+use crate::plan::{Node, Pattern, Plan, PlanCode, SchemeData};
 use crate::rules::{Encoding, Rule};
 use crate::settings::{JobSpec, NetworkSpec, RunSpec, Shape};
 use crate::stragglers::StragglerModel;
 use outrun_config::{Config, ConfigError, SchemeConfig};
-
-pub use codedfedl::{ClientParity, Parity};
 
 /// Build the plan of `cfg` for a problem of `shape` (its samples and features, read from the
 /// data when the config was resolved). The one place that dispatches on `scheme.kind`: each
@@ -98,8 +96,7 @@ pub(crate) fn plan(
         run: RunSpec::of(cfg),
         job: JobSpec { config: cfg.job.clone(), features: 0, python: None },
         network: NetworkSpec::of(&cfg.network),
-        parity: None,
-        hier: None,
+        data: SchemeData::None,
     }
 }
 
@@ -136,25 +133,13 @@ pub(crate) fn star(
     codes: Vec<PlanCode>,
 ) -> Plan {
     let n = nodes.len();
-    nodes.insert(
-        0,
-        Node {
-            rank: 0,
-            worker: None,
-            parent: None,
-            children: (1..=n).collect(),
-            parts: vec![],
-            rule: Some(rule),
-            send: Encoding::Plain,
-            sample: None,
-        },
-    );
+    nodes.insert(0, Node::new(0).over((1..=n).collect(), rule));
     star_plan(cfg, title, samples, s, nodes, codes)
 }
 
 /// A worker of a star.
 pub(crate) fn worker(rank: usize, parts: Vec<WeightedSet>, send: Encoding) -> Node {
-    Node { rank, worker: Some(rank), parent: Some(0), children: vec![], parts, rule: None, send, sample: None }
+    Node::worker(rank, rank, Some(0), parts).sending(send)
 }
 
 #[cfg(test)]

@@ -6,7 +6,6 @@
 
 use crate::alloc::WeightedSet;
 use crate::plan::{Node, Pattern, Plan};
-use crate::rules::Encoding;
 use crate::schemes::plan;
 use outrun_config::{Config, SchemeConfig, ShuffleConfig};
 
@@ -17,16 +16,7 @@ pub(crate) fn build(cfg: &Config, c: &ShuffleConfig, vertices: usize) -> Plan {
         .split_even(k)
         .into_iter()
         .enumerate()
-        .map(|(rank, reduced)| Node {
-            rank,
-            worker: Some(rank + 1),
-            parent: None,
-            children: vec![],
-            parts: vec![reduced],
-            rule: None,
-            send: Encoding::Plain,
-            sample: None,
-        })
+        .map(|(rank, reduced)| Node::worker(rank, rank + 1, None, vec![reduced]))
         .collect();
     let title = match (coded, c.r) {
         (true, _) => format!("coded PageRank: Map r = {} times, XOR-coded multicast Shuffle, Reduce", c.r),

@@ -12,7 +12,6 @@
 
 use crate::alloc::WeightedSet;
 use crate::plan::{Node, Pattern, Plan};
-use crate::rules::Encoding;
 use crate::schemes::plan;
 use outrun_config::RingAlgorithm;
 use outrun_config::{Config, SchemeConfig};
@@ -24,16 +23,7 @@ pub(crate) fn build(cfg: &Config, samples: usize) -> Plan {
         .split_even(n)
         .into_iter()
         .enumerate()
-        .map(|(rank, data)| Node {
-            rank,
-            worker: Some(rank + 1),
-            parent: None,
-            children: vec![],
-            parts: vec![data],
-            rule: None,
-            send: Encoding::Plain,
-            sample: None,
-        })
+        .map(|(rank, data)| Node::worker(rank, rank + 1, None, vec![data]))
         .collect();
     let title = if collective {
         "MPI_Allreduce of the workers' gradients (reference)".into()

@@ -394,7 +394,7 @@ impl Job for GradientDescent {
         // CodedFedL: a client holds its G_j (u × ℓ_j), its weighted rows and its encoding (u
         // rows); the server the sum and its parity rows
         let parity = |n: &outrun_plan::Node| -> u64 {
-            let Some(parity) = &plan.parity else { return 0 };
+            let Some(parity) = plan.parity() else { return 0 };
             let (u, width) = (parity.u as u64, (self.inputs + self.outputs()) as u64);
             let rows = n.worker.map_or(0, |w| parity.clients[w - 1].rows.len() as u64);
             (u * rows + rows * width + 2 * u * width).saturating_mul(8)
@@ -448,7 +448,7 @@ impl Job for GradientDescent {
     }
 
     fn encode(&mut self, plan: &Plan, rank: usize) -> Result<Option<Vec<f64>>, DataError> {
-        let Some(parity) = &plan.parity else { return Ok(None) };
+        let Some(parity) = plan.parity() else { return Ok(None) };
         match plan.nodes[rank].worker {
             Some(w) => self.encode_client(parity, w).map(Some),
             None => Ok(Some(vec![0.0; parity.upload_len(self.inputs, self.outputs())])),
@@ -457,7 +457,7 @@ impl Job for GradientDescent {
 
     /// Each client's ε_j = ½·log₂(1 + u/f²(X̂_j)) (App. Q, with W = I: the worst case).
     fn plan_notes(&mut self, plan: &Plan) -> Result<Vec<String>, DataError> {
-        let Some(parity) = &plan.parity else { return Ok(vec![]) };
+        let Some(parity) = plan.parity() else { return Ok(vec![]) };
         let eps = parity
             .clients
             .iter()

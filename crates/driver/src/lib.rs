@@ -24,7 +24,7 @@ use outrun_proto::roles::Vector;
 use outrun_proto::{Delivered, Frame, Header, Histogram, Input, Len};
 use outrun_runlog::event::{ComputeTiming, Event};
 use outrun_runlog::{Book, Checkpoint, IterationRecord, Latency, RunInfo, Summary, CHECKPOINT_FORMAT};
-use outrun_workloads::{Applied, Job, JobError};
+use outrun_workloads::{Applied, Job, JobError, Prelude};
 
 /// Progress reporting hooks (the CLI draws a progress bar with them).
 pub trait Progress {
@@ -62,6 +62,16 @@ pub trait Payload: Vector + Sized + 'static {
     ) -> Result<Vec<Self>, JobError>;
     /// Apply the delivered total.
     fn apply(job: &mut dyn Job, t: u64, total: Self) -> Result<Applied, JobError>;
+    /// Rank `rank`'s (worker `worker`'s) contribution to the plan's prelude.
+    fn contribution(job: &mut dyn Job, rank: usize, worker: Option<usize>) -> Result<Self, JobError>;
+    /// The prelude's sum, to the root's job.
+    fn gathered(job: &mut dyn Job, rank: usize, total: Self);
+}
+
+/// The job's part in the plan's prelude, or why it has none.
+fn prelude_of(job: &mut dyn Job) -> Result<&mut dyn Prelude, JobError> {
+    let name = job.name();
+    job.prelude().ok_or_else(|| JobError(format!("job.kind = \"{name}\" has no part in the plan's prelude")))
 }
 
 impl Payload for Frame {
@@ -80,6 +90,14 @@ impl Payload for Frame {
     }
     fn apply(job: &mut dyn Job, t: u64, total: Self) -> Result<Applied, JobError> {
         job.apply(t, total)
+    }
+    fn contribution(job: &mut dyn Job, rank: usize, worker: Option<usize>) -> Result<Self, JobError> {
+        Ok(Frame::from_vec(prelude_of(job)?.contribution(rank, worker)?))
+    }
+    fn gathered(job: &mut dyn Job, rank: usize, total: Self) {
+        if let Ok(p) = prelude_of(job) {
+            p.gathered(rank, total.into_vec());
+        }
     }
 }
 
@@ -100,6 +118,10 @@ impl Payload for Len {
     fn apply(_: &mut dyn Job, _: u64, _: Self) -> Result<Applied, JobError> {
         Ok(Applied::default())
     }
+    fn contribution(job: &mut dyn Job, _: usize, _: Option<usize>) -> Result<Self, JobError> {
+        Ok(Len(prelude_of(job)?.contribution_len()))
+    }
+    fn gathered(_: &mut dyn Job, _: usize, _: Self) {}
 }
 
 /// Who a rank is, for its core: the keys of straggler injection, how many parts it computes,
@@ -171,6 +193,8 @@ pub struct Core<'a> {
     /// This rank failed to apply a result that every rank failed to apply (a ring's
     /// divergence): only the logging rank reports it.
     pub quiet_failure: bool,
+    /// Seconds the plan's prelude took at the root (counted in the book's times).
+    prelude_s: Option<f64>,
 }
 
 impl<'a> Core<'a> {
@@ -188,6 +212,7 @@ impl<'a> Core<'a> {
             ended: false,
             state: None,
             quiet_failure: false,
+            prelude_s: None,
         }
     }
 
@@ -220,25 +245,53 @@ impl<'a> Core<'a> {
         self.links.delay(Hop { worker, t: head.t, up, kind: head.kind as u64, round: u64::from(head.round) })
     }
 
-    /// Keep the run's book (the logging rank).
+    /// Keep the run's book (the logging rank), with the prelude's seconds if it ran.
     pub fn with_book(mut self, book: Book, info: RunInfo) -> Self {
-        self.book = Some((book, info));
+        self.keep_book(book, info);
         self
     }
 
-    /// Count a one-time phase of `secs` before the loop in the book's times (CodedFedL's
-    /// parity upload; the logging rank).
-    pub fn prelude(&mut self, secs: f64) {
+    /// [`Core::with_book`] in place.
+    pub fn keep_book(&mut self, mut book: Book, info: RunInfo) {
+        if let Some(secs) = self.prelude_s {
+            book.prelude(secs);
+        }
+        self.book = Some((book, info));
+    }
+
+    /// Report progress (the logging rank of a real run).
+    pub fn with_progress(mut self, progress: &'a mut dyn Progress) -> Self {
+        self.report_to(progress);
+        self
+    }
+
+    /// [`Core::with_progress`] in place.
+    pub fn report_to(&mut self, progress: &'a mut dyn Progress) {
+        progress.begin(self.seat.first, self.seat.iterations);
+        self.progress = Some(progress);
+    }
+
+    /// This rank's contribution to the plan's prelude (the machine's [`Output::Contribute`]).
+    ///
+    /// [`Output::Contribute`]: outrun_proto::Output::Contribute
+    pub fn contribute<P: Payload>(&mut self) -> Result<Input<P>, JobError> {
+        let worker = (self.seat.worker > 0).then_some(self.seat.worker);
+        Ok(Input::Contribution { value: P::contribution(&mut *self.job, self.seat.rank, worker)? })
+    }
+
+    /// The prelude's sum reached the root after `secs`: the job takes it, the book counts the
+    /// seconds in every iteration's `cumulative_s` and the summary's `parity_s`.
+    pub fn gathered<P: Payload>(&mut self, total: P, secs: f64) {
+        P::gathered(&mut *self.job, self.seat.rank, total);
+        self.prelude_s = Some(secs);
         if let Some((book, _)) = &mut self.book {
             book.prelude(secs);
         }
     }
 
-    /// Report progress (the logging rank of a real run).
-    pub fn with_progress(mut self, progress: &'a mut dyn Progress) -> Self {
-        progress.begin(self.seat.first, self.seat.iterations);
-        self.progress = Some(progress);
-        self
+    /// Seconds the prelude took at the root, once it ran there.
+    pub fn prelude_s(&self) -> Option<f64> {
+        self.prelude_s
     }
 
     /// The last state applied (None before the first, or when nothing is computed).

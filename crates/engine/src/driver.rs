@@ -89,6 +89,11 @@ impl<'a> Driver<'a> {
     /// Feed one input and carry out everything the machine asks for.
     pub(crate) fn feed(&mut self, m: &mut dyn Machine<Frame>, input: Input<Frame>) {
         m.handle(&self.clock, input);
+        self.carry_out(m);
+    }
+
+    /// Carry out every output the machine has queued (feeding back what they produce).
+    fn carry_out(&mut self, m: &mut dyn Machine<Frame>) {
         while let Some(o) = m.poll() {
             match o {
                 Output::Send { to, msg, track } => self.send(&to, msg, track),
@@ -131,9 +136,24 @@ impl<'a> Driver<'a> {
                     self.core.observe(&ev);
                     self.log.event(&ev);
                 }
+                Output::Contribute => match self.core.contribute() {
+                    Ok(input) => m.handle(&self.clock, input),
+                    Err(why) => {
+                        self.done = Some(failed(why.0));
+                        return;
+                    }
+                },
+                Output::Gathered { total, secs } => self.core.gathered(total, secs),
                 Output::Done(o) => self.done = Some(o),
             }
         }
+    }
+
+    /// Drive a machine that starts on its own (its first outputs are queued: the prelude's)
+    /// until it is done. Returns its outcome.
+    pub(crate) fn drive(&mut self, m: &mut dyn Machine<Frame>) -> Outcome {
+        self.carry_out(m);
+        self.run(m)
     }
 
     fn send(&mut self, to: &[usize], msg: Msg<Frame>, track: Option<u64>) {

@@ -32,7 +32,6 @@ pub mod transport;
 use std::path::Path;
 use std::time::Instant;
 
-use mpi::collective::SystemOperation;
 use mpi::traits::*;
 use outrun_driver::{run_info, write_header, Core};
 use outrun_plan::Pattern;
@@ -106,7 +105,7 @@ pub fn train(prepare: &dyn Fn() -> Result<Prepared, String>, progress: &mut dyn 
         match plan.pattern {
             Pattern::Shuffle { .. } => shuffle::run(&world, comm, &shared, job, progress, started),
             Pattern::Tree { .. } | Pattern::Ring { .. } | Pattern::Hier { .. } => {
-                run(&world, comm, &shared, job, progress, started, Host { local, cores, paced })
+                run(comm, &shared, job, progress, started, Host { local, cores, paced })
             }
         }
     });
@@ -155,36 +154,6 @@ fn report_dropped_logs(
     );
 }
 
-/// CodedFedL's parity phase (`plan.parity`; None for other plans): every client encodes its
-/// rows (untimed), then, from a barrier, waits its upload's modelled link delay (`[links] model =
-/// "delay"`) and the encodings are summed into the server by one `MPI_Reduce`. The server's
-/// seconds from the barrier to the sum.
-fn upload_parity(
-    world: &mpi::topology::SimpleCommunicator,
-    comm: &mut Comm,
-    plan: &outrun_plan::Plan,
-    job: &mut dyn Job,
-) -> Result<Option<f64>, EngineError> {
-    let Some(parity) = plan.parity() else { return Ok(None) };
-    let rank = comm.rank;
-    let mine = agree(comm, job.encode(plan, rank))?.unwrap_or_default();
-    comm.barrier();
-    let start = Instant::now();
-    if let Some(w) = plan.nodes[rank].worker {
-        let delay = parity.link_delay(&plan.links, w, mine.len(), job.len(rank));
-        std::thread::sleep(std::time::Duration::from_secs_f64(delay));
-    }
-    let root = world.process_at_rank(0);
-    if rank == 0 {
-        let mut sum = vec![0.0; mine.len()];
-        root.reduce_into_root(&mine[..], &mut sum[..], SystemOperation::sum());
-        job.set_parity(0, sum);
-    } else {
-        root.reduce_into(&mine[..], SystemOperation::sum());
-    }
-    Ok(Some(start.elapsed().as_secs_f64()))
-}
-
 /// Collective: every rank learns whether every rank succeeded in a local step (loading its
 /// share of the job). The lowest rank that failed reports its error (it prints it: one line for
 /// the run, when every rank fails alike); the others stop without a line.
@@ -220,17 +189,18 @@ fn hostname() -> String {
 /// The logging rank's core keeps the run's book (the job's metrics loaded, `iterations.csv`
 /// opened with the timed loop starting now) and reports progress.
 fn keep_book<'a>(
-    core: Core<'a>,
+    core: &mut Core<'a>,
     shared: &Shared,
     clock: &Clock,
     progress: &'a mut dyn Progress,
-) -> Result<Core<'a>, EngineError> {
+) -> Result<(), EngineError> {
     let (plan, dir) = (&shared.plan, &shared.run_dir);
-    let mut core = core;
     core.job.load_metrics().map_err(|e| EngineError::Run(e.to_string()))?;
     let info = run_info(plan, &*core.job, dir, plan.stragglers.compute.name());
     let book = Book::new(&info, clock.now()).map_err(|e| io_error(dir, e))?;
-    Ok(core.with_book(book, info).with_progress(progress))
+    core.keep_book(book, info);
+    core.report_to(progress);
+    Ok(())
 }
 
 /// A failed write to the run directory.
@@ -246,10 +216,9 @@ struct Host {
 }
 
 fn run(
-    world: &mpi::topology::SimpleCommunicator,
     mut comm: Comm,
     shared: &Shared,
-    mut job: Box<dyn Job>,
+    job: Box<dyn Job>,
     progress: &mut dyn Progress,
     started: Instant,
     host: Host,
@@ -285,21 +254,32 @@ fn run(
         paced: Some(host.paced),
         ..setup_record(rank, &clock)
     }));
-    let parity_s = upload_parity(world, &mut comm, plan, job.as_mut())?;
-    let mut machine: Box<dyn Machine<Frame>> = outrun_proto::machine(plan, rank, job.len(rank), false);
+    let len = job.len(rank);
+    let mut d = Driver::new(comm, clock, log, Core::of(plan, rank, job), plan.run.poll_us);
+    // The plan's prelude (a one-time phase before the loop), from a barrier so every rank
+    // starts it together; a failure there ends the job as one in the loop does.
+    if let Some(mut prelude) = outrun_proto::prelude::<Frame>(plan, rank, len) {
+        d.comm.barrier();
+        let outcome = d.drive(prelude.as_mut());
+        if let Err(Failure::Run(why)) = outcome.result {
+            eprintln!("error: {why}; the MPI job is aborted (logs are in {})", dir.display());
+            d.comm.abort(1);
+        }
+        if let Some(secs) = d.core.prelude_s() {
+            tracing::info!("the prelude took {secs:.3} s");
+        }
+        // the traffic counters are the loop's (the summary's bytes per iteration)
+        let c = &mut d.comm;
+        (c.sent_msgs, c.sent_bytes, c.recv_msgs, c.recv_bytes) = (0, 0, 0, 0);
+    }
+    let mut machine: Box<dyn Machine<Frame>> = outrun_proto::machine(plan, rank, len, false);
     // One barrier before the timed loop so every rank starts ready; none inside the loop.
-    comm.barrier();
+    d.comm.barrier();
     let setup_s = started.elapsed().as_secs_f64();
-    let mut core = Core::of(plan, rank, job);
     if logs {
         tracing::info!("setup took {setup_s:.3} s; starting {} iterations", plan.run.iterations);
-        core = keep_book(core, shared, &clock, progress)?;
-        if let Some(secs) = parity_s {
-            tracing::info!("parity upload took {secs:.3} s");
-            core.prelude(secs);
-        }
+        keep_book(&mut d.core, shared, &d.clock, progress)?;
     }
-    let mut d = Driver::new(comm, clock, log, core, plan.run.poll_us);
     if plan.delivers(rank) {
         let start = d.core.start();
         d.feed(machine.as_mut(), start);

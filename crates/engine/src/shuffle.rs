@@ -160,7 +160,7 @@ pub(crate) fn run(
     let mut core = Core::of(plan, rank, job);
     if logs {
         tracing::info!("setup took {setup_s:.3} s; starting at most {} iterations", plan.run.iterations);
-        core = keep_book(core, shared, &clock, progress)?;
+        keep_book(&mut core, shared, &clock, progress)?;
     }
     let delivered = Delivered {
         used: (1..=servers).collect(),

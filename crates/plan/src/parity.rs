@@ -5,11 +5,7 @@ use outrun_config::{ComputeMode, Generator};
 use serde::{Deserialize, Serialize};
 
 use crate::alloc::WeightedSet;
-use crate::links::{Hop, Links};
 use crate::stragglers::StragglerModel;
-
-/// The kind number of the parity upload's transmissions on a link (their own draws).
-const PARITY_HOP: u64 = 1000;
 
 /// CodedFedL's parity data and allocation, as the plan carries them.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -51,27 +47,6 @@ impl Parity {
     /// Values of one client's upload: u rows of the model's inputs and outputs.
     pub fn upload_len(&self, inputs: usize, outputs: usize) -> usize {
         self.u * (inputs + outputs)
-    }
-
-    /// Seconds client `worker`'s upload of `values` waits on its link (`[links] model =
-    /// "delay"`; 0 otherwise): ⌈values/message⌉ transmissions of a message of `message` values
-    /// (the thesis's packet: a model), each τ_up × Geometric(1 − p).
-    pub fn link_delay(&self, links: &Links, worker: usize, values: usize, message: usize) -> f64 {
-        let packets = values.div_ceil(message.max(1)) as u64;
-        (0..packets).map(|k| links.delay(Hop { worker, t: u64::MAX, up: true, kind: PARITY_HOP, round: k })).sum()
-    }
-
-    /// The upload phase's modelled seconds in `plan`'s network (the simulator's model): each
-    /// client's link delay, then its `values` through its NIC, in parallel, and the server's NIC
-    /// receiving every upload; one latency.
-    pub fn upload_time(&self, plan: &crate::Plan, values: usize, message: usize) -> f64 {
-        let rates = plan.network.rates(plan.ranks);
-        let bytes = 8.0 * values as f64;
-        let clients = (1..=self.clients.len())
-            .map(|w| self.link_delay(&plan.links, w, values, message) + bytes / rates[w])
-            .fold(0.0, f64::max);
-        let server = bytes * self.clients.len() as f64 / rates[0];
-        clients.max(server) + plan.network.latency
     }
 
     /// The server's seconds per round on its u parity rows (modelled timing: `timing.master_a`,

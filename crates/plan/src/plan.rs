@@ -464,6 +464,13 @@ impl Plan {
         }
     }
 
+    /// Whether the run has a prelude: a one-time phase before the loop in which every worker
+    /// sends the root a contribution the job computes, and the root's job gets their sum
+    /// (CodedFedL's parity upload; `outrun_proto::PreludeNode`).
+    pub fn prelude(&self) -> bool {
+        self.parity().is_some()
+    }
+
     /// A hierarchical scheme's parameters, if the pattern is hierarchical.
     pub fn hier(&self) -> Option<&Hier> {
         match &self.data {

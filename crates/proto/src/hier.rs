@@ -658,7 +658,7 @@ impl<P: Vector> Machine<P> for HierNode<P> {
             }
             Input::Timer { id } => self.on_timer(now, id),
             Input::LogDropped { error } => self.dropped.push((self.rank as u32, error)),
-            Input::Start { .. } | Input::Sent { .. } | Input::Reduced { .. } => {}
+            Input::Start { .. } | Input::Sent { .. } | Input::Reduced { .. } | Input::Contribution { .. } => {}
         }
     }
 

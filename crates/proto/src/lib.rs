@@ -15,6 +15,8 @@
 //!   helper; ARC, AMC and uncoded forwarding from the plan's `Hier`, [`roles::hier`]).
 //! - [`roles`]: what nodes do with data — aggregators (wait rules and decoders), encoders,
 //!   linear combinations — built from the plan's `Rule`s and `Encoding`s.
+//! - [`PreludeNode`]: a one-time phase before the loop that a plan may ask for (CodedFedL's
+//!   parity upload): every worker sends the root a vector, the root sums them ([`prelude`]).
 //! - [`wire`]: messages and their frames (bincode headers); [`Frame`] and [`Len`] payloads.
 //! - [`Histogram`]: model send→receive latencies, merged up the tree.
 //!
@@ -52,6 +54,7 @@
 mod hier;
 mod hist;
 mod machine;
+mod prelude;
 mod ring;
 pub mod roles;
 mod steps;
@@ -62,6 +65,7 @@ pub mod wire;
 pub use hier::HierNode;
 pub use hist::Histogram;
 pub use machine::{At, Clock, Delivered, Failure, Input, Machine, Outcome, Output};
+pub use prelude::{prelude, PreludeNode};
 pub use ring::RingNode;
 pub use tree::TreeNode;
 pub use vector::{Frame, Len};

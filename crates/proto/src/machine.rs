@@ -88,6 +88,11 @@ pub enum Input<P> {
         /// The error.
         error: String,
     },
+    /// This rank's contribution to the prelude's sum, asked for by [`Output::Contribute`].
+    Contribution {
+        /// The values (zeros at the root, whose contribution gives the sum's length).
+        value: P,
+    },
     /// The collective all-reduce asked for by [`Output::Collective`] completed.
     Reduced {
         /// Iteration.
@@ -153,6 +158,17 @@ pub enum Output<P> {
     },
     /// A log record (the driver writes it; to a shutdown record it adds its traffic counters).
     Log(Event),
+    /// The prelude (a one-time phase before the loop): compute this rank's contribution, then
+    /// feed [`Input::Contribution`].
+    Contribute,
+    /// The prelude's sum of every rank's contribution (the root), gathered `secs` after the
+    /// root's own contribution: hand it to the job, and count the seconds in the run's times.
+    Gathered {
+        /// The sum.
+        total: P,
+        /// Seconds the phase took at the root.
+        secs: f64,
+    },
     /// The node is finished; the driver flushes its sends and stops driving it.
     Done(Outcome),
 }

@@ -206,6 +206,7 @@ impl<P: Vector> Machine<P> for RingNode<P> {
                 }
             }
             Input::Reduced { t, total } => self.deliver(now, t, total),
+            Input::Contribution { .. } => {}
             Input::LogDropped { error } => self.dropped = vec![(self.rank as u32, error)],
             Input::Recv { from, msg } => {
                 let head = msg.head;

@@ -56,6 +56,9 @@ pub enum Kind {
     /// Master → helper (hierarchical): the client sets whose slices of `t` to sum and upload
     /// (meta).
     Instruct,
+    /// Worker → root, before the loop (the prelude): transmission `round` of the worker's
+    /// contribution (body), to be added at the offset in the meta.
+    Contribution,
 }
 
 impl Kind {
@@ -85,6 +88,7 @@ impl Kind {
             Kind::Refuse => "refuse",
             Kind::Report => "report",
             Kind::Instruct => "instruct",
+            Kind::Contribution => "contribution",
         }
     }
 }
@@ -115,6 +119,8 @@ pub enum Meta {
         /// Ranks below that never said goodbye, with the last iteration each answered.
         silent: Vec<(u32, Option<u64>)>,
     },
+    /// `Contribution`: where its values go in the sum.
+    Offset(u64),
 }
 
 impl Meta {

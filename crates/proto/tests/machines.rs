@@ -65,6 +65,7 @@ impl Net {
                 Output::Timer { id, at } => self.timers.push((rank, id, at)),
                 Output::Deliver { t, total, info } => self.delivered.push((rank, t, total, info)),
                 Output::Collective { .. } => panic!("no collective in these tests"),
+                Output::Contribute | Output::Gathered { .. } => panic!("no prelude in these tests"),
                 // as written to the rank's log
                 Output::Log(ev) => self.logs[rank].push(serde_json::to_value(&ev).unwrap()),
                 Output::Done(o) => self.done[rank] = Some(o),

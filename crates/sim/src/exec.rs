@@ -87,6 +87,11 @@ impl<P: Payload> Sim<'_, P> {
 
     fn feed(&mut self, rank: usize, at: f64, input: Input<P>) {
         self.machines[rank].handle(&At(at), input);
+        self.carry_out(rank, at);
+    }
+
+    /// Carry out every output rank `rank`'s machine has queued, at `at`.
+    fn carry_out(&mut self, rank: usize, at: f64) {
         while let Some(o) = self.machines[rank].poll() {
             match o {
                 Output::Send { to, msg, track } => {
@@ -142,6 +147,14 @@ impl<P: Payload> Sim<'_, P> {
                         evs[rank].push(ev);
                     }
                 }
+                Output::Contribute => match self.cores[rank].contribute() {
+                    Ok(input) => self.machines[rank].handle(&At(at), input),
+                    Err(why) => {
+                        self.failure = Some(why.0);
+                        return;
+                    }
+                },
+                Output::Gathered { total, secs } => self.cores[rank].gathered(total, secs),
                 Output::Done(o) => {
                     self.done[rank] = true;
                     if rank == self.plan.log_rank() {
@@ -156,12 +169,37 @@ impl<P: Payload> Sim<'_, P> {
         }
     }
 
-    fn execute(mut self) -> Result<Run, SimError> {
-        for r in 0..self.plan.ranks {
-            if self.plan.delivers(r) {
-                let start = self.cores[r].start();
-                self.feed(r, 0.0, start);
-            }
+    /// The plan's prelude, from virtual time 0 on a network of its own: every rank's prelude
+    /// machine, until all are done. The root's core keeps its seconds for the book.
+    fn prelude(&mut self, stragglers: &StragglerModel, jobs_len: &[usize]) -> Result<(), SimError> {
+        let plan = self.plan;
+        let trial;
+        let for_machines = if *stragglers == plan.stragglers {
+            plan
+        } else {
+            trial = Plan { stragglers: stragglers.clone(), ..plan.clone() };
+            &trial
+        };
+        let machines: Option<Vec<_>> =
+            (0..plan.ranks).map(|r| outrun_proto::prelude::<P>(for_machines, r, jobs_len[r])).collect();
+        let Some(machines) = machines else { return Ok(()) };
+        let loop_machines = std::mem::replace(&mut self.machines, machines);
+        for r in 0..plan.ranks {
+            self.carry_out(r, 0.0);
+        }
+        self.events_until_done()?;
+        self.machines = loop_machines;
+        self.done = vec![false; plan.ranks];
+        self.net = Network::of(&plan.network, plan.ranks);
+        self.q = Queue::new();
+        self.held.clear();
+        Ok(())
+    }
+
+    /// Process events until every machine is done (or nothing is left to happen).
+    fn events_until_done(&mut self) -> Result<(), SimError> {
+        if let Some(f) = self.failure.take() {
+            return Err(RunFailed(f).into());
         }
         while let Some((at, ev)) = self.q.pop() {
             match ev {
@@ -181,6 +219,17 @@ impl<P: Payload> Sim<'_, P> {
                 break;
             }
         }
+        Ok(())
+    }
+
+    fn execute(mut self) -> Result<Run, SimError> {
+        for r in 0..self.plan.ranks {
+            if self.plan.delivers(r) {
+                let start = self.cores[r].start();
+                self.feed(r, 0.0, start);
+            }
+        }
+        self.events_until_done()?;
         let iterations = self.plan.run.iterations;
         if (self.run.ends.len() as u64) < iterations {
             let got = self.run.ends.len();
@@ -220,7 +269,8 @@ pub fn execute<P: Payload>(
         trial = Plan { stragglers: stragglers.clone(), ..plan.clone() };
         &trial
     };
-    let machines = (0..ranks).map(|r| outrun_proto::machine::<P>(for_machines, r, jobs[r].len(r), true)).collect();
+    let lens: Vec<usize> = (0..ranks).map(|r| jobs[r].len(r)).collect();
+    let machines = (0..ranks).map(|r| outrun_proto::machine::<P>(for_machines, r, lens[r], true)).collect();
     let mut book = book;
     let cores = jobs
         .into_iter()
@@ -233,7 +283,7 @@ pub fn execute<P: Payload>(
             }
         })
         .collect();
-    let sim = Sim {
+    let mut sim = Sim {
         plan,
         cores,
         machines,
@@ -245,5 +295,6 @@ pub fn execute<P: Payload>(
         run: Run::default(),
         held: Default::default(),
     };
+    sim.prelude(stragglers, &lens)?;
     sim.execute()
 }

@@ -126,7 +126,7 @@ pub enum SimError {
 /// The plan's job, once per rank: loaded with each rank's share (real arithmetic) or not
 /// (timing only: the jobs tell lengths).
 fn jobs(plan: &Plan, load: bool) -> Result<Vec<Box<dyn Job>>, DataError> {
-    let mut jobs = (0..plan.ranks)
+    let jobs = (0..plan.ranks)
         .map(|r| {
             let mut job = outrun_workloads::job(plan);
             if load {
@@ -135,31 +135,7 @@ fn jobs(plan: &Plan, load: bool) -> Result<Vec<Box<dyn Job>>, DataError> {
             Ok(job)
         })
         .collect::<Result<Vec<_>, DataError>>()?;
-    if load && plan.parity().is_some() {
-        upload_parity(plan, &mut jobs)?;
-    }
     Ok(jobs)
-}
-
-/// CodedFedL's parity phase, in arithmetic: every client's encoding summed into the server's
-/// parity rows.
-fn upload_parity(plan: &Plan, jobs: &mut [Box<dyn Job>]) -> Result<(), DataError> {
-    let mut sum: Vec<f64> = vec![];
-    for (r, job) in jobs.iter_mut().enumerate() {
-        if let Some(v) = job.encode(plan, r)? {
-            sum.resize(v.len(), 0.0);
-            sum.iter_mut().zip(&v).for_each(|(s, x)| *s += x);
-        }
-    }
-    jobs[0].set_parity(0, sum);
-    Ok(())
-}
-
-/// The parity phase's modelled seconds (`Parity::upload_time`), for a plan with parity data.
-fn parity_time(plan: &Plan, jobs: &mut [Box<dyn Job>]) -> Result<Option<f64>, DataError> {
-    let Some(parity) = plan.parity() else { return Ok(None) };
-    let values = jobs[0].encode(plan, 0)?.map_or(0, |v| v.len());
-    Ok(Some(parity.upload_time(plan, values, jobs[0].len(1))))
 }
 
 /// Simulate `plan`; a written trial's run directory gets `config_toml` (the resolved config) as
@@ -274,10 +250,7 @@ fn write_trial(
         log.load_metrics()?;
     }
     let info = run_info(plan, &**log, &dir, "simulated");
-    let mut book = Book::new(&info, 0.0).map_err(io)?;
-    if let Some(secs) = parity_time(plan, &mut jobs)? {
-        book.prelude(secs);
-    }
+    let book = Book::new(&info, 0.0).map_err(io)?;
     let mut events = vec![vec![]; plan.ranks];
     let run = if math {
         exec::execute::<Frame>(plan, model, jobs, Some((book, info)), Some(&mut events))

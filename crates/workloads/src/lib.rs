@@ -42,7 +42,9 @@ mod rowcache;
 mod shapes;
 
 pub use data::{DataError, Rows, Shape};
-pub use jobs::{job, shape, Applied, Federated, GradientDescent, GraphJob, Job, JobError, Matvec, Metrics, Pagerank};
+pub use jobs::{
+    job, shape, Applied, Federated, GradientDescent, GraphJob, Job, JobError, Matvec, Metrics, Pagerank, Prelude,
+};
 pub use shapes::keep_parsed_rows;
 
 /// Rows between pauses when the host is oversubscribed (measured: the model-latency p95 of

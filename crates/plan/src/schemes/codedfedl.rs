@@ -9,8 +9,9 @@
 //! clients' expected returns and the u parity rows make up m. Client j then samples ℓ*_j of its
 //! rows privately (from `run.seed`), weighs each of its rows by √(1 − P(T_j ≤ t*)) if sampled
 //! and 1 if not, and uploads G_j·W_j·[X̂_j Y_j] (u rows, G_j private, zero mean, unit variance)
-//! once; the server sums the uploads into its parity rows (the job's `encode`, the drivers'
-//! parity phase). Every round the server sends θ; each client returns the gradient sum over its
+//! once, in the plan's prelude (`outrun_proto::PreludeNode`: the job's `Prelude` contribution,
+//! in transmissions of a model's size that the link model delays one after the other); the
+//! server sums the uploads into its parity rows. Every round the server sends θ; each client returns the gradient sum over its
 //! sampled rows; at t* the server adds what arrived to (1/u)·X̌ᵀ(X̌θ − Y̌) computed on the parity
 //! ([`Rule::Until`]): no decoding, and E\[g\] is the full gradient when GᵀG/u = I.
 

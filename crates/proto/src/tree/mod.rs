@@ -789,7 +789,7 @@ impl<P: Vector> Machine<P> for TreeNode<P> {
                 self.try_finish(clock);
             }
             Input::Finish { failure } => self.start_drain(clock.now(), failure),
-            Input::Reduced { .. } => {}
+            Input::Reduced { .. } | Input::Contribution { .. } => {}
             Input::LogDropped { error } => {
                 if !self.dropped.iter().any(|(r, _)| *r == self.rank as u32) {
                     self.dropped.push((self.rank as u32, error));

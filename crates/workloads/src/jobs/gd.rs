@@ -18,7 +18,7 @@ use outrun_config::{DataKind, GdConfig, Generator, Labels};
 use outrun_plan::{Plan, PythonModel, Shape};
 use outrun_proto::Frame;
 
-use super::{Applied, Job, JobError, Metrics};
+use super::{Applied, Job, JobError, Metrics, Prelude};
 use crate::batch::Batches;
 use crate::blas::{gemm, Op};
 use crate::data::{self, DataError, Rows};
@@ -68,6 +68,8 @@ pub struct GradientDescent {
     py_eval: Option<outrun_python::Evaluation>,
     /// The first rank this job loaded (who a Python error names).
     rank: usize,
+    /// CodedFedL's parity allocation (the plan's prelude uploads the clients' encodings).
+    parity: Option<outrun_plan::Parity>,
 }
 
 impl GradientDescent {
@@ -106,6 +108,7 @@ impl GradientDescent {
             python: None,
             py_eval: None,
             rank: 0,
+            parity: plan.parity().cloned(),
         }
     }
 
@@ -188,7 +191,7 @@ impl GradientDescent {
     }
 }
 
-/// CodedFedL's parity data (`plan.parity`; the scheme: `outrun_plan`'s `schemes/codedfedl.rs`).
+/// CodedFedL's parity data (`plan.parity()`; the scheme: `outrun_plan`'s `schemes/codedfedl.rs`).
 impl GradientDescent {
     /// The model's outputs C (1 for a linear model).
     fn outputs(&self) -> usize {
@@ -447,11 +450,11 @@ impl Job for GradientDescent {
         Ok(())
     }
 
-    fn encode(&mut self, plan: &Plan, rank: usize) -> Result<Option<Vec<f64>>, DataError> {
-        let Some(parity) = plan.parity() else { return Ok(None) };
-        match plan.nodes[rank].worker {
-            Some(w) => self.encode_client(parity, w).map(Some),
-            None => Ok(Some(vec![0.0; parity.upload_len(self.inputs, self.outputs())])),
+    fn prelude(&mut self) -> Option<&mut dyn Prelude> {
+        if self.parity.is_some() {
+            Some(self)
+        } else {
+            None
         }
     }
 
@@ -471,23 +474,6 @@ impl Job for GradientDescent {
             "  privacy of each client's parity upload (App. Q, ε = ½·log₂(1 + u/f²), W = I), bits: {}",
             eps.join(", ")
         )])
-    }
-
-    fn set_parity(&mut self, rank: usize, sum: Vec<f64>) {
-        let (q, c) = (self.inputs, self.outputs());
-        let multi = matches!(self.net, Net::MultiOutput { .. });
-        let Some(part) = self.parts.get_mut(&rank).and_then(|p| p.first_mut()) else { return };
-        let u = sum.len() / (q + c);
-        let (mut x, mut t) = (Vec::with_capacity(u * q), Vec::with_capacity(u * c));
-        for row in sum.chunks_exact(q + c) {
-            x.extend_from_slice(&row[..q]);
-            t.extend_from_slice(&row[q..]);
-        }
-        part.rows = if multi {
-            Rows { targets: Some(t), ..Rows::from_vecs(q, x, vec![0.0; u]) }
-        } else {
-            Rows::from_vecs(q, x, t)
-        };
     }
 
     fn load_metrics(&mut self) -> Result<(), DataError> {
@@ -670,5 +656,38 @@ impl GradientDescent {
             optimizer.step(&mut theta, &g, self.batch_size(t) as f64, &self.config.model, t);
         }
         Ok(theta)
+    }
+}
+
+/// The prelude of CodedFedL: each client contributes its encoding G_j·W_j·[X̂_j Y_j], the
+/// server (whose part is the u parity rows, points d..d + u) receives their sum as its rows.
+impl Prelude for GradientDescent {
+    fn contribution(&mut self, _rank: usize, worker: Option<usize>) -> Result<Vec<f64>, JobError> {
+        let parity = self.parity.as_ref().ok_or_else(|| JobError("the plan has no parity allocation".into()))?;
+        match worker {
+            Some(w) => self.encode_client(parity, w).map_err(|e| JobError(e.to_string())),
+            None => Ok(vec![0.0; self.contribution_len()]),
+        }
+    }
+
+    fn contribution_len(&self) -> usize {
+        self.parity.as_ref().map_or(0, |p| p.upload_len(self.inputs, self.outputs()))
+    }
+
+    fn gathered(&mut self, rank: usize, sum: Vec<f64>) {
+        let (q, c) = (self.inputs, self.outputs());
+        let multi = matches!(self.net, Net::MultiOutput { .. });
+        let Some(part) = self.parts.get_mut(&rank).and_then(|p| p.first_mut()) else { return };
+        let u = sum.len() / (q + c);
+        let (mut x, mut t) = (Vec::with_capacity(u * q), Vec::with_capacity(u * c));
+        for row in sum.chunks_exact(q + c) {
+            x.extend_from_slice(&row[..q]);
+            t.extend_from_slice(&row[q..]);
+        }
+        part.rows = if multi {
+            Rows { targets: Some(t), ..Rows::from_vecs(q, x, vec![0.0; u]) }
+        } else {
+            Rows::from_vecs(q, x, t)
+        };
     }
 }

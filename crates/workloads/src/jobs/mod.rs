@@ -130,18 +130,15 @@ pub trait Job {
     /// Compute on flipped labels (c ↦ C − 1 − c) until told otherwise: a label-flip fault
     /// (`[faults]`, accepted for jobs with class labels only).
     fn flip_labels(&mut self, _on: bool) {}
-    /// This rank's one-time share of the server's parity rows (CodedFedL, `plan.parity`): a
-    /// client's G_j·W_j·[X̂_j Y_j], u rows of the model's inputs then outputs, row-major; zeros of
-    /// that length at the server. None for a plan without parity data.
-    fn encode(&mut self, _plan: &Plan, _rank: usize) -> Result<Option<Vec<f64>>, DataError> {
-        Ok(None)
-    }
     /// Lines `outrun plan` adds that need the data (CodedFedL: each client's privacy budget).
     fn plan_notes(&mut self, _plan: &Plan) -> Result<Vec<String>, DataError> {
         Ok(vec![])
     }
-    /// The server's (`rank`'s) parity rows: the sum of every rank's [`Job::encode`].
-    fn set_parity(&mut self, _rank: usize, _sum: Vec<f64>) {}
+    /// The job's part in the plan's prelude (a one-time phase before the loop: CodedFedL's
+    /// parity upload), if it has one.
+    fn prelude(&mut self) -> Option<&mut dyn Prelude> {
+        None
+    }
     /// The logging rank's metrics of what `apply` gave.
     fn metrics(&self, applied: &Applied) -> Metrics {
         Metrics { error: applied.error, ..Metrics::default() }
@@ -166,6 +163,18 @@ pub trait Job {
     fn graph(&mut self) -> Option<&mut dyn GraphJob> {
         None
     }
+}
+
+/// A job's part in the plan's prelude (`outrun_plan::Plan::prelude`): what each rank
+/// contributes to the sum its root receives, and what the root does with it.
+pub trait Prelude {
+    /// Rank `rank`'s contribution (worker `worker`'s; None: the root, whose zeros give the
+    /// sum's length).
+    fn contribution(&mut self, rank: usize, worker: Option<usize>) -> Result<Vec<f64>, JobError>;
+    /// The contribution's length, without computing it (timing simulations).
+    fn contribution_len(&self) -> usize;
+    /// The root (`rank`) receives the sum of every rank's contribution.
+    fn gathered(&mut self, rank: usize, sum: Vec<f64>);
 }
 
 /// A job on a graph, run by the shuffle pattern's driver: every server Maps its vertices'

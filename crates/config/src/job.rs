@@ -297,7 +297,9 @@ pub struct FeatureConfig {
     pub seed: Option<u64>,
 }
 
-/// Gradient descent: `[data]`, `[model]` and optionally `[features]`.
+/// What a training job (gradient descent, federated learning) trains on and with: `[data]`,
+/// `[model]` and optionally `[features]`; the model is a built-in network, or the user's Python
+/// module (`job.kind = "python"`: `job.module`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct GdConfig {
     /// `[data]`
@@ -307,12 +309,18 @@ pub struct GdConfig {
     /// `[features]`
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub features: Option<FeatureConfig>,
-    /// Federated rounds instead of gradient steps (`job.kind = "fl"`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub local: Option<LocalConfig>,
     /// The model is the user's Python module (`job.kind = "python"`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub python: Option<PythonConfig>,
+}
+
+/// `[job] kind = "fl"`: federated learning of a training job's model by rounds of local SGD.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FlConfig {
+    /// The data and the model (gradient descent's sections).
+    pub train: GdConfig,
+    /// The rounds' local steps and the clients sampled.
+    pub local: LocalConfig,
 }
 
 /// `[job] kind = "python"`: gradient descent whose gradients come from the user's module
@@ -628,8 +636,11 @@ pub struct PagerankConfig {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum JobConfig {
-    /// `kind = "gd"` (the default): synchronous gradient descent.
+    /// `kind = "gd"` (the default; `"python"` for a model in Python): synchronous gradient
+    /// descent.
     Gd(Box<GdConfig>),
+    /// `kind = "fl"`: federated learning.
+    Fl(Box<FlConfig>),
     /// `kind = "matvec"`: y = A·x, once per iteration (power iteration with `power = true`).
     Matvec(MatvecConfig),
     /// `kind = "pagerank"`: PageRank iterations on `[graph]`.
@@ -791,11 +802,6 @@ impl JobConfig {
                     None => None,
                     Some(s) => Some(de(toml::Value::Table(s), "features")?),
                 };
-                let local = (job.kind == "fl").then(|| LocalConfig {
-                    local_steps: job.local_steps.unwrap_or(1),
-                    local_batch: job.local_batch.unwrap_or(1.0),
-                    clients_per_round: job.clients_per_round,
-                });
                 let python = match (job.kind.as_str(), job.module) {
                     ("python", None) => {
                         return err("job.module", "missing: job.kind = \"python\" needs the path of the model's module")
@@ -803,7 +809,16 @@ impl JobConfig {
                     ("python", Some(module)) => Some(PythonConfig { module, options: job.options.unwrap_or_default() }),
                     _ => None,
                 };
-                Ok(JobConfig::Gd(Box::new(GdConfig { data, model, features, local, python })))
+                let train = GdConfig { data, model, features, python };
+                if job.kind != "fl" {
+                    return Ok(JobConfig::Gd(Box::new(train)));
+                }
+                let local = LocalConfig {
+                    local_steps: job.local_steps.unwrap_or(1),
+                    local_batch: job.local_batch.unwrap_or(1.0),
+                    clients_per_round: job.clients_per_round,
+                };
+                Ok(JobConfig::Fl(Box::new(FlConfig { train, local })))
             }
             other => err(
                 "job.kind",
@@ -815,10 +830,12 @@ impl JobConfig {
     /// Write this job's sections into a config table.
     pub(super) fn to_sections(&self, t: &mut toml::Table) {
         match self {
-            JobConfig::Gd(g) => {
+            JobConfig::Gd(_) | JobConfig::Fl(_) => {
+                let g = self.train().expect("a training job");
                 let mut job = toml::Table::new();
                 job.insert("kind".into(), toml::Value::String(self.name().into()));
-                if let Some(l) = &g.local {
+                if let JobConfig::Fl(f) = self {
+                    let l = &f.local;
                     job.insert("local_steps".into(), toml::Value::Integer(l.local_steps as i64));
                     job.insert("local_batch".into(), toml::Value::Float(l.local_batch));
                     if let Some(c) = l.clients_per_round {
@@ -863,17 +880,30 @@ impl JobConfig {
     /// The config spelling of the job.
     pub fn name(&self) -> &'static str {
         match self {
-            JobConfig::Gd(g) if g.local.is_some() => "fl",
             JobConfig::Gd(g) if g.python.is_some() => "python",
             JobConfig::Gd(_) => "gd",
+            JobConfig::Fl(_) => "fl",
             JobConfig::Matvec(_) => "matvec",
             JobConfig::Pagerank(_) => "pagerank",
+        }
+    }
+
+    /// The sections a training job (gradient descent, federated learning) trains with.
+    pub fn train(&self) -> Option<&GdConfig> {
+        match self {
+            JobConfig::Gd(g) => Some(g),
+            JobConfig::Fl(f) => Some(&f.train),
+            JobConfig::Matvec(_) | JobConfig::Pagerank(_) => None,
         }
     }
 
     pub(super) fn validate(&self, workers: usize) -> Result<(), ConfigError> {
         match self {
             JobConfig::Gd(g) => g.validate(workers),
+            JobConfig::Fl(f) => {
+                f.train.validate(workers)?;
+                f.local.validate(&f.train.model, workers)
+            }
             JobConfig::Matvec(m) => m.validate(workers),
             JobConfig::Pagerank(p) => p.validate(workers),
         }
@@ -882,7 +912,7 @@ impl JobConfig {
     /// The field that sets the problem's size (named when it is smaller than the workers).
     pub fn size_field(&self) -> &'static str {
         match self {
-            JobConfig::Gd(_) => "data.samples",
+            JobConfig::Gd(_) | JobConfig::Fl(_) => "data.samples",
             JobConfig::Matvec(_) => "matrix.rows",
             JobConfig::Pagerank(_) => "graph",
         }
@@ -1121,10 +1151,7 @@ impl GdConfig {
         if !(m.c.is_finite() && m.c > 0.0) {
             return err("model.c", format!("= {}: must be positive (η_t = lr/(t + c))", m.c));
         }
-        match &self.local {
-            Some(l) => l.validate(m, workers),
-            None => Ok(()),
-        }
+        Ok(())
     }
 }
 

@@ -46,9 +46,9 @@ use serde::Serialize;
 pub use exec::{ComputeMode, EngineConfig, NetworkConfig, Rate, RateError, TimingConfig, Upload, MAX_SECONDS};
 pub use faults::{FaultConfig, FaultyConfig, DEFAULT_SIGMA, DEFAULT_VALUE};
 pub use job::{
-    DataConfig, DataKind, DataOrder, FeatureConfig, FeatureKind, GdConfig, GraphConfig, GraphKind, Init, JobConfig,
-    Labels, LocalConfig, Loss, MatrixConfig, MatrixDist, MatvecConfig, ModelConfig, PagerankConfig, PythonConfig,
-    Schedule, VectorConfig, MAX_GRAPH_VERTICES, MAX_MATRIX_SIDE,
+    DataConfig, DataKind, DataOrder, FeatureConfig, FeatureKind, FlConfig, GdConfig, GraphConfig, GraphKind, Init,
+    JobConfig, Labels, LocalConfig, Loss, MatrixConfig, MatrixDist, MatvecConfig, ModelConfig, PagerankConfig,
+    PythonConfig, Schedule, VectorConfig, MAX_GRAPH_VERTICES, MAX_MATRIX_SIDE,
 };
 pub use links::{DelayConfig, FailConfig, LinksConfig};
 pub use run::RunConfig;
@@ -350,20 +350,17 @@ impl Config {
         Ok(())
     }
 
-    /// The gradient-descent job's sections (panics for another job: callers branch on
-    /// [`Config::job`] first).
+    /// A training job's sections (gradient descent, federated learning; panics for another
+    /// job: callers branch on [`Config::job`] first).
     pub fn gd(&self) -> &GdConfig {
-        match &self.job {
-            JobConfig::Gd(g) => g,
-            JobConfig::Matvec(_) | JobConfig::Pagerank(_) => panic!("not a gradient-descent job"),
-        }
+        self.job.train().expect("a training job (gradient descent or federated learning)")
     }
 
     /// The mat-vec job's sections, if the job is a mat-vec.
     pub fn matvec(&self) -> Option<&MatvecConfig> {
         match &self.job {
             JobConfig::Matvec(m) => Some(m),
-            JobConfig::Gd(_) | JobConfig::Pagerank(_) => None,
+            JobConfig::Gd(_) | JobConfig::Fl(_) | JobConfig::Pagerank(_) => None,
         }
     }
 
@@ -378,7 +375,7 @@ impl Config {
     /// Clients a federated job samples per round (None: every client, or not federated).
     pub fn per_round(&self) -> Option<usize> {
         match &self.job {
-            JobConfig::Gd(g) => g.local.as_ref().and_then(|l| l.clients_per_round),
+            JobConfig::Fl(f) => f.local.clients_per_round,
             _ => None,
         }
     }
@@ -397,7 +394,7 @@ impl Config {
     /// count) happen when the data is read.
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.run.validate()?;
-        if self.run.checkpoint_every.is_some() && !matches!(self.job, JobConfig::Gd(_)) {
+        if self.run.checkpoint_every.is_some() && self.job.train().is_none() {
             return err("run.checkpoint_every", "checkpoints are for gradient-descent jobs (job.kind = \"gd\")");
         }
         self.scheme.validate()?;
@@ -418,7 +415,7 @@ impl Config {
                 ),
             );
         }
-        let fl = matches!(&self.job, JobConfig::Gd(g) if g.local.is_some());
+        let fl = matches!(&self.job, JobConfig::Fl(_));
         if let (Some(c), Some(f)) = (self.per_round(), self.scheme.federated()) {
             if f.need(None) > c && f.wait.is_some() {
                 return err(
@@ -496,7 +493,7 @@ impl Config {
             return err("faults.kind", "PageRank's shuffle has no master to receive a faulty result: value faults are for gradient-descent and mat-vec jobs");
         }
         if let FaultConfig::LabelFlip(_) = self.faults {
-            let classes = matches!(&self.job, JobConfig::Gd(g) if g.model.labels() != Labels::Real);
+            let classes = self.job.train().is_some_and(|g| g.model.labels() != Labels::Real);
             if !classes {
                 return err("faults.kind", "= \"label-flip\" needs class labels: a gradient-descent job with model.loss = \"logistic\" or \"softmax\" (or model.outputs = C)");
             }

@@ -35,6 +35,7 @@ pub mod kernel;
 pub mod matrix;
 pub mod memory;
 pub mod metrics;
+mod model;
 pub mod net;
 mod pymodel;
 pub mod reference;

@@ -15,14 +15,16 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use outrun_codes::{domain, Rng};
-use outrun_config::{GdConfig, Labels, LocalConfig};
+use outrun_config::{FlConfig, Labels, LocalConfig, ModelConfig};
 use outrun_plan::{sample_size, Plan};
 use outrun_proto::Frame;
+use outrun_python::PyError;
 
-use super::gd::{GradientDescent, Part};
+use super::gd::{self, GradientDescent, Part};
 use super::{Applied, Job, JobError, Metrics};
 use crate::data::{DataError, Rows};
 use crate::metrics::step_size;
+use crate::model::Model;
 
 /// Federated learning of a model.
 pub struct Federated {
@@ -34,10 +36,10 @@ pub struct Federated {
 
 impl Federated {
     /// The job of `plan`, with no rows loaded.
-    pub fn new(plan: &Plan, config: &GdConfig) -> Self {
+    pub fn new(plan: &Plan, config: &FlConfig) -> Self {
         Federated {
-            gd: GradientDescent::new(plan, config),
-            local: config.local.clone().expect("a federated job has job.local_steps"),
+            gd: GradientDescent::new(plan, &config.train),
+            local: config.local.clone(),
             sample: plan.nodes.iter().map(|n| n.sample).collect(),
         }
     }
@@ -51,36 +53,47 @@ impl Federated {
     fn batch_of(&self, m: usize) -> usize {
         sample_size(m, self.local.local_batch)
     }
+}
 
-    /// θ after the E local steps of round `t` from `theta` on `part` (full-batch steps when
-    /// `full`), and the first step's mean loss.
-    fn local_steps(&self, key: [u64; 3], t: u64, theta: &[f64], part: &Part, full: bool) -> (Vec<f64>, f64) {
-        let model = &self.gd.config.model;
-        let eta = step_size(model, t);
+/// θ after the E local steps of round `t` from `theta` on `part` (the part keyed `key`; its
+/// whole rows, full-batch, when `full`) with `model`, and the first step's mean loss; or why the
+/// model could not compute.
+fn local_steps(
+    model: &mut dyn Model,
+    (config, local, pace): (&ModelConfig, &LocalConfig, usize),
+    key: [u64; 3],
+    t: u64,
+    theta: &[f64],
+    part: &Part,
+    full: bool,
+) -> Result<(Vec<f64>, f64), PyError> {
+    {
+        let eta = step_size(config, t);
         let m = part.rows.len();
-        let b = if full { m } else { self.batch_of(m) };
+        let b = if full { m } else { sample_size(m, local.local_batch) };
         let mut th = theta.to_vec();
         let mut first = f64::NAN;
         let mut g = vec![0.0; th.len()];
-        for e in 0..self.local.local_steps {
+        for e in 0..local.local_steps {
             let batch;
-            let (rows, coef) = if b == m {
-                (&part.rows, &part.coef[..])
+            let (rows, coef, whole) = if b == m {
+                (&part.rows, &part.coef[..], true)
             } else {
                 let idx = local_batch(key, t, e, m, b);
                 batch = (part.rows.select(idx.iter().copied()), idx.iter().map(|&i| part.coef[i]).collect::<Vec<_>>());
-                (&batch.0, &batch.1[..])
+                (&batch.0, &batch.1[..], false)
             };
             g.fill(0.0);
-            let loss = self.gd.net.gradient(rows, coef, &th, &mut g, self.gd.pace, &mut std::thread::yield_now);
+            let part_key = whole.then_some((key[1] as usize, key[2] as usize));
+            let loss = model.gradient(part_key, rows, coef, &th, &mut g, pace)?;
             if e == 0 {
                 first = loss / b.max(1) as f64;
             }
             for (x, gk) in th.iter_mut().zip(&g) {
-                *x -= eta * (gk / b as f64 + model.l2 * *x);
+                *x -= eta * (gk / b as f64 + config.l2 * *x);
             }
         }
-        (th, first)
+        Ok((th, first))
     }
 }
 
@@ -209,19 +222,21 @@ impl Job for Federated {
         select: Option<&[usize]>,
     ) -> Result<Vec<Frame>, JobError> {
         let full = self.samples(rank);
-        let all = &self.gd.parts[&rank];
+        let gd = &mut self.gd;
+        let all = &gd.parts[&rank];
         let chosen: Vec<usize> = select.map_or_else(|| (0..all.len()).collect(), <[usize]>::to_vec);
         let theta = model.as_slice();
-        let frames = chosen
-            .into_iter()
-            .map(|k| {
-                let key = [self.gd.seed, rank as u64, k as u64];
-                let (th, loss) = self.local_steps(key, t, theta, &all[k], full);
-                let mut out: Vec<f64> = theta.iter().zip(&th).map(|(a, b)| a - b).collect();
-                out.push(loss);
-                Frame::from_vec(out)
-            })
-            .collect();
+        let how = (&gd.config.model, &self.local, gd.pace);
+        let model = gd::model(&mut gd.python, &mut gd.net);
+        let mut frames = Vec::with_capacity(chosen.len());
+        for k in chosen {
+            let key = [gd.seed, rank as u64, k as u64];
+            let (th, loss) = local_steps(&mut *model, how, key, t, theta, &all[k], full)
+                .map_err(|e| JobError(format!("{} (round {t})", e.on_rank(rank))))?;
+            let mut out: Vec<f64> = theta.iter().zip(&th).map(|(a, b)| a - b).collect();
+            out.push(loss);
+            frames.push(Frame::from_vec(out));
+        }
         Ok(frames)
     }
 
@@ -235,13 +250,13 @@ impl Job for Federated {
         let params = self.gd.params();
         let (step, loss) = (&total[..params], total[params]);
         self.gd.theta.iter_mut().zip(step).for_each(|(th, d)| *th -= d);
-        self.gd.evaluate = (t + 1).is_multiple_of(self.gd.config.data.test_every) || t + 1 == self.gd.iterations;
         if !self.gd.theta.iter().all(|v| v.is_finite()) {
             return Err(JobError(format!(
                 "round {t}: the model diverged (non-finite θ); lower model.lr (now {}) or use a robust scheme",
                 self.gd.config.model.lr
             )));
         }
+        self.gd.held_out(t)?;
         Ok(Applied { loss, state: Some(self.gd.theta.clone()), error: None, done: false })
     }
 

@@ -24,8 +24,17 @@ use crate::blas::{gemm, Op};
 use crate::data::{self, DataError, Rows};
 use crate::features::FeatureMap;
 use crate::metrics::{normalized_error, Optimizer};
+use crate::model::Model;
 use crate::net::{Net, BLOCK};
 use crate::pymodel::{described, PyNet};
+
+/// The model that computes: the user's module once imported, else the built-in network.
+pub(super) fn model<'a>(python: &'a mut Option<PyNet>, net: &'a mut Net) -> &'a mut dyn Model {
+    match python {
+        Some(py) => py,
+        None => net,
+    }
+}
 
 /// One part of a node: its rows, their indices in the data set and their coefficients.
 pub(super) struct Part {
@@ -63,9 +72,9 @@ pub struct GradientDescent {
     flipped: bool,
     /// A Python model's size, as the plan recorded it, and its module once imported.
     py_model: Option<PythonModel>,
-    python: Option<PyNet>,
-    /// The module's held-out metrics of the last iteration applied.
-    py_eval: Option<outrun_python::Evaluation>,
+    pub(super) python: Option<PyNet>,
+    /// The model's held-out metrics of the last iteration applied (when it was evaluated).
+    eval: Option<outrun_python::Evaluation>,
     /// The first rank this job loaded (who a Python error names).
     rank: usize,
     /// CodedFedL's parity allocation (the plan's prelude uploads the clients' encodings).
@@ -106,7 +115,7 @@ impl GradientDescent {
             evaluate: false,
             py_model,
             python: None,
-            py_eval: None,
+            eval: None,
             rank: 0,
             parity: plan.parity().cloned(),
         }
@@ -527,14 +536,9 @@ impl Job for GradientDescent {
                 }
             };
             let theta = model.as_slice();
-            out[params] = match self.python.as_mut() {
-                Some(py) => py
-                    .gradient(whole.then_some((rank, k)), rows, coef, theta, &mut out[..params])
-                    .map_err(|e| JobError(format!("{} (iteration {t})", e.on_rank(rank))))?,
-                None => {
-                    self.net.gradient(rows, coef, theta, &mut out[..params], self.pace, &mut std::thread::yield_now)
-                }
-            };
+            out[params] = self::model(&mut self.python, &mut self.net)
+                .gradient(whole.then_some((rank, k)), rows, coef, theta, &mut out[..params], self.pace)
+                .map_err(|e| JobError(format!("{} (iteration {t})", e.on_rank(rank))))?;
             frames.push(Frame::from_vec(out));
         }
         Ok(frames)
@@ -564,31 +568,20 @@ impl Job for GradientDescent {
         let model = &self.config.model;
         let b = self.batch_size(t) as f64;
         self.optimizer.step(&mut self.theta, g, b, model, t);
-        self.evaluate = (t + 1).is_multiple_of(self.config.data.test_every) || t + 1 == self.iterations;
         if !self.theta.iter().all(|v| v.is_finite()) || !loss.is_finite() {
             return Err(JobError(format!(
                 "iteration {t}: the model diverged (non-finite θ or loss); lower model.lr (now {})",
                 model.lr
             )));
         }
-        self.py_eval = None;
-        if let (Some(py), Some(test), true) = (self.python.as_mut(), self.test.as_ref(), self.evaluate) {
-            let eval = py.evaluate(test, &self.theta);
-            let eval = eval.map_err(|e| JobError(format!("{} (iteration {t})", e.on_rank(self.rank))))?;
-            self.py_eval = Some(eval);
-        }
+        self.held_out(t)?;
         Ok(Applied { loss, state: Some(self.theta.clone()), error: None, done: false })
     }
 
     fn metrics(&self, applied: &Applied) -> super::Metrics {
         let theta = applied.state.as_deref();
-        let test = self.test.as_ref().filter(|_| self.evaluate);
-        let (accuracy, loss) = match self.py_eval {
-            // a Python model's metrics are the module's, asked for by `apply`
-            Some(e) => (e.accuracy, e.loss),
-            None if self.python.is_some() => (None, None),
-            None => theta.zip(test).map(|(th, test)| self.net.evaluate(test, th)).unzip(),
-        };
+        // the model's held-out metrics, asked for by `apply`
+        let (accuracy, loss) = self.eval.map_or((None, None), |e| (e.accuracy, e.loss));
         Metrics {
             error: theta.zip(self.star.as_deref()).map(|(th, star)| normalized_error(th, star)),
             accuracy,
@@ -637,6 +630,19 @@ impl Job for GradientDescent {
 }
 
 impl GradientDescent {
+    /// After iteration `t` is applied: whether it is one to evaluate on the held-out set
+    /// (`data.test_every`, and the last), and if so (on the rank that holds the set) the
+    /// model's metrics of θ; or why the model could not say (a Python model's `evaluate` raised).
+    pub(super) fn held_out(&mut self, t: u64) -> Result<(), JobError> {
+        self.evaluate = (t + 1).is_multiple_of(self.config.data.test_every) || t + 1 == self.iterations;
+        self.eval = None;
+        if let (Some(test), true) = (self.test.as_ref(), self.evaluate) {
+            let eval = model(&mut self.python, &mut self.net).evaluate(test, &self.theta);
+            self.eval = Some(eval.map_err(|e| JobError(format!("{} (iteration {t})", e.on_rank(self.rank))))?);
+        }
+        Ok(())
+    }
+
     /// Serial gradient descent of a Python model: every iteration's batch (every row, or the
     /// rows of [`Batches`]) in one `grad` call with unit weights, then the optimizer's step.
     fn python_reference(&mut self) -> Result<Vec<f64>, DataError> {

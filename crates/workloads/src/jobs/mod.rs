@@ -189,8 +189,8 @@ pub trait GraphJob {
 /// The job of `plan`.
 pub fn job(plan: &Plan) -> Box<dyn Job> {
     match &plan.job.config {
-        JobConfig::Gd(c) if c.local.is_some() => Box::new(Federated::new(plan, c)),
         JobConfig::Gd(c) => Box::new(GradientDescent::new(plan, c)),
+        JobConfig::Fl(c) => Box::new(Federated::new(plan, c)),
         JobConfig::Matvec(c) => Box::new(Matvec::new(plan, c)),
         JobConfig::Pagerank(c) => Box::new(Pagerank::new(plan, c)),
     }
@@ -199,8 +199,8 @@ pub fn job(plan: &Plan) -> Box<dyn Job> {
 /// What the plan records of the model that only its own code can tell: a Python model's size,
 /// from its module's `init` (None for every other job).
 pub(crate) fn python_model(plan: &Plan) -> Result<Option<outrun_plan::PythonModel>, DataError> {
-    match &plan.job.config {
-        JobConfig::Gd(c) if c.python.is_some() => GradientDescent::new(plan, c).python_model(),
+    match plan.job.config.train() {
+        Some(c) if c.python.is_some() => GradientDescent::new(plan, c).python_model(),
         _ => Ok(None),
     }
 }
@@ -210,7 +210,7 @@ pub(crate) fn python_model(plan: &Plan) -> Result<Option<outrun_plan::PythonMode
 /// the graph's vertices (PageRank).
 pub fn shape(cfg: &Config) -> Result<Shape, DataError> {
     match &cfg.job {
-        JobConfig::Gd(c) => gd::shape(c),
+        JobConfig::Gd(_) | JobConfig::Fl(_) => gd::shape(cfg.gd()),
         JobConfig::Matvec(c) => matvec::shape(c, cfg.run.seed),
         JobConfig::Pagerank(c) => pagerank::shape(c, cfg.run.seed),
     }

@@ -523,7 +523,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 println!("{}", serde_json::to_string_pretty(&plan).expect("plan serializes"));
             } else {
                 print!("{}", plan.describe());
-                let notes = outrun_workloads::job(&plan).plan_notes(&plan).map_err(|e| Failure(e.to_string(), 2))?;
+                let mut job = outrun_workloads::job(&plan);
+                let notes =
+                    job.prelude().map_or(Ok(vec![]), |p| p.notes(&plan)).map_err(|e| Failure(e.to_string(), 2))?;
                 notes.iter().for_each(|l| println!("{l}"));
             }
             Ok(())

@@ -312,12 +312,12 @@ impl<'a> Core<'a> {
         let worker = self.seat.worker;
         let fault = (worker > 0).then(|| self.faults.at(worker, t)).flatten();
         let flip = fault == Some(FaultKind::LabelFlip);
-        if flip {
-            self.job.flip_labels(true);
+        if let Some(job) = self.job.labeled().filter(|_| flip) {
+            job.flip_labels(true);
         }
         let out = P::compute(&mut *self.job, self.seat.rank, t, model, parts, self.seat.parts);
-        if flip {
-            self.job.flip_labels(false);
+        if let Some(job) = self.job.labeled().filter(|_| flip) {
+            job.flip_labels(false);
         }
         let mut out = out?;
         if fault.is_some() && !flip {
@@ -428,7 +428,7 @@ impl<'a> Core<'a> {
             format: CHECKPOINT_FORMAT,
             iteration: t + 1,
             problem: self.job.problem(),
-            vectors: self.job.save(),
+            vectors: self.job.resumable().map_or_else(Vec::new, |r| r.save()),
         };
         c.write(&info.dir)
             .map_err(|e| format!("cannot write the checkpoint of iteration {t} in {}: {e}", info.dir.display()))

@@ -100,7 +100,7 @@ pub fn train(prepare: &dyn Fn() -> Result<Prepared, String>, progress: &mut dyn 
         // everybody (collectively).
         agree(&mut comm, job.load(plan, &[rank]))?;
         if let Some(c) = &shared.resume {
-            agree(&mut comm, job.restore(&c.vectors))?;
+            agree(&mut comm, outrun_workloads::restore(job.as_mut(), &c.vectors))?;
         }
         match plan.pattern {
             Pattern::Shuffle { .. } => shuffle::run(&world, comm, &shared, job, progress, started),

@@ -44,7 +44,8 @@ mod shapes;
 
 pub use data::{DataError, Rows, Shape};
 pub use jobs::{
-    job, shape, Applied, Federated, GradientDescent, GraphJob, Job, JobError, Matvec, Metrics, Pagerank, Prelude,
+    job, restore, shape, Applied, Federated, GradientDescent, GraphJob, Job, JobError, Labeled, Matvec, Metrics,
+    Pagerank, Prelude, Resumable,
 };
 pub use shapes::keep_parsed_rows;
 

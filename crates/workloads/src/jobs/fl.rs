@@ -21,7 +21,7 @@ use outrun_proto::Frame;
 use outrun_python::PyError;
 
 use super::gd::{self, GradientDescent, Part};
-use super::{Applied, Job, JobError, Metrics};
+use super::{Applied, Job, JobError, Labeled, Metrics, Resumable};
 use crate::data::{DataError, Rows};
 use crate::metrics::step_size;
 use crate::model::Model;
@@ -240,10 +240,6 @@ impl Job for Federated {
         Ok(frames)
     }
 
-    fn flip_labels(&mut self, on: bool) {
-        self.gd.flip_labels(on);
-    }
-
     /// θ ← θ − Δ̄ (the delivered total is the rule's Δ̄ and the clients' loss).
     fn apply(&mut self, t: u64, total: Frame) -> Result<Applied, JobError> {
         let total = total.as_slice();
@@ -264,12 +260,12 @@ impl Job for Federated {
         self.gd.metrics(applied)
     }
 
-    fn save(&self) -> Vec<(String, Vec<f64>)> {
-        self.gd.save()
+    fn resumable(&mut self) -> Option<&mut dyn Resumable> {
+        Some(self)
     }
 
-    fn restore(&mut self, vectors: &[(String, Vec<f64>)]) -> Result<(), JobError> {
-        self.gd.restore(vectors)
+    fn labeled(&mut self) -> Option<&mut dyn Labeled> {
+        Some(&mut self.gd)
     }
 
     /// FedAvg over the clients `[faults]` leaves honest, every round, by plain per-sample loops
@@ -310,6 +306,16 @@ impl Job for Federated {
             }
         }
         Ok(theta)
+    }
+}
+
+impl Resumable for Federated {
+    fn save(&self) -> Vec<(String, Vec<f64>)> {
+        self.gd.save()
+    }
+
+    fn restore(&mut self, vectors: &[(String, Vec<f64>)]) -> Result<(), JobError> {
+        self.gd.restore(vectors)
     }
 }
 

@@ -18,7 +18,7 @@ use outrun_config::{DataKind, GdConfig, Generator, Labels};
 use outrun_plan::{Plan, PythonModel, Shape};
 use outrun_proto::Frame;
 
-use super::{Applied, Job, JobError, Metrics, Prelude};
+use super::{Applied, Job, JobError, Labeled, Metrics, Prelude, Resumable};
 use crate::batch::Batches;
 use crate::blas::{gemm, Op};
 use crate::data::{self, DataError, Rows};
@@ -467,22 +467,12 @@ impl Job for GradientDescent {
         }
     }
 
-    /// Each client's ε_j = ½·log₂(1 + u/f²(X̂_j)) (App. Q, with W = I: the worst case).
-    fn plan_notes(&mut self, plan: &Plan) -> Result<Vec<String>, DataError> {
-        let Some(parity) = plan.parity() else { return Ok(vec![]) };
-        let eps = parity
-            .clients
-            .iter()
-            .map(|c| {
-                let rows = self.rows(&c.rows.points().map(|(i, _)| i).collect::<Vec<_>>())?;
-                let x: Vec<Vec<f64>> = (0..rows.len()).map(|k| rows.row(k).to_vec()).collect();
-                Ok(format!("{:.3}", outrun_codes::codedfedl::privacy_epsilon(parity.u as f64, &x)))
-            })
-            .collect::<Result<Vec<_>, DataError>>()?;
-        Ok(vec![format!(
-            "  privacy of each client's parity upload (App. Q, ε = ½·log₂(1 + u/f²), W = I), bits: {}",
-            eps.join(", ")
-        )])
+    fn resumable(&mut self) -> Option<&mut dyn Resumable> {
+        Some(self)
+    }
+
+    fn labeled(&mut self) -> Option<&mut dyn Labeled> {
+        Some(self)
     }
 
     fn load_metrics(&mut self) -> Result<(), DataError> {
@@ -544,23 +534,6 @@ impl Job for GradientDescent {
         Ok(frames)
     }
 
-    /// Labels c ↦ top − c in place, top = C − 1 (binary: 1): its own inverse, exact on the
-    /// integer labels, so flipping back restores them.
-    fn flip_labels(&mut self, on: bool) {
-        if on == self.flipped {
-            return;
-        }
-        self.flipped = on;
-        let top = match self.config.model.labels() {
-            Labels::Classes(c) => (c - 1) as f64,
-            Labels::Binary => 1.0,
-            Labels::Real => return,
-        };
-        for part in self.parts.values_mut().flatten() {
-            part.rows.y.mapv_inplace(|c| top - c);
-        }
-    }
-
     fn apply(&mut self, t: u64, total: Frame) -> Result<Applied, JobError> {
         let total = total.as_slice();
         let params = self.params();
@@ -587,34 +560,6 @@ impl Job for GradientDescent {
             accuracy,
             columns: if self.test.is_some() { vec![loss] } else { vec![] },
         }
-    }
-
-    fn save(&self) -> Vec<(String, Vec<f64>)> {
-        vec![("theta".into(), self.theta.clone()), ("velocity".into(), self.optimizer.velocity.clone())]
-    }
-
-    fn restore(&mut self, vectors: &[(String, Vec<f64>)]) -> Result<(), JobError> {
-        let find = |name: &str| vectors.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone());
-        let theta = find("theta").ok_or_else(|| JobError("the checkpoint has no `theta`".into()))?;
-        if theta.len() != self.params() {
-            return Err(JobError(format!(
-                "the checkpoint's θ has {} values, the model ({}) {}",
-                theta.len(),
-                self.describe(),
-                self.params()
-            )));
-        }
-        let velocity = find("velocity").unwrap_or_default();
-        if !velocity.is_empty() && velocity.len() != self.params() {
-            return Err(JobError(format!(
-                "the checkpoint's velocity has {} values, not {}",
-                velocity.len(),
-                self.params()
-            )));
-        }
-        self.theta = theta;
-        self.optimizer.velocity = velocity;
-        Ok(())
     }
 
     /// Serial gradient descent on every row (`reference::serial_gd`; a Python model's: its
@@ -680,6 +625,24 @@ impl Prelude for GradientDescent {
         self.parity.as_ref().map_or(0, |p| p.upload_len(self.inputs, self.outputs()))
     }
 
+    /// Each client's ε_j = ½·log₂(1 + u/f²(X̂_j)) (App. Q, with W = I: the worst case).
+    fn notes(&mut self, plan: &Plan) -> Result<Vec<String>, DataError> {
+        let Some(parity) = plan.parity() else { return Ok(vec![]) };
+        let eps = parity
+            .clients
+            .iter()
+            .map(|c| {
+                let rows = self.rows(&c.rows.points().map(|(i, _)| i).collect::<Vec<_>>())?;
+                let x: Vec<Vec<f64>> = (0..rows.len()).map(|k| rows.row(k).to_vec()).collect();
+                Ok(format!("{:.3}", outrun_codes::codedfedl::privacy_epsilon(parity.u as f64, &x)))
+            })
+            .collect::<Result<Vec<_>, DataError>>()?;
+        Ok(vec![format!(
+            "  privacy of each client's parity upload (App. Q, ε = ½·log₂(1 + u/f²), W = I), bits: {}",
+            eps.join(", ")
+        )])
+    }
+
     fn gathered(&mut self, rank: usize, sum: Vec<f64>) {
         let (q, c) = (self.inputs, self.outputs());
         let multi = matches!(self.net, Net::MultiOutput { .. });
@@ -695,5 +658,54 @@ impl Prelude for GradientDescent {
         } else {
             Rows::from_vecs(q, x, t)
         };
+    }
+}
+
+impl Resumable for GradientDescent {
+    fn save(&self) -> Vec<(String, Vec<f64>)> {
+        vec![("theta".into(), self.theta.clone()), ("velocity".into(), self.optimizer.velocity.clone())]
+    }
+
+    fn restore(&mut self, vectors: &[(String, Vec<f64>)]) -> Result<(), JobError> {
+        let find = |name: &str| vectors.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone());
+        let theta = find("theta").ok_or_else(|| JobError("the checkpoint has no `theta`".into()))?;
+        if theta.len() != self.params() {
+            return Err(JobError(format!(
+                "the checkpoint's θ has {} values, the model ({}) {}",
+                theta.len(),
+                self.describe(),
+                self.params()
+            )));
+        }
+        let velocity = find("velocity").unwrap_or_default();
+        if !velocity.is_empty() && velocity.len() != self.params() {
+            return Err(JobError(format!(
+                "the checkpoint's velocity has {} values, not {}",
+                velocity.len(),
+                self.params()
+            )));
+        }
+        self.theta = theta;
+        self.optimizer.velocity = velocity;
+        Ok(())
+    }
+}
+
+impl Labeled for GradientDescent {
+    /// Labels c ↦ top − c in place, top = C − 1 (binary: 1): its own inverse, exact on the
+    /// integer labels, so flipping back restores them.
+    fn flip_labels(&mut self, on: bool) {
+        if on == self.flipped {
+            return;
+        }
+        self.flipped = on;
+        let top = match self.config.model.labels() {
+            Labels::Classes(c) => (c - 1) as f64,
+            Labels::Binary => 1.0,
+            Labels::Real => return,
+        };
+        for part in self.parts.values_mut().flatten() {
+            part.rows.y.mapv_inplace(|c| top - c);
+        }
     }
 }

@@ -127,13 +127,6 @@ pub trait Job {
     /// Apply the delivered total of iteration `t` (the job may keep the vector); what it gave,
     /// or why the run must stop (e.g. the model diverged).
     fn apply(&mut self, t: u64, total: Frame) -> Result<Applied, JobError>;
-    /// Compute on flipped labels (c ↦ C − 1 − c) until told otherwise: a label-flip fault
-    /// (`[faults]`, accepted for jobs with class labels only).
-    fn flip_labels(&mut self, _on: bool) {}
-    /// Lines `outrun plan` adds that need the data (CodedFedL: each client's privacy budget).
-    fn plan_notes(&mut self, _plan: &Plan) -> Result<Vec<String>, DataError> {
-        Ok(vec![])
-    }
     /// The job's part in the plan's prelude (a one-time phase before the loop: CodedFedL's
     /// parity upload), if it has one.
     fn prelude(&mut self) -> Option<&mut dyn Prelude> {
@@ -147,15 +140,6 @@ pub trait Job {
     fn state_text(&self, state: &[f64]) -> String {
         state.iter().map(|v| format!("{v:e}\n")).collect()
     }
-    /// The state a checkpoint keeps, by name (the model, the optimizer's velocity); empty for
-    /// a job that cannot resume.
-    fn save(&self) -> Vec<(String, Vec<f64>)> {
-        vec![]
-    }
-    /// Go on from a checkpoint's state (every rank, before the first iteration).
-    fn restore(&mut self, _vectors: &[(String, Vec<f64>)]) -> Result<(), JobError> {
-        Err(JobError(format!("job.kind = \"{}\" cannot resume from a checkpoint", self.name())))
-    }
     /// The state a serial computation on the whole problem reaches after the plan's
     /// iterations (what exactness is checked against).
     fn reference(&mut self, plan: &Plan) -> Result<Vec<f64>, DataError>;
@@ -163,6 +147,37 @@ pub trait Job {
     fn graph(&mut self) -> Option<&mut dyn GraphJob> {
         None
     }
+    /// Its checkpoints, if a run of it can be resumed.
+    fn resumable(&mut self) -> Option<&mut dyn Resumable> {
+        None
+    }
+    /// Its class labels, if a label-flip fault (`[faults]`) can corrupt them.
+    fn labeled(&mut self) -> Option<&mut dyn Labeled> {
+        None
+    }
+}
+
+/// A job whose run can be checkpointed and resumed (`run.checkpoint_every`, `--resume`).
+pub trait Resumable {
+    /// The state a checkpoint keeps, by name (the model, the optimizer's velocity).
+    fn save(&self) -> Vec<(String, Vec<f64>)>;
+    /// Go on from a checkpoint's state (every rank, before the first iteration).
+    fn restore(&mut self, vectors: &[(String, Vec<f64>)]) -> Result<(), JobError>;
+}
+
+/// Go on from a checkpoint's state, or say that the job cannot.
+pub fn restore(job: &mut dyn Job, vectors: &[(String, Vec<f64>)]) -> Result<(), JobError> {
+    let name = job.name();
+    match job.resumable() {
+        Some(r) => r.restore(vectors),
+        None => Err(JobError(format!("job.kind = \"{name}\" cannot resume from a checkpoint"))),
+    }
+}
+
+/// A job with class labels that a label-flip fault (`[faults] kind = "label-flip"`) corrupts.
+pub trait Labeled {
+    /// Compute on flipped labels (c ↦ C − 1 − c) until told otherwise.
+    fn flip_labels(&mut self, on: bool);
 }
 
 /// A job's part in the plan's prelude (`outrun_plan::Plan::prelude`): what each rank
@@ -175,6 +190,11 @@ pub trait Prelude {
     fn contribution_len(&self) -> usize;
     /// The root (`rank`) receives the sum of every rank's contribution.
     fn gathered(&mut self, rank: usize, sum: Vec<f64>);
+    /// Lines `outrun plan` adds about the prelude that need the data (CodedFedL: each client's
+    /// privacy budget).
+    fn notes(&mut self, _plan: &Plan) -> Result<Vec<String>, DataError> {
+        Ok(vec![])
+    }
 }
 
 /// A job on a graph, run by the shuffle pattern's driver: every server Maps its vertices'

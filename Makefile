@@ -3,7 +3,7 @@
 CARGO ?= cargo
 BIN := target/release/outrun
 
-.PHONY: all setup build lint test demo bench fmt clean
+.PHONY: all setup build lint check test demo bench fmt clean
 
 all: build
 
@@ -13,11 +13,20 @@ setup:
 build: setup
 	$(CARGO) build --release --locked
 
-# the format check and clippy with warnings as errors are part of the test command (CI runs
-# `make test`); `make fmt` formats
+# the format check, clippy with warnings as errors and the structure check (scripts/structure.sh:
+# no import circle between config, plan and roles, no scheme or job in the drivers) are part of
+# the test command (CI runs `make test`); `make fmt` formats
 lint: setup
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --release --locked --workspace --all-targets -- -D warnings
+	scripts/structure.sh
+
+# the fast tier, before every commit: unit, protocol and simulator tests and the CLI's tests that
+# start no MPI job (no mpirun, so no lock and no oversubscribed ranks); `make test` runs all of it
+check: setup
+	@cache=$$(mktemp -d); XDG_CACHE_HOME=$$cache $(CARGO) test --release --locked --workspace --exclude outrun \
+	  && XDG_CACHE_HOME=$$cache $(CARGO) test --release --locked -p outrun --bins --test cli --test cr_math; \
+	  status=$$?; rm -rf "$$cache"; exit $$status
 
 # the tests' data-shape cache entries go to a directory of their own, removed afterwards
 test: build lint

@@ -71,7 +71,8 @@ pub trait Payload: Vector + Sized + 'static {
 /// The job's part in the plan's prelude, or why it has none.
 fn prelude_of(job: &mut dyn Job) -> Result<&mut dyn Prelude, JobError> {
     let name = job.name();
-    job.prelude().ok_or_else(|| JobError(format!("job.kind = \"{name}\" has no part in the plan's prelude")))
+    job.prelude()
+        .ok_or_else(|| JobError::Unsupported(format!("job.kind = \"{name}\" has no part in the plan's prelude")))
 }
 
 impl Payload for Frame {
@@ -367,7 +368,7 @@ impl<'a> Core<'a> {
             Ok(a) => a,
             Err(why) => {
                 self.quiet_failure = self.book.is_none();
-                return Input::Finish { failure: Some(why.0) };
+                return Input::Finish { failure: Some(why.to_string()) };
             }
         };
         let faulty_used = self.faulty_used(t, &info.used);

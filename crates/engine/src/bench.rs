@@ -90,7 +90,7 @@ impl Job for Repeat {
         Ok(Applied::default())
     }
     fn reference(&mut self, _plan: &outrun_plan::Plan) -> Result<Vec<f64>, DataError> {
-        Err(DataError("the all-reduce benchmark has no serial reference".into()))
+        Err(DataError::field("job", "the all-reduce benchmark has no serial reference"))
     }
 }
 

@@ -102,7 +102,7 @@ impl<'a> Driver<'a> {
                     Err(why) => {
                         // the job cannot compute (a Python model raised): this rank says why
                         // and the job ends, as after any unclean end
-                        self.done = Some(failed(why.0));
+                        self.done = Some(failed(why.to_string()));
                         return;
                     }
                 },
@@ -139,7 +139,7 @@ impl<'a> Driver<'a> {
                 Output::Contribute => match self.core.contribute() {
                     Ok(input) => m.handle(&self.clock, input),
                     Err(why) => {
-                        self.done = Some(failed(why.0));
+                        self.done = Some(failed(why.to_string()));
                         return;
                     }
                 },
@@ -338,7 +338,7 @@ pub(crate) const RING_SPIN: Duration = Duration::from_millis(10);
 /// The end of a node that failed on its own: it prints `why`, and the unclean end aborts the job.
 fn failed(why: String) -> Outcome {
     Outcome {
-        result: Err(Failure::Run(why)),
+        result: Err(Failure::Job(why)),
         clean: false,
         late: 0,
         up_sent: 0,

@@ -261,7 +261,7 @@ fn run(
     if let Some(mut prelude) = outrun_proto::prelude::<Frame>(plan, rank, len) {
         d.comm.barrier();
         let outcome = d.drive(prelude.as_mut());
-        if let Err(Failure::Run(why)) = outcome.result {
+        if let Err(why) = outcome.result {
             eprintln!("error: {why}; the MPI job is aborted (logs are in {})", dir.display());
             d.comm.abort(1);
         }
@@ -289,9 +289,9 @@ fn run(
     report_dropped_logs(rank, plan, &outcome, dir, d.log.failure(), d.log_reported());
     let failure = match outcome.result {
         Ok(()) => None,
-        Err(Failure::Run(_)) if d.core.quiet_failure => Some(EngineError::Aborted),
-        Err(Failure::Run(m)) => Some(EngineError::Run(m)),
         Err(Failure::Aborted) => Some(EngineError::Aborted),
+        Err(_) if d.core.quiet_failure => Some(EngineError::Aborted),
+        Err(f) => Some(EngineError::Run(f.to_string())),
     };
     if failure.is_none() && !outcome.silent.is_empty() && logs {
         // Complete, but ranks below never said goodbye: alive and silent (stopped, stuck), they

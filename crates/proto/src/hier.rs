@@ -112,7 +112,7 @@ pub struct HierNode<P: Vector> {
     cur: Option<u64>,
     record: Option<Iter>,
     running: bool,
-    failure: Option<String>,
+    failure: Option<Failure>,
     abort: bool,
     done: bool,
     late: u64,
@@ -235,9 +235,13 @@ impl<P: Vector> HierNode<P> {
                     self.hier.helpers + 1 + client,
                     helpers.iter().map(|h| (h + 1).to_string()).collect::<Vec<_>>().join(", ")
                 );
-                return self.start_drain(now, Some(why));
+                let missing = vec![(self.hier.helpers + 1 + client) as u32];
+                return self.start_drain(now, Some(Failure::Iteration { iteration: t, missing, message: why }));
             }
-            Err(e) => return self.start_drain(now, Some(format!("iteration {t}: {e}"))),
+            Err(e) => {
+                let message = format!("iteration {t}: {e}");
+                return self.start_drain(now, Some(Failure::Iteration { iteration: t, missing: vec![], message }));
+            }
         };
         for (h, sets) in uploads.iter().enumerate() {
             let meta = Meta::Sums(sets.iter().map(|s| s.iter().map(|&c| c as u32).collect()).collect());
@@ -277,7 +281,10 @@ impl<P: Vector> HierNode<P> {
         let (control, upload_bytes, values) = (m.control_bytes, m.upload_bytes, m.upload_values);
         let comb = match hier::decode(&self.hier, &table, &uploads, len) {
             Ok(c) => c,
-            Err(e) => return self.start_drain(now, Some(format!("iteration {t}: {e}: the result would be inexact"))),
+            Err(e) => {
+                let message = format!("iteration {t}: {e}: the result would be inexact");
+                return self.start_drain(now, Some(Failure::Iteration { iteration: t, missing: vec![], message }));
+            }
         };
         let total = Combination::evaluate(len, &comb.terms, &[], &arrivals);
         self.due[WAIT as usize - 1] = None;
@@ -316,15 +323,19 @@ impl<P: Vector> HierNode<P> {
         let deadline = self.deadline;
         let m = self.master();
         let list = |who: Vec<usize>| who.iter().map(|h| (h + 1).to_string()).collect::<Vec<_>>().join(", ");
-        let missing = if m.reports.iter().any(Option::is_none) {
-            let who = (0..m.reports.len()).filter(|&h| m.reports[h].is_none()).collect();
-            format!("no report from helpers {} (each waits for every client's slice)", list(who))
+        let (who, what): (Vec<usize>, _) = if m.reports.iter().any(Option::is_none) {
+            ((0..m.reports.len()).filter(|&h| m.reports[h].is_none()).collect(), "no report from helpers")
         } else {
-            let who = (0..m.got.len()).filter(|&h| !m.uploads[h].is_empty() && m.got[h].is_none()).collect();
-            format!("no upload from helpers {}", list(who))
+            (
+                (0..m.got.len()).filter(|&h| !m.uploads[h].is_empty() && m.got[h].is_none()).collect(),
+                "no upload from helpers",
+            )
         };
-        let why = format!("iteration {t} did not complete within run.deadline = {deadline} s: {missing}");
-        self.start_drain(now, Some(why));
+        let missing = who.iter().map(|&h| (h + 1) as u32).collect();
+        let tail = if what.starts_with("no report") { " (each waits for every client's slice)" } else { "" };
+        let message =
+            format!("iteration {t} did not complete within run.deadline = {deadline} s: {what} {}{tail}", list(who));
+        self.start_drain(now, Some(Failure::Iteration { iteration: t, missing, message }));
     }
 
     // ---- a helper ----
@@ -460,14 +471,14 @@ impl<P: Vector> HierNode<P> {
     // ---- shutdown ----
 
     /// Stop (or abort with `failure`): tell the ranks below, wait for their goodbyes.
-    fn start_drain(&mut self, now: f64, failure: Option<String>) {
+    fn start_drain(&mut self, now: f64, failure: Option<Failure>) {
         if !self.running {
             return;
         }
         self.running = false;
         self.flush_record();
         if let Some(f) = failure {
-            self.log(Event::error(now, f.clone()));
+            self.log(Event::error(now, f.to_string()));
             self.failure = Some(f);
             self.abort = true;
         }
@@ -524,7 +535,7 @@ impl<P: Vector> HierNode<P> {
         };
         self.log(Event::Shutdown(s));
         let result = match (self.failure.take(), self.abort) {
-            (Some(f), _) => Err(Failure::Run(f)),
+            (Some(f), _) => Err(f),
             (None, true) => Err(Failure::Aborted),
             (None, false) => Ok(()),
         };
@@ -595,7 +606,8 @@ impl<P: Vector> HierNode<P> {
                 );
                 self.log(Event::error(now, why.clone()));
                 self.running = false;
-                self.failure = Some(why);
+                self.failure =
+                    Some(Failure::Silent { rank: self.rank, secs: parent_silence(self.deadline, 2), message: why });
                 self.finish(now, false);
             }
             _ => {}
@@ -648,7 +660,7 @@ impl<P: Vector> Machine<P> for HierNode<P> {
         let now = clock.now();
         match input {
             Input::Start { t, model } if self.running => self.start(now, t, model),
-            Input::Finish { failure } => self.start_drain(now, failure),
+            Input::Finish { failure } => self.start_drain(now, failure.map(Failure::Job)),
             Input::Recv { from, msg } => self.on_recv(clock, from, msg),
             Input::Computed { t, parts, ready } => self.on_computed(now, t, parts, ready),
             Input::Timing { t, timing } => {

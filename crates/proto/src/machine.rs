@@ -190,13 +190,55 @@ pub struct Delivered {
     pub rejected: Vec<usize>,
 }
 
-/// Why a node stopped with a failure.
+/// Why a node stopped with a failure. Every variant but [`Failure::Aborted`] was detected by this
+/// node, which prints its one line ([`std::fmt::Display`]).
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum Failure {
-    /// This node detected the failure (deadline, inexact decode, divergence, a silent parent):
-    /// it should print the message.
+    /// Iteration `iteration` could not be produced: what a parent's rule needed did not arrive
+    /// within `run.deadline` (or never can: failed subtrees, results no exclusion makes
+    /// consistent, more failed links than tolerated), or its decode would be inexact. `missing`:
+    /// the ranks the parent waited for in vain (empty when none is to blame).
+    #[error("{message}")]
+    Iteration {
+        /// The iteration.
+        iteration: u64,
+        /// Ranks whose results did not come.
+        missing: Vec<u32>,
+        /// The line.
+        message: String,
+    },
+    /// This rank heard nothing from above (its parent, the master, a helper) for `secs`.
+    #[error("{message}")]
+    Silent {
+        /// This rank.
+        rank: usize,
+        /// Seconds it waited.
+        secs: f64,
+        /// The line.
+        message: String,
+    },
+    /// A ring's peer (`worker`) sent nothing of iteration `iteration` within `run.deadline`.
+    #[error("{message}")]
+    Ring {
+        /// The iteration.
+        iteration: u64,
+        /// The silent worker.
+        worker: usize,
+        /// The line.
+        message: String,
+    },
+    /// The prelude's contributions of `missing` workers did not arrive (or did not fit).
+    #[error("{message}")]
+    Prelude {
+        /// The workers.
+        missing: Vec<usize>,
+        /// The line.
+        message: String,
+    },
+    /// The job failed where results are applied (the model diverged, a model's module raised):
+    /// the job's line.
     #[error("{0}")]
-    Run(String),
+    Job(String),
     /// Another node detected it and told this one to stop; it printed why.
     #[error("stopped by the master after a failure")]
     Aborted,

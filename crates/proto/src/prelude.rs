@@ -137,12 +137,13 @@ impl<P: Vector> PreludeNode<P> {
         };
         let Some(entry) = self.pending.iter_mut().find(|(r, _, _)| *r == from) else { return };
         if at + len > sum.len() {
-            let why = format!(
+            let message = format!(
                 "the prelude's contribution of rank {from} reaches value {} of a sum of {}",
                 at + len,
                 sum.len()
             );
-            self.finish(Err(Failure::Run(why)));
+            let missing = vec![entry.1];
+            self.finish(Err(Failure::Prelude { missing, message }));
             return;
         }
         sum.add_scaled(at, &body, 0, len, 1.0);
@@ -168,19 +169,16 @@ impl<P: Vector> PreludeNode<P> {
         if self.done {
             return;
         }
-        let missing: Vec<String> = self
-            .pending
-            .iter()
-            .filter(|&&(_, _, left)| left != Some(0))
-            .map(|&(r, w, _)| format!("{w} (rank {r})"))
-            .collect();
-        let why = format!(
+        let late: Vec<(usize, usize)> =
+            self.pending.iter().filter(|&&(_, _, left)| left != Some(0)).map(|&(r, w, _)| (r, w)).collect();
+        let names: Vec<String> = late.iter().map(|(r, w)| format!("{w} (rank {r})")).collect();
+        let message = format!(
             "no contribution from worker(s) {} within run.deadline = {} s of the prelude's start (the one-time phase before the first iteration)",
-            missing.join(", "),
+            names.join(", "),
             self.deadline
         );
-        self.out.push_back(Output::Log(Event::warn(self.start + self.deadline, why.clone())));
-        self.finish(Err(Failure::Run(why)));
+        self.out.push_back(Output::Log(Event::warn(self.start + self.deadline, message.clone())));
+        self.finish(Err(Failure::Prelude { missing: late.iter().map(|&(_, w)| w).collect(), message }));
     }
 }
 
@@ -272,7 +270,11 @@ mod tests {
         root.handle(&At(5.0), Input::Timer { id: DEADLINE });
         let out = drain(&mut root);
         let Some(Output::Done(o)) = out.last() else { panic!("{out:?}") };
-        let Err(Failure::Run(why)) = &o.result else { panic!("{o:?}") };
-        assert!(why.starts_with("no contribution from worker(s) 2 (rank 2) within run.deadline = 5 s"), "{why}");
+        let Err(Failure::Prelude { missing, message }) = &o.result else { panic!("{o:?}") };
+        assert_eq!(missing, &[2]);
+        assert!(
+            message.starts_with("no contribution from worker(s) 2 (rank 2) within run.deadline = 5 s"),
+            "{message}"
+        );
     }
 }

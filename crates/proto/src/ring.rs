@@ -247,14 +247,14 @@ impl<P: Vector> Machine<P> for RingNode<P> {
                         from + 1,
                         self.deadline
                     );
-                    self.finish(now, Err(Failure::Run(why)), false);
+                    self.finish(now, Err(Failure::Ring { iteration: t, worker: from + 1, message: why }), false);
                 } else {
                     // stalled behind the straggler, further along: log, stay quiet
                     self.out.push_back(Output::Log(Event::error(now, detail)));
                     self.finish(now, Err(Failure::Aborted), true);
                 }
             }
-            Input::Finish { failure } => self.finish(now, failure.map_or(Ok(()), |f| Err(Failure::Run(f))), true),
+            Input::Finish { failure } => self.finish(now, failure.map_or(Ok(()), |f| Err(Failure::Job(f))), true),
             Input::Sent { .. } => {}
         }
     }

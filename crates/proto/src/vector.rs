@@ -3,7 +3,9 @@
 
 use crate::roles::{Map, Vector};
 
-use crate::wire::HEAD_WORDS;
+/// Words before the body of a frame whose header has no meta (`crate::wire`'s format); payload
+/// vectors reserve them so a header can be written in front of their values.
+pub const HEAD_WORDS: usize = 4;
 
 /// Real values with room for a frame header before them: the body of a received frame (used in
 /// place), or a vector built here (which reserves [`HEAD_WORDS`] so it can be sent without a copy).

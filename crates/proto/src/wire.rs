@@ -214,8 +214,7 @@ fn config() -> impl bincode::config::Config {
     bincode::config::standard().with_fixed_int_encoding()
 }
 
-/// Words before the body of a frame whose header has no meta; payload vectors reserve them.
-pub const HEAD_WORDS: usize = 4;
+pub use crate::vector::HEAD_WORDS;
 
 /// Bytes of a header without meta (fixed-width encoding: kind 4, t 8, round 4, sent_at 8,
 /// meta tag 4).

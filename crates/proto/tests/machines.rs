@@ -259,7 +259,8 @@ fn dead_workers_beyond_tolerance_fail_the_run_at_the_deadline_naming_them() {
     net.fire_timers(0, 10.0);
     net.flush(|_, _, _| false);
     let o = net.done[0].as_ref().expect("the master gave up");
-    let Err(Failure::Run(msg)) = &o.result else { panic!("{o:?}") };
+    let Err(Failure::Iteration { iteration: 0, missing, message: msg }) = &o.result else { panic!("{o:?}") };
+    assert_eq!(missing, &[1, 3]);
     assert_eq!(msg, "iteration 0: gc-cyclic needs 2 of 3 results at the master but only 1 arrived within run.deadline = 10 s; missing: workers 1, 3");
     for w in 1..=3 {
         assert!(matches!(net.done[w].as_ref().unwrap().result, Err(Failure::Aborted)), "worker {w}");
@@ -285,7 +286,8 @@ fn failed_subtrees_are_reported_up_and_named_by_the_master() {
     net.fire_timers(2, 6.67);
     net.flush(|_, _, _| false);
     let o = net.done[0].as_ref().expect("hopeless: the master fails without waiting for its deadline");
-    let Err(Failure::Run(msg)) = &o.result else { panic!("{o:?}") };
+    let Err(Failure::Iteration { iteration: 0, missing, message: msg }) = &o.result else { panic!("{o:?}") };
+    assert_eq!(missing, &[1, 2], "the master names its children whose subtrees failed");
     assert!(
         msg.starts_with("iteration 0: cr needs 2 of 3 results at the master but 2 children reported failed subtrees"),
         "{msg}"
@@ -356,7 +358,10 @@ fn a_worker_whose_parent_goes_silent_gives_up() {
     net.flush(|_, _, _| false);
     net.fire_timers(1, 1e4);
     let o = net.done[1].as_ref().expect("worker 1 gave up");
-    assert!(matches!(&o.result, Err(Failure::Run(m)) if m.contains("no message from its parent rank 0")), "{o:?}");
+    assert!(
+        matches!(&o.result, Err(Failure::Silent { rank: 1, message, .. }) if message.contains("no message from its parent rank 0")),
+        "{o:?}"
+    );
     assert!(!o.clean);
 }
 

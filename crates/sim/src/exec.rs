@@ -116,7 +116,7 @@ impl<P: Payload> Sim<'_, P> {
                     let parts = match core.compute(t, &*model, parts.as_deref()) {
                         Ok(parts) => parts,
                         Err(why) => {
-                            self.failure = Some(why.0);
+                            self.failure = Some(why.to_string());
                             return;
                         }
                     };
@@ -150,7 +150,7 @@ impl<P: Payload> Sim<'_, P> {
                 Output::Contribute => match self.cores[rank].contribute() {
                     Ok(input) => self.machines[rank].handle(&At(at), input),
                     Err(why) => {
-                        self.failure = Some(why.0);
+                        self.failure = Some(why.to_string());
                         return;
                     }
                 },
@@ -161,8 +161,8 @@ impl<P: Payload> Sim<'_, P> {
                         self.run.late = o.late;
                         self.run.latency = o.latency.clone();
                     }
-                    if let Err(Failure::Run(m)) = o.result {
-                        self.failure.get_or_insert(m);
+                    if let Some(f) = o.result.as_ref().err().filter(|f| **f != Failure::Aborted) {
+                        self.failure.get_or_insert(f.to_string());
                     }
                 }
             }

@@ -6,8 +6,9 @@ use std::io::BufRead;
 
 use outrun_config::Labels;
 
-use crate::data::{check_label, DataError, DataLines, Rows, Shape};
+use crate::lines::{check_label, DataLines};
 use crate::rowcache::RowLog;
+use crate::rows::{DataError, Rows, Shape};
 
 /// Streams the data lines of a CSV text: (label, features) per line, checked.
 struct Reader<'a, R: BufRead> {
@@ -80,12 +81,12 @@ pub(crate) fn csv_scan(
         n += 1;
     }
     match (n, r.width) {
-        (0, _) => Err(DataError(format!("{origin}: no data lines"))),
-        (_, Some(0)) => Err(DataError(format!("{origin}: a label but no feature column"))),
-        (n, _) if max_samples.is_some_and(|m| n < m) => Err(DataError(format!(
-            "{origin}: data.samples = {} but the file has only {n} lines of data",
-            max_samples.unwrap_or(0)
-        ))),
+        (0, _) => Err(DataError::file(origin, "no data lines")),
+        (_, Some(0)) => Err(DataError::file(origin, "a label but no feature column")),
+        (n, _) if max_samples.is_some_and(|m| n < m) => Err(DataError::file(
+            origin,
+            format!("data.samples = {} but the file has only {n} lines of data", max_samples.unwrap_or(0)),
+        )),
         (n, w) => Ok(Shape { samples: n, features: w.unwrap_or(0) }),
     }
 }
@@ -111,10 +112,10 @@ pub fn csv_rows(text: impl BufRead, origin: &str, p: usize, labels: Labels, idx:
     let (mut row, mut next) = (0, 0);
     while next < wanted.len() {
         let Some((label, feats)) = r.next_line()? else {
-            return Err(DataError(format!(
-                "{origin}: row {} asked for but the file has only {row} lines of data",
-                wanted[next].0 + 1
-            )));
+            return Err(DataError::file(
+                origin,
+                format!("row {} asked for but the file has only {row} lines of data", wanted[next].0 + 1),
+            ));
         };
         while next < wanted.len() && wanted[next].0 == row {
             let k = wanted[next].1;
@@ -139,7 +140,7 @@ mod tests {
         let r = csv_rows(text.as_bytes(), "f", 2, Labels::Classes(3), &[2, 0]).unwrap();
         assert_eq!(csv_labels(text.as_bytes(), "f", 3, Labels::Classes(3)).unwrap(), [2.0, 0.0, 1.0]);
         assert_eq!((r.row(0), r.row(1), r.labels()), (&[5.0, 6.0][..], &[0.5, 1.0][..], &[1.0, 2.0][..]));
-        let e = |t: &str| csv_shape(t.as_bytes(), "f", None, Labels::Classes(3)).unwrap_err().0;
+        let e = |t: &str| csv_shape(t.as_bytes(), "f", None, Labels::Classes(3)).unwrap_err().to_string();
         assert_eq!(e("1,2,3\n0,1\n"), "f:2: 1 features, but the lines before have 2");
         assert_eq!(e("1,2,x\n"), "f:1: column 3: `x` is not a finite number");
         assert_eq!(e("1,2\nx,3\n"), "f:2: label `x` is not a number");

@@ -16,89 +16,14 @@
 //! - `libsvm`: `label index:value ...` per line, 1-based indices, read dense. For the logistic
 //!   loss, labels must be 0/1 (−1 is read as 0); for C classes, integers 0..C−1.
 
-use std::io::BufRead;
-
-use crate::rowcache::RowLog;
 use std::path::Path;
 
-use ndarray::{Array1, Array2};
 use outrun_codes::{domain, Rng};
 use outrun_config::{DataConfig, DataKind, DataOrder, Labels};
 
-/// Rows of a data set: row-major features and a label per row.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Rows {
-    /// `len × p` features.
-    pub x: Array2<f64>,
-    /// Labels.
-    pub y: Array1<f64>,
-    /// Real-valued targets, `len × C` row-major, that a model of C outputs fits in place of the
-    /// one-hot labels: CodedFedL's parity rows, whose targets G·W·Y are no class labels.
-    pub targets: Option<Vec<f64>>,
-}
-
-impl Rows {
-    /// From row-major values (`y.len() × p`).
-    pub fn from_vecs(p: usize, x: Vec<f64>, y: Vec<f64>) -> Self {
-        let n = y.len();
-        Rows {
-            x: Array2::from_shape_vec((n, p), x).expect("x has len × p values"),
-            y: Array1::from_vec(y),
-            targets: None,
-        }
-    }
-
-    /// Number of features p.
-    pub fn p(&self) -> usize {
-        self.x.ncols()
-    }
-
-    /// Number of rows.
-    pub fn len(&self) -> usize {
-        self.y.len()
-    }
-
-    /// Whether there is no row.
-    pub fn is_empty(&self) -> bool {
-        self.y.is_empty()
-    }
-
-    /// Row `i`'s features.
-    pub fn row(&self, i: usize) -> &[f64] {
-        let p = self.p();
-        &self.features()[i * p..(i + 1) * p]
-    }
-
-    /// All features, row-major.
-    pub fn features(&self) -> &[f64] {
-        self.x.as_slice().expect("rows are in standard layout")
-    }
-
-    /// Labels as a slice.
-    pub fn labels(&self) -> &[f64] {
-        self.y.as_slice().expect("labels are contiguous")
-    }
-
-    /// The rows with the given indices, in that order.
-    pub fn select(&self, idx: impl IntoIterator<Item = usize>) -> Rows {
-        let p = self.p();
-        let (mut x, mut y, mut t) = (vec![], vec![], vec![]);
-        for i in idx {
-            x.extend_from_slice(self.row(i));
-            y.push(self.y[i]);
-            if let Some(targets) = &self.targets {
-                let c = targets.len() / self.len();
-                t.extend_from_slice(&targets[i * c..(i + 1) * c]);
-            }
-        }
-        Rows { targets: self.targets.as_ref().map(|_| t), ..Rows::from_vecs(p, x, y) }
-    }
-}
-
-/// A data problem, naming the file line or field it concerns.
-#[derive(Clone, Debug, PartialEq, thiserror::Error)]
-#[error("{0}")]
-pub struct DataError(pub String);
+pub use crate::libsvm::{libsvm_rows, libsvm_shape, parse_libsvm, MAX_WIDTH};
+use crate::libsvm::{libsvm_scan, open};
+pub use crate::rows::{DataError, Rows, Shape};
 
 /// The true model θ* of a synthetic data set.
 pub fn theta_star(kind: DataKind, seed: u64, p: usize) -> Option<Vec<f64>> {
@@ -180,215 +105,6 @@ fn class_rows(seed: u64, p: usize, classes: usize, noise: f64, idx: impl IntoIte
     Rows::from_vecs(p, xs, ys)
 }
 
-/// Widest LIBSVM file read without `data.features` (indices above it are refused: a stray huge
-/// index must not make every rank allocate a huge dense matrix).
-pub const MAX_WIDTH: usize = 1 << 20;
-
-pub use outrun_plan::Shape;
-
-/// One parsed LIBSVM line.
-struct Line {
-    y: f64,
-    feats: Vec<(usize, f64)>,
-}
-
-/// The data lines of a text file: comments (`#` on) and blank lines skipped, each line's number
-/// kept for the errors (LIBSVM and CSV).
-pub(crate) struct DataLines<'a, R: BufRead> {
-    lines: std::io::Lines<R>,
-    /// The current line's number (1-based).
-    pub(crate) ln: usize,
-    origin: &'a str,
-}
-
-impl<'a, R: BufRead> DataLines<'a, R> {
-    /// The lines of `text`, named `origin` in errors.
-    pub(crate) fn new(text: R, origin: &'a str) -> Self {
-        DataLines { lines: text.lines(), ln: 0, origin }
-    }
-
-    /// An error about the current line: `origin:line: what`.
-    pub(crate) fn bad(&self, what: String) -> DataError {
-        DataError(format!("{}:{}: {what}", self.origin, self.ln))
-    }
-
-    /// The next data line, without its comment, trimmed.
-    pub(crate) fn next_data(&mut self) -> Result<Option<String>, DataError> {
-        loop {
-            let Some(line) = self.lines.next() else { return Ok(None) };
-            self.ln += 1;
-            let line = line.map_err(|e| self.bad(format!("cannot read: {e}")))?;
-            let line = line.split('#').next().unwrap_or("").trim();
-            if !line.is_empty() {
-                return Ok(Some(line.to_string()));
-            }
-        }
-    }
-}
-
-/// Streams the data lines of a LIBSVM text, checking each.
-struct Reader<'a, R: BufRead> {
-    text: DataLines<'a, R>,
-    features: Option<usize>,
-    labels: Labels,
-}
-
-impl<R: BufRead> Reader<'_, R> {
-    fn bad(&self, what: String) -> DataError {
-        self.text.bad(what)
-    }
-
-    fn next_line(&mut self) -> Result<Option<Line>, DataError> {
-        let Some(line) = self.text.next_data()? else { return Ok(None) };
-        let mut it = line.split_whitespace();
-        let lab = it.next().expect("non-empty line");
-        let y: f64 = lab.parse().map_err(|_| self.bad(format!("label `{lab}` is not a number")))?;
-        let y = check_label(y, lab, self.labels).map_err(|e| self.bad(e))?;
-        let mut feats: Vec<(usize, f64)> = Vec::new();
-        for tok in it {
-            let (i, v) = tok.split_once(':').ok_or_else(|| self.bad(format!("`{tok}` is not index:value")))?;
-            let i: usize = i.parse().map_err(|_| self.bad(format!("index in `{tok}` is not a positive integer")))?;
-            if i == 0 {
-                return Err(self.bad(format!("index 0 in `{tok}`: LIBSVM indices start at 1")));
-            }
-            let v: f64 = v.parse().map_err(|_| self.bad(format!("value in `{tok}` is not a number")))?;
-            if !v.is_finite() {
-                return Err(self.bad(format!("value in `{tok}` is not finite")));
-            }
-            match self.features {
-                Some(f) if i > f => return Err(self.bad(format!("index {i} exceeds data.features = {f}"))),
-                None if i > MAX_WIDTH => {
-                    return Err(self.bad(format!("index {i} exceeds {MAX_WIDTH}, the widest file read without data.features; set data.features if the data really is that wide")))
-                }
-                _ => {}
-            }
-            if feats.iter().any(|&(j, _)| j == i - 1) {
-                return Err(self.bad(format!("index {i} appears twice on the line")));
-            }
-            feats.push((i - 1, v));
-        }
-        Ok(Some(Line { y, feats }))
-    }
-}
-
-/// A label `y` (written `lab`) as `labels` reads it (logistic: −1 is 0), or why it is refused.
-pub(crate) fn check_label(y: f64, lab: &str, labels: Labels) -> Result<f64, String> {
-    if !y.is_finite() {
-        return Err(format!("label `{lab}` is not finite"));
-    }
-    match labels {
-        Labels::Real => Ok(y),
-        Labels::Binary => match y {
-            1.0 => Ok(1.0),
-            0.0 | -1.0 => Ok(0.0),
-            _ => Err(format!("label `{lab}` is not 0, 1 or -1 (model.loss = \"logistic\")")),
-        },
-        Labels::Classes(c) if y.fract() != 0.0 || y < 0.0 || y >= c as f64 => {
-            Err(format!("label `{lab}` is not a class 0..{} ({c} classes in [model])", c - 1))
-        }
-        Labels::Classes(_) => Ok(y),
-    }
-}
-
-fn open(path: &Path) -> Result<std::io::BufReader<std::fs::File>, DataError> {
-    let f =
-        crate::input::open(path).map_err(|e| DataError(format!("data.path: cannot read `{}`: {e}", path.display())))?;
-    Ok(std::io::BufReader::new(f))
-}
-
-/// Shape of a LIBSVM text (one streaming pass; nothing is kept).
-pub fn libsvm_shape(
-    text: impl BufRead,
-    origin: &str,
-    max_samples: Option<usize>,
-    features: Option<usize>,
-    labels: Labels,
-) -> Result<Shape, DataError> {
-    libsvm_scan(text, origin, max_samples, features, labels, None)
-}
-
-/// [`libsvm_shape`], giving every row read to `log`.
-pub(crate) fn libsvm_scan(
-    text: impl BufRead,
-    origin: &str,
-    max_samples: Option<usize>,
-    features: Option<usize>,
-    labels: Labels,
-    mut log: Option<&mut RowLog>,
-) -> Result<Shape, DataError> {
-    let mut r = Reader { text: DataLines::new(text, origin), features, labels };
-    let (mut n, mut width) = (0usize, 0usize);
-    while max_samples.is_none_or(|m| n < m) {
-        let Some(line) = r.next_line()? else { break };
-        width = width.max(line.feats.iter().map(|&(i, _)| i + 1).max().unwrap_or(0));
-        if let Some(log) = log.as_deref_mut() {
-            log.push(line.y, line.feats.iter().copied());
-        }
-        n += 1;
-    }
-    if n == 0 {
-        return Err(DataError(format!("{origin}: no data lines")));
-    }
-    if let Some(m) = max_samples {
-        if n < m {
-            return Err(DataError(format!("{origin}: data.samples = {m} but the file has only {n} lines of data")));
-        }
-    }
-    Ok(Shape { samples: n, features: features.unwrap_or(width).max(1) })
-}
-
-/// The rows with the given indices (any order, repeats allowed) of a LIBSVM text, `p` wide.
-pub fn libsvm_rows(
-    text: impl BufRead,
-    origin: &str,
-    p: usize,
-    labels: Labels,
-    idx: &[usize],
-) -> Result<Rows, DataError> {
-    let mut wanted: Vec<(usize, usize)> = idx.iter().copied().enumerate().map(|(k, i)| (i, k)).collect();
-    wanted.sort_unstable();
-    let mut x = vec![0.0; idx.len() * p];
-    let mut y = vec![0.0; idx.len()];
-    let mut r = Reader { text: DataLines::new(text, origin), features: Some(p), labels };
-    let mut row = 0usize;
-    let mut next = 0usize;
-    let short = |row: usize, next: usize| {
-        DataError(format!("{origin}: row {} asked for but the file has only {row} lines of data", wanted[next].0 + 1))
-    };
-    while next < wanted.len() {
-        // a row nobody here computes on is only counted, not parsed: the whole file was checked
-        // before MPI started (`outrun check`, rank 0's plan), and a rank parses its own rows only
-        if wanted[next].0 != row {
-            r.text.next_data()?.ok_or_else(|| short(row, next))?;
-            row += 1;
-            continue;
-        }
-        let line = r.next_line()?.ok_or_else(|| short(row, next))?;
-        while next < wanted.len() && wanted[next].0 == row {
-            let k = wanted[next].1;
-            y[k] = line.y;
-            for &(i, v) in &line.feats {
-                x[k * p + i] = v;
-            }
-            next += 1;
-        }
-        row += 1;
-    }
-    Ok(Rows::from_vecs(p, x, y))
-}
-
-/// Parse a whole LIBSVM text (tests and references).
-pub fn parse_libsvm(
-    text: &str,
-    origin: &str,
-    max_samples: Option<usize>,
-    features: Option<usize>,
-    labels: Labels,
-) -> Result<Rows, DataError> {
-    let shape = libsvm_shape(text.as_bytes(), origin, max_samples, features, labels)?;
-    libsvm_rows(text.as_bytes(), origin, shape.features, labels, &(0..shape.samples).collect::<Vec<_>>())
-}
-
 /// Shape of the configured data set (streams a LIBSVM file once, reads IDX headers).
 pub fn shape(data: &DataConfig, labels: Labels) -> Result<Shape, DataError> {
     match data.kind {
@@ -401,11 +117,10 @@ pub fn shape(data: &DataConfig, labels: Labels) -> Result<Shape, DataError> {
             crate::shapes::cached(data, labels, path, |log| {
                 let s = crate::csv::csv_scan(open(path)?, &path.display().to_string(), data.samples, labels, log)?;
                 match data.features {
-                    Some(f) if f != s.features => Err(DataError(format!(
-                        "{}: {} feature columns, but data.features = {f}",
+                    Some(f) if f != s.features => Err(DataError::file(
                         path.display(),
-                        s.features
-                    ))),
+                        format!("{} feature columns, but data.features = {f}", s.features),
+                    )),
                     _ => Ok(s),
                 }
             })
@@ -447,14 +162,7 @@ fn all_labels(data: &DataConfig, seed: u64, labels: Labels, shape: Shape) -> Res
     match data.kind {
         DataKind::Libsvm => {
             let path = Path::new(data.path.as_deref().expect("validated"));
-            let origin = path.display().to_string();
-            let mut r = Reader { text: DataLines::new(open(path)?, &origin), features: Some(shape.features), labels };
-            let mut out = Vec::with_capacity(shape.samples);
-            while out.len() < shape.samples {
-                let Some(line) = r.next_line()? else { break };
-                out.push(line.y);
-            }
-            Ok(out)
+            crate::libsvm::libsvm_labels(open(path)?, &path.display().to_string(), shape, labels)
         }
         DataKind::Idx => {
             let (images, lab) = idx_paths(data);
@@ -543,8 +251,10 @@ mod tests {
         let r = parse_libsvm(text, "f", Some(2), Some(5), Labels::Real).unwrap();
         assert_eq!((r.len(), r.p()), (2, 5));
         assert_eq!(r.labels(), &[1.0, -1.0]);
-        let e = |t: &str| parse_libsvm(t, "f", None, None, Labels::Binary).unwrap_err().0;
+        let e = |t: &str| parse_libsvm(t, "f", None, None, Labels::Binary).unwrap_err().to_string();
         assert_eq!(e("1 1:1\n1 0:3\n"), "f:2: index 0 in `0:3`: LIBSVM indices start at 1");
+        let line = parse_libsvm("1 1:1\n1 0:3\n", "f", None, None, Labels::Binary).unwrap_err();
+        assert!(matches!(line, DataError::Line { line: 2, .. }), "{line:?}");
         assert!(e("1 1:x\n").starts_with("f:1: value"));
         assert!(e("abc 1:1\n").starts_with("f:1: label"));
         assert!(e("2 1:1\n").contains("not 0, 1 or -1"));
@@ -556,14 +266,17 @@ mod tests {
             "{}",
             e("1 4000000000:1\n")
         );
-        assert!(parse_libsvm("1 1:1\n", "f", Some(4), None, Labels::Binary).unwrap_err().0.contains("only 1 lines"));
+        assert!(parse_libsvm("1 1:1\n", "f", Some(4), None, Labels::Binary)
+            .unwrap_err()
+            .to_string()
+            .contains("only 1 lines"));
     }
 
     #[test]
     fn class_labels_are_integers_below_the_classes() {
         let r = parse_libsvm("0 1:1\n9 2:1\n", "f", None, None, Labels::Classes(10)).unwrap();
         assert_eq!(r.labels(), &[0.0, 9.0]);
-        let e = |t: &str| parse_libsvm(t, "f", None, None, Labels::Classes(10)).unwrap_err().0;
+        let e = |t: &str| parse_libsvm(t, "f", None, None, Labels::Classes(10)).unwrap_err().to_string();
         assert_eq!(e("0 1:1\n10 1:1\n"), "f:2: label `10` is not a class 0..9 (10 classes in [model])");
         assert!(e("1.5 1:1\n").starts_with("f:1: label `1.5`"));
         assert!(e("-1 1:1\n").starts_with("f:1: label `-1`"));
@@ -626,6 +339,7 @@ mod tests {
         );
         assert!(libsvm_rows(bad_elsewhere.as_bytes(), "f", 3, Labels::Binary, &[1]).is_err());
         let e = libsvm_rows(text.as_bytes(), "f", 3, Labels::Binary, &[9]).unwrap_err();
-        assert_eq!(e.0, "f: row 10 asked for but the file has only 4 lines of data");
+        assert!(matches!(&e, DataError::File { file, .. } if file == "f"), "{e:?}");
+        assert_eq!(e.to_string(), "f: row 10 asked for but the file has only 4 lines of data");
     }
 }

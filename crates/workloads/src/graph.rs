@@ -39,11 +39,11 @@ pub struct Keep {
 /// the file and line.
 fn edge_lines(path: &str, mut edge: impl FnMut(u64, u64)) -> Result<usize, DataError> {
     let file = crate::input::open(std::path::Path::new(path))
-        .map_err(|e| DataError(format!("{path}: cannot open the graph file: {e}")))?;
+        .map_err(|e| DataError::file(path, format!("cannot open the graph file: {e}")))?;
     let mut count = 0;
     for (ln, line) in std::io::BufReader::new(file).lines().enumerate() {
         let ln = ln + 1;
-        let line = line.map_err(|e| DataError(format!("{path}:{ln}: cannot read: {e}")))?;
+        let line = line.map_err(|e| DataError::line(path, ln, format!("cannot read: {e}")))?;
         let line = line.trim();
         if line.is_empty() || line.starts_with('#') || line.starts_with('%') {
             continue;
@@ -51,9 +51,9 @@ fn edge_lines(path: &str, mut edge: impl FnMut(u64, u64)) -> Result<usize, DataE
         let mut fields = line.split_whitespace();
         let mut id = |what: &str| -> Result<u64, DataError> {
             match fields.next() {
-                None => Err(DataError(format!("{path}:{ln}: one column (`{line}`); an edge needs two vertex ids"))),
+                None => Err(DataError::line(path, ln, format!("one column (`{line}`); an edge needs two vertex ids"))),
                 Some(f) => f.parse::<u64>().map_err(|_| {
-                    DataError(format!("{path}:{ln}: the {what} vertex id `{f}` is not a non-negative integer"))
+                    DataError::line(path, ln, format!("the {what} vertex id `{f}` is not a non-negative integer"))
                 }),
             }
         };
@@ -63,7 +63,7 @@ fn edge_lines(path: &str, mut edge: impl FnMut(u64, u64)) -> Result<usize, DataE
         count += 1;
     }
     if count == 0 {
-        return Err(DataError(format!("{path}: no edges (an edge list has one `a b` pair of vertex ids per line)")));
+        return Err(DataError::file(path, "no edges (an edge list has one `a b` pair of vertex ids per line)"));
     }
     Ok(count)
 }
@@ -104,7 +104,7 @@ fn vertex_ids(g: &GraphConfig) -> Result<Vec<u64>, DataError> {
     let mut ids: Vec<u64> = seen.into_iter().collect();
     ids.sort_unstable();
     if ids.len() > u32::MAX as usize {
-        return Err(DataError(format!("{path}: {} vertices; at most {}", ids.len(), u32::MAX)));
+        return Err(DataError::file(path, format!("{} vertices; at most {}", ids.len(), u32::MAX)));
     }
     Ok(ids)
 }
@@ -148,9 +148,10 @@ pub fn load_keeping(g: &GraphConfig, seed: u64, keep: Option<Keep>) -> Result<Lo
                 _ => unknown = Some(if index(a).is_none() { a } else { c }),
             })?;
             if let Some(id) = unknown {
-                return Err(DataError(format!(
-                    "{path}: the file changed while it was read (vertex id {id} was not in it the first time)"
-                )));
+                return Err(DataError::file(
+                    path,
+                    format!("the file changed while it was read (vertex id {id} was not in it the first time)"),
+                ));
             }
         }
         (None, Some(kind)) => generate(g, kind, seed, n, &mut edge),

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use outrun_config::Labels;
 
-use crate::data::{DataError, Rows, Shape};
+use crate::rows::{DataError, Rows, Shape};
 
 /// The element type read: unsigned bytes (what MNIST and Fashion-MNIST use).
 const UBYTE: u8 = 0x08;
@@ -20,13 +20,13 @@ struct Idx {
 }
 
 fn bad(path: &Path, what: impl std::fmt::Display) -> DataError {
-    DataError(format!("{}: {what}", path.display()))
+    DataError::file(path.display(), what.to_string())
 }
 
 /// Open `path` (gzip when it starts with the gzip magic) and read the header of an IDX file of
 /// `ndim` dimensions.
 fn open(path: &Path, key: &str, ndim: usize) -> Result<Idx, DataError> {
-    let f = crate::input::open(path).map_err(|e| DataError(format!("{key}: cannot read `{}`: {e}", path.display())))?;
+    let f = crate::input::open(path).map_err(|e| DataError::read(key, path.display(), e))?;
     let mut f = BufReader::new(f);
     let gz = {
         use std::io::BufRead;
@@ -151,17 +151,17 @@ mod tests {
         assert_eq!(r.labels(), &[9.0, 7.0, 9.0]);
         assert_eq!(r.row(0), &[8.0, 9.0, 10.0, 11.0]);
         assert_eq!(r.row(1), &[0.0, 1.0, 2.0, 3.0]);
-        let e = idx_rows(&im, &lb, 1.0, Labels::Classes(8), &[2]).unwrap_err().0;
+        let e = idx_rows(&im, &lb, 1.0, Labels::Classes(8), &[2]).unwrap_err().to_string();
         assert!(e.ends_with("label 9 of image 3 is not a class 0..7 (8 classes in [model])"), "{e}");
         std::fs::write(&lb, idx(&[2], &[1, 2])).unwrap();
-        assert!(idx_shape(&im, &lb).unwrap_err().0.contains("2 labels, but"));
+        assert!(idx_shape(&im, &lb).unwrap_err().to_string().contains("2 labels, but"));
         std::fs::write(&lb, b"\x1f\x00junk").unwrap();
-        assert!(idx_shape(&im, &lb).unwrap_err().0.contains("not an IDX file"));
+        assert!(idx_shape(&im, &lb).unwrap_err().to_string().contains("not an IDX file"));
         std::fs::write(&lb, idx(&[3, 1], &[1, 2, 3])).unwrap();
-        assert!(idx_shape(&im, &lb).unwrap_err().0.contains("2 dimensions, expected 1"));
+        assert!(idx_shape(&im, &lb).unwrap_err().to_string().contains("2 dimensions, expected 1"));
         std::fs::write(&im, idx(&[3, 2, 2], &images[..5])).unwrap();
         std::fs::write(&lb, idx(&[3], &[1, 2, 3])).unwrap();
-        assert!(idx_rows(&im, &lb, 1.0, Labels::Real, &[2]).unwrap_err().0.contains("truncated at image 2"));
+        assert!(idx_rows(&im, &lb, 1.0, Labels::Real, &[2]).unwrap_err().to_string().contains("truncated at image 2"));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -32,6 +32,8 @@ pub mod idx;
 pub mod input;
 mod jobs;
 pub mod kernel;
+mod libsvm;
+mod lines;
 pub mod matrix;
 pub mod memory;
 pub mod metrics;
@@ -40,6 +42,7 @@ pub mod net;
 mod pymodel;
 pub mod reference;
 mod rowcache;
+mod rows;
 mod shapes;
 
 pub use data::{DataError, Rows, Shape};

@@ -68,12 +68,11 @@ pub fn entry(m: &MatrixConfig, seed: u64, i: usize, j: usize) -> f64 {
 }
 
 fn mm_err(path: &str, line: usize, what: impl std::fmt::Display) -> DataError {
-    DataError(format!("{path}:{line}: {what}"))
+    DataError::line(path, line, what.to_string())
 }
 
 fn open(field: &str, path: &Path) -> Result<std::io::BufReader<std::fs::File>, DataError> {
-    let f =
-        crate::input::open(path).map_err(|e| DataError(format!("{field}: cannot read `{}`: {e}", path.display())))?;
+    let f = crate::input::open(path).map_err(|e| DataError::read(field, path.display(), e))?;
     Ok(std::io::BufReader::new(f))
 }
 
@@ -180,9 +179,10 @@ pub fn load(m: &MatrixConfig, seed: u64) -> Result<Dense, DataError> {
     if m.path.is_none() {
         let (rows, cols) = (m.rows.expect("validated"), m.cols.expect("validated"));
         if rows.saturating_mul(cols) > MAX_ENTRIES {
-            return Err(DataError(format!(
-                "matrix: {rows} × {cols} is more than the {MAX_ENTRIES} entries a rank holds densely"
-            )));
+            return Err(DataError::field(
+                "matrix",
+                format!("{rows} × {cols} is more than the {MAX_ENTRIES} entries a rank holds densely"),
+            ));
         }
     }
     let (rows, cols) = dims(m)?;

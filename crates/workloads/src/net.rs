@@ -335,24 +335,24 @@ impl Net {
 /// parameters of `model` (`model.init_path`).
 pub fn read_values(path: &str, want: usize, model: &str) -> Result<Vec<f64>, DataError> {
     let text = crate::input::read_to_string(std::path::Path::new(path))
-        .map_err(|e| DataError(format!("model.init_path: cannot read `{path}`: {e}")))?;
+        .map_err(|e| DataError::read("model.init_path", path, e))?;
     let mut theta = Vec::with_capacity(want);
     for (ln, line) in text.lines().enumerate() {
         let line = line.trim();
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
-        let v: f64 = line.parse().map_err(|_| DataError(format!("{path}:{}: `{line}` is not a number", ln + 1)))?;
+        let v: f64 = line.parse().map_err(|_| DataError::line(path, ln + 1, format!("`{line}` is not a number")))?;
         if !v.is_finite() {
-            return Err(DataError(format!("{path}:{}: `{line}` is not finite", ln + 1)));
+            return Err(DataError::line(path, ln + 1, format!("`{line}` is not finite")));
         }
         theta.push(v);
     }
     if theta.len() != want {
-        return Err(DataError(format!(
-            "{path}: {} values, but the model ({model}) has {want} parameters (model.init_path)",
-            theta.len()
-        )));
+        return Err(DataError::file(
+            path,
+            format!("{} values, but the model ({model}) has {want} parameters (model.init_path)", theta.len()),
+        ));
     }
     Ok(theta)
 }

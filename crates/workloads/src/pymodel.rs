@@ -33,13 +33,13 @@ impl PyNet {
     ) -> Result<(PyNet, Vec<f64>), DataError> {
         let path = std::path::Path::new(&config.module);
         let who = |e: outrun_python::PyError| match rank {
-            Some(r) => DataError(e.on_rank(r)),
-            None => DataError(e.to_string()),
+            Some(r) => DataError::Model(e.on_rank(r)),
+            None => DataError::Model(e.to_string()),
         };
         let (module, theta) = Module::open(path, &config.options, seed, inputs).map_err(who)?;
         if let Some(want) = expect.filter(|&want| want != described(&theta)) {
             let rank = rank.map_or(String::new(), |r| format!(" on rank {r}"));
-            return Err(DataError(format!(
+            return Err(DataError::Model(format!(
                 "python module {}: init(){rank} returned θ₀ of {} values (fingerprint {:016x}), but the planning process's had {} (fingerprint {:016x}): init must be a function of (options, seed, features) alone",
                 config.module,
                 theta.len(),

@@ -16,7 +16,7 @@ use std::fs::File;
 use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use crate::data::Rows;
+use crate::rows::Rows;
 
 const MAGIC: &[u8; 8] = b"OUTROWS1";
 const END: &[u8; 8] = b"ROWSEND1";

@@ -20,8 +20,8 @@ use std::path::{Path, PathBuf};
 use outrun_config::{DataConfig, Labels};
 use outrun_plan::Shape;
 
-use crate::data::{DataError, Rows};
 use crate::rowcache::RowLog;
+use crate::rows::{DataError, Rows};
 
 static KEEP_ROWS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
@@ -197,7 +197,7 @@ mod tests {
             let open = || std::io::BufReader::new(std::fs::File::open(&file).unwrap());
             let shape = cached_in(&cache, true, &data, Labels::Binary, &file, |log| match data.kind {
                 DataKind::Csv => crate::csv::csv_scan(open(), &origin, data.samples, Labels::Binary, log),
-                _ => crate::data::libsvm_scan(open(), &origin, data.samples, data.features, Labels::Binary, log),
+                _ => crate::libsvm::libsvm_scan(open(), &origin, data.samples, data.features, Labels::Binary, log),
             })
             .unwrap();
             let idx: Vec<usize> = (0..shape.samples).rev().chain([0, 0]).collect();
@@ -205,7 +205,7 @@ mod tests {
             let cached = crate::rowcache::read(&e.rows, &e.key, shape.features, &idx).expect("cached rows");
             let parsed = match data.kind {
                 DataKind::Csv => crate::csv::csv_rows(open(), &origin, shape.features, Labels::Binary, &idx),
-                _ => crate::data::libsvm_rows(open(), &origin, shape.features, Labels::Binary, &idx),
+                _ => crate::libsvm::libsvm_rows(open(), &origin, shape.features, Labels::Binary, &idx),
             }
             .unwrap();
             let bits = |r: &Rows| r.features().iter().chain(r.labels()).map(|v| v.to_bits()).collect::<Vec<_>>();
@@ -246,7 +246,7 @@ mod tests {
         // a failed parse is not cached
         let other = dir.join("e.libsvm");
         std::fs::write(&other, "x").unwrap();
-        let bad = |_: Option<&mut RowLog>| Err(crate::data::DataError("bad".into()));
+        let bad = |_: Option<&mut RowLog>| Err(DataError::file("bad", "bad"));
         assert!(cached_in(&cache, false, &data, Labels::Binary, &other, bad).is_err());
         assert!(cached_in(&cache, false, &data, Labels::Binary, &other, bad).is_err());
         std::fs::remove_dir_all(&dir).unwrap();

@@ -104,7 +104,7 @@ pub struct TreeNode<P: Vector> {
     /// Ranks of the subtree that never said goodbye (its children's, and its children's
     /// reports), with the last iteration each answered.
     silent: Vec<(u32, Option<u64>)>,
-    failure: Option<String>,
+    failure: Option<Failure>,
     phase: Phase,
     out: VecDeque<Output<P>>,
 }
@@ -408,7 +408,7 @@ impl<P: Vector> TreeNode<P> {
                     r.collect.end = Some(now);
                     self.log(Event::iter(r));
                 }
-                self.start_drain(now, Some(why));
+                self.start_drain(now, Some(Failure::Iteration { iteration: t, missing, message: why }));
             }
             Some(up) => {
                 up.send(
@@ -613,14 +613,14 @@ impl<P: Vector> TreeNode<P> {
     }
 
     /// Send stop (or abort, with the reason) down and wait for the goodbyes.
-    fn start_drain(&mut self, now: f64, failure: Option<String>) {
+    fn start_drain(&mut self, now: f64, failure: Option<Failure>) {
         if matches!(self.phase, Phase::Draining { .. } | Phase::Finished) {
             return;
         }
         self.stop_collecting();
         let abort = failure.is_some();
         if let Some(f) = failure {
-            self.log(Event::error(now, f.clone()));
+            self.log(Event::error(now, f.to_string()));
             self.failure = Some(f);
         }
         self.phase = Phase::Draining { abort };
@@ -664,7 +664,7 @@ impl<P: Vector> TreeNode<P> {
         }
         self.log(Event::Shutdown(s));
         let result = match (self.failure.take(), abort) {
-            (Some(f), _) => Err(Failure::Run(f)),
+            (Some(f), _) => Err(f),
             (None, true) => Err(Failure::Aborted),
             (None, false) => Ok(()),
         };
@@ -726,7 +726,8 @@ impl<P: Vector> TreeNode<P> {
                 );
                 self.log(Event::error(now, why.clone()));
                 self.phase = Phase::Finished;
-                self.done(Err(Failure::Run(why)), false);
+                let failure = Failure::Silent { rank: self.rank, secs: self.limits.silence, message: why };
+                self.done(Err(failure), false);
             }
             _ => {}
         }
@@ -788,7 +789,7 @@ impl<P: Vector> Machine<P> for TreeNode<P> {
                 self.begin(now, t, model, now);
                 self.try_finish(clock);
             }
-            Input::Finish { failure } => self.start_drain(clock.now(), failure),
+            Input::Finish { failure } => self.start_drain(clock.now(), failure.map(Failure::Job)),
             Input::Reduced { .. } | Input::Contribution { .. } => {}
             Input::LogDropped { error } => {
                 if !self.dropped.iter().any(|(r, _)| *r == self.rank as u32) {

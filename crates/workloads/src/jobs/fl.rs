@@ -232,7 +232,7 @@ impl Job for Federated {
         for k in chosen {
             let key = [gd.seed, rank as u64, k as u64];
             let (th, loss) = local_steps(&mut *model, how, key, t, theta, &all[k], full)
-                .map_err(|e| JobError(format!("{} (round {t})", e.on_rank(rank))))?;
+                .map_err(|e| JobError::Model(format!("{} (round {t})", e.on_rank(rank))))?;
             let mut out: Vec<f64> = theta.iter().zip(&th).map(|(a, b)| a - b).collect();
             out.push(loss);
             frames.push(Frame::from_vec(out));
@@ -247,10 +247,13 @@ impl Job for Federated {
         let (step, loss) = (&total[..params], total[params]);
         self.gd.theta.iter_mut().zip(step).for_each(|(th, d)| *th -= d);
         if !self.gd.theta.iter().all(|v| v.is_finite()) {
-            return Err(JobError(format!(
-                "round {t}: the model diverged (non-finite θ); lower model.lr (now {}) or use a robust scheme",
-                self.gd.config.model.lr
-            )));
+            return Err(JobError::Diverged {
+                iteration: t,
+                message: format!(
+                    "round {t}: the model diverged (non-finite θ); lower model.lr (now {}) or use a robust scheme",
+                    self.gd.config.model.lr
+                ),
+            });
         }
         self.gd.held_out(t)?;
         Ok(Applied { loss, state: Some(self.gd.theta.clone()), error: None, done: false })

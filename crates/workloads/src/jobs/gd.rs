@@ -171,10 +171,10 @@ impl GradientDescent {
         let Some(py) = &self.config.python else { return Ok(None) };
         let (net, theta) = PyNet::open(py, self.seed, self.inputs, self.py_model, rank)?;
         if self.config.data.test_path.is_some() && !net.has_evaluate() {
-            return Err(DataError(format!(
-                "data.test_path is set, but the python module {} defines no evaluate(theta, X, y) to report on it",
-                py.module
-            )));
+            return Err(DataError::field(
+                "data.test_path",
+                format!("is set, but the python module {} defines no evaluate(theta, X, y) to report on it", py.module),
+            ));
         }
         Ok(Some((net, theta)))
     }
@@ -190,7 +190,7 @@ impl GradientDescent {
         let probe = self.rows(&(0..self.samples.min(2)).collect::<Vec<_>>())?;
         let mut g = vec![0.0; theta.len()];
         let ones = vec![1.0; probe.len()];
-        net.gradient(None, &probe, &ones, &theta, &mut g).map_err(|e| DataError(e.to_string()))?;
+        net.gradient(None, &probe, &ones, &theta, &mut g).map_err(|e| DataError::Model(e.to_string()))?;
         Ok(Some(described(&theta)))
     }
 
@@ -283,10 +283,10 @@ pub(super) fn shape(c: &GdConfig) -> Result<Shape, DataError> {
     let shape = data::shape(&c.data, c.model.labels())?;
     test_set(c, shape.features)?;
     if let Some(b) = c.model.batch.filter(|&b| b > shape.samples) {
-        return Err(DataError(format!(
-            "model.batch = {b} is larger than the {} samples of the data set",
-            shape.samples
-        )));
+        return Err(DataError::field(
+            "model.batch",
+            format!("= {b} is larger than the {} samples of the data set", shape.samples),
+        ));
     }
     if let Some(path) = c.model.init_path.as_deref().filter(|_| c.python.is_none()) {
         let inputs = c.features.as_ref().map_or(shape.features, |f| f.q);
@@ -302,20 +302,23 @@ fn test_set(c: &GdConfig, p: usize) -> Result<Option<Rows>, DataError> {
         let (images, labels) = (std::path::Path::new(path), std::path::Path::new(labels));
         let shape = crate::idx::idx_shape(images, labels)?;
         if shape.features != p {
-            return Err(DataError(format!(
-                "{path}: {} pixels per image, the training images have {p}",
-                shape.features
-            )));
+            return Err(DataError::file(
+                path,
+                format!("{} pixels per image, the training images have {p}", shape.features),
+            ));
         }
         let all: Vec<usize> = (0..shape.samples).collect();
         return crate::idx::idx_rows(images, labels, c.data.scale, c.model.labels(), &all).map(Some);
     }
     let text = crate::input::read_to_string(std::path::Path::new(path))
-        .map_err(|e| DataError(format!("data.test_path: cannot read `{path}`: {e}")))?;
+        .map_err(|e| DataError::read("data.test_path", path, e))?;
     if c.data.kind == DataKind::Csv {
         let shape = crate::csv::csv_shape(text.as_bytes(), path, None, c.model.labels())?;
         if shape.features != p {
-            return Err(DataError(format!("{path}: {} feature columns, the training file has {p}", shape.features)));
+            return Err(DataError::file(
+                path,
+                format!("{} feature columns, the training file has {p}", shape.features),
+            ));
         }
         let all: Vec<usize> = (0..shape.samples).collect();
         return crate::csv::csv_rows(text.as_bytes(), path, p, c.model.labels(), &all).map(Some);
@@ -528,7 +531,7 @@ impl Job for GradientDescent {
             let theta = model.as_slice();
             out[params] = self::model(&mut self.python, &mut self.net)
                 .gradient(whole.then_some((rank, k)), rows, coef, theta, &mut out[..params], self.pace)
-                .map_err(|e| JobError(format!("{} (iteration {t})", e.on_rank(rank))))?;
+                .map_err(|e| JobError::Model(format!("{} (iteration {t})", e.on_rank(rank))))?;
             frames.push(Frame::from_vec(out));
         }
         Ok(frames)
@@ -542,10 +545,13 @@ impl Job for GradientDescent {
         let b = self.batch_size(t) as f64;
         self.optimizer.step(&mut self.theta, g, b, model, t);
         if !self.theta.iter().all(|v| v.is_finite()) || !loss.is_finite() {
-            return Err(JobError(format!(
-                "iteration {t}: the model diverged (non-finite θ or loss); lower model.lr (now {})",
-                model.lr
-            )));
+            return Err(JobError::Diverged {
+                iteration: t,
+                message: format!(
+                    "iteration {t}: the model diverged (non-finite θ or loss); lower model.lr (now {})",
+                    model.lr
+                ),
+            });
         }
         self.held_out(t)?;
         Ok(Applied { loss, state: Some(self.theta.clone()), error: None, done: false })
@@ -583,7 +589,7 @@ impl GradientDescent {
         self.eval = None;
         if let (Some(test), true) = (self.test.as_ref(), self.evaluate) {
             let eval = model(&mut self.python, &mut self.net).evaluate(test, &self.theta);
-            self.eval = Some(eval.map_err(|e| JobError(format!("{} (iteration {t})", e.on_rank(self.rank))))?);
+            self.eval = Some(eval.map_err(|e| JobError::Model(format!("{} (iteration {t})", e.on_rank(self.rank))))?);
         }
         Ok(())
     }
@@ -603,7 +609,7 @@ impl GradientDescent {
             let batch = batches.as_mut().map(|b| rows.select(b.rows(t).iter().copied()));
             let rows_t = batch.as_ref().unwrap_or(&rows);
             let ones = vec![1.0; rows_t.len()];
-            net.gradient(None, rows_t, &ones, &theta, &mut g).map_err(|e| DataError(e.to_string()))?;
+            net.gradient(None, rows_t, &ones, &theta, &mut g).map_err(|e| DataError::Model(e.to_string()))?;
             optimizer.step(&mut theta, &g, self.batch_size(t) as f64, &self.config.model, t);
         }
         Ok(theta)
@@ -614,9 +620,10 @@ impl GradientDescent {
 /// server (whose part is the u parity rows, points d..d + u) receives their sum as its rows.
 impl Prelude for GradientDescent {
     fn contribution(&mut self, _rank: usize, worker: Option<usize>) -> Result<Vec<f64>, JobError> {
-        let parity = self.parity.as_ref().ok_or_else(|| JobError("the plan has no parity allocation".into()))?;
+        let parity =
+            self.parity.as_ref().ok_or_else(|| JobError::Unsupported("the plan has no parity allocation".into()))?;
         match worker {
-            Some(w) => self.encode_client(parity, w).map_err(|e| JobError(e.to_string())),
+            Some(w) => Ok(self.encode_client(parity, w)?),
             None => Ok(vec![0.0; self.contribution_len()]),
         }
     }
@@ -668,9 +675,9 @@ impl Resumable for GradientDescent {
 
     fn restore(&mut self, vectors: &[(String, Vec<f64>)]) -> Result<(), JobError> {
         let find = |name: &str| vectors.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone());
-        let theta = find("theta").ok_or_else(|| JobError("the checkpoint has no `theta`".into()))?;
+        let theta = find("theta").ok_or_else(|| JobError::Checkpoint("the checkpoint has no `theta`".into()))?;
         if theta.len() != self.params() {
-            return Err(JobError(format!(
+            return Err(JobError::Checkpoint(format!(
                 "the checkpoint's θ has {} values, the model ({}) {}",
                 theta.len(),
                 self.describe(),
@@ -679,7 +686,7 @@ impl Resumable for GradientDescent {
         }
         let velocity = find("velocity").unwrap_or_default();
         if !velocity.is_empty() && velocity.len() != self.params() {
-            return Err(JobError(format!(
+            return Err(JobError::Checkpoint(format!(
                 "the checkpoint's velocity has {} values, not {}",
                 velocity.len(),
                 self.params()

@@ -64,16 +64,19 @@ impl Matvec {
     /// x for an r × m matrix, checked against the plan; normalised for a power iteration.
     fn x0(&self, r: usize, m: usize) -> Result<Vec<f64>, DataError> {
         if r != self.r {
-            return Err(DataError(format!("matrix: {r} rows, but the plan was made for {}", self.r)));
+            return Err(DataError::field("matrix", format!("{r} rows, but the plan was made for {}", self.r)));
         }
         if self.config.power && r != m {
-            return Err(DataError(format!("job.power: power iteration needs a square matrix; this one is {r} × {m}")));
+            return Err(DataError::field(
+                "job.power",
+                format!("power iteration needs a square matrix; this one is {r} × {m}"),
+            ));
         }
         let mut x = matrix::vector(&self.config.vector, self.seed, m)?;
         if self.config.power {
             let norm = norm_sq(&x).sqrt();
             if norm == 0.0 {
-                return Err(DataError("vector: x = 0 cannot start a power iteration".into()));
+                return Err(DataError::field("vector", "x = 0 cannot start a power iteration"));
             }
             x.iter_mut().for_each(|v| *v /= norm);
         }
@@ -87,10 +90,10 @@ impl Matvec {
 pub(super) fn shape(c: &MatvecConfig, seed: u64) -> Result<Shape, DataError> {
     let shape = matrix::shape(&c.matrix)?;
     if c.power && shape.samples != shape.features {
-        return Err(DataError(format!(
-            "job.power: power iteration needs a square matrix; this one is {} × {}",
-            shape.samples, shape.features
-        )));
+        return Err(DataError::field(
+            "job.power",
+            format!("power iteration needs a square matrix; this one is {} × {}", shape.samples, shape.features),
+        ));
     }
     if c.vector.path.is_some() {
         matrix::vector(&c.vector, seed, shape.features)?;
@@ -178,7 +181,7 @@ impl Job for Matvec {
         let (r, m) = matrix::dims(&self.config.matrix)?;
         self.x = self.x0(r, m)?;
         if m != self.m {
-            return Err(DataError(format!("matrix: {m} columns, but the plan was made for {}", self.m)));
+            return Err(DataError::field("matrix", format!("{m} columns, but the plan was made for {}", self.m)));
         }
         matrix::entries(&self.config.matrix, self.seed, |i, j, v| {
             encoders.iter_mut().for_each(|(_, e)| e.add(i, j, v));
@@ -218,13 +221,18 @@ impl Job for Matvec {
         let y = total.into_vec();
         debug_assert_eq!(y.len(), self.r);
         if !y.iter().all(|v| v.is_finite()) {
-            return Err(JobError(format!("iteration {t}: the decoded y has non-finite entries")));
+            return Err(JobError::Diverged {
+                iteration: t,
+                message: format!("iteration {t}: the decoded y has non-finite entries"),
+            });
         }
         if !self.config.power {
             return Ok(Applied { state: Some(y), ..Applied::default() });
         }
-        let (lambda, resid, next) = power_step(&self.x, &y)
-            .ok_or_else(|| JobError(format!("iteration {t}: A·x = 0, the power iteration cannot continue")))?;
+        let (lambda, resid, next) = power_step(&self.x, &y).ok_or_else(|| JobError::Diverged {
+            iteration: t,
+            message: format!("iteration {t}: A·x = 0, the power iteration cannot continue"),
+        })?;
         self.x = next;
         Ok(Applied { loss: lambda, state: Some(y), error: Some(resid), done: false })
     }
@@ -234,7 +242,7 @@ impl Job for Matvec {
         let (a, mut x) = self.operands()?;
         let mut y = a.times(&x);
         for _ in 1..if self.config.power { self.iterations } else { 1 } {
-            x = power_step(&x, &y).ok_or_else(|| DataError("A·x = 0: the power iteration stops".into()))?.2;
+            x = power_step(&x, &y).ok_or_else(|| DataError::field("vector", "A·x = 0: the power iteration stops"))?.2;
             y = a.times(&x);
         }
         Ok(y)

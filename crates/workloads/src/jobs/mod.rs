@@ -29,10 +29,32 @@ pub use pagerank::Pagerank;
 
 use crate::data::DataError;
 
-/// Why a job cannot go on (the run stops with this message).
+/// Why a job cannot go on (the run stops with its one line).
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
-#[error("{0}")]
-pub struct JobError(pub String);
+pub enum JobError {
+    /// The result of iteration (round) `iteration` cannot be applied: the model diverged, a
+    /// decoded vector is not finite, a power iteration met A·x = 0.
+    #[error("{message}")]
+    Diverged {
+        /// The iteration.
+        iteration: u64,
+        /// The line.
+        message: String,
+    },
+    /// The user's model raised or returned what the protocol refuses: its line names the module,
+    /// the function, the rank and the iteration.
+    #[error("{0}")]
+    Model(String),
+    /// The job's data could not be read or used.
+    #[error(transparent)]
+    Data(#[from] DataError),
+    /// A checkpoint does not fit the job (its line names what is missing or of another size).
+    #[error("{0}")]
+    Checkpoint(String),
+    /// The job cannot do what the plan asks of it (resume, take part in a prelude).
+    #[error("{0}")]
+    Unsupported(String),
+}
 
 /// What applying a delivered result gave.
 #[derive(Clone, Debug)]
@@ -170,7 +192,7 @@ pub fn restore(job: &mut dyn Job, vectors: &[(String, Vec<f64>)]) -> Result<(), 
     let name = job.name();
     match job.resumable() {
         Some(r) => r.restore(vectors),
-        None => Err(JobError(format!("job.kind = \"{name}\" cannot resume from a checkpoint"))),
+        None => Err(JobError::Unsupported(format!("job.kind = \"{name}\" cannot resume from a checkpoint"))),
     }
 }
 

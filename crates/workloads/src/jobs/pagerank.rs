@@ -100,7 +100,8 @@ impl Job for Pagerank {
     fn memory(&mut self, plan: &Plan) -> Result<Vec<u64>, DataError> {
         let n = self.n;
         let Pattern::Shuffle { servers, r, reduce, .. } = plan.pattern else { return Ok(vec![0; plan.ranks]) };
-        let alloc = ShuffleAllocation::new(n, servers, r, reduce).map_err(|e| DataError(format!("scheme: {e}")))?;
+        let alloc =
+            ShuffleAllocation::new(n, servers, r, reduce).map_err(|e| DataError::field("scheme", e.to_string()))?;
         let g = &self.loaded()?.graph;
         let per_vertex = (n as u64).saturating_mul(8 * 2 + 8 * 2 + 8 + 1);
         Ok((0..plan.ranks)
@@ -124,8 +125,8 @@ impl Job for Pagerank {
         if (0..servers).all(|k| ranks.contains(&k)) {
             return self.loaded().map(|_| ());
         }
-        let alloc =
-            ShuffleAllocation::new(self.n, servers, r, reduce).map_err(|e| DataError(format!("scheme: {e}")))?;
+        let alloc = ShuffleAllocation::new(self.n, servers, r, reduce)
+            .map_err(|e| DataError::field("scheme", e.to_string()))?;
         let hosted: Vec<usize> = ranks.iter().copied().filter(|&k| k < servers).collect();
         let (maps, reduces) = (alloc.clone(), hosted.clone());
         let keep = Keep {

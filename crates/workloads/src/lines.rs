@@ -1,0 +1,61 @@
+//! The data lines of a text data file (LIBSVM, CSV): comments and blank lines skipped, each
+//! line's number kept for the errors, and the labels checked as the model reads them.
+
+use std::io::BufRead;
+
+use outrun_config::Labels;
+
+use crate::rows::DataError;
+
+/// The data lines of a text file: comments (`#` on) and blank lines skipped, each line's number
+/// kept for the errors (LIBSVM and CSV).
+pub(crate) struct DataLines<'a, R: BufRead> {
+    lines: std::io::Lines<R>,
+    /// The current line's number (1-based).
+    pub(crate) ln: usize,
+    origin: &'a str,
+}
+
+impl<'a, R: BufRead> DataLines<'a, R> {
+    /// The lines of `text`, named `origin` in errors.
+    pub(crate) fn new(text: R, origin: &'a str) -> Self {
+        DataLines { lines: text.lines(), ln: 0, origin }
+    }
+
+    /// An error about the current line: `origin:line: what`.
+    pub(crate) fn bad(&self, what: String) -> DataError {
+        DataError::line(self.origin, self.ln, what)
+    }
+
+    /// The next data line, without its comment, trimmed.
+    pub(crate) fn next_data(&mut self) -> Result<Option<String>, DataError> {
+        loop {
+            let Some(line) = self.lines.next() else { return Ok(None) };
+            self.ln += 1;
+            let line = line.map_err(|e| self.bad(format!("cannot read: {e}")))?;
+            let line = line.split('#').next().unwrap_or("").trim();
+            if !line.is_empty() {
+                return Ok(Some(line.to_string()));
+            }
+        }
+    }
+}
+
+/// A label `y` (written `lab`) as `labels` reads it (logistic: −1 is 0), or why it is refused.
+pub(crate) fn check_label(y: f64, lab: &str, labels: Labels) -> Result<f64, String> {
+    if !y.is_finite() {
+        return Err(format!("label `{lab}` is not finite"));
+    }
+    match labels {
+        Labels::Real => Ok(y),
+        Labels::Binary => match y {
+            1.0 => Ok(1.0),
+            0.0 | -1.0 => Ok(0.0),
+            _ => Err(format!("label `{lab}` is not 0, 1 or -1 (model.loss = \"logistic\")")),
+        },
+        Labels::Classes(c) if y.fract() != 0.0 || y < 0.0 || y >= c as f64 => {
+            Err(format!("label `{lab}` is not a class 0..{} ({c} classes in [model])", c - 1))
+        }
+        Labels::Classes(_) => Ok(y),
+    }
+}

@@ -25,11 +25,25 @@ pub(crate) fn python_env() -> String {
         .unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv").display().to_string())
 }
 
-/// A fresh temporary directory, removed (with everything in it) when the value is dropped.
+/// A fresh temporary directory, removed (with everything in it) when the value is dropped —
+/// unless the test is failing then: the directory (run directories, mpirun's output) stays, and
+/// its path is printed, so a failure can be read afterwards.
 #[derive(Clone)]
 pub(crate) struct Scratch {
     path: PathBuf,
-    _guard: std::sync::Arc<tempfile::TempDir>,
+    _guard: std::sync::Arc<KeptOnFailure>,
+}
+
+/// A temporary directory kept when it is dropped during a panic (a failing test).
+pub(crate) struct KeptOnFailure(Option<tempfile::TempDir>);
+
+impl Drop for KeptOnFailure {
+    fn drop(&mut self) {
+        if let Some(dir) = self.0.take().filter(|_| std::thread::panicking()) {
+            let path = dir.keep();
+            eprintln!("the failed test's files are kept in {}", path.display());
+        }
+    }
 }
 
 impl std::ops::Deref for Scratch {
@@ -55,7 +69,7 @@ impl Scratch {
 /// A fresh temporary directory (removed when the returned value is dropped).
 pub(crate) fn tempdir(tag: &str) -> Scratch {
     let t = tempfile::Builder::new().prefix(&format!("outrun-test-{tag}-")).tempdir().expect("a temporary directory");
-    Scratch { path: t.path().to_path_buf(), _guard: std::sync::Arc::new(t) }
+    Scratch { path: t.path().to_path_buf(), _guard: std::sync::Arc::new(KeptOnFailure(Some(t))) }
 }
 
 pub(crate) struct Run {
@@ -242,6 +256,12 @@ pub(crate) fn write_config(dir: &Path, text: &str) -> PathBuf {
     p
 }
 
+/// mpirun's stdout and stderr of `run`, into `dir` (kept with it when the test fails).
+pub(crate) fn keep_output(dir: &Path, run: &Run) {
+    let _ = std::fs::write(dir.join("mpirun.stdout"), &run.stdout);
+    let _ = std::fs::write(dir.join("mpirun.stderr"), &run.stderr);
+}
+
 /// Run a config with overrides through mpirun (one MPI job at a time); returns the run, the run
 /// directory (or the output directory if the run failed; removed when dropped), the config path
 /// and the overrides.
@@ -254,6 +274,7 @@ pub(crate) fn train(tag: &str, text: &str, sets: &[&str]) -> (Run, Scratch, Path
     sets.push(format!("run.out_dir={}", out.display()));
     let cfg = outrun_config::parse(text, &sets).expect("test config is valid");
     let run = mpirun(cfg.ranks(), &cfg_path, &sets, Duration::from_secs(120));
+    keep_output(&dir, &run);
     let rd = if run.code == Some(0) { run_dir(&out) } else { out };
     (run, dir.at(rd), cfg_path, sets)
 }

@@ -18,8 +18,8 @@ extern "C" {
 /// One OpenBLAS thread per process, set once before the first LAPACK call. The systems solved
 /// here are small (decoding, code construction), and with its default thread count Debian's
 /// OpenBLAS 0.3.21 crashed (SIGSEGV) in `dgetrf` on this project's AGC decoding systems, while one
-/// thread was also 11× faster on them (the AGC tests: 3.7 s against 42 s). The MPI engine runs
-/// many ranks per host anyway, one thread each.
+/// thread was also faster on them (docs/performance.md §17). The MPI engine runs many ranks per
+/// host anyway, one thread each.
 pub fn single_threaded_blas() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     // SAFETY: a plain setter of OpenBLAS's thread count.

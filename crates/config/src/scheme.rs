@@ -1242,9 +1242,8 @@ pub(super) const MAX_WORKERS: usize = 100_000;
 
 /// Most children of one random cyclic gradient code (`gc-cyclic`, `cr` with `code = "cyclic"`,
 /// the clusters of `gc-sc`/`gc-dc`): the master solves an (n − s) × n least-squares system for
-/// every new survivor set, O(n³) — about 30 ms at n = 256 and 2 s at n = 1000 on a 2-core
-/// machine — and the plan screens each draw with 20 such solves (`outrun check`: 5.7 s at 256
-/// workers, 15 s at 400).
+/// every new survivor set, O(n³), and the plan screens each draw with 20 such solves (their
+/// times at n = 256 and beyond: docs/performance.md §17).
 pub(super) const MAX_CYCLIC: usize = 256;
 
 fn cyclic_too_large(field: &str, n: usize, what: &str) -> Result<(), ConfigError> {

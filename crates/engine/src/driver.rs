@@ -331,8 +331,7 @@ impl<'a> Driver<'a> {
 /// How long a lockstep exchange (ring steps) keeps yielding before it sleeps: the neighbours
 /// are in the same step, so the next segment is usually microseconds away. But a rank can wait
 /// longer than that for the first segment of an iteration, and once ranks sleep, each hop adds
-/// a sleep to the next one's wait: measured with `configs/bench/overhead.toml` (rar, 12 ranks on
-/// 2 cores), 9.6 ms per iteration with a 2 ms window, 1.45 ms with 10 ms, 2.0 ms with 50 ms.
+/// a sleep to the next one's wait (the window's figures: docs/performance.md §17).
 pub(crate) const RING_SPIN: Duration = Duration::from_millis(10);
 
 /// The end of a node that failed on its own: it prints `why`, and the unclean end aborts the job.

@@ -58,8 +58,8 @@ pub struct Finished {
 }
 
 /// Keep freed memory for reuse: message buffers of up to 32 MB come from the heap instead of
-/// fresh `mmap`s, whose pages the kernel faults in and zeroes on every use (measured: the 64 MB
-/// ring all-reduce on 8 ranks took 1.1 s with fresh pages; see docs/performance.md).
+/// fresh `mmap`s, whose pages the kernel faults in and zeroes on every use (docs/performance.md
+/// §17).
 fn keep_freed_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: mallopt only sets allocator parameters; called once at start-up.

@@ -52,8 +52,8 @@ pub use jobs::{
 };
 pub use shapes::keep_parsed_rows;
 
-/// Rows between pauses when the host is oversubscribed (measured: the model-latency p95 of
-/// `make demo` falls from 2.9 ms unpaced to 0.55 ms; docs/performance.md).
+/// Rows between pauses when the host is oversubscribed (why this many: docs/performance.md
+/// §17).
 pub const PACE_ROWS: usize = 64;
 
 use std::path::Path;

@@ -166,8 +166,8 @@ impl Net {
                 g.iter_mut().for_each(|v| *v = 0.0);
                 let mut total = 0.0;
                 // buffers kept between calls: a block's activations are past malloc's mmap
-                // threshold, and fresh pages cost as much as the products (measured: 64-128-10
-                // at b = 256 took 0.41 ms with new buffers per call)
+                // threshold, and fresh pages cost as much as the products (docs/performance.md
+                // §17)
                 let mut scratch = SCRATCH.with(|s| std::mem::take(&mut *s.borrow_mut()));
                 for start in (0..rows.len()).step_by(BLOCK) {
                     if start > 0 && every != usize::MAX {

@@ -7,46 +7,36 @@
 
 mod common;
 
+use std::sync::LazyLock;
+
+use outrun_testkit::Cfg;
 use std::collections::{BTreeSet, HashMap};
 
 use common::*;
 use serde_json::Value;
 
-const BASE: &str = r#"
-[run]
-name = "clusters"
-seed = 31
-iterations = 30
-deadline = 30.0
-trajectory = true
+fn base() -> Cfg {
+    Cfg::linear("clusters", 1200, 21, 12)
+        .set("run.seed", 31)
+        .set("run.iterations", 30)
+        .set("run.deadline", 30.0)
+        .set("run.trajectory", true)
+        .set("model.lr", 0.4)
+        .set("scheme.kind", "gc-dc")
+        .set("scheme.clusters", 4)
+        .set("scheme.r", 2)
+        .set("scheme.n", 2)
+        .set("stragglers.model", "markov")
+        .set("stragglers.p", 0.2)
+        .set("stragglers.a", 2e-06)
+        .set("stragglers.mu_slow", 20000.0)
+        .set("stragglers.mu_fast", 1000000.0)
+        .set("stragglers.initial_slow", 5)
+        .set("timing.compute", "modelled")
+}
 
-[data]
-kind = "linear-synthetic"
-samples = 1200
-features = 21
-
-[model]
-loss = "least-squares"
-lr = 0.4
-
-[scheme]
-kind = "gc-dc"
-workers = 12
-clusters = 4
-r = 2
-n = 2
-
-[stragglers]
-model = "markov"
-p = 0.2
-a = 2e-6
-mu_slow = 2e4
-mu_fast = 1e6
-initial_slow = 5
-
-[timing]
-compute = "modelled"
-"#;
+/// The config above, as its TOML text.
+static BASE: LazyLock<String> = LazyLock::new(|| base().text());
 
 fn ids(v: &Value) -> BTreeSet<u64> {
     v.as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).collect()
@@ -59,7 +49,7 @@ fn gc_gc_sc_and_gc_dc_are_exact_under_markov_stragglers() {
         ("gc-sc", vec!["scheme.kind=gc-sc", "scheme.n="]),
         ("gc-dc-observed", vec!["scheme.ssi=observed"]),
     ] {
-        let s = assert_exact(tag, BASE, &sets);
+        let s = assert_exact(tag, &BASE, &sets);
         assert!(s["late_discarded"].as_u64().unwrap() > 0, "{tag}: the slow workers' results should arrive late");
     }
     // uploads by grant: the master re-clusters and grants within clusters; nothing arrives late
@@ -67,15 +57,15 @@ fn gc_gc_sc_and_gc_dc_are_exact_under_markov_stragglers() {
         ("gc-sc-granted", vec!["scheme.kind=gc-sc", "scheme.n=", "engine.upload=granted"]),
         ("gc-dc-granted", vec!["engine.upload=granted"]),
     ] {
-        let s = assert_exact(tag, BASE, &sets);
+        let s = assert_exact(tag, &BASE, &sets);
         assert_eq!(s["late_discarded"], 0, "{tag}");
     }
 }
 
 #[test]
 fn gc_dc_reclusters_every_iteration_and_never_decodes_a_stale_result() {
-    let s = assert_exact("gc-dc", BASE, &[]);
-    let (_, dir, _, _) = train("gc-dc-logs", BASE, &[]);
+    let s = assert_exact("gc-dc", &BASE, &[]);
+    let (_, dir, _, _) = train("gc-dc-logs", &BASE, &[]);
     assert!(s["late_discarded"].as_u64().unwrap() > 0);
     let master = iter_records(&dir, 0);
     let workers: Vec<HashMap<u64, Value>> =
@@ -146,7 +136,7 @@ fn gc_dc_reclusters_every_iteration_and_never_decodes_a_stale_result() {
 #[test]
 fn perfect_state_information_is_refused_outside_the_simulator() {
     let dir = tempdir("gcdc-perfect");
-    let cfg = write_config(&dir, BASE);
+    let cfg = write_config(&dir, &BASE);
     let run = outrun(&["check", cfg.to_str().unwrap(), "--set", "scheme.ssi=perfect"]);
     assert_eq!(run.code, Some(2));
     assert!(run.stderr.contains("scheme.ssi") && run.stderr.contains("simulator-only"), "{}", run.stderr);

@@ -4,35 +4,27 @@
 
 mod common;
 
+use std::sync::LazyLock;
+
 use common::*;
+use outrun_testkit::Cfg;
 
-const BASE: &str = r#"
-[run]
-name = "comm"
-seed = 13
-iterations = 20
-deadline = 20.0
-trajectory = true
+fn base() -> Cfg {
+    Cfg::linear("comm", 1200, 21, 8)
+        .set("run.seed", 13)
+        .set("run.iterations", 20)
+        .set("run.deadline", 20.0)
+        .set("run.trajectory", true)
+        .set("model.lr", 0.4)
+        .set("scheme.kind", "cegc")
+        .set("scheme.s", 2)
+        .set("scheme.m", 2)
+        .set("timing.compute", "modelled")
+        .set("timing.a", 2e-05)
+}
 
-[data]
-kind = "linear-synthetic"
-samples = 1200
-features = 21
-
-[model]
-loss = "least-squares"
-lr = 0.4
-
-[scheme]
-kind = "cegc"
-workers = 8
-s = 2
-m = 2
-
-[timing]
-compute = "modelled"
-a = 2e-5
-"#;
+/// The config above, as its TOML text.
+static BASE: LazyLock<String> = LazyLock::new(|| base().text());
 
 fn events(dir: &std::path::Path, rank: usize) -> Vec<serde_json::Value> {
     std::fs::read_to_string(dir.join(format!("rank-{rank}.jsonl")))
@@ -57,7 +49,7 @@ fn cegc_is_exact_for_every_code_kind() {
     ] {
         let mut all = sets.clone();
         all.extend(two_slow);
-        assert_exact(tag, BASE, &all);
+        assert_exact(tag, &BASE, &all);
     }
 }
 
@@ -65,7 +57,7 @@ fn cegc_is_exact_for_every_code_kind() {
 #[test]
 fn cegc_uploads_are_a_fraction_of_a_gradient() {
     let (run, dir, _, _) =
-        train("cegc-bytes", BASE, &["scheme.m=2", "stragglers.model=fixed", "stragglers.workers=[3]"]);
+        train("cegc-bytes", &BASE, &["scheme.m=2", "stragglers.model=fixed", "stragglers.workers=[3]"]);
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     let values = (21 + 1usize).div_ceil(2);
     let head = outrun_proto::Header::new(outrun_proto::Kind::Result, 0);
@@ -84,7 +76,7 @@ fn cegc_uploads_are_a_fraction_of_a_gradient() {
     // `outrun report` shows the same bytes per iteration, beside a GC run's full-vector uploads
     let (gc, gc_dir, _, _) = train(
         "gc-bytes",
-        BASE,
+        &BASE,
         &["scheme.kind=gc-cyclic", "scheme.m=", "stragglers.model=fixed", "stragglers.workers=[3]"],
     );
     assert_eq!(gc.code, Some(0), "{}", gc.stderr);
@@ -109,7 +101,7 @@ fn agc_and_g_agc_are_exact() {
     let agc = ["scheme.kind=agc", "scheme.workers=12", "scheme.s=", "scheme.m=", "scheme.d=3", "scheme.rounds=6"];
     let mut sets = agc.to_vec();
     sets.extend(["stragglers.model=fixed", "stragglers.workers=[4, 9]", "stragglers.factor=5"]);
-    assert_exact("agc", BASE, &sets);
+    assert_exact("agc", &BASE, &sets);
     let mut sets = vec![
         "scheme.kind=g-agc",
         "scheme.workers=20",
@@ -120,7 +112,7 @@ fn agc_and_g_agc_are_exact() {
         "data.samples=2000",
     ];
     sets.extend(["stragglers.model=bernoulli", "stragglers.p=0.15", "stragglers.factor=5"]);
-    assert_exact("g-agc", BASE, &sets);
+    assert_exact("g-agc", &BASE, &sets);
 }
 
 /// Plain AGC at n ≥ 16: the decoding systems grow with n (N = L + (n − d)·r_s) and their
@@ -138,9 +130,9 @@ fn agc_at_16_workers_is_exact_to_1e_6() {
         "stragglers.workers=[1, 16]",
         "stragglers.factor=5",
     ];
-    let (run, dir, _, all) = train("agc16", BASE, &sets);
+    let (run, dir, _, all) = train("agc16", &BASE, &sets);
     assert_eq!(run.code, Some(0), "{}", run.stderr);
-    let diff = max_rel_diff(&trajectory(&dir), &reference(BASE, &all));
+    let diff = max_rel_diff(&trajectory(&dir), &reference(&BASE, &all));
     eprintln!("agc n=16: max relative θ difference to serial GD = {diff:.2e}");
     assert!(diff <= 1e-6, "{diff:e}");
 }
@@ -175,7 +167,7 @@ fn agc_decodes_from_active_workers_after_r_s_rounds() {
             ]);
         }
         let refs: Vec<&str> = sets.iter().map(String::as_str).collect();
-        let (run, dir, _, _) = train(&format!("agc-q{s}"), BASE, &refs);
+        let (run, dir, _, _) = train(&format!("agc-q{s}"), &BASE, &refs);
         assert_eq!(run.code, Some(0), "{}", run.stderr);
         let r_s = outrun_codes::rounds_needed(d, l, s);
         let least = l + (n - d) * r_s;
@@ -209,7 +201,7 @@ fn agc_decodes_from_active_workers_after_r_s_rounds() {
 fn a_group_beyond_tolerance_fails_naming_the_group() {
     // three dead workers in group 1 (workers 1..4) of a [4, 2] code: group 1 cannot decode
     let (run, _, _, _) =
-        train("cegc-dead", BASE, &["stragglers.model=fail-stop", "stragglers.workers=[1, 2, 3]", "run.deadline=2"]);
+        train("cegc-dead", &BASE, &["stragglers.model=fail-stop", "stragglers.workers=[1, 2, 3]", "run.deadline=2"]);
     assert_eq!(run.code, Some(1), "{}", run.stderr);
     let lines: Vec<&str> = run.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
     assert_eq!(lines.len(), 1, "{}", run.stderr);

@@ -10,45 +10,35 @@
 
 mod common;
 
+use std::sync::LazyLock;
+
 use common::*;
+use outrun_testkit::Cfg;
 
-const CFG: &str = r#"
-[run]
-name = "faults"
-seed = 17
-iterations = 12
-deadline = 20.0
-trajectory = true
+fn cfg() -> Cfg {
+    Cfg::linear("faults", 1200, 12, 9)
+        .set("run.seed", 17)
+        .set("run.iterations", 12)
+        .set("run.deadline", 20.0)
+        .set("run.trajectory", true)
+        .set("model.lr", 0.3)
+        .set("scheme.kind", "gc-frac")
+        .set("scheme.s", 2)
+        .set("scheme.byzantine", 1)
+        .set("faults.kind", "sign-flip")
+        .set("faults.workers", vec![4])
+        .set("timing.compute", "modelled")
+        .set("timing.a", 2e-06)
+}
 
-[data]
-kind = "linear-synthetic"
-samples = 1200
-features = 12
-
-[model]
-loss = "least-squares"
-lr = 0.3
-
-[scheme]
-kind = "gc-frac"
-workers = 9
-s = 2
-byzantine = 1
-
-[faults]
-kind = "sign-flip"
-workers = [4]
-
-[timing]
-compute = "modelled"
-a = 2e-6
-"#;
+/// The config above, as its TOML text.
+static CFG: LazyLock<String> = LazyLock::new(|| cfg().text());
 
 #[test]
 fn an_uncoded_run_under_a_sign_flipping_worker_drifts_from_serial_gd() {
-    let (run, dir, _, sets) = train("faults-umw", CFG, &["scheme.kind=umw", "scheme.s=", "scheme.byzantine="]);
+    let (run, dir, _, sets) = train("faults-umw", &CFG, &["scheme.kind=umw", "scheme.s=", "scheme.byzantine="]);
     assert_eq!(run.code, Some(0), "{}", run.stderr);
-    let diff = max_rel_diff(&trajectory(&dir), &reference(CFG, &sets));
+    let diff = max_rel_diff(&trajectory(&dir), &reference(&CFG, &sets));
     assert!(diff > 0.05, "the fault changed θ by only {diff:e}");
     let worker = iter_records(&dir, 4);
     assert_eq!(worker.len(), 12);
@@ -76,10 +66,10 @@ fn gradient_codes_with_byzantine_1_exclude_the_corrupted_result_and_stay_exact()
         ("cegc-sign", &["scheme.kind=cegc", "scheme.workers=8", "scheme.s=2", "scheme.m=2"]),
     ];
     for (tag, sets) in cases {
-        let s = assert_exact(&format!("faults-{tag}"), CFG, sets);
+        let s = assert_exact(&format!("faults-{tag}"), &CFG, sets);
         assert_eq!(s["iterations"], 12);
         assert_eq!(s["rejected_results"], 12, "{tag}: one rejected result per iteration");
-        let (_, dir, _, _) = train(&format!("faults-{tag}-log"), CFG, sets);
+        let (_, dir, _, _) = train(&format!("faults-{tag}-log"), &CFG, sets);
         let master = iter_records(&dir, 0);
         assert_eq!(master.len(), 12);
         assert!(iterations(&dir).iter().all(|r| r["rejected"] == "4"), "{tag}: iterations.csv");
@@ -102,7 +92,7 @@ fn gradient_codes_with_byzantine_1_exclude_the_corrupted_result_and_stay_exact()
 
 #[test]
 fn more_corrupted_results_than_byzantine_end_the_run_with_one_line() {
-    let (run, _dir, _, _) = train("faults-too-many", CFG, &["faults.workers=[4, 7]"]);
+    let (run, _dir, _, _) = train("faults-too-many", &CFG, &["faults.workers=[4, 7]"]);
     assert_ne!(run.code, Some(0));
     let lines: Vec<&str> = run.stderr.lines().filter(|l| l.contains("corrupted")).collect();
     assert_eq!(lines.len(), 1, "{}", run.stderr);
@@ -139,7 +129,7 @@ fn a_trace_replays_the_same_compute_times_in_the_engine_and_the_simulator() {
     let mut all: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
     all.push(format!("stragglers.file={}", trace.display()));
     let all_ref: Vec<&str> = all.iter().map(String::as_str).collect();
-    let (run, real, cfg_path, used) = train("faults-trace-engine", CFG, &all_ref);
+    let (run, real, cfg_path, used) = train("faults-trace-engine", &CFG, &all_ref);
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     let simulated = simulate_as_trained(&cfg_path, &used, &dir.join("sim"));
     let mut late = vec![];
@@ -177,9 +167,9 @@ fn failed_links_equal_silenced_workers() {
     let with = |extra: &[&str]| -> Vec<String> { gc.iter().chain(extra).map(|s| s.to_string()).collect() };
     let links = with(&["links.model=fail", "links.workers=[2, 5]"]);
     let silenced = with(&["stragglers.model=fail-stop", "stragglers.workers=[2, 5]"]);
-    let (run, lost_dir, _, _) = train("faults-links", CFG, &links.iter().map(String::as_str).collect::<Vec<_>>());
+    let (run, lost_dir, _, _) = train("faults-links", &CFG, &links.iter().map(String::as_str).collect::<Vec<_>>());
     assert_eq!(run.code, Some(0), "{}", run.stderr);
-    let (run, dead_dir, _, _) = train("faults-dead", CFG, &silenced.iter().map(String::as_str).collect::<Vec<_>>());
+    let (run, dead_dir, _, _) = train("faults-dead", &CFG, &silenced.iter().map(String::as_str).collect::<Vec<_>>());
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     assert_eq!(trajectory(&lost_dir), trajectory(&dead_dir));
     let master = iter_records(&lost_dir, 0);
@@ -208,7 +198,7 @@ fn slow_links_take_the_same_time_in_the_engine_and_the_simulator() {
     std::fs::write(&csv, format!("worker,tau_up,tau_down\n{lines}")).unwrap();
     let file = format!("links.file={}", csv.display());
     let sets: Vec<&str> = sets.iter().copied().chain([file.as_str()]).collect();
-    let (run, real, cfg_path, used) = train("faults-slow-links", CFG, &sets);
+    let (run, real, cfg_path, used) = train("faults-slow-links", &CFG, &sets);
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     let simulated = simulate_as_trained(&cfg_path, &used, &dir.join("sim"));
     let recorded = std::fs::read_to_string(real.join("config.toml")).unwrap();

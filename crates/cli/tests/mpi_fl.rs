@@ -8,41 +8,33 @@
 
 mod common;
 
+use std::sync::LazyLock;
+
 use common::*;
+use outrun_testkit::Cfg;
 
-const CFG: &str = r#"
-[run]
-name = "fl"
-seed = 23
-iterations = 10
-deadline = 20.0
-trajectory = true
+fn cfg() -> Cfg {
+    Cfg::linear("fl", 1100, 8, 11)
+        .set("run.seed", 23)
+        .set("run.iterations", 10)
+        .set("run.deadline", 20.0)
+        .set("run.trajectory", true)
+        .set("job.kind", "fl")
+        .set("job.local_steps", 1)
+        .set("job.local_batch", 1.0)
+        .set("data.kind", "logistic-synthetic")
+        .set("model.loss", "logistic")
+        .set("model.lr", 0.5)
+        .set("model.l2", 0.001)
+        .set("scheme.kind", "diversefl")
+        .set("scheme.sample", 1.0)
+        .set("scheme.byzantine", 2)
+        .set("faults.kind", "sign-flip")
+        .set("faults.workers", vec![3, 8])
+}
 
-[job]
-kind = "fl"
-local_steps = 1
-local_batch = 1.0
-
-[data]
-kind = "logistic-synthetic"
-samples = 1100
-features = 8
-
-[model]
-loss = "logistic"
-lr = 0.5
-l2 = 1e-3
-
-[scheme]
-kind = "diversefl"
-workers = 11
-sample = 1.0
-byzantine = 2
-
-[faults]
-kind = "sign-flip"
-workers = [3, 8]
-"#;
+/// The config above, as its TOML text.
+static CFG: LazyLock<String> = LazyLock::new(|| cfg().text());
 
 /// The clients' uploads at θ as this test computes them: client k of N holds rows
 /// [start_k, start_k + len_k) (near-equal blocks, larger first) and takes one full-batch step of
@@ -82,7 +74,7 @@ fn uploads(rows: &outrun_workloads::data::Rows, n: usize, theta: &[f64], faulty:
 type Rule<'a> = dyn Fn(&[Vec<f64>], u64) -> Vec<f64> + 'a;
 
 fn own_run(sets: &[String], all: bool, rule: &Rule<'_>) -> Vec<Vec<f64>> {
-    let cfg = outrun_config::parse(CFG, sets).unwrap();
+    let cfg = outrun_config::parse(&CFG, sets).unwrap();
     let rows = outrun_workloads::data::load_all(cfg.data(), cfg.run.seed, cfg.model().labels()).unwrap();
     let mut theta = vec![0.0; rows.p()];
     let mut traj = vec![theta.clone()];
@@ -149,7 +141,7 @@ fn norm(v: &[f64]) -> f64 {
 #[test]
 fn diversefl_and_the_oracle_equal_fedavg_over_the_honest_clients_and_fedavg_does_not() {
     for kind in ["diversefl", "oracle"] {
-        let (run, dir, _, sets) = train(&format!("fl-{kind}"), CFG, &[&format!("scheme.kind={kind}")]);
+        let (run, dir, _, sets) = train(&format!("fl-{kind}"), &CFG, &[&format!("scheme.kind={kind}")]);
         assert_eq!(run.code, Some(0), "{kind}: {}", run.stderr);
         let honest = |u: &[Vec<f64>], _| mean(&[0, 1, 3, 4, 5, 6, 8, 9, 10].map(|k| &u[k]));
         let diff = max_rel_diff(&trajectory(&dir), &own_run(&sets, false, &honest));
@@ -178,7 +170,7 @@ fn diversefl_and_the_oracle_equal_fedavg_over_the_honest_clients_and_fedavg_does
         }
         eprintln!("{kind}: max relative θ difference to the test's FedAvg = {diff:.2e}");
     }
-    let (run, dir, _, sets) = train("fl-fedavg", CFG, &["scheme.kind=fedavg"]);
+    let (run, dir, _, sets) = train("fl-fedavg", &CFG, &["scheme.kind=fedavg"]);
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     let honest = |u: &[Vec<f64>], _| mean(&[0, 1, 3, 4, 5, 6, 8, 9, 10].map(|k| &u[k]));
     let diff = max_rel_diff(&trajectory(&dir), &own_run(&sets, false, &honest));
@@ -256,7 +248,7 @@ fn every_robust_rule_equals_the_tests_own_implementation_on_the_same_uploads() {
     ];
     for (kind, root, rule, faulty) in cases {
         let sample = if root { "scheme.sample=1.0" } else { "scheme.sample=0.2" };
-        let (run, dir, _, sets) = train(&format!("fl-{kind}"), CFG, &[&format!("scheme.kind={kind}"), sample]);
+        let (run, dir, _, sets) = train(&format!("fl-{kind}"), &CFG, &[&format!("scheme.kind={kind}"), sample]);
         assert_eq!(run.code, Some(0), "{kind}: {}", run.stderr);
         let diff = max_rel_diff(&trajectory(&dir), &own_run(&sets, root, &rule));
         assert!(diff <= 1e-9, "{kind}: θ differs from the test's own {kind} by {diff:e}");
@@ -271,7 +263,7 @@ fn every_robust_rule_equals_the_tests_own_implementation_on_the_same_uploads() {
 #[test]
 fn sampled_clients_alone_compute_and_the_server_averages_them() {
     let (run, dir, _, sets) =
-        train("fl-sampled", CFG, &["scheme.kind=fedavg", "job.clients_per_round=4", "faults.kind=none"]);
+        train("fl-sampled", &CFG, &["scheme.kind=fedavg", "job.clients_per_round=4", "faults.kind=none"]);
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     let rows = iterations(&dir);
     let chosen: Vec<Vec<usize>> =

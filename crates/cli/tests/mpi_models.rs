@@ -6,42 +6,34 @@
 
 mod common;
 
+use std::sync::LazyLock;
+
 use common::*;
+use outrun_testkit::Cfg;
 
-const CFG: &str = r#"
-[run]
-name = "models"
-seed = 21
-iterations = 12
-deadline = 20.0
-trajectory = true
+fn cfg() -> Cfg {
+    Cfg::linear("models", 1200, 16, 8)
+        .set("run.seed", 21)
+        .set("run.iterations", 12)
+        .set("run.deadline", 20.0)
+        .set("run.trajectory", true)
+        .set("data.kind", "softmax-synthetic")
+        .set("data.noise", 0.5)
+        .set("model.loss", "softmax")
+        .set("model.classes", 4)
+        .set("model.hidden", vec![12])
+        .set("model.lr", 0.3)
+        .set("scheme.kind", "gc-cyclic")
+        .set("scheme.s", 2)
+        .set("stragglers.model", "fixed")
+        .set("stragglers.workers", vec![2, 5])
+        .set("stragglers.factor", 4.0)
+        .set("timing.compute", "modelled")
+        .set("timing.a", 2e-06)
+}
 
-[data]
-kind = "softmax-synthetic"
-samples = 1200
-features = 16
-noise = 0.5
-
-[model]
-loss = "softmax"
-classes = 4
-hidden = [12]
-lr = 0.3
-
-[scheme]
-kind = "gc-cyclic"
-workers = 8
-s = 2
-
-[stragglers]
-model = "fixed"
-workers = [2, 5]
-factor = 4.0
-
-[timing]
-compute = "modelled"
-a = 2e-6
-"#;
+/// The config above, as its TOML text.
+static CFG: LazyLock<String> = LazyLock::new(|| cfg().text());
 
 const SCHEMES: &[(&str, &[&str])] = &[
     ("umw", &["scheme.kind=umw", "scheme.s="]),
@@ -65,7 +57,7 @@ const SCHEMES: &[(&str, &[&str])] = &[
 
 const MINI_BATCH: &[&str] = &["model.batch=96", "model.momentum=0.9", "model.nesterov=true", "model.decay_at=[6]"];
 
-/// The MLP of CFG, and softmax regression (no hidden layer).
+/// The MLP of &CFG, and softmax regression (no hidden layer).
 const MODELS: &[(&str, &[&str])] = &[("mlp", &[]), ("softmax", &["model.hidden=[]"])];
 
 #[test]
@@ -74,7 +66,7 @@ fn softmax_regression_and_a_network_train_exactly_in_every_coded_scheme_full_and
         for (model, msets) in MODELS {
             for (mode, batch) in [("full", &[][..]), ("mini", MINI_BATCH)] {
                 let all: Vec<&str> = sets.iter().chain(*msets).chain(batch).copied().collect();
-                let s = assert_exact(&format!("models-{name}-{model}-{mode}"), CFG, &all);
+                let s = assert_exact(&format!("models-{name}-{model}-{mode}"), &CFG, &all);
                 assert_eq!(s["iterations"], 12);
             }
         }

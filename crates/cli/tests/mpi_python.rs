@@ -8,6 +8,9 @@
 
 mod common;
 
+use std::sync::LazyLock;
+
+use outrun_testkit::Cfg;
 use std::path::{Path, PathBuf};
 
 use common::*;
@@ -17,42 +20,27 @@ const MLP_TORCH: &str = include_str!("../../../examples/python/mlp_torch.py");
 const MLP_NUMPY: &str = include_str!("../../../examples/python/mlp_numpy.py");
 
 /// The least-squares run; `{module}` is the module's path.
-const LSQ_CFG: &str = r#"
-[run]
-name = "python"
-seed = 5
-iterations = 15
-deadline = 20.0
-trajectory = true
+fn lsq_cfg() -> Cfg {
+    Cfg::linear("python", 720, 12, 8)
+        .set("run.seed", 5)
+        .set("run.iterations", 15)
+        .set("run.deadline", 20.0)
+        .set("run.trajectory", true)
+        .set("job.kind", "python")
+        .set("job.module", "{module}")
+        .set("data.noise", 0.1)
+        .set("model.lr", 0.2)
+        .set("scheme.kind", "gc-cyclic")
+        .set("scheme.s", 2)
+        .set("stragglers.model", "fixed")
+        .set("stragglers.workers", vec![2, 5])
+        .set("stragglers.factor", 4.0)
+        .set("timing.compute", "modelled")
+        .set("timing.a", 2e-06)
+}
 
-[job]
-kind = "python"
-module = "{module}"
-
-[data]
-kind = "linear-synthetic"
-samples = 720
-features = 12
-noise = 0.1
-
-[model]
-loss = "least-squares"
-lr = 0.2
-
-[scheme]
-kind = "gc-cyclic"
-workers = 8
-s = 2
-
-[stragglers]
-model = "fixed"
-workers = [2, 5]
-factor = 4.0
-
-[timing]
-compute = "modelled"
-a = 2e-6
-"#;
+/// [`lsq_cfg`] as its TOML text.
+static LSQ_CFG: LazyLock<String> = LazyLock::new(|| lsq_cfg().text());
 
 const SCHEMES: &[(&str, &[&str])] = &[
     ("umw", &["scheme.kind=umw", "scheme.s="]),
@@ -116,7 +104,7 @@ fn against_built_in(tag: &str, text: &str, module: &Path, sets: &[&str], model: 
 fn numpy_least_squares_follows_the_built_in_model_in_umw_gc_and_cr_under_stragglers() {
     let dir = tempdir("python-lsq");
     let path = module(&dir, "least_squares.py", LEAST_SQUARES);
-    let text = config(LSQ_CFG, &path);
+    let text = config(&LSQ_CFG, &path);
     for (name, sets) in SCHEMES {
         let diff = against_built_in(name, &text, &path, sets, &[]);
         assert!(diff <= 1e-12, "{name}: the NumPy module's θ differs from the built-in model's by {diff:e}");
@@ -225,7 +213,7 @@ fn errors(stderr: &str) -> Vec<&str> {
 /// A module (`source`) run with the least-squares config: its exit code and error lines.
 fn run_bad(tag: &str, source: &str) -> (Option<i32>, Vec<String>, String) {
     let dir = tempdir(tag);
-    let text = config(LSQ_CFG, &module(&dir, &format!("{}.py", tag.replace('-', "_")), source));
+    let text = config(&LSQ_CFG, &module(&dir, &format!("{}.py", tag.replace('-', "_")), source));
     let (run, _, _, _) = train(tag, &text, &[]);
     let lines = errors(&run.stderr).iter().map(|l| l.to_string()).collect();
     (run.code, lines, run.stderr)
@@ -276,7 +264,7 @@ fn a_bad_module_is_one_line_on_one_rank_and_a_non_zero_exit() {
 #[test]
 fn the_simulator_times_a_python_job_without_running_it() {
     let dir = tempdir("python-sim");
-    let text = config(LSQ_CFG, &module(&dir, "least_squares.py", "raise ImportError('never imported')\n"));
+    let text = config(&LSQ_CFG, &module(&dir, "least_squares.py", "raise ImportError('never imported')\n"));
     let cfg = write_config(&dir, &text);
     let out = dir.join("runs");
     let cfg = cfg.display().to_string();
@@ -308,7 +296,7 @@ fn the_simulator_times_a_python_job_without_running_it() {
 #[test]
 fn a_python_run_resumes_from_its_checkpoint() {
     let dir = tempdir("python-resume");
-    let text = config(LSQ_CFG, &module(&dir, "least_squares.py", LEAST_SQUARES));
+    let text = config(&LSQ_CFG, &module(&dir, "least_squares.py", LEAST_SQUARES));
     let sets = ["model.momentum=0.9", "run.checkpoint_every=4", "run.trajectory=false"];
     let with = |iterations: &'static str| -> Vec<&'static str> { sets.iter().copied().chain([iterations]).collect() };
     let (whole, whole_dir, _, _) = train("python-whole", &text, &with("run.iterations=16"));
@@ -341,7 +329,7 @@ fn a_python_run_resumes_from_its_checkpoint() {
 #[test]
 fn the_serial_reference_of_a_python_model_matches_the_run() {
     let dir = tempdir("python-reference");
-    let text = config(LSQ_CFG, &module(&dir, "least_squares.py", LEAST_SQUARES));
+    let text = config(&LSQ_CFG, &module(&dir, "least_squares.py", LEAST_SQUARES));
     let sets = ["model.batch=96", "model.momentum=0.9"];
     let (run, run_dir, _, all) = train("python-reference", &text, &sets);
     assert_eq!(run.code, Some(0), "{}", run.stderr);

@@ -5,50 +5,41 @@
 
 mod common;
 
+use std::sync::LazyLock;
+
+use outrun_testkit::Cfg;
 use std::time::Duration;
 
 use common::*;
 
-const BASE: &str = r#"
-[run]
-name = "t"
-seed = 11
-iterations = 20
-deadline = 20.0
-trajectory = true
+fn base() -> Cfg {
+    Cfg::linear("t", 997, 12, 9)
+        .set("run.seed", 11)
+        .set("run.iterations", 20)
+        .set("run.deadline", 20.0)
+        .set("run.trajectory", true)
+        .set("model.lr", 0.3)
+        .set("model.l2", 0.01)
+        .set("timing.compute", "modelled")
+        .set("timing.a", 2e-05)
+}
 
-[data]
-kind = "linear-synthetic"
-samples = 997
-features = 12
-
-[model]
-loss = "least-squares"
-lr = 0.3
-l2 = 0.01
-
-[scheme]
-kind = "umw"
-workers = 9
-
-[timing]
-compute = "modelled"
-a = 2e-5
-"#;
+/// The config above, as its TOML text.
+static BASE: LazyLock<String> = LazyLock::new(|| base().text());
 
 const BERNOULLI: [&str; 4] =
     ["stragglers.model=bernoulli", "stragglers.p=0.25", "stragglers.factor=6", "stragglers.mode=per-iteration"];
 
 #[test]
 fn umw_is_exact_under_stragglers() {
-    assert_exact("umw", BASE, &BERNOULLI);
+    assert_exact("umw", &BASE, &BERNOULLI);
 }
 
 #[test]
 fn gc_cyclic_is_exact_and_discards_late_results() {
     let mut sets = vec!["scheme.kind=gc-cyclic", "scheme.s=2"];
     sets.extend(BERNOULLI);
-    let s = assert_exact("gc-cyclic", BASE, &sets);
+    let s = assert_exact("gc-cyclic", &BASE, &sets);
     assert!(s["late_discarded"].as_u64().unwrap() > 0, "stragglers should have produced late results");
 }
 
@@ -56,7 +47,7 @@ fn gc_cyclic_is_exact_and_discards_late_results() {
 fn gc_frac_is_exact_with_fixed_stragglers() {
     let s = assert_exact(
         "gc-frac",
-        BASE,
+        &BASE,
         &[
             "scheme.kind=gc-frac",
             "scheme.s=2",
@@ -74,7 +65,7 @@ fn gc_frac_is_exact_with_fixed_stragglers() {
 fn gc_cyclic_tolerates_s_dead_workers() {
     assert_exact(
         "gc-dead",
-        BASE,
+        &BASE,
         &[
             "scheme.kind=gc-cyclic",
             "scheme.s=2",
@@ -89,10 +80,10 @@ fn gc_cyclic_tolerates_s_dead_workers() {
 fn ring_allreduce_and_mpi_allreduce_are_exact() {
     assert_exact(
         "rar",
-        BASE,
+        &BASE,
         &["scheme.kind=rar", "stragglers.model=fixed", "stragglers.workers=[2]", "stragglers.factor=3"],
     );
-    assert_exact("allreduce", BASE, &["scheme.kind=allreduce"]);
+    assert_exact("allreduce", &BASE, &["scheme.kind=allreduce"]);
 }
 
 /// Every schedule of our all-reduce gives serial GD's θ under a straggler, with 9 workers: not a
@@ -103,7 +94,7 @@ fn every_allreduce_schedule_is_exact() {
     for alg in ["recursive-doubling", "halving-doubling", "auto"] {
         let set = format!("scheme.algorithm=\"{alg}\"");
         let sets = ["scheme.kind=rar", &set, "stragglers.model=fixed", "stragglers.workers=[2]", "stragglers.factor=3"];
-        assert_exact(&format!("rar-{alg}"), BASE, &sets);
+        assert_exact(&format!("rar-{alg}"), &BASE, &sets);
     }
 }
 
@@ -131,12 +122,13 @@ fn logistic_regression_on_a_libsvm_file_is_exact() {
         text.push('\n');
     }
     std::fs::write(&path, text).unwrap();
-    let cfg = BASE
-        .replace(
-            "kind = \"linear-synthetic\"\nsamples = 997\nfeatures = 12",
-            &format!("kind = \"libsvm\"\npath = \"{}\"", path.display()),
-        )
-        .replace("least-squares", "logistic");
+    let cfg = base()
+        .set("data.kind", "libsvm")
+        .unset("data.samples")
+        .unset("data.features")
+        .set("data.path", path.display().to_string())
+        .set("model.loss", "logistic")
+        .text();
     let s = assert_exact(
         "libsvm-gc",
         &cfg,
@@ -150,11 +142,11 @@ fn logistic_regression_on_a_libsvm_file_is_exact() {
 fn ignore_stragglers_is_inexact_and_says_so() {
     let (run, dir, _, sets) = train(
         "ignore",
-        BASE,
+        &BASE,
         &["scheme.kind=ignore", "scheme.s=2", "stragglers.model=fixed", "stragglers.workers=[2, 6]"],
     );
     assert_eq!(run.code, Some(0), "{}", run.stderr);
-    let diff = max_rel_diff(&trajectory(&dir), &reference(BASE, &sets));
+    let diff = max_rel_diff(&trajectory(&dir), &reference(&BASE, &sets));
     assert!(diff > 1e-4, "ignore should not reproduce full gradient descent (diff {diff:e})");
     let rows = iterations(&dir);
     assert!(rows.iter().all(|r| r["exact"] == "false"));
@@ -168,7 +160,7 @@ fn ignore_stragglers_is_inexact_and_says_so() {
 fn fail_stop_beyond_tolerance_fails_clearly_within_the_deadline() {
     let (run, _, _, _) = train(
         "failstop",
-        BASE,
+        &BASE,
         &[
             "scheme.kind=gc-cyclic",
             "scheme.s=1",
@@ -189,7 +181,7 @@ fn fail_stop_beyond_tolerance_fails_clearly_within_the_deadline() {
 #[test]
 fn umw_waits_for_a_dead_worker_until_the_deadline() {
     let (run, _, _, _) =
-        train("umw-dead", BASE, &["stragglers.model=fail-stop", "stragglers.workers=[9]", "run.deadline=2"]);
+        train("umw-dead", &BASE, &["stragglers.model=fail-stop", "stragglers.workers=[9]", "run.deadline=2"]);
     assert_eq!(run.code, Some(1));
     assert!(
         run.stderr.contains("iteration 0: umw needs 9 of 9") && run.stderr.contains("missing: workers 9"),
@@ -202,7 +194,7 @@ fn umw_waits_for_a_dead_worker_until_the_deadline() {
 fn wrong_number_of_ranks_is_one_clear_line() {
     let _lock = mpi_lock();
     let dir = tempdir("ranks");
-    let cfg = write_config(&dir, BASE);
+    let cfg = write_config(&dir, &BASE);
     let run = mpirun(4, &cfg, &[format!("run.out_dir={}", dir.join("runs").display())], Duration::from_secs(60));
     assert_eq!(run.code, Some(2));
     assert_eq!(run.stderr.trim(), "error: this run needs 10 MPI ranks (1 master + 9 workers) but was started with 4: start it with launch/local.sh, or mpirun -np 10");
@@ -213,10 +205,12 @@ fn malformed_data_file_fails_on_every_rank_with_the_line() {
     let dir = tempdir("baddata");
     let path = dir.join("bad.libsvm");
     std::fs::write(&path, "1 1:0.5 2:1\n-1 1:x\n").unwrap();
-    let cfg = BASE.replace(
-        "kind = \"linear-synthetic\"\nsamples = 997\nfeatures = 12",
-        &format!("kind = \"libsvm\"\npath = \"{}\"", path.display()),
-    );
+    let cfg = base()
+        .set("data.kind", "libsvm")
+        .unset("data.samples")
+        .unset("data.features")
+        .set("data.path", path.display().to_string())
+        .text();
     let (run, _, _, _) = train("baddata", &cfg, &["scheme.workers=2"]);
     assert_eq!(run.code, Some(2));
     assert_eq!(run.stderr.trim(), format!("error: {}:2: value in `1:x` is not a number", path.display()));
@@ -224,7 +218,7 @@ fn malformed_data_file_fails_on_every_rank_with_the_line() {
 
 #[test]
 fn divergence_is_reported() {
-    let (run, _, _, _) = train("nan", BASE, &["model.lr=1e30", "model.l2=0", "scheme.kind=gc-cyclic", "scheme.s=1"]);
+    let (run, _, _, _) = train("nan", &BASE, &["model.lr=1e30", "model.l2=0", "scheme.kind=gc-cyclic", "scheme.s=1"]);
     assert_eq!(run.code, Some(1));
     assert!(run.stderr.contains("the model diverged") && run.stderr.contains("model.lr"), "{}", run.stderr);
     assert_eq!(run.stderr.trim().lines().count(), 1, "{}", run.stderr);
@@ -234,7 +228,7 @@ fn divergence_is_reported() {
 fn run_directory_has_every_log() {
     let (run, dir, _, _) = train(
         "logs",
-        BASE,
+        &BASE,
         &["scheme.kind=gc-cyclic", "scheme.s=1", "stragglers.model=fixed", "stragglers.workers=[4]"],
     );
     assert_eq!(run.code, Some(0), "{}", run.stderr);
@@ -300,7 +294,7 @@ fn stalled_allreduce_names_its_straggler(alg: &str) {
     let set = format!("scheme.algorithm=\"{alg}\"");
     let (run, dir, _, _) = train(
         &format!("stall-{alg}"),
-        BASE,
+        &BASE,
         &[
             "scheme.kind=rar",
             &set,
@@ -342,7 +336,7 @@ fn a_deadline_wait_rule_uses_what_arrived_in_time_and_drains_the_rest() {
         "stragglers.workers=[2, 6]",
         "stragglers.factor=40",
     ];
-    let (run, dir, _, _) = train("deadline", BASE, &sets);
+    let (run, dir, _, _) = train("deadline", &BASE, &sets);
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     let rows = iterations(&dir);
     assert_eq!(rows.len(), 20);

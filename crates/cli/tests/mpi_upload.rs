@@ -6,43 +6,33 @@
 
 mod common;
 
+use std::sync::LazyLock;
+
+use outrun_testkit::Cfg;
 use std::path::Path;
 
 use common::*;
 use serde_json::Value;
 
-const BASE: &str = r#"
-[run]
-name = "up"
-seed = 5
-iterations = 15
-deadline = 20.0
-trajectory = true
+fn base() -> Cfg {
+    Cfg::linear("up", 1008, 11, 9)
+        .set("run.seed", 5)
+        .set("run.iterations", 15)
+        .set("run.deadline", 20.0)
+        .set("run.trajectory", true)
+        .set("model.lr", 0.3)
+        .set("scheme.kind", "gc-cyclic")
+        .set("scheme.s", 2)
+        .set("stragglers.model", "bernoulli")
+        .set("stragglers.p", 0.3)
+        .set("stragglers.factor", 6.0)
+        .set("stragglers.mode", "per-iteration")
+        .set("timing.compute", "modelled")
+        .set("timing.a", 2e-05)
+}
 
-[data]
-kind = "linear-synthetic"
-samples = 1008
-features = 11
-
-[model]
-loss = "least-squares"
-lr = 0.3
-
-[scheme]
-kind = "gc-cyclic"
-workers = 9
-s = 2
-
-[stragglers]
-model = "bernoulli"
-p = 0.3
-factor = 6.0
-mode = "per-iteration"
-
-[timing]
-compute = "modelled"
-a = 2e-5
-"#;
+/// The config above, as its TOML text.
+static BASE: LazyLock<String> = LazyLock::new(|| base().text());
 
 /// Bytes of one result frame: the 32-byte header and `values` doubles.
 fn result_frame(values: usize) -> u64 {
@@ -57,9 +47,9 @@ fn records(dir: &Path, rank: usize) -> Vec<Value> {
 /// Train with `sets` and check θ against serial GD; returns the master's iteration records,
 /// its shutdown record and the summary.
 fn exact_run(tag: &str, sets: &[&str]) -> (Vec<Value>, Value, Value) {
-    let (run, dir, _, all) = train(tag, BASE, sets);
+    let (run, dir, _, all) = train(tag, &BASE, sets);
     assert_eq!(run.code, Some(0), "{tag}: stderr:\n{}", run.stderr);
-    let diff = max_rel_diff(&trajectory(&dir), &reference(BASE, &all));
+    let diff = max_rel_diff(&trajectory(&dir), &reference(&BASE, &all));
     assert!(diff <= 1e-9, "{tag}: θ differs from serial GD by {diff:e}");
     let s = summary(&dir);
     assert_eq!(s["exact_iterations"], 15, "{tag}");

@@ -2,37 +2,31 @@
 
 mod common;
 
-use common::*;
+use std::sync::LazyLock;
 
-const CFG: &str = r#"
-[run]
-name = "rep"
-seed = 3
-iterations = 12
-[data]
-kind = "linear-synthetic"
-samples = 600
-features = 10
-[model]
-loss = "least-squares"
-lr = 0.5
-[scheme]
-kind = "umw"
-workers = 4
-[stragglers]
-model = "fixed"
-workers = [2]
-factor = 3.0
-[timing]
-compute = "modelled"
-a = 1e-4
-"#;
+use common::*;
+use outrun_testkit::Cfg;
+
+fn cfg() -> Cfg {
+    Cfg::linear("rep", 600, 10, 4)
+        .set("run.seed", 3)
+        .set("run.iterations", 12)
+        .set("model.lr", 0.5)
+        .set("stragglers.model", "fixed")
+        .set("stragglers.workers", vec![2])
+        .set("stragglers.factor", 3.0)
+        .set("timing.compute", "modelled")
+        .set("timing.a", 0.0001)
+}
+
+/// The config above, as its TOML text.
+static CFG: LazyLock<String> = LazyLock::new(|| cfg().text());
 
 #[test]
 fn report_writes_tables_and_plots_for_a_comparison() {
-    let (a, umw, _, _) = train("rep-umw", CFG, &["run.name=umw"]);
+    let (a, umw, _, _) = train("rep-umw", &CFG, &["run.name=umw"]);
     assert_eq!(a.code, Some(0), "{}", a.stderr);
-    let (b, gc, _, _) = train("rep-gc", CFG, &["run.name=gc", "scheme.kind=gc-cyclic", "scheme.s=1"]);
+    let (b, gc, _, _) = train("rep-gc", &CFG, &["run.name=gc", "scheme.kind=gc-cyclic", "scheme.s=1"]);
     assert_eq!(b.code, Some(0), "{}", b.stderr);
     let out = tempdir("report-out");
     let r = outrun(&[
@@ -91,10 +85,10 @@ fn report_finds_runs_below_and_gives_rings_their_bus_bandwidth() {
     let dir = tempdir("report-depth");
     let deep = dir.join("sweeps").join("one");
     std::fs::create_dir_all(&deep).unwrap();
-    let (a, _, _) = run_config(&deep, CFG, &["run.name=umw".into()], "umw", std::time::Duration::from_secs(120));
+    let (a, _, _) = run_config(&deep, &CFG, &["run.name=umw".into()], "umw", std::time::Duration::from_secs(120));
     assert_eq!(a, Some(0));
     let ring = ["run.name=rar", "scheme.kind=rar", "stragglers.model=none", "timing.compute=real"].map(String::from);
-    let (b, err, _) = run_config(&deep, CFG, &ring, "rar", std::time::Duration::from_secs(120));
+    let (b, err, _) = run_config(&deep, &CFG, &ring, "rar", std::time::Duration::from_secs(120));
     assert_eq!(b, Some(0), "{err}");
     let r = outrun(&["report", dir.to_str().unwrap()]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
@@ -117,7 +111,7 @@ fn blame_names_the_slow_worker_in_a_star_and_in_a_ring() {
     for (name, kind) in [("umw", "umw"), ("rar", "rar")] {
         let mut set = vec![format!("run.name={name}"), format!("scheme.kind={kind}")];
         set.extend(slow.iter().cloned());
-        let (code, err, _) = run_config(&dir, CFG, &set, name, std::time::Duration::from_secs(120));
+        let (code, err, _) = run_config(&dir, &CFG, &set, name, std::time::Duration::from_secs(120));
         assert_eq!(code, Some(0), "{err}");
     }
     let r = outrun(&["blame", dir.to_str().unwrap(), "--json"]);

@@ -3,31 +3,26 @@
 
 mod common;
 
-use common::*;
+use std::sync::LazyLock;
 
-const CFG: &str = r#"
-[run]
-name = "xcheck"
-seed = 31
-iterations = 25
-[data]
-kind = "linear-synthetic"
-samples = 1200
-features = 50
-[model]
-loss = "least-squares"
-lr = 0.3
-[scheme]
-kind = "gc-cyclic"
-workers = 6
-s = 2
-[stragglers]
-model = "shifted-exp"
-a = 4e-5
-mu = 2.5e4
-[timing]
-compute = "modelled"
-"#;
+use common::*;
+use outrun_testkit::Cfg;
+
+fn cfg() -> Cfg {
+    Cfg::linear("xcheck", 1200, 50, 6)
+        .set("run.seed", 31)
+        .set("run.iterations", 25)
+        .set("model.lr", 0.3)
+        .set("scheme.kind", "gc-cyclic")
+        .set("scheme.s", 2)
+        .set("stragglers.model", "shifted-exp")
+        .set("stragglers.a", 4e-05)
+        .set("stragglers.mu", 25000.0)
+        .set("timing.compute", "modelled")
+}
+
+/// The config above, as its TOML text.
+static CFG: LazyLock<String> = LazyLock::new(|| cfg().text());
 
 fn walls(dir: &std::path::Path) -> Vec<f64> {
     iterations(dir).iter().map(|r| r["wall_s"].parse().unwrap()).collect()
@@ -40,7 +35,7 @@ fn simulator_matches_measured_iteration_times() {
         ("cr", vec!["scheme.kind=cr", "scheme.workers=", "scheme.n=3", "scheme.layers=2", "scheme.s=1"]),
         ("umw", vec!["scheme.kind=umw", "scheme.s="]),
     ] {
-        let (run, real_dir, cfg_path, all) = train(&format!("xcheck-{tag}"), CFG, &sets);
+        let (run, real_dir, cfg_path, all) = train(&format!("xcheck-{tag}"), &CFG, &sets);
         assert_eq!(run.code, Some(0), "{}", run.stderr);
         let out = tempdir(&format!("xcheck-sim-{tag}"));
         let mut args = vec!["simulate".to_string(), cfg_path.display().to_string(), "--trials".into(), "1".into()];
@@ -65,7 +60,7 @@ fn simulator_matches_measured_iteration_times() {
 #[test]
 fn tune_predicts_a_best_setting() {
     let dir = tempdir("tune");
-    let cfg = write_config(&dir, CFG);
+    let cfg = write_config(&dir, &CFG);
     let r = outrun(&["tune", cfg.to_str().unwrap(), "--vary", "scheme.s=0..6", "--trials", "20"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     let rows: Vec<&str> = r.stdout.lines().filter(|l| l.starts_with("| ") && !l.starts_with("| scheme.s")).collect();

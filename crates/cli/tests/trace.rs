@@ -4,36 +4,31 @@
 
 mod common;
 
+use std::sync::LazyLock;
+
+use outrun_testkit::Cfg;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use common::*;
 use serde_json::Value;
 
-const CFG: &str = r#"
-[run]
-name = "tr"
-seed = 4
-iterations = 10
-[data]
-kind = "linear-synthetic"
-samples = 600
-features = 10
-[model]
-loss = "least-squares"
-lr = 0.5
-[scheme]
-kind = "gc-cyclic"
-workers = 4
-s = 1
-[stragglers]
-model = "fixed"
-workers = [2]
-factor = 4.0
-[timing]
-compute = "modelled"
-a = 1e-4
-"#;
+fn cfg() -> Cfg {
+    Cfg::linear("tr", 600, 10, 4)
+        .set("run.seed", 4)
+        .set("run.iterations", 10)
+        .set("model.lr", 0.5)
+        .set("scheme.kind", "gc-cyclic")
+        .set("scheme.s", 1)
+        .set("stragglers.model", "fixed")
+        .set("stragglers.workers", vec![2])
+        .set("stragglers.factor", 4.0)
+        .set("timing.compute", "modelled")
+        .set("timing.a", 0.0001)
+}
+
+/// The config above, as its TOML text.
+static CFG: LazyLock<String> = LazyLock::new(|| cfg().text());
 
 /// What the rank logs say, counted from their JSON lines (not outrun's types).
 #[derive(Debug, Default, PartialEq)]
@@ -166,7 +161,7 @@ fn check(dir: &Path, extra: &[&str], window: (u64, u64)) -> BTreeMap<String, usi
 #[test]
 fn an_engine_run_traces_with_its_stragglers_late_results_and_decodes() {
     let dir = tempdir("trace-engine");
-    let (code, err, run) = run_config(&dir, CFG, &[], "gc", std::time::Duration::from_secs(120));
+    let (code, err, run) = run_config(&dir, &CFG, &[], "gc", std::time::Duration::from_secs(120));
     assert_eq!(code, Some(0), "{err}");
     let run = run.unwrap();
     let names = check(&run, &[], (0, u64::MAX));

@@ -1,136 +1,22 @@
-//! The node machines driven by scripted events: no MPI, no clock. A small harness routes each
-//! node's outputs; every test chooses the order in which messages, computations and timers
-//! happen, and checks what the machines did.
+//! The node machines driven by scripted events: no MPI, no clock. The test kit's harness
+//! (`outrun_testkit::Scripted`) routes each node's outputs; every test chooses the order in which
+//! messages, computations and timers happen, and checks what the machines did.
 
-use std::sync::Arc;
-
-use outrun_config::parse;
 use outrun_plan::Plan;
 use outrun_proto::*;
-use outrun_runlog::event::ComputeTiming;
-use serde_json::{json, Value};
+use outrun_testkit::{Cfg, Scripted};
+use std::sync::Arc;
+
+use serde_json::json;
 
 type V = Vec<f64>;
-
-struct Net {
-    nodes: Vec<Box<dyn Machine<V>>>,
-    now: f64,
-    /// (from, to, message) not yet delivered
-    wire: Vec<(usize, usize, Msg<V>)>,
-    /// (rank, iteration) computations asked for
-    computes: Vec<(usize, u64)>,
-    timers: Vec<(usize, u64, f64)>,
-    delivered: Vec<(usize, u64, V, Delivered)>,
-    logs: Vec<Vec<Value>>,
-    done: Vec<Option<Outcome>>,
-    sent_to: Vec<usize>,
-}
+type Net = Scripted;
 
 fn plan(extra: &[&str]) -> Plan {
-    let base = "[run]\nname='t'\niterations=3\ndeadline=10\n[data]\nkind='linear-synthetic'\nsamples=120\nfeatures=3\n[model]\nloss='least-squares'\nlr=0.1\n[scheme]\nkind='umw'\nworkers=3\n";
-    let cfg = parse(base, &extra.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap();
-    outrun_plan::build(&cfg, outrun_plan::Shape { samples: 120, features: 3 }).unwrap()
+    Cfg::linear("t", 120, 3, 3).set("run.deadline", 10.0).with(extra).plan()
 }
 
 const LEN: usize = 4;
-
-impl Net {
-    fn new(plan: Plan) -> Self {
-        let n = plan.ranks;
-        let nodes = (0..n).map(|r| machine::<V>(&plan, r, LEN, false)).collect();
-        Net {
-            nodes,
-            now: 0.0,
-            wire: vec![],
-            computes: vec![],
-            timers: vec![],
-            delivered: vec![],
-            logs: vec![vec![]; n],
-            done: vec![None; n],
-            sent_to: vec![0; n],
-        }
-    }
-
-    fn input(&mut self, rank: usize, input: Input<V>) {
-        self.nodes[rank].handle(&At(self.now), input);
-        while let Some(o) = self.nodes[rank].poll() {
-            match o {
-                Output::Send { to, msg, .. } => {
-                    for d in to {
-                        self.sent_to[d] += 1;
-                        self.wire.push((rank, d, msg.clone()));
-                    }
-                }
-                Output::Compute { t, .. } => self.computes.push((rank, t)),
-                Output::Timer { id, at } => self.timers.push((rank, id, at)),
-                Output::Deliver { t, total, info } => self.delivered.push((rank, t, total, info)),
-                Output::Collective { .. } => panic!("no collective in these tests"),
-                Output::Contribute | Output::Gathered { .. } => panic!("no prelude in these tests"),
-                // as written to the rank's log
-                Output::Log(ev) => self.logs[rank].push(serde_json::to_value(&ev).unwrap()),
-                Output::Done(o) => self.done[rank] = Some(o),
-            }
-        }
-    }
-
-    /// Deliver the first queued message matching `pred`; returns whether there was one.
-    fn deliver(&mut self, pred: impl Fn(usize, usize, &Header) -> bool) -> bool {
-        let Some(i) = self.wire.iter().position(|(f, t, m)| pred(*f, *t, &m.head)) else { return false };
-        let (from, to, msg) = self.wire.remove(i);
-        self.input(to, Input::Recv { from, msg });
-        true
-    }
-
-    /// Deliver everything queued (in order), repeatedly, except what `hold` keeps back.
-    fn flush(&mut self, hold: impl Fn(usize, usize, &Header) -> bool) {
-        while self.deliver(|f, t, h| !hold(f, t, h)) {}
-    }
-
-    fn compute(&mut self, rank: usize, t: u64, part: V) {
-        let i = self
-            .computes
-            .iter()
-            .position(|&c| c == (rank, t))
-            .unwrap_or_else(|| panic!("rank {rank} was not asked to compute {t}"));
-        self.computes.remove(i);
-        let timing = ComputeTiming { compute_start: Some(self.now), ..ComputeTiming::default() };
-        self.input(rank, Input::Timing { t, timing });
-        self.input(rank, Input::Computed { t, parts: vec![part], ready: self.now });
-    }
-
-    fn fire_timers(&mut self, rank: usize, until: f64) {
-        self.now = until;
-        let due: Vec<u64> = self.timers.iter().filter(|(r, _, at)| *r == rank && *at <= until).map(|t| t.1).collect();
-        self.timers.retain(|(r, _, at)| !(*r == rank && *at <= until));
-        for id in due {
-            self.input(rank, Input::Timer { id });
-        }
-    }
-
-    fn start(&mut self, t: u64, model: V) {
-        self.input(0, Input::Start { t, model: Arc::new(model) });
-    }
-
-    fn finish(&mut self, failure: Option<String>) {
-        self.input(0, Input::Finish { failure });
-        self.flush(|_, _, _| false);
-    }
-
-    /// Start iteration `t` and let every node asked to compute answer at once with ones.
-    fn run_iteration(&mut self, t: u64) {
-        self.start(t, vec![1.0; LEN]);
-        self.flush(|_, _, _| false);
-        let computes = self.computes.clone();
-        for (r, t) in computes {
-            self.compute(r, t, vec![1.0; LEN]);
-        }
-        self.flush(|_, _, _| false);
-    }
-
-    fn late(&self, rank: usize) -> usize {
-        self.logs[rank].iter().filter(|e| e["ev"] == "late").count()
-    }
-}
 
 /// Part of worker `i` (1-based) as a GC code would have it: Σ_κ B[i,κ]·g_κ with g_κ = (κ+1)·(1, 2, 3, 4).
 fn coded_part(plan: &Plan, i: usize) -> V {
@@ -150,7 +36,7 @@ fn close(a: &[f64], b: &[f64]) -> bool {
 #[test]
 fn star_decodes_from_the_first_n_minus_s_and_discards_the_late_one() {
     let p = plan(&["scheme.kind=gc-cyclic", "scheme.s=1"]);
-    let mut net = Net::new(p.clone());
+    let mut net = Scripted::new(&p, LEN);
     net.start(0, vec![0.5; LEN]);
     net.flush(|_, _, _| false);
     assert_eq!(net.computes.len(), 3, "every worker computes");
@@ -188,7 +74,7 @@ fn star_decodes_from_the_first_n_minus_s_and_discards_the_late_one() {
 fn a_deadline_rule_delivers_what_arrived_when_its_timer_fires() {
     // ignore with s = 0 would wait for all three; the deadline (0.5 s) takes what came
     let p = plan(&["scheme.kind=ignore", "scheme.wait_s=0.5"]);
-    let mut net = Net::new(p);
+    let mut net = Scripted::new(&p, LEN);
     net.start(0, vec![0.5; LEN]);
     net.flush(|_, _, _| false);
     net.compute(1, 0, vec![1.0; LEN]);
@@ -221,7 +107,7 @@ fn a_deadline_rule_delivers_what_arrived_when_its_timer_fires() {
 #[test]
 fn a_worker_superseded_by_a_newer_model_abandons_and_answers_once() {
     let p = plan(&["scheme.kind=ignore", "scheme.s=1"]);
-    let mut net = Net::new(p.clone());
+    let mut net = Scripted::new(&p, LEN);
     net.start(0, vec![1.0; LEN]);
     net.flush(|_, _, _| false);
     net.compute(1, 0, vec![1.0; LEN]);
@@ -249,7 +135,7 @@ fn a_worker_superseded_by_a_newer_model_abandons_and_answers_once() {
 #[test]
 fn dead_workers_beyond_tolerance_fail_the_run_at_the_deadline_naming_them() {
     let p = plan(&["scheme.kind=gc-cyclic", "scheme.s=1", "stragglers.model=fail-stop", "stragglers.workers=[1, 3]"]);
-    let mut net = Net::new(p.clone());
+    let mut net = Scripted::new(&p, LEN);
     net.start(0, vec![1.0; LEN]);
     net.flush(|_, _, _| false);
     assert_eq!(net.computes, vec![(2, 0)], "dead workers do not compute");
@@ -279,7 +165,7 @@ fn failed_subtrees_are_reported_up_and_named_by_the_master() {
         "stragglers.model=fail-stop",
         "stragglers.workers=[5, 6, 8, 9]",
     ]);
-    let mut net = Net::new(p);
+    let mut net = Scripted::new(&p, LEN);
     net.run_iteration(0);
     // parents 1 and 2 wait (budget 2/3 of the deadline), then report their subtrees failed
     net.fire_timers(1, 6.67);
@@ -303,7 +189,7 @@ fn failed_subtrees_are_reported_up_and_named_by_the_master() {
 #[test]
 fn shutdown_waits_for_every_message_a_child_sent() {
     let p = plan(&[]);
-    let mut net = Net::new(p);
+    let mut net = Scripted::new(&p, LEN);
     net.start(0, vec![1.0; LEN]);
     net.flush(|_, _, _| false);
     for w in 1..=3 {
@@ -334,7 +220,7 @@ fn shutdown_waits_for_every_message_a_child_sent() {
 #[test]
 fn a_grace_timeout_finishes_unclean() {
     // worker 1's goodbye is lost
-    let mut net2 = Net::new(plan(&[]));
+    let mut net2 = Scripted::new(&plan(&[]), LEN);
     net2.start(0, vec![1.0; LEN]);
     net2.flush(|_, _, _| false);
     net2.input(0, Input::Finish { failure: None });
@@ -353,7 +239,7 @@ fn a_grace_timeout_finishes_unclean() {
 
 #[test]
 fn a_worker_whose_parent_goes_silent_gives_up() {
-    let mut net = Net::new(plan(&[]));
+    let mut net = Scripted::new(&plan(&[]), LEN);
     net.start(0, vec![1.0; LEN]);
     net.flush(|_, _, _| false);
     net.fire_timers(1, 1e4);
@@ -369,7 +255,7 @@ fn a_worker_whose_parent_goes_silent_gives_up() {
 fn ring_ranks_all_deliver_the_sum_even_when_a_neighbour_runs_ahead() {
     let p = plan(&["scheme.kind=rar", "scheme.s="]);
     let n = p.ranks;
-    let mut net = Net::new(p);
+    let mut net = Scripted::new(&p, LEN);
     for t in 0..2u64 {
         for r in 0..n {
             net.input(r, Input::Start { t, model: Arc::new(vec![0.0; LEN]) });
@@ -391,7 +277,7 @@ fn ring_ranks_all_deliver_the_sum_even_when_a_neighbour_runs_ahead() {
 #[test]
 fn dropped_logs_reach_the_master_with_the_goodbyes() {
     let p = plan(&["scheme.kind=cr", "scheme.workers=", "scheme.n=3", "scheme.layers=2", "scheme.s=1"]);
-    let mut net = Net::new(p);
+    let mut net = Scripted::new(&p, LEN);
     net.run_iteration(0);
     assert_eq!(net.delivered.len(), 1);
     net.input(7, Input::LogDropped { error: "No space left on device".into() });
@@ -414,7 +300,7 @@ fn on_wire(net: &Net, from: usize, kind: Kind) -> usize {
 #[test]
 fn granted_uploads_cross_only_for_the_results_the_rule_uses() {
     let p = plan(&["scheme.kind=gc-cyclic", "scheme.s=1", "engine.upload=granted"]);
-    let mut net = Net::new(p.clone());
+    let mut net = Scripted::new(&p, LEN);
     net.start(0, vec![0.5; LEN]);
     net.flush(|_, _, _| false);
     // workers 3 and 2 finish first: each announces, and is granted at once
@@ -463,7 +349,7 @@ fn granted_uploads_cross_only_for_the_results_the_rule_uses() {
 #[test]
 fn a_notice_that_crosses_its_refusal_gets_no_second_answer() {
     let p = plan(&["scheme.kind=ignore", "scheme.s=1", "engine.upload=granted"]);
-    let mut net = Net::new(p.clone());
+    let mut net = Scripted::new(&p, LEN);
     net.start(0, vec![1.0; LEN]);
     net.flush(|_, _, _| false);
     for w in 1..=3 {
@@ -488,7 +374,7 @@ fn a_notice_that_crosses_its_refusal_gets_no_second_answer() {
 #[test]
 fn a_granted_child_that_never_uploads_is_replaced_by_a_refused_one() {
     let p = plan(&["scheme.kind=gc-cyclic", "scheme.s=1", "engine.upload=granted"]);
-    let mut net = Net::new(p.clone());
+    let mut net = Scripted::new(&p, LEN);
     net.start(0, vec![1.0; LEN]);
     net.flush(|_, _, _| false);
     for w in 1..=3 {
@@ -516,7 +402,7 @@ fn a_granted_child_that_never_uploads_is_replaced_by_a_refused_one() {
 #[test]
 fn adaptive_codes_are_granted_one_round_at_a_time() {
     let p = plan(&["scheme.kind=agc", "scheme.s=", "scheme.d=2", "scheme.rounds=3", "engine.upload=granted"]);
-    let mut net = Net::new(p.clone());
+    let mut net = Scripted::new(&p, LEN);
     net.start(0, vec![1.0; LEN]);
     net.flush(|_, _, _| false);
     let computes = std::mem::take(&mut net.computes);
@@ -561,7 +447,7 @@ fn hier_plan(kind: &str) -> Plan {
 fn hierarchical_nodes_sum_the_clients_through_failing_links() {
     for kind in ["arc", "amc", "hier-uncoded"] {
         let plan = hier_plan(kind);
-        let mut net = Net::new(plan.clone());
+        let mut net = Scripted::new(&plan.clone(), LEN);
         for t in 0..3u64 {
             net.start(t, vec![0.5; LEN]);
             net.flush(|_, _, _| false);
@@ -598,7 +484,7 @@ fn hierarchical_nodes_sum_the_clients_through_failing_links() {
 
 #[test]
 fn a_hierarchical_master_names_the_helpers_it_waits_for_at_the_deadline() {
-    let mut net = Net::new(hier_plan("arc"));
+    let mut net = Scripted::new(&hier_plan("arc"), LEN);
     net.start(0, vec![0.5; LEN]);
     net.flush(|_, _, _| false);
     // clients 1 and 2 answer, client 3 never does: no helper can report
@@ -619,4 +505,26 @@ fn a_hierarchical_master_names_the_helpers_it_waits_for_at_the_deadline() {
         "{why}"
     );
     assert!(net.done.iter().all(Option::is_some), "every rank ended");
+}
+
+#[test]
+fn a_prelude_sums_every_workers_contribution_at_the_root() {
+    let p = Cfg::linear("t", 120, 3, 3)
+        .set("scheme.kind", "codedfedl")
+        .set("scheme.delta", 0.2)
+        .set("stragglers.model", "shifted-exp")
+        .set("stragglers.a", 1e-5)
+        .set("stragglers.mu", 1e5)
+        .set("timing.compute", "modelled")
+        .plan();
+    assert!(p.prelude());
+    let machines = (0..p.ranks).map(|r| prelude::<V>(&p, r, LEN).expect("a prelude machine")).collect();
+    let mut net = Scripted::of(machines, 10).acking_sends();
+    net.flush(|_, _, _| false);
+    // the harness's contributions: rank r gives 10 values r + 1, the root zeros; in
+    // transmissions of at most LEN values
+    assert_eq!(net.delivered.len(), 1);
+    assert_eq!(net.delivered[0].2, vec![2.0 + 3.0 + 4.0; 10]);
+    assert!(net.done.iter().all(|d| d.as_ref().is_some_and(|o| o.clean && o.result.is_ok())));
+    assert_eq!(net.sent_to[0], 3 * 10usize.div_ceil(LEN));
 }

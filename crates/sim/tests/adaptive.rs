@@ -5,33 +5,28 @@
 //! and none of the stragglers'. (Through MPI, arrivals interleave across rounds; the engine test
 //! checks the invariants that hold there.)
 
+use std::sync::LazyLock;
+
 use outrun_config::parse;
 use outrun_sim::{simulate, Math, Options};
+use outrun_testkit::Cfg;
 
-const CFG: &str = r#"
-[run]
-name = "agc-q"
-seed = 13
-iterations = 4
-[data]
-kind = "linear-synthetic"
-samples = 1200
-features = 21
-[model]
-loss = "least-squares"
-lr = 0.4
-[scheme]
-kind = "agc"
-workers = 12
-d = 4
-rounds = 12
-[network]
-bandwidth = "100mbit"
-downlink = false
-[timing]
-compute = "modelled"
-a = 2e-5
-"#;
+fn cfg() -> Cfg {
+    Cfg::linear("agc-q", 1200, 21, 12)
+        .set("run.seed", 13)
+        .set("run.iterations", 4)
+        .set("model.lr", 0.4)
+        .set("scheme.kind", "agc")
+        .set("scheme.d", 4)
+        .set("scheme.rounds", 12)
+        .set("network.bandwidth", "100mbit")
+        .set("network.downlink", false)
+        .set("timing.compute", "modelled")
+        .set("timing.a", 2e-05)
+}
+
+/// The config above, as its TOML text.
+static CFG: LazyLock<String> = LazyLock::new(|| cfg().text());
 
 #[test]
 fn agc_decodes_from_q_s_values_per_active_worker() {
@@ -47,7 +42,7 @@ fn agc_decodes_from_q_s_values_per_active_worker() {
                 "stragglers.factor=30".into(),
             ]);
         }
-        let cfg = parse(CFG, &sets).unwrap();
+        let cfg = parse(&CFG, &sets).unwrap();
         let plan = outrun_workloads::resolve(&cfg).unwrap();
         let sim = simulate(&plan, &cfg.to_toml(), &Options { trials: 1, math: Math::On, write: true }).unwrap();
         let log = std::fs::read_to_string(sim.run_dir.unwrap().join("rank-0.jsonl")).unwrap();

@@ -1,37 +1,32 @@
 //! The simulator's arithmetic pass executes the plan's combinations with the simulated
 //! survivors: exact schemes reproduce serial gradient descent, ignore-stragglers does not.
 
+use std::sync::LazyLock;
+
 use outrun_config::parse;
 use outrun_sim::{simulate, Math, Options};
+use outrun_testkit::Cfg;
 use outrun_workloads::data::load_all;
 use outrun_workloads::metrics::relative_diff;
 use outrun_workloads::reference::serial_model;
 
-const CFG: &str = r#"
-[run]
-name = "simx"
-seed = 9
-iterations = 15
-trajectory = true
-[data]
-kind = "linear-synthetic"
-samples = 903
-features = 7
-[model]
-loss = "least-squares"
-lr = 0.4
-[scheme]
-kind = "gc-cyclic"
-workers = 9
-s = 2
-[stragglers]
-model = "bernoulli"
-p = 0.3
-factor = 5.0
-[timing]
-compute = "modelled"
-a = 1e-4
-"#;
+fn cfg() -> Cfg {
+    Cfg::linear("simx", 903, 7, 9)
+        .set("run.seed", 9)
+        .set("run.iterations", 15)
+        .set("run.trajectory", true)
+        .set("model.lr", 0.4)
+        .set("scheme.kind", "gc-cyclic")
+        .set("scheme.s", 2)
+        .set("stragglers.model", "bernoulli")
+        .set("stragglers.p", 0.3)
+        .set("stragglers.factor", 5.0)
+        .set("timing.compute", "modelled")
+        .set("timing.a", 0.0001)
+}
+
+/// The config above, as its TOML text.
+static CFG: LazyLock<String> = LazyLock::new(|| cfg().text());
 
 fn final_theta(sets: &[&str]) -> (Vec<f64>, Vec<f64>, serde_json::Value) {
     let out = std::env::temp_dir().join(format!(
@@ -41,7 +36,7 @@ fn final_theta(sets: &[&str]) -> (Vec<f64>, Vec<f64>, serde_json::Value) {
     ));
     let mut all: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
     all.push(format!("run.out_dir={}", out.display()));
-    let cfg = parse(CFG, &all).unwrap();
+    let cfg = parse(&CFG, &all).unwrap();
     let plan = outrun_workloads::resolve(&cfg).unwrap();
     let sim = simulate(&plan, &cfg.to_toml(), &Options { trials: 3, math: Math::On, write: true }).unwrap();
     let dir = sim.run_dir.unwrap();

@@ -4,43 +4,39 @@
 
 mod common;
 
+use std::sync::LazyLock;
+
 use common::simulate_math;
+use outrun_testkit::Cfg;
 use outrun_workloads::data::load_all;
 use outrun_workloads::metrics::relative_diff;
 use outrun_workloads::reference::serial_model;
 
-const CFG: &str = r#"
-[run]
-name = "simfault"
-seed = 4
-iterations = 10
-[data]
-kind = "logistic-synthetic"
-samples = 720
-features = 6
-[model]
-loss = "logistic"
-lr = 0.5
-[scheme]
-kind = "gc-frac"
-workers = 9
-s = 2
-byzantine = 1
-[faults]
-kind = "sign-flip"
-workers = [5]
-[stragglers]
-model = "bernoulli"
-p = 0.3
-factor = 5.0
-[timing]
-compute = "modelled"
-a = 1e-4
-"#;
+fn cfg() -> Cfg {
+    Cfg::linear("simfault", 720, 6, 9)
+        .set("run.seed", 4)
+        .set("run.iterations", 10)
+        .set("data.kind", "logistic-synthetic")
+        .set("model.loss", "logistic")
+        .set("model.lr", 0.5)
+        .set("scheme.kind", "gc-frac")
+        .set("scheme.s", 2)
+        .set("scheme.byzantine", 1)
+        .set("faults.kind", "sign-flip")
+        .set("faults.workers", vec![5])
+        .set("stragglers.model", "bernoulli")
+        .set("stragglers.p", 0.3)
+        .set("stragglers.factor", 5.0)
+        .set("timing.compute", "modelled")
+        .set("timing.a", 0.0001)
+}
+
+/// The config above, as its TOML text.
+static CFG: LazyLock<String> = LazyLock::new(|| cfg().text());
 
 /// The final θ of a simulated run and of serial gradient descent, and every master record.
 fn run(sets: &[&str]) -> (Vec<f64>, Vec<f64>, Vec<serde_json::Value>) {
-    let (theta, cfg, _, iters) = simulate_math(CFG, "simfault", sets);
+    let (theta, cfg, _, iters) = simulate_math(&CFG, "simfault", sets);
     let rows = load_all(cfg.data(), cfg.run.seed, cfg.model().labels()).unwrap();
     let want = serial_model(&rows, cfg.model(), cfg.run.seed, cfg.run.iterations).pop().unwrap();
     (theta, want, iters)

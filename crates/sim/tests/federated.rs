@@ -5,42 +5,38 @@
 
 mod common;
 
+use std::sync::LazyLock;
+
 use common::simulate_math;
+use outrun_testkit::Cfg;
 use outrun_workloads::metrics::relative_diff;
 
-const CFG: &str = r#"
-[run]
-name = "simfl"
-seed = 9
-iterations = 8
-[job]
-kind = "fl"
-local_steps = 3
-local_batch = 0.5
-[data]
-kind = "softmax-synthetic"
-samples = 660
-features = 5
-[model]
-loss = "softmax"
-classes = 3
-hidden = [6]
-lr = 0.2
-l2 = 1e-3
-[scheme]
-kind = "oracle"
-workers = 11
-[faults]
-kind = "label-flip"
-workers = [4, 9]
-[timing]
-compute = "modelled"
-a = 1e-4
-"#;
+fn cfg() -> Cfg {
+    Cfg::linear("simfl", 660, 5, 11)
+        .set("run.seed", 9)
+        .set("run.iterations", 8)
+        .set("job.kind", "fl")
+        .set("job.local_steps", 3)
+        .set("job.local_batch", 0.5)
+        .set("data.kind", "softmax-synthetic")
+        .set("model.loss", "softmax")
+        .set("model.classes", 3)
+        .set("model.hidden", vec![6])
+        .set("model.lr", 0.2)
+        .set("model.l2", 0.001)
+        .set("scheme.kind", "oracle")
+        .set("faults.kind", "label-flip")
+        .set("faults.workers", vec![4, 9])
+        .set("timing.compute", "modelled")
+        .set("timing.a", 0.0001)
+}
+
+/// The config above, as its TOML text.
+static CFG: LazyLock<String> = LazyLock::new(|| cfg().text());
 
 /// The final θ of a simulated run, the job's reference, and the master's iteration records.
 fn run(sets: &[&str]) -> (Vec<f64>, Vec<f64>, Vec<serde_json::Value>) {
-    let (theta, _, plan, iters) = simulate_math(CFG, "simfl", sets);
+    let (theta, _, plan, iters) = simulate_math(&CFG, "simfl", sets);
     let want = outrun_workloads::job(&plan).reference(&plan).unwrap();
     (theta, want, iters)
 }

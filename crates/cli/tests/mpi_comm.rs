@@ -211,3 +211,40 @@ fn a_group_beyond_tolerance_fails_naming_the_group() {
         lines[0]
     );
 }
+
+/// Ye and Abbe's CGC and its group version: exact under up to s_max stragglers (two fixed slow
+/// workers, and a Bernoulli process whose draws stay within each group's s_max), one upload of
+/// ⌈(p + 1)/m⌉ values per worker; more dead workers than s_max fail the run at the deadline, in
+/// one line naming them.
+#[test]
+fn cgc_and_g_cgc_are_exact_and_upload_a_fraction_of_a_gradient() {
+    let cgc = ["scheme.kind=cgc", "scheme.workers=8", "scheme.s=2", "scheme.m=2"];
+    let mut sets = cgc.to_vec();
+    sets.extend(["stragglers.model=fixed", "stragglers.workers=[3, 7]", "stragglers.factor=5"]);
+    let summary = assert_exact("cgc", &BASE, &sets);
+    assert_eq!(summary["exact_iterations"], 20);
+    let (run, dir, _, _) = train("cgc-up", &BASE, &cgc);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    // p = 21 features: a result is the gradient and the loss, 22 values, and each upload ⌈22/2⌉
+    let want = outrun_proto::wire::frame_bytes(&outrun_proto::Header::new(outrun_proto::Kind::Result, 0), 11) as u64;
+    let mut uploads = 0;
+    for rank in 1..=8 {
+        // a worker the next model overtakes abandons and uploads nothing
+        for rec in iters(&dir, rank).into_iter().filter(|e| e["status"] == "sent") {
+            assert_eq!(rec["up_bytes"].as_u64(), Some(want), "rank {rank}: {rec}");
+            uploads += 1;
+        }
+    }
+    // 20 iterations × 8 workers, each needing 6
+    assert!(uploads >= 20 * 6, "{uploads} uploads");
+    let mut sets = vec!["scheme.kind=g-cgc", "scheme.workers=12", "scheme.s=1", "scheme.m=2"];
+    sets.extend(["stragglers.model=fixed", "stragglers.workers=[2, 6, 11]", "stragglers.factor=5"]);
+    assert_exact("g-cgc", &BASE, &sets);
+    let mut dead = cgc.to_vec();
+    dead.extend(["stragglers.model=fail-stop", "stragglers.workers=[1, 4, 6]", "run.deadline=2"]);
+    let (run, _, _, _) = train("cgc-dead", &BASE, &dead);
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    let lines: Vec<&str> = run.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "{}", run.stderr);
+    assert!(lines[0].contains("missing: workers 1, 4, 6"), "{}", lines[0]);
+}

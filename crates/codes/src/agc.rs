@@ -14,6 +14,13 @@
 //! G-AGC ([`groups`]): workers in groups of d (each holds its group's d parts: an AGC code with
 //! n = d) plus a last group of n − md workers with AGC's cyclic placement inside; each group
 //! decodes its own sum and the master adds them.
+//!
+//! **CGC** (Ye and Abbe's communication-computation efficient gradient coding, the baseline of
+//! the AGC paper; notes `seed-003-agc.md` §1, `seed-001-cegc.md` §6.5) is AGC's first round
+//! alone ([`AgcCode::one_round`]): L = m sub-vectors, d = s_max + m parts per worker, one message
+//! of ⌈w/m⌉ values, and any n − s_max workers decode (E is n × (n − s_max), M solved from the
+//! workers that lack a part, as the notes' reference `cgc_build`). G-CGC is CGC inside G-AGC's
+//! groups (Remark 5).
 
 use ndarray::{Array1, Array2, Axis};
 use rand::Rng as _;
@@ -62,8 +69,11 @@ pub struct AgcCode {
     pub d: usize,
     /// Sub-vectors per gradient (and most rounds).
     pub l: usize,
-    /// E, nL × (n−d+1)L.
+    /// E, nL × (n−d+1)L (n × (n − d + L) for one round).
     pub e: Matrix,
+    /// Rounds a worker sends at most: L (AGC), or 1 (CGC: one message of ⌈w/L⌉ values, any
+    /// d − L stragglers tolerated).
+    pub rounds: usize,
     /// B = E·M, nL × nL: row r·n + j is round r of worker j, column m·n + i is g_i(m).
     pub b: Matrix,
     /// max |M| (a cheap proxy of numerical trouble).
@@ -136,7 +146,19 @@ impl AgcCode {
         }
         let b = e.dot(&m);
         let max_m = m.iter().fold(0.0f64, |a, v| a.max(v.abs()));
-        AgcCode { n, d, l, e, b, max_m, worst_error: 0.0, worst_cond: 0.0, patterns_checked: 0, exhaustive: false }
+        AgcCode {
+            n,
+            d,
+            l,
+            e,
+            rounds: l,
+            b,
+            max_m,
+            worst_error: 0.0,
+            worst_cond: 0.0,
+            patterns_checked: 0,
+            exhaustive: false,
+        }
     }
 
     /// A random E (staircase of i.i.d. N(0, 1) blocks) from `seed`, draw `draw`.
@@ -155,13 +177,78 @@ impl AgcCode {
         Self::from_e(n, d, l, e)
     }
 
+    /// CGC's code (AGC's first round alone): n workers, d = `s` + `m` parts each, L = `m`
+    /// sub-vectors, one message per worker; any n − `s` workers decode. E (n × (n − s)) is i.i.d.
+    /// N(0, 1) from `seed`, draw `draw`; M = [M^U; M^D], M^D solved so that worker j's row of
+    /// B = E·M is zero on the parts it lacks (the notes' reference `cgc_build`).
+    pub fn one_round(n: usize, s: usize, m: usize, seed: u64, draw: u64) -> Self {
+        let d = s + m;
+        assert!(m >= 1 && d <= n, "1 ≤ m and s + m ≤ n");
+        let cols = n - s;
+        let mut rng = Rng::from_key(&[seed, domain::CODE, 0xc9c, n as u64, d as u64, m as u64, draw]);
+        let e = Array2::from_shape_fn((n, cols), |_| rng.sample::<f64, _>(rand_distr::StandardNormal));
+        let holds = |j: usize, i: usize| (i + n - j) % n < d;
+        let mut mm = Array2::zeros((cols, n * m));
+        for u in 0..m {
+            for i in 0..n {
+                mm[(u, u * n + i)] = 1.0;
+            }
+        }
+        if n > d {
+            crate::linalg::single_threaded_blas();
+            for i in 0..n {
+                let q: Vec<usize> = (0..n).filter(|&j| !holds(j, i)).collect();
+                // built in standard layout (a 1 × 1 slice of a selection keeps zero strides)
+                let a = Array2::from_shape_fn((q.len(), cols - m), |(r, c)| e[(q[r], m + c)]);
+                let lu = a.factorize_into().expect("A_i is square");
+                for u in 0..m {
+                    let rhs: Array1<f64> = q.iter().map(|&row| -e[(row, u)]).collect();
+                    let x = lu.solve(&rhs).expect("A_i is invertible with probability 1");
+                    for (k, v) in x.iter().enumerate() {
+                        mm[(m + k, u * n + i)] = *v;
+                    }
+                }
+            }
+        }
+        let b = e.dot(&mm);
+        let max_m = mm.iter().fold(0.0f64, |a, v| a.max(v.abs()));
+        AgcCode {
+            n,
+            d,
+            l: m,
+            e,
+            rounds: 1,
+            b,
+            max_m,
+            worst_error: 0.0,
+            worst_cond: 0.0,
+            patterns_checked: 0,
+            exhaustive: false,
+        }
+    }
+
+    /// The most stragglers the code decodes with: the largest s < d whose rounds needed,
+    /// ⌈L/(d − s)⌉, it sends (d − 1 for AGC; d − L, its s_max, for CGC).
+    pub fn tolerates(&self) -> usize {
+        (0..self.d).rev().find(|&s| rounds_needed(self.d, self.l, s) <= self.rounds).unwrap_or(0)
+    }
+
     /// The best of `draws` random codes by worst relative decode error over straggler sets (all
     /// of them when there are at most `max_patterns`, else a seeded sample), checked by decoding a
     /// random gradient (the notes' §7.5 seed search; §8.H).
     pub fn search(n: usize, d: usize, l: usize, seed: u64, draws: usize, max_patterns: usize) -> Self {
+        Self::best_of(draws, seed, max_patterns, |draw| Self::random(n, d, l, seed, draw))
+    }
+
+    /// [`AgcCode::search`] among CGC codes ([`AgcCode::one_round`]).
+    pub fn search_one_round(n: usize, s: usize, m: usize, seed: u64, draws: usize, max_patterns: usize) -> Self {
+        Self::best_of(draws, seed, max_patterns, |draw| Self::one_round(n, s, m, seed, draw))
+    }
+
+    fn best_of(draws: usize, seed: u64, max_patterns: usize, make: impl Fn(u64) -> Self) -> Self {
         let mut best: Option<AgcCode> = None;
         for draw in 0..draws.max(1) as u64 {
-            let mut code = Self::random(n, d, l, seed, draw);
+            let mut code = make(draw);
             code.screen(seed, max_patterns);
             if best.as_ref().is_none_or(|b| code.worst_error < b.worst_error) {
                 best = Some(code);
@@ -170,32 +257,34 @@ impl AgcCode {
         best.expect("at least one draw")
     }
 
-    /// Check decoding on every straggler set with s < d (or a sample): worst relative error of
-    /// a random gradient, worst condition number.
+    /// Check decoding on every straggler set it tolerates (s ≤ [`AgcCode::tolerates`]; or a
+    /// sample): worst relative error of a random gradient, worst condition number.
     pub fn screen(&mut self, seed: u64, max_patterns: usize) {
         let (n, d, l) = (self.n, self.d, self.l);
+        let most = self.tolerates();
         let mut rng = Rng::from_key(&[seed, domain::SCREEN, 0xa9c, n as u64, d as u64]);
         let w = 3 * l + 1;
         let g: Vec<Vec<f64>> = (0..n).map(|_| (0..w).map(|_| rng.normal()).collect()).collect();
         let total: Vec<f64> = (0..w).map(|k| g.iter().map(|gi| gi[k]).sum()).collect();
         let scale = total.iter().fold(0.0f64, |a, v| a.max(v.abs()));
-        let all: u64 = (0..d).map(|s| crate::combin::binomial(n, s)).sum();
+        let all: u64 = (0..=most).map(|s| crate::combin::binomial(n, s)).sum();
         let exhaustive = all as usize <= max_patterns;
         let mut sets: Vec<Vec<usize>> = vec![];
         if exhaustive {
-            for s in 0..d {
+            for s in 0..=most {
                 sets.extend(crate::combin::combinations(n, s));
             }
         } else {
             for _ in 0..max_patterns {
-                let s = rng.below(d);
+                let s = rng.below(most + 1);
                 sets.push(rng.choose(n, s));
             }
         }
         let (mut worst, mut worst_cond) = (0.0f64, 0.0f64);
         for dead in &sets {
             let active: Vec<usize> = (0..n).filter(|j| !dead.contains(j)).collect();
-            let arrivals: Vec<(usize, usize)> = (0..l).flat_map(|r| active.iter().map(move |&j| (j, r))).collect();
+            let arrivals: Vec<(usize, usize)> =
+                (0..self.rounds).flat_map(|r| active.iter().map(move |&j| (j, r))).collect();
             let Some(dec) = self.select(&arrivals) else {
                 worst = f64::INFINITY;
                 continue;
@@ -245,7 +334,7 @@ impl AgcCode {
         let (n, d, l) = (self.n, self.d, self.l);
         let mut chosen: Vec<usize> = vec![];
         let mut count = 0;
-        for i in 0..l {
+        for i in 0..l.min(self.rounds) {
             let cap = l + (i + 1) * (n - d);
             for (k, &(_, r)) in arrivals.iter().enumerate() {
                 if r == i && count < cap {
@@ -507,5 +596,71 @@ mod tests {
             "AGC n=20 d=3 L=6: worst relative error {:.1e}, max|M| {:.1e}, worst κ(Ê) {:.1e}",
             c.worst_error, c.max_m, c.worst_cond
         );
+    }
+
+    /// CGC is AGC's first round: the support of B (a worker's message combines only the parts it
+    /// holds), any n − s_max workers decode the sum exactly, fewer do not; the reference's cases
+    /// (`seed-003-agc-ref.py`: n = 5, d = 4, s_max = 0, 1, 3; n = 20, d = 3, s_max = 0, 1, 2), every
+    /// survivor set.
+    #[test]
+    fn cgc_decodes_from_any_n_minus_s_max_workers() {
+        for (n, d, s) in [(5, 4, 0), (5, 4, 1), (5, 4, 3), (20, 3, 0), (20, 3, 1), (20, 3, 2), (8, 4, 2)] {
+            let m = d - s;
+            let code = AgcCode::search_one_round(n, s, m, 7, 5, 20_000);
+            assert_eq!((code.d, code.l, code.rounds, code.tolerates()), (d, m, 1, s));
+            assert_eq!(code.b.dim(), (n, n * m), "one round: n rows");
+            for j in 0..n {
+                for i in (0..n).filter(|&i| !code.holds(j, i)) {
+                    for u in 0..m {
+                        assert!(code.b[(j, u * n + i)].abs() < 1e-9, "n={n} d={d}: worker {j} lacks part {i}");
+                    }
+                }
+            }
+            assert!(code.exhaustive, "every straggler set checked");
+            assert!(code.worst_error < 1e-9, "n={n} d={d} s={s}: worst relative error {:e}", code.worst_error);
+            // w = 4m values per part; any n − s workers, one message each, decode the total
+            let w = 4 * m;
+            let mut rng = Rng::from_key(&[3, n as u64, s as u64]);
+            let g: Vec<Vec<f64>> = (0..n).map(|_| (0..w).map(|_| rng.normal()).collect()).collect();
+            let total: Vec<f64> = (0..w).map(|k| g.iter().map(|gi| gi[k]).sum()).collect();
+            for f in combinations(n, n - s) {
+                let arrivals: Vec<(usize, usize)> = f.iter().map(|&j| (j, 0)).collect();
+                let dec = code.select(&arrivals).expect("n − s_max workers decode");
+                assert_eq!(dec.rounds, 1);
+                let sub = w / m;
+                let mut out = vec![0.0; w];
+                for (k, &a) in dec.used.iter().enumerate() {
+                    let x = code.message(&g, arrivals[a].0, 0, w);
+                    assert_eq!(x.len(), sub, "a message is w/m values");
+                    for (u, row) in dec.coef.iter().enumerate() {
+                        for i in 0..sub {
+                            out[u * sub + i] += row[k] * x[i];
+                        }
+                    }
+                }
+                let err = out.iter().zip(&total).fold(0.0f64, |a, (x, y)| a.max((x - y).abs()));
+                assert!(err < 1e-8, "n={n} d={d} s={s} F={f:?}: error {err:e}");
+            }
+            // one straggler more than s_max: never decodes (it would need a second round)
+            if s + 1 < n {
+                let fewer: Vec<(usize, usize)> = (0..n - s - 1).map(|j| (j, 0)).collect();
+                assert!(code.select(&fewer).is_none());
+            }
+        }
+    }
+
+    /// Table I of the AGC paper (n = 5, μ = 4/5, w = 12, so d = 4): CGC with q = w/m values per
+    /// message survives s_max = d − m stragglers (q = 12: 3, q = 6: 2, q = 4: 1, q = 3: 0), and
+    /// its message is q values whatever s ≤ s_max is.
+    #[test]
+    fn cgc_table_one() {
+        let (n, d, w) = (5, 4, 12);
+        for (q, s_max) in [(12, 3), (6, 2), (4, 1), (3, 0)] {
+            let m = w / q;
+            let code = AgcCode::one_round(n, d - m, m, 1, 0);
+            assert_eq!(code.tolerates(), s_max, "q = {q}");
+            let g: Vec<Vec<f64>> = (0..n).map(|i| vec![i as f64; w]).collect();
+            assert_eq!(code.message(&g, 0, 0, w).len(), q);
+        }
     }
 }

@@ -53,9 +53,9 @@ pub use job::{
 pub use links::{DelayConfig, FailConfig, LinksConfig};
 pub use run::RunConfig;
 pub use scheme::{
-    AgcConfig, CegcConfig, ClusterConfig, CodeChoice, CodedfedlConfig, ColumnOrder, FederatedConfig, Generator,
-    HierConfig, LinearChoice, MatvecCode, MatvecSchemeConfig, RingAlgorithm, SchemeConfig, ShuffleConfig, Ssi,
-    StarConfig, StaticClusterConfig, TreeConfig,
+    AgcConfig, CegcConfig, CgcConfig, ClusterConfig, CodeChoice, CodedfedlConfig, ColumnOrder, FederatedConfig,
+    Generator, HierConfig, LinearChoice, MatvecCode, MatvecSchemeConfig, RingAlgorithm, SchemeConfig, ShuffleConfig,
+    Ssi, StarConfig, StaticClusterConfig, TreeConfig,
 };
 pub use stragglers::{BernoulliMode, MarkovConfig, PerWorker, RatesConfig, StragglerConfig, TraceConfig, TraceTimes};
 

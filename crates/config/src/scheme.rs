@@ -484,6 +484,24 @@ fn one() -> usize {
     1
 }
 
+/// Ye and Abbe's communication-computation efficient gradient coding (CGC) and its group version
+/// (G-CGC, Remark 5 of the AGC paper): cyclic placement of d = s + m parts per worker, one
+/// upload of ⌈len/m⌉ values, any n − s workers decode (per group for G-CGC).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CgcConfig {
+    /// Number of workers n.
+    pub workers: usize,
+    /// Stragglers tolerated, s_max (per group for G-CGC).
+    pub s: usize,
+    /// Communication reduction m = w/q: uploads are ⌈len/m⌉ values.
+    #[serde(default = "one")]
+    pub m: usize,
+    /// Random draws of E; the most stable one is used.
+    #[serde(default = "default_agc_draws")]
+    pub draws: usize,
+}
+
 /// Adaptive gradient coding (AGC, Cao et al.) and its group version (G-AGC).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -778,6 +796,11 @@ pub enum SchemeConfig {
     /// Group adaptive gradient coding.
     #[serde(rename = "g-agc")]
     GAgc(AgcConfig),
+    /// Communication-computation efficient gradient coding (Ye and Abbe).
+    Cgc(CgcConfig),
+    /// Group CGC.
+    #[serde(rename = "g-cgc")]
+    GCgc(CgcConfig),
     /// Gradient coding with static clustering.
     GcSc(StaticClusterConfig),
     /// Gradient coding with dynamic clustering.
@@ -835,6 +858,7 @@ const GC_KEYS: &[&str] = &["workers", "s", "draws", "byzantine"];
 const TREE_KEYS: &[&str] = &["n", "layers", "s", "code", "draws", "workers", "byzantine"];
 const CEGC_KEYS: &[&str] = &["workers", "s", "m", "code", "draws", "byzantine"];
 const AGC_KEYS: &[&str] = &["workers", "d", "rounds", "draws"];
+const CGC_KEYS: &[&str] = &["workers", "s", "m", "draws"];
 const GCSC_KEYS: &[&str] = &["workers", "clusters", "r", "draws"];
 const GCDC_KEYS: &[&str] = &["workers", "clusters", "r", "n", "ssi", "capped", "order", "tau", "draws"];
 const MV_KEYS: &[&str] = &["workers", "code", "a", "mu", "shape", "overhead", "lt_c", "lt_delta"];
@@ -859,6 +883,8 @@ impl Tagged for SchemeConfig {
         ("cegc", CEGC_KEYS),
         ("agc", AGC_KEYS),
         ("g-agc", AGC_KEYS),
+        ("cgc", CGC_KEYS),
+        ("g-cgc", CGC_KEYS),
         ("gc-sc", GCSC_KEYS),
         ("gc-dc", GCDC_KEYS),
         ("hcmm", HCMM_KEYS),
@@ -939,6 +965,22 @@ impl Tagged for SchemeConfig {
                     );
                 }
                 SchemeConfig::Cegc(de(rest, "scheme")?)
+            }
+            "cgc" | "g-cgc" => {
+                if rest.get("s").is_none() {
+                    return err(
+                        "scheme.s",
+                        format!(
+                            "missing: {kind} needs s_max, the stragglers it tolerates (a worker holds s + m parts)"
+                        ),
+                    );
+                }
+                let c = de(rest, "scheme")?;
+                if kind == "cgc" {
+                    SchemeConfig::Cgc(c)
+                } else {
+                    SchemeConfig::GCgc(c)
+                }
             }
             "agc" | "g-agc" => {
                 for (key, what) in [("d", "the parts per worker d"), ("rounds", "the number of sub-vectors L (rounds)")]
@@ -1026,6 +1068,8 @@ impl SchemeConfig {
             SchemeConfig::Cegc(_) => "cegc",
             SchemeConfig::Agc(_) => "agc",
             SchemeConfig::GAgc(_) => "g-agc",
+            SchemeConfig::Cgc(_) => "cgc",
+            SchemeConfig::GCgc(_) => "g-cgc",
             SchemeConfig::GcSc(_) => "gc-sc",
             SchemeConfig::GcDc(_) => "gc-dc",
             SchemeConfig::Hcmm(_) => "hcmm",
@@ -1115,6 +1159,7 @@ impl SchemeConfig {
             }
             SchemeConfig::Cegc(c) => c.workers,
             SchemeConfig::Agc(c) | SchemeConfig::GAgc(c) => c.workers,
+            SchemeConfig::Cgc(c) | SchemeConfig::GCgc(c) => c.workers,
             SchemeConfig::GcSc(c) => c.workers,
             SchemeConfig::GcDc(c) => c.workers,
             SchemeConfig::Hcmm(c)
@@ -1143,6 +1188,7 @@ impl SchemeConfig {
             SchemeConfig::Cr(t) => t.s,
             SchemeConfig::Cegc(c) => c.s,
             SchemeConfig::Agc(c) | SchemeConfig::GAgc(c) => c.d.saturating_sub(1),
+            SchemeConfig::Cgc(c) | SchemeConfig::GCgc(c) => c.s,
             SchemeConfig::GcSc(c) => c.r.saturating_sub(1),
             SchemeConfig::GcDc(c) => c.r.saturating_sub(1),
             // the plan says how many workers the allocation can lose
@@ -1185,6 +1231,7 @@ impl SchemeConfig {
             SchemeConfig::Cr(t) => return t.validate(),
             SchemeConfig::Cegc(c) => return c.validate(),
             SchemeConfig::Agc(c) | SchemeConfig::GAgc(c) => return c.validate(kind),
+            SchemeConfig::Cgc(c) | SchemeConfig::GCgc(c) => return c.validate(kind),
             SchemeConfig::GcSc(c) => return c.as_clusters().validate(),
             SchemeConfig::GcDc(c) => return c.validate(),
             SchemeConfig::Hcmm(c)
@@ -1327,6 +1374,38 @@ impl AgcConfig {
             return err(
                 "scheme.rounds",
                 format!("= {l} with {what}: an adaptive code of N workers and L rounds decodes systems of up to N·L = {} rows; at most {MAX_AGC_ROWS} are supported (the decode error grows with N·L); use fewer rounds{}", size * l, if kind == "g-agc" { "" } else { " or kind = \"g-agc\"" }),
+            );
+        }
+        Ok(())
+    }
+}
+
+impl CgcConfig {
+    fn validate(&self, kind: &str) -> Result<(), ConfigError> {
+        let (n, s, m) = (self.workers, self.s, self.m);
+        check_workers(n)?;
+        if m == 0 {
+            return err("scheme.m", "must be at least 1 (uploads are ⌈len/m⌉ values)");
+        }
+        if s + m > n {
+            return err(
+                "scheme.m",
+                format!(
+                    "= {m} with scheme.s = {s}: a worker holds d = s + m = {} parts, at most scheme.workers = {n}",
+                    s + m
+                ),
+            );
+        }
+        if self.draws == 0 {
+            return err("scheme.draws", "must be at least 1");
+        }
+        // the largest code: all workers (cgc), or the last G-CGC group (d plus the remainder)
+        let d = s + m;
+        let size = if kind == "g-cgc" { d + n % d } else { n };
+        if size * m > MAX_AGC_ROWS {
+            return err(
+                "scheme.m",
+                format!("= {m} with {size} workers in a code: its decoding systems have n − s rows and its encoding n·m columns; at most {MAX_AGC_ROWS} are supported{}", if kind == "g-cgc" { "" } else { "; or kind = \"g-cgc\"" }),
             );
         }
         Ok(())

@@ -93,6 +93,12 @@ fn errors_name_the_field() {
         "stragglers.shape"
     );
     assert_eq!(field_of(&["data.samples=3"]), "data.samples");
+    // CGC: s_max is needed, and d = s + m parts fit the workers
+    assert_eq!(field_of(&["scheme.kind=cgc", "scheme.s="]), "scheme.s");
+    assert_eq!(field_of(&["scheme.kind=cgc", "scheme.s=3", "scheme.m=4"]), "scheme.m");
+    assert_eq!(field_of(&["scheme.kind=g-cgc", "scheme.s=1", "scheme.m=0"]), "scheme.m");
+    assert_eq!(field_of(&["scheme.kind=cgc", "scheme.s=1", "scheme.rounds=2"]), "scheme.rounds");
+    assert!(parse_with(&["scheme.kind=g-cgc", "scheme.s=2", "scheme.m=2"]).is_ok());
     let e = parse_with(&["scheme.s=6"]).unwrap_err();
     assert_eq!(e.to_string(), "scheme.s = 6: must be less than scheme.workers = 6");
     assert!(!e.to_string().contains('\n'));

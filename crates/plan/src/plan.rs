@@ -364,6 +364,20 @@ impl PlanCode {
                 text.push_str(&format!("; loses up to {tolerates} worker(s) in the worst case"));
                 text
             }
+            PlanCode::Adaptive { code: c } if c.rounds < c.l => format!(
+                "CGC code: n = {}, d = {} parts per worker, m = {} sub-vectors: one upload of 1/{} of a gradient, any {} of the n decode (s_max = {}); E chosen for stability: worst relative decode error {:.1e} over {} {} straggler sets, worst κ(E_F) {:.1e}, max|M| {:.1e}",
+                c.n,
+                c.d,
+                c.l,
+                c.l,
+                c.n - c.tolerates(),
+                c.tolerates(),
+                c.worst_error,
+                if c.exhaustive { "all" } else { "a sample of" },
+                c.patterns_checked,
+                c.worst_cond,
+                c.max_m
+            ),
             PlanCode::Adaptive { code: c } => format!(
                 "AGC code: n = {}, d = {}, L = {}; rounds needed r_s = ⌈L/(d − s)⌉ for s = 0..{}: {} (each round 1/{} of a gradient); E chosen for stability: worst relative decode error {:.1e} over {} {} straggler sets, worst κ(Ê) {:.1e}, max|M| {:.1e}",
                 c.n,

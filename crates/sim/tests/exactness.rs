@@ -64,6 +64,8 @@ const MORE: &[&[&str]] = &[
     &["scheme.kind=cegc", "scheme.s=1", "scheme.m=2", "scheme.code=gaussian"],
     &["scheme.kind=agc", "scheme.s=", "scheme.d=3", "scheme.rounds=9"],
     &["scheme.kind=g-agc", "scheme.s=", "scheme.d=3", "scheme.rounds=3"],
+    &["scheme.kind=cgc", "scheme.s=2", "scheme.m=2"],
+    &["scheme.kind=g-cgc", "scheme.s=1", "scheme.m=2"],
     &["scheme.kind=gc-sc", "scheme.s=", "scheme.clusters=3", "scheme.r=2"],
     &["scheme.kind=gc-dc", "scheme.s=", "scheme.clusters=3", "scheme.r=2", "scheme.n=3"],
 ];

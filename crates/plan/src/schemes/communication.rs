@@ -12,6 +12,9 @@
 //!   master stops after r_s = ⌈L/(d − s)⌉ rounds of the n − s active workers, without knowing s.
 //! - **`g-agc`** — group AGC: groups of d workers holding their group's d parts (AGC with
 //!   n = d), plus a last group of n − md workers with AGC inside; each group decodes on its own.
+//! - **`cgc`**, **`g-cgc`** — Ye and Abbe's communication-computation efficient gradient coding
+//!   (the AGC paper's baseline): AGC's first round alone, with L = m sub-vectors and d = s + m
+//!   parts per worker: one upload of ⌈len/m⌉ values, any n − s workers decode (per group).
 //!
 //! The payload is the gradient and the loss (p + 1 values); chunks and sub-vectors are
 //! contiguous, the last one zero-padded (the padding is never sent).
@@ -22,7 +25,7 @@ use crate::alloc::WeightedSet;
 use crate::plan::{Plan, PlanCode};
 use crate::rules::{Encoding, GroupSpec, Rule};
 use crate::schemes::{star, worker};
-use outrun_config::{AgcConfig, CegcConfig, Config, ConfigError, LinearChoice, SchemeConfig};
+use outrun_config::{AgcConfig, CegcConfig, CgcConfig, Config, ConfigError, LinearChoice, SchemeConfig};
 
 /// Largest condition number of a group code's decoding systems (over the survivor sets
 /// checked) for which the decode is exact to ~1e-8 relative.
@@ -131,6 +134,48 @@ pub(crate) fn cegc(cfg: &Config, c: &CegcConfig, samples: usize) -> Result<Plan,
 pub(crate) fn agc(cfg: &Config, c: &AgcConfig, samples: usize) -> Result<Plan, ConfigError> {
     let (n, d, l) = (c.workers, c.d, c.rounds);
     let grouped = matches!(cfg.scheme, SchemeConfig::GAgc(_));
+    let title = if grouped {
+        format!("group adaptive gradient coding: {} group(s), d = {d} parts per worker, up to L = {l} rounds of 1/{l} of a gradient; each group tolerates d − 1 stragglers", agc_groups(n, d).len())
+    } else {
+        format!("adaptive gradient coding: d = {d} parts per worker, up to L = {l} rounds of 1/{l} of a gradient; s ≤ {} stragglers cost ⌈L/(d − s)⌉ rounds", d - 1)
+    };
+    let search = |size: usize, seed: u64| AgcCode::search(size, d.min(size), l, seed, c.draws, AGC_SCREEN_PATTERNS);
+    staircase(cfg, samples, (n, d, grouped, c.draws), ("scheme.rounds", l), title, search)
+}
+
+pub(crate) fn cgc(cfg: &Config, c: &CgcConfig, samples: usize) -> Result<Plan, ConfigError> {
+    let (n, s, m) = (c.workers, c.s, c.m);
+    let d = s + m;
+    let grouped = matches!(cfg.scheme, SchemeConfig::GCgc(_));
+    let title = format!(
+        "{}communication-computation efficient gradient coding (Ye–Abbe): d = s + m = {d} parts per worker, one upload of 1/{m} of a gradient; {}",
+        if grouped { "group " } else { "" },
+        if grouped {
+            format!("{} group(s), each decoding from any of its workers but s = {s}", agc_groups(n, d).len())
+        } else {
+            format!("the master decodes from any n − s = {} workers", n - s)
+        }
+    );
+    // a group smaller than d (G-CGC's last, when n is no multiple of d) holds every part: its
+    // code is CGC on `size` workers with the same m
+    let search = |size: usize, seed: u64| {
+        let m = m.min(size);
+        AgcCode::search_one_round(size, d.min(size) - m, m, seed, c.draws, AGC_SCREEN_PATTERNS)
+    };
+    staircase(cfg, samples, (n, d, grouped, c.draws), ("scheme.m", m), title, search)
+}
+
+/// A star of AGC-family codes (AGC, G-AGC, CGC, G-CGC): `n` workers in one group or G-AGC's
+/// groups, d parts each, one code per group (`search(size, seed)`), whose decode error must be
+/// below [`AGC_MAX_ERROR`] (else `knob`, the key that sets the sub-vectors, is named).
+fn staircase(
+    cfg: &Config,
+    samples: usize,
+    (n, d, grouped, draws): (usize, usize, bool, usize),
+    (knob, l): (&str, usize),
+    title: String,
+    search: impl Fn(usize, u64) -> AgcCode,
+) -> Result<Plan, ConfigError> {
     let groups: Vec<Vec<usize>> = if grouped { agc_groups(n, d) } else { vec![(0..n).collect()] };
     let data = WeightedSet::full(samples).split_even(n);
     let mut codes = vec![];
@@ -138,23 +183,15 @@ pub(crate) fn agc(cfg: &Config, c: &AgcConfig, samples: usize) -> Result<Plan, C
     let mut specs = vec![];
     for (g, members) in groups.iter().enumerate() {
         let size = members.len();
-        let code = AgcCode::search(
-            size,
-            d.min(size),
-            l,
-            cfg.run.seed ^ (g as u64).wrapping_mul(0x51ed),
-            c.draws,
-            AGC_SCREEN_PATTERNS,
-        );
+        let code = search(size, cfg.run.seed ^ (g as u64).wrapping_mul(0x51ed));
         if code.worst_error.is_nan() || code.worst_error > AGC_MAX_ERROR {
             return Err(ConfigError::new(
-                "scheme.rounds",
+                knob,
                 format!(
-                    "= {l}: the best AGC code of {} draws for {size} workers with d = {d} decodes with relative error up to {:.1e} (κ(Ê) {:.1e}), above {AGC_MAX_ERROR:e}: it would not be exact; use fewer rounds, more scheme.draws{}",
-                    c.draws,
+                    "= {l}: the best code of {draws} draws for {size} workers with d = {d} decodes with relative error up to {:.1e} (κ(Ê) {:.1e}), above {AGC_MAX_ERROR:e}: it would not be exact; use fewer sub-vectors, more scheme.draws{}",
                     code.worst_error,
                     code.worst_cond,
-                    if grouped { "" } else { ", or kind = \"g-agc\"" }
+                    if grouped { "" } else { ", or its group version (g-agc, g-cgc)" }
                 ),
             ));
         }
@@ -166,10 +203,7 @@ pub(crate) fn agc(cfg: &Config, c: &AgcConfig, samples: usize) -> Result<Plan, C
         specs.push(GroupSpec { first: members[0], size, code: g, byzantine: 0 });
         codes.push(PlanCode::Adaptive { code });
     }
-    let title = if grouped {
-        format!("group adaptive gradient coding: {} group(s), d = {d} parts per worker, up to L = {l} rounds of 1/{l} of a gradient; each group tolerates d − 1 stragglers", groups.len())
-    } else {
-        format!("adaptive gradient coding: d = {d} parts per worker, up to L = {l} rounds of 1/{l} of a gradient; s ≤ {} stragglers cost ⌈L/(d − s)⌉ rounds", d - 1)
-    };
-    Ok(star(cfg, title, samples, d - 1, nodes, Rule::Groups { groups: specs }, codes))
+    let s =
+        codes.iter().map(|c| if let PlanCode::Adaptive { code } = c { code.tolerates() } else { 0 }).min().unwrap_or(0);
+    Ok(star(cfg, title, samples, s, nodes, Rule::Groups { groups: specs }, codes))
 }

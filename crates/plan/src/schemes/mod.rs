@@ -52,6 +52,7 @@ pub fn build(cfg: &Config, shape: Shape) -> Result<Plan, ConfigError> {
         SchemeConfig::Cr(t) => coded_reduce::build(cfg, t, samples),
         SchemeConfig::Cegc(c) => communication::cegc(cfg, c, samples),
         SchemeConfig::Agc(c) | SchemeConfig::GAgc(c) => communication::agc(cfg, c, samples),
+        SchemeConfig::Cgc(c) | SchemeConfig::GCgc(c) => communication::cgc(cfg, c, samples),
         SchemeConfig::GcSc(c) => clustered::build(cfg, &c.as_clusters(), samples),
         SchemeConfig::GcDc(c) => clustered::build(cfg, c, samples),
         SchemeConfig::Hcmm(c)

@@ -315,7 +315,8 @@ impl Group {
         match &self.codec {
             Codec::Linear { code, .. } => !code.decodable(&alive),
             Codec::Adaptive { code } => {
-                let all: Vec<(usize, usize)> = (0..code.l).flat_map(|r| alive.iter().map(move |&j| (j, r))).collect();
+                let all: Vec<(usize, usize)> =
+                    (0..code.rounds).flat_map(|r| alive.iter().map(move |&j| (j, r))).collect();
                 code.select(&all).is_none()
             }
         }
@@ -385,7 +386,7 @@ impl Aggregator for Grouped {
         let round = round as usize;
         let valid = match &g.codec {
             Codec::Linear { .. } => round == 0,
-            Codec::Adaptive { code } => round < code.l,
+            Codec::Adaptive { code } => round < code.rounds,
         };
         if g.decoded.is_some() || !valid || g.failed[j] || g.arrived.contains(&(j, round)) {
             return false;

@@ -55,9 +55,10 @@ pub fn encoder(plan: &Plan, rank: usize, len: usize) -> Box<dyn Encoder> {
                 panic!("a rounds encoding needs an adaptive code")
             };
             let (n, l) = (code.n, code.l);
+            // AGC sends up to L rounds, CGC (its first round alone) one
             let sub = len.div_ceil(l);
             let parts = code.parts_of(worker);
-            let rounds = (0..l)
+            let rounds = (0..code.rounds)
                 .map(|r| {
                     let mut terms = vec![];
                     for (t, &i) in parts.iter().enumerate() {

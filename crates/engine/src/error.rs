@@ -20,8 +20,15 @@ pub enum EngineError {
         detail: String,
     },
     /// An input problem only this rank found (its rows of the data file); this rank prints it.
-    #[error("{0}")]
-    Local(String),
+    #[error("rank {rank} ({host}): {error}")]
+    Local {
+        /// This rank.
+        rank: usize,
+        /// Its host.
+        host: String,
+        /// What it found.
+        error: String,
+    },
     /// An input problem another rank found and printed.
     #[error("stopped: another rank could not start")]
     PeerSetup,
@@ -29,6 +36,14 @@ pub enum EngineError {
     /// rank prints it.
     #[error("{0}")]
     Run(String),
+    /// The run directory could not be written; this rank prints it.
+    #[error("cannot write to the run directory {dir}: {error}")]
+    RunDir {
+        /// The run directory.
+        dir: String,
+        /// The system's error.
+        error: String,
+    },
     /// Another rank detected a failure and told this one to stop; it already printed why.
     #[error("stopped by the master after a failure")]
     Aborted,
@@ -38,8 +53,11 @@ impl EngineError {
     /// Process exit code: 2 for input errors, 1 for run failures.
     pub fn exit_code(&self) -> i32 {
         match self {
-            EngineError::Setup(_) | EngineError::WorldSize { .. } | EngineError::Local(_) | EngineError::PeerSetup => 2,
-            EngineError::Run(_) | EngineError::Aborted => 1,
+            EngineError::Setup(_)
+            | EngineError::WorldSize { .. }
+            | EngineError::Local { .. }
+            | EngineError::PeerSetup => 2,
+            EngineError::Run(_) | EngineError::RunDir { .. } | EngineError::Aborted => 1,
         }
     }
 
@@ -47,7 +65,7 @@ impl EngineError {
     pub fn printed_by(&self, rank: usize) -> bool {
         match self {
             EngineError::Setup(_) | EngineError::WorldSize { .. } => rank == 0,
-            EngineError::Local(_) | EngineError::Run(_) => true,
+            EngineError::Local { .. } | EngineError::Run(_) | EngineError::RunDir { .. } => true,
             EngineError::Aborted | EngineError::PeerSetup => false,
         }
     }

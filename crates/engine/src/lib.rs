@@ -164,7 +164,7 @@ fn agree<T, E: std::fmt::Display>(comm: &mut Comm, local: Result<T, E>) -> Resul
     let first = -comm.star_max(-if local.is_err() { me } else { size });
     match local {
         Ok(v) if first == size => Ok(v),
-        Err(e) if first == me => Err(EngineError::Local(format!("rank {} ({}): {e}", comm.rank, hostname()))),
+        Err(e) if first == me => Err(EngineError::Local { rank: comm.rank, host: hostname(), error: e.to_string() }),
         _ => Err(EngineError::PeerSetup),
     }
 }
@@ -205,7 +205,7 @@ fn keep_book<'a>(
 
 /// A failed write to the run directory.
 fn io_error(dir: &Path, e: std::io::Error) -> EngineError {
-    EngineError::Run(format!("cannot write to the run directory {}: {e}", dir.display()))
+    EngineError::RunDir { dir: dir.display().to_string(), error: e.to_string() }
 }
 
 /// This rank's host: ranks on it, its cores, and whether computations yield.

@@ -171,17 +171,9 @@ impl<P: Payload> Sim<'_, P> {
 
     /// The plan's prelude, from virtual time 0 on a network of its own: every rank's prelude
     /// machine, until all are done. The root's core keeps its seconds for the book.
-    fn prelude(&mut self, stragglers: &StragglerModel, jobs_len: &[usize]) -> Result<(), SimError> {
+    fn prelude(&mut self, lens: &[usize]) -> Result<(), SimError> {
         let plan = self.plan;
-        let trial;
-        let for_machines = if *stragglers == plan.stragglers {
-            plan
-        } else {
-            trial = Plan { stragglers: stragglers.clone(), ..plan.clone() };
-            &trial
-        };
-        let machines: Option<Vec<_>> =
-            (0..plan.ranks).map(|r| outrun_proto::prelude::<P>(for_machines, r, jobs_len[r])).collect();
+        let machines: Option<Vec<_>> = (0..plan.ranks).map(|r| outrun_proto::prelude::<P>(plan, r, lens[r])).collect();
         let Some(machines) = machines else { return Ok(()) };
         let loop_machines = std::mem::replace(&mut self.machines, machines);
         for r in 0..plan.ranks {
@@ -295,6 +287,6 @@ pub fn execute<P: Payload>(
         run: Run::default(),
         held: Default::default(),
     };
-    sim.prelude(stragglers, &lens)?;
+    sim.prelude(&lens)?;
     sim.execute()
 }

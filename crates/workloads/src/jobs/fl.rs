@@ -67,34 +67,32 @@ fn local_steps(
     part: &Part,
     full: bool,
 ) -> Result<(Vec<f64>, f64), PyError> {
-    {
-        let eta = step_size(config, t);
-        let m = part.rows.len();
-        let b = if full { m } else { sample_size(m, local.local_batch) };
-        let mut th = theta.to_vec();
-        let mut first = f64::NAN;
-        let mut g = vec![0.0; th.len()];
-        for e in 0..local.local_steps {
-            let batch;
-            let (rows, coef, whole) = if b == m {
-                (&part.rows, &part.coef[..], true)
-            } else {
-                let idx = local_batch(key, t, e, m, b);
-                batch = (part.rows.select(idx.iter().copied()), idx.iter().map(|&i| part.coef[i]).collect::<Vec<_>>());
-                (&batch.0, &batch.1[..], false)
-            };
-            g.fill(0.0);
-            let part_key = whole.then_some((key[1] as usize, key[2] as usize));
-            let loss = model.gradient(part_key, rows, coef, &th, &mut g, pace)?;
-            if e == 0 {
-                first = loss / b.max(1) as f64;
-            }
-            for (x, gk) in th.iter_mut().zip(&g) {
-                *x -= eta * (gk / b as f64 + config.l2 * *x);
-            }
+    let eta = step_size(config, t);
+    let m = part.rows.len();
+    let b = if full { m } else { sample_size(m, local.local_batch) };
+    let mut th = theta.to_vec();
+    let mut first = f64::NAN;
+    let mut g = vec![0.0; th.len()];
+    for e in 0..local.local_steps {
+        let batch;
+        let (rows, coef, whole) = if b == m {
+            (&part.rows, &part.coef[..], true)
+        } else {
+            let idx = local_batch(key, t, e, m, b);
+            batch = (part.rows.select(idx.iter().copied()), idx.iter().map(|&i| part.coef[i]).collect::<Vec<_>>());
+            (&batch.0, &batch.1[..], false)
+        };
+        g.fill(0.0);
+        let part_key = whole.then_some((key[1] as usize, key[2] as usize));
+        let loss = model.gradient(part_key, rows, coef, &th, &mut g, pace)?;
+        if e == 0 {
+            first = loss / b.max(1) as f64;
         }
-        Ok((th, first))
+        for (x, gk) in th.iter_mut().zip(&g) {
+            *x -= eta * (gk / b as f64 + config.l2 * *x);
+        }
     }
+    Ok((th, first))
 }
 
 /// The `b` rows (positions out of `m`, ascending) of local step `e` of round `t` for the part

@@ -25,7 +25,7 @@ use outrun_runlog::event::{ComputeTiming, Event, Traffic};
 use outrun_runlog::Lines;
 
 use crate::clock::Clock;
-use crate::transport::{Backoff, Comm, PROTO};
+use crate::transport::{Backoff, Comm, MAX_BEHIND, PROTO};
 
 /// A computation whose result is held until its finish time.
 struct Pending {
@@ -268,6 +268,12 @@ impl<'a> Driver<'a> {
             }
             progressed |= self.release(false);
             self.comm.progress();
+            for dest in self.comm.stalled() {
+                let why = format!(
+                    "rank {dest} has not taken the last {MAX_BEHIND} messages sent to it (stopped or stuck): further messages to it are dropped until it takes them"
+                );
+                self.log.event(&Event::warn(self.clock.now(), why));
+            }
             for track in self.comm.completed() {
                 self.feed(m, Input::Sent { track });
                 progressed = true;

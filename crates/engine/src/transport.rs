@@ -9,6 +9,11 @@
 //! - **Send** is non-blocking: the buffer (shared: one model frame serves every child) is kept
 //!   until the request completes; [`Comm::progress`] retires completed sends and
 //!   [`Comm::flush_sends`] waits for all of them, so no request is pending at `MPI_Finalize`.
+//!   Sends are kept per destination in the order they were posted and tested from the oldest:
+//!   a rank that takes nothing (stopped, stuck) costs one test per poll, however many messages
+//!   wait for it; and once [`MAX_BEHIND`] wait for it, further messages to it are dropped (and
+//!   counted) until it takes them, so its backlog neither grows without bound nor slows the
+//!   others.
 //! - Sub-communicators ([`Comm::split`]) and broadcast within them ([`Comm::broadcast`]) serve
 //!   patterns that talk in groups.
 
@@ -55,6 +60,11 @@ struct InFlight {
     track: Option<u64>,
 }
 
+/// Most sends a destination may leave incomplete: beyond it, new messages to it are dropped
+/// until it takes the oldest. A live peer takes a message within an iteration or two; this many
+/// outstanding means it has stopped (or is stuck), and the protocol treats it as silent.
+pub const MAX_BEHIND: usize = 64;
+
 /// A communicator plus the engine's outstanding sends and traffic counters.
 pub struct Comm {
     raw: ffi::MPI_Comm,
@@ -62,7 +72,13 @@ pub struct Comm {
     pub rank: usize,
     /// Number of ranks.
     pub size: usize,
-    sends: Vec<InFlight>,
+    /// Sends in flight per destination, oldest first (a pair's messages are matched in order).
+    sends: Vec<std::collections::VecDeque<InFlight>>,
+    /// Messages dropped per destination since it fell [`MAX_BEHIND`] behind (reported once per
+    /// stall by [`Comm::stalled`]).
+    dropped: Vec<u64>,
+    /// Destinations that fell behind since the last [`Comm::stalled`].
+    newly_stalled: Vec<usize>,
     /// Tracked sends that completed since the last [`Comm::completed`].
     done: Vec<u64>,
     /// Messages sent.
@@ -97,7 +113,9 @@ impl Comm {
             raw,
             rank,
             size,
-            sends: Vec::new(),
+            sends: (0..size).map(|_| std::collections::VecDeque::new()).collect(),
+            dropped: vec![0; size],
+            newly_stalled: vec![],
             done: Vec::new(),
             sent_msgs: 0,
             sent_bytes: 0,
@@ -107,6 +125,15 @@ impl Comm {
     }
 
     fn isend_raw(&mut self, dest: usize, tag: i32, ptr: *const f64, nbytes: usize, keep: Keep, track: Option<u64>) {
+        if self.sends[dest].len() >= MAX_BEHIND {
+            // the destination takes nothing: drop the message (the protocol has it as silent)
+            if self.dropped[dest] == 0 {
+                self.newly_stalled.push(dest);
+            }
+            self.dropped[dest] += 1;
+            return;
+        }
+        self.dropped[dest] = 0;
         let mut req: ffi::MPI_Request = unsafe { ffi::RSMPI_REQUEST_NULL };
         let count = c_int::try_from(nbytes).expect("message larger than 2 GiB");
         // A tracked send is synchronous (MPI_Issend): it completes once the receiver has matched
@@ -124,7 +151,7 @@ impl Comm {
         check(rc, "MPI_Isend");
         self.sent_msgs += 1;
         self.sent_bytes += nbytes as u64;
-        self.sends.push(InFlight { req, _keep: keep, track });
+        self.sends[dest].push_back(InFlight { req, _keep: keep, track });
     }
 
     /// Start sending the first `nbytes` bytes of `words` to `dest`.
@@ -162,19 +189,35 @@ impl Comm {
         std::mem::take(&mut self.done)
     }
 
-    /// Retire completed sends; returns how many are still in flight.
+    /// Retire completed sends, each destination's from its oldest; returns how many are still
+    /// in flight.
     pub fn progress(&mut self) -> usize {
-        let done = &mut self.done;
-        self.sends.retain_mut(|s| {
-            let mut flag: c_int = 0;
-            let rc = unsafe { ffi::MPI_Test(&mut s.req, &mut flag, ffi::RSMPI_STATUS_IGNORE) };
-            check(rc, "MPI_Test");
-            if flag != 0 {
-                done.extend(s.track);
+        let mut left = 0;
+        for queue in &mut self.sends {
+            while let Some(s) = queue.front_mut() {
+                let mut flag: c_int = 0;
+                let rc = unsafe { ffi::MPI_Test(&mut s.req, &mut flag, ffi::RSMPI_STATUS_IGNORE) };
+                check(rc, "MPI_Test");
+                if flag == 0 {
+                    break;
+                }
+                self.done.extend(s.track);
+                queue.pop_front();
             }
-            flag == 0
-        });
-        self.sends.len()
+            left += queue.len();
+        }
+        left
+    }
+
+    /// Destinations that fell [`MAX_BEHIND`] messages behind since the last call (their newer
+    /// messages are being dropped), once per stall.
+    pub fn stalled(&mut self) -> Vec<usize> {
+        std::mem::take(&mut self.newly_stalled)
+    }
+
+    /// Messages dropped for `dest` since it fell behind.
+    pub fn dropped(&self, dest: usize) -> u64 {
+        self.dropped[dest]
     }
 
     /// Receive one protocol message that has arrived, if any (any source). Messages of other

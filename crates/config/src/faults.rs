@@ -119,9 +119,7 @@ impl FaultConfig {
             (false, Some(_)) => return err("faults.count", "give either faults.workers or faults.count, not both"),
             _ => {}
         }
-        if let Some(&w) = f.workers.iter().find(|&&w| w == 0 || w > n) {
-            return err("faults.workers", format!("contains {w}, but workers are numbered 1..={n}"));
-        }
+        super::check_worker_ids("faults.workers", &f.workers, n)?;
         if let Some(c) = f.count.filter(|&c| c == 0 || c > n) {
             return err("faults.count", format!("= {c}: must be in 1..={n} (the number of workers)"));
         }

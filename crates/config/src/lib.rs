@@ -92,6 +92,24 @@ pub(crate) fn err<T>(field: &str, message: impl Into<String>) -> Result<T, Confi
     Err(ConfigError::new(field, message))
 }
 
+/// A list of worker ids (`field`): each in 1..=`n`, none twice.
+pub(crate) fn check_worker_ids(field: &str, ids: &[usize], n: usize) -> Result<(), ConfigError> {
+    if let Some(&w) = ids.iter().find(|&&w| w == 0 || w > n) {
+        return err(field, format!("contains {w}, but workers are numbered 1..={n}"));
+    }
+    if let Some((i, &w)) = ids.iter().enumerate().find(|&(i, w)| ids[..i].contains(w)) {
+        return err(
+            field,
+            format!(
+                "contains worker {w} twice (at positions {} and {})",
+                ids[..i].iter().position(|x| *x == w).unwrap_or(0) + 1,
+                i + 1
+            ),
+        );
+    }
+    Ok(())
+}
+
 /// The whole experiment.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Config {

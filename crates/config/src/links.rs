@@ -126,9 +126,7 @@ impl LinksConfig {
         match self {
             LinksConfig::None => Ok(()),
             LinksConfig::Fail(f) => {
-                if let Some(&w) = f.workers.iter().find(|&&w| w == 0 || w > n) {
-                    return err("links.workers", format!("contains {w}, but workers are numbered 1..={n}"));
-                }
+                super::check_worker_ids("links.workers", &f.workers, n)?;
                 if !(0.0..=1.0).contains(&f.p) {
                     return err("links.p", format!("= {}: must be in [0, 1]", f.p));
                 }

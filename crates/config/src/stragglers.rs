@@ -375,10 +375,7 @@ impl StragglerConfig {
                     format!("missing: model \"{model}\" needs the list of worker ids (1..={n})"),
                 );
             }
-            if let Some(&w) = l.workers.iter().find(|&&w| w == 0 || w > n) {
-                return err("stragglers.workers", format!("contains {w}, but workers are numbered 1..={n}"));
-            }
-            Ok(())
+            super::check_worker_ids("stragglers.workers", &l.workers, n)
         };
         let factor = |f: Option<f64>| -> Result<(), ConfigError> {
             match f {
@@ -511,10 +508,7 @@ fn check_initial(initial_slow: &Option<usize>, initial: &Option<Vec<usize>>, n: 
     match (initial_slow, initial) {
         (Some(_), Some(_)) => err("stragglers.initial", "give initial_slow (a count) or initial (a list), not both"),
         (Some(k), None) if *k > n => err("stragglers.initial_slow", format!("= {k}: more than the {n} workers")),
-        (None, Some(l)) => match l.iter().find(|&&w| w == 0 || w > n) {
-            Some(w) => err("stragglers.initial", format!("contains {w}, but workers are numbered 1..={n}")),
-            None => Ok(()),
-        },
+        (None, Some(l)) => super::check_worker_ids("stragglers.initial", l, n),
         _ => Ok(()),
     }
 }

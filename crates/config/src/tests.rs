@@ -93,6 +93,10 @@ fn errors_name_the_field() {
         "stragglers.shape"
     );
     assert_eq!(field_of(&["data.samples=3"]), "data.samples");
+    // a list of worker ids names each worker once
+    assert_eq!(field_of(&["stragglers.model=fixed", "stragglers.workers=[2, 2]"]), "stragglers.workers");
+    let twice = parse_with(&["faults.kind=sign-flip", "faults.workers=[2, 3, 2]"]).unwrap_err();
+    assert_eq!(twice.to_string(), "faults.workers: contains worker 2 twice (at positions 1 and 3)");
     // CGC: s_max is needed, and d = s + m parts fit the workers
     assert_eq!(field_of(&["scheme.kind=cgc", "scheme.s="]), "scheme.s");
     assert_eq!(field_of(&["scheme.kind=cgc", "scheme.s=3", "scheme.m=4"]), "scheme.m");

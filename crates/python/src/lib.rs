@@ -90,8 +90,13 @@ impl Module {
     /// neighbours) and call its `init(options, seed, features)`: the module and θ₀ (finite,
     /// not empty). Importing the same file again in this process reuses the loaded module.
     pub fn open(path: &Path, options: &toml::Table, seed: u64, features: usize) -> Result<(Module, Vec<f64>), PyError> {
-        if let Err(e) = std::fs::metadata(path) {
-            return Err(PyError::new(path, "import", format!("cannot read the file: {e}")));
+        match std::fs::metadata(path) {
+            Err(e) => return Err(PyError::new(path, "import", format!("cannot read the file: {e}"))),
+            // a FIFO, socket or device: importing would open it (a FIFO blocks until written to)
+            Ok(meta) if !meta.is_file() => {
+                return Err(PyError::new(path, "import", "cannot read the file: not a regular file"))
+            }
+            Ok(_) => {}
         }
         let module = Module { inner: imp::Module::import(path)?, path: path.to_path_buf() };
         let theta = module.inner.init(&module.path, options, seed, features)?;

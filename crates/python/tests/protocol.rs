@@ -125,6 +125,14 @@ fn import_and_init_failures_name_the_module_the_function_and_the_exception() {
         open("inf", "def init(o, s, p):\n    return [0.0, float('inf')]\ndef grad(t, X, y, w):\n    return t, 0.0\n")
             .unwrap_err();
     assert!(e.what.contains("θ₀ with inf at index 1"), "{e}");
+    // a FIFO named as the module is refused before it is opened (opening it would block)
+    let fifo = module("fifo", "").with_file_name("fifo_module.py");
+    let _ = std::fs::remove_file(&fifo);
+    if std::process::Command::new("mkfifo").arg(&fifo).status().is_ok_and(|s| s.success()) {
+        let e = Module::open(&fifo, &toml::Table::new(), 1, 3).unwrap_err();
+        assert_eq!((e.function, e.what.as_str()), ("import", "cannot read the file: not a regular file"));
+        std::fs::remove_file(&fifo).unwrap();
+    }
 }
 
 #[test]

@@ -41,6 +41,12 @@ impl Checkpoint {
     /// Read the checkpoint of a run directory (or a checkpoint file), or say why not in one line.
     pub fn read(path: &Path) -> Result<Checkpoint, String> {
         let file: PathBuf = if path.is_dir() { path.join(CHECKPOINT) } else { path.to_path_buf() };
+        // a FIFO, socket or device is refused before it is opened (opening a FIFO blocks)
+        if let Ok(meta) = std::fs::metadata(&file) {
+            if !meta.is_file() {
+                return Err(format!("--resume: {} is not a regular file: not a checkpoint", file.display()));
+            }
+        }
         let text = std::fs::read_to_string(&file).map_err(|e| {
             format!("--resume: cannot read {}: {e} (a run writes one with run.checkpoint_every)", file.display())
         })?;
@@ -77,5 +83,19 @@ mod tests {
         assert!(Checkpoint::read(&dir).unwrap_err().contains("is not a checkpoint"));
         std::fs::remove_dir_all(&dir).unwrap();
         assert!(Checkpoint::read(&dir).unwrap_err().contains("cannot read"));
+    }
+
+    /// A FIFO named as the checkpoint is refused at once (opening it would block forever).
+    #[test]
+    fn a_fifo_is_refused_without_opening_it() {
+        let dir = std::env::temp_dir().join(format!("outrun-ckpt-fifo-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join(CHECKPOINT);
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status().is_ok_and(|s| s.success());
+        if made {
+            let e = Checkpoint::read(&dir).unwrap_err();
+            assert!(e.ends_with("is not a regular file: not a checkpoint"), "{e}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

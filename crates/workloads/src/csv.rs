@@ -132,6 +132,16 @@ pub fn csv_rows(text: impl BufRead, origin: &str, p: usize, labels: Labels, idx:
 mod tests {
     use super::*;
 
+    /// A byte-order mark before the first line (editors write one) is no header: the first row
+    /// stays (it was taken for a header, silently: 39 rows of 40).
+    #[test]
+    fn a_byte_order_mark_is_not_a_header() {
+        let text = "\u{feff}1,0.5,2\n0,1,3\n";
+        assert_eq!(csv_shape(text.as_bytes(), "f", None, Labels::Binary).unwrap(), Shape { samples: 2, features: 2 });
+        let with_header = "\u{feff}label,a,b\n1,0.5,2\n";
+        assert_eq!(csv_shape(with_header.as_bytes(), "f", None, Labels::Binary).unwrap().samples, 1);
+    }
+
     #[test]
     fn reads_a_header_comments_and_refuses_bad_lines() {
         let text = "label,a,b\n2,0.5,1\n# note\n0, 3 ,4\n1,5,6 # trailing\n";

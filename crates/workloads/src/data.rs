@@ -105,12 +105,13 @@ fn class_rows(seed: u64, p: usize, classes: usize, noise: f64, idx: impl IntoIte
     Rows::from_vecs(p, xs, ys)
 }
 
-/// Shape of the configured data set (streams a LIBSVM file once, reads IDX headers).
+/// Shape of the configured data set (streams a LIBSVM or CSV file once, reads IDX files to
+/// their ends and checks them).
 pub fn shape(data: &DataConfig, labels: Labels) -> Result<Shape, DataError> {
     match data.kind {
         DataKind::Idx => {
             let (images, lab) = idx_paths(data);
-            crate::idx::idx_shape(images, lab)
+            crate::idx::idx_check(images, lab, labels)
         }
         DataKind::Csv => {
             let path = Path::new(data.path.as_deref().expect("validated"));

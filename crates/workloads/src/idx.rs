@@ -67,17 +67,60 @@ pub fn idx_shape(images: &Path, labels: &Path) -> Result<Shape, DataError> {
     Ok(Shape { samples: im.dims[0], features: im.dims[1] * im.dims[2] })
 }
 
+/// Both files read to their ends, as the run would read them, before MPI starts (`outrun check`,
+/// the planning rank): every image and label present and no byte after them, a gzip file's
+/// checksum verified (at its end), every label one `rule` accepts. The shape.
+pub fn idx_check(images: &Path, labels: &Path, rule: Labels) -> Result<Shape, DataError> {
+    let shape = idx_shape(images, labels)?;
+    let Shape { samples, features: p } = shape;
+    idx_rows_labels(labels, samples, rule, &[])?;
+    let mut im = open(images, "data.path", 3)?;
+    let mut buf = vec![0u8; p];
+    for row in 0..samples {
+        im.body.read_exact(&mut buf).map_err(|e| bad(images, format!("truncated at image {}: {e}", row + 1)))?;
+    }
+    to_end(&mut im, images, "the last image")?;
+    Ok(shape)
+}
+
+/// The rest of an IDX file after its last value: nothing (and a gzip file's checksum, which is
+/// verified when its end is read).
+fn to_end(f: &mut Idx, path: &Path, last: &str) -> Result<(), DataError> {
+    let mut rest = [0u8; 4096];
+    let mut extra = 0usize;
+    loop {
+        match f.body.read(&mut rest) {
+            Ok(0) => break,
+            Ok(n) => extra += n,
+            Err(e) => return Err(bad(path, format!("corrupt after {last}: {e}"))),
+        }
+    }
+    if extra > 0 {
+        return Err(bad(path, format!("{extra} bytes after {last}: the header's count does not match the file")));
+    }
+    Ok(())
+}
+
 /// Every label, in file order, checked against `rule`.
 pub fn idx_labels(images: &Path, labels: &Path, rule: Labels) -> Result<Vec<f64>, DataError> {
     let Shape { samples, .. } = idx_shape(images, labels)?;
     idx_rows_labels(labels, samples, rule, &(0..samples).collect::<Vec<_>>())
 }
 
-/// The labels of rows `idx` (of `samples`), checked against `rule`.
+/// The labels of rows `idx` (of `samples`), checked against `rule`; with no rows asked for,
+/// every label is checked and the file read to its end.
 fn idx_rows_labels(labels: &Path, samples: usize, rule: Labels, idx: &[usize]) -> Result<Vec<f64>, DataError> {
     let mut lb = open(labels, "data.labels_path", 1)?;
     let mut all = vec![0u8; samples];
     lb.body.read_exact(&mut all).map_err(|e| bad(labels, format!("truncated: {e}")))?;
+    let every: Vec<usize>;
+    let idx = if idx.is_empty() {
+        to_end(&mut lb, labels, "the last label")?;
+        every = (0..samples).collect();
+        &every[..]
+    } else {
+        idx
+    };
     let mut y = Vec::with_capacity(idx.len());
     for &i in idx {
         let v = f64::from(*all.get(i).ok_or_else(|| bad(labels, format!("row {} asked for of {samples}", i + 1)))?);
@@ -162,6 +205,48 @@ mod tests {
         std::fs::write(&im, idx(&[3, 2, 2], &images[..5])).unwrap();
         std::fs::write(&lb, idx(&[3], &[1, 2, 3])).unwrap();
         assert!(idx_rows(&im, &lb, 1.0, Labels::Real, &[2]).unwrap_err().to_string().contains("truncated at image 2"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// What `outrun check` reads before MPI starts: both files to their ends. A gzip file whose
+    /// checksum is wrong, bytes after the last value, a truncated file and a label beyond the
+    /// classes are each refused in one line naming the file — the header alone passed them all.
+    #[test]
+    fn the_check_reads_both_files_to_their_ends() {
+        let dir = std::env::temp_dir().join(format!("outrun-idx-check-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let images: Vec<u8> = (0..3 * 2 * 2).map(|v| v as u8).collect();
+        let (im, lb) = (dir.join("im.gz"), dir.join("lb"));
+        let gzip = |bytes: &[u8]| {
+            let mut gz = flate2::write::GzEncoder::new(vec![], flate2::Compression::default());
+            gz.write_all(bytes).unwrap();
+            gz.finish().unwrap()
+        };
+        let good = gzip(&idx(&[3, 2, 2], &images));
+        std::fs::write(&im, &good).unwrap();
+        std::fs::write(&lb, idx(&[3], &[1, 0, 2])).unwrap();
+        assert_eq!(idx_check(&im, &lb, Labels::Classes(3)).unwrap(), Shape { samples: 3, features: 4 });
+        let err = |rule| idx_check(&im, &lb, rule).unwrap_err().to_string();
+        // the gzip trailer's CRC-32, flipped: the body decodes, its checksum does not match
+        let mut bad_crc = good.clone();
+        let at = bad_crc.len() - 8;
+        bad_crc[at] ^= 0xff;
+        std::fs::write(&im, &bad_crc).unwrap();
+        assert!(idx_shape(&im, &lb).is_ok(), "the header alone reads");
+        assert!(err(Labels::Classes(3)).contains("corrupt after the last image"), "{}", err(Labels::Classes(3)));
+        // half a gzip file
+        std::fs::write(&im, &good[..good.len() / 2]).unwrap();
+        assert!(err(Labels::Classes(3)).contains("im.gz"), "{}", err(Labels::Classes(3)));
+        std::fs::write(&im, &good).unwrap();
+        // a label beyond the classes, and a byte after the last label
+        assert!(err(Labels::Classes(2)).ends_with("label 2 of image 3 is not a class 0..1 (2 classes in [model])"));
+        std::fs::write(&lb, idx(&[3], &[1, 0, 2, 5])).unwrap();
+        assert!(err(Labels::Classes(3))
+            .ends_with("1 bytes after the last label: the header's count does not match the file"));
+        // truncated images
+        std::fs::write(&lb, idx(&[3], &[1, 0, 2])).unwrap();
+        std::fs::write(&im, idx(&[3, 2, 2], &images[..9])).unwrap();
+        assert!(err(Labels::Classes(3)).contains("truncated at image 3"), "{}", err(Labels::Classes(3)));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

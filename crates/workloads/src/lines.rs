@@ -27,12 +27,15 @@ impl<'a, R: BufRead> DataLines<'a, R> {
         DataError::line(self.origin, self.ln, what)
     }
 
-    /// The next data line, without its comment, trimmed.
+    /// The next data line, without its comment, trimmed (and the first without a UTF-8
+    /// byte-order mark, which editors write and which would otherwise make a first data line
+    /// unreadable: a CSV took it for a header).
     pub(crate) fn next_data(&mut self) -> Result<Option<String>, DataError> {
         loop {
             let Some(line) = self.lines.next() else { return Ok(None) };
             self.ln += 1;
             let line = line.map_err(|e| self.bad(format!("cannot read: {e}")))?;
+            let line = if self.ln == 1 { line.strip_prefix('\u{feff}').unwrap_or(&line) } else { &line };
             let line = line.split('#').next().unwrap_or("").trim();
             if !line.is_empty() {
                 return Ok(Some(line.to_string()));

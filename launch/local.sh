@@ -32,8 +32,21 @@ fi
 if [ -z "${VIRTUAL_ENV:-}" ] && [ -x "$here/.venv/bin/python" ]; then
   export VIRTUAL_ENV="$here/.venv"
 fi
-# Validate before MPI starts: a bad config or data file fails here with one line.
-"$bin" check --local "$config" "$@" >/dev/null
+# Validate before MPI starts: a bad config or data file fails here with one line. OUTRUN_TIMEOUT
+# bounds the whole launch, this check included (a Python model's probe is also bounded by
+# run.deadline in outrun itself).
+started=$SECONDS
+if [ -n "${OUTRUN_TIMEOUT:-}" ]; then
+  rc=0
+  timeout --kill-after=5 "$OUTRUN_TIMEOUT" "$bin" check --local "$config" "$@" >/dev/null || rc=$?
+  if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+    echo "launch: outrun check did not end within OUTRUN_TIMEOUT = ${OUTRUN_TIMEOUT} s and was stopped" >&2
+    exit 124
+  fi
+  [ "$rc" -eq 0 ] || exit "$rc"
+else
+  "$bin" check --local "$config" "$@" >/dev/null
+fi
 np="$("$bin" plan "$config" --ranks "$@")"
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -46,7 +59,13 @@ export OMPI_MCA_mpi_yield_when_idle=1
 export EVENT_NOEPOLL=1 OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 # The job is bounded (OUTRUN_TIMEOUT=SECONDS, or by default 120 s + iterations × run.deadline),
 # Ctrl-C stops it, and a rank killed by a signal is reported in one line (launch/lib.sh).
-bound="${OUTRUN_TIMEOUT:-$("$bin" plan "$config" --job-bound "$@")}"
+if [ -n "${OUTRUN_TIMEOUT:-}" ]; then
+  # what the check left of the bound (at least a second)
+  bound=$(( ${OUTRUN_TIMEOUT%.*} - (SECONDS - started) ))
+  [ "$bound" -ge 1 ] || bound=1
+else
+  bound="$("$bin" plan "$config" --job-bound "$@")"
+fi
 # shellcheck disable=SC2086
 run_mpi_job "$bound" mpirun --oversubscribe --bind-to none --map-by slot -np "$np" \
   --mca btl self,vader,tcp --mca btl_base_warn_component_unused 0 \

@@ -29,8 +29,16 @@ pub(crate) fn run(o: &Options) -> Result<(), Failure> {
     if !(o.points.is_finite() && o.points > 0.0) {
         return bad(format!("--points = {}: points per client must be positive", o.points));
     }
-    if !(o.delta.is_finite() && o.delta >= 0.0) {
-        return bad(format!("--delta = {}: the parity fraction u_max/m must be ≥ 0", o.delta));
+    // what a config of these clients and redundancy would be refused for, as an argument's line
+    let scheme = outrun_config::CodedfedlConfig {
+        workers: o.clients,
+        delta: o.delta,
+        parity: None,
+        generator: outrun_config::Generator::default(),
+        deadline: None,
+    };
+    if let Err(e) = scheme.validate() {
+        return bad(e.to_string().replace("scheme.delta", "--delta").replace("scheme.workers", "--clients"));
     }
     if o.q == 0 || o.c == 0 {
         return bad("--q and --c: the model has q × c ≥ 1 values".into());

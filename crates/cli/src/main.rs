@@ -970,8 +970,15 @@ fn pagerank_load(
         println!("| r | batches | groups | uncoded values U | L_UC | coded segments | L_C | coded bytes | uncoded bytes | gain L_UC/L_C | redistributed values |");
         println!("|---|---|---|---|---|---|---|---|---|---|---|");
     }
+    // what a config of these servers and loads would be refused for, as an argument's line
+    let refused = |e: outrun_config::ConfigError| {
+        input(e.to_string().replace("scheme.servers", "--servers").replace("scheme.r", "--r"))
+    };
+    let scheme = |r| outrun_config::ShuffleConfig { servers: k, r, reduce: policy };
+    scheme(1).validate().map_err(refused)?;
     for r in rs {
         let a = ShuffleAllocation::new(n, k, r, policy).map_err(|e| input(format!("--r {r}: {e}")))?;
+        scheme(r).validate().map_err(refused)?;
         let l = loads(g, &a);
         let groups = if r < k { binomial(k, r + 1) } else { 0 };
         let gain = if l.segments > 0 { format!("{:.2}", l.l_uncoded() / l.l_coded()) } else { "-".into() };
@@ -999,11 +1006,30 @@ fn pagerank_load(
 }
 
 fn main() -> ExitCode {
-    // A bug must still end in one line, not a backtrace.
+    // A bug must still end in one line, not a backtrace; standard output that refuses a line
+    // (`> /dev/full`, a full disk) is no bug: one line naming it, exit 1.
     std::panic::set_hook(Box::new(|info| {
+        let what = info.payload().downcast_ref::<String>().map(String::as_str).unwrap_or_default();
+        if let Some(e) = what.strip_prefix("failed printing to stdout: ") {
+            eprintln!("error: cannot write to standard output: {e}");
+            std::process::exit(1);
+        }
         eprintln!("error: internal error (a bug in outrun; please report it): {info}");
     }));
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // help and version (stdout, exit 0), and the help printed when no command is given
+        Err(e) if !e.use_stderr() || e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            e.exit()
+        }
+        Err(e) => {
+            // clap's first line says what is wrong; its usage and `--help` hint fold into a pointer
+            let text = e.render().to_string();
+            let first = text.lines().next().unwrap_or_default().trim_start_matches("error: ");
+            eprintln!("error: {first} (`outrun --help`, or `outrun COMMAND --help`, lists the arguments)");
+            return ExitCode::from(2);
+        }
+    };
     outrun_workloads::keep_parsed_rows();
     if !matches!(cli.cmd, Cmd::Train { .. } | Cmd::Bench(_)) {
         // `outrun report ... | head` should end quietly when the pipe closes, like other Unix

@@ -196,6 +196,16 @@ fn small_hostile_inputs_get_one_line_each() {
         ],
     ]
     .concat();
+    // bad arguments too: clap's message in one line, its hint folded in
+    let cases = [
+        cases,
+        vec![
+            (vec!["train".into()], "the following required arguments were not provided"),
+            (vec!["check".into(), c.clone(), "--bogus".into()], "unexpected argument '--bogus' found"),
+            (vec!["simulate".into(), c.clone(), "--trials".into(), "many".into()], "invalid value 'many'"),
+        ],
+    ]
+    .concat();
     for (args, want) in cases {
         let refs: Vec<&str> = args.iter().map(String::as_str).collect();
         let r = outrun(&refs);
@@ -203,6 +213,14 @@ fn small_hostile_inputs_get_one_line_each() {
         assert_eq!(r.stderr.trim().lines().count(), 1, "{args:?}: {}", r.stderr);
         assert!(r.stderr.contains(want), "{args:?}: {}", r.stderr);
     }
+    // a full standard output: one line, exit 1, no panic
+    let mut cmd = std::process::Command::new(bin());
+    cmd.args(["plan", &c]).stdout(std::fs::File::create("/dev/full").unwrap());
+    let out = cmd.output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.starts_with("error: cannot write to standard output:"), "{err}");
 }
 
 /// Mat-vec without MPI: `outrun plan` reports HCMM's allocation with its expected time (and the
@@ -300,6 +318,9 @@ fn pagerank_load_plan_and_simulator() {
     let bad = outrun(&["pagerank-load", "--graph", &gs, "--servers", "5", "--r", "6"]);
     assert_eq!(bad.code, Some(2));
     assert!(bad.stderr.contains("r = 6 must be between 1 and the number of servers K = 5"), "{}", bad.stderr);
+    // what a config refuses, the command refuses
+    let none = outrun(&["pagerank-load", "--graph", &gs, "--servers", "0"]);
+    assert_eq!((none.code, none.stderr.trim()), (Some(2), "error: --servers: must be at least 1"));
     // plan, check and simulate on a PageRank config
     let cfg = dir.join("pr.toml");
     std::fs::write(&cfg, format!("[run]\nname='p'\niterations=3\n[job]\nkind='pagerank'\n[graph]\npath='{gs}'\n[scheme]\nkind='coded-pagerank'\nservers=5\nr=2\n")).unwrap();
@@ -593,10 +614,16 @@ fn codedfedl_load_meets_the_global_batch_at_its_deadline() {
     let r2 = outrun(&["codedfedl-load", "--json", "--delta", "0.2"]);
     let v2: serde_json::Value = serde_json::from_str(r2.stdout.trim()).unwrap();
     assert!(v2["t"].as_f64().unwrap() < t);
-    let bad = outrun(&["codedfedl-load", "--delta=-1"]);
-    assert_eq!(bad.code, Some(2));
-    assert_eq!(bad.stderr.trim().lines().count(), 1, "{}", bad.stderr);
-    assert!(bad.stderr.contains("--delta = -1: the parity fraction u_max/m must be ≥ 0"), "{}", bad.stderr);
+    // what the config refuses (scheme.delta in (0, 1), scheme.workers), the command refuses
+    for (args, want) in [
+        (&["codedfedl-load", "--delta=-1"][..], "--delta = -1: the redundancy δ = u_max/m must be in (0, 1)"),
+        (&["codedfedl-load", "--delta", "1"][..], "--delta = 1: the redundancy δ = u_max/m must be in (0, 1)"),
+    ] {
+        let bad = outrun(args);
+        assert_eq!(bad.code, Some(2), "{args:?}");
+        assert_eq!(bad.stderr.trim().lines().count(), 1, "{}", bad.stderr);
+        assert!(bad.stderr.contains(want), "{}", bad.stderr);
+    }
 }
 
 /// Every shipped config (`configs/*.toml`) is valid and its data readable: `outrun check` passes.

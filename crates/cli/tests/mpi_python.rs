@@ -342,3 +342,26 @@ fn the_serial_reference_of_a_python_model_matches_the_run() {
     let diff = max_abs_diff(&[serial], &[last]);
     assert!(diff <= 1e-12, "the serial reference differs from the run by {diff:e}");
 }
+
+/// A module whose `grad` never returns fails the planning probe at `run.deadline`, in one line,
+/// instead of hanging `outrun check` (and the launch before it) for ever.
+#[test]
+fn a_module_that_never_returns_fails_the_check_at_the_deadline() {
+    let dir = tempdir("stuck");
+    let source = format!("import time\n{LEAST_SQUARES}\ndef grad(theta, X, y, w):\n    time.sleep(3600)\n");
+    let text = config(&LSQ_CFG, &module(&dir, "stuck.py", &source));
+    let cfg = write_config(&dir, &text);
+    let started = std::time::Instant::now();
+    let r = outrun(&["check", cfg.to_str().unwrap(), "--set", "run.deadline=2"]);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    let lines = errors(&r.stderr);
+    assert_eq!(lines.len(), 1, "{}", r.stderr);
+    assert!(
+        lines[0].contains(
+            "stuck.py: import, init() and one grad() on the first 2 rows did not return within run.deadline = 2 s"
+        ),
+        "{}",
+        lines[0]
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(30), "{:?}", started.elapsed());
+}

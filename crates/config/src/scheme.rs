@@ -256,7 +256,8 @@ fn default_delta() -> f64 {
 }
 
 impl CodedfedlConfig {
-    fn validate(&self) -> Result<(), ConfigError> {
+    /// The section's own checks (`outrun codedfedl-load` applies them to its arguments too).
+    pub fn validate(&self) -> Result<(), ConfigError> {
         check_workers(self.workers)?;
         if !(self.delta > 0.0 && self.delta < 1.0) {
             return err("scheme.delta", format!("= {}: the redundancy δ = u_max/m must be in (0, 1)", self.delta));
@@ -373,7 +374,8 @@ fn contiguous() -> ReducePolicy {
 }
 
 impl ShuffleConfig {
-    fn validate(&self) -> Result<(), ConfigError> {
+    /// The section's own checks (`outrun pagerank-load` applies them to its arguments too).
+    pub fn validate(&self) -> Result<(), ConfigError> {
         if self.servers == 0 {
             return err("scheme.servers", "must be at least 1");
         }

@@ -20,7 +20,7 @@ use outrun_driver::{Core, Payload, Seat};
 use outrun_plan::{Plan, StragglerModel};
 use outrun_proto::{At, Failure, Histogram, Input, Machine, Msg, Output};
 use outrun_runlog::event::{Event, Traffic};
-use outrun_runlog::{Book, RunInfo, Summary};
+use outrun_runlog::{Book, Lines, RunInfo, Summary};
 use outrun_workloads::Job;
 
 use crate::network::{NetEvent, Network};
@@ -67,7 +67,8 @@ struct Sim<'a, P: Payload> {
     machines: Vec<Box<dyn Machine<P>>>,
     net: Network<Ev<P>>,
     q: Queue<Ev<P>>,
-    events: Option<&'a mut Vec<Vec<Event>>>,
+    /// Every rank's log, written as the records come (a written trial).
+    logs: Option<&'a mut [Lines]>,
     done: Vec<bool>,
     failure: Option<String>,
     run: Run,
@@ -134,7 +135,7 @@ impl<P: Payload> Sim<'_, P> {
                 }
                 Output::Collective { .. } => unreachable!("the simulator runs collectives as rings"),
                 Output::Log(mut ev) => {
-                    if let Some(evs) = self.events.as_deref_mut() {
+                    if let Some(logs) = self.logs.as_deref_mut() {
                         if let Event::Shutdown(s) = &mut ev {
                             let n = &self.net;
                             s.traffic = Traffic {
@@ -144,7 +145,7 @@ impl<P: Payload> Sim<'_, P> {
                                 recv_bytes: Some(n.recv_bytes[rank]),
                             };
                         }
-                        evs[rank].push(ev);
+                        logs[rank].event(&ev);
                     }
                 }
                 Output::Contribute => match self.cores[rank].contribute() {
@@ -242,14 +243,14 @@ impl<P: Payload> Sim<'_, P> {
 
 /// Execute `plan` in virtual time with the straggler model `stragglers` (the plan's, or a
 /// trial's reseeded copy) and one job per rank (real arithmetic or lengths: `P`). With a `book`
-/// the logging rank records every iteration and the run's summary is written; with `events`,
-/// every rank's log records are kept in the engine's format.
+/// the logging rank records every iteration and the run's summary is written; with `logs`,
+/// every rank's log records are written to its log in the engine's format as they come.
 pub fn execute<P: Payload>(
     plan: &Plan,
     stragglers: &StragglerModel,
     jobs: Vec<Box<dyn Job>>,
     book: Option<(Book, RunInfo)>,
-    events: Option<&mut Vec<Vec<Event>>>,
+    logs: Option<&mut [Lines]>,
 ) -> Result<Run, SimError> {
     let ranks = plan.ranks;
     assert_eq!(jobs.len(), ranks, "one job per rank");
@@ -281,7 +282,7 @@ pub fn execute<P: Payload>(
         machines,
         net: Network::of(&plan.network, ranks),
         q: Queue::new(),
-        events,
+        logs,
         done: vec![false; ranks],
         failure: None,
         run: Run::default(),

@@ -251,25 +251,32 @@ fn write_trial(
     }
     let info = run_info(plan, &**log, &dir, "simulated");
     let book = Book::new(&info, 0.0).map_err(io)?;
-    let mut events = vec![vec![]; plan.ranks];
+    // every rank's log, written as the run goes (a long simulation's records never all sit in
+    // memory)
+    let mut logs = (0..plan.ranks)
+        .map(|r| {
+            let mut l = Lines::create(&dir.join(format!("rank-{r}.jsonl")))?;
+            let node = &plan.nodes[r];
+            l.event(&Event::Setup(Setup {
+                rank: r,
+                worker: node.worker,
+                host: "simulated".into(),
+                load: Some(node.load()),
+                parent: node.parent,
+                children: Some(node.children.clone()),
+                ..Setup::default()
+            }));
+            Ok(l)
+        })
+        .collect::<std::io::Result<Vec<Lines>>>()
+        .map_err(io)?;
     let run = if math {
-        exec::execute::<Frame>(plan, model, jobs, Some((book, info)), Some(&mut events))
+        exec::execute::<Frame>(plan, model, jobs, Some((book, info)), Some(&mut logs))
     } else {
-        exec::execute::<Len>(plan, model, jobs, Some((book, info)), Some(&mut events))
+        exec::execute::<Len>(plan, model, jobs, Some((book, info)), Some(&mut logs))
     }?;
-    for (r, evs) in events.iter().enumerate() {
-        let mut l = Lines::create(&dir.join(format!("rank-{r}.jsonl"))).map_err(io)?;
-        let node = &plan.nodes[r];
-        l.event(&Event::Setup(Setup {
-            rank: r,
-            worker: node.worker,
-            host: "simulated".into(),
-            load: Some(node.load()),
-            parent: node.parent,
-            children: Some(node.children.clone()),
-            ..Setup::default()
-        }));
-        evs.iter().for_each(|e| l.event(e));
+    if let Some(e) = logs.iter().find_map(Lines::failure) {
+        return Err(SimError::Io(format!("{}: a rank's log refused lines: {e}", dir.display())));
     }
     Ok((run, dir))
 }

@@ -182,15 +182,43 @@ impl GradientDescent {
     /// A Python model's size as the plan records it (the planning process imports the module
     /// and asks it for one gradient of the first rows, so that a module that cannot give one
     /// fails here, before MPI, in one line); None for a built-in model.
-    pub(super) fn python_model(&self) -> Result<Option<PythonModel>, DataError> {
-        let Some((mut net, theta)) = self.open_python(None)? else { return Ok(None) };
+    ///
+    /// The module runs on a thread of its own, waited for at most `bound` seconds (`run.deadline`):
+    /// a module whose import, `init` or `grad` never returns fails the planning in one line
+    /// instead of hanging it (the thread is left behind; the process ends with the error).
+    pub(super) fn python_model(&self, bound: f64) -> Result<Option<PythonModel>, DataError> {
+        let Some(py) = self.config.python.clone() else { return Ok(None) };
+        let probe = self.rows(&(0..self.samples.min(2)).collect::<Vec<_>>())?;
+        let (seed, inputs, rows) = (self.seed, self.inputs, probe.len());
+        let (tx, rx) = std::sync::mpsc::channel();
+        let module = py.module.clone();
+        std::thread::spawn(move || {
+            let probed = (|| {
+                let (mut net, theta) = PyNet::open(&py, seed, inputs, None, None)?;
+                let mut g = vec![0.0; theta.len()];
+                let ones = vec![1.0; probe.len()];
+                net.gradient(None, &probe, &ones, &theta, &mut g).map_err(|e| DataError::Model(e.to_string()))?;
+                Ok((theta, net.has_evaluate()))
+            })();
+            let _ = tx.send(probed);
+        });
+        let (theta, evaluates) = match rx.recv_timeout(std::time::Duration::from_secs_f64(bound)) {
+            Ok(probed) => probed?,
+            Err(_) => {
+                return Err(DataError::Model(format!(
+                    "python module {module}: import, init() and one grad() on the first {rows} rows did not return within run.deadline = {bound} s (the planning process's probe): the module is stuck, or slower than a run would wait"
+                )))
+            }
+        };
+        if self.config.data.test_path.is_some() && !evaluates {
+            return Err(DataError::field(
+                "data.test_path",
+                format!("is set, but the python module {module} defines no evaluate(theta, X, y) to report on it"),
+            ));
+        }
         if let Some(path) = self.config.model.init_path.as_deref() {
             crate::net::read_values(path, theta.len(), &format!("{} defined by init", self.describe()))?;
         }
-        let probe = self.rows(&(0..self.samples.min(2)).collect::<Vec<_>>())?;
-        let mut g = vec![0.0; theta.len()];
-        let ones = vec![1.0; probe.len()];
-        net.gradient(None, &probe, &ones, &theta, &mut g).map_err(|e| DataError::Model(e.to_string()))?;
         Ok(Some(described(&theta)))
     }
 
@@ -300,7 +328,7 @@ fn test_set(c: &GdConfig, p: usize) -> Result<Option<Rows>, DataError> {
     let Some(path) = c.data.test_path.as_deref() else { return Ok(None) };
     if let Some(labels) = c.data.test_labels_path.as_deref() {
         let (images, labels) = (std::path::Path::new(path), std::path::Path::new(labels));
-        let shape = crate::idx::idx_shape(images, labels)?;
+        let shape = crate::idx::idx_check(images, labels, c.model.labels())?;
         if shape.features != p {
             return Err(DataError::file(
                 path,

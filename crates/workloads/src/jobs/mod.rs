@@ -242,7 +242,7 @@ pub fn job(plan: &Plan) -> Box<dyn Job> {
 /// from its module's `init` (None for every other job).
 pub(crate) fn python_model(plan: &Plan) -> Result<Option<outrun_plan::PythonModel>, DataError> {
     match plan.job.config.train() {
-        Some(c) if c.python.is_some() => GradientDescent::new(plan, c).python_model(),
+        Some(c) if c.python.is_some() => GradientDescent::new(plan, c).python_model(plan.run.deadline),
         _ => Ok(None),
     }
 }

@@ -13,27 +13,49 @@
 #   reports through OUTRUN_RUN_DIR_FILE. OUTRUN_MPI_VERBOSE=1 shows mpirun's output unfiltered.
 
 # Reads mpirun's stderr; prints outrun's lines and a one-line summary of each dead rank (also
-# appended to the file $1).
+# appended to the file $1). A rank that ended the job without a word of its own — it exited
+# with a non-zero code, or exited in the middle of the run without finishing MPI (user code
+# calling exit: a Python model's os._exit) — is named in one line too, from mpirun's report.
+# The file $1.said exists once a line was printed.
 filter_mpirun() {
-  awk -v deaths="$1" -v done="$1.done" '
+  awk -v deaths="$1" -v done="$1.done" -v said="$1.said" '
+    function say(line) { print line; fflush(); print line >> deaths; fflush(deaths); spoke = 1 }
     /^------------------------------/ { block = !block; next }
     block && /exited on signal/ {
       r = "?"; h = "?"; s = "a signal"
       if (match($0, /rank [0-9]+/)) r = substr($0, RSTART + 5, RLENGTH - 5)
       if (match($0, /on node [^ ]+/)) h = substr($0, RSTART + 8, RLENGTH - 8)
       if (match($0, /signal [0-9]+ \([^)]*\)/)) s = substr($0, RSTART, RLENGTH)
-      line = "error: rank " r " (host " h ") died from " s "; the job was stopped"
-      print line; fflush()
-      print line >> deaths; fflush(deaths)
+      say("error: rank " r " (host " h ") died from " s "; the job was stopped")
       next
     }
+    # "mpirun has exited due to process rank R with PID P on / node H exiting improperly"
+    block && /due to process rank [0-9]+ with PID/ {
+      if (match($0, /rank [0-9]+/)) improper = substr($0, RSTART + 5, RLENGTH - 5)
+      next
+    }
+    block && /^node [^ ]+ exiting improperly/ { host = $2; next }
+    # "Process name: [[J,1],R]" and "Exit code: C" of the first rank that exited non-zero
+    block && /Process name: \[\[[0-9]+,[0-9]+\],[0-9]+\]/ {
+      if (match($0, /\],[0-9]+\]/)) exited = substr($0, RSTART + 2, RLENGTH - 3)
+      next
+    }
+    block && /Exit code:/ { code = $NF; next }
     block { next }
     # ORTE'"'"'s notes around an abort (the help text aggregated, its error log): outrun has said why
     /\] [0-9]+ more process(es)? ha(s|ve) sent help message/ { next }
     /Set MCA parameter "orte_base_help_aggregate" to 0/ { next }
     /ORTE_ERROR_LOG/ { next }
+    /^(error|warning):/ { spoke = 1 }
     { print; fflush() }
-    END { printf "" > done }
+    END {
+      if (!spoke && improper != "")
+        say("error: rank " improper (host != "" ? " (host " host ")" : "") " exited in the middle of the run without finishing MPI (its code called exit, e.g. os._exit in a Python model, without a word); the job was stopped")
+      else if (!spoke && exited != "")
+        say("error: rank " exited " exited with code " code " without a word; the job was stopped")
+      if (spoke) printf "" > said
+      printf "" > done
+    }
   '
 }
 
@@ -71,7 +93,9 @@ run_mpi_job() {
   if [ -s "$deaths" ] && [ -n "$dir" ] && [ -d "$dir" ]; then
     cat "$deaths" >> "$dir/launch.log"
   fi
-  rm -f "$note" "$deaths" "$deaths.done"
+  local said=1
+  [ "${OUTRUN_MPI_VERBOSE:-0}" = "1" ] || [ -e "$deaths.said" ] || said=0
+  rm -f "$note" "$deaths" "$deaths.done" "$deaths.said"
   if [ "$interrupted" -eq 1 ]; then
     echo "launch: interrupted; the MPI job was stopped${dir:+ (run directory $dir)}" >&2
     return 130
@@ -80,6 +104,10 @@ run_mpi_job() {
   if [ "$rc" -eq 124 ] || { [ "$rc" -eq 137 ] && [ $((SECONDS - start)) -ge "$bound" ]; }; then
     echo "launch: the job did not end within its bound of ${bound} s and was stopped (default: 120 s + run.iterations × run.deadline; set OUTRUN_TIMEOUT=SECONDS to change it)" >&2
     return 124
+  fi
+  # no non-zero exit without a line: mpirun itself interrupted or killed, or a failure nobody named
+  if [ "$rc" -ne 0 ] && [ "$said" -eq 0 ]; then
+    echo "launch: the MPI job ended with exit code $rc and no rank said why (mpirun was interrupted or killed, or a rank ended without a word)${dir:+; run directory $dir}; OUTRUN_MPI_VERBOSE=1 shows mpirun's own report" >&2
   fi
   return "$rc"
 }

@@ -619,6 +619,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             print!("{}", load_config(&config, &set)?.to_toml());
             Ok(())
         }
+        Cmd::Check { .. } if std::env::var_os(CHECK_CHILD).is_none() => check_in_a_child(),
         Cmd::Check { config, set, local } => {
             let (cfg, plan) = resolve(&config, &set, true)?;
             cfg.validate_for_engine().map_err(|e| Failure(format!("{}: {e}", config.display()), 2))?;
@@ -908,6 +909,39 @@ fn fit(dir: &Path, law: Option<&str>, json: bool, trace: Option<&Path>) -> Resul
         );
     }
     Ok(())
+}
+
+/// Set in the process that runs `outrun check`'s work for its parent.
+const CHECK_CHILD: &str = "OUTRUN_CHECK_CHILD";
+
+/// `outrun check` runs its work in a child process of the same arguments and vouches for what it
+/// ends with: the check imports and probes a Python model's module, whose code may end the
+/// process itself (`os._exit`) — the parent then says so in one line instead of leaving an
+/// exit 0 (or a non-zero exit) without a word.
+fn check_in_a_child() -> Result<(), Failure> {
+    use std::io::Write;
+    use std::os::unix::process::ExitStatusExt;
+    let exe = std::env::current_exe().map_err(|e| Failure(format!("cannot find outrun's own binary: {e}"), 2))?;
+    let out = std::process::Command::new(exe)
+        .args(std::env::args_os().skip(1))
+        .env(CHECK_CHILD, "1")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| Failure(format!("cannot start the check: {e}"), 2))?;
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    print!("{stdout}");
+    let _ = std::io::stdout().flush();
+    eprint!("{stderr}");
+    let said = !stderr.trim().is_empty();
+    let probe = "a Python model's module may have ended the process during its probe";
+    match (out.status.code(), out.status.signal()) {
+        (Some(0), _) if stdout.lines().any(|l| l.starts_with("ok: ")) => Ok(()),
+        (Some(0), _) => Err(Failure(format!("the check ended without its verdict (exit 0): {probe}"), 2)),
+        (Some(c), _) if said => Err(Failure(String::new(), u8::try_from(c).unwrap_or(2))),
+        (Some(c), _) => Err(Failure(format!("the check ended with exit code {c} without a word: {probe}"), 2)),
+        (None, Some(sig)) => Err(Failure(format!("the check died from signal {sig}: {probe}"), 2)),
+        (None, None) => Err(Failure("the check ended without an exit code".into(), 2)),
+    }
 }
 
 /// `outrun pagerank-load`: the loads of every r, from the note's formulas over the graph.

@@ -151,6 +151,58 @@ fn a_rank_killed_by_a_signal_is_named_in_one_line_and_in_the_run_directory() {
     assert!(ranks(&out).is_empty(), "ranks left running");
 }
 
+/// A rank that ends the job without a word of its own — a Python model calling `os._exit` (with
+/// code 1, and with code 0: it exits without finishing MPI) — is named in one line from mpirun's
+/// report, and SIGINT sent to mpirun itself (not the launcher) ends with one line too: no
+/// non-zero exit without a line on stderr (both were empty, exit 1).
+#[test]
+fn a_rank_or_mpirun_ending_without_a_word_is_named_in_one_line() {
+    let dir = tempdir("silent-exit");
+    let least = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/python/least_squares.py");
+    std::fs::copy(&least, dir.join("least_squares.py")).unwrap();
+    for (code, want) in
+        [(1, "error: rank 3 exited with code 1 without a word; the job was stopped"), (0, "error: rank 3 (host ")]
+    {
+        let _lock = mpi_lock();
+        let module = dir.join(format!("exits{code}.py"));
+        std::fs::write(
+            &module,
+            format!("import os\nfrom least_squares import init, grad as _grad\ncalls = 0\ndef grad(theta, X, y, w):\n    global calls\n    calls += 1\n    if os.environ.get('OMPI_COMM_WORLD_RANK') == '3' and calls == 3:\n        os._exit({code})\n    return _grad(theta, X, y, w)\n"),
+        )
+        .unwrap();
+        let text = format!("[run]\nname='silent'\niterations=20\n[job]\nkind='python'\nmodule='{}'\n[data]\nkind='linear-synthetic'\nsamples=400\nfeatures=5\n[model]\nloss='least-squares'\nlr=0.1\n[scheme]\nkind='umw'\nworkers=4\n", module.display());
+        let cfg = write_config(&dir, &text);
+        let out = dir.join(format!("runs{code}"));
+        let (status, err) = finish(start(&out, &cfg, &[("VIRTUAL_ENV", &python_env())]), &out);
+        assert!(status.is_some_and(|c| c != 0), "exit {code}: {status:?}: {err}");
+        let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert_eq!(lines.len(), 1, "exit {code}: {err}");
+        assert!(lines[0].starts_with(want), "exit {code}: {err}");
+        if code == 0 {
+            assert!(lines[0].contains("exited in the middle of the run without finishing MPI"), "{err}");
+        }
+        assert!(ranks(&out).is_empty(), "ranks left running");
+    }
+    // SIGINT to mpirun itself (a descendant of the launcher this test started)
+    let _lock = mpi_lock();
+    let cfg = write_config(&dir, LONG);
+    let out = dir.join("runs-int");
+    let child = start(&out, &cfg, &[]);
+    wait_for_ranks(&out, 4);
+    let mpirun = descendants(child.id())
+        .into_iter()
+        .find(|&p| std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim() == "mpirun"))
+        .expect("the launcher's mpirun");
+    assert!(Command::new("kill").args(["-INT", &mpirun.to_string()]).status().unwrap().success());
+    let (status, err) = finish(child, &out);
+    assert!(status.is_some_and(|c| c != 0), "{status:?}: {err}");
+    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(lines[0].contains("no rank said why") || lines[0].starts_with("error: rank"), "{err}");
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(ranks(&out).is_empty(), "ranks left running after mpirun's SIGINT");
+}
+
 /// Progress through the launcher: a line every OUTRUN_PROGRESS_EVERY seconds when stderr is not
 /// a terminal, with the pace, the time left and the rank waited for most (here the slow one);
 /// nothing with --quiet, which the launcher hands to `outrun train` alone.

@@ -365,3 +365,23 @@ fn a_module_that_never_returns_fails_the_check_at_the_deadline() {
     );
     assert!(started.elapsed() < std::time::Duration::from_secs(30), "{:?}", started.elapsed());
 }
+
+/// A module that ends the process itself during `outrun check`'s probe (`os._exit`) leaves no
+/// exit 0 and no silent exit: the check runs in a child process, and its parent says in one line
+/// that the check ended without its verdict.
+#[test]
+fn a_module_that_exits_the_process_fails_the_check_in_one_line() {
+    let dir = tempdir("exits");
+    for (code, want) in [
+        (0, "error: the check ended without its verdict (exit 0)"),
+        (3, "error: the check ended with exit code 3 without a word"),
+    ] {
+        let text =
+            config(&LSQ_CFG, &module(&dir, &format!("exits{code}.py"), &format!("import os\nos._exit({code})\n")));
+        let cfg = write_config(&dir, &text);
+        let r = outrun(&["check", cfg.to_str().unwrap()]);
+        assert_eq!(r.code, Some(2), "{}", r.stderr);
+        assert_eq!(r.stderr.trim().lines().count(), 1, "{}", r.stderr);
+        assert!(r.stderr.starts_with(want), "{}", r.stderr);
+    }
+}

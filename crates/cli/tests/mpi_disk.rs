@@ -60,3 +60,36 @@ fn a_full_disk_is_reported_once() {
     assert_ne!(run.code, Some(0));
     assert!(lines.len() <= 2, "at most the warning and the error:\n{}", run.stderr);
 }
+
+/// A run directory on a disk that is full from the start: one line from the rank that could not
+/// write, exit 2, at once. (The rank stopped alone and left the others in a barrier until the
+/// launcher's bound stopped the job: 60 s with OUTRUN_TIMEOUT=60.)
+#[test]
+fn a_disk_full_at_the_start_ends_the_run_at_once_in_one_line() {
+    if std::env::var_os("OUTRUN_SKIP_MOUNT").is_some() {
+        eprintln!("skipped: OUTRUN_SKIP_MOUNT is set");
+        return;
+    }
+    let _lock = mpi_lock();
+    let dir = tempdir("disk-full");
+    let small = dir.join("small");
+    std::fs::create_dir(&small).unwrap();
+    let st = Command::new("mount").args(["-t", "tmpfs", "-o", "size=64k", "tmpfs"]).arg(&small).status().unwrap();
+    assert!(st.success(), "mount tmpfs (needs root; OUTRUN_SKIP_MOUNT=1 skips this test)");
+    let _m = Mount(small.clone());
+    // fill it: only the run directory's own entry fits
+    let mut filler = std::fs::File::create(small.join("filler")).unwrap();
+    let _ = std::io::Write::write_all(&mut filler, &vec![0u8; 1 << 20]);
+    drop(filler);
+    let text = format!(
+        "[run]\nname='full'\niterations=50\ndeadline=10.0\nout_dir='{}'\n[data]\nkind='linear-synthetic'\nsamples=400\nfeatures=5\n[model]\nloss='least-squares'\nlr=0.1\n[scheme]\nkind='umw'\nworkers=4\n",
+        small.display()
+    );
+    let cfg = write_config(&dir, &text);
+    let run = mpirun(5, &cfg, &[], Duration::from_secs(30));
+    let lines: Vec<&str> = run.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(run.code, Some(2), "{}", run.stderr);
+    assert_eq!(lines.len(), 1, "{}", run.stderr);
+    assert!(lines[0].contains("No space left on device"), "{}", lines[0]);
+    assert!(run.elapsed < Duration::from_secs(15), "{:?}", run.elapsed);
+}

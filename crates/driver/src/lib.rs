@@ -260,6 +260,13 @@ impl<'a> Core<'a> {
         self.book = Some((book, info));
     }
 
+    /// The timed loop starts at `at` (the book's clock of iteration times; the logging rank).
+    pub fn start_loop(&mut self, at: f64) {
+        if let Some((book, _)) = &mut self.book {
+            book.start_loop(at);
+        }
+    }
+
     /// Report progress (the logging rank of a real run).
     pub fn with_progress(mut self, progress: &'a mut dyn Progress) -> Self {
         self.report_to(progress);

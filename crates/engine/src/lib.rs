@@ -187,19 +187,13 @@ fn hostname() -> String {
 }
 
 /// The logging rank's core keeps the run's book (the job's metrics loaded, `iterations.csv`
-/// opened with the timed loop starting now) and reports progress.
-fn keep_book<'a>(
-    core: &mut Core<'a>,
-    shared: &Shared,
-    clock: &Clock,
-    progress: &'a mut dyn Progress,
-) -> Result<(), EngineError> {
+/// opened; the timed loop's start is set when it starts), or why it cannot.
+fn keep_book(core: &mut Core<'_>, shared: &Shared, clock: &Clock) -> Result<(), String> {
     let (plan, dir) = (&shared.plan, &shared.run_dir);
-    core.job.load_metrics().map_err(|e| EngineError::Run(e.to_string()))?;
+    core.job.load_metrics().map_err(|e| e.to_string())?;
     let info = run_info(plan, &*core.job, dir, plan.stragglers.compute.name());
-    let book = Book::new(&info, clock.now()).map_err(|e| io_error(dir, e))?;
+    let book = Book::new(&info, clock.now()).map_err(|e| io_error(dir, e).to_string())?;
     core.keep_book(book, info);
-    core.report_to(progress);
     Ok(())
 }
 
@@ -229,10 +223,13 @@ fn run(
     let io = |e| io_error(dir, e);
     let mut clock = Clock::start();
     clock.sync(&mut comm);
-    let mut log = Lines::create(&dir.join(format!("rank-{rank}.jsonl"))).map_err(io)?.quiet();
+    // Every step that can fail on one rank (a full disk, an unwritable directory) is agreed by
+    // all before anyone goes on: a rank stopping alone would leave the others in a barrier.
+    let mut log = agree(&mut comm, Lines::create(&dir.join(format!("rank-{rank}.jsonl"))).map_err(io))?.quiet();
     let logs = rank == plan.log_rank();
+    let header = if logs { write_header(dir, plan, &shared.config_toml, job.as_ref()).map_err(io) } else { Ok(()) };
+    agree(&mut comm, header)?;
     if logs {
-        write_header(dir, plan, &shared.config_toml, job.as_ref()).map_err(io)?;
         tracing::info!(
             "{}: {} ranks, {} workers, d = {}, p = {}; run directory {}",
             plan.scheme,
@@ -273,12 +270,15 @@ fn run(
         (c.sent_msgs, c.sent_bytes, c.recv_msgs, c.recv_bytes) = (0, 0, 0, 0);
     }
     let mut machine: Box<dyn Machine<Frame>> = outrun_proto::machine(plan, rank, len, false);
+    let book = if logs { keep_book(&mut d.core, shared, &d.clock) } else { Ok(()) };
+    agree(&mut d.comm, book)?;
     // One barrier before the timed loop so every rank starts ready; none inside the loop.
     d.comm.barrier();
     let setup_s = started.elapsed().as_secs_f64();
     if logs {
         tracing::info!("setup took {setup_s:.3} s; starting {} iterations", plan.run.iterations);
-        keep_book(&mut d.core, shared, &d.clock, progress)?;
+        d.core.start_loop(d.clock.now());
+        d.core.report_to(progress);
     }
     if plan.delivers(rank) {
         let start = d.core.start();

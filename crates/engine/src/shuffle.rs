@@ -36,7 +36,7 @@ use outrun_workloads::Job;
 use crate::clock::Clock;
 use crate::error::EngineError;
 use crate::transport::Comm;
-use crate::{io_error, keep_book, setup_record, Progress, Shared};
+use crate::{agree, io_error, keep_book, setup_record, Progress, Shared};
 
 /// Phases per iteration, in `phases.csv` order.
 const PHASES: [&str; 6] = ["map_s", "encode_s", "shuffle_s", "decode_s", "reduce_s", "redistribute_s"];
@@ -125,10 +125,13 @@ pub(crate) fn run(
     let values = values / r as u64;
     let mut clock = Clock::start();
     clock.sync(&mut comm);
-    let mut log = Lines::create(&dir.join(format!("rank-{rank}.jsonl"))).map_err(io)?.quiet();
+    // what can fail on one rank is agreed by all (a rank stopping alone would leave the others
+    // in a collective)
+    let mut log = agree(&mut comm, Lines::create(&dir.join(format!("rank-{rank}.jsonl"))).map_err(io))?.quiet();
     let logs = rank == plan.log_rank();
+    let header = if logs { write_header(dir, plan, &shared.config_toml, job.as_ref()).map_err(io) } else { Ok(()) };
+    agree(&mut comm, header)?;
     if logs {
-        write_header(dir, plan, &shared.config_toml, job.as_ref()).map_err(io)?;
         tracing::info!(
             "{}: {} servers, n = {n} vertices, {values} values per iteration; run directory {}",
             plan.scheme,
@@ -155,12 +158,15 @@ pub(crate) fn run(
         })
         .collect();
     let turns = node.turns();
+    let mut core = Core::of(plan, rank, job);
+    let book = if logs { keep_book(&mut core, shared, &clock) } else { Ok(()) };
+    agree(&mut comm, book)?;
     world.barrier();
     let setup_s = started.elapsed().as_secs_f64();
-    let mut core = Core::of(plan, rank, job);
     if logs {
         tracing::info!("setup took {setup_s:.3} s; starting at most {} iterations", plan.run.iterations);
-        keep_book(&mut core, shared, &clock, progress)?;
+        core.start_loop(clock.now());
+        core.report_to(progress);
     }
     let delivered = Delivered {
         used: (1..=servers).collect(),

@@ -142,6 +142,12 @@ impl Book {
         Ok(book)
     }
 
+    /// The timed loop starts at `at` (when the book was opened before it).
+    pub fn start_loop(&mut self, at: f64) {
+        self.loop_start = at;
+        self.last_end = at;
+    }
+
     /// Count `secs` of a one-time phase before the loop (CodedFedL's parity upload) in every
     /// iteration's `cumulative_s`, and record them in the summary (`parity_s`).
     pub fn prelude(&mut self, secs: f64) {

@@ -190,3 +190,24 @@ fn a_stopped_worker_costs_the_others_nothing_that_grows() {
         assert_gone(pid, tag);
     }
 }
+
+/// A stopped client of a hierarchical scheme fails every link it has, which no s tolerates: the
+/// helpers give up on it at half the deadline and the master names it (not the helpers that
+/// wait for it), in one line, well before the deadline of the iteration.
+#[test]
+fn a_stopped_hierarchical_client_is_named_by_the_master() {
+    let _lock = mpi_lock();
+    let tag = "hier";
+    let sets = ["scheme.kind=arc", "scheme.workers=", "scheme.clients=3", "scheme.helpers=4", "scheme.s=1"];
+    let (code, _, stderr, took, pid, _dir) = stop_a_rank(tag, 7, &sets, Duration::from_secs(60));
+    assert_eq!(code, Some(1), "{stderr}");
+    let lines: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(lines.len(), 1, "one line:\n{stderr}");
+    assert!(
+        lines[0].contains("no slice of client 3 (rank 7) reached helpers 1, 2, 3, 4 within their wait of 2.5 s"),
+        "{stderr}"
+    );
+    assert_quiet(&stderr, tag);
+    assert!(took < Duration::from_secs(25), "{took:?}");
+    assert_gone(pid, tag);
+}

@@ -306,9 +306,23 @@ fn run(
         );
         d.comm.abort(0);
     }
-    if failure.is_none() && !outcome.clean {
-        // a parent whose children went silent: its goodbye told the root, which ends the job
-        return Ok(None);
+    if failure.is_some() && !outcome.silent.is_empty() && logs {
+        // Failed, and ranks below are alive but silent: MPI_Finalize would wait for them
+        // forever. One line, then end the job.
+        let why = match &failure {
+            Some(EngineError::Run(m)) => m.clone(),
+            _ => "the run failed".into(),
+        };
+        eprintln!("error: {why}; the MPI job is aborted (logs are in {})", dir.display());
+        d.comm.abort(1);
+    }
+    if matches!(failure, None | Some(EngineError::Aborted)) && !outcome.clean && !logs {
+        // A parent whose children went silent: its goodbye told the root, which names them (and
+        // the failure, if the root aborted the run) and ends the job.
+        return match failure {
+            Some(f) => Err(f),
+            None => Ok(None),
+        };
     }
     if !outcome.clean {
         // A child (or the parent, or a ring neighbour) never finished: requests may still be

@@ -8,9 +8,11 @@
 //! 2. a client computes, encodes one slice per helper (`roles::hier::slice`) and sends each helper its
 //!    slice as `[Result, t]`;
 //! 3. a helper discards the slices whose link failed in t (`Links::failed_helpers`: a message on
-//!    a failed link is lost, and the helper knows it at once — an emulation shortcut, where a
-//!    real helper would use a timeout) and, once every client is accounted for, sends `[Report,
-//!    t]` with the clients that arrived;
+//!    a failed link is lost, and the helper knows it at once — an emulation shortcut) and, once
+//!    every client is accounted for, sends `[Report, t]` with the clients that arrived; the
+//!    real timeout: a slice that has not come within half of `run.deadline`
+//!    (`budget::wait_budget`, as a tree's middle layer) counts as a failed link, so a slow link
+//!    is tolerated up to s, and a stopped client (every link failed) is named by the master;
 //! 4. the master, with every report, has the failure table; it fails the run in one line if a
 //!    client lost more than s links, else sends each helper `[Instruct, t]` with the client sets
 //!    whose slices it sums (`Hier::uploads`);
@@ -27,7 +29,7 @@ use std::sync::Arc;
 
 use crate::roles::{hier, Combination, Src, Term, Vector};
 use outrun_codes::hier::{FailureTable, HierError};
-use outrun_plan::budget::{parent_silence, shutdown_grace};
+use outrun_plan::budget::{parent_silence, shutdown_grace, wait_budget};
 use outrun_plan::{Hier, Uploads};
 use outrun_plan::{Links, Pattern, Plan};
 use outrun_runlog::event::{Ending, Event, HierNote, Iter, Shutdown};
@@ -36,8 +38,8 @@ use crate::hist::Histogram;
 use crate::machine::{Clock, Delivered, Failure, Input, Machine, Outcome, Output};
 use crate::wire::{Header, Kind, Meta, Msg};
 
-/// Timers: the master's wait for an iteration, the shutdown grace, a node's patience with a
-/// silent parent.
+/// Timers: the master's wait for an iteration (a helper's, for its clients' slices), the
+/// shutdown grace, a node's patience with a silent parent.
 const WAIT: u64 = 1;
 const GRACE: u64 = 2;
 const SILENCE: u64 = 3;
@@ -229,12 +231,30 @@ impl<P: Vector> HierNode<P> {
         let uploads = match self.hier.uploads(&table) {
             Ok(u) => u,
             Err(HierError::TooMany { client, helpers, s }) => {
-                let why = format!(
+                let drawn = self.links.failed_helpers(client + 1, self.hier.helpers, t);
+                let silent: Vec<usize> = helpers.iter().copied().filter(|h| !drawn.contains(h)).collect();
+                let list = |hs: &[usize]| hs.iter().map(|h| (h + 1).to_string()).collect::<Vec<_>>().join(", ");
+                let why = if silent.is_empty() {
+                    format!(
                     "iteration {t}: client {} (rank {}) lost its links to helpers {} (helper h is rank h): more than scheme.s = {s} failed links, so the master cannot recover the gradient; raise scheme.s or lower links.per_client",
                     client + 1,
                     self.hier.helpers + 1 + client,
-                    helpers.iter().map(|h| (h + 1).to_string()).collect::<Vec<_>>().join(", ")
-                );
+                    list(&helpers)
+                    )
+                } else {
+                    let links = if drawn.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" and links.model failed its links to helpers {}", list(&drawn))
+                    };
+                    format!(
+                        "iteration {t}: no slice of client {} (rank {}) reached helpers {} within their wait of {} s{links} (helper h is rank h): the client is slow, stopped or gone, and more than scheme.s = {s} of its links failed, so the master cannot recover the gradient",
+                        client + 1,
+                        self.hier.helpers + 1 + client,
+                        list(&silent),
+                        wait_budget(self.deadline, 1, 1)
+                    )
+                };
                 let missing = vec![(self.hier.helpers + 1 + client) as u32];
                 return self.start_drain(now, Some(Failure::Iteration { iteration: t, missing, message: why }));
             }
@@ -359,6 +379,7 @@ impl<P: Vector> HierNode<P> {
         if !relay.is_empty() {
             self.out.push_back(Output::Send { to: relay, msg, track: None });
         }
+        self.arm(WAIT, now + wait_budget(self.deadline, 1, 1));
         self.try_report(t);
     }
 
@@ -386,11 +407,35 @@ impl<P: Vector> HierNode<P> {
         h.reported = true;
         let arrived: Vec<u32> = (0..clients).filter(|&c| h.slices[&(t, c)].is_some()).map(|c| c as u32).collect();
         let lost: Vec<usize> = (0..clients).filter(|&c| h.slices[&(t, c)].is_none()).map(|c| c + 1).collect();
+        self.due[WAIT as usize - 1] = None;
         if let Some(r) = self.record.as_mut() {
             r.collect.lost = (!lost.is_empty()).then_some(lost);
         }
         self.up_sent += 1;
         self.send(vec![0], Header { meta: Meta::Clients(arrived), ..Header::new(Kind::Report, t) }, None);
+    }
+
+    /// The helper's wait for iteration t ran out: the clients whose slices have not come count
+    /// as failed links, and the report goes up with what arrived.
+    fn helper_expired(&mut self, now: f64) {
+        let Some(t) = self.cur else { return };
+        let clients = self.hier.clients;
+        let h = self.helper();
+        if h.reported {
+            return;
+        }
+        let absent: Vec<usize> = (0..clients).filter(|&c| !h.slices.contains_key(&(t, c))).collect();
+        for &c in &absent {
+            h.slices.insert((t, c), None);
+        }
+        let ranks = absent.iter().map(|c| (self.hier.helpers + 1 + c).to_string()).collect::<Vec<_>>();
+        let why = format!(
+            "iteration {t}: no slice from ranks {} within the helper's wait of {} s; reported as failed links",
+            ranks.join(", "),
+            wait_budget(self.deadline, 1, 1)
+        );
+        self.log(Event::warn(now, why));
+        self.try_report(t);
     }
 
     fn on_instruct(&mut self, now: f64, head: Header) {
@@ -561,7 +606,12 @@ impl<P: Vector> HierNode<P> {
         if let (true, Meta::Bye { latency, dropped, silent, .. }) = (passes_on, meta) {
             self.latency.merge(&Histogram::from_sparse(&latency));
             self.dropped.extend(dropped);
-            self.silent.extend(silent);
+            // every helper names a silent client: once is enough
+            for (r, last) in silent {
+                if !self.silent.iter().any(|&(q, _)| q == r) {
+                    self.silent.push((r, last));
+                }
+            }
         }
         match &mut self.role {
             Role::Master(m) => m.byes[from - 1] = true,
@@ -578,6 +628,7 @@ impl<P: Vector> HierNode<P> {
         }
         *slot = None;
         match id {
+            WAIT if self.running && matches!(self.role, Role::Helper(_)) => self.helper_expired(now),
             WAIT if self.running => self.expired(now),
             GRACE if !self.running => {
                 let waiting: Vec<(u32, Option<u64>)> = match &self.role {

@@ -483,28 +483,94 @@ fn hierarchical_nodes_sum_the_clients_through_failing_links() {
 }
 
 #[test]
-fn a_hierarchical_master_names_the_helpers_it_waits_for_at_the_deadline() {
-    let mut net = Scripted::new(&hier_plan("arc"), LEN);
+fn a_hierarchical_master_names_a_client_no_helper_heard_from() {
+    let plan = hier_plan("arc");
+    let mut net = Scripted::new(&plan, LEN);
     net.start(0, vec![0.5; LEN]);
     net.flush(|_, _, _| false);
-    // clients 1 and 2 answer, client 3 never does: no helper can report
+    // clients 1 and 2 answer, client 3 (rank 7) never does: at half the deadline every helper
+    // reports it failed, one failure more than scheme.s = 1 tolerates
     for c in 0..2 {
         net.compute(5 + c, 0, vec![1.0; LEN]);
     }
     net.flush(|_, _, _| false);
-    net.fire_timers(0, 10.0);
+    for h in 1..=4 {
+        net.fire_timers(h, 5.0);
+    }
     net.flush(|_, _, _| false);
-    for r in 1..=7 {
+    for r in 0..=7 {
         net.fire_timers(r, 100.0);
         net.flush(|_, _, _| false);
     }
     let master = net.done[0].as_ref().expect("the master ended");
     let why = format!("{:?}", master.result);
+    let drawn = plan.links.failed_helpers(3, 4, 0);
+    let silent: Vec<String> = (0..4).filter(|h| !drawn.contains(h)).map(|h| (h + 1).to_string()).collect();
     assert!(
-        why.contains("iteration 0 did not complete within run.deadline = 10 s: no report from helpers 1, 2, 3, 4"),
+        why.contains(&format!(
+            "iteration 0: no slice of client 3 (rank 7) reached helpers {} within their wait of 5 s",
+            silent.join(", ")
+        )),
         "{why}"
     );
+    assert!(why.contains("missing: [7]"), "{why}");
     assert!(net.done.iter().all(Option::is_some), "every rank ended");
+}
+
+#[test]
+fn a_hierarchical_helper_counts_a_slow_link_as_failed_within_scheme_s() {
+    // no drawn link failures, s = 1: client 3's slice to helper 1 is held past helper 1's wait,
+    // which reports that link failed; ARC tolerates one per client and the sum is exact
+    let plan = plan(&["scheme.kind=arc", "scheme.workers=", "scheme.clients=3", "scheme.helpers=4", "scheme.s=1"]);
+    let mut net = Scripted::new(&plan, LEN);
+    net.start(0, vec![0.5; LEN]);
+    net.flush(|_, _, _| false);
+    for c in 0..3 {
+        net.compute(5 + c, 0, vec![c as f64 + 1.0; LEN]);
+    }
+    let slow = |f: usize, t: usize, _: &Header| f == 7 && t == 1;
+    net.flush(slow);
+    assert!(net.delivered.is_empty(), "helper 1 waits for client 3");
+    net.fire_timers(1, 5.0);
+    net.flush(slow);
+    let (_, t, total, _) = net.delivered.last().cloned().unwrap_or_else(|| panic!("{:?}", net.logs[0]));
+    assert_eq!(t, 0);
+    assert!(total.iter().all(|v| (v - 6.0).abs() < 1e-12), "{total:?}");
+    let rec = net.logs[0].iter().rev().find(|e| e["ev"] == "iter").unwrap();
+    assert_eq!(rec["hier"]["failed"], serde_json::json!([[], [], [1]]));
+    let helper = &net.logs[1];
+    let said = |m: &serde_json::Value| {
+        m.as_str().is_some_and(|m| m.contains("no slice from ranks 7 within the helper's wait of 5 s"))
+    };
+    assert!(helper.iter().any(|e| said(&e["message"])), "{helper:?}");
+    // the held slice, when it comes, is late
+    net.flush(|_, _, _| false);
+    net.finish(None);
+    assert_eq!(net.done[1].as_ref().map(|o| o.late), Some(1));
+    assert!(net.done.iter().all(|d| d.as_ref().is_some_and(|o| o.result.is_ok())));
+}
+
+#[test]
+fn a_hierarchical_master_names_the_helpers_it_waits_for_at_the_deadline() {
+    let mut net = Scripted::new(&hier_plan("arc"), LEN);
+    net.start(0, vec![0.5; LEN]);
+    // helper 2 (rank 2) is stopped: nothing reaches it, nothing leaves it
+    let stopped = |f: usize, t: usize, _: &Header| f == 2 || t == 2;
+    net.flush(stopped);
+    // client 2 hears its model through helper 2, so clients 1 and 3 answer; the other
+    // helpers give up on client 2 at half the deadline and report
+    net.compute(5, 0, vec![1.0; LEN]);
+    net.compute(7, 0, vec![1.0; LEN]);
+    net.flush(stopped);
+    for h in [1, 3, 4] {
+        net.fire_timers(h, 5.0);
+    }
+    net.flush(stopped);
+    net.fire_timers(0, 10.0);
+    net.flush(stopped);
+    let master = net.done[0].as_ref().map(|o| format!("{:?}", o.result));
+    let why = master.unwrap_or_else(|| format!("{:?}", net.logs[0]));
+    assert!(why.contains("iteration 0 did not complete within run.deadline = 10 s: no report from helpers 2"), "{why}");
 }
 
 #[test]

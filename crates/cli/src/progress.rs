@@ -165,13 +165,15 @@ impl Progress for Bar {
             return;
         }
         let (rate, left) = self.pace();
+        // a mat-vec has no loss, nor a federated round whose rule accepted no upload
+        let loss = if loss.is_finite() { format!(" · loss {loss:.3e}") } else { String::new() };
         match &self.bar {
             Some(bar) => {
                 let slow = self.slowest().map_or(String::new(), |(rank, n, gap)| {
                     format!(" · slowest rank {rank} (last {n}/{}, +{:.1} ms)", self.collected, gap * 1e3)
                 });
                 bar.set_position(t + 1);
-                bar.set_message(format!("· {rate:.1} it/s, {} left · loss {loss:.3e}{slow}", short(left)));
+                bar.set_message(format!("· {rate:.1} it/s, {} left{loss}{slow}", short(left)));
             }
             None => {
                 if self.last_line.elapsed() >= self.every {
@@ -183,8 +185,9 @@ impl Progress for Bar {
                             gap * 1e3
                         )
                     });
+                    let loss = loss.replace(" · ", ", ");
                     eprintln!(
-                        "outrun: iteration {}/{} after {}, {rate:.1} it/s, {} left, {:.1} ms/it, loss {loss:.4e}{slow}",
+                        "outrun: iteration {}/{} after {}, {rate:.1} it/s, {} left, {:.1} ms/it{loss}{slow}",
                         t + 1,
                         self.total,
                         short(self.started.elapsed().as_secs_f64()),

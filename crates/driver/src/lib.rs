@@ -379,13 +379,15 @@ impl<'a> Core<'a> {
             }
         };
         let faulty_used = self.faulty_used(t, &info.used);
+        // a federated rule that accepted no upload leaves θ as it was and has no clients' loss
+        let loss = if info.used.is_empty() { f64::NAN } else { applied.loss };
         if let Some((book, _)) = self.book.as_mut() {
             let metrics = self.job.metrics(&applied);
             let wall = book.record(IterationRecord {
                 t,
                 end: now,
                 state: applied.state.as_deref(),
-                loss: applied.loss,
+                loss,
                 error: metrics.error,
                 accuracy: metrics.accuracy,
                 columns: &metrics.columns,
@@ -398,7 +400,7 @@ impl<'a> Core<'a> {
                 faulty_used: &faulty_used,
             });
             if let Some(p) = self.progress.as_deref_mut() {
-                p.tick(t, wall, applied.loss);
+                p.tick(t, wall, loss);
             }
         }
         let done = applied.done;

@@ -123,3 +123,38 @@ fn a_deadline_round_uses_the_uploads_that_arrived_in_time() {
         last = end;
     }
 }
+
+/// A rule that accepts no upload leaves θ where it was, and a round without clients has no loss:
+/// its `iterations.csv` row leaves the loss blank (not 0) and lists every client as left out.
+#[test]
+fn a_round_whose_rule_accepts_no_upload_keeps_theta_and_has_no_loss() {
+    let strict = ["scheme.kind=diversefl", "scheme.sample=0.2", "scheme.eps2=100", "scheme.eps3=200"];
+    let run = |iterations: &str| {
+        let out = std::env::temp_dir().join(format!("outrun-simfl-none-{}-{iterations}", std::process::id()));
+        let mut sets: Vec<String> = strict.iter().map(|s| s.to_string()).collect();
+        sets.push(format!("run.iterations={iterations}"));
+        sets.push(format!("run.out_dir={}", out.display()));
+        let cfg = outrun_config::parse(&CFG, &sets).unwrap();
+        let plan = outrun_workloads::resolve(&cfg).unwrap();
+        let opts = outrun_sim::Options { trials: 1, math: outrun_sim::Math::On, write: true };
+        let dir = outrun_sim::simulate(&plan, &cfg.to_toml(), &opts).unwrap().run_dir.unwrap();
+        let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap();
+        let (theta, csv, summary) = (read("theta.txt"), read("iterations.csv"), read("summary.json"));
+        std::fs::remove_dir_all(&out).unwrap();
+        (theta, csv, serde_json::from_str::<serde_json::Value>(&summary).unwrap())
+    };
+    let (one, _, _) = run("1");
+    let (eight, csv, summary) = run("8");
+    assert_eq!(one, eight, "θ moved although no upload was accepted");
+    let mut rows = csv.lines();
+    let head: Vec<&str> = rows.next().unwrap().split(',').collect();
+    let col = |name: &str| head.iter().position(|h| *h == name).unwrap();
+    let all: Vec<String> = (1..=11).map(|w| w.to_string()).collect();
+    for row in rows {
+        let f: Vec<&str> = row.split(',').collect();
+        assert_eq!((f[col("loss")], f[col("used")]), ("", "0"), "{row}");
+        assert_eq!(f[col("rejected")], all.join(" "), "{row}");
+    }
+    assert!(summary["final_loss"].is_null(), "{summary}");
+    assert_eq!(summary["rejected_results"], 88);
+}

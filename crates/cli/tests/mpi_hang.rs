@@ -159,13 +159,32 @@ fn a_stopped_ring_worker_ends_the_job_at_the_deadline() {
 /// amount: sends to it are tested from the oldest only, and once 64 wait for it the rest are
 /// dropped (the master says so in its log). It was one more `MPI_Test` per poll for every
 /// message sent to it: in the first configuration here, 4.8 ms per iteration before the stop and
-/// 15 ms in the last 200 of 1500 iterations. Gradient coding, and federated learning waiting for
-/// 3 of 4 clients.
+/// 15 ms in the last 200 of 1500 iterations. Gradient coding, federated learning waiting for 3
+/// of 4 clients, CodedFedL (whose server waits for its deadline t* and the parity covers the
+/// stopped client) and gradient coding of a Python module.
 #[test]
 fn a_stopped_worker_costs_the_others_nothing_that_grows() {
     let long = ["run.iterations=1500", "timing.a=2e-5"];
     let fl = ["job.kind=fl", "scheme.kind=fedavg", "scheme.s=", "scheme.wait=3"];
-    for (tag, extra) in [("steady-gc", &[][..]), ("steady-fl", &fl[..])] {
+    let coded = [
+        "scheme.kind=codedfedl",
+        "scheme.s=",
+        "scheme.delta=0.3",
+        "stragglers.model=shifted-exp",
+        "stragglers.a=2e-5",
+        "stragglers.mu=5e5",
+    ];
+    let module = format!(
+        "job.module={}",
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/python/least_squares.py").display()
+    );
+    let python = ["job.kind=python", &module];
+    for (tag, extra) in [
+        ("steady-gc", &[][..]),
+        ("steady-fl", &fl[..]),
+        ("steady-codedfedl", &coded[..]),
+        ("steady-python", &python[..]),
+    ] {
         let _lock = mpi_lock();
         let sets: Vec<&str> = long.iter().chain(extra).copied().collect();
         let (code, _, stderr, _, pid, dir) = stop_a_rank(tag, 2, &sets, Duration::from_secs(90));

@@ -257,3 +257,33 @@ fn fit_recovers_injected_straggler_laws_and_its_section_runs() {
     assert_eq!(bad.code, Some(2));
     assert!(bad.stderr.contains("--law gamma: use one of shifted-exp, weibull, markov"), "{}", bad.stderr);
 }
+
+/// A federated run whose rule accepted no upload says so, through mpirun and in the report: no
+/// "exact", no loss 0, no plot of nothing — the rounds counted, the loss left out.
+#[test]
+fn a_federated_run_that_accepted_nothing_says_so() {
+    let sets = [
+        "run.name=none",
+        "job.kind=fl",
+        "data.kind=softmax-synthetic",
+        "model.loss=softmax",
+        "model.classes=3",
+        "scheme.kind=diversefl",
+        "scheme.sample=0.2",
+        "scheme.eps2=100",
+        "scheme.eps3=200",
+        "stragglers.model=none",
+    ];
+    let (run, dir, _, _) = train("rep-fl-none", &CFG, &sets);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let line = run.stdout.lines().find(|l| l.contains("finished 12 iterations")).expect("the run's line");
+    assert!(line.contains("12 of 12 rounds accepted no upload (θ unchanged)"), "{line}");
+    assert!(!line.contains("exact") && !line.contains("loss"), "{line}");
+    assert_eq!(summary(&dir)["empty_iterations"], 12);
+    let out = tempdir("report-fl-none");
+    let r = outrun(&["report", dir.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("| n/a | n/a (12 rounds accepted no upload) |"), "{md}");
+    assert!(md.contains("No run has an error or a loss to plot"), "{md}");
+}

@@ -221,19 +221,24 @@ pub fn one_line(s: &Summary) -> String {
         (n, "fl") => format!("; {n} uploads left out by the rule"),
         (n, _) => format!("; {n} corrupted results rejected"),
     };
+    // a federated rule's average is what the rule says, not a decode that may be inexact: say
+    // instead how many rounds it accepted nothing
+    let exact = match (s.job.as_str(), s.empty_iterations) {
+        ("fl", 0) => String::new(),
+        ("fl", n) => format!("; {n} of {} rounds accepted no upload (θ unchanged)", s.iterations),
+        _ => format!("; exact {}/{}", s.exact_iterations, s.iterations),
+    };
     let faulty = match s.faulty_results_used {
         0 => String::new(),
         n => format!("; {n} faulty results used (in {} iterations)", s.faulty_iterations),
     };
     format!(
-        "outrun: {} finished {} iterations in {:.3} s (mean {:.2} ms, p95 {:.2} ms per iteration){loss}{err}; exact {}/{}; {} late results discarded{rejected}{faulty}",
+        "outrun: {} finished {} iterations in {:.3} s (mean {:.2} ms, p95 {:.2} ms per iteration){loss}{err}{exact}; {} late results discarded{rejected}{faulty}",
         s.scheme,
         s.iterations,
         s.total_s,
         s.mean_s * 1e3,
         s.p95_s * 1e3,
-        s.exact_iterations,
-        s.iterations,
         s.late_discarded
     )
 }
@@ -248,12 +253,12 @@ pub fn write_report(paths: &[PathBuf], opts: &Options, out: &Path) -> Result<Str
         md.push_str(&format!("## Comparison {}: {}\n\n", k + 1, group[0].problem));
         md.push_str(&table::markdown(group, opts)?);
         let stem = format!("c{}", k + 1);
-        let errs = plots::error_vs_time(group, &out.join(format!("{stem}-error-vs-time")))?;
-        let bars = plots::iteration_times(group, &out.join(format!("{stem}-iteration-time")))?;
-        md.push_str(&format!(
-            "\n![{errs}]({stem}-error-vs-time.png)\n\n![mean iteration time]({stem}-iteration-time.png)\n\n"
-        ));
-        let _ = bars;
+        match plots::error_vs_time(group, &out.join(format!("{stem}-error-vs-time")))? {
+            Some(errs) => md.push_str(&format!("\n![{errs}]({stem}-error-vs-time.png)\n")),
+            None => md.push_str("\nNo run has an error or a loss to plot (no round used a result).\n"),
+        }
+        plots::iteration_times(group, &out.join(format!("{stem}-iteration-time")))?;
+        md.push_str(&format!("\n![mean iteration time]({stem}-iteration-time.png)\n\n"));
         if let Some(caption) = plots::accuracy(group, &out.join(format!("{stem}-accuracy")))? {
             md.push_str(&format!("![{caption}]({stem}-accuracy.png)\n\n"));
         }

@@ -119,8 +119,9 @@ fn both(
     root.present().map_err(e2s)
 }
 
-/// Normalized error (or loss, when some run has no known θ*) against wall-clock time.
-pub fn error_vs_time(runs: &[&Run], stem: &Path) -> Result<String, ReportError> {
+/// Normalized error (or loss, when some run has no known θ*) against wall-clock time; None when
+/// no run has a positive value to plot (a federated run whose rule accepted no upload).
+pub fn error_vs_time(runs: &[&Run], stem: &Path) -> Result<Option<String>, ReportError> {
     let use_error = runs.iter().all(|r| r.iterations.iter().all(|i| i.normalized_error.is_some()));
     let colors = scheme_colors(runs);
     let numbers = scheme_numbers(runs);
@@ -151,7 +152,7 @@ pub fn error_vs_time(runs: &[&Run], stem: &Path) -> Result<String, ReportError> 
     let ymin = series.iter().flat_map(|s| s.1.iter().map(|p| p.1)).fold(f64::INFINITY, f64::min);
     let ymax = series.iter().flat_map(|s| s.1.iter().map(|p| p.1)).fold(0.0, f64::max);
     if !ymin.is_finite() || ymax <= 0.0 {
-        return Err(ReportError::Plot("plot: no positive error or loss values to plot".into()));
+        return Ok(None);
     }
     let what = if use_error { "normalized error ‖θ−θ*‖²/‖θ*‖²" } else { "loss" };
     let caption = format!("{what} vs wall-clock time");
@@ -182,7 +183,7 @@ pub fn error_vs_time(runs: &[&Run], stem: &Path) -> Result<String, ReportError> 
         }};
     }
     both(stem, (900, 560), |r| draw!(r), |r| draw!(r))?;
-    Ok(caption)
+    Ok(Some(caption))
 }
 
 /// Test accuracy against wall-clock time and against iterations, side by side, when the runs

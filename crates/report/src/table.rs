@@ -35,14 +35,23 @@ pub fn markdown(runs: &[&Run], opts: &Options) -> Result<String, ReportError> {
                 (None, _) => " not reached | - |".into(),
             },
         };
-        let err = s.final_error.map_or_else(|| format!("loss {:.4e}", s.final_loss), |e| format!("{e:.4e}"));
+        let err = match (s.final_error, s.final_loss.is_finite()) {
+            (Some(e), _) => format!("{e:.4e}"),
+            (None, true) => format!("loss {:.4e}", s.final_loss),
+            (None, false) => "n/a".into(),
+        };
         // real data with a held-out set: the training loss beside the test accuracy
         let err = match s.final_test_accuracy {
             Some(a) => format!("{err}, test accuracy {:.1} %", 100.0 * a),
             None => err,
         };
-        let exact =
-            if s.all_exact() { "yes".to_string() } else { format!("no ({}/{})", s.exact_iterations, s.iterations) };
+        // a federated rule's average is not a decode: say how many rounds it accepted nothing
+        let exact = match (s.job.as_str(), s.empty_iterations) {
+            ("fl", 0) => "n/a".to_string(),
+            ("fl", n) => format!("n/a ({n} rounds accepted no upload)"),
+            _ if s.all_exact() => "yes".to_string(),
+            _ => format!("no ({}/{})", s.exact_iterations, s.iterations),
+        };
         let up = r.uploaded.map_or("n/a".into(), |b| format!("{:.2}", b / 1e3));
         let busy = r.busiest.map_or("n/a".into(), |(rank, b)| format!("{:.1} ({rank})", b / 1e3));
         let bw = match (rings, r.busbw) {

@@ -105,6 +105,7 @@ pub struct Book {
     walls: Vec<f64>,
     exact: u64,
     rejected: u64,
+    empty: u64,
     faulty_used: (u64, u64),
     last_loss: f64,
     last_error: Option<f64>,
@@ -132,6 +133,7 @@ impl Book {
             walls: Vec::new(),
             exact: 0,
             rejected: 0,
+            empty: 0,
             faulty_used: (0, 0),
             last_loss: f64::NAN,
             last_error: None,
@@ -206,7 +208,11 @@ impl Book {
             self.prev_theta.copy_from_slice(th);
         }
         self.exact += u64::from(r.exact);
-        self.last_loss = r.loss;
+        self.empty += u64::from(r.used.is_empty());
+        // a round without clients has no loss: the final loss is the last round's that had one
+        if !r.used.is_empty() {
+            self.last_loss = r.loss;
+        }
         self.last_error = r.error;
         wall
     }
@@ -258,6 +264,7 @@ impl Book {
             final_test_accuracy: self.last_accuracy,
             exact_iterations: self.exact,
             rejected_results: self.rejected,
+            empty_iterations: self.empty,
             faulty_results_used: self.faulty_used.0,
             faulty_iterations: self.faulty_used.1,
             late_discarded: late,

@@ -126,6 +126,10 @@ fn format_1() -> u32 {
     1
 }
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 fn normalized_error() -> String {
     "normalized error".into()
 }
@@ -198,6 +202,10 @@ pub struct Summary {
     /// Results rejected as corrupted at the master (robust decoding), over the run.
     #[serde(default)]
     pub rejected_results: u64,
+    /// Iterations whose result used no worker: federated rounds whose rule accepted no upload
+    /// (θ stayed where it was, and the round has no loss).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub empty_iterations: u64,
     /// Results of workers `[faults]` corrupted that the master used anyway, over the run, and
     /// the iterations with at least one.
     #[serde(default)]

@@ -157,4 +157,5 @@ fn a_round_whose_rule_accepts_no_upload_keeps_theta_and_has_no_loss() {
     }
     assert!(summary["final_loss"].is_null(), "{summary}");
     assert_eq!(summary["rejected_results"], 88);
+    assert_eq!(summary["empty_iterations"], 8);
 }

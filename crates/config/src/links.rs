@@ -115,8 +115,18 @@ impl LinksConfig {
     pub fn resolve_file(&mut self, text: &str, origin: &str, workers: usize) -> Result<(), ConfigError> {
         let LinksConfig::Delay(d) = self else { return Ok(()) };
         let rows = super::stragglers::per_worker_rows(text, origin, workers, "links.file", &["tau_up", "tau_down"])?;
-        d.tau_up = Some(PerWorker::Each(rows.iter().map(|r| r[0]).collect()));
-        d.tau_down = Some(PerWorker::Each(rows.iter().map(|r| r[1]).collect()));
+        let one = d.clone();
+        super::stragglers::check_rows(&rows, origin, "links.file", |v| {
+            let row = DelayConfig {
+                file: None,
+                tau_up: Some(PerWorker::One(v[0])),
+                tau_down: Some(PerWorker::One(v[1])),
+                ..one.clone()
+            };
+            LinksConfig::Delay(row).validate(workers)
+        })?;
+        d.tau_up = Some(PerWorker::Each(rows.iter().map(|r| r.values[0]).collect()));
+        d.tau_down = Some(PerWorker::Each(rows.iter().map(|r| r.values[1]).collect()));
         d.file = None;
         Ok(())
     }

@@ -356,7 +356,17 @@ impl StragglerConfig {
         }
         let names: &[&str] = if weibull { &["a", "mu", "shape"] } else { &["a", "mu"] };
         let rows = per_worker_rows(text, origin, workers, "stragglers.file", names)?;
-        let col = |k: usize| PerWorker::Each(rows.iter().map(|r| r[k]).collect());
+        let one = law.clone();
+        check_rows(&rows, origin, "stragglers.file", |v| {
+            let mut l =
+                LawConfig { file: None, a: Some(PerWorker::One(v[0])), mu: Some(PerWorker::One(v[1])), ..one.clone() };
+            if weibull {
+                l.shape = Some(PerWorker::One(v[2]));
+            }
+            let section = if weibull { StragglerConfig::Weibull(l) } else { StragglerConfig::ShiftedExp(l) };
+            section.validate(workers, 1)
+        })?;
+        let col = |k: usize| PerWorker::Each(rows.iter().map(|r| r.values[k]).collect());
         law.a = Some(col(0));
         law.mu = Some(col(1));
         if weibull {
@@ -568,9 +578,9 @@ pub(super) fn per_worker_rows(
     workers: usize,
     field: &str,
     names: &[&str],
-) -> Result<Vec<Vec<f64>>, ConfigError> {
+) -> Result<Vec<Row>, ConfigError> {
     let cols = names.len() + 1;
-    let mut rows: Vec<Option<Vec<f64>>> = vec![None; workers];
+    let mut rows: Vec<Option<Row>> = vec![None; workers];
     for (ln, f) in data_lines(text) {
         let bad = |m: String| ConfigError::new(field, format!("{origin}:{ln}: {m}"));
         if f.len() != cols {
@@ -588,7 +598,7 @@ pub(super) fn per_worker_rows(
             .iter()
             .map(|v| v.parse::<f64>().map_err(|_| bad(format!("`{v}` is not a number"))))
             .collect::<Result<Vec<_>, _>>()?;
-        if rows[w - 1].replace(vals).is_some() {
+        if rows[w - 1].replace(Row { line: ln, values: vals }).is_some() {
             return Err(bad(format!("worker {w} appears twice")));
         }
     }
@@ -596,6 +606,31 @@ pub(super) fn per_worker_rows(
         return err(field, format!("{origin}: no line for worker {}", w + 1));
     }
     Ok(rows.into_iter().map(|r| r.expect("checked")).collect())
+}
+
+/// One worker's line of a per-worker CSV file: its 1-based line number and its values.
+#[derive(Clone, Debug)]
+pub(super) struct Row {
+    pub line: usize,
+    pub values: Vec<f64>,
+}
+
+/// Check each row of a per-worker file on its own — `section` is the config section with that
+/// row's values given once for every worker — so a bad value is named by file:line, not as
+/// `field (worker w)` of lists the user never wrote.
+pub(super) fn check_rows(
+    rows: &[Row],
+    origin: &str,
+    field: &str,
+    section: impl Fn(&[f64]) -> Result<(), ConfigError>,
+) -> Result<(), ConfigError> {
+    for r in rows {
+        if let Err(e) = section(&r.values) {
+            let key = e.field.rsplit('.').next().unwrap_or(&e.field);
+            return err(field, format!("{origin}:{}: {key} {}", r.line, e.message));
+        }
+    }
+    Ok(())
 }
 
 /// A per-worker CSV file's data lines: (1-based line number, trimmed comma-separated fields),

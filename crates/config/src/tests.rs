@@ -202,6 +202,16 @@ fn per_worker_parameters_and_files() {
         parse_with(&["timing.compute=modelled", "stragglers.model=shifted-exp", "stragglers.file=w.csv"]).unwrap();
     let e = c.stragglers.resolve_file("1,1e-5\n", "w.csv", 6).unwrap_err();
     assert_eq!(e.to_string(), "stragglers.file: w.csv:1: expected 3 comma-separated values (worker,a,mu), found 2");
+    // a value out of range is named by its line, not as a list position the user never wrote
+    let text = "# a, mu\n1,1e-5,1e4\n2,1e-5,1e4\n3,1e-5,-5\n4,1e-5,1e4\n5,1e-5,1e4\n6,1e-5,1e4\n";
+    let e = c.stragglers.resolve_file(text, "w.csv", 6).unwrap_err();
+    assert_eq!(e.field, "stragglers.file");
+    assert!(e.message.starts_with("w.csv:4: mu = -5: must be"), "{e}");
+    let mut c = parse_with(&["links.model=delay", "links.file=l.csv"]).unwrap();
+    let text =
+        "worker,tau_up,tau_down\n1,0.01,0.001\n2,0.01,0.001\n3,0.01,0.001\n4,0.01,0.001\n5,7200,0.001\n6,0.01,0.001\n";
+    let e = c.links.resolve_file(text, "l.csv", 6).unwrap_err();
+    assert_eq!(e.to_string(), "links.file: l.csv:6: tau_up = 7200: must be a time in [0, 3600] seconds");
 }
 
 #[test]

@@ -407,40 +407,136 @@ fn check_trials(plan: &outrun_plan::Plan, trials: usize) -> Result<(), Failure> 
     }
 }
 
-/// Longest simulation started: one whose trials, at the measured pace, would take longer is
-/// refused after its first trials.
+/// Longest simulation started: one whose work, at the measured pace, would take longer is
+/// refused once [`PACE_AFTER_S`] of it have run.
 const MAX_SIMULATION_S: f64 = 24.0 * 3600.0;
 
-/// A simulation's watcher: a line every 10 s with the time left (on long simulations), and a
-/// refusal when the trials would take more than a day at the pace of the first ones (trial 0,
-/// which writes the run directory, is not counted in the pace).
-fn trial_watch(total: usize) -> impl FnMut(usize, usize) -> Result<(), String> {
+/// Seconds of a simulation whose pace decides whether it is refused.
+const PACE_AFTER_S: f64 = 5.0;
+
+/// The pace of a long piece of work: iterations done per second since it (re)started, a line
+/// every 10 s, and whether the rest would take more than [`MAX_SIMULATION_S`].
+struct Pace {
+    since: std::time::Instant,
+    from: u64,
+    last: std::time::Instant,
+}
+
+impl Pace {
+    fn new() -> Pace {
+        let now = std::time::Instant::now();
+        Pace { since: now, from: 0, last: now }
+    }
+
+    /// Measure from now on, `done` iterations in (a phase whose pace differs ends).
+    fn restart(&mut self, done: u64) {
+        self.since = std::time::Instant::now();
+        self.from = done;
+    }
+
+    /// Seconds per iteration so far, once [`PACE_AFTER_S`] have passed (before, too few to tell).
+    fn per_iteration(&self, done: u64) -> Option<f64> {
+        let elapsed = self.since.elapsed().as_secs_f64();
+        (elapsed >= PACE_AFTER_S && done > self.from).then(|| elapsed / (done - self.from) as f64)
+    }
+
+    /// Whether a progress line is due (every 10 s).
+    fn line_due(&mut self) -> bool {
+        let due = self.last.elapsed().as_secs_f64() >= 10.0;
+        if due {
+            self.last = std::time::Instant::now();
+        }
+        due
+    }
+}
+
+/// `simulate`'s watcher: a line every 10 s with the iterations done and the time left, and a
+/// refusal when the rest would take more than a day at the pace so far. A written trial 0 is
+/// slower than the others (it logs every rank): while it runs, only its own rest is held to the
+/// limit, and the others' pace is measured from their start.
+fn simulate_watch(
+    plan: &outrun_plan::Plan,
+    trials: usize,
+    written: bool,
+) -> impl FnMut(u64, u64) -> Result<(), String> {
+    let asked = plan.run.iterations;
+    let iterations = asked.max(1);
     let started = std::time::Instant::now();
-    let mut last = std::time::Instant::now();
-    let mut first = 0.0;
-    move |done, total_now| {
-        let elapsed = started.elapsed().as_secs_f64();
-        if done == 1 {
-            first = elapsed;
+    let mut pace = Pace::new();
+    let mut in_first = written && trials > 1;
+    move |done, total| {
+        if in_first && done >= iterations {
+            in_first = false;
+            pace.restart(done);
             return Ok(());
         }
-        let left = (elapsed - first) / (done - 1) as f64 * (total_now - done) as f64;
-        if done == 2 && left > MAX_SIMULATION_S {
+        let Some(per) = pace.per_iteration(done) else { return Ok(()) };
+        let held = if in_first { iterations } else { total };
+        let left = per * held.saturating_sub(done) as f64;
+        if left > MAX_SIMULATION_S {
             return Err(format!(
-                "--trials {total}: at {:.3} s per trial the {total} trials would take {}, more than a day; use fewer trials",
-                (elapsed - first),
+                "--trials {trials} × run.iterations = {asked}: at {} per iteration the simulation would take {}{} more, more than a day; use fewer trials or iterations",
+                seconds(per),
+                sweep::minutes(left),
+                if in_first { " (trial 0 alone)" } else { "" },
+            ));
+        }
+        if pace.line_due() && done < total {
+            eprintln!(
+                "simulate: {done}/{total} iterations (trial {}/{trials}), elapsed {}, ~{} left{}",
+                (done / iterations + 1).min(trials as u64),
+                sweep::minutes(started.elapsed().as_secs_f64()),
+                sweep::minutes(left),
+                if in_first { " in trial 0 (it writes the run directory; the others go faster)" } else { "" },
+            );
+        }
+        Ok(())
+    }
+}
+
+/// `tune`'s watcher: as [`simulate_watch`], over every value of the key (each taken to cost what
+/// the current one does).
+fn tune_watch(key: &str, values: &[String], trials: usize) -> impl FnMut(usize, u64, u64) -> Result<(), String> {
+    let started = std::time::Instant::now();
+    let mut pace = Pace::new();
+    let mut current = 0;
+    let (key, values) = (key.to_string(), values.to_vec());
+    move |i, done, total| {
+        if i != current {
+            current = i;
+            pace.restart(0);
+        }
+        let Some(per) = pace.per_iteration(done) else { return Ok(()) };
+        let rest = total.saturating_sub(done) + total.saturating_mul((values.len() - i - 1) as u64);
+        let left = per * rest as f64;
+        if left > MAX_SIMULATION_S {
+            return Err(format!(
+                "--vary {key}: {} values × {trials} trials at {} per iteration would take {} more, more than a day; use fewer values, trials or iterations",
+                values.len(),
+                seconds(per),
                 sweep::minutes(left)
             ));
         }
-        if last.elapsed().as_secs_f64() >= 10.0 && done < total_now {
-            last = std::time::Instant::now();
+        if pace.line_due() && done < total {
             eprintln!(
-                "simulate: trial {done}/{total_now}, elapsed {}, ~{} left",
-                sweep::minutes(elapsed),
+                "tune: {key} = {} ({}/{}), {done}/{total} iterations, elapsed {}, ~{} left",
+                values[i],
+                i + 1,
+                values.len(),
+                sweep::minutes(started.elapsed().as_secs_f64()),
                 sweep::minutes(left)
             );
         }
         Ok(())
+    }
+}
+
+/// A short duration with its unit (µs, ms or s).
+fn seconds(s: f64) -> String {
+    match s {
+        s if s < 1e-3 => format!("{:.1} µs", s * 1e6),
+        s if s < 1.0 => format!("{:.1} ms", s * 1e3),
+        s => format!("{s:.1} s"),
     }
 }
 
@@ -539,8 +635,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
             };
             let opts = outrun_sim::Options { trials, math, write: true };
             check_trials(&plan, trials)?;
-            let sim = outrun_sim::simulate_with(&plan, &cfg.to_toml(), &opts, &mut trial_watch(trials))
-                .map_err(sim_failure)?;
+            let mut watch = simulate_watch(&plan, trials, opts.write);
+            let sim = outrun_sim::simulate_with(&plan, &cfg.to_toml(), &opts, &mut watch).map_err(sim_failure)?;
             let st = &sim.stats;
             println!(
                 "simulated {}: {} trials × {} iterations: per-iteration time mean {:.3} ms, p5 {:.3} ms, p95 {:.3} ms (virtual time)",
@@ -570,7 +666,12 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 return Err(Failure("--trials must be at least 1".into(), 2));
             }
             let dir = outrun_workloads::config_dir(&config);
-            let rows = outrun_sim::tune(tune_plans(&text, &dir, &set, key, &values), trials);
+            let rows = outrun_sim::tune(
+                tune_plans(&text, &dir, &set, key, &values),
+                trials,
+                &mut tune_watch(key, &values, trials),
+            )
+            .map_err(|e| Failure(e, 2))?;
             // every value refused for the same reason (an unknown key, a config error): say it once
             if let [first, rest @ ..] = &rows[..] {
                 if let Err(e) = &first.result {

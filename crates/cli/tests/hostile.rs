@@ -82,6 +82,9 @@ fn special_files_are_refused_before_they_are_opened() {
     for (args, want) in cases {
         assert_refused(&outrun_in(&dir, &args), &want, &args.join(" "));
     }
+    let runs: Vec<_> =
+        std::fs::read_dir(dir.join("runs")).map(|d| d.flatten().map(|e| e.path()).collect()).unwrap_or_default();
+    assert!(runs.is_empty(), "a refused simulation leaves no run directory: {runs:?}");
 }
 
 #[test]
@@ -143,12 +146,26 @@ fn absurd_simulations_and_small_mistakes_are_refused_in_one_line() {
             vec!["simulate", c, "--trials", "1000000000"],
             vec!["--trials 1000000000", "iteration times", "use fewer trials"],
         ),
+        // a day of work, seen from the pace of its first 5 s
+        (
+            vec!["tune", c, "--vary", "scheme.s=0..1", "--set", "run.iterations=100000000"],
+            vec!["--vary scheme.s: 2 values × 100 trials", "per iteration", "more than a day"],
+        ),
+        // terabytes of logs, seen from the first 4096 iterations' (its directory is removed)
+        (
+            vec!["simulate", c, "--trials", "1", "--set", "run.iterations=100000000", "--set", "scheme.workers=99"],
+            vec!["the run directory would grow by", "per iteration", "free on its disk"],
+        ),
+        (vec!["codedfedl-load", "--clients", "1001"], vec!["--clients = 1001: 1 to 1000 clients"]),
         (vec!["check", c, "--set", &long], vec!["run.name", "300 characters", "at most 200"]),
         (vec!["tune", c, "--vary", "nosuch.key=1..2"], vec!["--vary nosuch.key", "nosuch: unknown section"]),
     ];
     for (args, want) in cases {
         assert_refused(&outrun_in(&dir, &args), &want, &args.join(" "));
     }
+    let runs: Vec<_> =
+        std::fs::read_dir(dir.join("runs")).map(|d| d.flatten().map(|e| e.path()).collect()).unwrap_or_default();
+    assert!(runs.is_empty(), "a refused simulation leaves no run directory: {runs:?}");
 }
 
 #[test]

@@ -74,7 +74,14 @@ struct Sim<'a, P: Payload> {
     run: Run,
     /// Per link (from, to): when the last message held on it leaves (`[links] model = "delay"`).
     held: std::collections::HashMap<(usize, usize), f64>,
+    /// Told the iterations done every [`WATCH_EVERY`]; its error stops the run.
+    watch: &'a mut dyn FnMut(u64) -> Result<(), String>,
+    /// Why the watcher stopped the run.
+    stopped: Option<String>,
 }
+
+/// How many iterations pass between two calls of a run's watcher.
+pub const WATCH_EVERY: u64 = 4096;
 
 impl<P: Payload> Sim<'_, P> {
     fn schedule(&mut self, evs: Vec<(f64, NetEvent<Ev<P>>)>) {
@@ -129,6 +136,13 @@ impl<P: Payload> Sim<'_, P> {
                 Output::Deliver { t, total, info } => {
                     if rank == self.plan.log_rank() {
                         self.run.ends.push(at);
+                        let done = self.run.ends.len() as u64;
+                        if done.is_multiple_of(WATCH_EVERY) {
+                            if let Err(e) = (self.watch)(done) {
+                                self.stopped = Some(e);
+                                return;
+                            }
+                        }
                     }
                     let next = self.cores[rank].deliver(t, total, &info, at);
                     self.machines[rank].handle(&At(at), next);
@@ -208,6 +222,9 @@ impl<P: Payload> Sim<'_, P> {
             if let Some(f) = self.failure.take() {
                 return Err(RunFailed(f).into());
             }
+            if let Some(why) = self.stopped.take() {
+                return Err(SimError::Stopped(why));
+            }
             if self.done.iter().all(|&d| d) {
                 break;
             }
@@ -252,6 +269,20 @@ pub fn execute<P: Payload>(
     book: Option<(Book, RunInfo)>,
     logs: Option<&mut [Lines]>,
 ) -> Result<Run, SimError> {
+    execute_watched::<P>(plan, stragglers, jobs, book, logs, &mut |_| Ok(()))
+}
+
+/// [`execute`], telling `watch` the iterations done every [`WATCH_EVERY`] of them; an error
+/// from it stops the run ([`SimError::Stopped`] with its line): how a long simulation shows
+/// progress, and is refused once its pace says it would take too long.
+pub fn execute_watched<P: Payload>(
+    plan: &Plan,
+    stragglers: &StragglerModel,
+    jobs: Vec<Box<dyn Job>>,
+    book: Option<(Book, RunInfo)>,
+    logs: Option<&mut [Lines]>,
+    watch: &mut dyn FnMut(u64) -> Result<(), String>,
+) -> Result<Run, SimError> {
     let ranks = plan.ranks;
     assert_eq!(jobs.len(), ranks, "one job per rank");
     // the machines see the trial's straggler process (a GC-DC master clusters with its states)
@@ -287,6 +318,8 @@ pub fn execute<P: Payload>(
         failure: None,
         run: Run::default(),
         held: Default::default(),
+        watch,
+        stopped: None,
     };
     sim.prelude(&lens)?;
     sim.execute()

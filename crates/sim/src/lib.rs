@@ -27,7 +27,7 @@ use outrun_runlog::{quantile, Book, Lines, Summary};
 use outrun_workloads::{DataError, Job};
 use serde::Serialize;
 
-pub use exec::{execute, Run, RunFailed};
+pub use exec::{execute, execute_watched, Run, RunFailed, WATCH_EVERY};
 pub use network::{NetEvent, Network};
 
 /// Whether to compute the θ trajectory of trial 0.
@@ -121,6 +121,9 @@ pub enum SimError {
     /// The run directory could not be written.
     #[error("{0}")]
     Io(String),
+    /// The caller's watcher stopped the simulation (its line: the work would take too long).
+    #[error("{0}")]
+    Stopped(String),
 }
 
 /// The plan's job, once per rank: loaded with each rank's share (real arithmetic) or not
@@ -149,14 +152,15 @@ pub fn stats_bytes(plan: &Plan, trials: usize) -> u64 {
     (trials as u64).saturating_mul(plan.run.iterations).saturating_mul(8)
 }
 
-/// [`simulate`], calling `watch` after every trial with the trials done and their total; a
-/// watcher's error stops the simulation (refused: [`SimError::Input`]) — the CLI shows progress
-/// and refuses a simulation whose estimated time is absurd.
+/// [`simulate`], calling `watch` with the iterations simulated so far and their total (trials ×
+/// iterations) every [`WATCH_EVERY`] iterations and after every trial; a watcher's error stops
+/// the simulation (refused: [`SimError::Input`]) — the CLI shows progress and refuses a
+/// simulation whose estimated time is absurd.
 pub fn simulate_with(
     plan: &Plan,
     config_toml: &str,
     opts: &Options,
-    watch: &mut dyn FnMut(usize, usize) -> Result<(), String>,
+    watch: &mut dyn FnMut(u64, u64) -> Result<(), String>,
 ) -> Result<Simulated, SimError> {
     if opts.trials == 0 {
         return Err(SimError::Input("--trials must be at least 1".into()));
@@ -193,14 +197,18 @@ pub fn simulate_with(
     let mut trial_means = Vec::new();
     let mut trial0 = vec![];
     let mut written = None;
+    let iterations = plan.run.iterations;
+    let total = iterations.saturating_mul(opts.trials as u64);
     for k in 0..opts.trials {
         let model = trial_model(plan, k);
+        let before = iterations.saturating_mul(k as u64);
+        let mut within = |done: u64| watch(before + done, total);
         let run = if k == 0 && opts.write {
-            let (run, dir) = write_trial(plan, config_toml, &model, math)?;
+            let (run, dir) = write_trial(plan, config_toml, &model, math, &mut within)?;
             written = Some((run.summary.clone().expect("a written trial keeps a book"), dir));
             run
         } else {
-            exec::execute::<Len>(plan, &model, jobs(plan, false)?, None, None)?
+            exec::execute_watched::<Len>(plan, &model, jobs(plan, false)?, None, None, &mut within)?
         };
         let w = walls(&run.ends);
         trial_means.push(w.iter().sum::<f64>() / w.len().max(1) as f64);
@@ -208,7 +216,7 @@ pub fn simulate_with(
         if k == 0 {
             trial0 = w;
         }
-        watch(k + 1, opts.trials).map_err(SimError::Input)?;
+        watch(before + iterations, total).map_err(SimError::Stopped)?;
     }
     let stats = Stats {
         trials: opts.trials,
@@ -239,6 +247,7 @@ fn write_trial(
     config_toml: &str,
     model: &outrun_plan::StragglerModel,
     math: bool,
+    watch: &mut dyn FnMut(u64) -> Result<(), String>,
 ) -> Result<(exec::Run, PathBuf), SimError> {
     let dir = create_run_dir(plan, "-sim").map_err(SimError::Io)?;
     let io = |e: std::io::Error| SimError::Io(format!("{}: {e}", dir.display()));
@@ -270,11 +279,35 @@ fn write_trial(
         })
         .collect::<std::io::Result<Vec<Lines>>>()
         .map_err(io)?;
+    // the logs grow with every iteration: once their size per iteration is known, a run whose
+    // directory would not fit on its disk stops with the sizes, before it fills the disk
+    let iterations = plan.run.iterations;
+    let mut guarded = |done: u64| {
+        if done == exec::WATCH_EVERY || done.is_multiple_of(16 * exec::WATCH_EVERY) {
+            let (now, free) = (outrun_runlog::dir_bytes(&dir), outrun_runlog::free_bytes(&dir));
+            let more = (now as f64 / done as f64 * iterations.saturating_sub(done) as f64) as u64;
+            if let Some(free) = free.filter(|&f| more > f) {
+                return Err(format!(
+                    "{}: the run directory would grow by {} more ({} per iteration), more than the {} free on its disk; simulate fewer iterations or set run.out_dir to a larger disk",
+                    dir.display(),
+                    outrun_workloads::memory::human(more),
+                    outrun_workloads::memory::human(now / done),
+                    outrun_workloads::memory::human(free)
+                ));
+            }
+        }
+        watch(done)
+    };
     let run = if math {
-        exec::execute::<Frame>(plan, model, jobs, Some((book, info)), Some(&mut logs))
+        exec::execute_watched::<Frame>(plan, model, jobs, Some((book, info)), Some(&mut logs), &mut guarded)
     } else {
-        exec::execute::<Len>(plan, model, jobs, Some((book, info)), Some(&mut logs))
-    }?;
+        exec::execute_watched::<Len>(plan, model, jobs, Some((book, info)), Some(&mut logs), &mut guarded)
+    };
+    // a simulation refused part-way leaves no half-written run directory to be reported
+    if let Err(SimError::Stopped(_)) = &run {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    let run = run?;
     if let Some(e) = logs.iter().find_map(Lines::failure) {
         return Err(SimError::Io(format!("{}: a rank's log refused lines: {e}", dir.display())));
     }
@@ -293,19 +326,31 @@ pub struct TuneRow {
 
 /// Simulate each value's plan (or carry why it has none), timing only, one after the other (a
 /// lazy `plans` builds each when its turn comes). Each row's result is the statistics and whether
-/// the scheme is exact by design, or why the value is not runnable.
-pub fn tune(plans: impl IntoIterator<Item = (String, Result<Plan, String>)>, trials: usize) -> Vec<TuneRow> {
-    plans
-        .into_iter()
-        .map(|(value, plan)| {
-            let result = plan.and_then(|plan| {
-                let s = simulate(&plan, "", &Options { trials, math: Math::Off, write: false })
-                    .map_err(|e| e.to_string())?;
-                Ok((s.stats, plan.exact_by_design()))
-            });
-            TuneRow { value, result }
-        })
-        .collect()
+/// the scheme is exact by design, or why the value is not runnable. `watch` is told the index of
+/// the value being simulated and its progress as [`simulate_with`] tells it; its error stops the
+/// sweep (`Err` with its line).
+pub fn tune(
+    plans: impl IntoIterator<Item = (String, Result<Plan, String>)>,
+    trials: usize,
+    watch: &mut dyn FnMut(usize, u64, u64) -> Result<(), String>,
+) -> Result<Vec<TuneRow>, String> {
+    let mut rows = Vec::new();
+    for (i, (value, plan)) in plans.into_iter().enumerate() {
+        let result = match plan {
+            Ok(plan) => {
+                let opts = Options { trials, math: Math::Off, write: false };
+                match simulate_with(&plan, "", &opts, &mut |done, total| watch(i, done, total)) {
+                    Ok(s) => Ok((s.stats, plan.exact_by_design())),
+                    // the watcher's refusal ends the sweep
+                    Err(SimError::Stopped(e)) => return Err(e),
+                    Err(e) => Err(e.to_string()),
+                }
+            }
+            Err(e) => Err(e),
+        };
+        rows.push(TuneRow { value, result });
+    }
+    Ok(rows)
 }
 /// Values of a sweep: `a..b` (integers, inclusive) or a comma-separated list.
 pub fn sweep_values(spec: &str) -> Result<Vec<String>, SimError> {

@@ -93,3 +93,43 @@ fn a_disk_full_at_the_start_ends_the_run_at_once_in_one_line() {
     assert!(lines[0].contains("No space left on device"), "{}", lines[0]);
     assert!(run.elapsed < Duration::from_secs(15), "{:?}", run.elapsed);
 }
+
+/// A disk that fills while the run writes checkpoints: one error line naming the checkpoint that
+/// could not be written, and at most the master's one line for the rank logs that dropped lines
+/// (the ranks the failed run stopped no longer each warn about their own), exit 1, and no `checkpoint.json.tmp` left behind — the last complete checkpoint stays.
+#[test]
+fn a_disk_that_fills_during_checkpoints_ends_in_one_line_and_leaves_no_temporary_file() {
+    if std::env::var_os("OUTRUN_SKIP_MOUNT").is_some() {
+        eprintln!("skipped: OUTRUN_SKIP_MOUNT is set");
+        return;
+    }
+    let _lock = mpi_lock();
+    let dir = tempdir("disk-ckpt");
+    let small = dir.join("small");
+    std::fs::create_dir(&small).unwrap();
+    let st = Command::new("mount").args(["-t", "tmpfs", "-o", "size=128k", "tmpfs"]).arg(&small).status().unwrap();
+    assert!(st.success(), "mount tmpfs (needs root; OUTRUN_SKIP_MOUNT=1 skips this test)");
+    let _m = Mount(small.clone());
+    let text = format!(
+        "[run]\nname='ckpt'\niterations=3000\ndeadline=10.0\ncheckpoint_every=1\nout_dir='{}'\n[data]\nkind='linear-synthetic'\nsamples=400\nfeatures=40\n[model]\nloss='least-squares'\nlr=0.1\n[scheme]\nkind='gc-cyclic'\nworkers=4\ns=1\n[timing]\ncompute='modelled'\na=1e-6\n",
+        small.display()
+    );
+    let cfg = write_config(&dir, &text);
+    let run = mpirun(5, &cfg, &[], Duration::from_secs(120));
+    let lines: Vec<&str> = run.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    // the error, and at most the master's one line for the rank logs it heard of
+    let (errors, others): (Vec<&str>, Vec<&str>) = lines.iter().partition(|l| l.starts_with("error: "));
+    assert_eq!(errors.len(), 1, "one error line:\n{}", run.stderr);
+    assert!(others.len() <= 1 && others.iter().all(|l| l.contains("refused log lines")), "{}", run.stderr);
+    assert!(
+        errors[0].contains("cannot write the checkpoint of iteration") && errors[0].contains("No space left on device"),
+        "{}",
+        errors[0]
+    );
+    let runs: Vec<_> = std::fs::read_dir(&small).unwrap().flatten().map(|e| e.path()).collect();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert!(!runs[0].join("checkpoint.json.tmp").exists(), "a temporary checkpoint was left in {}", runs[0].display());
+    let last = outrun_runlog::Checkpoint::read(&runs[0]).expect("the last complete checkpoint");
+    assert!(last.iteration > 0 && last.iteration < 3000, "{}", last.iteration);
+}

@@ -124,7 +124,8 @@ pub fn train(prepare: &dyn Fn() -> Result<Prepared, String>, progress: &mut dyn 
 
 /// One line for the run about log files that dropped lines (a full disk): the master prints
 /// every rank's that reached it with the goodbyes; a rank whose report could not travel (a ring,
-/// an unclean shutdown) prints its own.
+/// an unclean shutdown) prints its own, unless the failed run stopped it (its root's error says
+/// why the run ended).
 fn report_dropped_logs(
     rank: usize,
     plan: &outrun_plan::Plan,
@@ -141,7 +142,10 @@ fn report_dropped_logs(
             dropped.push((rank as u32, e.to_string()));
         }
     }
-    if dropped.is_empty() || reported_up {
+    // a rank the failed run stopped leaves the account to the rank that says why it failed (one
+    // line for the run, not one warning per rank interleaved before it)
+    let stopped = matches!(outcome.result, Err(outrun_proto::Failure::Aborted)) && plan.nodes[rank].parent.is_some();
+    if dropped.is_empty() || reported_up || stopped {
         return;
     }
     dropped.sort();

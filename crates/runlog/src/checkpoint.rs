@@ -3,7 +3,6 @@
 //! temporary file, synced, then renamed over the last one), so a run killed at any moment leaves
 //! the last complete checkpoint.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -29,13 +28,21 @@ pub struct Checkpoint {
 
 impl Checkpoint {
     /// Write into `dir` atomically.
+    /// A write that fails (a full disk) removes its temporary file and leaves the last complete
+    /// checkpoint.
     pub fn write(&self, dir: &Path) -> std::io::Result<()> {
         let tmp = dir.join(format!("{CHECKPOINT}.tmp"));
-        let mut f = std::fs::File::create(&tmp)?;
-        serde_json::to_writer(&mut f, self).map_err(std::io::Error::other)?;
-        f.flush()?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, dir.join(CHECKPOINT))
+        let written = (|| {
+            let mut f = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
+            serde_json::to_writer(&mut f, self).map_err(std::io::Error::other)?;
+            let f = f.into_inner().map_err(std::io::IntoInnerError::into_error)?;
+            f.sync_all()?;
+            std::fs::rename(&tmp, dir.join(CHECKPOINT))
+        })();
+        if written.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        written
     }
 
     /// Read the checkpoint of a run directory (or a checkpoint file), or say why not in one line.
@@ -83,6 +90,19 @@ mod tests {
         assert!(Checkpoint::read(&dir).unwrap_err().contains("is not a checkpoint"));
         std::fs::remove_dir_all(&dir).unwrap();
         assert!(Checkpoint::read(&dir).unwrap_err().contains("cannot read"));
+    }
+
+    /// A write that fails leaves no temporary file and the last checkpoint as it was (here the
+    /// rename fails: the checkpoint's name is taken by a directory that is not empty).
+    #[test]
+    fn a_failed_write_leaves_no_temporary_file() {
+        let dir = std::env::temp_dir().join(format!("outrun-ckpt-fail-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join(CHECKPOINT).join("x")).unwrap();
+        let c = Checkpoint { format: 1, iteration: 5, problem: "p".into(), vectors: vec![] };
+        assert!(c.write(&dir).is_err());
+        assert!(!dir.join("checkpoint.json.tmp").exists());
+        assert!(dir.join(CHECKPOINT).join("x").is_dir());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// A FIFO named as the checkpoint is refused at once (opening it would block forever).

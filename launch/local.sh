@@ -8,8 +8,33 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bin="${OUTRUN_BIN:-$here/target/release/outrun}"
 
-if [ $# -lt 1 ] || [ "${1:-}" = "-h" ] || [ "${1:-}" = "--help" ]; then
-  echo "usage: launch/local.sh CONFIG [--set section.key=value ...] [--quiet] [--resume RUN_DIR]" >&2
+usage="usage: launch/local.sh CONFIG [--set section.key=value ...] [--quiet] [--resume RUN_DIR]"
+if [ "${1:-}" = "-h" ] || [ "${1:-}" = "--help" ]; then
+  cat <<HELP
+$usage
+
+Runs one experiment on this machine: checks the config (one line and exit 2 for bad input,
+before MPI starts), asks it how many MPI ranks it needs, and runs them under mpirun (one rank
+per slot, oversubscribed, no core binding). The run directory is printed at the end.
+
+  --set section.key=value   override a config key (repeatable)
+  --quiet                   no progress lines from rank 0
+  --resume RUN_DIR          go on from RUN_DIR's checkpoint.json (run.checkpoint_every)
+
+Environment:
+  OUTRUN_BIN            the outrun binary (default: target/release/outrun of this repository)
+  OUTRUN_TIMEOUT        seconds the whole launch may take, the check included (default:
+                        120 s + iterations × run.deadline); past it the job is stopped, exit 124
+  OUTRUN_MPIRUN_FLAGS   extra mpirun flags (e.g. "--bind-to core" where each rank has a core)
+  OUTRUN_MPI_VERBOSE    1: show mpirun's own output unfiltered (its abort reports included)
+  VIRTUAL_ENV           the Python environment a [job] kind = "python" module imports from
+                        (default: this repository's .venv, made by scripts/setup.sh)
+  OMP_NUM_THREADS       threads per rank for a Python model's libraries (default 1)
+HELP
+  exit 0
+fi
+if [ $# -lt 1 ]; then
+  echo "$usage (--help for more)" >&2
   exit 2
 fi
 config="$1"; shift

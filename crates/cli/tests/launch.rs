@@ -310,3 +310,30 @@ fn a_killed_run_resumed_from_its_checkpoint_ends_bit_equal() {
     assert_eq!(rows[0]["iteration"], at.to_string());
     eprintln!("killed after the checkpoint of iteration {at}; resumed: theta.txt equal bit for bit");
 }
+
+/// `--help` is asked for, so it goes to stdout with exit 0 and names every variable the launcher
+/// reads; no arguments at all is a mistake: the usage on stderr, exit 2.
+#[test]
+fn help_is_on_stdout_and_lists_the_environment() {
+    let help = Command::new(launcher()).arg("--help").output().unwrap();
+    assert_eq!(help.status.code(), Some(0));
+    let out = String::from_utf8_lossy(&help.stdout);
+    assert!(help.stderr.is_empty() && out.starts_with("usage: launch/local.sh CONFIG"), "{out}");
+    let script = std::fs::read_to_string(launcher()).unwrap()
+        + &std::fs::read_to_string(launcher().with_file_name("lib.sh")).unwrap();
+    // every OUTRUN_* variable a user may set (OUTRUN_RUN_DIR_FILE and OUTRUN_TERMINAL are the
+    // launcher's own, for the ranks)
+    let mut vars: Vec<&str> = script
+        .match_indices("OUTRUN_")
+        .map(|(i, _)| &script[i..])
+        .map(|s| &s[..s.find(|c: char| !(c.is_ascii_uppercase() || c == '_')).unwrap_or(s.len())])
+        .collect();
+    vars.sort_unstable();
+    vars.dedup();
+    for v in vars.iter().filter(|v| !["OUTRUN_RUN_DIR_FILE", "OUTRUN_TERMINAL"].contains(v)) {
+        assert!(out.contains(v), "--help names {v}:\n{out}");
+    }
+    let none = Command::new(launcher()).output().unwrap();
+    assert_eq!(none.status.code(), Some(2));
+    assert!(none.stdout.is_empty() && String::from_utf8_lossy(&none.stderr).starts_with("usage:"));
+}

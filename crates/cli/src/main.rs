@@ -1140,6 +1140,26 @@ fn pagerank_load(
     Ok(())
 }
 
+/// A Python model imports from the active virtual environment; without one, from the
+/// repository's `.venv` (scripts/setup.sh makes it, with numpy) when this binary is the
+/// repository's build (`<repository>/target/<profile>/outrun`) — what launch/local.sh chooses, so
+/// `outrun check` on a Python config works without exporting `VIRTUAL_ENV` too.
+fn default_python_env() {
+    if std::env::var_os("VIRTUAL_ENV").is_some() {
+        return;
+    }
+    let Ok(exe) = std::env::current_exe() else { return };
+    let Some(repo) = exe.parent().and_then(Path::parent).filter(|t| t.ends_with("target")).and_then(Path::parent)
+    else {
+        return;
+    };
+    let venv = repo.join(".venv");
+    if venv.join("bin").join("python").exists() {
+        // before any other thread exists (start-up); the ranks and the check's probe inherit it
+        std::env::set_var("VIRTUAL_ENV", venv);
+    }
+}
+
 fn main() -> ExitCode {
     // A bug must still end in one line, not a backtrace; standard output that refuses a line
     // (`> /dev/full`, a full disk) is no bug: one line naming it, exit 1.
@@ -1174,6 +1194,7 @@ fn main() -> ExitCode {
             libc::signal(libc::SIGPIPE, libc::SIG_DFL);
         }
     }
+    default_python_env();
     // OUTRUN_LOG = error | warn (default) | info | debug | trace
     let level = match std::env::var("OUTRUN_LOG").unwrap_or_default().to_ascii_lowercase().as_str() {
         "error" => tracing::Level::ERROR,

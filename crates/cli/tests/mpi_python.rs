@@ -8,6 +8,7 @@
 
 mod common;
 
+use std::process::Command;
 use std::sync::LazyLock;
 
 use outrun_testkit::Cfg;
@@ -384,4 +385,42 @@ fn a_module_that_exits_the_process_fails_the_check_in_one_line() {
         assert_eq!(r.stderr.trim().lines().count(), 1, "{}", r.stderr);
         assert!(r.stderr.starts_with(want), "{}", r.stderr);
     }
+}
+
+/// `outrun check` and `plan` on a Python config find the repository's `.venv` (numpy) without
+/// `VIRTUAL_ENV` exported, as launch/local.sh does — the README calls them directly.
+#[test]
+fn check_finds_the_repositorys_environment_without_virtual_env() {
+    let repo_venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/python");
+    assert!(repo_venv.exists(), "scripts/setup.sh makes {} (the Python tests need it)", repo_venv.display());
+    let dir = tempdir("novenv");
+    let text = config(&LSQ_CFG, &module(&dir, "lsq.py", LEAST_SQUARES));
+    let cfg = write_config(&dir, &text);
+    for cmd in ["check", "plan"] {
+        let mut c = Command::new(bin());
+        c.env_remove("VIRTUAL_ENV").args([cmd, cfg.to_str().unwrap()]);
+        let r = run_with_timeout(c, std::time::Duration::from_secs(60));
+        assert_eq!(r.code, Some(0), "{cmd}: {}", r.stderr);
+    }
+}
+
+/// A module that computes on a GPU returns a CUDA tensor: outrun takes `.detach().cpu().numpy()`
+/// of what `grad` returns. No GPU here: a stand-in object with those methods only (no `__array__`,
+/// so NumPy alone could not read it) plays the tensor, and the run follows the built-in model.
+#[test]
+fn a_gradient_returned_as_a_device_tensor_is_brought_to_the_host() {
+    let dir = tempdir("python-device");
+    let source = format!(
+        "{LEAST_SQUARES}\n\
+class _Host:\n    def __init__(self, a):\n        self._a = a\n    def numpy(self):\n        return self._a\n\n\
+class _OnDevice:\n    \"\"\"What a CUDA tensor offers outrun: detach(), cpu(), and nothing NumPy reads.\"\"\"\n    \
+def __init__(self, a):\n        self._a = a\n    def detach(self):\n        return self\n    def cpu(self):\n        return _Host(self._a)\n    \
+def __array__(self, *args, **kwargs):\n        raise TypeError(\"can't convert cuda:0 device type tensor to numpy\")\n\n\
+_host_grad = grad\n\n\
+def grad(theta, X, y, w):\n    g, loss = _host_grad(theta, X, y, w)\n    return _OnDevice(g), loss\n"
+    );
+    let path = module(&dir, "on_device.py", &source);
+    let text = config(&LSQ_CFG, &path);
+    let diff = against_built_in("device", &text, &path, &[], &[]);
+    assert!(diff <= 1e-12, "the device-returning module's θ differs from the built-in model's by {diff:e}");
 }

@@ -643,3 +643,31 @@ fn every_shipped_config_passes_check() {
         assert!(r.stdout.starts_with("ok: "), "{}: {}", f.display(), r.stdout);
     }
 }
+
+/// `simulate` says how it timed the computations, and warns when the config asks for real
+/// timing, which a simulation cannot measure (it used to model it with the default timing.a in
+/// silence: 35 ms per iteration predicted for a run that measured 2.7 ms).
+#[test]
+fn simulate_says_which_timing_it_used_and_warns_on_real_timing() {
+    let dir = tempdir("sim-timing");
+    let base = "[run]\nname='t'\niterations=5\n[data]\nkind='linear-synthetic'\nsamples=100\nfeatures=4\n[model]\nloss='least-squares'\nlr=0.1\n[scheme]\nkind='umw'\nworkers=4\n";
+    let runs = format!("run.out_dir={}", dir.join("runs").display());
+    let cases = [
+        ("[timing]\ncompute='real'\n", true, "compute modelled at timing.a = 1e-5 s per point"),
+        ("[timing]\ncompute='modelled'\na=3e-6\n", false, "compute modelled at timing.a = 3e-6 s per point"),
+        (
+            "[timing]\ncompute='modelled'\n[stragglers]\nmodel='shifted-exp'\na=1e-6\nmu=1e5\n",
+            false,
+            "compute times drawn from the straggler law (shifted-exp)",
+        ),
+    ];
+    for (k, (timing, warns, line)) in cases.into_iter().enumerate() {
+        let cfg = dir.join(format!("t{k}.toml"));
+        std::fs::write(&cfg, format!("{base}{timing}")).unwrap();
+        let sim = outrun(&["simulate", cfg.to_str().unwrap(), "--trials", "1", "--set", &runs]);
+        assert_eq!(sim.code, Some(0), "{timing}: {}", sim.stderr);
+        assert!(sim.stdout.contains(&format!("timing: {line}")), "{timing}: {}", sim.stdout);
+        let warning = sim.stderr.lines().filter(|l| l.starts_with("warning: timing.compute = \"real\"")).count();
+        assert_eq!(warning, usize::from(warns), "{timing}: {}", sim.stderr);
+    }
+}

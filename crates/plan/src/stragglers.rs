@@ -318,6 +318,20 @@ impl StragglerModel {
         }
     }
 
+    /// Whether a worker's compute time starts from the base time (`timing.a` per point when
+    /// modelled, the measured time when real): false where the law gives the whole time itself
+    /// (shifted-exp, weibull, markov, rates, a trace that replaces the time).
+    pub fn uses_base_time(&self) -> bool {
+        !matches!(
+            self.law,
+            Law::ShiftedExp { .. }
+                | Law::Weibull { .. }
+                | Law::Markov { .. }
+                | Law::Rates { .. }
+                | Law::Trace { delay: false, .. }
+        )
+    }
+
     /// One line for `outrun plan`.
     pub fn describe(&self) -> String {
         let from = |f: u64| if f > 0 { format!(" from iteration {f}") } else { String::new() };

@@ -152,6 +152,21 @@ pub fn stats_bytes(plan: &Plan, trials: usize) -> u64 {
     (trials as u64).saturating_mul(plan.run.iterations).saturating_mul(8)
 }
 
+/// How the simulation timed the computations, in one line: the modelled base time per point, or
+/// the straggler law that gives the whole time; with `real` the config's `timing.compute =
+/// "real"`, which a simulation cannot honour (it names what it used instead, and how to do
+/// better).
+pub fn timing_line(plan: &Plan) -> (String, bool) {
+    let m = &plan.stragglers;
+    let real = m.compute == outrun_config::ComputeMode::Real;
+    let line = if m.uses_base_time() {
+        format!("compute modelled at timing.a = {:e} s per point, then the straggler law ({})", m.base_a, m.name())
+    } else {
+        format!("compute times drawn from the straggler law ({}), which gives the whole time", m.name())
+    };
+    (line, real && m.uses_base_time())
+}
+
 /// [`simulate`], calling `watch` with the iterations simulated so far and their total (trials ×
 /// iterations) every [`WATCH_EVERY`] iterations and after every trial; a watcher's error stops
 /// the simulation (refused: [`SimError::Input`]) — the CLI shows progress and refuses a
@@ -229,7 +244,8 @@ pub fn simulate_with(
     let (summary, run_dir) = match written {
         Some((summary, dir)) => {
             let n = &plan.network;
-            let sim = serde_json::json!({"stats": stats, "network": {
+            let (timing, guessed) = timing_line(plan);
+            let sim = serde_json::json!({"stats": stats, "timing": {"line": timing, "config_compute_real_not_measured": guessed}, "network": {
                 "bandwidth_bytes_per_s": n.bandwidth, "latency_s": n.latency, "downlink": n.downlink}, "math": math_note});
             std::fs::write(dir.join("simulate.json"), serde_json::to_string_pretty(&sim).expect("serializes") + "\n")
                 .map_err(|e| SimError::Io(format!("{}: {e}", dir.display())))?;

@@ -169,6 +169,44 @@ pub enum Schedule {
     Inverse,
 }
 
+/// `model.optimizer`: how the decoded gradient moves θ (PyTorch's definitions).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum OptimizerKind {
+    /// SGD, with `model.momentum` and `model.nesterov` (torch.optim.SGD).
+    #[default]
+    Sgd,
+    /// Adam: `model.l2` is added to the gradient (torch.optim.Adam's weight_decay).
+    Adam,
+    /// AdamW: `model.weight_decay` shrinks θ before the step, decoupled from the gradient
+    /// (torch.optim.AdamW).
+    Adamw,
+}
+
+impl OptimizerKind {
+    /// The config spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            OptimizerKind::Sgd => "sgd",
+            OptimizerKind::Adam => "adam",
+            OptimizerKind::Adamw => "adamw",
+        }
+    }
+
+    fn is_sgd(&self) -> bool {
+        *self == OptimizerKind::Sgd
+    }
+}
+
+/// Adam's defaults (torch.optim.Adam and AdamW).
+pub(crate) const ADAM_BETA1: f64 = 0.9;
+/// β₂'s default.
+pub(crate) const ADAM_BETA2: f64 = 0.999;
+/// ε's default.
+pub(crate) const ADAM_EPS: f64 = 1e-8;
+/// AdamW's default decoupled weight decay (torch.optim.AdamW).
+pub(crate) const ADAMW_WEIGHT_DECAY: f64 = 0.01;
+
 /// `[model]`: θ ← θ − η_t·(g/b + λθ) (with momentum: through the velocity), g the gradient
 /// *sum* over the b samples of the iteration (every sample, b = d, in full batch).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -221,6 +259,21 @@ pub struct ModelConfig {
     /// Iterations of linear warm-up: η_t scaled by (t + 1)/warmup while t < warmup.
     #[serde(default)]
     pub warmup: u64,
+    /// The optimizer: sgd (default), adam or adamw.
+    #[serde(default, skip_serializing_if = "OptimizerKind::is_sgd")]
+    pub optimizer: OptimizerKind,
+    /// Adam's β₁ (default 0.9).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub beta1: Option<f64>,
+    /// Adam's β₂ (default 0.999).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub beta2: Option<f64>,
+    /// Adam's ε (default 1e-8).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eps: Option<f64>,
+    /// AdamW's decoupled weight decay (default 0.01).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weight_decay: Option<f64>,
 }
 
 fn default_c() -> f64 {
@@ -251,6 +304,24 @@ impl ModelConfig {
             decay_at: vec![],
             decay: default_decay(),
             warmup: 0,
+            optimizer: OptimizerKind::Sgd,
+            beta1: None,
+            beta2: None,
+            eps: None,
+            weight_decay: None,
+        }
+    }
+
+    /// Adam's (β₁, β₂, ε), defaults filled in.
+    pub fn adam(&self) -> (f64, f64, f64) {
+        (self.beta1.unwrap_or(ADAM_BETA1), self.beta2.unwrap_or(ADAM_BETA2), self.eps.unwrap_or(ADAM_EPS))
+    }
+
+    /// AdamW's decoupled weight decay (0 for the other optimizers).
+    pub fn decoupled_decay(&self) -> f64 {
+        match self.optimizer {
+            OptimizerKind::Adamw => self.weight_decay.unwrap_or(ADAMW_WEIGHT_DECAY),
+            _ => 0.0,
         }
     }
 
@@ -368,6 +439,15 @@ impl LocalConfig {
         }
         if model.momentum != 0.0 {
             return err("model.momentum", "federated clients take plain SGD steps: remove model.momentum");
+        }
+        if model.optimizer != OptimizerKind::Sgd {
+            return err(
+                "model.optimizer",
+                format!(
+                    "= \"{}\": federated clients take plain SGD steps (the server averages their models)",
+                    model.optimizer.name()
+                ),
+            );
         }
         if model.batch.is_some() {
             return err(
@@ -1175,6 +1255,49 @@ impl ModelConfig {
         Ok(())
     }
 
+    /// `model.optimizer` and the keys that belong to one optimizer only.
+    fn validate_optimizer(&self) -> Result<(), ConfigError> {
+        let kind = self.optimizer;
+        if kind.is_sgd() {
+            for (key, set) in [
+                ("beta1", self.beta1.is_some()),
+                ("beta2", self.beta2.is_some()),
+                ("eps", self.eps.is_some()),
+                ("weight_decay", self.weight_decay.is_some()),
+            ] {
+                if set {
+                    return err(&format!("model.{key}"), "is for model.optimizer = \"adam\" or \"adamw\", not \"sgd\"");
+                }
+            }
+            return Ok(());
+        }
+        if self.momentum != 0.0 || self.nesterov {
+            let key = if self.nesterov { "model.nesterov" } else { "model.momentum" };
+            return err(
+                key,
+                format!("is for model.optimizer = \"sgd\"; {} keeps its own moments (model.beta1)", kind.name()),
+            );
+        }
+        for (key, v) in [("beta1", self.beta1), ("beta2", self.beta2)] {
+            if let Some(b) = v.filter(|b| !(b.is_finite() && (0.0..1.0).contains(b))) {
+                return err(&format!("model.{key}"), format!("= {b}: must be in [0, 1)"));
+            }
+        }
+        if let Some(e) = self.eps.filter(|e| !(e.is_finite() && *e > 0.0)) {
+            return err("model.eps", format!("= {e}: must be positive"));
+        }
+        match (kind, self.weight_decay) {
+            (OptimizerKind::Adam, Some(_)) => err(
+                "model.weight_decay",
+                "is AdamW's decoupled decay; Adam's weight decay is model.l2 (added to the gradient, as torch.optim.Adam's weight_decay)",
+            ),
+            (_, Some(w)) if !(w.is_finite() && w >= 0.0) => {
+                err("model.weight_decay", format!("= {w}: must be at least 0"))
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// The network's keys: classes, outputs, hidden layers, initialisation, batch, momentum and
     /// the step's decay and warm-up.
     fn validate(&self) -> Result<(), ConfigError> {
@@ -1239,6 +1362,7 @@ impl ModelConfig {
         if self.nesterov && self.momentum == 0.0 {
             return err("model.nesterov", "= true needs model.momentum > 0");
         }
+        self.validate_optimizer()?;
         if !(self.decay.is_finite() && self.decay > 0.0) {
             return err("model.decay", format!("= {}: must be a positive factor", self.decay));
         }

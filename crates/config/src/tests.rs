@@ -530,3 +530,34 @@ fn a_python_job_names_its_module_and_keeps_its_options() {
     assert_eq!(field_of(&["job.module=\"m.py\""]), "job.module");
     assert_eq!(field_of(&["job.options.k=1"]), "job.options");
 }
+
+#[test]
+fn optimizer_keys_belong_to_their_optimizer_and_round_trip() {
+    let adam = parse_with(&["model.optimizer=adam", "model.beta2=0.99"]).unwrap();
+    assert_eq!(adam.model().optimizer, OptimizerKind::Adam);
+    assert_eq!(adam.model().adam(), (0.9, 0.99, 1e-8));
+    assert_eq!(adam.model().decoupled_decay(), 0.0);
+    let adamw = parse_with(&["model.optimizer=adamw"]).unwrap();
+    assert_eq!(adamw.model().decoupled_decay(), 0.01);
+    // the resolved config (a run directory's config.toml) reads back the same; sgd adds no key
+    assert_eq!(parse(&adam.to_toml(), &[]).unwrap(), adam);
+    assert!(!parse_with(&[]).unwrap().to_toml().contains("optimizer"));
+    for (sets, field, says) in [
+        (&["model.beta1=0.8"][..], "model.beta1", "is for model.optimizer = \"adam\" or \"adamw\", not \"sgd\""),
+        (&["model.optimizer=adam", "model.momentum=0.9"], "model.momentum", "adam keeps its own moments"),
+        (
+            &["model.optimizer=adamw", "model.momentum=0.9", "model.nesterov=true"],
+            "model.nesterov",
+            "is for model.optimizer = \"sgd\"",
+        ),
+        (&["model.optimizer=adam", "model.beta1=1"], "model.beta1", "= 1: must be in [0, 1)"),
+        (&["model.optimizer=adam", "model.eps=0"], "model.eps", "must be positive"),
+        (&["model.optimizer=adam", "model.weight_decay=0.1"], "model.weight_decay", "Adam's weight decay is model.l2"),
+        (&["model.optimizer=adamw", "model.weight_decay=-1"], "model.weight_decay", "must be at least 0"),
+        (&["model.optimizer=rmsprop"], "model.optimizer", ""),
+    ] {
+        let e = parse_with(sets).unwrap_err();
+        assert_eq!(e.field, field, "{sets:?}: {e}");
+        assert!(e.to_string().contains(says), "{sets:?}: {e}");
+    }
+}

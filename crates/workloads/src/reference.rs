@@ -2,7 +2,7 @@
 //! scheme's θ trajectory is compared against. Deliberately plain: one loop over all rows, no
 //! coefficients, no partitions, no codes.
 
-use outrun_config::{Loss, ModelConfig};
+use outrun_config::{Loss, ModelConfig, OptimizerKind};
 
 use crate::batch::Batches;
 use crate::data::Rows;
@@ -144,6 +144,7 @@ pub fn serial_train(rows: &Rows, model: &ModelConfig, theta0: Vec<f64>, seed: u6
     let mut batches = model.batch.map(|b| Batches::new(d, b, seed));
     let mut theta = theta0;
     let mut v = vec![0.0; theta.len()];
+    let mut second = vec![0.0; theta.len()];
     let mut out = vec![theta.clone()];
     for t in 0..iterations {
         let (g, b) = match batches.as_mut() {
@@ -154,6 +155,22 @@ pub fn serial_train(rows: &Rows, model: &ModelConfig, theta0: Vec<f64>, seed: u6
             None => (naive_gradient(rows, model, &theta).0, d),
         };
         let eta = step_size(model, t);
+        if model.optimizer != OptimizerKind::Sgd {
+            // Adam (AdamW: decoupled decay first), written out as torch.optim.Adam documents it
+            let (beta1, beta2, eps) = model.adam();
+            let n = (t + 1) as f64;
+            for k in 0..theta.len() {
+                theta[k] -= eta * model.decoupled_decay() * theta[k];
+                let u = g[k] / b as f64 + model.l2 * theta[k];
+                v[k] = beta1 * v[k] + (1.0 - beta1) * u;
+                second[k] = beta2 * second[k] + (1.0 - beta2) * u * u;
+                let m_hat = v[k] / (1.0 - beta1.powf(n));
+                let v_hat = second[k] / (1.0 - beta2.powf(n));
+                theta[k] -= eta * m_hat / (v_hat.sqrt() + eps);
+            }
+            out.push(theta.clone());
+            continue;
+        }
         for k in 0..theta.len() {
             let u = g[k] / b as f64 + model.l2 * theta[k];
             v[k] = model.momentum * v[k] + u;
@@ -204,5 +221,36 @@ mod tests {
         let star = theta_star(DataKind::LinearSynthetic, 9, p).unwrap();
         assert!(normalized_error(&traj[100], &star) < 1e-3);
         assert!(normalized_error(&traj[10], &star) < normalized_error(&traj[1], &star));
+    }
+
+    /// The reference's Adam and AdamW (the textbook form) and the optimizer every rank applies
+    /// (torch's form: the bias corrections folded into the step) agree to round-off; both train,
+    /// and neither is SGD.
+    #[test]
+    fn adam_written_out_matches_the_optimizer_and_trains() {
+        use crate::metrics::Optimizer;
+        use outrun_config::OptimizerKind;
+        let (p, d) = (5, 400);
+        let rows = synthetic_rows(DataKind::LinearSynthetic, 9, p, 0.1, Labels::Real, 0..d);
+        let star = theta_star(DataKind::LinearSynthetic, 9, p).unwrap();
+        let sgd = serial_gd(&rows, &ModelConfig::linear(Loss::LeastSquares, 0.05), 60);
+        for (kind, wd) in [(OptimizerKind::Adam, None), (OptimizerKind::Adamw, Some(0.05))] {
+            let model = ModelConfig {
+                optimizer: kind,
+                weight_decay: wd,
+                l2: 1e-3,
+                ..ModelConfig::linear(Loss::LeastSquares, 0.05)
+            };
+            let traj = serial_gd(&rows, &model, 60);
+            let mut theta = vec![0.0; p];
+            let mut opt = Optimizer::default();
+            for t in 0..60 {
+                let (g, _) = full_gradient(&rows, &theta, Loss::LeastSquares);
+                opt.step(&mut theta, &g, d as f64, &model, t);
+                assert!(relative_diff(&theta, &traj[t as usize + 1]) < 1e-12, "{kind:?} at {t}");
+            }
+            assert!(normalized_error(&traj[60], &star) < 0.05 * normalized_error(&traj[0], &star), "{kind:?}");
+            assert!(relative_diff(&traj[60], &sgd[60]) > 1e-3, "{kind:?} is not SGD");
+        }
     }
 }

@@ -698,7 +698,11 @@ impl Prelude for GradientDescent {
 
 impl Resumable for GradientDescent {
     fn save(&self) -> Vec<(String, Vec<f64>)> {
-        vec![("theta".into(), self.theta.clone()), ("velocity".into(), self.optimizer.velocity.clone())]
+        let mut v = vec![("theta".into(), self.theta.clone()), ("velocity".into(), self.optimizer.velocity.clone())];
+        if !self.optimizer.second.is_empty() {
+            v.push(("second_moment".into(), self.optimizer.second.clone()));
+        }
+        v
     }
 
     fn restore(&mut self, vectors: &[(String, Vec<f64>)]) -> Result<(), JobError> {
@@ -712,16 +716,22 @@ impl Resumable for GradientDescent {
                 self.params()
             )));
         }
-        let velocity = find("velocity").unwrap_or_default();
-        if !velocity.is_empty() && velocity.len() != self.params() {
-            return Err(JobError::Checkpoint(format!(
-                "the checkpoint's velocity has {} values, not {}",
-                velocity.len(),
-                self.params()
-            )));
+        let mut moments = vec![];
+        for name in ["velocity", "second_moment"] {
+            let v = find(name).unwrap_or_default();
+            if !v.is_empty() && v.len() != self.params() {
+                return Err(JobError::Checkpoint(format!(
+                    "the checkpoint's {name} has {} values, not {}",
+                    v.len(),
+                    self.params()
+                )));
+            }
+            moments.push(v);
         }
+        let (second, velocity) = (moments.pop().unwrap_or_default(), moments.pop().unwrap_or_default());
         self.theta = theta;
         self.optimizer.velocity = velocity;
+        self.optimizer.second = second;
         Ok(())
     }
 }

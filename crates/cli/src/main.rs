@@ -184,9 +184,16 @@ enum Cmd {
         /// Run directory whose times are the baseline for speedups (default: the slowest run).
         #[arg(long)]
         baseline: Option<PathBuf>,
-        /// Also report the time to reach this normalized error (synthetic data).
+        /// Also report the time and iterations to reach this normalized error (synthetic data).
         #[arg(long)]
         target_error: Option<f64>,
+        /// Also report the time and iterations to reach this held-out accuracy, a fraction
+        /// (data.test_path).
+        #[arg(long)]
+        target_accuracy: Option<f64>,
+        /// Also report the time and iterations to reach this loss (iterations.csv's `loss`).
+        #[arg(long)]
+        target_loss: Option<f64>,
         /// Write report.md and PNG/SVG plots into this directory.
         #[arg(long)]
         out: Option<PathBuf>,
@@ -918,8 +925,15 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 Err(Failure("bench groups: a broadcast delivered wrong values".into(), 1))
             }
         }
-        Cmd::Report { runs, baseline, target_error, out, timeline } => {
-            let opts = outrun_report::Options { baseline, target_error, timeline_iterations: timeline };
+        Cmd::Report { runs, baseline, target_error, target_accuracy, target_loss, out, timeline } => {
+            use outrun_report::Target;
+            let targets =
+                [target_error.map(Target::Error), target_accuracy.map(Target::Accuracy), target_loss.map(Target::Loss)];
+            let opts = outrun_report::Options {
+                baseline,
+                targets: targets.into_iter().flatten().collect(),
+                timeline_iterations: timeline,
+            };
             match out {
                 Some(dir) => {
                     let md = outrun_report::write_report(&runs, &opts, &dir).map_err(|e| Failure(e.to_string(), 2))?;

@@ -163,6 +163,16 @@ fn report_plots_test_accuracy_when_runs_have_a_held_out_set() {
     }
     let svg = std::fs::read_to_string(out.join("c1-accuracy.svg")).unwrap();
     assert!(svg.contains("test accuracy vs iterations") && svg.contains("ignore"), "both panels, both schemes");
+    // every run reaches 1 % held-out accuracy at its first evaluation: a time and a count each
+    let t = outrun(&["report", runs.to_str().unwrap(), "--target-accuracy", "0.01"]);
+    assert_eq!(t.code, Some(0), "{}", t.stderr);
+    let rows: Vec<&str> = t.stdout.lines().filter(|l| l.starts_with("| ") && l.contains("[simulated]")).collect();
+    assert_eq!(rows.len(), 2, "{}", t.stdout);
+    for row in rows {
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        let at = cells.iter().position(|c| c.ends_with('×')).unwrap();
+        assert!(cells[at + 1].parse::<f64>().is_ok() && cells[at + 2].parse::<u64>().is_ok_and(|k| k >= 1), "{row}");
+    }
 }
 
 /// `outrun fit` on simulated runs (the same logs as the engine's) with injected
@@ -286,4 +296,67 @@ fn a_federated_run_that_accepted_nothing_says_so() {
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(md.contains("| n/a | n/a (12 rounds accepted no upload) |"), "{md}");
     assert!(md.contains("No run has an error or a loss to plot"), "{md}");
+}
+
+/// A resumed run and a simulated one are labelled as such in the table, summary.json says where
+/// a resumed run started, and the targets say what they can: the time and iterations to an
+/// error and a loss, and "n/a" — not "not reached" — for an accuracy no run can have (no test
+/// set).
+#[test]
+fn resumed_and_simulated_runs_are_labelled_and_targets_say_what_they_can() {
+    let (first, part, cfg, sets) =
+        train("rep-resume", &CFG, &["run.name=whole", "run.checkpoint_every=4", "run.iterations=4"]);
+    assert_eq!(first.code, Some(0), "{}", first.stderr);
+    let out = tempdir("rep-resumed");
+    let mut args: Vec<String> = vec!["train".into(), cfg.display().to_string()];
+    for s in sets.iter().filter(|s| !s.starts_with("run.out_dir=") && !s.starts_with("run.iterations=")) {
+        args.extend(["--set".into(), s.clone()]);
+    }
+    args.extend([
+        "--set".into(),
+        format!("run.out_dir={}", out.display()),
+        "--resume".into(),
+        part.display().to_string(),
+    ]);
+    let resumed = {
+        let _lock = mpi_lock();
+        let ranks = outrun_config::parse(&CFG, &sets).unwrap().ranks();
+        mpirun_outrun(ranks, &args, std::time::Duration::from_secs(120))
+    };
+    assert_eq!(resumed.code, Some(0), "{}", resumed.stderr);
+    let resumed = run_dir(&out);
+    let s = summary(&resumed);
+    assert_eq!((s["first_iteration"].as_u64(), s["iterations"].as_u64()), (Some(4), Some(8)), "{s}");
+    assert_eq!(summary(&part)["first_iteration"], 0);
+    let sims = tempdir("rep-sim");
+    let sim = simulate_as_trained(&cfg, &sets, &sims);
+    let r = outrun(&[
+        "report",
+        resumed.to_str().unwrap(),
+        sim.to_str().unwrap(),
+        "--target-error",
+        "0.5",
+        "--target-loss",
+        "1e9",
+        "--target-accuracy",
+        "0.9",
+    ]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let rows: Vec<&str> = r.stdout.lines().filter(|l| l.starts_with("| whole")).collect();
+    assert_eq!(rows.len(), 2, "{}", r.stdout);
+    assert!(rows.iter().any(|l| l.starts_with("| whole [resumed at iteration 4]")), "{}", r.stdout);
+    assert!(rows.iter().any(|l| l.starts_with("| whole [simulated]")), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("time to error ≤ 5e-1 (s) | iterations to it | speedup to it | time to test accuracy ≥ 90.0 % (s) | iterations to it | speedup to it | time to loss ≤ 1e9 (s) | iterations to it |"),
+        "{}",
+        r.stdout
+    );
+    let resumed_row = rows.iter().find(|l| l.contains("[resumed")).unwrap();
+    let cells: Vec<&str> = resumed_row.split('|').map(str::trim).collect();
+    // no test set: n/a; the loss target is reached at the run's first iteration: 1 iteration in
+    let acc = cells.iter().position(|&c| c == "n/a (no test set)").unwrap_or_else(|| panic!("{resumed_row}"));
+    assert_eq!((cells[acc + 1], cells[acc + 2], cells[acc + 4]), ("-", "-", "1"), "{resumed_row}");
+    let bad = outrun(&["report", resumed.to_str().unwrap(), "--target-accuracy", "90"]);
+    assert_eq!(bad.code, Some(2));
+    assert!(bad.stderr.contains("--target-accuracy 90: must be a fraction in (0, 1]"), "{}", bad.stderr);
 }

@@ -104,14 +104,89 @@ impl Run {
         Ok(Run { dir: dir.to_path_buf(), summary, iterations, problem, busiest, uploaded, busbw })
     }
 
-    /// Short label: the run name.
-    pub fn label(&self) -> &str {
-        &self.summary.name
+    /// Short label: the run name, marked when the run was simulated (virtual time) or resumed
+    /// from a checkpoint (its times and iterations are its own part only).
+    pub fn label(&self) -> String {
+        let s = &self.summary;
+        let mut l = s.name.clone();
+        if s.compute == "simulated" {
+            l.push_str(" [simulated]");
+        }
+        if s.first_iteration > 0 {
+            l.push_str(&format!(" [resumed at iteration {}]", s.first_iteration));
+        }
+        l
     }
 
-    /// Seconds from the loop start until the normalized error first reached `target`.
-    pub fn time_to_error(&self, target: f64) -> Option<f64> {
-        self.iterations.iter().find(|r| r.normalized_error.is_some_and(|e| e <= target)).map(|r| r.cumulative_s)
+    /// Seconds from the loop start until `target` was first reached, and the iterations it took
+    /// (counted from the run's first); `Err` with why it cannot be said: never reached, or the
+    /// run has no such metric (`None`).
+    pub fn time_to(&self, target: Target) -> Result<(f64, u64), Option<()>> {
+        if !self.iterations.iter().any(|r| target.value(r).is_some()) {
+            return Err(None);
+        }
+        let first = self.iterations.first().map_or(0, |r| r.iteration);
+        self.iterations
+            .iter()
+            .find(|r| target.value(r).is_some_and(|v| target.reached(v)))
+            .map(|r| (r.cumulative_s, r.iteration + 1 - first))
+            .ok_or(Some(()))
+    }
+}
+
+/// A level a run may reach; the report gives the time and iterations each run took to reach it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Target {
+    /// Normalized error at most this (synthetic data: `--target-error`).
+    Error(f64),
+    /// Held-out accuracy at least this fraction (`data.test_path`: `--target-accuracy`).
+    Accuracy(f64),
+    /// The `loss` column at most this (`--target-loss`).
+    Loss(f64),
+}
+
+impl Target {
+    /// The iteration's value of this target's metric, when it has one.
+    fn value(self, r: &IterationRow) -> Option<f64> {
+        match self {
+            Target::Error(_) => r.normalized_error,
+            Target::Accuracy(_) => r.test_accuracy,
+            Target::Loss(_) => Some(r.loss).filter(|l| l.is_finite()),
+        }
+    }
+
+    fn reached(self, v: f64) -> bool {
+        match self {
+            Target::Error(t) | Target::Loss(t) => v <= t,
+            Target::Accuracy(t) => v >= t,
+        }
+    }
+
+    /// The column's words: `error ≤ 1e-3`.
+    pub fn describe(self) -> String {
+        match self {
+            Target::Error(t) => format!("error ≤ {t:e}"),
+            Target::Accuracy(t) => format!("test accuracy ≥ {:.1} %", 100.0 * t),
+            Target::Loss(t) => format!("loss ≤ {t:e}"),
+        }
+    }
+
+    /// What a run without the metric lacks.
+    fn missing(self) -> &'static str {
+        match self {
+            Target::Error(_) => "n/a (no θ*: real data)",
+            Target::Accuracy(_) => "n/a (no test set)",
+            Target::Loss(_) => "n/a (no loss)",
+        }
+    }
+
+    /// The option that sets it.
+    fn flag(self) -> &'static str {
+        match self {
+            Target::Error(_) => "--target-error",
+            Target::Accuracy(_) => "--target-accuracy",
+            Target::Loss(_) => "--target-loss",
+        }
     }
 }
 
@@ -174,9 +249,15 @@ pub fn check_options(runs: &[Run], opts: &Options) -> Result<(), ReportError> {
             )));
         }
     }
-    if let Some(t) = opts.target_error {
-        if !(t.is_finite() && t > 0.0) {
-            return Err(ReportError::Option(format!("--target-error {t}: must be a positive number")));
+    for &t in &opts.targets {
+        let bad = match t {
+            Target::Error(v) if !(v.is_finite() && v > 0.0) => Some((v, "must be a positive number")),
+            Target::Accuracy(v) if !(v > 0.0 && v <= 1.0) => Some((v, "must be a fraction in (0, 1]: 0.9 for 90 %")),
+            Target::Loss(v) if !v.is_finite() => Some((v, "must be a number")),
+            _ => None,
+        };
+        if let Some((v, why)) = bad {
+            return Err(ReportError::Option(format!("{} {v}: {why}", t.flag())));
         }
     }
     Ok(())
@@ -200,8 +281,8 @@ pub struct Options {
     /// Run directory whose times are the baseline for speedups (default: the slowest run of
     /// each comparison).
     pub baseline: Option<PathBuf>,
-    /// Target normalized error for "time to error".
-    pub target_error: Option<f64>,
+    /// Levels whose time and iterations to reach each run reports (columns, in this order).
+    pub targets: Vec<Target>,
     /// Iterations shown in each timeline (a window around the slowest iteration).
     pub timeline_iterations: usize,
 }
@@ -264,11 +345,11 @@ pub fn write_report(paths: &[PathBuf], opts: &Options, out: &Path) -> Result<Str
         }
         for r in group {
             blame_section(r, &mut md)?;
-            let name = format!("{stem}-timeline-{}", sanitize(r.label()));
+            let name = format!("{stem}-timeline-{}", sanitize(&r.label()));
             if let Some(caption) = plots::timeline(r, opts.timeline_iterations.max(1), &out.join(&name))? {
                 md.push_str(&format!("![{caption}]({name}.png)\n\n"));
             }
-            let name = format!("{stem}-partition-{}", sanitize(r.label()));
+            let name = format!("{stem}-partition-{}", sanitize(&r.label()));
             if let Some(caption) = plots::partition(r, &out.join(&name))? {
                 md.push_str(&format!("![{caption}]({name}.png)\n\n"));
             }

@@ -10,10 +10,12 @@ pub fn markdown(runs: &[&Run], opts: &Options) -> Result<String, ReportError> {
         opts.baseline.as_ref().and_then(|b| runs.iter().find(|r| same_dir(&r.dir, b))).copied().unwrap_or_else(|| {
             *runs.iter().max_by(|a, b| a.summary.total_s.total_cmp(&b.summary.total_s)).expect("non-empty comparison")
         });
-    let target = opts.target_error;
-    let base_to = target.and_then(|t| base.time_to_error(t));
     let mut o = String::new();
-    let tcols = target.map_or(String::new(), |t| format!(" time to error ≤ {t:e} (s) | speedup to error |"));
+    let tcols: String = opts
+        .targets
+        .iter()
+        .map(|t| format!(" time to {} (s) | iterations to it | speedup to it |", t.describe()))
+        .collect();
     // rings all-reduce: their bus bandwidth, as nccl-tests reports it
     let rings = runs.iter().any(|r| r.busbw.is_some());
     o.push_str(&format!(
@@ -22,19 +24,21 @@ pub fn markdown(runs: &[&Run], opts: &Options) -> Result<String, ReportError> {
     ));
     o.push_str(&format!(
         "|---|---|---|---|---|---|---|---|---|---|---|{}---|---|---|---|{}\n",
-        if target.is_some() { "---|---|" } else { "" },
+        "---|---|---|".repeat(opts.targets.len()),
         if rings { "---|" } else { "" }
     ));
     for r in runs {
         let s = &r.summary;
-        let tvals = match target {
-            None => String::new(),
-            Some(t) => match (r.time_to_error(t), base_to) {
-                (Some(x), Some(b)) => format!(" {x:.3} | {:.2}× |", b / x),
-                (Some(x), None) => format!(" {x:.3} | - |"),
-                (None, _) => " not reached | - |".into(),
-            },
-        };
+        let tvals: String = opts
+            .targets
+            .iter()
+            .map(|&t| match (r.time_to(t), base.time_to(t)) {
+                (Ok((x, k)), Ok((b, _))) => format!(" {x:.3} | {k} | {:.2}× |", b / x),
+                (Ok((x, k)), Err(_)) => format!(" {x:.3} | {k} | - |"),
+                (Err(Some(())), _) => " not reached | - | - |".into(),
+                (Err(None), _) => format!(" {} | - | - |", t.missing()),
+            })
+            .collect();
         let err = match (s.final_error, s.final_loss.is_finite()) {
             (Some(e), _) => format!("{e:.4e}"),
             (None, true) => format!("loss {:.4e}", s.final_loss),
@@ -56,12 +60,14 @@ pub fn markdown(runs: &[&Run], opts: &Options) -> Result<String, ReportError> {
         let busy = r.busiest.map_or("n/a".into(), |(rank, b)| format!("{:.1} ({rank})", b / 1e3));
         let bw = match (rings, r.busbw) {
             (false, _) => String::new(),
+            // three significant digits at least: a small vector's bandwidth under load is not 0.0
+            (true, Some(b)) if b < 1e7 => format!(" {:.3} |", b / 1e6),
             (true, Some(b)) => format!(" {:.1} |", b / 1e6),
             (true, None) => " - |".into(),
         };
         o.push_str(&format!(
             "| {}{} | {} | {} | {} | {} | {:.2} | {:.2} | {:.2} | {up} | {:.3} | {:.2}× |{tvals} {err} | {exact} | {} | {busy} |{bw}\n",
-            s.name,
+            r.label(),
             if std::ptr::eq(*r, base) { " (baseline)" } else { "" },
             s.scheme,
             s.workers,

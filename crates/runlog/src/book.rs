@@ -113,6 +113,8 @@ pub struct Book {
     /// Seconds of a one-time phase before the loop that `cumulative_s` counts (CodedFedL's
     /// parity upload).
     prelude: Option<f64>,
+    /// The first iteration recorded (a resumed run's checkpoint's; 0 otherwise).
+    first: Option<u64>,
 }
 
 impl Book {
@@ -139,6 +141,7 @@ impl Book {
             last_error: None,
             last_accuracy: None,
             prelude: None,
+            first: None,
         };
         book.trajectory(0, &vec![0.0; info.features]);
         Ok(book)
@@ -166,6 +169,7 @@ impl Book {
 
     /// Record iteration t (the state is θ_{t+1}, the loss is at θ_t). Returns the wall time.
     pub fn record(&mut self, r: IterationRecord) -> f64 {
+        self.first.get_or_insert(r.t);
         let wall = r.end - self.last_end;
         self.last_end = r.end;
         self.walls.push(wall);
@@ -252,6 +256,7 @@ impl Book {
             features: info.features,
             payload_values: info.payload_values,
             iterations: self.walls.len() as u64,
+            first_iteration: self.first.unwrap_or(0),
             setup_s,
             parity_s: self.prelude,
             total_s: total,

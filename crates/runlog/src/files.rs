@@ -198,6 +198,10 @@ pub struct Summary {
     pub payload_values: usize,
     /// Iterations completed.
     pub iterations: u64,
+    /// The iteration the run started at: a resumed run's checkpoint's (its `iterations` are
+    /// those it ran itself), 0 otherwise.
+    #[serde(default)]
+    pub first_iteration: u64,
     /// Seconds from start to the first iteration.
     pub setup_s: f64,
     /// Seconds of CodedFedL's one-time parity upload before the first iteration (counted in

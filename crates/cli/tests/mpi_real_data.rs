@@ -306,3 +306,51 @@ fn ranks_read_their_rows_from_the_cache_the_check_wrote() {
     let diff = diff(&from_text, &want_altered);
     assert!(diff <= 1e-9, "OUTRUN_NO_CACHE=1 still read the cache: {diff:e} from the file's data");
 }
+
+/// The user's file as it comes (issue 44): `;` between fields, the label last and a word
+/// (`digit-3`), a header — and a held-out file like it — trains through mpirun without
+/// preprocessing to the LIBSVM run's reference, and the label map is in plan.json and
+/// `outrun plan`.
+#[test]
+fn a_csv_with_word_labels_last_and_semicolons_trains_without_preprocessing() {
+    let dir = tempdir("digits-words");
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    let write = |name: &str, libsvm: &str| {
+        let mut csv: String = (1..=64).map(|k| format!("px{k};")).collect::<String>() + "kind\n";
+        let (x, y) = read(&format!("{root}/data/{libsvm}"));
+        for (row, label) in x.iter().zip(&y) {
+            row.iter().for_each(|v| csv.push_str(&format!("{v};")));
+            csv.push_str(&format!("digit-{label}\n"));
+        }
+        let path = dir.join(name);
+        std::fs::write(&path, csv).unwrap();
+        path
+    };
+    let (train_csv, test_csv) = (write("train.csv", "digits-train.libsvm"), write("test.csv", "digits-test.libsvm"));
+    let text = shipped("softmax-digits.toml");
+    let sets = [
+        "data.kind=csv".to_string(),
+        format!("data.path={}", train_csv.display()),
+        format!("data.test_path={}", test_csv.display()),
+        "data.delimiter=\";\"".into(),
+        "data.label_column=\"kind\"".into(),
+        "data.labels=\"auto\"".into(),
+        "run.iterations=20".into(),
+    ];
+    let refs: Vec<&str> = sets.iter().map(String::as_str).collect();
+    let (run, out, cfg, all) = train("digits-words", &text, &refs);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let want = job_reference(&text, &["run.iterations=20".to_string()]);
+    assert_eq!(job_reference(&text, &all), want, "the word-labelled CSV is the LIBSVM file's data");
+    let diff = outrun_workloads::metrics::relative_diff(&theta(&out), &want);
+    assert!(diff <= 1e-9, "θ differs from the LIBSVM reference by {diff:e}");
+    let names: Vec<String> = (0..10).map(|k| format!("digit-{k}")).collect();
+    let plan: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("plan.json")).unwrap()).unwrap();
+    assert_eq!(plan["job"]["label_names"], serde_json::json!(names));
+    assert!(summary(&out)["final_test_accuracy"].as_f64().is_some_and(|a| a > 0.8), "{}", summary(&out));
+    let mut args = vec!["plan".to_string(), cfg.display().to_string()];
+    all.iter().for_each(|s| args.extend(["--set".to_string(), s.clone()]));
+    let p = outrun(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(p.stdout.contains("labels (data.labels = \"auto\"): `digit-0` → 0, `digit-1` → 1,"), "{}", p.stdout);
+}

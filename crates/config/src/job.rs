@@ -93,6 +93,82 @@ pub struct DataConfig {
     /// it after every iteration (`test_accuracy` in `iterations.csv` and the summary).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub test_path: Option<String>,
+    /// CSV: the character between fields (default `,`; `"tab"` for a tab).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delimiter: Option<String>,
+    /// CSV: which column holds the label — a 0-based index, `"first"` (default), `"last"`, or
+    /// a name from the header line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label_column: Option<LabelColumn>,
+    /// CSV: `"auto"` maps whatever the labels are (strings, 1-based classes) to 0..C−1 in sorted
+    /// order (numeric when every label is a number); `"numeric"` (default) takes them as numbers.
+    #[serde(default, skip_serializing_if = "LabelValues::is_numeric")]
+    pub labels: LabelValues,
+}
+
+/// `data.label_column`: where a CSV line's label is.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum LabelColumn {
+    /// A 0-based column index.
+    Index(usize),
+    /// `"first"`, `"last"`, or a header's column name.
+    Name(String),
+}
+
+impl<'de> Deserialize<'de> for LabelColumn {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Column;
+        impl serde::de::Visitor<'_> for Column {
+            type Value = LabelColumn;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a 0-based column index, \"first\", \"last\" or a header's column name")
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<LabelColumn, E> {
+                usize::try_from(v).map(LabelColumn::Index).map_err(|_| E::custom(format!("{v}: too large an index")))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<LabelColumn, E> {
+                match u64::try_from(v) {
+                    Ok(v) => self.visit_u64(v),
+                    Err(_) => Err(E::custom(format!(
+                        "= {v}: a 0-based column index, \"first\", \"last\" or a header's column name"
+                    ))),
+                }
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<LabelColumn, E> {
+                Ok(LabelColumn::Name(v.to_string()))
+            }
+        }
+        d.deserialize_any(Column)
+    }
+}
+
+/// `data.labels`: how a CSV file's label values become labels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum LabelValues {
+    /// Numbers, taken as they are.
+    #[default]
+    Numeric,
+    /// Any values, mapped to 0..C−1 in sorted order.
+    Auto,
+}
+
+impl LabelValues {
+    fn is_numeric(&self) -> bool {
+        *self == LabelValues::Numeric
+    }
+}
+
+impl DataConfig {
+    /// The CSV delimiter (validated: one character).
+    pub fn csv_delimiter(&self) -> char {
+        match self.delimiter.as_deref() {
+            None => ',',
+            Some("tab") => '\t',
+            Some(d) => d.chars().next().unwrap_or(','),
+        }
+    }
 }
 
 fn default_noise() -> f64 {
@@ -1141,6 +1217,41 @@ impl GdConfig {
                     );
                 }
             }
+        }
+        if d.kind != DataKind::Csv {
+            for (key, set) in [
+                ("data.delimiter", d.delimiter.is_some()),
+                ("data.label_column", d.label_column.is_some()),
+                ("data.labels", d.labels != LabelValues::Numeric),
+            ] {
+                if set {
+                    return err(key, format!("is for data.kind = \"csv\", not \"{}\"", d.kind.name()));
+                }
+            }
+        }
+        if let Some(del) = d.delimiter.as_deref() {
+            let mut chars = del.chars();
+            let one = chars.next().filter(|_| chars.next().is_none());
+            if del != "tab" && !one.is_some_and(|c| c != '"' && c != '#' && c != '\n' && c != '\r') {
+                return err(
+                    "data.delimiter",
+                    format!("= {del:?}: one character (\",\", \";\", \"|\", \" \"), or \"tab\"; not a quote, `#` or a line break"),
+                );
+            }
+        }
+        if let Some(LabelColumn::Name(n)) = &d.label_column {
+            if n.trim().is_empty() {
+                return err(
+                    "data.label_column",
+                    "is empty: a 0-based index, \"first\", \"last\" or a header's column name",
+                );
+            }
+        }
+        if d.labels == LabelValues::Auto && self.model.labels() == Labels::Real {
+            return err(
+                "data.labels",
+                "= \"auto\" maps label values to classes 0..C−1: it needs class labels (model.loss = \"logistic\" or \"softmax\", or least squares with model.outputs = C)",
+            );
         }
         if d.kind != DataKind::Idx && (d.labels_path.is_some() || d.test_labels_path.is_some()) {
             let key = if d.labels_path.is_some() { "data.labels_path" } else { "data.test_labels_path" };

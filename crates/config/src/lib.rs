@@ -47,8 +47,9 @@ pub use exec::{ComputeMode, EngineConfig, NetworkConfig, Rate, RateError, Timing
 pub use faults::{FaultConfig, FaultyConfig, DEFAULT_SIGMA, DEFAULT_VALUE};
 pub use job::{
     DataConfig, DataKind, DataOrder, FeatureConfig, FeatureKind, FlConfig, GdConfig, GraphConfig, GraphKind, Init,
-    JobConfig, Labels, LocalConfig, Loss, MatrixConfig, MatrixDist, MatvecConfig, ModelConfig, OptimizerKind,
-    PagerankConfig, PythonConfig, Schedule, VectorConfig, MAX_GRAPH_VERTICES, MAX_MATRIX_SIDE,
+    JobConfig, LabelColumn, LabelValues, Labels, LocalConfig, Loss, MatrixConfig, MatrixDist, MatvecConfig,
+    ModelConfig, OptimizerKind, PagerankConfig, PythonConfig, Schedule, VectorConfig, MAX_GRAPH_VERTICES,
+    MAX_MATRIX_SIDE,
 };
 pub use links::{DelayConfig, FailConfig, LinksConfig};
 pub use run::RunConfig;

@@ -561,3 +561,38 @@ fn optimizer_keys_belong_to_their_optimizer_and_round_trip() {
         assert!(e.to_string().contains(says), "{sets:?}: {e}");
     }
 }
+
+#[test]
+fn csv_layout_keys_name_the_field_and_round_trip() {
+    let csv = ["data.kind=csv", "data.path=\"d.csv\"", "data.samples=", "data.features="];
+    let with = |more: &[&str]| parse_with(&csv.iter().chain(more).copied().collect::<Vec<_>>());
+    let c = with(&[
+        "data.delimiter=\"tab\"",
+        "data.label_column=\"last\"",
+        "data.labels=\"auto\"",
+        "model.loss=\"logistic\"",
+    ])
+    .unwrap();
+    assert_eq!(c.data().csv_delimiter(), '\t');
+    assert_eq!(c.data().label_column, Some(LabelColumn::Name("last".into())));
+    assert_eq!(parse(&c.to_toml(), &[]).unwrap(), c);
+    assert_eq!(with(&["data.label_column=3"]).unwrap().data().label_column, Some(LabelColumn::Index(3)));
+    for (more, field, says) in [
+        (&["data.delimiter=\";;\""][..], "data.delimiter", "one character"),
+        (&["data.delimiter=\"#\""], "data.delimiter", "not a quote, `#` or a line break"),
+        (&["data.label_column=-1"], "data.label_column", "a 0-based column index"),
+        (&["data.label_column=\" \""], "data.label_column", "is empty"),
+        (&["data.labels=\"auto\""], "data.labels", "needs class labels"),
+    ] {
+        let e = with(more).unwrap_err();
+        assert_eq!(e.field, field, "{more:?}: {e}");
+        assert!(e.to_string().contains(says), "{more:?}: {e}");
+    }
+    // the CSV keys on another kind of data
+    let e = parse_with(&["data.delimiter=\";\""]).unwrap_err();
+    assert_eq!(
+        (e.field.as_str(), e.to_string().contains("is for data.kind = \"csv\"")),
+        ("data.delimiter", true),
+        "{e}"
+    );
+}

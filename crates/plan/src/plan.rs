@@ -554,6 +554,19 @@ impl Plan {
             o.push('\n');
         };
         line(&mut o, format!("plan: {} — {}", self.scheme, self.title));
+        if !self.job.label_names.is_empty() {
+            let shown: Vec<String> =
+                self.job.label_names.iter().take(20).enumerate().map(|(k, n)| format!("`{n}` → {k}")).collect();
+            let more = self.job.label_names.len().saturating_sub(20);
+            line(
+                &mut o,
+                format!(
+                    "labels (data.labels = \"auto\"): {}{}",
+                    shown.join(", "),
+                    if more > 0 { format!(", … ({more} more in plan.json)") } else { String::new() }
+                ),
+            );
+        }
         match self.pattern {
             Pattern::Tree { n, layers } => line(
                 &mut o,

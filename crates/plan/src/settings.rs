@@ -77,6 +77,10 @@ pub struct JobSpec {
     /// A Python model's size, read from its module before the run (`job.kind = "python"`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub python: Option<PythonModel>,
+    /// `data.labels = "auto"`: the label values of the data file in class order (value k is
+    /// class k), as every rank maps them; recorded in plan.json.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub label_names: Vec<String>,
 }
 
 /// What the planning process learnt from a Python model's `init`: every rank knows the payloads'

@@ -1,45 +1,215 @@
-//! CSV data: one sample per line, the label in the first column and the features after it,
-//! separated by commas; a first line that does not start with a number is a header; `#` starts a
-//! comment. Every rank streams the file and keeps only its own rows, like a LIBSVM file.
+//! CSV data: one sample per line, fields separated by `data.delimiter` (default `,`), the label
+//! in `data.label_column` (default the first) and the features in the other columns, in order; a
+//! first line whose features (or, with numeric labels, its label) are not numbers is a header; `#`
+//! starts a comment. With `data.labels = "auto"` any label values — strings, classes from 1 —
+//! become 0..C−1 in sorted order ([`label_values`]). Every rank streams the file and keeps only
+//! its own rows, like a LIBSVM file.
 
+use std::collections::BTreeSet;
 use std::io::BufRead;
 
-use outrun_config::Labels;
+use outrun_config::{DataConfig, LabelColumn, LabelValues, Labels};
 
 use crate::lines::{check_label, DataLines};
 use crate::rowcache::RowLog;
 use crate::rows::{DataError, Rows, Shape};
 
+/// Most distinct label values `data.labels = "auto"` maps (more is not a column of classes).
+pub const MAX_LABEL_VALUES: usize = 10_000;
+
+/// How a CSV file is laid out: its delimiter, its label column, and (`data.labels = "auto"`)
+/// the label values in class order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CsvFormat {
+    /// Between fields.
+    pub delimiter: char,
+    /// Where the label is.
+    pub label: LabelColumn,
+    /// The label values in class order (value k is class k), when they are mapped.
+    pub names: Option<Vec<String>>,
+}
+
+impl Default for CsvFormat {
+    fn default() -> Self {
+        CsvFormat { delimiter: ',', label: LabelColumn::Index(0), names: None }
+    }
+}
+
+impl CsvFormat {
+    /// The format `data` describes, without the label map (see [`label_values`]).
+    pub fn of(data: &DataConfig) -> CsvFormat {
+        CsvFormat {
+            delimiter: data.csv_delimiter(),
+            label: data.label_column.clone().unwrap_or(LabelColumn::Index(0)),
+            names: None,
+        }
+    }
+
+    fn maps(&self) -> bool {
+        self.names.is_some()
+    }
+}
+
+/// The distinct label values of a CSV text in class order: numeric order when every value is a
+/// number, else byte order (one streaming pass).
+pub fn label_values(text: impl BufRead, origin: &str, fmt: &CsvFormat) -> Result<Vec<String>, DataError> {
+    let mut r = Reader::new(text, origin, fmt, Labels::Real);
+    r.collect = Some(BTreeSet::new());
+    while r.next_line()?.is_some() {}
+    let set = r.collect.take().unwrap_or_default();
+    let mut v: Vec<String> = set.into_iter().collect();
+    let numbers: Option<Vec<f64>> = v.iter().map(|s| s.parse::<f64>().ok().filter(|x| x.is_finite())).collect();
+    if let Some(mut keyed) = numbers.map(|n| n.into_iter().zip(v.clone()).collect::<Vec<_>>()) {
+        keyed.sort_by(|a, b| a.0.total_cmp(&b.0));
+        v = keyed.into_iter().map(|(_, s)| s).collect();
+    }
+    Ok(v)
+}
+
+/// The format of `data` with its label map when `data.labels = "auto"` (a pass over `text`, the
+/// training file: a held-out file is read with the training file's map).
+pub fn format_of<R: BufRead>(
+    data: &DataConfig,
+    text: impl FnOnce() -> Result<R, DataError>,
+    origin: &str,
+) -> Result<CsvFormat, DataError> {
+    let mut fmt = CsvFormat::of(data);
+    if data.labels == LabelValues::Auto {
+        fmt.names = Some(label_values(text()?, origin, &fmt)?);
+    }
+    Ok(fmt)
+}
+
 /// Streams the data lines of a CSV text: (label, features) per line, checked.
 struct Reader<'a, R: BufRead> {
     text: DataLines<'a, R>,
+    fmt: &'a CsvFormat,
     width: Option<usize>,
     labels: Labels,
+    /// The label's column, once the first line said how many there are.
+    at: Option<usize>,
+    /// Collecting the label values ([`label_values`]) instead of reading labels.
+    collect: Option<BTreeSet<String>>,
 }
 
-impl<R: BufRead> Reader<'_, R> {
+impl<'a, R: BufRead> Reader<'a, R> {
+    fn new(text: R, origin: &'a str, fmt: &'a CsvFormat, labels: Labels) -> Self {
+        Reader { text: DataLines::new(text, origin), fmt, width: None, labels, at: None, collect: None }
+    }
+
     fn bad(&self, what: String) -> DataError {
         self.text.bad(what)
+    }
+
+    /// The label's column in a line of `fields` (the first data line decides; a named column
+    /// needs the header), and whether this line is the header: line 1, when its label (numeric
+    /// labels) or one of its features (mapped labels, which may be words) is not a number, or
+    /// when it names the label's column.
+    fn label_at(&mut self, fields: &[&str]) -> Result<(usize, bool), DataError> {
+        if let Some(at) = self.at {
+            return Ok((at, false));
+        }
+        let n = fields.len();
+        let number = |f: &str| f.parse::<f64>().is_ok();
+        let (at, named) = match &self.fmt.label {
+            LabelColumn::Index(i) if *i < n => (*i, false),
+            LabelColumn::Index(i) => {
+                return Err(self.bad(format!("data.label_column = {i}, but the line has {n} columns (0..{})", n - 1)))
+            }
+            LabelColumn::Name(s) if s == "first" => (0, false),
+            LabelColumn::Name(s) if s == "last" => (n - 1, false),
+            LabelColumn::Name(s) => match fields.iter().position(|f| f.trim_matches('"') == s) {
+                Some(i) => (i, true),
+                None => {
+                    return Err(self.bad(format!(
+                        "data.label_column = \"{s}\": no such column in the header line ({})",
+                        fields.join(", ")
+                    )))
+                }
+            },
+        };
+        let words = self.fmt.maps() || self.collect.is_some();
+        let header = named
+            || match words {
+                true => fields.iter().enumerate().any(|(k, f)| k != at && !number(f)),
+                false => !number(fields[at]),
+            };
+        self.at = Some(at);
+        Ok((at, header && self.text.ln == 1))
     }
 
     fn next_line(&mut self) -> Result<Option<(f64, Vec<f64>)>, DataError> {
         loop {
             let Some(line) = self.text.next_data()? else { return Ok(None) };
-            let mut fields = line.split(',').map(str::trim);
-            let lab = fields.next().expect("a non-empty line has a field");
-            let y: f64 = match lab.parse() {
-                Ok(y) => y,
-                Err(_) if self.text.ln == 1 => continue, // a header
-                Err(_) => return Err(self.bad(format!("label `{lab}` is not a number"))),
+            let fields: Vec<&str> = line.split(self.fmt.delimiter).map(str::trim).collect();
+            if fields.len() < 2 {
+                let d = self.fmt.delimiter;
+                let what = if d == ',' { String::new() } else { format!(" (data.delimiter = {d:?})") };
+                return Err(self.bad(format!("a label but no feature column{what}")));
+            }
+            let (at, header) = self.label_at(&fields)?;
+            if header {
+                continue;
+            }
+            let lab = fields[at];
+            let y = match (&mut self.collect, &self.fmt.names) {
+                (Some(set), _) => {
+                    if !set.contains(lab) {
+                        if set.len() == MAX_LABEL_VALUES {
+                            return Err(self.bad(format!(
+                                "label `{lab}`: more than {MAX_LABEL_VALUES} distinct labels; is data.label_column the label's column?"
+                            )));
+                        }
+                        set.insert(lab.to_string());
+                    }
+                    0.0
+                }
+                (None, Some(names)) => match names.iter().position(|n| n == lab) {
+                    // more values than the model has classes: say so, not "not a class"
+                    Some(_)
+                        if matches!(self.labels, Labels::Classes(c) if names.len() > c)
+                            || (self.labels == Labels::Binary && names.len() > 2) =>
+                    {
+                        let want = match self.labels {
+                            Labels::Classes(c) => format!("model.classes = {c}"),
+                            _ => "model.loss = \"logistic\" takes 2".to_string(),
+                        };
+                        let shown: Vec<&str> = names.iter().take(10).map(String::as_str).collect();
+                        return Err(self.bad(format!(
+                            "data.labels = \"auto\" found {} label values ({}{}), but {want}",
+                            names.len(),
+                            shown.join(", "),
+                            if names.len() > 10 { ", …" } else { "" }
+                        )));
+                    }
+                    Some(k) => k as f64,
+                    None => {
+                        return Err(self.bad(format!(
+                            "label `{lab}` is not one of the {} labels data.labels = \"auto\" mapped from data.path",
+                            names.len()
+                        )))
+                    }
+                },
+                (None, None) => match lab.parse() {
+                    Ok(y) => y,
+                    Err(_) => {
+                        return Err(self.bad(format!(
+                            "label `{lab}` is not a number (data.labels = \"auto\" maps labels that are not)"
+                        )))
+                    }
+                },
             };
-            let y = check_label(y, lab, self.labels).map_err(|e| self.bad(e))?;
+            let y =
+                if self.collect.is_some() { y } else { check_label(y, lab, self.labels).map_err(|e| self.bad(e))? };
             let x = fields
+                .iter()
                 .enumerate()
+                .filter(|&(k, _)| k != at)
                 .map(|(k, v)| {
                     v.parse::<f64>()
                         .ok()
                         .filter(|v| v.is_finite())
-                        .ok_or_else(|| self.bad(format!("column {}: `{v}` is not a finite number", k + 2)))
+                        .ok_or_else(|| self.bad(format!("column {}: `{v}` is not a finite number", k + 1)))
                 })
                 .collect::<Result<Vec<f64>, _>>()?;
             match self.width {
@@ -57,21 +227,23 @@ impl<R: BufRead> Reader<'_, R> {
 pub fn csv_shape(
     text: impl BufRead,
     origin: &str,
+    fmt: &CsvFormat,
     max_samples: Option<usize>,
     labels: Labels,
 ) -> Result<Shape, DataError> {
-    csv_scan(text, origin, max_samples, labels, None)
+    csv_scan(text, origin, fmt, max_samples, labels, None)
 }
 
 /// [`csv_shape`], giving every row read to `log`.
 pub(crate) fn csv_scan(
     text: impl BufRead,
     origin: &str,
+    fmt: &CsvFormat,
     max_samples: Option<usize>,
     labels: Labels,
     mut log: Option<&mut RowLog>,
 ) -> Result<Shape, DataError> {
-    let mut r = Reader { text: DataLines::new(text, origin), width: None, labels };
+    let mut r = Reader::new(text, origin, fmt, labels);
     let mut n = 0;
     while max_samples.is_none_or(|m| n < m) {
         let Some((y, x)) = r.next_line()? else { break };
@@ -93,8 +265,14 @@ pub(crate) fn csv_scan(
 
 /// The labels of the first `samples` rows of a CSV text (the features read and dropped line by
 /// line: a rank never holds the whole file).
-pub fn csv_labels(text: impl BufRead, origin: &str, samples: usize, labels: Labels) -> Result<Vec<f64>, DataError> {
-    let mut r = Reader { text: DataLines::new(text, origin), width: None, labels };
+pub fn csv_labels(
+    text: impl BufRead,
+    origin: &str,
+    fmt: &CsvFormat,
+    samples: usize,
+    labels: Labels,
+) -> Result<Vec<f64>, DataError> {
+    let mut r = Reader::new(text, origin, fmt, labels);
     let mut y = Vec::with_capacity(samples);
     while y.len() < samples {
         let Some((label, _)) = r.next_line()? else { break };
@@ -104,11 +282,19 @@ pub fn csv_labels(text: impl BufRead, origin: &str, samples: usize, labels: Labe
 }
 
 /// The rows with the given indices (any order, repeats allowed) of a CSV text, `p` wide.
-pub fn csv_rows(text: impl BufRead, origin: &str, p: usize, labels: Labels, idx: &[usize]) -> Result<Rows, DataError> {
+pub fn csv_rows(
+    text: impl BufRead,
+    origin: &str,
+    fmt: &CsvFormat,
+    p: usize,
+    labels: Labels,
+    idx: &[usize],
+) -> Result<Rows, DataError> {
     let mut wanted: Vec<(usize, usize)> = idx.iter().copied().enumerate().map(|(k, i)| (i, k)).collect();
     wanted.sort_unstable();
     let (mut x, mut y) = (vec![0.0; idx.len() * p], vec![0.0; idx.len()]);
-    let mut r = Reader { text: DataLines::new(text, origin), width: Some(p), labels };
+    let mut r = Reader::new(text, origin, fmt, labels);
+    r.width = Some(p);
     let (mut row, mut next) = (0, 0);
     while next < wanted.len() {
         let Some((label, feats)) = r.next_line()? else {
@@ -137,25 +323,70 @@ mod tests {
     #[test]
     fn a_byte_order_mark_is_not_a_header() {
         let text = "\u{feff}1,0.5,2\n0,1,3\n";
-        assert_eq!(csv_shape(text.as_bytes(), "f", None, Labels::Binary).unwrap(), Shape { samples: 2, features: 2 });
+        assert_eq!(
+            csv_shape(text.as_bytes(), "f", &CsvFormat::default(), None, Labels::Binary).unwrap(),
+            Shape { samples: 2, features: 2 }
+        );
         let with_header = "\u{feff}label,a,b\n1,0.5,2\n";
-        assert_eq!(csv_shape(with_header.as_bytes(), "f", None, Labels::Binary).unwrap().samples, 1);
+        assert_eq!(
+            csv_shape(with_header.as_bytes(), "f", &CsvFormat::default(), None, Labels::Binary).unwrap().samples,
+            1
+        );
     }
 
     #[test]
     fn reads_a_header_comments_and_refuses_bad_lines() {
         let text = "label,a,b\n2,0.5,1\n# note\n0, 3 ,4\n1,5,6 # trailing\n";
-        let s = csv_shape(text.as_bytes(), "f", None, Labels::Classes(3)).unwrap();
+        let s = csv_shape(text.as_bytes(), "f", &CsvFormat::default(), None, Labels::Classes(3)).unwrap();
         assert_eq!(s, Shape { samples: 3, features: 2 });
-        let r = csv_rows(text.as_bytes(), "f", 2, Labels::Classes(3), &[2, 0]).unwrap();
-        assert_eq!(csv_labels(text.as_bytes(), "f", 3, Labels::Classes(3)).unwrap(), [2.0, 0.0, 1.0]);
+        let r = csv_rows(text.as_bytes(), "f", &CsvFormat::default(), 2, Labels::Classes(3), &[2, 0]).unwrap();
+        assert_eq!(
+            csv_labels(text.as_bytes(), "f", &CsvFormat::default(), 3, Labels::Classes(3)).unwrap(),
+            [2.0, 0.0, 1.0]
+        );
         assert_eq!((r.row(0), r.row(1), r.labels()), (&[5.0, 6.0][..], &[0.5, 1.0][..], &[1.0, 2.0][..]));
-        let e = |t: &str| csv_shape(t.as_bytes(), "f", None, Labels::Classes(3)).unwrap_err().to_string();
+        let e = |t: &str| {
+            csv_shape(t.as_bytes(), "f", &CsvFormat::default(), None, Labels::Classes(3)).unwrap_err().to_string()
+        };
         assert_eq!(e("1,2,3\n0,1\n"), "f:2: 1 features, but the lines before have 2");
         assert_eq!(e("1,2,x\n"), "f:1: column 3: `x` is not a finite number");
-        assert_eq!(e("1,2\nx,3\n"), "f:2: label `x` is not a number");
+        assert_eq!(e("1,2\nx,3\n"), "f:2: label `x` is not a number (data.labels = \"auto\" maps labels that are not)");
         assert!(e("3,1\n").starts_with("f:1: label `3` is not a class 0..2"), "{}", e("3,1\n"));
-        assert_eq!(e("1\n"), "f: a label but no feature column");
+        assert_eq!(e("1\n"), "f:1: a label but no feature column");
         assert_eq!(e("# nothing\n"), "f: no data lines");
+    }
+
+    /// The user's file as it came: `;` between fields, string labels in the last column, a
+    /// header; and classes counted from 1 mapped in numeric order (10 after 9, not after 1).
+    #[test]
+    fn delimiters_label_columns_and_mapped_labels() {
+        let text = "a;b;kind\n0.5;1;cat\n2;3;dog\n4;5;cat\n6;7;bird\n";
+        let fmt = CsvFormat { delimiter: ';', label: LabelColumn::Name("kind".into()), names: None };
+        let names = label_values(text.as_bytes(), "f", &fmt).unwrap();
+        assert_eq!(names, ["bird", "cat", "dog"]);
+        let fmt = CsvFormat { names: Some(names), ..fmt };
+        let c3 = Labels::Classes(3);
+        assert_eq!(csv_shape(text.as_bytes(), "f", &fmt, None, c3).unwrap(), Shape { samples: 4, features: 2 });
+        assert_eq!(csv_labels(text.as_bytes(), "f", &fmt, 4, c3).unwrap(), [1.0, 2.0, 1.0, 0.0]);
+        let r = csv_rows(text.as_bytes(), "f", &fmt, 2, c3, &[3, 1]).unwrap();
+        assert_eq!((r.row(0), r.row(1), r.labels()), (&[6.0, 7.0][..], &[2.0, 3.0][..], &[0.0, 2.0][..]));
+        // "last" finds the same column without a name; no header: every line is data
+        let last = CsvFormat { label: LabelColumn::Name("last".into()), ..fmt.clone() };
+        assert_eq!(csv_labels(&text.as_bytes()[11..], "f", &last, 4, c3).unwrap(), [1.0, 2.0, 1.0, 0.0]);
+        let ones = "1\t0.5\n10\t2\n9\t1\n";
+        let tab = CsvFormat { delimiter: '\t', ..CsvFormat::default() };
+        let names = label_values(ones.as_bytes(), "f", &tab).unwrap();
+        assert_eq!(names, ["1", "9", "10"]);
+        let tab = CsvFormat { names: Some(names), ..tab };
+        assert_eq!(csv_labels(ones.as_bytes(), "f", &tab, 3, c3).unwrap(), [0.0, 2.0, 1.0]);
+        let e = |t: &str, f: &CsvFormat| csv_shape(t.as_bytes(), "f", f, None, c3).unwrap_err().to_string();
+        let named = CsvFormat { label: LabelColumn::Name("y".into()), ..CsvFormat::default() };
+        assert_eq!(e("a,b\n1,2\n", &named), "f:1: data.label_column = \"y\": no such column in the header line (a, b)");
+        let far = CsvFormat { label: LabelColumn::Index(5), ..CsvFormat::default() };
+        assert_eq!(e("1,2\n", &far), "f:1: data.label_column = 5, but the line has 2 columns (0..1)");
+        assert_eq!(e("1;2\n", &CsvFormat::default()), "f:1: a label but no feature column");
+        let semi = CsvFormat { delimiter: ';', ..CsvFormat::default() };
+        assert_eq!(e("1,2\n", &semi), "f:1: a label but no feature column (data.delimiter = ';')");
+        assert!(e("1,2\ncat,3\n", &CsvFormat::default()).contains("data.labels = \"auto\" maps labels"));
     }
 }

@@ -105,6 +105,13 @@ fn class_rows(seed: u64, p: usize, classes: usize, noise: f64, idx: impl IntoIte
     Rows::from_vecs(p, xs, ys)
 }
 
+/// The CSV layout of `data`: its delimiter, its label column, and its label map when
+/// `data.labels = "auto"` (a pass over `data.path`; every rank computes the same map).
+pub fn csv_format(data: &DataConfig) -> Result<crate::csv::CsvFormat, DataError> {
+    let path = Path::new(data.path.as_deref().expect("validated"));
+    crate::csv::format_of(data, || open(path), &path.display().to_string())
+}
+
 /// Shape of the configured data set (streams a LIBSVM or CSV file once, reads IDX files to
 /// their ends and checks them).
 pub fn shape(data: &DataConfig, labels: Labels) -> Result<Shape, DataError> {
@@ -115,8 +122,10 @@ pub fn shape(data: &DataConfig, labels: Labels) -> Result<Shape, DataError> {
         }
         DataKind::Csv => {
             let path = Path::new(data.path.as_deref().expect("validated"));
+            let fmt = csv_format(data)?;
             crate::shapes::cached(data, labels, path, |log| {
-                let s = crate::csv::csv_scan(open(path)?, &path.display().to_string(), data.samples, labels, log)?;
+                let s =
+                    crate::csv::csv_scan(open(path)?, &path.display().to_string(), &fmt, data.samples, labels, log)?;
                 match data.features {
                     Some(f) if f != s.features => Err(DataError::file(
                         path.display(),
@@ -150,7 +159,7 @@ pub fn rows(data: &DataConfig, seed: u64, labels: Labels, p: usize, idx: &[usize
             }
             let origin = path.display().to_string();
             match data.kind {
-                DataKind::Csv => crate::csv::csv_rows(open(path)?, &origin, p, labels, idx),
+                DataKind::Csv => crate::csv::csv_rows(open(path)?, &origin, &csv_format(data)?, p, labels, idx),
                 _ => libsvm_rows(open(path)?, &origin, p, labels, idx),
             }
         }
@@ -171,7 +180,7 @@ fn all_labels(data: &DataConfig, seed: u64, labels: Labels, shape: Shape) -> Res
         }
         DataKind::Csv => {
             let path = Path::new(data.path.as_deref().expect("validated"));
-            crate::csv::csv_labels(open(path)?, &path.display().to_string(), shape.samples, labels)
+            crate::csv::csv_labels(open(path)?, &path.display().to_string(), &csv_format(data)?, shape.samples, labels)
         }
         kind => Ok(synthetic_rows(kind, seed, shape.features, data.noise, labels, 0..shape.samples).y.to_vec()),
     }
@@ -322,6 +331,9 @@ mod tests {
             labels_path: None,
             test_labels_path: None,
             scale: 1.0,
+            delimiter: None,
+            label_column: None,
+            labels: outrun_config::LabelValues::Numeric,
         }
     }
 

@@ -114,7 +114,16 @@ fn entry(dir: &Path, data: &DataConfig, labels: Labels, path: &Path) -> Option<E
     let mtime = meta.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?.as_nanos();
     let ends = fingerprint(&canon, meta.len())?;
     // the file and the config fields its shape depends on; then this version of the file
-    let which = format!("{}|{:?}|{:?}|{:?}|{labels:?}", canon.display(), data.kind, data.samples, data.features);
+    let which = format!(
+        "{}|{:?}|{:?}|{:?}|{labels:?}|{:?}|{:?}|{:?}",
+        canon.display(),
+        data.kind,
+        data.samples,
+        data.features,
+        data.delimiter,
+        data.label_column,
+        data.labels
+    );
     let key = format!("v2|{which}|{}|{mtime}|{ends:016x}", meta.len());
     Some(Entry {
         shape: dir.join(format!("{:016x}", fnv1a(&key))),
@@ -196,7 +205,9 @@ mod tests {
             let origin = file.display().to_string();
             let open = || std::io::BufReader::new(std::fs::File::open(&file).unwrap());
             let shape = cached_in(&cache, true, &data, Labels::Binary, &file, |log| match data.kind {
-                DataKind::Csv => crate::csv::csv_scan(open(), &origin, data.samples, Labels::Binary, log),
+                DataKind::Csv => {
+                    crate::csv::csv_scan(open(), &origin, &Default::default(), data.samples, Labels::Binary, log)
+                }
                 _ => crate::libsvm::libsvm_scan(open(), &origin, data.samples, data.features, Labels::Binary, log),
             })
             .unwrap();
@@ -204,7 +215,9 @@ mod tests {
             let e = entry(&cache, &data, Labels::Binary, &file).unwrap();
             let cached = crate::rowcache::read(&e.rows, &e.key, shape.features, &idx).expect("cached rows");
             let parsed = match data.kind {
-                DataKind::Csv => crate::csv::csv_rows(open(), &origin, shape.features, Labels::Binary, &idx),
+                DataKind::Csv => {
+                    crate::csv::csv_rows(open(), &origin, &Default::default(), shape.features, Labels::Binary, &idx)
+                }
                 _ => crate::libsvm::libsvm_rows(open(), &origin, shape.features, Labels::Binary, &idx),
             }
             .unwrap();

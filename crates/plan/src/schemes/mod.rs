@@ -95,7 +95,7 @@ pub(crate) fn plan(
         links: crate::Links::from_config(cfg),
         upload: cfg.engine.upload,
         run: RunSpec::of(cfg),
-        job: JobSpec { config: cfg.job.clone(), features: 0, python: None },
+        job: JobSpec { config: cfg.job.clone(), features: 0, python: None, label_names: vec![] },
         network: NetworkSpec::of(&cfg.network),
         data: SchemeData::None,
     }

@@ -341,7 +341,9 @@ fn test_set(c: &GdConfig, p: usize) -> Result<Option<Rows>, DataError> {
     let text = crate::input::read_to_string(std::path::Path::new(path))
         .map_err(|e| DataError::read("data.test_path", path, e))?;
     if c.data.kind == DataKind::Csv {
-        let shape = crate::csv::csv_shape(text.as_bytes(), path, None, c.model.labels())?;
+        // the training file's layout and label map
+        let fmt = data::csv_format(&c.data)?;
+        let shape = crate::csv::csv_shape(text.as_bytes(), path, &fmt, None, c.model.labels())?;
         if shape.features != p {
             return Err(DataError::file(
                 path,
@@ -349,7 +351,7 @@ fn test_set(c: &GdConfig, p: usize) -> Result<Option<Rows>, DataError> {
             ));
         }
         let all: Vec<usize> = (0..shape.samples).collect();
-        return crate::csv::csv_rows(text.as_bytes(), path, p, c.model.labels(), &all).map(Some);
+        return crate::csv::csv_rows(text.as_bytes(), path, &fmt, p, c.model.labels(), &all).map(Some);
     }
     data::parse_libsvm(&text, path, None, Some(p), c.model.labels()).map(Some)
 }

@@ -642,13 +642,6 @@ fn run(cli: Cli) -> Result<(), Failure> {
             };
             let opts = outrun_sim::Options { trials, math, write: true };
             check_trials(&plan, trials)?;
-            let (timing, guessed) = outrun_sim::timing_line(&plan);
-            if guessed {
-                eprintln!(
-                    "warning: timing.compute = \"real\": a simulation measures no computation, so it modelled each at timing.a = {:e} s per point; a real run's times may differ by orders of magnitude — `outrun fit RUN_DIR` on a real run prints a [stragglers] law of its measured per-point times to simulate with (or set timing.a)",
-                    plan.stragglers.base_a
-                );
-            }
             let mut watch = simulate_watch(&plan, trials, opts.write);
             let sim = outrun_sim::simulate_with(&plan, &cfg.to_toml(), &opts, &mut watch).map_err(sim_failure)?;
             let st = &sim.stats;
@@ -661,6 +654,14 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 st.p5_s * 1e3,
                 st.p95_s * 1e3
             );
+            // after the simulation: a refused one says only why it was refused
+            let (timing, guessed) = outrun_sim::timing_line(&plan);
+            if guessed {
+                eprintln!(
+                    "warning: timing.compute = \"real\": a simulation measures no computation, so it modelled each at timing.a = {:e} s per point; a real run's times may differ by orders of magnitude — `outrun fit RUN_DIR` on a real run prints a [stragglers] law of its measured per-point times to simulate with (or set timing.a)",
+                    plan.stragglers.base_a
+                );
+            }
             println!("timing: {timing}");
             if let Some(n) = &sim.math_note {
                 println!("note: {n}");

@@ -151,7 +151,7 @@ fn absurd_simulations_and_small_mistakes_are_refused_in_one_line() {
             vec!["tune", c, "--vary", "scheme.s=0..1", "--set", "run.iterations=100000000"],
             vec!["--vary scheme.s: 2 values × 100 trials", "per iteration", "more than a day"],
         ),
-        // terabytes of logs, seen from the first 4096 iterations' (its directory is removed)
+        // terabytes of logs, seen from the first 1024 iterations' (its directory is removed)
         (
             vec!["simulate", c, "--trials", "1", "--set", "run.iterations=100000000", "--set", "scheme.workers=99"],
             vec!["the run directory would grow by", "per iteration", "free on its disk"],

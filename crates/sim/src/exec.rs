@@ -81,7 +81,7 @@ struct Sim<'a, P: Payload> {
 }
 
 /// How many iterations pass between two calls of a run's watcher.
-pub const WATCH_EVERY: u64 = 4096;
+pub const WATCH_EVERY: u64 = 1024;
 
 impl<P: Payload> Sim<'_, P> {
     fn schedule(&mut self, evs: Vec<(f64, NetEvent<Ev<P>>)>) {

@@ -299,7 +299,7 @@ fn write_trial(
     // directory would not fit on its disk stops with the sizes, before it fills the disk
     let iterations = plan.run.iterations;
     let mut guarded = |done: u64| {
-        if done == exec::WATCH_EVERY || done.is_multiple_of(16 * exec::WATCH_EVERY) {
+        if done == exec::WATCH_EVERY || done.is_multiple_of(64 * exec::WATCH_EVERY) {
             let (now, free) = (outrun_runlog::dir_bytes(&dir), outrun_runlog::free_bytes(&dir));
             let more = (now as f64 / done as f64 * iterations.saturating_sub(done) as f64) as u64;
             if let Some(free) = free.filter(|&f| more > f) {

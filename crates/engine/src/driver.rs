@@ -250,7 +250,13 @@ impl<'a> Driver<'a> {
                     self.feed(m, Input::LogDropped { error });
                 }
             }
-            let mut progressed = false;
+            // timers that fell due while this rank was not polling (descheduled, or computing)
+            // fire before what was received meanwhile: a deadline lets in what this rank had
+            // taken by then, and the arrival times its log records agree with what it used
+            let mut progressed = self.fire_timers(m, self.clock.now());
+            if self.done.is_some() {
+                continue;
+            }
             while let Some(r) = self.comm.try_recv() {
                 progressed = true;
                 match wire::decode(r.words, r.bytes) {
@@ -284,12 +290,7 @@ impl<'a> Driver<'a> {
                 self.feed(m, Input::Computed { t: p.t, parts: p.parts, ready: now });
                 progressed = true;
             }
-            self.timers.sort_by(|a, b| a.1.total_cmp(&b.1));
-            while self.timers.first().is_some_and(|&(_, at)| at <= self.clock.now()) {
-                let (id, _) = self.timers.remove(0);
-                self.feed(m, Input::Timer { id });
-                progressed = true;
-            }
+            progressed |= self.fire_timers(m, self.clock.now());
             if progressed {
                 backoff.reset();
                 continue;
@@ -309,6 +310,18 @@ impl<'a> Driver<'a> {
             let left = (next - self.clock.now()).clamp(0.0, 1.0);
             backoff.idle_for(Duration::from_secs_f64(left));
         }
+    }
+
+    /// Feed the machine every timer due at `now`, earliest first; whether one fired.
+    fn fire_timers(&mut self, m: &mut dyn Machine<Frame>, now: f64) -> bool {
+        self.timers.sort_by(|a, b| a.1.total_cmp(&b.1));
+        let mut fired = false;
+        while self.done.is_none() && self.timers.first().is_some_and(|&(_, at)| at <= now) {
+            let (id, _) = self.timers.remove(0);
+            self.feed(m, Input::Timer { id });
+            fired = true;
+        }
+        fired
     }
 
     /// Wait for this rank's sends, still receiving (peers' sends to us must complete too).

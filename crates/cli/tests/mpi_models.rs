@@ -94,3 +94,37 @@ fn adam_and_adamw_train_exactly_in_every_exact_scheme() {
         assert_exact(&format!("adamw-{name}"), &CFG, &all);
     }
 }
+
+/// An Adam run resumed from its checkpoint (θ, m and v) ends bit-equal to the run it continues
+/// left uninterrupted: the second moment travels in checkpoint.json too.
+#[test]
+fn an_adam_run_resumed_from_its_checkpoint_ends_bit_equal() {
+    let adam = ["model.optimizer=adam", "model.lr=0.01", "model.batch=96", "run.checkpoint_every=4"];
+    let (whole, whole_dir, _, _) = train("adam-whole", &CFG, &adam);
+    assert_eq!(whole.code, Some(0), "{}", whole.stderr);
+    let first: Vec<&str> = adam.iter().copied().chain(["run.iterations=4"]).collect();
+    let (part, part_dir, cfg, sets) = train("adam-part", &CFG, &first);
+    assert_eq!(part.code, Some(0), "{}", part.stderr);
+    let names: Vec<String> =
+        outrun_runlog::Checkpoint::read(&part_dir).unwrap().vectors.into_iter().map(|(n, _)| n).collect();
+    assert_eq!(names, ["theta", "velocity", "second_moment"]);
+    let out = tempdir("adam-resumed");
+    let mut args = vec!["train".to_string(), cfg.display().to_string()];
+    for s in sets.iter().filter(|s| !s.starts_with("run.out_dir=") && !s.starts_with("run.iterations=")) {
+        args.extend(["--set".to_string(), s.clone()]);
+    }
+    args.extend([
+        "--set".into(),
+        format!("run.out_dir={}", out.display()),
+        "--resume".into(),
+        part_dir.display().to_string(),
+    ]);
+    let resumed = {
+        let _lock = mpi_lock();
+        let ranks = outrun_config::parse(&CFG, &sets).unwrap().ranks();
+        mpirun_outrun(ranks, &args, std::time::Duration::from_secs(120))
+    };
+    assert_eq!(resumed.code, Some(0), "{}", resumed.stderr);
+    let theta = |d: &std::path::Path| std::fs::read(d.join("theta.txt")).unwrap();
+    assert_eq!(theta(&run_dir(&out)), theta(&whole_dir), "the resumed Adam run's θ differs from the whole run's");
+}

@@ -118,20 +118,33 @@ impl Run {
         l
     }
 
-    /// Seconds from the loop start until `target` was first reached, and the iterations it took
-    /// (counted from the run's first); `Err` with why it cannot be said: never reached, or the
-    /// run has no such metric (`None`).
-    pub fn time_to(&self, target: Target) -> Result<(f64, u64), Option<()>> {
+    /// When the run first reached `target`.
+    pub fn time_to(&self, target: Target) -> Reach {
         if !self.iterations.iter().any(|r| target.value(r).is_some()) {
-            return Err(None);
+            return Reach::NoMetric;
         }
         let first = self.iterations.first().map_or(0, |r| r.iteration);
         self.iterations
             .iter()
             .find(|r| target.value(r).is_some_and(|v| target.reached(v)))
-            .map(|r| (r.cumulative_s, r.iteration + 1 - first))
-            .ok_or(Some(()))
+            .map_or(Reach::Never, |r| Reach::At { secs: r.cumulative_s, iterations: r.iteration + 1 - first })
     }
+}
+
+/// Whether and when a run reached a [`Target`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Reach {
+    /// Seconds from the loop start, and the iterations it took (counted from the run's first).
+    At {
+        /// Seconds.
+        secs: f64,
+        /// Iterations.
+        iterations: u64,
+    },
+    /// The run has the metric and never reached the level.
+    Never,
+    /// The run has no such metric (no θ*, no test set, no loss).
+    NoMetric,
 }
 
 /// A level a run may reach; the report gives the time and iterations each run took to reach it.

@@ -1,6 +1,6 @@
 //! The comparison table.
 
-use crate::{Options, ReportError, Run};
+use crate::{Options, Reach, ReportError, Run};
 
 /// Markdown table of one comparison. Speedup = baseline total time / the run's total time (and
 /// the same on the time to the target error); baseline: `opts.baseline` if it is in this
@@ -33,10 +33,12 @@ pub fn markdown(runs: &[&Run], opts: &Options) -> Result<String, ReportError> {
             .targets
             .iter()
             .map(|&t| match (r.time_to(t), base.time_to(t)) {
-                (Ok((x, k)), Ok((b, _))) => format!(" {x:.3} | {k} | {:.2}× |", b / x),
-                (Ok((x, k)), Err(_)) => format!(" {x:.3} | {k} | - |"),
-                (Err(Some(())), _) => " not reached | - | - |".into(),
-                (Err(None), _) => format!(" {} | - | - |", t.missing()),
+                (Reach::At { secs: x, iterations: k }, Reach::At { secs: b, .. }) => {
+                    format!(" {x:.3} | {k} | {:.2}× |", b / x)
+                }
+                (Reach::At { secs: x, iterations: k }, _) => format!(" {x:.3} | {k} | - |"),
+                (Reach::Never, _) => " not reached | - | - |".into(),
+                (Reach::NoMetric, _) => format!(" {} | - | - |", t.missing()),
             })
             .collect();
         let err = match (s.final_error, s.final_loss.is_finite()) {

@@ -279,6 +279,25 @@ pub(crate) fn train(tag: &str, text: &str, sets: &[&str]) -> (Run, Scratch, Path
     (run, dir.at(rd), cfg_path, sets)
 }
 
+/// `outrun train --resume FROM` under mpirun of the config a [`train`] ran (`text` at `cfg`
+/// with its overrides `sets`, less their output directory and iteration count: the whole run's),
+/// into `out`.
+pub(crate) fn resume_trained(text: &str, cfg: &Path, sets: &[String], from: &Path, out: &Path) -> Run {
+    let mut args = vec!["train".to_string(), cfg.display().to_string()];
+    for s in sets.iter().filter(|s| !s.starts_with("run.out_dir=") && !s.starts_with("run.iterations=")) {
+        args.extend(["--set".to_string(), s.clone()]);
+    }
+    args.extend([
+        "--set".into(),
+        format!("run.out_dir={}", out.display()),
+        "--resume".into(),
+        from.display().to_string(),
+    ]);
+    let _lock = mpi_lock();
+    let ranks = outrun_config::parse(text, sets).expect("test config is valid").ranks();
+    mpirun_outrun(ranks, &args, Duration::from_secs(120))
+}
+
 /// `outrun simulate` (one trial) of the config a [`train`] ran, with its overrides, into `out`:
 /// the simulated run's directory.
 pub(crate) fn simulate_as_trained(cfg_path: &Path, sets: &[String], out: &Path) -> PathBuf {

@@ -20,6 +20,24 @@ impl Drop for Mount {
     }
 }
 
+/// A `size` tmpfs mounted at `dir/small` (unmounted when the `Mount` drops), or `None` where
+/// OUTRUN_SKIP_MOUNT says this host cannot mount one (it needs root).
+fn small_disk(dir: &std::path::Path, size: &str) -> Option<(std::path::PathBuf, Mount)> {
+    if std::env::var_os("OUTRUN_SKIP_MOUNT").is_some() {
+        eprintln!("skipped: OUTRUN_SKIP_MOUNT is set");
+        return None;
+    }
+    let small = dir.join("small");
+    std::fs::create_dir(&small).unwrap();
+    let st = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+        .arg(&small)
+        .status()
+        .unwrap();
+    assert!(st.success(), "mount tmpfs (needs root; OUTRUN_SKIP_MOUNT=1 skips this test)");
+    Some((small.clone(), Mount(small)))
+}
+
 #[test]
 fn a_full_disk_is_reported_once() {
     if std::env::var_os("OUTRUN_SKIP_MOUNT").is_some() {
@@ -34,11 +52,7 @@ fn a_full_disk_is_reported_once() {
     );
     let _lock = mpi_lock();
     let dir = tempdir("disk");
-    let small = dir.join("small");
-    std::fs::create_dir(&small).unwrap();
-    let st = Command::new("mount").args(["-t", "tmpfs", "-o", "size=48k", "tmpfs"]).arg(&small).status().unwrap();
-    assert!(st.success(), "mount tmpfs");
-    let _m = Mount(small.clone());
+    let Some((small, _m)) = small_disk(&dir, "48k") else { return };
     let text = format!(
         "[run]\nname='disk'\niterations=300\ndeadline=10.0\nout_dir='{}'\n[data]\nkind='linear-synthetic'\nsamples=400\nfeatures=5\n[model]\nloss='least-squares'\nlr=0.1\n[scheme]\nkind='umw'\nworkers=4\n[timing]\ncompute='modelled'\na=1e-6\n",
         small.display()
@@ -66,17 +80,9 @@ fn a_full_disk_is_reported_once() {
 /// launcher's bound stopped the job: 60 s with OUTRUN_TIMEOUT=60.)
 #[test]
 fn a_disk_full_at_the_start_ends_the_run_at_once_in_one_line() {
-    if std::env::var_os("OUTRUN_SKIP_MOUNT").is_some() {
-        eprintln!("skipped: OUTRUN_SKIP_MOUNT is set");
-        return;
-    }
     let _lock = mpi_lock();
     let dir = tempdir("disk-full");
-    let small = dir.join("small");
-    std::fs::create_dir(&small).unwrap();
-    let st = Command::new("mount").args(["-t", "tmpfs", "-o", "size=64k", "tmpfs"]).arg(&small).status().unwrap();
-    assert!(st.success(), "mount tmpfs (needs root; OUTRUN_SKIP_MOUNT=1 skips this test)");
-    let _m = Mount(small.clone());
+    let Some((small, _m)) = small_disk(&dir, "64k") else { return };
     // fill it: only the run directory's own entry fits
     let mut filler = std::fs::File::create(small.join("filler")).unwrap();
     let _ = std::io::Write::write_all(&mut filler, &vec![0u8; 1 << 20]);
@@ -96,20 +102,13 @@ fn a_disk_full_at_the_start_ends_the_run_at_once_in_one_line() {
 
 /// A disk that fills while the run writes checkpoints: one error line naming the checkpoint that
 /// could not be written, and at most the master's one line for the rank logs that dropped lines
-/// (the ranks the failed run stopped no longer each warn about their own), exit 1, and no `checkpoint.json.tmp` left behind — the last complete checkpoint stays.
+/// (the ranks the failed run stopped no longer each warn about their own), exit 1, and no
+/// `checkpoint.json.tmp` left behind — the last complete checkpoint stays.
 #[test]
 fn a_disk_that_fills_during_checkpoints_ends_in_one_line_and_leaves_no_temporary_file() {
-    if std::env::var_os("OUTRUN_SKIP_MOUNT").is_some() {
-        eprintln!("skipped: OUTRUN_SKIP_MOUNT is set");
-        return;
-    }
     let _lock = mpi_lock();
     let dir = tempdir("disk-ckpt");
-    let small = dir.join("small");
-    std::fs::create_dir(&small).unwrap();
-    let st = Command::new("mount").args(["-t", "tmpfs", "-o", "size=128k", "tmpfs"]).arg(&small).status().unwrap();
-    assert!(st.success(), "mount tmpfs (needs root; OUTRUN_SKIP_MOUNT=1 skips this test)");
-    let _m = Mount(small.clone());
+    let Some((small, _m)) = small_disk(&dir, "128k") else { return };
     let text = format!(
         "[run]\nname='ckpt'\niterations=3000\ndeadline=10.0\ncheckpoint_every=1\nout_dir='{}'\n[data]\nkind='linear-synthetic'\nsamples=400\nfeatures=40\n[model]\nloss='least-squares'\nlr=0.1\n[scheme]\nkind='gc-cyclic'\nworkers=4\ns=1\n[timing]\ncompute='modelled'\na=1e-6\n",
         small.display()

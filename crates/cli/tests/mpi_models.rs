@@ -109,21 +109,7 @@ fn an_adam_run_resumed_from_its_checkpoint_ends_bit_equal() {
         outrun_runlog::Checkpoint::read(&part_dir).unwrap().vectors.into_iter().map(|(n, _)| n).collect();
     assert_eq!(names, ["theta", "velocity", "second_moment"]);
     let out = tempdir("adam-resumed");
-    let mut args = vec!["train".to_string(), cfg.display().to_string()];
-    for s in sets.iter().filter(|s| !s.starts_with("run.out_dir=") && !s.starts_with("run.iterations=")) {
-        args.extend(["--set".to_string(), s.clone()]);
-    }
-    args.extend([
-        "--set".into(),
-        format!("run.out_dir={}", out.display()),
-        "--resume".into(),
-        part_dir.display().to_string(),
-    ]);
-    let resumed = {
-        let _lock = mpi_lock();
-        let ranks = outrun_config::parse(&CFG, &sets).unwrap().ranks();
-        mpirun_outrun(ranks, &args, std::time::Duration::from_secs(120))
-    };
+    let resumed = resume_trained(&CFG, &cfg, &sets, &part_dir, &out);
     assert_eq!(resumed.code, Some(0), "{}", resumed.stderr);
     let theta = |d: &std::path::Path| std::fs::read(d.join("theta.txt")).unwrap();
     assert_eq!(theta(&run_dir(&out)), theta(&whole_dir), "the resumed Adam run's θ differs from the whole run's");

@@ -308,21 +308,7 @@ fn resumed_and_simulated_runs_are_labelled_and_targets_say_what_they_can() {
         train("rep-resume", &CFG, &["run.name=whole", "run.checkpoint_every=4", "run.iterations=4"]);
     assert_eq!(first.code, Some(0), "{}", first.stderr);
     let out = tempdir("rep-resumed");
-    let mut args: Vec<String> = vec!["train".into(), cfg.display().to_string()];
-    for s in sets.iter().filter(|s| !s.starts_with("run.out_dir=") && !s.starts_with("run.iterations=")) {
-        args.extend(["--set".into(), s.clone()]);
-    }
-    args.extend([
-        "--set".into(),
-        format!("run.out_dir={}", out.display()),
-        "--resume".into(),
-        part.display().to_string(),
-    ]);
-    let resumed = {
-        let _lock = mpi_lock();
-        let ranks = outrun_config::parse(&CFG, &sets).unwrap().ranks();
-        mpirun_outrun(ranks, &args, std::time::Duration::from_secs(120))
-    };
+    let resumed = resume_trained(&CFG, &cfg, &sets, &part, &out);
     assert_eq!(resumed.code, Some(0), "{}", resumed.stderr);
     let resumed = run_dir(&out);
     let s = summary(&resumed);

@@ -20,6 +20,8 @@
 //! - [`codedfedl`]: CodedFedL's load allocation (per-node expected return with retransmissions,
 //!   the deadline t* by bisection, the closed form without retransmissions, the privacy budget).
 //! - [`hier`]: hierarchical coded aggregation's loads and decoders (ARC, AMC; thesis ch. 6).
+//! - [`theory`]: formulas the papers evaluate without a code: the s_κ stability calculator
+//!   (seed 001, Table I) and the LDPC erasure threshold (Remark 3).
 //!
 //! # Example: the thesis's 3-worker gradient code
 //!
@@ -62,6 +64,7 @@ mod rng;
 mod robust;
 mod rowcode;
 mod shuffle;
+pub mod theory;
 
 pub use agc::{groups as agc_groups, q_agc, q_star, rounds_needed, AgcCode, AgcDecoding};
 pub use cluster::{dynamic_clustering, ClusterError, ClusterMatrix, Clustering, Partition};

@@ -45,6 +45,22 @@ clean:
 	$(CARGO) clean
 	rm -rf runs
 
+.PHONY: reproduce reproduce-all reproduce-doc
+# the papers' results that `outrun reproduce` computes itself (analytic and simulated), quick
+# settings; exits 1 when a number deviates from its paper with no known reason
+reproduce: build
+	$(BIN) reproduce --all --quick
+
+# the same at full settings (more simulated trials and draws: a few minutes)
+reproduce-all: build
+	$(BIN) reproduce --all
+
+# docs/results/README.md: every result's table, regenerated (full settings); written even when
+# a number deviates with no known reason (the file says which), the exit status still says so
+reproduce-doc: build
+	@$(BIN) reproduce --all --markdown > docs/results/README.md.tmp; status=$$?; \
+	  mv docs/results/README.md.tmp docs/results/README.md; exit $$status
+
 .PHONY: reproduce-cr
 reproduce-cr: build
 	scripts/reproduce-cr.sh

@@ -4,6 +4,7 @@
 mod codedfedl;
 mod link;
 mod progress;
+mod reproduce;
 mod sweep;
 
 use std::path::{Path, PathBuf};
@@ -173,6 +174,33 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// The papers' results beside ours: `--list` names them (ID, paper, setting, time); `outrun
+    /// reproduce ID...` (or --all) computes ours and prints, per number, the paper's value, ours,
+    /// the tolerance and a verdict (reproduced / deviates, and why / not applicable). Exits 1 when
+    /// a number deviates with no known reason (docs/results/README.md).
+    Reproduce {
+        /// Result IDs (`--list` names them).
+        #[arg(conflicts_with = "all")]
+        ids: Vec<String>,
+        /// List every result, one a line, ID first.
+        #[arg(long, conflicts_with_all = ["ids", "all", "json", "markdown", "quick"])]
+        list: bool,
+        /// Every result.
+        #[arg(long)]
+        all: bool,
+        /// Fewer simulated trials and draws (the tolerances stay the same).
+        #[arg(long)]
+        quick: bool,
+        /// Print the outcomes as JSON.
+        #[arg(long, conflicts_with = "markdown")]
+        json: bool,
+        /// Print a markdown document (docs/results/README.md).
+        #[arg(long)]
+        markdown: bool,
+    },
+    /// The papers' analytic results as commands, for parameters beyond the papers' tables.
+    #[command(subcommand)]
+    Theory(TheoryCmd),
     /// Micro-benchmarks (used by `make bench`).
     #[command(subcommand)]
     Bench(BenchCmd),
@@ -240,6 +268,49 @@ enum Cmd {
         /// Only these iterations: A..B (inclusive) or A.
         #[arg(long, value_parser = outrun_report::trace::parse_window)]
         iterations: Option<outrun_report::trace::Window>,
+    },
+}
+
+#[derive(Subcommand)]
+enum TheoryCmd {
+    /// s_κ (seed 001, Theorem 2, Table I): the arbitrary stragglers CommFR-GC (a Gaussian [s+m, m]
+    /// code per group) and Ye–Abbe's Gaussian scheme tolerate while every matrix they invert has
+    /// condition number at most κ, with probability at least 1 − ε.
+    Sk {
+        /// Workers n.
+        #[arg(long)]
+        n: usize,
+        /// Stragglers s the code is built for.
+        #[arg(long)]
+        s: usize,
+        /// Communication reduction m.
+        #[arg(long)]
+        m: usize,
+        /// Largest condition number κ.
+        #[arg(long, default_value_t = 1000.0)]
+        kappa: f64,
+        /// Failure probability ε.
+        #[arg(long, default_value_t = 1e-3)]
+        eps: f64,
+        /// Chen–Dongarra's constant C (7 reproduces Table I; the text prints 6.414).
+        #[arg(long, default_value_t = outrun_codes::theory::C_TABLE)]
+        c: f64,
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The peeling threshold of the (d_v, d_c)-regular LDPC ensemble on the erasure channel
+    /// (seed 001, Remark 3: (3, 6) gives 0.4294).
+    Bec {
+        /// Column weight d_v (variable degree).
+        #[arg(long, default_value_t = 3)]
+        dv: usize,
+        /// Row weight d_c (check degree).
+        #[arg(long, default_value_t = 6)]
+        dc: usize,
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -774,6 +845,13 @@ fn run(cli: Cli) -> Result<(), Failure> {
             );
             Ok(())
         }
+        Cmd::Reproduce { ids, list, all, quick, json, markdown } => {
+            reproduce::reproduce(reproduce::Options { ids, list, all, quick, json, markdown })
+        }
+        Cmd::Theory(TheoryCmd::Sk { n, s, m, kappa, eps, c, json }) => {
+            reproduce::sk(reproduce::Sk { n, s, m, kappa, eps, c, json })
+        }
+        Cmd::Theory(TheoryCmd::Bec { dv, dc, json }) => reproduce::bec(dv, dc, json),
         Cmd::Bench(BenchCmd::Ring { sizes, algorithms, rounds, seconds, poll_us }) => {
             let (rank, size, rows) = outrun_engine::bench::ring_vs_mpi(&sizes, &algorithms, rounds, seconds, poll_us);
             if rank == 0 {

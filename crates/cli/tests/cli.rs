@@ -671,3 +671,59 @@ fn simulate_says_which_timing_it_used_and_warns_on_real_timing() {
         assert_eq!(warning, usize::from(warns), "{timing}: {}", sim.stderr);
     }
 }
+
+/// `outrun reproduce`: the list names every result ID first; one analytic result prints each
+/// number with its verdict, and the exit status says whether any deviates with no known reason;
+/// bad arguments are one line and exit 2.
+#[test]
+fn reproduce_lists_and_runs_results() {
+    let list = outrun(&["reproduce", "--list"]);
+    assert_eq!(list.code, Some(0), "{}", list.stderr);
+    let ids: Vec<&str> = list.stdout.lines().map(|l| l.split_whitespace().next().unwrap()).collect();
+    for id in ["cegc-table1", "gcdc-fig4", "hcmm-fig3.2", "hier-fig6.3", "pagerank-fig2.4", "cr-fig4.2"] {
+        assert!(ids.contains(&id), "{id} not listed:\n{}", list.stdout);
+    }
+    let one = outrun(&["reproduce", "hier-fig6.3", "cegc-remark3"]);
+    assert_eq!(one.code, Some(0), "{}{}", one.stdout, one.stderr);
+    assert!(one.stdout.contains("8 of 8 reproduced"), "{}", one.stdout);
+    // Remark 3's 4249 is printed, ours is 4294, and the reason is given
+    let line = one.stdout.lines().find(|l| l.contains("random stragglers per group")).unwrap();
+    assert!(line.contains("4249") && line.contains("4294") && line.contains("deviates: "), "{line}");
+    let json = outrun(&["reproduce", "cegc-table1", "--json"]);
+    assert_eq!(json.code, Some(0), "{}", json.stderr);
+    let v: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    let rows = v[0]["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 24);
+    assert_eq!(rows.iter().filter(|r| r["verdict"] == "reproduced").count(), 22);
+    for r in rows {
+        assert!(r["ours"].is_number(), "{r}");
+    }
+    for (args, what) in [
+        (&["reproduce", "no-such-result"][..], "no result `no-such-result`"),
+        (&["reproduce"][..], "--list"),
+        (&["theory", "sk", "--n", "10", "--s", "10", "--m", "2"][..], "--s = 10 must be below --n = 10"),
+        (&["theory", "sk", "--n", "10", "--s", "2", "--m", "2", "--eps", "1.5"][..], "--eps"),
+        (&["theory", "bec", "--dv", "1"][..], "--dv and --dc"),
+    ] {
+        let r = outrun(args);
+        assert_eq!(r.code, Some(2), "{args:?}: {}", r.stderr);
+        assert_eq!(r.stderr.lines().count(), 1, "{args:?}: {}", r.stderr);
+        assert!(r.stderr.contains(what), "{args:?}: {}", r.stderr);
+    }
+}
+
+/// `outrun theory sk` answers Table I's rows and says when a code cannot be built.
+#[test]
+fn theory_sk_prints_both_schemes() {
+    let r = outrun(&["theory", "sk", "--n", "1000", "--s", "90", "--m", "10"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(r.stdout.contains("Ye–Abbe (Gaussian, all n workers): s_κ = 29 (t* = 971 of 1000)"), "{}", r.stdout);
+    assert!(r.stdout.contains("s_κ = 78 (t* = 22 of 100)"), "{}", r.stdout);
+    let j = outrun(&["theory", "sk", "--n", "60", "--s", "13", "--m", "12", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&j.stdout).unwrap();
+    assert_eq!(v["commfr_gc"]["s_kappa"], 8);
+    assert_eq!(v["group_divides_n"], false);
+    let b = outrun(&["theory", "bec", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&b.stdout).unwrap();
+    assert!((v["threshold"].as_f64().unwrap() - 0.4294398).abs() < 1e-6);
+}

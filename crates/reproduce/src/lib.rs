@@ -1,0 +1,536 @@
+//! # outrun-reproduce: the papers' results beside ours
+//!
+//! A registry of the papers' quantitative results, each named by an ID (`cegc-table1`,
+//! `gcdc-fig4`, `hcmm-fig3.2`, …). The papers' values live in one data file, `papers.toml`
+//! (compiled in), with the table or figure each comes from; ours are computed every time by
+//! [`run`] — the formulas and codes of `outrun-codes`, the simulator of `outrun-sim` — and
+//! never stored. Each number gets a [`Verdict`]: reproduced (within the paper's precision or
+//! the spec's tolerance), deviates (with the measured reason, when it is known), not applicable
+//! (why), or not run by this command (the make target that runs it).
+//!
+//! ```
+//! let cat = outrun_reproduce::catalogue();
+//! let table1 = cat.iter().find(|r| r.id == "cegc-table1").unwrap();
+//! let out = outrun_reproduce::run(table1, true, &mut |_| {}).unwrap();
+//! assert_eq!(out.rows.len(), 24);
+//! // 22 of Table I's 24 entries agree; row 6 was copied from row 5 in print
+//! assert_eq!(out.count(|v| matches!(v, outrun_reproduce::Verdict::Reproduced)), 22);
+//! assert!(out.unexplained().is_empty());
+//! ```
+#![deny(missing_docs)]
+
+mod entries;
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+/// How ours is computed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Method {
+    /// Formulas and codes (no simulation).
+    Analytic,
+    /// The simulator, in virtual time.
+    Simulator,
+    /// A make target that `outrun reproduce` does not run itself yet (MPI, root, long).
+    Script,
+}
+
+impl Method {
+    /// The method's name in the data file.
+    pub fn name(self) -> &'static str {
+        match self {
+            Method::Analytic => "analytic",
+            Method::Simulator => "simulator",
+            Method::Script => "script",
+        }
+    }
+}
+
+/// A claim that is a bound rather than a value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Relation {
+    /// Ours must be below the paper's value.
+    Below,
+    /// Ours must be above it.
+    Above,
+}
+
+/// One number of a result, as the paper states it.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Row {
+    /// The key the computation answers under.
+    pub key: String,
+    /// What the number is.
+    pub quantity: String,
+    /// The paper's value.
+    pub paper: f64,
+    /// How the paper states it, when not as a plain number ("up to 71 %").
+    pub shown: Option<String>,
+    /// Absolute tolerance (default 0).
+    pub tol: Option<f64>,
+    /// Relative tolerance.
+    pub rel: Option<f64>,
+    /// The interval ours must lie in (the spec's tolerance).
+    pub accept: Option<[f64; 2]>,
+    /// A bound instead of a value.
+    pub relation: Option<Relation>,
+    /// The table, figure or page.
+    pub source: String,
+    /// The measured reason ours deviates (printed only when it does).
+    pub why: Option<String>,
+}
+
+impl Row {
+    /// Whether `ours` reproduces the paper's value.
+    pub fn holds(&self, ours: f64) -> bool {
+        if !ours.is_finite() {
+            return false;
+        }
+        if let Some(rel) = self.relation {
+            return match rel {
+                Relation::Below => ours < self.paper,
+                Relation::Above => ours > self.paper,
+            };
+        }
+        if let Some([lo, hi]) = self.accept {
+            return lo <= ours && ours <= hi;
+        }
+        if let Some(rel) = self.rel {
+            return (ours / self.paper - 1.0).abs() <= rel;
+        }
+        (ours - self.paper).abs() <= self.tol.unwrap_or(0.0) + 1e-12 * self.paper.abs()
+    }
+
+    /// The tolerance in words.
+    pub fn tolerance(&self) -> String {
+        if let Some(rel) = self.relation {
+            return match rel {
+                Relation::Below => format!("< {}", num(self.paper)),
+                Relation::Above => format!("> {}", num(self.paper)),
+            };
+        }
+        if let Some([lo, hi]) = self.accept {
+            return format!("[{}, {}]", num(lo), num(hi));
+        }
+        if let Some(rel) = self.rel {
+            return format!("±{}%", num(rel * 100.0));
+        }
+        match self.tol {
+            Some(t) if t > 0.0 => format!("±{}", num(t)),
+            _ => "exact".into(),
+        }
+    }
+
+    /// The paper's value as printed.
+    pub fn paper_shown(&self) -> String {
+        self.shown.clone().unwrap_or_else(|| num(self.paper))
+    }
+}
+
+/// One result of a paper.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Result_ {
+    /// Its ID (`cegc-table1`).
+    pub id: String,
+    /// The paper.
+    pub paper: String,
+    /// Where in the paper.
+    pub source: String,
+    /// The setting, in one sentence.
+    pub setting: String,
+    /// What computes ours.
+    pub method: Method,
+    /// How long it takes on a 2-vCPU host.
+    pub time: String,
+    /// How long with `--quick`, when that is shorter.
+    pub quick_time: Option<String>,
+    /// For [`Method::Script`]: the command that runs it.
+    pub command: Option<String>,
+    /// Its numbers.
+    #[serde(rename = "row")]
+    pub rows: Vec<Row>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Catalogue {
+    result: Vec<Result_>,
+}
+
+/// The data file, as compiled in.
+pub const PAPERS_TOML: &str = include_str!("../papers.toml");
+
+/// Every result, in the data file's order.
+pub fn catalogue() -> Vec<Result_> {
+    let cat: Catalogue = toml::from_str(PAPERS_TOML).expect("papers.toml parses (a unit test checks it)");
+    cat.result
+}
+
+/// What one number came to.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "verdict", content = "why", rename_all = "snake_case")]
+pub enum Verdict {
+    /// Within the tolerance.
+    Reproduced,
+    /// Outside it, with the measured reason when known (None: a regression to look into).
+    Deviates(Option<String>),
+    /// The number cannot be computed in our setting, and why.
+    NotApplicable(String),
+    /// This command does not compute it; the command that does.
+    NotRun(String),
+}
+
+impl Verdict {
+    /// In words, for a table.
+    pub fn words(&self) -> String {
+        match self {
+            Verdict::Reproduced => "reproduced".into(),
+            Verdict::Deviates(Some(why)) => format!("deviates: {why}"),
+            Verdict::Deviates(None) => "DEVIATES (no known reason)".into(),
+            Verdict::NotApplicable(why) => format!("not applicable: {why}"),
+            Verdict::NotRun(cmd) => format!("not run by this command: {cmd}"),
+        }
+    }
+}
+
+/// One number's outcome.
+#[derive(Clone, Debug, Serialize)]
+pub struct RowOutcome {
+    /// The quantity.
+    pub quantity: String,
+    /// The paper's value.
+    pub paper: f64,
+    /// As the paper states it.
+    pub paper_shown: String,
+    /// Ours (None: not computed).
+    pub ours: Option<f64>,
+    /// The tolerance in words.
+    pub tolerance: String,
+    /// Where in the paper.
+    pub source: String,
+    /// The verdict.
+    #[serde(flatten)]
+    pub verdict: Verdict,
+}
+
+/// A result's outcome.
+#[derive(Clone, Debug, Serialize)]
+pub struct Outcome {
+    /// The result's ID.
+    pub id: String,
+    /// The paper.
+    pub paper: String,
+    /// Where in the paper.
+    pub source: String,
+    /// The setting.
+    pub setting: String,
+    /// What computed ours.
+    pub method: Method,
+    /// Whether it ran with --quick.
+    pub quick: bool,
+    /// Wall-clock seconds it took.
+    pub seconds: f64,
+    /// Lines the computation adds (what it ran, the intermediate values).
+    pub notes: Vec<String>,
+    /// One per number.
+    pub rows: Vec<RowOutcome>,
+}
+
+impl Outcome {
+    /// How many rows have a verdict matching `f`.
+    pub fn count(&self, f: impl Fn(&Verdict) -> bool) -> usize {
+        self.rows.iter().filter(|r| f(&r.verdict)).count()
+    }
+
+    /// Rows that deviate with no known reason.
+    pub fn unexplained(&self) -> Vec<&RowOutcome> {
+        self.rows.iter().filter(|r| r.verdict == Verdict::Deviates(None)).collect()
+    }
+
+    /// One line: how many reproduced, deviate, …
+    pub fn tally(&self) -> String {
+        let n = self.rows.len();
+        let rep = self.count(|v| matches!(v, Verdict::Reproduced));
+        let dev = self.count(|v| matches!(v, Verdict::Deviates(Some(_))));
+        let unk = self.unexplained().len();
+        let na = self.count(|v| matches!(v, Verdict::NotApplicable(_)));
+        let nr = self.count(|v| matches!(v, Verdict::NotRun(_)));
+        let mut parts = vec![format!("{rep} of {n} reproduced")];
+        if dev > 0 {
+            parts.push(format!("{dev} deviate (explained)"));
+        }
+        if unk > 0 {
+            parts.push(format!("{unk} DEVIATE WITH NO KNOWN REASON"));
+        }
+        if na > 0 {
+            parts.push(format!("{na} not applicable"));
+        }
+        if nr > 0 {
+            parts.push(format!("{nr} not run by this command"));
+        }
+        parts.join(", ")
+    }
+}
+
+/// Ours for one number: the value, or why there is none; and a note printed with a deviation.
+#[derive(Clone, Debug, Default)]
+pub struct Ours {
+    /// The value (None: not applicable).
+    pub value: Option<f64>,
+    /// Why there is no value, or what explains a deviation (measured by the computation).
+    pub note: Option<String>,
+}
+
+impl Ours {
+    /// A value.
+    pub fn value(v: f64) -> Self {
+        Ours { value: Some(v), note: None }
+    }
+}
+
+/// What a computation returns: ours by row key, and lines about what it ran.
+#[derive(Default)]
+pub struct Computed {
+    /// Ours by row key.
+    pub values: BTreeMap<String, Ours>,
+    /// Lines for the report (the intermediate values behind the rows).
+    pub notes: Vec<String>,
+}
+
+impl Computed {
+    fn set(&mut self, key: &str, v: f64) {
+        self.values.insert(key.to_string(), Ours::value(v));
+    }
+}
+
+/// Why a result could not be computed.
+#[derive(Debug)]
+pub struct Failed(pub String);
+
+impl std::fmt::Display for Failed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Failed {}
+
+/// Compute ours for `result` (fewer trials with `quick`), `progress` told what is running.
+pub fn run(result: &Result_, quick: bool, progress: &mut dyn FnMut(&str)) -> Result<Outcome, Failed> {
+    let start = Instant::now();
+    let computed = if result.method == Method::Script {
+        Computed::default()
+    } else {
+        let f =
+            entries::compute(&result.id).ok_or_else(|| Failed(format!("{}: no computation registered", result.id)))?;
+        let mut ctx = entries::Ctx { rows: &result.rows, quick, progress };
+        f(&mut ctx).map_err(|e| Failed(format!("{}: {e}", result.id)))?
+    };
+    let rows = result
+        .rows
+        .iter()
+        .map(|row| {
+            let ours = computed.values.get(&row.key);
+            let value = ours.and_then(|o| o.value);
+            let verdict = match (result.method, ours, value) {
+                (Method::Script, _, _) => {
+                    Verdict::NotRun(format!("`{}` ({})", result.command.as_deref().unwrap_or("?"), result.time))
+                }
+                (_, None, _) => return Err(Failed(format!("{}: computed no value for row `{}`", result.id, row.key))),
+                (_, Some(o), None) => Verdict::NotApplicable(o.note.clone().unwrap_or_else(|| "no value".into())),
+                (_, Some(o), Some(v)) if row.holds(v) => {
+                    let _ = o;
+                    Verdict::Reproduced
+                }
+                (_, Some(o), Some(_)) => Verdict::Deviates(row.why.clone().or_else(|| o.note.clone())),
+            };
+            Ok(RowOutcome {
+                quantity: row.quantity.clone(),
+                paper: row.paper,
+                paper_shown: row.paper_shown(),
+                ours: value,
+                tolerance: row.tolerance(),
+                source: row.source.clone(),
+                verdict,
+            })
+        })
+        .collect::<Result<Vec<_>, Failed>>()?;
+    Ok(Outcome {
+        id: result.id.clone(),
+        paper: result.paper.clone(),
+        source: result.source.clone(),
+        setting: result.setting.clone(),
+        method: result.method,
+        quick,
+        seconds: start.elapsed().as_secs_f64(),
+        notes: computed.notes,
+        rows,
+    })
+}
+
+/// A number in at most 6 significant digits, without trailing zeros.
+pub fn num(v: f64) -> String {
+    if !v.is_finite() {
+        return format!("{v}");
+    }
+    if v == v.round() && v.abs() < 1e15 {
+        return format!("{}", v as i64);
+    }
+    let digits = 6 - (v.abs().log10().floor() as i32 + 1);
+    let s = format!("{:.*}", digits.clamp(0, 12) as usize, v);
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+/// `outcome` as plain text: a header line, the setting, one line per number.
+pub fn text(outcome: &Outcome) -> String {
+    let mut out = format!(
+        "{} — {}, {} [{}{}, {:.1} s]\n  {}\n",
+        outcome.id,
+        outcome.paper,
+        outcome.source,
+        outcome.method.name(),
+        if outcome.quick { ", quick" } else { "" },
+        outcome.seconds,
+        outcome.setting
+    );
+    for n in &outcome.notes {
+        out.push_str(&format!("  · {n}\n"));
+    }
+    let wq = outcome.rows.iter().map(|r| r.quantity.chars().count()).max().unwrap_or(0);
+    let wp = outcome.rows.iter().map(|r| r.paper_shown.chars().count()).max().unwrap_or(0).max(5);
+    let wo = outcome.rows.iter().map(|r| r.ours.map(num).unwrap_or_else(|| "–".into()).len()).max().unwrap_or(0).max(4);
+    let wt = outcome.rows.iter().map(|r| r.tolerance.chars().count()).max().unwrap_or(0).max(9);
+    out.push_str(&format!("  {:wq$}  {:>wp$}  {:>wo$}  {:wt$}  verdict\n", "quantity", "paper", "ours", "tolerance"));
+    for r in &outcome.rows {
+        let ours = r.ours.map(num).unwrap_or_else(|| "–".into());
+        out.push_str(&format!(
+            "  {}  {}  {:>wo$}  {}  {}\n",
+            pad(&r.quantity, wq),
+            lpad(&r.paper_shown, wp),
+            ours,
+            pad(&r.tolerance, wt),
+            r.verdict.words()
+        ));
+    }
+    out.push_str(&format!("  {}\n", outcome.tally()));
+    out
+}
+
+fn pad(s: &str, w: usize) -> String {
+    format!("{s}{}", " ".repeat(w.saturating_sub(s.chars().count())))
+}
+
+fn lpad(s: &str, w: usize) -> String {
+    format!("{}{s}", " ".repeat(w.saturating_sub(s.chars().count())))
+}
+
+/// `outcome` as a markdown section (for docs/results/README.md).
+pub fn markdown(outcome: &Outcome) -> String {
+    let esc = |s: &str| s.replace('|', "\\|");
+    let mut out = format!(
+        "### `{}`: {}, {}\n\n{} ({}{}; {:.1} s here).\n\n",
+        outcome.id,
+        outcome.paper,
+        outcome.source,
+        esc(&outcome.setting),
+        outcome.method.name(),
+        if outcome.quick { ", --quick" } else { "" },
+        outcome.seconds
+    );
+    for n in &outcome.notes {
+        out.push_str(&format!("- {}\n", esc(n)));
+    }
+    if !outcome.notes.is_empty() {
+        out.push('\n');
+    }
+    out.push_str("| quantity | paper | ours | tolerance | verdict |\n|---|---|---|---|---|\n");
+    for r in &outcome.rows {
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} |\n",
+            esc(&r.quantity),
+            esc(&r.paper_shown),
+            r.ours.map(num).unwrap_or_else(|| "–".into()),
+            esc(&r.tolerance),
+            esc(&r.verdict.words())
+        ));
+    }
+    out.push_str(&format!("\n{}.\n\n", outcome.tally()));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_data_file_parses_and_every_result_is_computed() {
+        let cat = catalogue();
+        let mut ids: Vec<&str> = cat.iter().map(|r| r.id.as_str()).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), cat.len(), "IDs are unique");
+        for r in &cat {
+            assert!(!r.rows.is_empty(), "{}: no rows", r.id);
+            match r.method {
+                Method::Script => assert!(r.command.is_some(), "{}: a script result names its command", r.id),
+                _ => assert!(entries::compute(&r.id).is_some(), "{}: no computation", r.id),
+            }
+            let mut keys: Vec<&str> = r.rows.iter().map(|x| x.key.as_str()).collect();
+            keys.sort_unstable();
+            keys.dedup();
+            assert_eq!(keys.len(), r.rows.len(), "{}: row keys are unique", r.id);
+        }
+        for id in entries::IDS {
+            assert!(cat.iter().any(|r| r.id == *id), "{id}: computed but not in papers.toml");
+        }
+    }
+
+    /// The simulated GC-DC comparison (Fig. 4) and the PageRank loads reproduce the papers at
+    /// quick settings: ours computed end to end, every row within the spec's tolerance.
+    #[test]
+    fn simulated_and_graph_results_reproduce() {
+        let cat = catalogue();
+        for id in ["gcdc-fig4", "pagerank-fig2.4", "hier-fig6.3"] {
+            let r = cat.iter().find(|r| r.id == id).unwrap();
+            let out = run(r, true, &mut |_| {}).unwrap();
+            assert_eq!(out.count(|v| *v == Verdict::Reproduced), out.rows.len(), "{}", text(&out));
+        }
+    }
+
+    #[test]
+    fn tolerances() {
+        let row = |s: &str| -> Row {
+            toml::from_str(&format!("key = \"k\"\nquantity = \"q\"\nsource = \"s\"\n{s}")).unwrap()
+        };
+        assert!(row("paper = 2").holds(2.0));
+        assert!(!row("paper = 2").holds(2.001));
+        assert!(row("paper = 2\ntol = 0.01").holds(2.005));
+        assert!(row("paper = 2\nrel = 0.1").holds(1.85));
+        assert!(!row("paper = 2\nrel = 0.1").holds(1.75));
+        assert!(row("paper = 34\naccept = [29, 40]").holds(29.0));
+        assert!(!row("paper = 34\naccept = [29, 40]").holds(41.0));
+        assert!(row("paper = 1\nrelation = \"below\"").holds(0.5));
+        assert!(!row("paper = 1\nrelation = \"below\"").holds(1.0));
+        assert!(!row("paper = 1\nrelation = \"above\"").holds(f64::NAN));
+        assert_eq!(row("paper = 2\nrel = 0.2").tolerance(), "±20%");
+    }
+
+    #[test]
+    fn numbers() {
+        assert_eq!(num(4294.0), "4294");
+        assert_eq!(num(0.42943982), "0.42944");
+        assert_eq!(num(1.0 / 3.0), "0.333333");
+        assert_eq!(num(34.66), "34.66");
+        assert_eq!(num(-2.5), "-2.5");
+    }
+}

@@ -20,6 +20,8 @@
 //! - [`codedfedl`]: CodedFedL's load allocation (per-node expected return with retransmissions,
 //!   the deadline t* by bisection, the closed form without retransmissions, the privacy budget).
 //! - [`hier`]: hierarchical coded aggregation's loads and decoders (ARC, AMC; thesis ch. 6).
+//! - [`restart`]: the restart model of adaptive gradient coding (seed 003, eqs. 81–92): average
+//!   execution times of CGC, AGC and their group versions, with a Monte Carlo check.
 //! - [`theory`]: formulas the papers evaluate without a code: the s_κ stability calculator
 //!   (seed 001, Table I) and the LDPC erasure threshold (Remark 3).
 //!
@@ -60,6 +62,7 @@ pub mod hier;
 mod linalg;
 mod linear;
 mod lt;
+pub mod restart;
 mod rng;
 mod robust;
 mod rowcode;

@@ -299,6 +299,28 @@ enum TheoryCmd {
         #[arg(long)]
         json: bool,
     },
+    /// Average execution times of CGC, AGC and their group versions in the restart model (seed
+    /// 003, Sec. VII-A, eqs. 81–92; Fig. 3 is n = 20, d = 3, t_cp = 3, t_cm = 13).
+    AgcAet {
+        /// Workers n.
+        #[arg(long, default_value_t = 20)]
+        n: usize,
+        /// Parts per worker d (the stragglers tolerated are at most d − 1).
+        #[arg(long, default_value_t = 3)]
+        d: usize,
+        /// Computation phase t_cp.
+        #[arg(long, default_value_t = 3.0)]
+        tcp: f64,
+        /// Communication time t_cm of a whole (length-w) vector.
+        #[arg(long, default_value_t = 13.0)]
+        tcm: f64,
+        /// Straggler probabilities, comma-separated.
+        #[arg(long, default_value = "0.001,0.01,0.05,0.1,0.2,0.3,0.4,0.5")]
+        p: String,
+        /// Print JSON lines instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
     /// The peeling threshold of the (d_v, d_c)-regular LDPC ensemble on the erasure channel
     /// (seed 001, Remark 3: (3, 6) gives 0.4294).
     Bec {
@@ -852,6 +874,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             reproduce::sk(reproduce::Sk { n, s, m, kappa, eps, c, json })
         }
         Cmd::Theory(TheoryCmd::Bec { dv, dc, json }) => reproduce::bec(dv, dc, json),
+        Cmd::Theory(TheoryCmd::AgcAet { n, d, tcp, tcm, p, json }) => reproduce::agc_aet(n, d, tcp, tcm, &p, json),
         Cmd::Bench(BenchCmd::Ring { sizes, algorithms, rounds, seconds, poll_us }) => {
             let (rank, size, rows) = outrun_engine::bench::ring_vs_mpi(&sizes, &algorithms, rounds, seconds, poll_us);
             if rank == 0 {

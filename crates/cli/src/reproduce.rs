@@ -228,3 +228,43 @@ pub(crate) fn bec(dv: usize, dc: usize, json: bool) -> Result<(), Failure> {
     }
     Ok(())
 }
+
+/// `outrun theory agc-aet`: the restart model's average execution times, one row per p.
+pub(crate) fn agc_aet(n: usize, d: usize, tcp: f64, tcm: f64, p: &str, json: bool) -> Result<(), Failure> {
+    use outrun_codes::restart::{Model, Scheme};
+    let bad = |m: String| Err(Failure(format!("theory agc-aet: {m}"), 2));
+    if d == 0 || d > n || n > 2000 {
+        return bad(format!("--d must lie in 1..=n and n ≤ 2000 (n = {n}, d = {d})"));
+    }
+    if !(tcp.is_finite() && tcp >= 0.0 && tcm.is_finite() && tcm >= 0.0) {
+        return bad(format!("--tcp and --tcm must be non-negative times (got {tcp}, {tcm})"));
+    }
+    let ps = p
+        .split(',')
+        .map(|v| match v.trim().parse::<f64>() {
+            Ok(x) if x > 0.0 && x < 1.0 => Ok(x),
+            _ => Err(Failure(format!("theory agc-aet: --p: `{v}` is not a probability in (0, 1)"), 2)),
+        })
+        .collect::<Result<Vec<f64>, Failure>>()?;
+    let mut schemes: Vec<Scheme> = (0..d).map(|s_max| Scheme::Cgc { s_max }).collect();
+    schemes.push(Scheme::Agc);
+    schemes.extend((0..d).map(|s_max| Scheme::GroupCgc { s_max }));
+    schemes.push(Scheme::GroupAgc);
+    let names: Vec<String> = schemes.iter().map(|s| s.name()).collect();
+    if !json {
+        println!("n = {n}, d = {d}, t_cp = {}, t_cm = {}: average execution time per scheme", num(tcp), num(tcm));
+        println!("{:>8}  {}", "p", names.iter().map(|n| format!("{n:>19}")).collect::<Vec<_>>().join(""));
+    }
+    for p in ps {
+        let model = Model { n, d, t_cp: tcp, t_cm: tcm };
+        let v: Vec<f64> = schemes.iter().map(|&s| model.aet(s, p)).collect();
+        if json {
+            let row: serde_json::Map<String, serde_json::Value> =
+                names.iter().zip(&v).map(|(k, x)| (k.clone(), serde_json::json!(x))).collect();
+            println!("{}", serde_json::json!({ "n": n, "d": d, "t_cp": tcp, "t_cm": tcm, "p": p, "aet": row }));
+        } else {
+            println!("{:>8}  {}", num(p), v.iter().map(|x| format!("{x:>19.3}")).collect::<Vec<_>>().join(""));
+        }
+    }
+    Ok(())
+}

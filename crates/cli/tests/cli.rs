@@ -723,6 +723,15 @@ fn theory_sk_prints_both_schemes() {
     let v: serde_json::Value = serde_json::from_str(&j.stdout).unwrap();
     assert_eq!(v["commfr_gc"]["s_kappa"], 8);
     assert_eq!(v["group_divides_n"], false);
+    // the restart model at Fig. 3's p = 0.1 (the notes' table: AGC 15.877, G-AGC 10.666)
+    let a = outrun(&["theory", "agc-aet", "--p", "0.1", "--json"]);
+    assert_eq!(a.code, Some(0), "{}", a.stderr);
+    let v: serde_json::Value = serde_json::from_str(a.stdout.trim()).unwrap();
+    assert!((v["aet"]["AGC"].as_f64().unwrap() - 15.877).abs() < 1e-3, "{v}");
+    assert!((v["aet"]["G-AGC"].as_f64().unwrap() - 10.666).abs() < 1e-3, "{v}");
+    let bad = outrun(&["theory", "agc-aet", "--n", "5000"]);
+    assert_eq!(bad.code, Some(2));
+    assert!(bad.stderr.contains("n ≤ 2000"), "{}", bad.stderr);
     let b = outrun(&["theory", "bec", "--json"]);
     let v: serde_json::Value = serde_json::from_str(&b.stdout).unwrap();
     assert!((v["threshold"].as_f64().unwrap() - 0.4294398).abs() < 1e-6);

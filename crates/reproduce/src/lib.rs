@@ -382,6 +382,9 @@ pub fn num(v: f64) -> String {
     if v == v.round() && v.abs() < 1e15 {
         return format!("{}", v as i64);
     }
+    if v.abs() < 1e-3 {
+        return format!("{v:.3e}");
+    }
     let digits = 6 - (v.abs().log10().floor() as i32 + 1);
     let s = format!("{:.*}", digits.clamp(0, 12) as usize, v);
     if s.contains('.') {
@@ -532,5 +535,6 @@ mod tests {
         assert_eq!(num(1.0 / 3.0), "0.333333");
         assert_eq!(num(34.66), "34.66");
         assert_eq!(num(-2.5), "-2.5");
+        assert_eq!(num(1.77692e-5), "1.777e-5");
     }
 }

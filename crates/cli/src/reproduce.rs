@@ -3,7 +3,7 @@
 
 use crate::Failure;
 use outrun_codes::theory;
-use outrun_reproduce::{catalogue, markdown, num, run, text, Method, Outcome};
+use outrun_reproduce::{catalogue, markdown, num, run, text, Method, Outcome, Verdict};
 
 /// What `outrun reproduce` was asked.
 pub(crate) struct Options {
@@ -110,6 +110,22 @@ fn document(outcomes: &[Outcome], quick: bool) -> String {
     if quick {
         out.push_str("This copy was made with `--quick` (fewer simulated trials).\n\n");
     }
+    let rows = outcomes.iter().flat_map(|o| &o.rows);
+    let (mut rep, mut dev, mut unk, mut other) = (0, 0, 0, 0);
+    for r in rows {
+        match r.verdict {
+            Verdict::Reproduced => rep += 1,
+            Verdict::Deviates(Some(_)) => dev += 1,
+            Verdict::Deviates(None) => unk += 1,
+            _ => other += 1,
+        }
+    }
+    let computed = outcomes.iter().filter(|o| o.method != Method::Script).count();
+    out.push_str(&format!(
+        "{} results, {computed} computed by the command: of their numbers {rep} reproduced, {dev} deviate with a measured reason, {unk} deviate with no known reason; {other} numbers of the other {} results are run by scripts or not yet.\n\n",
+        outcomes.len(),
+        outcomes.len() - computed
+    ));
     out.push_str("| ID | paper | where | method | outcome |\n|---|---|---|---|---|\n");
     for o in outcomes {
         out.push_str(&format!(

@@ -26,6 +26,7 @@ pub(crate) const IDS: &[&str] = &[
     "cegc-remark3",
     "cegc-fig1",
     "agc-table1",
+    "gcdc-fig2",
     "gcdc-fig3",
     "gcdc-fig4",
     "gcdc-fig5",
@@ -37,6 +38,7 @@ pub(crate) const IDS: &[&str] = &[
     "hcmm-table3.1",
     "hier-fig6.3",
     "pagerank-fig2.4",
+    "pagerank-remark14",
 ];
 
 /// The computation of `id`.
@@ -46,6 +48,7 @@ pub(crate) fn compute(id: &str) -> Option<Compute> {
         "cegc-remark3" => cegc_remark3,
         "cegc-fig1" => cegc_fig1,
         "agc-table1" => agc_table1,
+        "gcdc-fig2" => gcdc_fig2,
         "gcdc-fig3" => gcdc_fig3,
         "gcdc-fig4" => gcdc_fig4,
         "gcdc-fig5" => gcdc_fig5,
@@ -57,6 +60,7 @@ pub(crate) fn compute(id: &str) -> Option<Compute> {
         "hcmm-table3.1" => hcmm_ec2_loads,
         "hier-fig6.3" => hier_example,
         "pagerank-fig2.4" => pagerank_er,
+        "pagerank-remark14" => pagerank_remark14,
         _ => return None,
     })
 }
@@ -185,6 +189,30 @@ fn agc_table1(_: &mut Ctx<'_>) -> Result<Computed, String> {
 }
 
 // ---------------------------------------------------------------- seed 002 (simulated)
+
+/// Algorithm 1 on the paper's example: the clusters it forms and their stragglers.
+fn gcdc_fig2(_: &mut Ctx<'_>) -> Result<Computed, String> {
+    use outrun_codes::{dynamic_clustering, ClusterMatrix};
+    let m = ClusterMatrix::from_shifts(12, 4, 2, &[vec![0, 1], vec![3, 2], vec![0, 3]]).map_err(|e| e.to_string())?;
+    let slow = [3, 5, 6, 7, 8]; // 1-based
+    let straggler: Vec<bool> = (1..=12).map(|w| slow.contains(&w)).collect();
+    let c = dynamic_clustering(&m, &straggler, None, true);
+    let counts = c.partition.straggler_counts(&straggler);
+    let mut out = Computed::default();
+    for (i, n) in counts.iter().enumerate() {
+        out.set(&format!("c{}", i + 1), *n as f64);
+    }
+    let sets = c.partition.sets();
+    out.notes.push(format!(
+        "clusters (1-based workers): {}; {} swap(s) in Phase II",
+        sets.iter()
+            .map(|s| format!("{{{}}}", s.iter().map(|w| (w + 1).to_string()).collect::<Vec<_>>().join(",")))
+            .collect::<Vec<_>>()
+            .join(" "),
+        c.swaps
+    ));
+    Ok(out)
+}
 
 /// One scheme of the GC-DC comparison.
 #[derive(Clone, Copy)]
@@ -688,5 +716,20 @@ fn pagerank_er(ctx: &mut Ctx<'_>) -> Result<Computed, String> {
         ));
     }
     out.set("gap_max", gap);
+    Ok(out)
+}
+
+/// Remark 14: T(r) ≈ r·T_Map + T_Shuffle/r (+ T_Reduce) with the thesis's measured phases.
+fn pagerank_remark14(_: &mut Ctx<'_>) -> Result<Computed, String> {
+    let (map, shuffle) = (1.649, 43.78);
+    let model = |r: f64| r * map + shuffle / r;
+    let best = (1..=10).min_by(|&a, &b| model(a as f64).total_cmp(&model(b as f64))).expect("a range");
+    let mut out = Computed::default();
+    out.set("r_star", (shuffle / map).sqrt());
+    out.set("best_integer", best as f64);
+    out.notes.push(format!(
+        "modelled time less T_Reduce for r = 1..6: {}",
+        (1..=6).map(|r| num2(model(r as f64))).collect::<Vec<_>>().join(", ")
+    ));
     Ok(out)
 }

@@ -340,7 +340,12 @@ pub fn run(result: &Result_, quick: bool, progress: &mut dyn FnMut(&str)) -> Res
             let value = ours.and_then(|o| o.value);
             let verdict = match (result.method, ours, value) {
                 (Method::Script, _, _) => {
-                    Verdict::NotRun(format!("`{}` ({})", result.command.as_deref().unwrap_or("?"), result.time))
+                    let cmd = result.command.as_deref().unwrap_or("?");
+                    Verdict::NotRun(if result.time == "–" {
+                        cmd.to_string()
+                    } else {
+                        format!("`{cmd}` ({})", result.time)
+                    })
                 }
                 (_, None, _) => return Err(Failed(format!("{}: computed no value for row `{}`", result.id, row.key))),
                 (_, Some(o), None) => Verdict::NotApplicable(o.note.clone().unwrap_or_else(|| "no value".into())),

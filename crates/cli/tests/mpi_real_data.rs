@@ -354,3 +354,46 @@ fn a_csv_with_word_labels_last_and_semicolons_trains_without_preprocessing() {
     let p = outrun(&args.iter().map(String::as_str).collect::<Vec<_>>());
     assert!(p.stdout.contains("labels (data.labels = \"auto\"): `digit-0` → 0, `digit-1` → 1,"), "{}", p.stdout);
 }
+
+/// A LIBSVM file that counts features from 0 (issue 44), and its held-out file, train through
+/// mpirun with `data.index_base = 0` to the 1-based file's reference θ.
+#[test]
+fn a_zero_based_libsvm_file_trains_like_its_one_based_original() {
+    let dir = tempdir("digits-base0");
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    let shift = |name: &str| {
+        let text = std::fs::read_to_string(format!("{root}/data/{name}")).unwrap();
+        let shifted: String = text
+            .lines()
+            .map(|l| {
+                let mut it = l.split_whitespace();
+                let mut out = it.next().unwrap_or_default().to_string();
+                for tok in it {
+                    let (i, v) = tok.split_once(':').unwrap();
+                    out.push_str(&format!(" {}:{v}", i.parse::<usize>().unwrap() - 1));
+                }
+                out + "\n"
+            })
+            .collect();
+        assert_ne!(shifted, text, "the copy counts from 0");
+        let path = dir.join(name);
+        std::fs::write(&path, shifted).unwrap();
+        path
+    };
+    let (train_file, test_file) = (shift("digits-train.libsvm"), shift("digits-test.libsvm"));
+    let text = shipped("softmax-digits.toml");
+    let sets = [
+        format!("data.path={}", train_file.display()),
+        format!("data.test_path={}", test_file.display()),
+        "data.index_base=0".into(),
+        "run.iterations=20".into(),
+    ];
+    let refs: Vec<&str> = sets.iter().map(String::as_str).collect();
+    let (run, out, _, all) = train("digits-base0", &text, &refs);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let want = job_reference(&text, &["run.iterations=20".to_string()]);
+    assert_eq!(job_reference(&text, &all), want, "the 0-based file holds the 1-based file's data");
+    let diff = outrun_workloads::metrics::relative_diff(&theta(&out), &want);
+    assert!(diff <= 1e-9, "θ differs from the 1-based reference by {diff:e}");
+    assert!(summary(&out)["final_test_accuracy"].as_f64().is_some_and(|a| a > 0.8), "{}", summary(&out));
+}

@@ -104,6 +104,9 @@ pub struct DataConfig {
     /// order (numeric when every label is a number); `"numeric"` (default) takes them as numbers.
     #[serde(default, skip_serializing_if = "LabelValues::is_numeric")]
     pub labels: LabelValues,
+    /// LIBSVM: the index of the first feature, 1 (default, the format's convention) or 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index_base: Option<u8>,
 }
 
 /// `data.label_column`: where a CSV line's label is.
@@ -161,6 +164,11 @@ impl LabelValues {
 }
 
 impl DataConfig {
+    /// The first feature's index in a LIBSVM file (validated: 0 or 1).
+    pub fn libsvm_index_base(&self) -> usize {
+        self.index_base.map_or(1, usize::from)
+    }
+
     /// The CSV delimiter (validated: one character).
     pub fn csv_delimiter(&self) -> char {
         match self.delimiter.as_deref() {
@@ -1227,6 +1235,14 @@ impl GdConfig {
                 if set {
                     return err(key, format!("is for data.kind = \"csv\", not \"{}\"", d.kind.name()));
                 }
+            }
+        }
+        if let Some(b) = d.index_base {
+            if d.kind != DataKind::Libsvm {
+                return err("data.index_base", format!("is for data.kind = \"libsvm\", not \"{}\"", d.kind.name()));
+            }
+            if b > 1 {
+                return err("data.index_base", format!("= {b}: 1 (the first feature is 1:, the default) or 0"));
             }
         }
         if let Some(del) = d.delimiter.as_deref() {

@@ -596,3 +596,20 @@ fn csv_layout_keys_name_the_field_and_round_trip() {
         "{e}"
     );
 }
+
+#[test]
+fn index_base_is_for_libsvm_and_zero_or_one() {
+    let libsvm =
+        ["data.kind=libsvm", "data.path=\"d.svm\"", "data.samples=", "data.features=", "model.loss=\"logistic\""];
+    let with = |more: &[&str]| parse_with(&libsvm.iter().chain(more).copied().collect::<Vec<_>>());
+    assert_eq!(with(&[]).unwrap().data().libsvm_index_base(), 1);
+    let c = with(&["data.index_base=0"]).unwrap();
+    assert_eq!(c.data().libsvm_index_base(), 0);
+    assert_eq!(parse(&c.to_toml(), &[]).unwrap(), c);
+    let e = with(&["data.index_base=2"]).unwrap_err();
+    assert_eq!(e.field, "data.index_base");
+    assert!(e.to_string().contains("1 (the first feature is 1:, the default) or 0"), "{e}");
+    let e = parse_with(&["data.index_base=0"]).unwrap_err();
+    assert_eq!(e.field, "data.index_base");
+    assert!(e.to_string().contains("is for data.kind = \"libsvm\""), "{e}");
+}

@@ -21,7 +21,7 @@ use std::path::Path;
 use outrun_codes::{domain, Rng};
 use outrun_config::{DataConfig, DataKind, DataOrder, Labels};
 
-pub use crate::libsvm::{libsvm_rows, libsvm_shape, parse_libsvm, MAX_WIDTH};
+pub use crate::libsvm::{libsvm_rows, libsvm_shape, parse_libsvm, LibsvmFormat, MAX_WIDTH};
 use crate::libsvm::{libsvm_scan, open};
 pub use crate::rows::{DataError, Rows, Shape};
 
@@ -138,7 +138,8 @@ pub fn shape(data: &DataConfig, labels: Labels) -> Result<Shape, DataError> {
         DataKind::Libsvm => {
             let path = Path::new(data.path.as_deref().expect("validated"));
             crate::shapes::cached(data, labels, path, |log| {
-                libsvm_scan(open(path)?, &path.display().to_string(), data.samples, data.features, labels, log)
+                let fmt = LibsvmFormat::of(data);
+                libsvm_scan(open(path)?, &path.display().to_string(), &fmt, data.samples, data.features, labels, log)
             })
         }
         _ => Ok(Shape { samples: data.samples.expect("validated"), features: data.features.expect("validated") }),
@@ -160,7 +161,7 @@ pub fn rows(data: &DataConfig, seed: u64, labels: Labels, p: usize, idx: &[usize
             let origin = path.display().to_string();
             match data.kind {
                 DataKind::Csv => crate::csv::csv_rows(open(path)?, &origin, &csv_format(data)?, p, labels, idx),
-                _ => libsvm_rows(open(path)?, &origin, p, labels, idx),
+                _ => libsvm_rows(open(path)?, &origin, &LibsvmFormat::of(data), p, labels, idx),
             }
         }
         kind => Ok(synthetic_rows(kind, seed, p, data.noise, labels, idx.iter().copied())),
@@ -172,7 +173,13 @@ fn all_labels(data: &DataConfig, seed: u64, labels: Labels, shape: Shape) -> Res
     match data.kind {
         DataKind::Libsvm => {
             let path = Path::new(data.path.as_deref().expect("validated"));
-            crate::libsvm::libsvm_labels(open(path)?, &path.display().to_string(), shape, labels)
+            crate::libsvm::libsvm_labels(
+                open(path)?,
+                &path.display().to_string(),
+                &LibsvmFormat::of(data),
+                shape,
+                labels,
+            )
         }
         DataKind::Idx => {
             let (images, lab) = idx_paths(data);
@@ -253,17 +260,23 @@ mod tests {
     #[test]
     fn libsvm_parsing_and_errors() {
         let text = "+1 1:0.5 3:2\n-1 2:1 # comment\n\n0 1:1\n";
-        let r = parse_libsvm(text, "f", None, None, Labels::Binary).unwrap();
+        let r = parse_libsvm(text, "f", &LibsvmFormat::default(), None, None, Labels::Binary).unwrap();
         assert_eq!(r.p(), 3);
         assert_eq!(r.len(), 3);
         assert_eq!(r.row(0), &[0.5, 0.0, 2.0]);
         assert_eq!(r.labels(), &[1.0, 0.0, 0.0]);
-        let r = parse_libsvm(text, "f", Some(2), Some(5), Labels::Real).unwrap();
+        let r = parse_libsvm(text, "f", &LibsvmFormat::default(), Some(2), Some(5), Labels::Real).unwrap();
         assert_eq!((r.len(), r.p()), (2, 5));
         assert_eq!(r.labels(), &[1.0, -1.0]);
-        let e = |t: &str| parse_libsvm(t, "f", None, None, Labels::Binary).unwrap_err().to_string();
-        assert_eq!(e("1 1:1\n1 0:3\n"), "f:2: index 0 in `0:3`: LIBSVM indices start at 1");
-        let line = parse_libsvm("1 1:1\n1 0:3\n", "f", None, None, Labels::Binary).unwrap_err();
+        let e = |t: &str| {
+            parse_libsvm(t, "f", &LibsvmFormat::default(), None, None, Labels::Binary).unwrap_err().to_string()
+        };
+        assert_eq!(
+            e("1 1:1\n1 0:3\n"),
+            "f:2: index 0 in `0:3`: LIBSVM indices start at 1 (set data.index_base = 0 for a file that counts from 0)"
+        );
+        let line =
+            parse_libsvm("1 1:1\n1 0:3\n", "f", &LibsvmFormat::default(), None, None, Labels::Binary).unwrap_err();
         assert!(matches!(line, DataError::Line { line: 2, .. }), "{line:?}");
         assert!(e("1 1:x\n").starts_with("f:1: value"));
         assert!(e("abc 1:1\n").starts_with("f:1: label"));
@@ -276,7 +289,7 @@ mod tests {
             "{}",
             e("1 4000000000:1\n")
         );
-        assert!(parse_libsvm("1 1:1\n", "f", Some(4), None, Labels::Binary)
+        assert!(parse_libsvm("1 1:1\n", "f", &LibsvmFormat::default(), Some(4), None, Labels::Binary)
             .unwrap_err()
             .to_string()
             .contains("only 1 lines"));
@@ -284,9 +297,11 @@ mod tests {
 
     #[test]
     fn class_labels_are_integers_below_the_classes() {
-        let r = parse_libsvm("0 1:1\n9 2:1\n", "f", None, None, Labels::Classes(10)).unwrap();
+        let r = parse_libsvm("0 1:1\n9 2:1\n", "f", &LibsvmFormat::default(), None, None, Labels::Classes(10)).unwrap();
         assert_eq!(r.labels(), &[0.0, 9.0]);
-        let e = |t: &str| parse_libsvm(t, "f", None, None, Labels::Classes(10)).unwrap_err().to_string();
+        let e = |t: &str| {
+            parse_libsvm(t, "f", &LibsvmFormat::default(), None, None, Labels::Classes(10)).unwrap_err().to_string()
+        };
         assert_eq!(e("0 1:1\n10 1:1\n"), "f:2: label `10` is not a class 0..9 (10 classes in [model])");
         assert!(e("1.5 1:1\n").starts_with("f:1: label `1.5`"));
         assert!(e("-1 1:1\n").starts_with("f:1: label `-1`"));
@@ -334,24 +349,53 @@ mod tests {
             delimiter: None,
             label_column: None,
             labels: outrun_config::LabelValues::Numeric,
+            index_base: None,
         }
+    }
+
+    /// `data.index_base = 0`: a file that counts features from 0 reads as the same rows as its
+    /// 1-based twin; the 1-based reader refuses index 0 and says which key reads it; errors name
+    /// the index as the file writes it.
+    #[test]
+    fn zero_based_libsvm_reads_as_its_one_based_twin() {
+        let one = "1 1:0.5 3:2
+0 2:-1
+1 4:7 1:1
+";
+        let zero = "1 0:0.5 2:2
+0 1:-1
+1 3:7 0:1
+";
+        let base0 = LibsvmFormat { index_base: 0 };
+        let a = parse_libsvm(one, "f", &LibsvmFormat::default(), None, None, Labels::Binary).unwrap();
+        let b = parse_libsvm(zero, "f", &base0, None, None, Labels::Binary).unwrap();
+        assert_eq!((a.features(), a.labels()), (b.features(), b.labels()));
+        assert_eq!(b.features().len(), 3 * 4, "4 features: the largest index 3 is the fourth");
+        let e = parse_libsvm(zero, "f", &LibsvmFormat::default(), None, None, Labels::Binary).unwrap_err().to_string();
+        assert!(e.contains("f:1:") && e.contains("data.index_base = 0"), "{e}");
+        let e = parse_libsvm("1 4:1\n", "f", &base0, None, Some(4), Labels::Binary).unwrap_err().to_string();
+        assert!(e.contains("index 4 exceeds data.features = 4"), "{e}");
+        let e = parse_libsvm("1 2:1 2:3\n", "f", &base0, None, None, Labels::Binary).unwrap_err().to_string();
+        assert!(e.contains("index 2 appears twice"), "{e}");
     }
 
     #[test]
     fn a_rank_reads_only_its_rows_in_its_order() {
         let text = "1 1:1\n0 2:2\n1 3:3\n0 1:4 3:5\n";
-        let all = parse_libsvm(text, "f", None, None, Labels::Binary).unwrap();
-        let some = libsvm_rows(text.as_bytes(), "f", 3, Labels::Binary, &[3, 1, 3]).unwrap();
+        let all = parse_libsvm(text, "f", &LibsvmFormat::default(), None, None, Labels::Binary).unwrap();
+        let some = libsvm_rows(text.as_bytes(), "f", &LibsvmFormat::default(), 3, Labels::Binary, &[3, 1, 3]).unwrap();
         assert_eq!(some, all.select([3, 1, 3]));
         // rows this rank does not compute on are counted, not parsed (the file was checked whole
         // before MPI started)
         let bad_elsewhere = "1 1:1\n0 2:x\n1 3:3\n";
         assert_eq!(
-            libsvm_rows(bad_elsewhere.as_bytes(), "f", 3, Labels::Binary, &[2]).unwrap().row(0),
+            libsvm_rows(bad_elsewhere.as_bytes(), "f", &LibsvmFormat::default(), 3, Labels::Binary, &[2])
+                .unwrap()
+                .row(0),
             &[0.0, 0.0, 3.0]
         );
-        assert!(libsvm_rows(bad_elsewhere.as_bytes(), "f", 3, Labels::Binary, &[1]).is_err());
-        let e = libsvm_rows(text.as_bytes(), "f", 3, Labels::Binary, &[9]).unwrap_err();
+        assert!(libsvm_rows(bad_elsewhere.as_bytes(), "f", &LibsvmFormat::default(), 3, Labels::Binary, &[1]).is_err());
+        let e = libsvm_rows(text.as_bytes(), "f", &LibsvmFormat::default(), 3, Labels::Binary, &[9]).unwrap_err();
         assert!(matches!(&e, DataError::File { file, .. } if file == "f"), "{e:?}");
         assert_eq!(e.to_string(), "f: row 10 asked for but the file has only 4 lines of data");
     }

@@ -1,5 +1,5 @@
-//! LIBSVM files: `label index:value ...` per line, 1-based indices, read dense. Every rank
-//! streams the file and keeps only its own rows.
+//! LIBSVM files: `label index:value ...` per line, 1-based indices (0-based with
+//! `data.index_base = 0`), read dense. Every rank streams the file and keeps only its own rows.
 
 use std::io::BufRead;
 use std::path::Path;
@@ -14,6 +14,26 @@ use crate::rows::{DataError, Rows, Shape};
 /// index must not make every rank allocate a huge dense matrix).
 pub const MAX_WIDTH: usize = 1 << 20;
 
+/// How a LIBSVM file numbers its features.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LibsvmFormat {
+    /// The first feature's index: 1 (the format's convention) or 0.
+    pub index_base: usize,
+}
+
+impl Default for LibsvmFormat {
+    fn default() -> Self {
+        LibsvmFormat { index_base: 1 }
+    }
+}
+
+impl LibsvmFormat {
+    /// The format `data` asks for.
+    pub fn of(data: &outrun_config::DataConfig) -> Self {
+        LibsvmFormat { index_base: data.libsvm_index_base() }
+    }
+}
+
 /// One parsed LIBSVM line.
 struct Line {
     y: f64,
@@ -25,6 +45,7 @@ struct Reader<'a, R: BufRead> {
     text: DataLines<'a, R>,
     features: Option<usize>,
     labels: Labels,
+    base: usize,
 }
 
 impl<R: BufRead> Reader<'_, R> {
@@ -41,23 +62,30 @@ impl<R: BufRead> Reader<'_, R> {
         let mut feats: Vec<(usize, f64)> = Vec::new();
         for tok in it {
             let (i, v) = tok.split_once(':').ok_or_else(|| self.bad(format!("`{tok}` is not index:value")))?;
-            let i: usize = i.parse().map_err(|_| self.bad(format!("index in `{tok}` is not a positive integer")))?;
-            if i == 0 {
-                return Err(self.bad(format!("index 0 in `{tok}`: LIBSVM indices start at 1")));
+            let i: usize =
+                i.parse().map_err(|_| self.bad(format!("index in `{tok}` is not a non-negative integer")))?;
+            if i < self.base {
+                return Err(self.bad(format!(
+                    "index 0 in `{tok}`: LIBSVM indices start at 1 (set data.index_base = 0 for a file that counts from 0)"
+                )));
             }
+            // from here on, i is 1-based
+            let i = i + 1 - self.base;
             let v: f64 = v.parse().map_err(|_| self.bad(format!("value in `{tok}` is not a number")))?;
             if !v.is_finite() {
                 return Err(self.bad(format!("value in `{tok}` is not finite")));
             }
             match self.features {
-                Some(f) if i > f => return Err(self.bad(format!("index {i} exceeds data.features = {f}"))),
+                Some(f) if i > f => {
+                    return Err(self.bad(format!("index {} exceeds data.features = {f}", i - 1 + self.base)))
+                }
                 None if i > MAX_WIDTH => {
                     return Err(self.bad(format!("index {i} exceeds {MAX_WIDTH}, the widest file read without data.features; set data.features if the data really is that wide")))
                 }
                 _ => {}
             }
             if feats.iter().any(|&(j, _)| j == i - 1) {
-                return Err(self.bad(format!("index {i} appears twice on the line")));
+                return Err(self.bad(format!("index {} appears twice on the line", i - 1 + self.base)));
             }
             feats.push((i - 1, v));
         }
@@ -74,23 +102,25 @@ pub(crate) fn open(path: &Path) -> Result<std::io::BufReader<std::fs::File>, Dat
 pub fn libsvm_shape(
     text: impl BufRead,
     origin: &str,
+    fmt: &LibsvmFormat,
     max_samples: Option<usize>,
     features: Option<usize>,
     labels: Labels,
 ) -> Result<Shape, DataError> {
-    libsvm_scan(text, origin, max_samples, features, labels, None)
+    libsvm_scan(text, origin, fmt, max_samples, features, labels, None)
 }
 
 /// [`libsvm_shape`], giving every row read to `log`.
 pub(crate) fn libsvm_scan(
     text: impl BufRead,
     origin: &str,
+    fmt: &LibsvmFormat,
     max_samples: Option<usize>,
     features: Option<usize>,
     labels: Labels,
     mut log: Option<&mut RowLog>,
 ) -> Result<Shape, DataError> {
-    let mut r = Reader { text: DataLines::new(text, origin), features, labels };
+    let mut r = Reader { text: DataLines::new(text, origin), features, labels, base: fmt.index_base };
     let (mut n, mut width) = (0usize, 0usize);
     while max_samples.is_none_or(|m| n < m) {
         let Some(line) = r.next_line()? else { break };
@@ -115,6 +145,7 @@ pub(crate) fn libsvm_scan(
 pub fn libsvm_rows(
     text: impl BufRead,
     origin: &str,
+    fmt: &LibsvmFormat,
     p: usize,
     labels: Labels,
     idx: &[usize],
@@ -123,7 +154,7 @@ pub fn libsvm_rows(
     wanted.sort_unstable();
     let mut x = vec![0.0; idx.len() * p];
     let mut y = vec![0.0; idx.len()];
-    let mut r = Reader { text: DataLines::new(text, origin), features: Some(p), labels };
+    let mut r = Reader { text: DataLines::new(text, origin), features: Some(p), labels, base: fmt.index_base };
     let mut row = 0usize;
     let mut next = 0usize;
     let short = |row: usize, next: usize| {
@@ -158,10 +189,12 @@ pub fn libsvm_rows(
 pub(crate) fn libsvm_labels(
     text: impl BufRead,
     origin: &str,
+    fmt: &LibsvmFormat,
     shape: Shape,
     labels: Labels,
 ) -> Result<Vec<f64>, DataError> {
-    let mut r = Reader { text: DataLines::new(text, origin), features: Some(shape.features), labels };
+    let mut r =
+        Reader { text: DataLines::new(text, origin), features: Some(shape.features), labels, base: fmt.index_base };
     let mut out = Vec::with_capacity(shape.samples);
     while out.len() < shape.samples {
         let Some(line) = r.next_line()? else { break };
@@ -174,10 +207,11 @@ pub(crate) fn libsvm_labels(
 pub fn parse_libsvm(
     text: &str,
     origin: &str,
+    fmt: &LibsvmFormat,
     max_samples: Option<usize>,
     features: Option<usize>,
     labels: Labels,
 ) -> Result<Rows, DataError> {
-    let shape = libsvm_shape(text.as_bytes(), origin, max_samples, features, labels)?;
-    libsvm_rows(text.as_bytes(), origin, shape.features, labels, &(0..shape.samples).collect::<Vec<_>>())
+    let shape = libsvm_shape(text.as_bytes(), origin, fmt, max_samples, features, labels)?;
+    libsvm_rows(text.as_bytes(), origin, fmt, shape.features, labels, &(0..shape.samples).collect::<Vec<_>>())
 }

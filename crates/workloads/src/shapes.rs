@@ -115,14 +115,16 @@ fn entry(dir: &Path, data: &DataConfig, labels: Labels, path: &Path) -> Option<E
     let ends = fingerprint(&canon, meta.len())?;
     // the file and the config fields its shape depends on; then this version of the file
     let which = format!(
-        "{}|{:?}|{:?}|{:?}|{labels:?}|{:?}|{:?}|{:?}",
+        "{}|{:?}|{:?}|{:?}|{labels:?}|{:?}|{:?}|{:?}{}",
         canon.display(),
         data.kind,
         data.samples,
         data.features,
         data.delimiter,
         data.label_column,
-        data.labels
+        data.labels,
+        // appended only when set, so the entries of 1-based files made before it stay valid
+        data.index_base.map(|b| format!("|base{b}")).unwrap_or_default()
     );
     let key = format!("v2|{which}|{}|{mtime}|{ends:016x}", meta.len());
     Some(Entry {
@@ -208,7 +210,15 @@ mod tests {
                 DataKind::Csv => {
                     crate::csv::csv_scan(open(), &origin, &Default::default(), data.samples, Labels::Binary, log)
                 }
-                _ => crate::libsvm::libsvm_scan(open(), &origin, data.samples, data.features, Labels::Binary, log),
+                _ => crate::libsvm::libsvm_scan(
+                    open(),
+                    &origin,
+                    &Default::default(),
+                    data.samples,
+                    data.features,
+                    Labels::Binary,
+                    log,
+                ),
             })
             .unwrap();
             let idx: Vec<usize> = (0..shape.samples).rev().chain([0, 0]).collect();
@@ -218,7 +228,14 @@ mod tests {
                 DataKind::Csv => {
                     crate::csv::csv_rows(open(), &origin, &Default::default(), shape.features, Labels::Binary, &idx)
                 }
-                _ => crate::libsvm::libsvm_rows(open(), &origin, shape.features, Labels::Binary, &idx),
+                _ => crate::libsvm::libsvm_rows(
+                    open(),
+                    &origin,
+                    &Default::default(),
+                    shape.features,
+                    Labels::Binary,
+                    &idx,
+                ),
             }
             .unwrap();
             let bits = |r: &Rows| r.features().iter().chain(r.labels()).map(|v| v.to_bits()).collect::<Vec<_>>();

@@ -353,7 +353,7 @@ fn test_set(c: &GdConfig, p: usize) -> Result<Option<Rows>, DataError> {
         let all: Vec<usize> = (0..shape.samples).collect();
         return crate::csv::csv_rows(text.as_bytes(), path, &fmt, p, c.model.labels(), &all).map(Some);
     }
-    data::parse_libsvm(&text, path, None, Some(p), c.model.labels()).map(Some)
+    data::parse_libsvm(&text, path, &data::LibsvmFormat::of(&c.data), None, Some(p), c.model.labels()).map(Some)
 }
 
 /// Model-sized vectors a rank keeps at once (θ, parts' results, received frames, the total).

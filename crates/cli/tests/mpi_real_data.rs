@@ -397,3 +397,52 @@ fn a_zero_based_libsvm_file_trains_like_its_one_based_original() {
     assert!(diff <= 1e-9, "θ differs from the 1-based reference by {diff:e}");
     assert!(summary(&out)["final_test_accuracy"].as_f64().is_some_and(|a| a > 0.8), "{}", summary(&out));
 }
+
+/// `data.order = "shuffle"` (issue 44): the digits written sorted by class, shuffled from the
+/// seed, give IID parts (worker 1's first part spans most classes, where the file's order gives
+/// one or two) and train through mpirun to the serial reference.
+#[test]
+fn a_file_sorted_by_class_shuffled_gives_iid_parts_and_stays_exact() {
+    let dir = tempdir("digits-shuffle");
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    let text = std::fs::read_to_string(format!("{root}/data/digits-train.libsvm")).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    let class = |l: &str| l.split_whitespace().next().unwrap().parse::<f64>().unwrap();
+    lines.sort_by(|a, b| class(a).total_cmp(&class(b)));
+    let sorted = dir.join("sorted.libsvm");
+    std::fs::write(&sorted, lines.join("\n") + "\n").unwrap();
+    let cfg_text = shipped("softmax-digits.toml");
+    let sets = [
+        format!("data.path={}", sorted.display()),
+        "data.order=shuffle".into(),
+        "run.iterations=30".into(),
+        "scheme.kind=gc-cyclic".into(),
+        "scheme.n=".into(),
+        "scheme.layers=".into(),
+        "scheme.code=".into(),
+        "scheme.workers=10".into(),
+        "scheme.s=1".into(),
+        "stragglers.workers=[3]".into(),
+    ];
+    let refs: Vec<&str> = sets.iter().map(String::as_str).collect();
+    let (run, out, _, all) = train("digits-shuffle", &cfg_text, &refs);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let diff = outrun_workloads::metrics::relative_diff(&theta(&out), &job_reference(&cfg_text, &all));
+    assert!(diff <= 1e-9, "θ differs from the serial reference by {diff:e}");
+    let cfg = outrun_config::parse(&cfg_text, &all).unwrap();
+    let plan = outrun_workloads::resolve(&cfg).unwrap();
+    let y: Vec<f64> = lines.iter().map(|l| class(l)).collect();
+    let classes = |order: Option<Vec<usize>>| {
+        let mut c: Vec<i64> =
+            plan.nodes[1].parts[0].points().map(|(i, _)| y[order.as_ref().map_or(i, |o| o[i])] as i64).collect();
+        c.sort_unstable();
+        c.dedup();
+        c.len()
+    };
+    let shape = outrun_workloads::Shape { samples: y.len(), features: 64 };
+    let order =
+        outrun_workloads::data::row_order(&cfg.gd().data, cfg.run.seed, cfg.gd().model.labels(), shape).unwrap();
+    assert!(order.is_some(), "shuffled");
+    assert!(classes(order) >= 7, "worker 1's part is an IID sample of all ten classes");
+    assert!(classes(None) <= 2, "in the file's order it holds one or two");
+}

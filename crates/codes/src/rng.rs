@@ -42,6 +42,8 @@ pub mod domain {
     /// Value faults: which workers are faulty (`count`), whether one misbehaves in an
     /// iteration, and its noise, keyed by worker, iteration and part.
     pub const FAULT: u64 = 0x6661_756c_7400_0001;
+    /// The order of a data set's rows (`data.order = "shuffle"`).
+    pub const SHUFFLE: u64 = 0x7368_7566_666c_0001;
     /// Link faults: whether a link fails, and a message's transmissions, keyed by worker,
     /// iteration and message.
     pub const LINK: u64 = 0x6c69_6e6b_0000_0001;

@@ -52,6 +52,9 @@ pub enum DataOrder {
     /// Sorted by label (stable): each part holds few classes — non-IID data, as the thesis's
     /// federated experiments cut it.
     ByLabel,
+    /// A seeded permutation (`run.seed`): parts are IID samples of a file that is sorted or
+    /// grouped (by class, by time, by source).
+    Shuffle,
 }
 
 /// `[data]`

@@ -195,6 +195,7 @@ fn all_labels(data: &DataConfig, seed: u64, labels: Labels, shape: Shape) -> Res
 
 /// The rows in the order `data.order` asks for: `order[i]` is the file row that is row i
 /// (`None` in file order). By label: a stable sort, so each class keeps its file order.
+/// Shuffled: a permutation drawn from `seed` alone, the same on every rank and host.
 pub fn row_order(data: &DataConfig, seed: u64, labels: Labels, shape: Shape) -> Result<Option<Vec<usize>>, DataError> {
     match data.order {
         DataOrder::File => Ok(None),
@@ -203,6 +204,9 @@ pub fn row_order(data: &DataConfig, seed: u64, labels: Labels, shape: Shape) -> 
             let mut order: Vec<usize> = (0..y.len()).collect();
             order.sort_by(|&a, &b| y[a].total_cmp(&y[b]));
             Ok(Some(order))
+        }
+        DataOrder::Shuffle => {
+            Ok(Some(outrun_codes::Rng::from_key(&[seed, outrun_codes::domain::SHUFFLE]).permutation(shape.samples)))
         }
     }
 }
@@ -326,6 +330,16 @@ mod tests {
         };
         let shape = Shape { samples: 5, features: 1 };
         assert_eq!(row_order(&data, 0, Labels::Classes(3), shape).unwrap(), Some(vec![1, 3, 2, 0, 4]));
+        // shuffled: a permutation of the rows from the seed alone
+        let shuffled = |seed| {
+            row_order(&DataConfig { order: DataOrder::Shuffle, ..data.clone() }, seed, Labels::Classes(3), shape)
+        };
+        let a = shuffled(1).unwrap().unwrap();
+        let mut sorted = a.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..5).collect::<Vec<_>>());
+        assert_eq!(shuffled(1).unwrap().unwrap(), a);
+        assert!((2..20).any(|s| shuffled(s).unwrap().unwrap() != a), "another seed, another order");
         assert_eq!(
             row_order(&DataConfig { order: DataOrder::File, ..data }, 0, Labels::Classes(3), shape).unwrap(),
             None

@@ -446,3 +446,50 @@ fn a_file_sorted_by_class_shuffled_gives_iid_parts_and_stays_exact() {
     assert!(classes(order) >= 7, "worker 1's part is an IID sample of all ten classes");
     assert!(classes(None) <= 2, "in the file's order it holds one or two");
 }
+
+/// `data.standardize` (issue 44): the digits with features scaled from 1e-3 to 1e4 (and their
+/// held-out file alike) train through mpirun to the θ of the unscaled digits standardised —
+/// standardising undoes any per-feature scale — and to the serial reference.
+#[test]
+fn standardized_features_spanning_seven_orders_train_like_the_original() {
+    let dir = tempdir("digits-standardize");
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    let scale = |j: usize| 10f64.powi((j % 8) as i32 - 3);
+    let scaled = |name: &str| {
+        let text = std::fs::read_to_string(format!("{root}/data/{name}")).unwrap();
+        let out: String = text
+            .lines()
+            .map(|l| {
+                let mut it = l.split_whitespace();
+                let mut line = it.next().unwrap_or_default().to_string();
+                for tok in it {
+                    let (i, v) = tok.split_once(':').unwrap();
+                    let j: usize = i.parse().unwrap();
+                    line.push_str(&format!(" {j}:{:e}", v.parse::<f64>().unwrap() * scale(j)));
+                }
+                line + "\n"
+            })
+            .collect();
+        let path = dir.join(name);
+        std::fs::write(&path, out).unwrap();
+        path
+    };
+    let (train_file, test_file) = (scaled("digits-train.libsvm"), scaled("digits-test.libsvm"));
+    let text = shipped("softmax-digits.toml");
+    let sets = [
+        format!("data.path={}", train_file.display()),
+        format!("data.test_path={}", test_file.display()),
+        "data.standardize=true".into(),
+        "run.iterations=20".into(),
+    ];
+    let refs: Vec<&str> = sets.iter().map(String::as_str).collect();
+    let (run, out, _, all) = train("digits-standardize", &text, &refs);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let got = theta(&out);
+    let diff = outrun_workloads::metrics::relative_diff(&got, &job_reference(&text, &all));
+    assert!(diff <= 1e-9, "θ differs from the serial reference by {diff:e}");
+    let original = job_reference(&text, &["data.standardize=true".to_string(), "run.iterations=20".to_string()]);
+    let diff = outrun_workloads::metrics::relative_diff(&got, &original);
+    assert!(diff <= 1e-8, "θ differs from the unscaled digits standardised by {diff:e}");
+    assert!(summary(&out)["final_test_accuracy"].as_f64().is_some_and(|a| a > 0.9), "{}", summary(&out));
+}

@@ -110,6 +110,14 @@ pub struct DataConfig {
     /// LIBSVM: the index of the first feature, 1 (default, the format's convention) or 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub index_base: Option<u8>,
+    /// Standardise every feature to mean 0 and standard deviation 1 with the training rows'
+    /// statistics (the held-out rows are mapped with the same ones).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub standardize: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// `data.label_column`: where a CSV line's label is.

@@ -211,6 +211,60 @@ pub fn row_order(data: &DataConfig, seed: u64, labels: Labels, shape: Shape) -> 
     }
 }
 
+/// Per-feature statistics of the training rows (`data.standardize`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Standardizer {
+    /// Each feature's mean.
+    pub mean: Vec<f64>,
+    /// 1 / its standard deviation (1 for a constant feature, which is only centred).
+    pub inv_std: Vec<f64>,
+}
+
+impl Standardizer {
+    /// The statistics of the `shape.samples` rows of `data`, `p` wide, read in chunks (one
+    /// more pass over the file, or over the row cache when `outrun check` wrote it).
+    pub fn of(data: &DataConfig, seed: u64, labels: Labels, shape: Shape) -> Result<Self, DataError> {
+        const CHUNK: usize = 1 << 16;
+        let p = shape.features;
+        let (mut n, mut mean, mut m2) = (0usize, vec![0.0; p], vec![0.0; p]);
+        for start in (0..shape.samples).step_by(CHUNK) {
+            let idx: Vec<usize> = (start..(start + CHUNK).min(shape.samples)).collect();
+            let rows = rows(data, seed, labels, p, &idx)?;
+            // Welford, feature by feature
+            for i in 0..rows.len() {
+                n += 1;
+                for (j, &x) in rows.row(i).iter().enumerate() {
+                    let d = x - mean[j];
+                    mean[j] += d / n as f64;
+                    m2[j] += d * (x - mean[j]);
+                }
+            }
+        }
+        let inv_std = m2
+            .iter()
+            .map(|&m| {
+                let sd = (m / n.max(1) as f64).sqrt();
+                if sd > 1e-12 * (1.0 + sd) && sd.is_finite() {
+                    1.0 / sd
+                } else {
+                    1.0
+                }
+            })
+            .collect();
+        Ok(Standardizer { mean, inv_std })
+    }
+
+    /// `rows` with every feature standardised.
+    pub fn apply(&self, mut rows: Rows) -> Rows {
+        for mut row in rows.x.rows_mut() {
+            for ((x, m), s) in row.iter_mut().zip(&self.mean).zip(&self.inv_std) {
+                *x = (*x - m) * s;
+            }
+        }
+        rows
+    }
+}
+
 /// The images and labels files of `idx` data.
 fn idx_paths(data: &DataConfig) -> (&Path, &Path) {
     (Path::new(data.path.as_deref().expect("validated")), Path::new(data.labels_path.as_deref().expect("validated")))
@@ -364,7 +418,43 @@ mod tests {
             label_column: None,
             labels: outrun_config::LabelValues::Numeric,
             index_base: None,
+            standardize: false,
         }
+    }
+
+    /// `data.standardize`: mean 0 and variance 1 per feature over the training rows, a
+    /// constant feature only centred; the held-out rows use the training statistics.
+    #[test]
+    fn standardizing_uses_the_training_rows_statistics() {
+        let dir = std::env::temp_dir().join(format!("outrun-std-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("d.svm");
+        std::fs::write(&path, "1 1:1 2:1000 3:5\n0 1:3 2:5000 3:5\n1 1:5 2:3000 3:5\n").unwrap();
+        let data = DataConfig {
+            kind: DataKind::Libsvm,
+            path: Some(path.display().to_string()),
+            samples: None,
+            features: None,
+            ..synthetic_config()
+        };
+        let shape = Shape { samples: 3, features: 3 };
+        let st = Standardizer::of(&data, 0, Labels::Binary, shape).unwrap();
+        assert_eq!(st.mean, vec![3.0, 3000.0, 5.0]);
+        let sd = (8.0f64 / 3.0).sqrt();
+        assert!((st.inv_std[0] - 1.0 / sd).abs() < 1e-12 && (st.inv_std[1] - 1.0 / (1000.0 * sd)).abs() < 1e-15);
+        assert_eq!(st.inv_std[2], 1.0, "a constant feature is only centred");
+        let all = st.apply(rows(&data, 0, Labels::Binary, 3, &[0, 1, 2]).unwrap());
+        for j in 0..3 {
+            let col: Vec<f64> = (0..3).map(|i| all.row(i)[j]).collect();
+            let m = col.iter().sum::<f64>() / 3.0;
+            let v = col.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / 3.0;
+            assert!(m.abs() < 1e-12, "feature {j}: mean {m}");
+            assert!((v - if j == 2 { 0.0 } else { 1.0 }).abs() < 1e-12, "feature {j}: variance {v}");
+        }
+        // a held-out row, with the training statistics
+        let held = st.apply(Rows::from_vecs(3, vec![3.0, 1000.0, 6.0], vec![1.0]));
+        assert!(held.row(0)[0].abs() < 1e-12 && (held.row(0)[1] + 2.0 / sd).abs() < 1e-12 && held.row(0)[2] == 1.0);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// `data.index_base = 0`: a file that counts features from 0 reads as the same rows as its

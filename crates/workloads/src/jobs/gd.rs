@@ -58,6 +58,8 @@ pub struct GradientDescent {
     batches: Option<Batches>,
     /// The feature map (`[features]`) and the model's input width (q, or p without one).
     map: Option<FeatureMap>,
+    /// `data.standardize`'s statistics, computed on first use.
+    standard: std::sync::OnceLock<data::Standardizer>,
     pub(super) inputs: usize,
     /// The file row of each row (`data.order = "by-label"`), read by [`Job::load`].
     order: Option<Vec<usize>>,
@@ -102,6 +104,7 @@ impl GradientDescent {
             },
             net,
             map,
+            standard: std::sync::OnceLock::new(),
             inputs,
             order: None,
             iterations: plan.run.iterations,
@@ -136,15 +139,28 @@ impl GradientDescent {
             None => idx,
         };
         let rows = data::rows(&self.config.data, self.seed, self.config.model.labels(), self.p, idx)?;
-        Ok(self.mapped(rows))
+        self.mapped(rows)
     }
 
-    /// `rows` through the feature map, if there is one.
-    fn mapped(&self, rows: Rows) -> Rows {
-        match &self.map {
+    /// `rows` standardised (`data.standardize`) and through the feature map, if there is one.
+    fn mapped(&self, rows: Rows) -> Result<Rows, DataError> {
+        let rows = if self.config.data.standardize {
+            let st = match self.standard.get() {
+                Some(st) => st,
+                None => {
+                    let shape = Shape { samples: self.samples, features: self.p };
+                    let st = data::Standardizer::of(&self.config.data, self.seed, self.config.model.labels(), shape)?;
+                    self.standard.get_or_init(|| st)
+                }
+            };
+            st.apply(rows)
+        } else {
+            rows
+        };
+        Ok(match &self.map {
             Some(map) => map.map(&rows),
             None => rows,
-        }
+        })
     }
 
     /// The parameters' count P.
@@ -301,7 +317,7 @@ impl GradientDescent {
         if let Some(order) = data::row_order(&self.config.data, self.seed, labels, shape)? {
             rows = rows.select(order);
         }
-        Ok(self.mapped(rows))
+        self.mapped(rows)
     }
 }
 
@@ -514,7 +530,10 @@ impl Job for GradientDescent {
         self.star = (linear && !matches!(kind, DataKind::Libsvm | DataKind::Idx))
             .then(|| data::theta_star(kind, self.seed, self.p))
             .flatten();
-        self.test = test_set(&self.config, self.p)?.map(|t| self.mapped(t));
+        self.test = match test_set(&self.config, self.p)? {
+            Some(t) => Some(self.mapped(t)?),
+            None => None,
+        };
         Ok(())
     }
 

@@ -493,3 +493,40 @@ fn standardized_features_spanning_seven_orders_train_like_the_original() {
     assert!(diff <= 1e-8, "θ differs from the unscaled digits standardised by {diff:e}");
     assert!(summary(&out)["final_test_accuracy"].as_f64().is_some_and(|a| a > 0.9), "{}", summary(&out));
 }
+
+/// `data.test_fraction` (issue 44): one file, no held-out file; a fifth of the digits is held
+/// out from the seed and the run (through mpirun) trains on the rest to the serial reference of
+/// the same split written as two files, and reports its accuracy on the held-out fifth.
+#[test]
+fn a_test_fraction_holds_out_rows_and_trains_on_the_rest() {
+    let dir = tempdir("digits-split");
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    let text = shipped("softmax-digits.toml");
+    let sets = ["data.test_path=".to_string(), "data.test_fraction=0.2".into(), "run.iterations=20".into()];
+    let refs: Vec<&str> = sets.iter().map(String::as_str).collect();
+    let (run, out, _, all) = train("digits-split", &text, &refs);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    // the same split, written as a training file and a held-out file
+    let lines: Vec<String> = std::fs::read_to_string(format!("{root}/data/digits-train.libsvm"))
+        .unwrap()
+        .lines()
+        .map(|l| l.to_string() + "\n")
+        .collect();
+    let cfg = outrun_config::parse(&text, &all).unwrap();
+    let (train_rows, held) = outrun_workloads::data::split(&cfg.gd().data, cfg.run.seed, lines.len()).unwrap();
+    assert_eq!(held.len(), (lines.len() as f64 * 0.2).round() as usize);
+    let write = |name: &str, rows: &[usize]| {
+        let path = dir.join(name);
+        std::fs::write(&path, rows.iter().map(|&i| lines[i].as_str()).collect::<String>()).unwrap();
+        path
+    };
+    let (a, b) = (write("train.libsvm", &train_rows), write("held.libsvm", &held));
+    let explicit =
+        [format!("data.path={}", a.display()), format!("data.test_path={}", b.display()), "run.iterations=20".into()];
+    let diff = outrun_workloads::metrics::relative_diff(&theta(&out), &job_reference(&text, &explicit));
+    assert!(diff <= 1e-9, "θ differs from the explicit split's serial reference by {diff:e}");
+    let plan: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("plan.json")).unwrap()).unwrap();
+    assert_eq!(plan["samples"].as_u64(), Some(train_rows.len() as u64), "the plan allocates the training rows");
+    assert!(summary(&out)["final_test_accuracy"].as_f64().is_some_and(|a| a > 0.8), "{}", summary(&out));
+}

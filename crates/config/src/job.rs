@@ -114,6 +114,10 @@ pub struct DataConfig {
     /// statistics (the held-out rows are mapped with the same ones).
     #[serde(default, skip_serializing_if = "is_false")]
     pub standardize: bool,
+    /// Hold out this fraction of the rows (drawn from `run.seed`) as the test set, when there
+    /// is no held-out file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub test_fraction: Option<f64>,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -1289,6 +1293,20 @@ impl GdConfig {
         }
         if !(d.scale.is_finite() && d.scale > 0.0) {
             return err("data.scale", format!("= {}: must be a positive factor", d.scale));
+        }
+        if let Some(f) = d.test_fraction {
+            if !(f > 0.0 && f < 1.0) {
+                return err("data.test_fraction", format!("= {f}: a fraction of the rows in (0, 1), e.g. 0.2"));
+            }
+            if d.test_path.is_some() {
+                return err("data.test_fraction", "and data.test_path both give a held-out set: keep one");
+            }
+            if self.model.labels() == Labels::Real {
+                return err(
+                    "data.test_fraction",
+                    "holds rows out to report classification accuracy: it needs class labels (model.loss = \"logistic\" or \"softmax\", or least squares with model.outputs = C)",
+                );
+            }
         }
         match &d.test_path {
             Some(_) if !matches!(d.kind, DataKind::Libsvm | DataKind::Idx | DataKind::Csv) => {

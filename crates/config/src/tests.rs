@@ -613,3 +613,24 @@ fn index_base_is_for_libsvm_and_zero_or_one() {
     assert_eq!(e.field, "data.index_base");
     assert!(e.to_string().contains("is for data.kind = \"libsvm\""), "{e}");
 }
+
+#[test]
+fn test_fraction_is_a_fraction_and_the_only_held_out_set() {
+    let logistic = ["model.loss=\"logistic\"", "data.kind=logistic-synthetic"];
+    let with = |more: &[&str]| parse_with(&logistic.iter().chain(more).copied().collect::<Vec<_>>());
+    let c = with(&["data.test_fraction=0.2"]).unwrap();
+    assert_eq!(c.data().test_fraction, Some(0.2));
+    assert_eq!(parse(&c.to_toml(), &[]).unwrap(), c);
+    for (more, says) in [
+        (&["data.test_fraction=0"][..], "a fraction of the rows in (0, 1)"),
+        (&["data.test_fraction=1.5"], "a fraction of the rows in (0, 1)"),
+        (&["data.test_fraction=0.2", "data.kind=libsvm", "data.path=\"a\"", "data.test_path=\"b\""], "keep one"),
+    ] {
+        let e = with(more).unwrap_err();
+        assert_eq!(e.field, "data.test_fraction", "{more:?}: {e}");
+        assert!(e.to_string().contains(says), "{more:?}: {e}");
+    }
+    let e = parse_with(&["data.test_fraction=0.2"]).unwrap_err();
+    assert_eq!(e.field, "data.test_fraction");
+    assert!(e.to_string().contains("needs class labels"), "{e}");
+}

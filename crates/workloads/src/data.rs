@@ -193,20 +193,49 @@ fn all_labels(data: &DataConfig, seed: u64, labels: Labels, shape: Shape) -> Res
     }
 }
 
+/// `data.test_fraction`'s split of a file of `n` rows: (training rows, held-out rows), file row
+/// numbers in file order; which rows are held out is drawn from `seed` alone (at least one of
+/// each).
+pub fn split(data: &DataConfig, seed: u64, n: usize) -> Option<(Vec<usize>, Vec<usize>)> {
+    let f = data.test_fraction?;
+    let held = ((n as f64 * f).round() as usize).clamp(1, n.saturating_sub(1).max(1));
+    let perm = outrun_codes::Rng::from_key(&[seed, outrun_codes::domain::SPLIT]).permutation(n);
+    let (mut test, mut train) = (perm[..held].to_vec(), perm[held..].to_vec());
+    test.sort_unstable();
+    train.sort_unstable();
+    Some((train, test))
+}
+
+/// The shape of the training rows: the file's, less `data.test_fraction`'s held-out rows.
+pub fn training_shape(data: &DataConfig, seed: u64, file: Shape) -> Shape {
+    match split(data, seed, file.samples) {
+        Some((train, _)) => Shape { samples: train.len(), features: file.features },
+        None => file,
+    }
+}
+
 /// The rows in the order `data.order` asks for: `order[i]` is the file row that is row i
 /// (`None` in file order). By label: a stable sort, so each class keeps its file order.
-/// Shuffled: a permutation drawn from `seed` alone, the same on every rank and host.
+/// Shuffled: a permutation drawn from `seed` alone, the same on every rank and host. With
+/// `data.test_fraction` only the training rows are ordered (`shape` is theirs).
 pub fn row_order(data: &DataConfig, seed: u64, labels: Labels, shape: Shape) -> Result<Option<Vec<usize>>, DataError> {
+    let file = match data.test_fraction {
+        Some(_) => self::shape(data, labels)?,
+        None => shape,
+    };
+    let rows: Option<Vec<usize>> = split(data, seed, file.samples).map(|(train, _)| train);
+    let base = |i: usize| rows.as_ref().map_or(i, |r| r[i]);
     match data.order {
-        DataOrder::File => Ok(None),
+        DataOrder::File => Ok(rows),
         DataOrder::ByLabel => {
-            let y = all_labels(data, seed, labels, shape)?;
-            let mut order: Vec<usize> = (0..y.len()).collect();
+            let y = all_labels(data, seed, labels, file)?;
+            let mut order: Vec<usize> = (0..shape.samples).map(base).collect();
             order.sort_by(|&a, &b| y[a].total_cmp(&y[b]));
             Ok(Some(order))
         }
         DataOrder::Shuffle => {
-            Ok(Some(outrun_codes::Rng::from_key(&[seed, outrun_codes::domain::SHUFFLE]).permutation(shape.samples)))
+            let perm = outrun_codes::Rng::from_key(&[seed, outrun_codes::domain::SHUFFLE]).permutation(shape.samples);
+            Ok(Some(perm.into_iter().map(base).collect()))
         }
     }
 }
@@ -221,15 +250,19 @@ pub struct Standardizer {
 }
 
 impl Standardizer {
-    /// The statistics of the `shape.samples` rows of `data`, `p` wide, read in chunks (one
-    /// more pass over the file, or over the row cache when `outrun check` wrote it).
+    /// The statistics of the training rows of `data` (`shape`: theirs), `p` wide, read in
+    /// chunks (one more pass over the file, or over the row cache when `outrun check` wrote it).
     pub fn of(data: &DataConfig, seed: u64, labels: Labels, shape: Shape) -> Result<Self, DataError> {
         const CHUNK: usize = 1 << 16;
         let p = shape.features;
+        // the training rows: all of them, or those data.test_fraction keeps
+        let train: Vec<usize> = match data.test_fraction {
+            Some(_) => split(data, seed, self::shape(data, labels)?.samples).map(|s| s.0).unwrap_or_default(),
+            None => (0..shape.samples).collect(),
+        };
         let (mut n, mut mean, mut m2) = (0usize, vec![0.0; p], vec![0.0; p]);
-        for start in (0..shape.samples).step_by(CHUNK) {
-            let idx: Vec<usize> = (start..(start + CHUNK).min(shape.samples)).collect();
-            let rows = rows(data, seed, labels, p, &idx)?;
+        for idx in train.chunks(CHUNK) {
+            let rows = rows(data, seed, labels, p, idx)?;
             // Welford, feature by feature
             for i in 0..rows.len() {
                 n += 1;
@@ -419,7 +452,37 @@ mod tests {
             labels: outrun_config::LabelValues::Numeric,
             index_base: None,
             standardize: false,
+            test_fraction: None,
         }
+    }
+
+    /// `data.test_fraction`: a seeded split into training and held-out rows (both in file
+    /// order, disjoint, covering the file); the orders apply to the training rows only.
+    #[test]
+    fn a_test_fraction_splits_the_rows_from_the_seed() {
+        let data = DataConfig { test_fraction: Some(0.25), ..synthetic_config() };
+        let (train, test) = split(&data, 3, 10).unwrap();
+        assert_eq!((train.len(), test.len()), (7, 3), "round(2.5) = 3 held out");
+        let mut all: Vec<usize> = train.iter().chain(&test).copied().collect();
+        all.sort_unstable();
+        assert_eq!(all, (0..10).collect::<Vec<_>>());
+        assert!(train.windows(2).all(|w| w[0] < w[1]) && test.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(split(&data, 3, 10).unwrap(), (train.clone(), test.clone()));
+        assert!((4..30).any(|s| split(&data, s, 10).unwrap().1 != test), "another seed, other rows");
+        assert_eq!(split(&DataConfig { test_fraction: Some(0.01), ..data.clone() }, 3, 10).unwrap().1.len(), 1);
+        assert_eq!(split(&DataConfig { test_fraction: Some(0.99), ..data.clone() }, 3, 10).unwrap().0.len(), 1);
+        let file = Shape { samples: 10, features: 1 };
+        let shape = training_shape(&data, 3, file);
+        assert_eq!(shape.samples, 7);
+        // every order is over the training rows only
+        for order in [DataOrder::File, DataOrder::ByLabel, DataOrder::Shuffle] {
+            let d = DataConfig { order, samples: Some(10), ..data.clone() };
+            let got = row_order(&d, 3, Labels::Real, shape).unwrap().unwrap();
+            let mut sorted = got.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, train, "{order:?}");
+        }
+        assert_eq!(split(&synthetic_config(), 3, 10), None);
     }
 
     /// `data.standardize`: mean 0 and variance 1 per feature over the training rows, a

@@ -323,9 +323,9 @@ impl GradientDescent {
 
 /// The data set's shape; its held-out set and initial parameters, if any, are read and checked
 /// here, before MPI.
-pub(super) fn shape(c: &GdConfig) -> Result<Shape, DataError> {
-    let shape = data::shape(&c.data, c.model.labels())?;
-    test_set(c, shape.features)?;
+pub(super) fn shape(c: &GdConfig, seed: u64) -> Result<Shape, DataError> {
+    let shape = data::training_shape(&c.data, seed, data::shape(&c.data, c.model.labels())?);
+    test_set(c, seed, shape.features)?;
     if let Some(b) = c.model.batch.filter(|&b| b > shape.samples) {
         return Err(DataError::field(
             "model.batch",
@@ -339,8 +339,15 @@ pub(super) fn shape(c: &GdConfig) -> Result<Shape, DataError> {
     Ok(shape)
 }
 
-/// The held-out set of `data.test_path` (as wide as the training set, `p`), if there is one.
-fn test_set(c: &GdConfig, p: usize) -> Result<Option<Rows>, DataError> {
+/// The held-out set of `data.test_path` (as wide as the training set, `p`), or the rows
+/// `data.test_fraction` holds out, if there is one.
+fn test_set(c: &GdConfig, seed: u64, p: usize) -> Result<Option<Rows>, DataError> {
+    if c.data.test_fraction.is_some() {
+        let labels = c.model.labels();
+        let file = data::shape(&c.data, labels)?;
+        let (_, held) = data::split(&c.data, seed, file.samples).expect("a test fraction");
+        return data::rows(&c.data, seed, labels, p, &held).map(Some);
+    }
     let Some(path) = c.data.test_path.as_deref() else { return Ok(None) };
     if let Some(labels) = c.data.test_labels_path.as_deref() {
         let (images, labels) = (std::path::Path::new(path), std::path::Path::new(labels));
@@ -530,7 +537,7 @@ impl Job for GradientDescent {
         self.star = (linear && !matches!(kind, DataKind::Libsvm | DataKind::Idx))
             .then(|| data::theta_star(kind, self.seed, self.p))
             .flatten();
-        self.test = match test_set(&self.config, self.p)? {
+        self.test = match test_set(&self.config, self.seed, self.p)? {
             Some(t) => Some(self.mapped(t)?),
             None => None,
         };

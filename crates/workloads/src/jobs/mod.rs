@@ -252,7 +252,7 @@ pub(crate) fn python_model(plan: &Plan) -> Result<Option<outrun_plan::PythonMode
 /// the graph's vertices (PageRank).
 pub fn shape(cfg: &Config) -> Result<Shape, DataError> {
     match &cfg.job {
-        JobConfig::Gd(_) | JobConfig::Fl(_) => gd::shape(cfg.gd()),
+        JobConfig::Gd(_) | JobConfig::Fl(_) => gd::shape(cfg.gd(), cfg.run.seed),
         JobConfig::Matvec(c) => matvec::shape(c, cfg.run.seed),
         JobConfig::Pagerank(c) => pagerank::shape(c, cfg.run.seed),
     }

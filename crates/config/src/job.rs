@@ -114,6 +114,10 @@ pub struct DataConfig {
     /// statistics (the held-out rows are mapped with the same ones).
     #[serde(default, skip_serializing_if = "is_false")]
     pub standardize: bool,
+    /// CSV: what a feature field with no value (empty, `NA`, `N/A`, `NaN`, `null`, `?`)
+    /// becomes: refused (default), 0, or the column's mean.
+    #[serde(default, skip_serializing_if = "Missing::is_refuse")]
+    pub missing: Missing,
     /// Hold out this fraction of the rows (drawn from `run.seed`) as the test set, when there
     /// is no held-out file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -158,6 +162,25 @@ impl<'de> Deserialize<'de> for LabelColumn {
             }
         }
         d.deserialize_any(Column)
+    }
+}
+
+/// `data.missing`: what a CSV feature field that holds no value becomes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Missing {
+    /// Refused, naming the line and column.
+    #[default]
+    Refuse,
+    /// 0.
+    Zero,
+    /// The column's mean over the training file's values.
+    Mean,
+}
+
+impl Missing {
+    fn is_refuse(&self) -> bool {
+        *self == Missing::Refuse
     }
 }
 
@@ -1246,6 +1269,7 @@ impl GdConfig {
                 ("data.delimiter", d.delimiter.is_some()),
                 ("data.label_column", d.label_column.is_some()),
                 ("data.labels", d.labels != LabelValues::Numeric),
+                ("data.missing", d.missing != Missing::Refuse),
             ] {
                 if set {
                     return err(key, format!("is for data.kind = \"csv\", not \"{}\"", d.kind.name()));

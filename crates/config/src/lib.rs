@@ -47,7 +47,7 @@ pub use exec::{ComputeMode, EngineConfig, NetworkConfig, Rate, RateError, Timing
 pub use faults::{FaultConfig, FaultyConfig, DEFAULT_SIGMA, DEFAULT_VALUE};
 pub use job::{
     DataConfig, DataKind, DataOrder, FeatureConfig, FeatureKind, FlConfig, GdConfig, GraphConfig, GraphKind, Init,
-    JobConfig, LabelColumn, LabelValues, Labels, LocalConfig, Loss, MatrixConfig, MatrixDist, MatvecConfig,
+    JobConfig, LabelColumn, LabelValues, Labels, LocalConfig, Loss, MatrixConfig, MatrixDist, MatvecConfig, Missing,
     ModelConfig, OptimizerKind, PagerankConfig, PythonConfig, Schedule, VectorConfig, MAX_GRAPH_VERTICES,
     MAX_MATRIX_SIDE,
 };

@@ -583,12 +583,16 @@ fn csv_layout_keys_name_the_field_and_round_trip() {
         (&["data.label_column=-1"], "data.label_column", "a 0-based column index"),
         (&["data.label_column=\" \""], "data.label_column", "is empty"),
         (&["data.labels=\"auto\""], "data.labels", "needs class labels"),
+        (&["data.missing=\"median\""], "data.missing", "unknown variant"),
     ] {
         let e = with(more).unwrap_err();
         assert_eq!(e.field, field, "{more:?}: {e}");
         assert!(e.to_string().contains(says), "{more:?}: {e}");
     }
+    assert_eq!(with(&["data.missing=\"mean\""]).unwrap().data().missing, crate::Missing::Mean);
     // the CSV keys on another kind of data
+    let e = parse_with(&["data.missing=\"zero\""]).unwrap_err();
+    assert_eq!(e.field, "data.missing", "{e}");
     let e = parse_with(&["data.delimiter=\";\""]).unwrap_err();
     assert_eq!(
         (e.field.as_str(), e.to_string().contains("is for data.kind = \"csv\"")),

@@ -8,7 +8,7 @@
 use std::collections::BTreeSet;
 use std::io::BufRead;
 
-use outrun_config::{DataConfig, LabelColumn, LabelValues, Labels};
+use outrun_config::{DataConfig, LabelColumn, LabelValues, Labels, Missing};
 
 use crate::lines::{check_label, DataLines};
 use crate::rowcache::RowLog;
@@ -27,11 +27,32 @@ pub struct CsvFormat {
     pub label: LabelColumn,
     /// The label values in class order (value k is class k), when they are mapped.
     pub names: Option<Vec<String>>,
+    /// What a missing feature value becomes.
+    pub missing: Fill,
+}
+
+/// What a missing feature value (an empty field, `NA`, `N/A`, `NaN`, `null`, `?`) becomes.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub enum Fill {
+    /// Refused.
+    #[default]
+    Refuse,
+    /// This value.
+    Zero,
+    /// Each feature's value (its column's mean), by feature.
+    Means(Vec<f64>),
+    /// NaN: the pass that computes the means.
+    Nan,
+}
+
+/// Whether a field holds no value.
+fn is_missing(field: &str) -> bool {
+    matches!(field.trim_matches('"'), "" | "NA" | "N/A" | "NaN" | "nan" | "null" | "NULL" | "?")
 }
 
 impl Default for CsvFormat {
     fn default() -> Self {
-        CsvFormat { delimiter: ',', label: LabelColumn::Index(0), names: None }
+        CsvFormat { delimiter: ',', label: LabelColumn::Index(0), names: None, missing: Fill::Refuse }
     }
 }
 
@@ -42,6 +63,12 @@ impl CsvFormat {
             delimiter: data.csv_delimiter(),
             label: data.label_column.clone().unwrap_or(LabelColumn::Index(0)),
             names: None,
+            missing: match data.missing {
+                Missing::Refuse => Fill::Refuse,
+                Missing::Zero => Fill::Zero,
+                // computed by `format_of`
+                Missing::Mean => Fill::Nan,
+            },
         }
     }
 
@@ -56,14 +83,18 @@ pub fn label_values(text: impl BufRead, origin: &str, fmt: &CsvFormat) -> Result
     let mut r = Reader::new(text, origin, fmt, Labels::Real);
     r.collect = Some(BTreeSet::new());
     while r.next_line()?.is_some() {}
-    let set = r.collect.take().unwrap_or_default();
+    Ok(sorted_values(r.collect.take().unwrap_or_default()))
+}
+
+/// Label values in class order: numeric order when every value is a number, else byte order.
+fn sorted_values(set: BTreeSet<String>) -> Vec<String> {
     let mut v: Vec<String> = set.into_iter().collect();
     let numbers: Option<Vec<f64>> = v.iter().map(|s| s.parse::<f64>().ok().filter(|x| x.is_finite())).collect();
     if let Some(mut keyed) = numbers.map(|n| n.into_iter().zip(v.clone()).collect::<Vec<_>>()) {
         keyed.sort_by(|a, b| a.0.total_cmp(&b.0));
         v = keyed.into_iter().map(|(_, s)| s).collect();
     }
-    Ok(v)
+    v
 }
 
 /// The format of `data` with its label map when `data.labels = "auto"` (a pass over `text`, the
@@ -74,8 +105,33 @@ pub fn format_of<R: BufRead>(
     origin: &str,
 ) -> Result<CsvFormat, DataError> {
     let mut fmt = CsvFormat::of(data);
-    if data.labels == LabelValues::Auto {
-        fmt.names = Some(label_values(text()?, origin, &fmt)?);
+    if data.labels == LabelValues::Auto || data.missing == Missing::Mean {
+        let mut r = Reader::new(text()?, origin, &fmt, Labels::Real);
+        r.collect = Some(BTreeSet::new());
+        let (mut sums, mut counts): (Vec<f64>, Vec<usize>) = (vec![], vec![]);
+        while let Some((_, x)) = r.next_line()? {
+            if sums.len() < x.len() {
+                sums.resize(x.len(), 0.0);
+                counts.resize(x.len(), 0);
+            }
+            for (j, v) in x.iter().enumerate().filter(|(_, v)| !v.is_nan()) {
+                sums[j] += v;
+                counts[j] += 1;
+            }
+        }
+        let set = r.collect.take().unwrap_or_default();
+        if data.labels == LabelValues::Auto {
+            fmt.names = Some(sorted_values(set));
+        }
+        if data.missing == Missing::Mean {
+            if let Some(j) = counts.iter().position(|&c| c == 0) {
+                return Err(DataError::file(
+                    origin,
+                    format!("column of feature {}: no value to take the mean of (data.missing = \"mean\")", j + 1),
+                ));
+            }
+            fmt.missing = Fill::Means(sums.iter().zip(&counts).map(|(s, &c)| s / c as f64).collect());
+        }
     }
     Ok(fmt)
 }
@@ -131,7 +187,8 @@ impl<'a, R: BufRead> Reader<'a, R> {
         let words = self.fmt.maps() || self.collect.is_some();
         let header = named
             || match words {
-                true => fields.iter().enumerate().any(|(k, f)| k != at && !number(f)),
+                // a missing value is no word: a first data line with one is data
+                true => fields.iter().enumerate().any(|(k, f)| k != at && !number(f) && !is_missing(f)),
                 false => !number(fields[at]),
             };
         self.at = Some(at);
@@ -205,11 +262,27 @@ impl<'a, R: BufRead> Reader<'a, R> {
                 .iter()
                 .enumerate()
                 .filter(|&(k, _)| k != at)
-                .map(|(k, v)| {
-                    v.parse::<f64>()
-                        .ok()
-                        .filter(|v| v.is_finite())
-                        .ok_or_else(|| self.bad(format!("column {}: `{v}` is not a finite number", k + 1)))
+                .enumerate()
+                .map(|(j, (k, v))| {
+                    if let Some(x) = v.parse::<f64>().ok().filter(|v| v.is_finite()) {
+                        return Ok(x);
+                    }
+                    match (&self.fmt.missing, is_missing(v)) {
+                        (Fill::Zero, true) => Ok(0.0),
+                        (Fill::Nan, true) => Ok(f64::NAN),
+                        (Fill::Means(m), true) => m.get(j).copied().ok_or_else(|| {
+                            self.bad(format!(
+                                "column {}: a missing value past the training file's {} features",
+                                k + 1,
+                                m.len()
+                            ))
+                        }),
+                        (Fill::Refuse, true) => Err(self.bad(format!(
+                            "column {}: `{v}` holds no value (data.missing = \"zero\" or \"mean\" fills it)",
+                            k + 1
+                        ))),
+                        _ => Err(self.bad(format!("column {}: `{v}` is not a finite number", k + 1))),
+                    }
                 })
                 .collect::<Result<Vec<f64>, _>>()?;
             match self.width {
@@ -318,6 +391,47 @@ pub fn csv_rows(
 mod tests {
     use super::*;
 
+    /// `data.missing`: empty and NA-like fields refused with their line and the key that fills
+    /// them, or filled with 0 or the column's mean over the file's values (computed in the
+    /// format's pass); a first data line with a missing value stays data; a missing label is
+    /// never filled.
+    #[test]
+    fn missing_values_are_refused_or_filled() {
+        let text = "y,a,b,c\n1,1,,NA\n0,3,4,?\n1,NaN,8,6\n";
+        let e = csv_shape(text.as_bytes(), "f", &CsvFormat::default(), None, Labels::Binary).unwrap_err().to_string();
+        assert_eq!(e, "f:2: column 3: `` holds no value (data.missing = \"zero\" or \"mean\" fills it)");
+        let zero = CsvFormat { missing: Fill::Zero, ..Default::default() };
+        let r = csv_rows(text.as_bytes(), "f", &zero, 3, Labels::Binary, &[0, 1, 2]).unwrap();
+        assert_eq!(r.features(), &[1.0, 0.0, 0.0, 3.0, 4.0, 0.0, 0.0, 8.0, 6.0]);
+        let data = |missing: &str, labels: &str| -> DataConfig {
+            let c = outrun_config::parse(
+                &format!("[run]\nname='m'\niterations=1\n[data]\nkind='csv'\npath='f.csv'\nmissing='{missing}'\nlabels='{labels}'\n[model]\nloss='logistic'\nlr=0.1\n[scheme]\nkind='umw'\nworkers=2\n"),
+                &[],
+            )
+            .unwrap();
+            c.gd().data.clone()
+        };
+        let fmt = format_of(&data("mean", "numeric"), || Ok(text.as_bytes()), "f").unwrap();
+        assert_eq!(fmt.missing, Fill::Means(vec![2.0, 6.0, 6.0]));
+        let r = csv_rows(text.as_bytes(), "f", &fmt, 3, Labels::Binary, &[0, 1, 2]).unwrap();
+        assert_eq!(r.features(), &[1.0, 6.0, 6.0, 3.0, 4.0, 6.0, 2.0, 8.0, 6.0]);
+        // the mapped-labels pass and the means' pass are one pass
+        let both = format_of(&data("mean", "auto"), || Ok(text.as_bytes()), "f").unwrap();
+        assert_eq!(
+            (both.names.as_deref(), &both.missing),
+            (Some(&["0".to_string(), "1".to_string()][..]), &fmt.missing)
+        );
+        // no header: a first line with a missing value is a row, with words for labels too
+        let words = "cat,1,NA\ndog,2,3\n";
+        let named =
+            CsvFormat { names: Some(vec!["cat".into(), "dog".into()]), missing: Fill::Zero, ..Default::default() };
+        assert_eq!(csv_shape(words.as_bytes(), "f", &named, None, Labels::Binary).unwrap().samples, 2);
+        let e = format_of(&data("mean", "numeric"), || Ok("1,NA\n0,?\n".as_bytes()), "f").unwrap_err().to_string();
+        assert!(e.contains("column of feature 1: no value to take the mean of"), "{e}");
+        let e = csv_shape("1,2\nNA,1\n".as_bytes(), "f", &zero, None, Labels::Binary).unwrap_err().to_string();
+        assert!(e.contains("label `NA`"), "{e}");
+    }
+
     /// A byte-order mark before the first line (editors write one) is no header: the first row
     /// stays (it was taken for a header, silently: 39 rows of 40).
     #[test]
@@ -361,7 +475,7 @@ mod tests {
     #[test]
     fn delimiters_label_columns_and_mapped_labels() {
         let text = "a;b;kind\n0.5;1;cat\n2;3;dog\n4;5;cat\n6;7;bird\n";
-        let fmt = CsvFormat { delimiter: ';', label: LabelColumn::Name("kind".into()), names: None };
+        let fmt = CsvFormat { delimiter: ';', label: LabelColumn::Name("kind".into()), ..Default::default() };
         let names = label_values(text.as_bytes(), "f", &fmt).unwrap();
         assert_eq!(names, ["bird", "cat", "dog"]);
         let fmt = CsvFormat { names: Some(names), ..fmt };

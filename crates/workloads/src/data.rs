@@ -452,6 +452,7 @@ mod tests {
             labels: outrun_config::LabelValues::Numeric,
             index_base: None,
             standardize: false,
+            missing: outrun_config::Missing::Refuse,
             test_fraction: None,
         }
     }

@@ -125,6 +125,10 @@ fn entry(dir: &Path, data: &DataConfig, labels: Labels, path: &Path) -> Option<E
         data.labels,
         // appended only when set, so the entries of 1-based files made before it stay valid
         data.index_base.map(|b| format!("|base{b}")).unwrap_or_default()
+            + &match data.missing {
+                outrun_config::Missing::Refuse => String::new(),
+                m => format!("|missing{m:?}"),
+            }
     );
     let key = format!("v2|{which}|{}|{mtime}|{ends:016x}", meta.len());
     Some(Entry {

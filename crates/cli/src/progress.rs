@@ -30,6 +30,10 @@ pub(crate) struct Bar {
     /// Per child rank: iterations its result came last, seconds it trailed the one before.
     last: BTreeMap<usize, (u64, f64)>,
     collected: u64,
+    /// The first finite loss (its iteration) and the last loss: a loss that grew tenfold or
+    /// more, or to infinity, gets a warning at the end.
+    first_loss: Option<(u64, f64)>,
+    last_loss: f64,
 }
 
 impl Bar {
@@ -50,6 +54,8 @@ impl Bar {
             every,
             last: BTreeMap::new(),
             collected: 0,
+            first_loss: None,
+            last_loss: f64::NAN,
         }
     }
 
@@ -161,6 +167,10 @@ impl Progress for Bar {
 
     fn tick(&mut self, t: u64, wall_s: f64, loss: f64) {
         self.done = t + 1;
+        if self.first_loss.is_none() && loss.is_finite() {
+            self.first_loss = Some((t, loss));
+        }
+        self.last_loss = loss;
         if self.quiet {
             return;
         }
@@ -220,12 +230,38 @@ impl Progress for Bar {
     fn finished(&mut self, s: &outrun_engine::Summary) {
         println!("{}", outrun_report::one_line(s));
         println!("run directory: {}", s.run_dir);
+        if let Some(line) = diverged(self.first_loss, self.last_loss) {
+            eprintln!("{line}");
+        }
     }
+}
+
+/// The warning for a loss that grew tenfold or more, or to infinity, from its first value (a
+/// loss that is NaN at the end says nothing: a federated round with no accepted upload has none).
+fn diverged(first: Option<(u64, f64)>, last: f64) -> Option<String> {
+    let (t, first) = first?;
+    let grew = last.is_infinite() || (last.is_finite() && first > 0.0 && last >= 10.0 * first);
+    grew.then(|| {
+        format!(
+            "warning: the loss diverged: {first:.3e} at iteration {} and {last:.3e} at the end; the step (model.lr) is too large for these features — with features on different scales, data.standardize = true puts each on one; else lower model.lr",
+            t + 1
+        )
+    })
 }
 
 #[cfg(test)]
 mod tests {
-    use super::short;
+    use super::{diverged, short};
+
+    #[test]
+    fn a_loss_that_grew_tenfold_is_a_divergence() {
+        assert!(diverged(Some((0, 2.3)), 1.5e10).is_some_and(|l| l.contains("2.300e0 at iteration 1")));
+        assert!(diverged(Some((4, 2.3)), f64::INFINITY).is_some());
+        assert_eq!(diverged(Some((0, 2.3)), 0.4), None);
+        assert_eq!(diverged(Some((0, 2.3)), 20.0), None, "less than tenfold");
+        assert_eq!(diverged(Some((0, 2.3)), f64::NAN), None);
+        assert_eq!(diverged(None, 1e10), None, "no loss (a mat-vec)");
+    }
 
     #[test]
     fn durations_read_like_a_clock() {

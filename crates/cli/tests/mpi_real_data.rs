@@ -492,6 +492,16 @@ fn standardized_features_spanning_seven_orders_train_like_the_original() {
     let diff = outrun_workloads::metrics::relative_diff(&got, &original);
     assert!(diff <= 1e-8, "θ differs from the unscaled digits standardised by {diff:e}");
     assert!(summary(&out)["final_test_accuracy"].as_f64().is_some_and(|a| a > 0.9), "{}", summary(&out));
+    assert!(!run.stderr.contains("diverged"), "{}", run.stderr);
+    // the same files without it: the loss blows up, and the run says so and what to do
+    let raw: Vec<&str> = refs.iter().copied().filter(|s| !s.starts_with("data.standardize")).collect();
+    let (run, _out, _, _) = train("digits-unscaled", &text, &raw);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("warning: the loss diverged") && run.stderr.contains("data.standardize = true"),
+        "{}",
+        run.stderr
+    );
 }
 
 /// `data.test_fraction` (issue 44): one file, no held-out file; a fifth of the digits is held

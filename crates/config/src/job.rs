@@ -996,7 +996,7 @@ impl JobConfig {
                     }
                     Some(s) => de(toml::Value::Table(s), "data")?,
                 };
-                let model = match section(t, "model")? {
+                let model: ModelConfig = match section(t, "model")? {
                     None => return err("model", "missing: gradient descent needs a [model] section (loss, lr)"),
                     Some(s) => de(toml::Value::Table(s), "model")?,
                 };
@@ -1008,7 +1008,15 @@ impl JobConfig {
                     ("python", None) => {
                         return err("job.module", "missing: job.kind = \"python\" needs the path of the model's module")
                     }
-                    ("python", Some(module)) => Some(PythonConfig { module, options: job.options.unwrap_or_default() }),
+                    ("python", Some(module)) => {
+                        // the module learns the classes from [model] (given once): init's
+                        // options get model.classes unless they say it themselves
+                        let mut options = job.options.unwrap_or_default();
+                        if let Some(c) = model.classes().filter(|_| !options.contains_key("classes")) {
+                            options.insert("classes".into(), toml::Value::Integer(c as i64));
+                        }
+                        Some(PythonConfig { module, options })
+                    }
                     _ => None,
                 };
                 let train = GdConfig { data, model, features, python };
@@ -1361,8 +1369,16 @@ impl GdConfig {
             );
         }
         self.model.validate()?;
-        if self.python.is_some() {
+        if let Some(py) = &self.python {
             self.model.validate_for_python()?;
+            if let (Some(given), Some(c)) = (py.options.get("classes"), self.model.classes()) {
+                if given.as_integer() != Some(c as i64) {
+                    return err(
+                        "job.options.classes",
+                        format!("= {given}, but model.classes = {c}: the module and the labels must agree (leave job.options.classes out: init receives model.classes)"),
+                    );
+                }
+            }
         }
         if let Some(f) = &self.features {
             if f.q == 0 || f.q > MAX_LAYER {

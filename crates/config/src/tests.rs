@@ -638,3 +638,23 @@ fn test_fraction_is_a_fraction_and_the_only_held_out_set() {
     assert_eq!(e.field, "data.test_fraction");
     assert!(e.to_string().contains("needs class labels"), "{e}");
 }
+
+/// A Python module learns the classes from [model]: init's options get model.classes when they
+/// do not say it, and a different value is refused before any rank imports the module.
+#[test]
+fn a_python_module_gets_model_classes_once() {
+    let text = format!("{BASE}[job]\nkind = \"python\"\nmodule = \"m.py\"\n[job.options]\nhidden = [8]\n");
+    let softmax = ["model.loss=\"softmax\"", "model.classes=10", "data.kind=softmax-synthetic"];
+    let sets = |more: &[&str]| softmax.iter().chain(more).map(|s| s.to_string()).collect::<Vec<_>>();
+    let c = parse(&text, &sets(&[])).unwrap();
+    let opts = &c.gd().python.as_ref().unwrap().options;
+    assert_eq!(opts.get("classes").and_then(|v| v.as_integer()), Some(10));
+    assert_eq!(parse(&c.to_toml(), &[]).unwrap(), c);
+    assert!(parse(&text, &sets(&["job.options.classes=10"])).is_ok());
+    let e = parse(&text, &sets(&["job.options.classes=5"])).unwrap_err();
+    assert_eq!(e.field, "job.options.classes");
+    assert!(e.to_string().contains("= 5, but model.classes = 10"), "{e}");
+    // real labels: nothing to give
+    let c = parse(&text, &[]).unwrap();
+    assert!(c.gd().python.as_ref().unwrap().options.get("classes").is_none());
+}

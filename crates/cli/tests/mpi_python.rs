@@ -424,3 +424,37 @@ def grad(theta, X, y, w):\n    g, loss = _host_grad(theta, X, y, w)\n    return 
     let diff = against_built_in("device", &text, &path, &[], &[]);
     assert!(diff <= 1e-12, "the device-returning module's θ differs from the built-in model's by {diff:e}");
 }
+
+/// Federated learning of a Python model (issue 44): FedAvg over non-IID shards, each client's
+/// local steps through the NumPy MLP's `grad`, follows the built-in MLP's federated run.
+#[test]
+fn federated_learning_runs_a_python_module_like_the_built_in_model() {
+    let dir = tempdir("python-fl");
+    let path = module(&dir, "mlp_numpy.py", MLP_NUMPY);
+    let fl = [
+        "job.kind=fl",
+        "job.local_steps=3",
+        "job.local_batch=0.25",
+        "scheme.kind=fedavg",
+        "scheme.s=",
+        "model.batch=",
+        "model.momentum=0",
+        "model.nesterov=false",
+        "data.order=by-label",
+        "stragglers.model=none",
+        "stragglers.workers=",
+        "stragglers.factor=",
+    ];
+    let text = mlp_config(&dir, &path);
+    let (py, py_dir, _, _) = train("python-fl-module", &text, &fl);
+    assert_eq!(py.code, Some(0), "the Python FL run failed:\n{}", py.stderr);
+    let built: Vec<&str> = fl.iter().copied().chain(["job.module=", "job.options=", "model.hidden=[32]"]).collect();
+    let (rs, rs_dir, _, _) = train("python-fl-built-in", &text, &built);
+    assert_eq!(rs.code, Some(0), "the built-in FL run failed:\n{}", rs.stderr);
+    let problem = summary(&py_dir)["problem"].as_str().unwrap().to_string();
+    assert!(problem.contains("python module"), "{problem}");
+    let (a, b) = (trajectory(&py_dir), trajectory(&rs_dir));
+    assert!(a.len() > 2 && a.first() != a.last(), "θ moved over {} rounds", a.len() - 1);
+    let diff = max_abs_diff(&a, &b);
+    assert!(diff <= 1e-9, "the module's federated θ differs from the built-in model's by {diff:e}");
+}

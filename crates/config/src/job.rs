@@ -942,15 +942,21 @@ impl JobConfig {
                 }
             }
         }
-        if job.kind != "python" {
+        if job.kind != "python" && job.kind != "fl" {
             for (key, set) in [("module", job.module.is_some()), ("options", job.options.is_some())] {
                 if set {
                     return err(
                         &format!("job.{key}"),
-                        format!("is only used by job.kind = \"python\" (a model in Python), not \"{}\"", job.kind),
+                        format!(
+                            "is only used by job.kind = \"python\" (a model in Python) and \"fl\" (federated learning of one), not \"{}\"",
+                            job.kind
+                        ),
                     );
                 }
             }
+        }
+        if job.kind == "fl" && job.options.is_some() && job.module.is_none() {
+            return err("job.options", "are the options of a Python module: set job.module too (or drop them)");
         }
         match job.kind.as_str() {
             "matvec" => {
@@ -1008,7 +1014,7 @@ impl JobConfig {
                     ("python", None) => {
                         return err("job.module", "missing: job.kind = \"python\" needs the path of the model's module")
                     }
-                    ("python", Some(module)) => {
+                    ("python" | "fl", Some(module)) => {
                         // the module learns the classes from [model] (given once): init's
                         // options get model.classes unless they say it themselves
                         let mut options = job.options.unwrap_or_default();

@@ -33,6 +33,28 @@ fn read(path: &str) -> (Vec<Vec<f64>>, Vec<f64>) {
     (xs, ys)
 }
 
+/// The repository's LIBSVM file `name` (data/) written into `dir` with each `index:value` token
+/// replaced by `token(index, value)`; its path.
+fn rewrite_digits(dir: &std::path::Path, name: &str, token: impl Fn(usize, &str) -> String) -> std::path::PathBuf {
+    let text = std::fs::read_to_string(format!("{}/../../data/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let out: String = text
+        .lines()
+        .map(|l| {
+            let mut it = l.split_whitespace();
+            let mut line = it.next().unwrap_or_default().to_string();
+            for tok in it {
+                let (i, v) = tok.split_once(':').unwrap();
+                line.push(' ');
+                line.push_str(&token(i.parse().unwrap(), v));
+            }
+            line + "\n"
+        })
+        .collect();
+    let path = dir.join(name);
+    std::fs::write(&path, out).unwrap();
+    path
+}
+
 #[test]
 fn coded_reduce_and_gc_train_on_real_digits_exactly() {
     let text = config();
@@ -360,24 +382,10 @@ fn a_csv_with_word_labels_last_and_semicolons_trains_without_preprocessing() {
 #[test]
 fn a_zero_based_libsvm_file_trains_like_its_one_based_original() {
     let dir = tempdir("digits-base0");
-    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
     let shift = |name: &str| {
-        let text = std::fs::read_to_string(format!("{root}/data/{name}")).unwrap();
-        let shifted: String = text
-            .lines()
-            .map(|l| {
-                let mut it = l.split_whitespace();
-                let mut out = it.next().unwrap_or_default().to_string();
-                for tok in it {
-                    let (i, v) = tok.split_once(':').unwrap();
-                    out.push_str(&format!(" {}:{v}", i.parse::<usize>().unwrap() - 1));
-                }
-                out + "\n"
-            })
-            .collect();
-        assert_ne!(shifted, text, "the copy counts from 0");
-        let path = dir.join(name);
-        std::fs::write(&path, shifted).unwrap();
+        let path = rewrite_digits(&dir, name, |i, v| format!("{}:{v}", i - 1));
+        let original = std::fs::read_to_string(format!("{}/../../data/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap();
+        assert_ne!(std::fs::read_to_string(&path).unwrap(), original, "the copy counts from 0");
         path
     };
     let (train_file, test_file) = (shift("digits-train.libsvm"), shift("digits-test.libsvm"));
@@ -453,27 +461,9 @@ fn a_file_sorted_by_class_shuffled_gives_iid_parts_and_stays_exact() {
 #[test]
 fn standardized_features_spanning_seven_orders_train_like_the_original() {
     let dir = tempdir("digits-standardize");
-    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
     let scale = |j: usize| 10f64.powi((j % 8) as i32 - 3);
-    let scaled = |name: &str| {
-        let text = std::fs::read_to_string(format!("{root}/data/{name}")).unwrap();
-        let out: String = text
-            .lines()
-            .map(|l| {
-                let mut it = l.split_whitespace();
-                let mut line = it.next().unwrap_or_default().to_string();
-                for tok in it {
-                    let (i, v) = tok.split_once(':').unwrap();
-                    let j: usize = i.parse().unwrap();
-                    line.push_str(&format!(" {j}:{:e}", v.parse::<f64>().unwrap() * scale(j)));
-                }
-                line + "\n"
-            })
-            .collect();
-        let path = dir.join(name);
-        std::fs::write(&path, out).unwrap();
-        path
-    };
+    let scaled =
+        |name: &str| rewrite_digits(&dir, name, |j, v| format!("{j}:{:e}", v.parse::<f64>().unwrap() * scale(j)));
     let (train_file, test_file) = (scaled("digits-train.libsvm"), scaled("digits-test.libsvm"));
     let text = shipped("softmax-digits.toml");
     let sets = [

@@ -57,8 +57,9 @@ impl Default for CsvFormat {
 }
 
 impl CsvFormat {
-    /// The format `data` describes, without the label map (see [`label_values`]).
-    pub fn of(data: &DataConfig) -> CsvFormat {
+    /// The format `data` describes, before [`format_of`]'s pass: without the label map, and
+    /// with missing values read as NaN where `data.missing = "mean"` (the pass's own reading).
+    fn of(data: &DataConfig) -> CsvFormat {
         CsvFormat {
             delimiter: data.csv_delimiter(),
             label: data.label_column.clone().unwrap_or(LabelColumn::Index(0)),
@@ -80,10 +81,32 @@ impl CsvFormat {
 /// The distinct label values of a CSV text in class order: numeric order when every value is a
 /// number, else byte order (one streaming pass).
 pub fn label_values(text: impl BufRead, origin: &str, fmt: &CsvFormat) -> Result<Vec<String>, DataError> {
+    survey(text, origin, fmt).map(|s| s.labels)
+}
+
+/// What one pass over a training file finds: its label values in class order, and each feature
+/// column's sum and count of the values it has (a missing one reads as NaN with [`Fill::Nan`]).
+struct Survey {
+    labels: Vec<String>,
+    sums: Vec<f64>,
+    counts: Vec<usize>,
+}
+
+fn survey(text: impl BufRead, origin: &str, fmt: &CsvFormat) -> Result<Survey, DataError> {
     let mut r = Reader::new(text, origin, fmt, Labels::Real);
     r.collect = Some(BTreeSet::new());
-    while r.next_line()?.is_some() {}
-    Ok(sorted_values(r.collect.take().unwrap_or_default()))
+    let (mut sums, mut counts): (Vec<f64>, Vec<usize>) = (vec![], vec![]);
+    while let Some((_, x)) = r.next_line()? {
+        if sums.len() < x.len() {
+            sums.resize(x.len(), 0.0);
+            counts.resize(x.len(), 0);
+        }
+        for (j, v) in x.iter().enumerate().filter(|(_, v)| !v.is_nan()) {
+            sums[j] += v;
+            counts[j] += 1;
+        }
+    }
+    Ok(Survey { labels: sorted_values(r.collect.take().unwrap_or_default()), sums, counts })
 }
 
 /// Label values in class order: numeric order when every value is a number, else byte order.
@@ -106,22 +129,9 @@ pub fn format_of<R: BufRead>(
 ) -> Result<CsvFormat, DataError> {
     let mut fmt = CsvFormat::of(data);
     if data.labels == LabelValues::Auto || data.missing == Missing::Mean {
-        let mut r = Reader::new(text()?, origin, &fmt, Labels::Real);
-        r.collect = Some(BTreeSet::new());
-        let (mut sums, mut counts): (Vec<f64>, Vec<usize>) = (vec![], vec![]);
-        while let Some((_, x)) = r.next_line()? {
-            if sums.len() < x.len() {
-                sums.resize(x.len(), 0.0);
-                counts.resize(x.len(), 0);
-            }
-            for (j, v) in x.iter().enumerate().filter(|(_, v)| !v.is_nan()) {
-                sums[j] += v;
-                counts[j] += 1;
-            }
-        }
-        let set = r.collect.take().unwrap_or_default();
+        let Survey { labels, sums, counts } = survey(text()?, origin, &fmt)?;
         if data.labels == LabelValues::Auto {
-            fmt.names = Some(sorted_values(set));
+            fmt.names = Some(labels);
         }
         if data.missing == Missing::Mean {
             if let Some(j) = counts.iter().position(|&c| c == 0) {

@@ -106,10 +106,36 @@ fn class_rows(seed: u64, p: usize, classes: usize, noise: f64, idx: impl IntoIte
 }
 
 /// The CSV layout of `data`: its delimiter, its label column, and its label map when
-/// `data.labels = "auto"` (a pass over `data.path`; every rank computes the same map).
+/// `data.labels = "auto"` and column means when `data.missing = "mean"` (a pass over
+/// `data.path`; every rank computes the same). A process makes the pass once per version of the
+/// file: the shape, each part's rows, the labels and the held-out file all ask for it.
 pub fn csv_format(data: &DataConfig) -> Result<crate::csv::CsvFormat, DataError> {
+    use outrun_config::{LabelValues, Missing};
+    use std::sync::Mutex;
     let path = Path::new(data.path.as_deref().expect("validated"));
-    crate::csv::format_of(data, || open(path), &path.display().to_string())
+    let make = || crate::csv::format_of(data, || open(path), &path.display().to_string());
+    if data.labels == LabelValues::Numeric && data.missing != Missing::Mean {
+        return make(); // no pass to keep
+    }
+    // the file (its version) and the keys the format depends on
+    let meta = std::fs::metadata(path).ok();
+    let key = format!(
+        "{}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}",
+        path.display(),
+        meta.as_ref().map(|m| m.len()),
+        meta.as_ref().and_then(|m| m.modified().ok()),
+        data.delimiter,
+        data.label_column,
+        data.labels,
+        data.missing
+    );
+    static FORMATS: Mutex<Vec<(String, crate::csv::CsvFormat)>> = Mutex::new(Vec::new());
+    if let Some((_, f)) = FORMATS.lock().expect("no panic holds it").iter().find(|(k, _)| *k == key) {
+        return Ok(f.clone());
+    }
+    let fmt = make()?;
+    FORMATS.lock().expect("no panic holds it").push((key, fmt.clone()));
+    Ok(fmt)
 }
 
 /// Shape of the configured data set (streams a LIBSVM or CSV file once, reads IDX files to

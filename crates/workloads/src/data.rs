@@ -240,16 +240,27 @@ pub fn training_shape(data: &DataConfig, seed: u64, file: Shape) -> Shape {
     }
 }
 
+/// The file's shape and, with `data.test_fraction`, the file rows it trains on (`shape`: the
+/// training rows' shape).
+fn training_rows(
+    data: &DataConfig,
+    seed: u64,
+    labels: Labels,
+    shape: Shape,
+) -> Result<(Shape, Option<Vec<usize>>), DataError> {
+    let file = match data.test_fraction {
+        Some(_) => self::shape(data, labels)?,
+        None => shape,
+    };
+    Ok((file, split(data, seed, file.samples).map(|(train, _)| train)))
+}
+
 /// The rows in the order `data.order` asks for: `order[i]` is the file row that is row i
 /// (`None` in file order). By label: a stable sort, so each class keeps its file order.
 /// Shuffled: a permutation drawn from `seed` alone, the same on every rank and host. With
 /// `data.test_fraction` only the training rows are ordered (`shape` is theirs).
 pub fn row_order(data: &DataConfig, seed: u64, labels: Labels, shape: Shape) -> Result<Option<Vec<usize>>, DataError> {
-    let file = match data.test_fraction {
-        Some(_) => self::shape(data, labels)?,
-        None => shape,
-    };
-    let rows: Option<Vec<usize>> = split(data, seed, file.samples).map(|(train, _)| train);
+    let (file, rows) = training_rows(data, seed, labels, shape)?;
     let base = |i: usize| rows.as_ref().map_or(i, |r| r[i]);
     match data.order {
         DataOrder::File => Ok(rows),
@@ -282,10 +293,7 @@ impl Standardizer {
         const CHUNK: usize = 1 << 16;
         let p = shape.features;
         // the training rows: all of them, or those data.test_fraction keeps
-        let train: Vec<usize> = match data.test_fraction {
-            Some(_) => split(data, seed, self::shape(data, labels)?.samples).map(|s| s.0).unwrap_or_default(),
-            None => (0..shape.samples).collect(),
-        };
+        let train = training_rows(data, seed, labels, shape)?.1.unwrap_or_else(|| (0..shape.samples).collect());
         let (mut n, mut mean, mut m2) = (0usize, vec![0.0; p], vec![0.0; p]);
         for idx in train.chunks(CHUNK) {
             let rows = rows(data, seed, labels, p, idx)?;

@@ -181,15 +181,16 @@ pub fn load_balanced(workers: &[RowLaw], r: usize, rounding: Rounding) -> Vec<us
 /// Uniform coded: equal loads ⌈r/k⌉, k = 1..n chosen for the smallest expected time. Returns
 /// (k, the loads, the expected time).
 pub fn uniform_coded(workers: &[RowLaw], r: usize) -> (usize, Vec<usize>, f64) {
+    let (k, t) =
+        uniform_coded_curve(workers, r).into_iter().min_by(|a, b| a.1.total_cmp(&b.1)).expect("at least one worker");
+    (k, vec![r.div_ceil(k); workers.len()], t)
+}
+
+/// Uniform coded's expected time for every k = 1..n (any k of the n workers decode, each
+/// holding ⌈r/k⌉ rows): (k, E\[T\]), the curve [`uniform_coded`] takes the minimum of.
+pub fn uniform_coded_curve(workers: &[RowLaw], r: usize) -> Vec<(usize, f64)> {
     let n = workers.len();
-    (1..=n)
-        .map(|k| {
-            let loads = vec![r.div_ceil(k); n];
-            let t = expected_time(workers, &loads, r);
-            (k, loads, t)
-        })
-        .min_by(|a, b| a.2.total_cmp(&b.2))
-        .expect("at least one worker")
+    (1..=n).map(|k| (k, expected_time(workers, &vec![r.div_ceil(k); n], r))).collect()
 }
 
 fn gcd(a: usize, b: usize) -> usize {

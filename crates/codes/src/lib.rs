@@ -80,7 +80,8 @@ pub use federated::{
 };
 pub use hcmm::{
     budget_cost, budget_heuristic, expected_time, hcmm, lambda, load_balanced, monte_carlo, proportional, rate,
-    uniform_coded, uniform_uncoded, x_of_xi, Allocation, BudgetChoice, MachineType, Rounding, RowLaw,
+    uniform_coded, uniform_coded_curve, uniform_uncoded, x_of_xi, Allocation, BudgetChoice, MachineType, Rounding,
+    RowLaw,
 };
 pub use linalg::{
     col_nnz, lstsq, norm2, pinv, row_nnz, rows_transposed, single_threaded_blas, LeastSquares, Matrix, RANK_TOL,

@@ -4,8 +4,8 @@
 use outrun_codes::hier::{Amc, Arc, FailureTable};
 use outrun_codes::theory::{bec_threshold, s_kappa_commfr, s_kappa_ya, C_PRINTED, C_TABLE};
 use outrun_codes::{
-    det_er, expected_time, hcmm, load_balanced, loads, uniform_uncoded, Graph, ReducePolicy, Rng, Rounding, RowLaw,
-    ShuffleAllocation,
+    det_er, expected_time, hcmm, load_balanced, loads, uniform_coded, uniform_coded_curve, uniform_uncoded, Graph,
+    ReducePolicy, Rng, Rounding, RowLaw, ShuffleAllocation,
 };
 
 use crate::{num, Computed, Ours, Row};
@@ -19,50 +19,36 @@ pub(crate) struct Ctx<'a> {
 
 type Compute = fn(&mut Ctx<'_>) -> Result<Computed, String>;
 
-#[cfg(test)]
-/// The IDs with a computation.
-pub(crate) const IDS: &[&str] = &[
-    "cegc-table1",
-    "cegc-remark3",
-    "cegc-fig1",
-    "agc-table1",
-    "gcdc-fig2",
-    "gcdc-fig3",
-    "gcdc-fig4",
-    "gcdc-fig5",
-    "gcdc-fig6",
-    "gcdc-fig7",
-    "agc-fig3",
-    "hcmm-fig3.2",
-    "hcmm-fig3.3",
-    "hcmm-table3.1",
-    "hier-fig6.3",
-    "pagerank-fig2.4",
-    "pagerank-remark14",
+/// Every result this crate computes, by ID.
+const ENTRIES: &[(&str, Compute)] = &[
+    ("cegc-table1", cegc_table1),
+    ("cegc-remark3", cegc_remark3),
+    ("cegc-fig1", cegc_fig1),
+    ("agc-table1", agc_table1),
+    ("gcdc-fig2", gcdc_fig2),
+    ("gcdc-fig3", gcdc_fig3),
+    ("gcdc-fig4", gcdc_fig4),
+    ("gcdc-fig5", gcdc_fig5),
+    ("gcdc-fig6", gcdc_fig6),
+    ("gcdc-fig7", gcdc_fig7),
+    ("agc-fig3", agc_fig3),
+    ("hcmm-fig3.2", hcmm_exp),
+    ("hcmm-fig3.3", hcmm_weibull),
+    ("hcmm-table3.1", hcmm_ec2_loads),
+    ("hier-fig6.3", hier_example),
+    ("pagerank-fig2.4", pagerank_er),
+    ("pagerank-remark14", pagerank_remark14),
 ];
+
+/// The IDs with a computation.
+#[cfg(test)]
+pub(crate) fn ids() -> impl Iterator<Item = &'static str> {
+    ENTRIES.iter().map(|e| e.0)
+}
 
 /// The computation of `id`.
 pub(crate) fn compute(id: &str) -> Option<Compute> {
-    Some(match id {
-        "cegc-table1" => cegc_table1,
-        "cegc-remark3" => cegc_remark3,
-        "cegc-fig1" => cegc_fig1,
-        "agc-table1" => agc_table1,
-        "gcdc-fig2" => gcdc_fig2,
-        "gcdc-fig3" => gcdc_fig3,
-        "gcdc-fig4" => gcdc_fig4,
-        "gcdc-fig5" => gcdc_fig5,
-        "gcdc-fig6" => gcdc_fig6,
-        "gcdc-fig7" => gcdc_fig7,
-        "agc-fig3" => agc_fig3,
-        "hcmm-fig3.2" => hcmm_exp,
-        "hcmm-fig3.3" => hcmm_weibull,
-        "hcmm-table3.1" => hcmm_ec2_loads,
-        "hier-fig6.3" => hier_example,
-        "pagerank-fig2.4" => pagerank_er,
-        "pagerank-remark14" => pagerank_remark14,
-        _ => return None,
-    })
+    ENTRIES.iter().find(|e| e.0 == id).map(|e| e.1)
 }
 
 // ---------------------------------------------------------------- seed 001
@@ -509,12 +495,10 @@ fn study(name: String, w: &[RowLaw], range: [f64; 2]) -> Study {
     let t_uu = expected_time(w, &uu, uu.iter().sum());
     let t_lb = expected_time(w, &lb, lb.iter().sum());
     // uniform coded over k = 1..n (as `uniform_coded`), keeping the whole curve
-    let curve: Vec<(f64, f64)> = (1..=w.len())
-        .map(|k| {
-            let loads = vec![r.div_ceil(k); w.len()];
-            (loads.iter().sum::<usize>() as f64 / r as f64, expected_time(w, &loads, r))
-        })
-        .collect();
+    let n = w.len();
+    // (redundancy, E[T]) for every k
+    let curve: Vec<(f64, f64)> =
+        uniform_coded_curve(w, r).into_iter().map(|(k, t)| ((r.div_ceil(k) * n) as f64 / r as f64, t)).collect();
     let best = curve.iter().copied().min_by(|a, b| a.1.total_cmp(&b.1)).expect("n ≥ 1");
     let within = curve.iter().filter(|c| c.0 >= range[0] && c.0 <= range[1]).map(|c| c.1).fold(f64::INFINITY, f64::min);
     Study {
@@ -631,13 +615,13 @@ fn hcmm_ec2_loads(ctx: &mut Ctx<'_>) -> Result<Computed, String> {
     let r = 11_300; // LT: r′ = r(1 + overhead) rows needed
     let (fa, fb) = (RowLaw::exp(1.37e-3, 1.0 / 8.25e-6), RowLaw::exp(2.00e-3, 1.0 / 8.72e-6));
     let mut out = Computed::default();
-    for (n, na, nb) in [(10, 4, 6), (15, 6, 9)] {
+    for (n, na, nb) in [(10usize, 4, 6), (15, 6, 9)] {
         (ctx.progress)(&format!("n = {n}: HCMM's loads, uniform coded over k = 1..{n}"));
         let w = repeat(&[(fa, na), (fb, nb)]);
         let h = hcmm(&w, r);
         out.set(&format!("hcmm{n}"), h.loads.iter().sum::<usize>() as f64);
-        let curve: Vec<(usize, f64)> = (1..=n).map(|k| (k, expected_time(&w, &vec![r.div_ceil(k); n], r))).collect();
-        let best = curve.iter().copied().min_by(|a, b| a.1.total_cmp(&b.1)).expect("n ≥ 1");
+        let (k, _, t) = uniform_coded(&w, r);
+        let best = (k, t);
         // the thesis's totals are those of a code any ⌈n/2⌉ workers decode (half its workers
         // are injected stragglers): the explanation, when that design gives the paper's value
         let key = format!("uc{n}");

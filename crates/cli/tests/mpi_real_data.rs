@@ -61,6 +61,7 @@ fn coded_reduce_and_gc_train_on_real_digits_exactly() {
     let test_file = format!("{}/../../data/digits-4-9-test.libsvm", env!("CARGO_MANIFEST_DIR"));
     let (x, y) = read(&test_file);
     assert_eq!(x.len(), 72);
+    let train_file = format!("{}/../../data/digits-4-9-train.libsvm", env!("CARGO_MANIFEST_DIR"));
     for (tag, sets) in [
         ("digits-cr", vec!["run.trajectory=true"]),
         (
@@ -84,6 +85,27 @@ fn coded_reduce_and_gc_train_on_real_digits_exactly() {
         assert!(diff <= 1e-9, "{tag}: θ differs from serial GD by {diff:e}");
         let rows = iterations(&dir);
         assert!(rows.iter().all(|r| r["exact"] == "true"), "{tag}");
+        // the loss column is the mean logistic loss per training row at the iteration's θ
+        // (softplus(z) − y·z), the test's own sum over the file divided by its 289 rows
+        let (train_x, train_y) = read(&train_file);
+        assert_eq!(train_x.len(), 289);
+        for (row, theta_t) in rows.iter().zip(&want) {
+            let mean = train_x
+                .iter()
+                .zip(&train_y)
+                .map(|(x, &y)| {
+                    let z: f64 = x.iter().zip(theta_t).map(|(a, b)| a * b).sum();
+                    z.max(0.0) + (-z.abs()).exp().ln_1p() - y * z
+                })
+                .sum::<f64>()
+                / 289.0;
+            let logged: f64 = row["loss"].parse().unwrap();
+            assert!(
+                (logged - mean).abs() <= 1e-9 * mean.abs(),
+                "{tag}: iteration {}: loss {logged}, mean {mean}",
+                row["iteration"]
+            );
+        }
         // the reported accuracy is the test's own count with the final θ
         let theta = want.last().unwrap();
         let right = x

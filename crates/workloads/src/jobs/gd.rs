@@ -596,9 +596,11 @@ impl Job for GradientDescent {
     fn apply(&mut self, t: u64, total: Frame) -> Result<Applied, JobError> {
         let total = total.as_slice();
         let params = self.params();
-        let (g, loss) = (&total[..params], total[params]);
+        let (g, loss_sum) = (&total[..params], total[params]);
         let model = &self.config.model;
         let b = self.batch_size(t) as f64;
+        // logged as the mean per sample of the iteration's batch, like the gradient's step
+        let loss = loss_sum / b;
         self.optimizer.step(&mut self.theta, g, b, model, t);
         if !self.theta.iter().all(|v| v.is_finite()) || !loss.is_finite() {
             return Err(JobError::Diverged {

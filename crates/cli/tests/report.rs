@@ -346,3 +346,25 @@ fn resumed_and_simulated_runs_are_labelled_and_targets_say_what_they_can() {
     assert_eq!(bad.code, Some(2));
     assert!(bad.stderr.contains("--target-accuracy 90: must be a fraction in (0, 1]"), "{}", bad.stderr);
 }
+
+/// `ignore` estimates the gradient from the workers that answered: its line and the report say
+/// "an estimate" with the mean of `coverage` (the test's own mean over iterations.csv), never an
+/// "exact 0/12"; the loss is the mean per sample.
+#[test]
+fn an_ignore_run_reports_its_coverage_not_exact() {
+    let sets = ["run.name=ign", "scheme.kind=ignore", "scheme.s=1"];
+    let (run, dir, _, _) = train("rep-ignore", &CFG, &sets);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let rows = iterations(&dir);
+    let mean: f64 = rows.iter().map(|r| r["coverage"].parse::<f64>().unwrap()).sum::<f64>() / rows.len() as f64;
+    assert!((0.75 - 1e-9..1.0).contains(&mean), "4 workers, s = 1: coverage {mean}");
+    let line = run.stdout.lines().find(|l| l.contains("finished 12 iterations")).expect("the run's line");
+    assert!(line.contains(&format!("an estimate by design, mean coverage {:.1} %", 100.0 * mean)), "{line}");
+    assert!(!line.contains("exact"), "{line}");
+    assert!((summary(&dir)["mean_coverage"].as_f64().unwrap() - mean).abs() < 1e-6);
+    let out = tempdir("report-ignore");
+    let r = outrun(&["report", dir.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains(&format!("| n/a (estimate, coverage {:.0} %) |", 100.0 * mean)), "{md}");
+}

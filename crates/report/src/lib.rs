@@ -320,6 +320,8 @@ pub fn one_line(s: &Summary) -> String {
     let exact = match (s.job.as_str(), s.empty_iterations) {
         ("fl", 0) => String::new(),
         ("fl", n) => format!("; {n} of {} rounds accepted no upload (θ unchanged)", s.iterations),
+        // ignore and CodedFedL estimate by design: what they covered, not "exact 0/n"
+        _ if s.estimates() => format!("; an estimate by design, mean coverage {:.1} %", 100.0 * s.mean_coverage),
         _ => format!("; exact {}/{}", s.exact_iterations, s.iterations),
     };
     let faulty = match s.faulty_results_used {

@@ -55,6 +55,7 @@ pub fn markdown(runs: &[&Run], opts: &Options) -> Result<String, ReportError> {
         let exact = match (s.job.as_str(), s.empty_iterations) {
             ("fl", 0) => "n/a".to_string(),
             ("fl", n) => format!("n/a ({n} rounds accepted no upload)"),
+            _ if s.estimates() => format!("n/a (estimate, coverage {:.0} %)", 100.0 * s.mean_coverage),
             _ if s.all_exact() => "yes".to_string(),
             _ => format!("no ({}/{})", s.exact_iterations, s.iterations),
         };

@@ -107,6 +107,8 @@ pub struct Book {
     rejected: u64,
     empty: u64,
     faulty_used: (u64, u64),
+    /// Σ of the iterations' `coverage`.
+    coverage: f64,
     last_loss: f64,
     last_error: Option<f64>,
     last_accuracy: Option<f64>,
@@ -137,6 +139,7 @@ impl Book {
             rejected: 0,
             empty: 0,
             faulty_used: (0, 0),
+            coverage: 0.0,
             last_loss: f64::NAN,
             last_error: None,
             last_accuracy: None,
@@ -212,6 +215,7 @@ impl Book {
             self.prev_theta.copy_from_slice(th);
         }
         self.exact += u64::from(r.exact);
+        self.coverage += r.coverage;
         self.empty += u64::from(r.used.is_empty());
         // a round without clients has no loss: the final loss is the last round's that had one
         if !r.used.is_empty() {
@@ -268,6 +272,7 @@ impl Book {
             final_error: self.last_error,
             final_test_accuracy: self.last_accuracy,
             exact_iterations: self.exact,
+            mean_coverage: if self.walls.is_empty() { 1.0 } else { self.coverage / n },
             rejected_results: self.rejected,
             empty_iterations: self.empty,
             faulty_results_used: self.faulty_used.0,

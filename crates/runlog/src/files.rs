@@ -229,6 +229,10 @@ pub struct Summary {
     pub final_test_accuracy: Option<f64>,
     /// Iterations whose gradient was exact (decoded or complete).
     pub exact_iterations: u64,
+    /// Mean over the iterations of `coverage`, the fraction of the data the gradient covered
+    /// (below 1 only where a scheme estimates: `ignore`, CodedFedL).
+    #[serde(default = "one")]
+    pub mean_coverage: f64,
     /// Results rejected as corrupted at the master (robust decoding), over the run.
     #[serde(default)]
     pub rejected_results: u64,
@@ -272,6 +276,17 @@ impl Summary {
     pub fn all_exact(&self) -> bool {
         self.exact_iterations == self.iterations
     }
+
+    /// Whether the scheme estimates the gradient by design (`ignore` rescales the parts that
+    /// arrived, CodedFedL adds a parity estimate): "exact" does not apply to it, its coverage
+    /// does.
+    pub fn estimates(&self) -> bool {
+        matches!(self.scheme.as_str(), "ignore" | "codedfedl")
+    }
+}
+
+fn one() -> f64 {
+    1.0
 }
 
 /// `q`-quantile (0..=1) of unsorted values, by linear interpolation.

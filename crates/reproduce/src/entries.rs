@@ -479,6 +479,11 @@ struct Study {
     /// HCMM's reduction of E[T] against uniform uncoded, load-balanced uncoded, uniform coded.
     red: [f64; 3],
     hcmm_redundancy: f64,
+    /// The same before each load is rounded up: Σ τ*/λ_i / r.
+    hcmm_real_redundancy: f64,
+    /// HCMM's reduction against uniform coded at its best k with a redundancy in `range` (None:
+    /// no k).
+    red_uc_in_range: Option<f64>,
     /// Uniform coded at its best k: redundancy.
     uc_redundancy: f64,
     /// How much slower uniform coded is at its best k with a redundancy in `range` (None: no k).
@@ -505,6 +510,8 @@ fn study(name: String, w: &[RowLaw], range: [f64; 2]) -> Study {
         name,
         red: [t_uu, t_lb, best.1].map(|b| 100.0 * (b - t_h) / b),
         hcmm_redundancy: h.redundancy(r),
+        hcmm_real_redundancy: h.real.iter().sum::<f64>() / r as f64,
+        red_uc_in_range: within.is_finite().then(|| 100.0 * (within - t_h) / within),
         uc_redundancy: best.0,
         uc_penalty: within.is_finite().then(|| within / best.1 - 1.0),
     }
@@ -538,12 +545,13 @@ fn hcmm_studies(ctx: &mut Ctx<'_>, weibull: bool) -> Result<Computed, String> {
         (ctx.progress)(&format!("{name}: E[T] of HCMM, uniform uncoded, load-balanced, uniform coded (k = 1..100)"));
         let st = study(name, &w, range);
         out.notes.push(format!(
-            "{}: reductions vs UU / LB / UC {} / {} / {} %, redundancy HCMM {}, UC {} ({})",
+            "{}: reductions vs UU / LB / UC {} / {} / {} %, redundancy HCMM {} ({} before rounding loads up), UC {} ({})",
             st.name,
             num2(st.red[0]),
             num2(st.red[1]),
             num2(st.red[2]),
             num(st.hcmm_redundancy),
+            num(st.hcmm_real_redundancy),
             num(st.uc_redundancy),
             match st.uc_penalty {
                 Some(p) => format!(
@@ -581,7 +589,18 @@ fn hcmm_studies(ctx: &mut Ctx<'_>, weibull: bool) -> Result<Computed, String> {
     }
     for (i, st) in studies.iter().take(3).enumerate() {
         let key = format!("red_s{}", i + 1);
-        let note = if i == 2 { spread_note(row(&key)?, &|d| studies[2 + d].hcmm_redundancy) } else { None };
+        // the thesis's two decimals of the loads before ⌈·⌉ (each rounded-up load adds < 1 row)
+        let real = (st.hcmm_real_redundancy * 100.0).round() / 100.0;
+        let unrounded = row(&key)?.holds(real).then(|| {
+            format!(
+                "before each load is rounded up ours is {} (Σ τ*/λ_i / r), {} to two decimals as the thesis prints it: rounding each load up adds {}",
+                num(st.hcmm_real_redundancy),
+                num(real),
+                num(st.hcmm_redundancy - st.hcmm_real_redundancy)
+            )
+        });
+        let note =
+            if i == 2 { spread_note(row(&key)?, &|d| studies[2 + d].hcmm_redundancy).or(unrounded) } else { unrounded };
         out.values.insert(key, Ours { value: Some(st.hcmm_redundancy), note });
         let key = format!("uc_red_s{}", i + 1);
         let flat = st.uc_penalty.filter(|&p| p < 0.01).map(|p| {
@@ -592,10 +611,24 @@ fn hcmm_studies(ctx: &mut Ctx<'_>, weibull: bool) -> Result<Computed, String> {
                 num2(100.0 * p)
             )
         });
+        // a uniform coded held to the thesis's redundancies gives the thesis's reduction
+        let vs_uc = row("vs_uc")?;
+        let held = st.red_uc_in_range.filter(|&r| vs_uc.holds(r)).map(|r| {
+            format!(
+                "our uniform coded's best k (redundancy {}) is {}% faster than its best k with a redundancy in the thesis's [{}, {}]; held to that range, HCMM's reduction against it here is {} % — the paper's \"{}\" —, so the thesis's uniform coded did not reach redundancy {}",
+                num(st.uc_redundancy),
+                num2(100.0 * st.uc_penalty.unwrap_or(0.0)),
+                num(range[0]),
+                num(range[1]),
+                num2(r),
+                vs_uc.paper_shown(),
+                num(st.uc_redundancy)
+            )
+        });
         let note = if i == 2 {
-            flat.or_else(|| spread_note(row(&key).ok()?, &|d| studies[2 + d].uc_redundancy))
+            flat.or_else(|| spread_note(row(&key).ok()?, &|d| studies[2 + d].uc_redundancy)).or(held)
         } else {
-            flat
+            flat.or(held)
         };
         out.values.insert(key, Ours { value: Some(st.uc_redundancy), note });
     }

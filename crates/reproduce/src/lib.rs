@@ -515,6 +515,17 @@ mod tests {
         }
     }
 
+    /// What `make reproduce` checks: every computed result at quick settings, and no number that
+    /// deviates from its paper without a measured reason.
+    #[test]
+    fn every_deviation_of_the_quick_results_has_a_measured_reason() {
+        for r in catalogue().iter().filter(|r| r.method != Method::Script) {
+            let out = run(r, true, &mut |_| {}).unwrap();
+            assert!(out.unexplained().is_empty(), "{}", text(&out));
+            assert!(out.count(|v| *v == Verdict::Reproduced) > 0, "{}", text(&out));
+        }
+    }
+
     #[test]
     fn tolerances() {
         let row = |s: &str| -> Row {

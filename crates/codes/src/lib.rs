@@ -68,6 +68,7 @@ mod robust;
 mod rowcode;
 mod shuffle;
 pub mod theory;
+pub mod two_clusters;
 
 pub use agc::{groups as agc_groups, q_agc, q_star, rounds_needed, AgcCode, AgcDecoding};
 pub use cluster::{dynamic_clustering, ClusterError, ClusterMatrix, Clustering, Partition};

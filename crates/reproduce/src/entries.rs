@@ -33,6 +33,9 @@ const ENTRIES: &[(&str, Compute)] = &[
     ("gcdc-fig7", gcdc_fig7),
     ("agc-fig3", agc_fig3),
     ("agc-table6", agc_table6),
+    ("pagerank-th2", pagerank_power_law),
+    ("pagerank-th3", pagerank_bipartite),
+    ("pagerank-th4", pagerank_sbm),
     ("hcmm-fig3.2", hcmm_exp),
     ("hcmm-fig3.3", hcmm_weibull),
     ("hcmm-table3.1", hcmm_ec2_loads),
@@ -822,6 +825,122 @@ fn pagerank_er(ctx: &mut Ctx<'_>) -> Result<Computed, String> {
         ));
     }
     out.set("gap_max", gap);
+    Ok(out)
+}
+
+/// A generated graph of the workloads' generators (seeded like a PageRank job's).
+fn generated(cfg: &outrun_config::GraphConfig, seed: u64) -> Result<Graph, String> {
+    outrun_workloads::graph::load(cfg, seed).map(|g| g.graph).map_err(|e| e.to_string())
+}
+
+/// Theorem 2: A_C on Chung–Lu power-law graphs, n·E[L] against the asymptotic values.
+fn pagerank_power_law(ctx: &mut Ctx<'_>) -> Result<Computed, String> {
+    use outrun_config::{GraphConfig, GraphKind};
+    let (n, servers) = (3000, 5);
+    let graphs = if ctx.quick { 20 } else { 40 };
+    let mut out = Computed::default();
+    for (gamma, tag) in [(3.5, "35"), (2.5, "25")] {
+        (ctx.progress)(&format!("{graphs} power-law graphs PL({n}, γ = {gamma}), K = {servers}, r = 1..4"));
+        let cfg = GraphConfig {
+            kind: Some(GraphKind::PowerLaw),
+            n: Some(n),
+            gamma: Some(gamma),
+            self_loops: true,
+            ..Default::default()
+        };
+        let (mut uncoded, mut coded) = ([0.0; 4], [0.0; 4]);
+        for seed in 0..graphs {
+            let g = generated(&cfg, 500 + seed)?;
+            for r in 1..=4 {
+                let a = ShuffleAllocation::new(n, servers, r, ReducePolicy::Contiguous).map_err(|e| e.to_string())?;
+                let l = loads(&g, &a);
+                uncoded[r - 1] += n as f64 * l.l_uncoded() / graphs as f64;
+                coded[r - 1] += n as f64 * l.l_coded() / graphs as f64;
+            }
+        }
+        for r in 1..=4 {
+            out.set(&format!("uc{r}_g{tag}"), uncoded[r - 1]);
+            if r >= 2 {
+                out.set(&format!("c{r}_g{tag}"), coded[r - 1]);
+            }
+        }
+        out.notes.push(format!(
+            "γ = {gamma}: n·E[L] uncoded {}, coded {} (r = 1..4)",
+            uncoded.map(num).join(" / "),
+            coded.map(num).join(" / ")
+        ));
+    }
+    Ok(out)
+}
+
+/// Theorem 3: Appendix A's allocation on random bipartite graphs.
+fn pagerank_bipartite(ctx: &mut Ctx<'_>) -> Result<Computed, String> {
+    use outrun_codes::two_clusters::bipartite;
+    use outrun_config::{GraphConfig, GraphKind};
+    let graphs = if ctx.quick { 10 } else { 40 };
+    let q = 0.1;
+    let mut out = Computed::default();
+    let mut lead = f64::INFINITY;
+    for (n1, n2, rs, key) in [(300, 300, 1..=3, "eq"), (480, 240, 1..=2, "uneq")] {
+        (ctx.progress)(&format!("{graphs} graphs RB({n1}, {n2}, {q}), K = 6"));
+        let cfg = GraphConfig {
+            kind: Some(GraphKind::Bipartite),
+            n: Some(n1 + n2),
+            n1: Some(n1),
+            q: Some(q),
+            ..Default::default()
+        };
+        let mut mean = vec![0.0; *rs.end()];
+        for seed in 0..graphs {
+            let g = generated(&cfg, 700 + seed)?;
+            for r in rs.clone() {
+                mean[r - 1] += bipartite(&g, n1, 6, r).map_err(|e| e.to_string())?.coded / graphs as f64;
+            }
+        }
+        for r in rs {
+            out.set(&format!("{key}{r}"), mean[r - 1]);
+            if n1 == n2 && r < 3 {
+                lead = lead.min(mean[r - 1] / (q / (8.0 * r as f64) * (1.0 - 2.0 * r as f64 / 6.0)));
+            }
+        }
+        out.notes
+            .push(format!("RB({n1}, {n2}): E[L] {}", mean.iter().map(|&v| num(v)).collect::<Vec<_>>().join(" / ")));
+    }
+    out.set("lower_lead", lead);
+    Ok(out)
+}
+
+/// Theorem 4: Appendix C's allocation on a two-block stochastic block model.
+fn pagerank_sbm(ctx: &mut Ctx<'_>) -> Result<Computed, String> {
+    use outrun_codes::two_clusters::sbm;
+    use outrun_config::{GraphConfig, GraphKind};
+    let graphs = if ctx.quick { 10 } else { 40 };
+    let (n1, p, q, servers) = (300, 0.1, 0.02, 5);
+    (ctx.progress)(&format!("{graphs} graphs SBM({n1}, {n1}, {p}, {q}), K = {servers}, r = 1..4"));
+    let cfg = GraphConfig {
+        kind: Some(GraphKind::Sbm),
+        n: Some(2 * n1),
+        n1: Some(n1),
+        p: Some(p),
+        q: Some(q),
+        self_loops: true,
+        ..Default::default()
+    };
+    let mut mean = [0.0; 4];
+    for seed in 0..graphs {
+        let g = generated(&cfg, 900 + seed)?;
+        for r in 1..=4 {
+            mean[r - 1] += sbm(&g, n1, servers, r).map_err(|e| e.to_string())?.coded / graphs as f64;
+        }
+    }
+    let mut out = Computed::default();
+    let mut lead = f64::INFINITY;
+    for r in 1..=4 {
+        out.set(&format!("l{r}"), mean[r - 1]);
+        lead = lead.min(mean[r - 1] / (q / r as f64 * (1.0 - r as f64 / servers as f64)));
+    }
+    out.set("lower_lead", lead);
+    out.notes.push(format!("E[L] {}", mean.map(num).join(" / ")));
     Ok(out)
 }
 

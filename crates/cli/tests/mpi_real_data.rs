@@ -551,6 +551,23 @@ fn a_test_fraction_holds_out_rows_and_trains_on_the_rest() {
         serde_json::from_str(&std::fs::read_to_string(out.join("plan.json")).unwrap()).unwrap();
     assert_eq!(plan["samples"].as_u64(), Some(train_rows.len() as u64), "the plan allocates the training rows");
     assert!(summary(&out)["final_test_accuracy"].as_f64().is_some_and(|a| a > 0.8), "{}", summary(&out));
+    // a file of one row cannot be split: one line naming the key, before MPI
+    let one = write("one.libsvm", &train_rows[..1]);
+    let cfg = dir.join("one.toml");
+    std::fs::write(&cfg, &text).unwrap();
+    let r = outrun(&[
+        "check",
+        cfg.to_str().unwrap(),
+        "--set",
+        &format!("data.path={}", one.display()),
+        "--set",
+        "data.test_path=",
+        "--set",
+        "data.test_fraction=0.2",
+    ]);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+    assert!(r.stderr.contains("data.test_fraction = 0.2: the file has 1 row(s)"), "{}", r.stderr);
 }
 
 /// `data.missing = "mean"` (issue 44): the digits as a CSV with every 7th value blanked (empty

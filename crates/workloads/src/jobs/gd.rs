@@ -324,7 +324,17 @@ impl GradientDescent {
 /// The data set's shape; its held-out set and initial parameters, if any, are read and checked
 /// here, before MPI.
 pub(super) fn shape(c: &GdConfig, seed: u64) -> Result<Shape, DataError> {
-    let shape = data::training_shape(&c.data, seed, data::shape(&c.data, c.model.labels())?);
+    let file = data::shape(&c.data, c.model.labels())?;
+    if let Some(f) = c.data.test_fraction.filter(|_| file.samples < 2) {
+        return Err(DataError::field(
+            "data.test_fraction",
+            format!(
+                "= {f}: the file has {} row(s); a split needs at least 2 (one to train on, one to hold out)",
+                file.samples
+            ),
+        ));
+    }
+    let shape = data::training_shape(&c.data, seed, file);
     test_set(c, seed, shape.features)?;
     if let Some(b) = c.model.batch.filter(|&b| b > shape.samples) {
         return Err(DataError::field(

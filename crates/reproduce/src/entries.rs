@@ -34,6 +34,7 @@ const ENTRIES: &[(&str, Compute)] = &[
     ("agc-fig3", agc_fig3),
     ("agc-table6", agc_table6),
     ("pagerank-th2", pagerank_power_law),
+    ("cr-th9", cr_loads),
     ("cr-fig4.13", cr_fig4_13),
     ("pagerank-th3", pagerank_bipartite),
     ("pagerank-th4", pagerank_sbm),
@@ -402,6 +403,64 @@ fn sim_seconds(text: &str, sets: &[String], trials: usize, what: &str) -> Result
     let opts = outrun_sim::Options { trials, math: outrun_sim::Math::Off, write: false };
     let sim = outrun_sim::simulate(&plan, "", &opts).map_err(|e| format!("{what}: {e}"))?;
     Ok(sim.stats.mean_s)
+}
+
+/// The plan of a scheme for `samples` points: (largest, smallest, mean) worker load ÷ samples.
+fn plan_loads(scheme: &str, samples: usize) -> Result<(f64, f64, f64), String> {
+    let text = format!(
+        "[run]\nname = \"loads\"\niterations = 1\n\n[data]\nkind = \"linear-synthetic\"\nsamples = {samples}\nfeatures = 10\n\n[model]\nloss = \"least-squares\"\nlr = 0.1\n\n[scheme]\n{scheme}\n"
+    );
+    let cfg = outrun_config::parse(&text, &[]).map_err(|e| format!("{scheme}: {e}"))?;
+    let shape = outrun_workloads::shape(&cfg).map_err(|e| e.to_string())?;
+    let plan = outrun_workloads::plan(&cfg, shape).map_err(|e| format!("{scheme}: {e}"))?;
+    let loads: Vec<usize> = plan.nodes.iter().skip(1).map(|n| n.load()).collect();
+    let (max, min) = (loads.iter().max().copied().unwrap_or(0), loads.iter().min().copied().unwrap_or(0));
+    let mean = loads.iter().sum::<usize>() as f64 / loads.len().max(1) as f64;
+    Ok((max as f64 / samples as f64, min as f64 / samples as f64, mean / samples as f64))
+}
+
+/// Theorem 9: the loads of the plans outrun builds for the thesis's configurations.
+fn cr_loads(ctx: &mut Ctx<'_>) -> Result<Computed, String> {
+    (ctx.progress)("planning CR and GC for N = 84 and 156");
+    let mut out = Computed::default();
+    let cr = |n: usize, layers: usize, s: usize| {
+        format!("kind = \"cr\"\nn = {n}\nlayers = {layers}\ns = {s}\ncode = \"cyclic\"")
+    };
+    let gc = |workers: usize, s: usize| format!("kind = \"gc-cyclic\"\nworkers = {workers}\ns = {s}");
+    let cases = [
+        ("84_1", 4, 3, 1, 6552),
+        ("156_1", 12, 2, 1, 6552),
+        ("156_2", 12, 2, 2, 6540),
+        ("156_3", 12, 2, 3, 7632),
+        ("156_5", 12, 2, 5, 4968),
+    ];
+    let mut cr84 = 0.0;
+    for (key, n, layers, s, d) in cases {
+        let (max, min, _) = plan_loads(&cr(n, layers, s), d)?;
+        out.set(&format!("cr{key}_max"), max);
+        out.set(&format!("cr{key}_min"), min);
+        if key == "84_1" {
+            cr84 = max;
+        }
+        // GC with the same resiliency α = s/n: S = α·N
+        let workers = (1..=layers).map(|l| n.pow(l as u32)).sum::<usize>();
+        let big_s = s * workers / n;
+        let (gmax, _, gmean) = plan_loads(&gc(workers, big_s), d)?;
+        out.set(&format!("gc{}", if workers == 84 { "84".to_string() } else { key.to_string() }), gmean);
+        out.notes.push(format!(
+            "GC, N = {workers}, S = {big_s}, d = {d}: mean load {}, largest {}{}",
+            num(gmean),
+            num(gmax),
+            if d % workers == 0 {
+                String::new()
+            } else {
+                format!(" (d is not a multiple of N: parts of ⌈d/N⌉ = {} points)", d.div_ceil(workers))
+            }
+        ));
+    }
+    let (half, _, _) = plan_loads(&gc(4, 1), 6552)?;
+    out.set("remark22", half / cr84);
+    Ok(out)
 }
 
 /// Fig. 4.13: the thesis's own simulated-time model of the N = 156 experiment.

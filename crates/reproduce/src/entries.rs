@@ -33,6 +33,7 @@ const ENTRIES: &[(&str, Compute)] = &[
     ("gcdc-fig7", gcdc_fig7),
     ("agc-fig3", agc_fig3),
     ("agc-table6", agc_table6),
+    ("pagerank-fig2.6", pagerank_worked),
     ("pagerank-th2", pagerank_power_law),
     ("cr-th9", cr_loads),
     ("cr-fig4.13", cr_fig4_13),
@@ -961,6 +962,20 @@ fn pagerank_er(ctx: &mut Ctx<'_>) -> Result<Computed, String> {
         ));
     }
     out.set("gap_max", gap);
+    Ok(out)
+}
+
+/// §2.4's worked example on the notes' reconstruction of its graph.
+fn pagerank_worked(_: &mut Ctx<'_>) -> Result<Computed, String> {
+    let edges: Vec<(u32, u32)> =
+        [(1, 1), (1, 2), (1, 5), (2, 3), (2, 6), (3, 4), (4, 5), (5, 6)].iter().map(|&(a, b)| (a - 1, b - 1)).collect();
+    let g = Graph::new(6, &edges, false);
+    let a = ShuffleAllocation::new(6, 3, 2, ReducePolicy::Contiguous).map_err(|e| e.to_string())?;
+    let l = loads(&g, &a);
+    let mut out = Computed::default();
+    out.set("uncoded", l.l_uncoded());
+    out.set("coded", l.l_coded());
+    out.notes.push(format!("{} values uncoded, {} coded segments of half a value", l.uncoded, l.segments));
     Ok(out)
 }
 

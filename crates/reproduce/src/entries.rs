@@ -466,30 +466,20 @@ fn cr_loads(ctx: &mut Ctx<'_>) -> Result<Computed, String> {
 
 /// Fig. 4.13: the thesis's own simulated-time model of the N = 156 experiment.
 fn cr_fig4_13(ctx: &mut Ctx<'_>) -> Result<Computed, String> {
-    let features = 1000;
-    // a result frame (p + 1 values and the header) takes t_c = 0.05 s at this rate
-    let frame = 8 * (features + 1) + 16;
-    let rate = frame as f64 / 0.05;
-    let text = format!(
-        "[run]\nname = \"cr-fig4.13\"\nseed = 5\niterations = 20\ndeadline = 36000.0\n\n[data]\nkind = \"linear-synthetic\"\nsamples = 49920\nfeatures = {features}\n\n[model]\nloss = \"least-squares\"\nlr = 0.1\n\n[scheme]\nkind = \"cr\"\nn = 12\nlayers = 2\ns = 5\ncode = \"cyclic\"\n\n[stragglers]\nmodel = \"shifted-exp\"\na = 5e-5\nmu = 2e4\n\n[timing]\ncompute = \"modelled\"\n\n[engine]\nupload = \"granted\"\n\n[network]\nbandwidth = {rate}\ndownlink = false\n"
-    );
+    // the shipped config of docs/simulator.md §3 (GC, S = 65), with late uploads free
+    let text = include_str!("../../../configs/sim/thesis-nn.toml");
     let trials = if ctx.quick { 1 } else { 3 };
-    let star = |kind: &str, s: Option<usize>| -> Vec<String> {
-        let mut v: Vec<String> =
-            ["scheme.n=", "scheme.layers=", "scheme.code=", "scheme.workers=156"].map(String::from).into();
-        v.push(format!("scheme.kind={kind}"));
-        v.push(format!("scheme.s={}", s.map_or(String::new(), |s| s.to_string())));
-        v
+    let with = |sets: &[&str]| -> Vec<String> {
+        ["engine.upload=granted"].iter().chain(sets).map(|s| s.to_string()).collect()
     };
+    let cr_sets = with(&["scheme.kind=cr", "scheme.workers=", "scheme.n=12", "scheme.layers=2", "scheme.s=5"]);
+    let star = |kind: &str| with(&[&format!("scheme.kind={kind}"), "scheme.s="]);
     let mut times = vec![];
-    for (name, sets) in [
-        ("CR", vec![]),
-        ("UMW", star("umw", None)),
-        ("GC (S = 65)", star("gc-cyclic", Some(65))),
-        ("RAR", star("rar", None)),
-    ] {
+    for (name, sets) in
+        [("CR", cr_sets.clone()), ("UMW", star("umw")), ("GC (S = 65)", with(&[])), ("RAR", star("rar"))]
+    {
         (ctx.progress)(&format!("simulating {name}: N = 156, {trials} trial(s) × 20 iterations"));
-        times.push(sim_seconds(&text, &sets, trials, name)?);
+        times.push(sim_seconds(text, &sets, trials, name)?);
     }
     let [cr, umw, gc, rar] = times[..] else { unreachable!("four schemes") };
     let mut out = Computed::default();
@@ -509,12 +499,11 @@ fn cr_fig4_13(ctx: &mut Ctx<'_>) -> Result<Computed, String> {
         let steps = 2.0 * 155.0;
         let latency = ((row.paper * cr - rar) / steps).max(0.0);
         (ctx.progress)(&format!("simulating RAR and CR with a {:.2} ms latency per message", latency * 1e3));
-        let lat = [format!("network.latency={latency:e}")];
-        let cr_l = sim_seconds(&text, &lat, trials, "CR with latency")?;
-        let rar_sets: Vec<String> = star("rar", None).into_iter().chain(lat.iter().cloned()).collect();
-        let rar_l = sim_seconds(&text, &rar_sets, trials, "RAR with latency")?;
+        let lat = format!("network.latency={latency:e}");
+        let cr_l = sim_seconds(text, &[cr_sets.clone(), vec![lat.clone()]].concat(), trials, "CR with latency")?;
+        let rar_l = sim_seconds(text, &[star("rar"), vec![lat]].concat(), trials, "RAR with latency")?;
         Ok(format!(
-            "the thesis does not state its RAR time model (the notes: a naive one makes RAR faster than CR); ours — 2(N − 1) = 310 ring steps of p/N values, single-port, no latency — takes {} s per iteration against CR's {}. With {} ms of latency per message (what 310 steps would need to give 1.8×) the simulator gives RAR {} s and CR {} s, CR {}× faster: a per-message cost of that order would explain the thesis's ratio, and its stated model (t_c per p-vector message) has none",
+            "the thesis does not state its RAR time model (the notes: a naive one makes RAR faster than CR); ours — 2(N − 1) = 310 ring steps of p/N values, single-port, no latency (docs/simulator.md §3) — takes {} s per iteration against CR's {}. With {} ms of latency per message (what 310 steps would need to give 1.8×) the simulator gives RAR {} s and CR {} s, CR {}× faster: a per-message cost of that order would explain the thesis's ratio, and its stated model (t_c per p-vector message) has none",
             num2(rar),
             num2(cr),
             num2(latency * 1e3),

@@ -205,15 +205,17 @@ impl Aggregator for Count {
         let (len, k) = (self.len, self.tally.k);
         let whole = |j: usize, coef: f64| Term::whole(Src::Arrival(j), len, coef);
         let complete = self.tally.order.len() == k;
+        // the terms in child order, not arrival order: the same children's results give the same
+        // bits however the network ordered them (a resumed run, a rerun on a busy host)
+        let mut by_child: Vec<(usize, usize)> = self.tally.order.iter().enumerate().map(|(j, &i)| (i, j)).collect();
+        by_child.sort_unstable();
+        let all = |coef: f64| by_child.iter().map(|&(_, j)| whole(j, coef)).collect::<Vec<_>>();
         let mut c = match &mut self.how {
-            How::Sum => Combination {
-                exact: complete,
-                ..Combination::exact(len, (0..self.tally.order.len()).map(|j| whole(j, 1.0)).collect())
-            },
+            How::Sum => Combination { exact: complete, ..Combination::exact(len, all(1.0)) },
             How::Partial => Combination {
                 exact: false,
                 coverage: self.tally.order.len() as f64 / k as f64,
-                ..Combination::exact(len, (0..self.tally.order.len()).map(|j| whole(j, 1.0)).collect())
+                ..Combination::exact(len, all(1.0))
             },
             How::Rescale { loads, samples } => {
                 let covered: usize = self.tally.order.iter().map(|&i| loads[i]).sum();
@@ -221,18 +223,15 @@ impl Aggregator for Count {
                 Combination {
                     coverage: covered as f64 / *samples as f64,
                     exact: complete,
-                    ..Combination::exact(len, (0..self.tally.order.len()).map(|j| whole(j, scale)).collect())
+                    ..Combination::exact(len, all(scale))
                 }
             }
             How::Decode(dec) => {
                 let d = dec.decode(&SurvivorSet::from_indices(k, &self.tally.order));
-                let terms = self
-                    .tally
-                    .order
+                let terms = by_child
                     .iter()
-                    .enumerate()
-                    .filter(|(_, &i)| d.coeffs[i] != 0.0)
-                    .map(|(j, &i)| whole(j, d.coeffs[i]))
+                    .filter(|&&(i, _)| d.coeffs[i] != 0.0)
+                    .map(|&(i, j)| whole(j, d.coeffs[i]))
                     .collect();
                 Combination {
                     residual: d.residual,

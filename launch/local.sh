@@ -84,10 +84,13 @@ export OMPI_MCA_mpi_yield_when_idle=1
 export EVENT_NOEPOLL=1 OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 # The job is bounded (OUTRUN_TIMEOUT=SECONDS, or by default 120 s + iterations × run.deadline),
 # Ctrl-C stops it, and a rank killed by a signal is reported in one line (launch/lib.sh).
+bound_said=""
 if [ -n "${OUTRUN_TIMEOUT:-}" ]; then
   # what the check left of the bound (at least a second)
   bound=$(( ${OUTRUN_TIMEOUT%.*} - (SECONDS - started) ))
   [ "$bound" -ge 1 ] || bound=1
+  # a job stopped at the bound is reported with the bound the user set, the check included
+  bound_said="${OUTRUN_TIMEOUT%.*}"
 else
   bound="$("$bin" plan "$config" --job-bound "$@")"
 fi

@@ -240,6 +240,51 @@ pub(crate) fn iter_records(dir: &Path, rank: usize) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// How late this host woke the run's processes, measured in the run itself: the workers'
+/// oversleep past their modelled compute time ((ready − compute_start) − target, seconds), as
+/// (mean, largest) over every worker and iteration (0 without modelled compute). On a host with
+/// free cores it is a fraction of a millisecond; with the cores busy, every wait of the run —
+/// the master's timers included — is late by about as much, so a timing assertion allows it.
+#[allow(dead_code)]
+pub(crate) fn wake_slack(dir: &Path) -> (f64, f64) {
+    let mut late = vec![];
+    for entry in std::fs::read_dir(dir).expect("run directory").flatten() {
+        let name = entry.file_name().to_string_lossy().to_string();
+        if !(name.starts_with("rank-") && name.ends_with(".jsonl")) {
+            continue;
+        }
+        for line in std::fs::read_to_string(entry.path()).unwrap_or_default().lines() {
+            let Ok(e) = serde_json::from_str::<serde_json::Value>(line) else { continue };
+            if let (Some(start), Some(ready), Some(target)) =
+                (e["compute_start"].as_f64(), e["ready"].as_f64(), e["target"].as_f64())
+            {
+                late.push((ready - start - target).max(0.0));
+            }
+        }
+    }
+    let n = late.len().max(1) as f64;
+    (late.iter().sum::<f64>() / n, late.iter().copied().fold(0.0, f64::max))
+}
+
+/// Whether the run's times can be compared with a model's (the simulator's, a formula's): its
+/// processes woke on time — the workers' mean oversleep ([`wake_slack`]) under 0.5 ms (about
+/// 0.08 ms on the 2-vCPU VM with its cores free, 2 ms with two busy loops beside the run). On a
+/// busy host the comparison measures the other load, not outrun: it is skipped, saying so on
+/// stderr; the test's other assertions stand.
+#[allow(dead_code)]
+pub(crate) fn timing_comparable(dir: &Path, what: &str) -> bool {
+    let (mean, max) = wake_slack(dir);
+    let ok = mean < 5e-4;
+    if !ok {
+        eprintln!(
+            "{what}: not compared — the host is busy (the run's workers woke {:.2} ms late on average, {:.2} ms at most)",
+            mean * 1e3,
+            max * 1e3
+        );
+    }
+    ok
+}
+
 pub(crate) fn summary(dir: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap()
 }

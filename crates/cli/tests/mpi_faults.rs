@@ -155,7 +155,9 @@ fn a_trace_replays_the_same_compute_times_in_the_engine_and_the_simulator() {
     late.sort_by(f64::total_cmp);
     let median = late[late.len() / 2];
     eprintln!("trace: engine results ready a median {:.3} ms after the traced time", median * 1e3);
-    assert!(median < 0.002, "median lateness {median} s");
+    if timing_comparable(&real, "trace lateness") {
+        assert!(median < 0.002, "median lateness {median} s");
+    }
 }
 
 /// Failed links: a GC run whose workers 2 and 5 lose their link to the master in every iteration
@@ -210,5 +212,7 @@ fn slow_links_take_the_same_time_in_the_engine_and_the_simulator() {
     let (e, s) = (mean(&real), mean(&simulated));
     eprintln!("slow links: engine {:.2} ms, simulator {:.2} ms per iteration", e * 1e3, s * 1e3);
     assert!(e > 0.008, "the links added no time: {e} s");
-    assert!((s - e).abs() / e <= 0.10, "engine {e} s vs simulator {s} s");
+    if timing_comparable(&real, "slow links") {
+        assert!((s - e).abs() / e <= 0.10, "engine {e} s vs simulator {s} s");
+    }
 }

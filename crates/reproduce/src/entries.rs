@@ -260,12 +260,7 @@ fn gcdc_toml(s: &Setting, gc: Gc) -> String {
 /// Mean iteration time in paper units (virtual ms) over `trials` trials.
 fn sim_mean(text: &str, trials: usize, what: &str, progress: &mut dyn FnMut(&str)) -> Result<f64, String> {
     progress(&format!("simulating {what}: {trials} trials × 400 iterations"));
-    let cfg = outrun_config::parse(text, &[]).map_err(|e| format!("{what}: config: {e}"))?;
-    let shape = outrun_workloads::shape(&cfg).map_err(|e| format!("{what}: {e}"))?;
-    let plan = outrun_workloads::plan(&cfg, shape).map_err(|e| format!("{what}: {e}"))?;
-    let opts = outrun_sim::Options { trials, math: outrun_sim::Math::Off, write: false };
-    let sim = outrun_sim::simulate(&plan, "", &opts).map_err(|e| format!("{what}: {e}"))?;
-    Ok(sim.stats.mean_s * 1e3)
+    Ok(sim_seconds(text, &[], trials, what)? * 1e3)
 }
 
 fn gain(dc: f64, sc: f64) -> f64 {

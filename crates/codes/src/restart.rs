@@ -82,7 +82,8 @@ impl Scheme {
 /// until the unfinished mass is below this.
 const TAIL: f64 = 1e-15;
 
-fn binomial_pmf(n: usize, p: f64) -> Vec<f64> {
+/// Bin(n, p)'s probabilities of 0..=n.
+pub fn binomial_pmf(n: usize, p: f64) -> Vec<f64> {
     // by the recurrence over k, stable for the sizes used here (n ≤ a few thousand)
     let mut v = vec![0.0; n + 1];
     let q = 1.0 - p;

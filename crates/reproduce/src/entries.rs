@@ -442,7 +442,7 @@ fn cr_loads(ctx: &mut Ctx<'_>) -> Result<Computed, String> {
         let workers = (1..=layers).map(|l| n.pow(l as u32)).sum::<usize>();
         let big_s = s * workers / n;
         let (gmax, _, gmean) = plan_loads(&gc(workers, big_s), d)?;
-        out.set(&format!("gc{}", if workers == 84 { "84".to_string() } else { key.to_string() }), gmean);
+        out.set(&format!("gc{key}"), gmean);
         out.notes.push(format!(
             "GC, N = {workers}, S = {big_s}, d = {d}: mean load {}, largest {}{}",
             num(gmean),
@@ -655,12 +655,9 @@ fn agc_table6(ctx: &mut Ctx<'_>) -> Result<Computed, String> {
         }
     }
     // Pr(S_0 = 0 or S_0 > 2) for 20 workers: binomial
-    for (p, key) in [(0.05_f64, "binom_p05"), (0.1, "binom_p10")] {
-        let pmf = |k: i32| {
-            let c = (0..k).fold(1.0, |c, j| c * f64::from(20 - j) / f64::from(j + 1));
-            c * p.powi(k) * (1.0 - p).powi(20 - k)
-        };
-        out.set(key, 1.0 - pmf(1) - pmf(2));
+    for (p, key) in [(0.05, "binom_p05"), (0.1, "binom_p10")] {
+        let pmf = outrun_codes::restart::binomial_pmf(20, p);
+        out.set(key, 1.0 - pmf[1] - pmf[2]);
     }
     Ok(out)
 }

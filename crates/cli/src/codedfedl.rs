@@ -1,7 +1,7 @@
 //! `outrun codedfedl-load`: CodedFedL's load allocation for the thesis's simulated network
 //! (ch. 5 §5.5), from `outrun_codes::codedfedl` (no MPI, no data).
 
-use outrun_codes::codedfedl::{allocate, thesis_clients, Node};
+use outrun_codes::codedfedl::{allocate, by_expected_time, thesis_clients, Node};
 use outrun_codes::{domain, Rng};
 
 use crate::Failure;
@@ -18,6 +18,9 @@ pub(crate) struct Options {
     pub(crate) q: usize,
     pub(crate) c: usize,
     pub(crate) seed: u64,
+    /// Number the clients by expected time, fastest first (the thesis's order for its shards),
+    /// instead of in the order of the seed's permutations.
+    pub(crate) by_time: bool,
     pub(crate) json: bool,
     /// Print the network as config sections for a job on this many input features.
     pub(crate) toml: Option<usize>,
@@ -52,6 +55,7 @@ pub(crate) fn run(o: &Options) -> Result<(), Failure> {
     }
     let perm = |id: u64| Rng::from_key(&[o.seed, domain::SAMPLE, id]).permutation(o.clients);
     let clients = thesis_clients(o.clients, o.q, o.c, o.points, &perm(2), &perm(3));
+    let clients = if o.by_time { by_expected_time(clients, o.points) } else { clients };
     if let Some(p) = o.toml {
         if p == 0 {
             return bad("--toml 0: the job's input features must be at least 1".into());
@@ -115,8 +119,8 @@ fn sections(o: &Options, clients: &[Node], p: usize) -> String {
     let tau = list(&clients.iter().map(|n| n.tau_up).collect::<Vec<_>>());
     format!(
         "# the thesis's simulated network (ch. 5 §5.5): {} clients, LTE 216 kbps × 0.95^k and 3.072 MMAC/s × 0.8^k\n\
-         # permuted from seed {}, p = 0.1, α = 2, for a model of q = {} × c = {} on {p} features\n\
-         # (outrun codedfedl-load --clients {} --q {} --c {} --seed {} --toml {p})\n\
+         # permuted from seed {}, p = 0.1, α = 2, for a model of q = {} × c = {} on {p} features{}\n\
+         # (outrun codedfedl-load --clients {} --q {} --c {} --points {} --seed {}{} --toml {p})\n\
          [stragglers]\nmodel = \"shifted-exp\"\na = [{}]\nmu = [{}]\n\n\
          [timing]\ncompute = \"modelled\"\na = {:.6e}\nmaster_a = 1e-12\n\n\
          [links]\nmodel = \"delay\"\ntau_up = [{tau}]\ntau_down = [{tau}]\np = {}\n",
@@ -124,10 +128,17 @@ fn sections(o: &Options, clients: &[Node], p: usize) -> String {
         o.seed,
         o.q,
         o.c,
+        if o.by_time {
+            format!(";\n# clients numbered by E[T] at {} points (eq. 5.15), fastest first, as the thesis hands out its shards", o.points)
+        } else {
+            String::new()
+        },
         o.clients,
         o.q,
         o.c,
+        o.points,
         o.seed,
+        if o.by_time { "" } else { " --order seed" },
         list(&a),
         list(&mu),
         a.iter().sum::<f64>() / a.len() as f64,

@@ -10,7 +10,7 @@ mod sweep;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{Parser, Subcommand, ValueEnum};
 use outrun_config::RingAlgorithm;
 
 #[derive(Parser)]
@@ -139,6 +139,11 @@ enum Cmd {
         /// Seed of the rates' permutations.
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// How the clients are numbered: `expected-time` (fastest first by E[T] at --points,
+        /// eq. 5.15: the thesis hands out its label-sorted shards in this order) or `seed` (the
+        /// order of the permutations).
+        #[arg(long, value_enum, default_value_t = ClientOrder::ExpectedTime)]
+        order: ClientOrder,
         /// Print one JSON object instead of a table.
         #[arg(long)]
         json: bool,
@@ -269,6 +274,15 @@ enum Cmd {
         #[arg(long, value_parser = outrun_report::trace::parse_window)]
         iterations: Option<outrun_report::trace::Window>,
     },
+}
+
+/// How `outrun codedfedl-load` numbers the clients.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ClientOrder {
+    /// Fastest first by E[T] (eq. 5.15).
+    ExpectedTime,
+    /// The order of the seed's permutations.
+    Seed,
 }
 
 #[derive(Subcommand)]
@@ -819,8 +833,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Cmd::Sweep { file, launcher, dry_run, base, repetitions, out } => {
             sweep::run(&sweep::Options { file, launcher, dry_run, base, repetitions, out })
         }
-        Cmd::CodedfedlLoad { clients, points, delta, q, c, seed, json, toml } => {
-            codedfedl::run(&codedfedl::Options { clients, points, delta, q, c, seed, json, toml })
+        Cmd::CodedfedlLoad { clients, points, delta, q, c, seed, order, json, toml } => {
+            let by_time = order == ClientOrder::ExpectedTime;
+            codedfedl::run(&codedfedl::Options { clients, points, delta, q, c, seed, by_time, json, toml })
         }
         Cmd::PagerankLoad { graph, config, set, servers, r, reduce, directed, json } => {
             pagerank_load(graph, config, &set, servers, r, reduce, directed, json)

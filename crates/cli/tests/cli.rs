@@ -595,6 +595,32 @@ fn bad_codedfedl_settings_get_one_line_naming_the_key() {
     }
 }
 
+/// The thesis hands out its label-sorted shards to the clients in order of expected time: the
+/// command numbers them so (E[T] at --points, eq. 5.15: 1.5·ℓ/μ + 2τ/0.9), or in the seed's
+/// permutation order with `--order seed`; the same clients either way.
+#[test]
+fn codedfedl_load_numbers_the_clients_fastest_first() {
+    let times = |args: &[&str]| -> Vec<f64> {
+        let r = outrun(&[&["codedfedl-load", "--json", "--points", "133"][..], args].concat());
+        assert_eq!(r.code, Some(0), "{}", r.stderr);
+        let v: serde_json::Value = serde_json::from_str(r.stdout.trim()).unwrap();
+        let e =
+            |c: &serde_json::Value| 133.0 / c["mu"].as_f64().unwrap() * 1.5 + 2.0 * c["tau"].as_f64().unwrap() / 0.9;
+        v["clients"].as_array().unwrap().iter().map(e).collect()
+    };
+    let (by_time, by_seed) = (times(&[]), times(&["--order", "seed"]));
+    assert!(by_time.windows(2).all(|w| w[0] <= w[1]), "{by_time:?}");
+    assert!(by_seed.windows(2).any(|w| w[0] > w[1]), "the seed's order is already sorted: {by_seed:?}");
+    let sorted = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v
+    };
+    assert_eq!(sorted(by_seed), by_time);
+    let toml = outrun(&["codedfedl-load", "--points", "133", "--toml", "784"]);
+    assert!(toml.stdout.contains("--points 133 --seed 1 --toml 784"), "{}", toml.stdout);
+    assert!(toml.stdout.contains("fastest first"), "{}", toml.stdout);
+}
+
 #[test]
 fn codedfedl_load_meets_the_global_batch_at_its_deadline() {
     let r = outrun(&["codedfedl-load", "--json"]);

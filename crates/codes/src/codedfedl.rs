@@ -255,6 +255,16 @@ pub fn thesis_clients(n: usize, q: usize, c: usize, cap: f64, perm_rate: &[usize
         .collect()
 }
 
+/// The clients in the order the thesis hands out its non-IID shards (§5.5): by E\[T\] at
+/// `points` points each (eq. 5.15, [`Node::mean_time`]), fastest first. With the data sorted by
+/// label and cut into one block per client, the slowest clients then hold whole classes — the
+/// setting in which greedy uncoded, which drops the slowest, never sees them. Ties keep their
+/// order.
+pub fn by_expected_time(mut clients: Vec<Node>, points: f64) -> Vec<Node> {
+    clients.sort_by(|a, b| a.mean_time(points).total_cmp(&b.mean_time(points)));
+    clients
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -388,6 +398,22 @@ mod tests {
         eprintln!("t* = {:.3} h, slowest client {:.3} h", a.t / 3600.0, slowest / 3600.0);
         // a model of 2000 × 10 values at 216 kbps·0.95^29 takes τ ≈ 14.6 s per transmission
         assert!((clients[29].tau_up - 2000.0 * 10.0 * 32.0 * 1.1 / (216e3 * 0.95f64.powi(29))).abs() < 1e-9);
+    }
+
+    #[test]
+    fn clients_by_expected_time_are_fastest_first_and_the_same_clients() {
+        let perm = |id: u64| Rng::from_key(&[1, crate::domain::SAMPLE, id]).permutation(30);
+        let clients = thesis_clients(30, 2000, 10, 400.0, &perm(2), &perm(3));
+        let sorted = by_expected_time(clients.clone(), 400.0);
+        let t: Vec<f64> = sorted.iter().map(|n| n.mean_time(400.0)).collect();
+        assert!(t.windows(2).all(|w| w[0] <= w[1]), "{t:?}");
+        // a permutation of the same clients: every client appears as often as before
+        for n in &clients {
+            let count = |v: &[Node]| v.iter().filter(|m| *m == n).count();
+            assert_eq!(count(&sorted), count(&clients));
+        }
+        // the permuted network is not already sorted (the test would show nothing)
+        assert!(clients.windows(2).any(|w| w[0].mean_time(400.0) > w[1].mean_time(400.0)));
     }
 
     #[test]

@@ -47,12 +47,12 @@ clean:
 
 .PHONY: reproduce reproduce-all reproduce-doc
 # the papers' results that `outrun reproduce` computes itself (analytic and simulated), quick
-# settings (about 65 s on the 2-vCPU VM); exits 1 when a number deviates from its paper with
+# settings (about 2.5 min on the 2-vCPU VM); exits 1 when a number deviates from its paper with
 # no known reason
 reproduce: build
 	$(BIN) reproduce --all --quick
 
-# the same at full settings (more simulated trials and draws: about 2 min on the 2-vCPU VM)
+# the same at full settings (more simulated trials, draws and seeds: about 5 min on the 2-vCPU VM)
 reproduce-all: build
 	$(BIN) reproduce --all
 

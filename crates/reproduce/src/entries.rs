@@ -394,12 +394,27 @@ fn num2(v: f64) -> String {
 
 /// Mean iteration time (virtual seconds) of a config in the simulator, timing only.
 fn sim_seconds(text: &str, sets: &[String], trials: usize, what: &str) -> Result<f64, String> {
-    let cfg = outrun_config::parse(text, sets).map_err(|e| format!("{what}: config: {e}"))?;
+    let opts = outrun_sim::Options { trials, math: outrun_sim::Math::Off, write: false };
+    Ok(simulate(text, None, sets, &opts, what)?.stats.mean_s)
+}
+
+/// Simulate the config `text` with `sets` (its paths relative to `dir`, when it names any);
+/// errors begin with `what`.
+fn simulate(
+    text: &str,
+    dir: Option<&std::path::Path>,
+    sets: &[String],
+    opts: &outrun_sim::Options,
+    what: &str,
+) -> Result<outrun_sim::Simulated, String> {
+    let cfg = match dir {
+        Some(dir) => outrun_config::parse_in(text, dir, sets),
+        None => outrun_config::parse(text, sets),
+    }
+    .map_err(|e| format!("{what}: config: {e}"))?;
     let shape = outrun_workloads::shape(&cfg).map_err(|e| format!("{what}: {e}"))?;
     let plan = outrun_workloads::plan(&cfg, shape).map_err(|e| format!("{what}: {e}"))?;
-    let opts = outrun_sim::Options { trials, math: outrun_sim::Math::Off, write: false };
-    let sim = outrun_sim::simulate(&plan, "", &opts).map_err(|e| format!("{what}: {e}"))?;
-    Ok(sim.stats.mean_s)
+    outrun_sim::simulate(&plan, "", opts).map_err(|e| format!("{what}: {e}"))
 }
 
 /// The plan of a scheme for `samples` points: (largest, smallest, mean) worker load ÷ samples.
@@ -1098,9 +1113,14 @@ fn pagerank_remark14(_: &mut Ctx<'_>) -> Result<Computed, String> {
 /// per round.
 type Curve = Vec<(f64, f64)>;
 
+/// The first point of `curve` at accuracy `gamma` or above.
+fn reached(curve: &Curve, gamma: f64) -> Option<usize> {
+    curve.iter().position(|c| c.1 >= gamma - 1e-12)
+}
+
 /// The first time `curve` reaches `gamma`.
 fn time_to(curve: &Curve, gamma: f64) -> Option<f64> {
-    curve.iter().find(|c| c.1 >= gamma - 1e-12).map(|c| c.0)
+    reached(curve, gamma).map(|k| curve[k].0)
 }
 
 /// The median of the values (None for none).
@@ -1123,11 +1143,8 @@ fn codedfedl_curves(runs: &[Vec<String>]) -> Result<Vec<Curve>, String> {
         let mut sets = runs[k].clone();
         sets.push(format!("run.out_dir={}", scratch.join(k.to_string()).display()));
         sets.push(format!("run.name=run{k}"));
-        let cfg = outrun_config::parse_in(text, dir, &sets).map_err(|e| format!("{what}: config: {e}"))?;
-        let shape = outrun_workloads::shape(&cfg).map_err(|e| format!("{what}: {e}"))?;
-        let plan = outrun_workloads::plan(&cfg, shape).map_err(|e| format!("{what}: {e}"))?;
         let opts = outrun_sim::Options { trials: 1, math: outrun_sim::Math::On, write: true };
-        let sim = outrun_sim::simulate(&plan, "", &opts).map_err(|e| format!("{what}: {e}"))?;
+        let sim = simulate(text, Some(dir), &sets, &opts, &what)?;
         let run_dir = sim.run_dir.ok_or_else(|| format!("{what}: the simulation wrote no run directory"))?;
         let rows = outrun_runlog::read::iterations(&run_dir).map_err(|e| format!("{what}: {e}"))?;
         let _ = std::fs::remove_dir_all(&run_dir);
@@ -1186,13 +1203,10 @@ fn codedfedl_at_scale(sets: &[&str]) -> Result<(f64, f64), String> {
     .collect();
     all.push(format!("run.out_dir={}", scratch.display()));
     let what = sets.join(" ");
-    let cfg = outrun_config::parse_in(text, dir, &all).map_err(|e| format!("{what}: config: {e}"))?;
-    let shape = outrun_workloads::shape(&cfg).map_err(|e| format!("{what}: {e}"))?;
-    let plan = outrun_workloads::plan(&cfg, shape).map_err(|e| format!("{what}: {e}"))?;
     let opts = outrun_sim::Options { trials: 3, math: outrun_sim::Math::Off, write: true };
-    let sim = outrun_sim::simulate(&plan, "", &opts);
+    let sim = simulate(text, Some(dir), &all, &opts, &what);
     let _ = std::fs::remove_dir_all(&scratch);
-    let sim = sim.map_err(|e| format!("{what}: {e}"))?;
+    let sim = sim?;
     let parity = sim.summary.and_then(|s| s.parity_s).unwrap_or(0.0);
     Ok((sim.stats.mean_s, parity))
 }
@@ -1202,16 +1216,17 @@ fn codedfedl_at_scale(sets: &[&str]) -> Result<(f64, f64), String> {
 /// a target accuracy, paired by seed (same features, samples and delays), their median.
 fn codedfedl_tables(ctx: &mut Ctx<'_>) -> Result<Computed, String> {
     let seeds: Vec<u64> = if ctx.quick { (1..=3).collect() } else { (1..=5).collect() };
-    let schemes: [(&str, Vec<&str>); 5] = [
-        ("naive", vec!["scheme.kind=umw", "scheme.delta="]),
-        ("greedy 0.1", vec!["scheme.kind=ignore", "scheme.s=3", "scheme.delta="]),
-        ("greedy 0.2", vec!["scheme.kind=ignore", "scheme.s=6", "scheme.delta="]),
-        ("CodedFedL 0.1", vec!["scheme.delta=0.1"]),
-        ("CodedFedL 0.2", vec!["scheme.delta=0.2"]),
+    // naive, greedy (ψ = 0.1, 0.2), CodedFedL (δ = 0.1, 0.2): the indices below
+    let schemes: [&[&str]; 5] = [
+        &["scheme.kind=umw", "scheme.delta="],
+        &["scheme.kind=ignore", "scheme.s=3", "scheme.delta="],
+        &["scheme.kind=ignore", "scheme.s=6", "scheme.delta="],
+        &["scheme.delta=0.1"],
+        &["scheme.delta=0.2"],
     ];
     let mut runs = vec![];
     for &seed in &seeds {
-        for (_, sets) in &schemes {
+        for sets in schemes {
             let mut v: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
             // the accuracy after every round, so that a time to a target is a round's, not the
             // config's evaluation grid's (every 5 rounds)
@@ -1229,7 +1244,7 @@ fn codedfedl_tables(ctx: &mut Ctx<'_>) -> Result<Computed, String> {
         "timing the five schemes at the thesis's scale: m = 12 000 (400 points per client), 30 rounds × 3 trials",
     );
     let mut scale = vec![];
-    for (_, sets) in &schemes {
+    for sets in schemes {
         scale.push(codedfedl_at_scale(sets)?);
     }
     let curve = |seed_index: usize, scheme: usize| &curves[seed_index * schemes.len() + scheme];
@@ -1261,12 +1276,7 @@ fn codedfedl_tables(ctx: &mut Ctx<'_>) -> Result<Computed, String> {
     ));
     // rounds to γ (every round is evaluated), median over the seeds that reach it
     let rounds = |s: usize, gamma: f64| {
-        median(
-            all.clone()
-                .filter_map(|i| curve(i, s).iter().position(|c| c.1 >= gamma - 1e-12))
-                .map(|k| (k + 1) as f64)
-                .collect(),
-        )
+        median(all.clone().filter_map(|i| reached(curve(i, s), gamma)).map(|k| (k + 1) as f64).collect())
     };
     // the thesis's 93.3 % is naive's final accuracy: ours is the lowest seed's, which every seed reaches
     let top = all.clone().map(|i| last(curve(i, 0))).fold(f64::INFINITY, f64::min);

@@ -26,6 +26,23 @@ pub fn single_threaded_blas() {
     ONCE.call_once(|| unsafe { openblas_set_num_threads(1) });
 }
 
+/// Keep freed memory for reuse: buffers of up to 32 MB (messages, models, a layer's
+/// activations) come back from the heap instead of fresh `mmap`s, whose pages the kernel faults
+/// in and zeroes on every use. glibc raises its threshold only past a freed block, so
+/// same-sized blocks freed and allocated again every iteration stay `mmap`ed. Called by the MPI
+/// engine and the simulator before they start (docs/performance.md §17); a no-op elsewhere.
+pub fn keep_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        // SAFETY: mallopt only sets allocator parameters.
+        ONCE.call_once(|| unsafe {
+            libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
+            libc::mallopt(libc::M_TRIM_THRESHOLD, 1 << 30);
+        });
+    }
+}
+
 /// A dense `f64` matrix (row-major, standard layout).
 pub type Matrix = Array2<f64>;
 

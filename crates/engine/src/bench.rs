@@ -138,7 +138,7 @@ pub fn ring_vs_mpi(
     target_s: f64,
     poll_us: u64,
 ) -> (usize, usize, Vec<RingRow>) {
-    crate::keep_freed_memory();
+    outrun_codes::keep_freed_memory();
     let universe = mpi::initialize().expect("MPI initialises once");
     let world = universe.world();
     let mut comm = Comm::new(&world);

@@ -57,25 +57,13 @@ pub struct Finished {
     pub result: Result<Option<Summary>, EngineError>,
 }
 
-/// Keep freed memory for reuse: message buffers of up to 32 MB come from the heap instead of
-/// fresh `mmap`s, whose pages the kernel faults in and zeroes on every use (docs/performance.md
-/// §17).
-fn keep_freed_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only sets allocator parameters; called once at start-up.
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
-        libc::mallopt(libc::M_TRIM_THRESHOLD, 1 << 30);
-    }
-}
-
 /// Run the experiment that `prepare` resolves (called on rank 0 only) on this rank. Call on
 /// every rank of an `mpirun` job. MPI is initialised and finalised inside.
 pub fn train(prepare: &dyn Fn() -> Result<Prepared, String>, progress: &mut dyn Progress) -> Finished {
     let started = Instant::now();
     // The cores are shared by many ranks already: one BLAS thread each.
     outrun_codes::single_threaded_blas();
-    keep_freed_memory();
+    outrun_codes::keep_freed_memory();
     let Some(universe) = mpi::initialize() else {
         return Finished { rank: 0, result: Err(EngineError::Setup("MPI was already initialised".into())) };
     };

@@ -47,7 +47,7 @@ clean:
 
 .PHONY: reproduce reproduce-all reproduce-doc
 # the papers' results that `outrun reproduce` computes itself (analytic and simulated), quick
-# settings (about 2.5 min on the 2-vCPU VM); exits 1 when a number deviates from its paper with
+# settings (about 3.5 min on the 2-vCPU VM); exits 1 when a number deviates from its paper with
 # no known reason
 reproduce: build
 	$(BIN) reproduce --all --quick

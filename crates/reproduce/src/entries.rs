@@ -4,8 +4,8 @@
 use outrun_codes::hier::{Amc, Arc, FailureTable};
 use outrun_codes::theory::{bec_threshold, s_kappa_commfr, s_kappa_ya, C_PRINTED, C_TABLE};
 use outrun_codes::{
-    det_er, expected_time, hcmm, load_balanced, loads, uniform_coded, uniform_coded_curve, uniform_uncoded, Graph,
-    ReducePolicy, Rng, Rounding, RowLaw, ShuffleAllocation,
+    det_er, expected_time, hcmm, load_balanced, loads, proportional, uniform_coded, uniform_coded_curve,
+    uniform_uncoded, Graph, ReducePolicy, Rng, Rounding, RowLaw, ShuffleAllocation,
 };
 
 use crate::{num, Computed, Ours, Row};
@@ -37,12 +37,16 @@ const ENTRIES: &[(&str, Compute)] = &[
     ("pagerank-th2", pagerank_power_law),
     ("cr-th9", cr_loads),
     ("cr-fig4.13", cr_fig4_13),
+    ("cr-fig4.2", cr_fig4_2),
+    ("cr-fig8", cr_fig8),
     ("codedfedl-table5.2", codedfedl_tables),
+    ("diversefl-table7.1", diversefl_table),
     ("pagerank-th3", pagerank_bipartite),
     ("pagerank-th4", pagerank_sbm),
     ("hcmm-fig3.2", hcmm_exp),
     ("hcmm-fig3.3", hcmm_weibull),
     ("hcmm-table3.1", hcmm_ec2_loads),
+    ("hcmm-ec2", hcmm_ec2),
     ("hier-fig6.3", hier_example),
     ("pagerank-fig2.4", pagerank_er),
     ("pagerank-remark14", pagerank_remark14),
@@ -218,6 +222,9 @@ enum Gc {
     /// Dynamic clusters with imperfect (previous) or perfect SSI; `hetero`: columns ordered by
     /// believed rate, stragglers below τ.
     Dynamic { perfect: bool, tau: Option<f64> },
+    /// The paper's lower bound "LB": the P(ℓ − r + 1)-th fastest of all K workers, each
+    /// computing r parts (`ignore` waiting for that many, every worker holding r parts' points).
+    Lower,
 }
 
 /// The paper's rates per point: a mini-batch is 100 points and one paper time unit one virtual
@@ -233,8 +240,14 @@ struct Setting {
 }
 
 fn gcdc_toml(s: &Setting, gc: Gc) -> String {
+    // a part is 100 points; LB's workers hold r parts' worth each, the others' codes assign r parts
+    let samples = 100 * s.workers * if matches!(gc, Gc::Lower) { s.r } else { 1 };
     let scheme = match gc {
         Gc::Plain => format!("kind = \"gc-cyclic\"\nworkers = {}\ns = {}", s.workers, s.r - 1),
+        Gc::Lower => {
+            let wait = s.clusters * (s.workers / s.clusters - s.r + 1);
+            format!("kind = \"ignore\"\nworkers = {}\ns = {}", s.workers, s.workers - wait)
+        }
         Gc::Static => format!("kind = \"gc-sc\"\nworkers = {}\nclusters = {}\nr = {}", s.workers, s.clusters, s.r),
         Gc::Dynamic { perfect, tau } => {
             let mut t = format!(
@@ -253,8 +266,7 @@ fn gcdc_toml(s: &Setting, gc: Gc) -> String {
     };
     format!(
         "[run]\nname = \"gcdc\"\nseed = 2027\niterations = 400\ndeadline = 3600.0\n\n[data]\nkind = \"linear-synthetic\"\nsamples = {}\nfeatures = 10\n\n[model]\nloss = \"least-squares\"\nlr = 0.1\n\n[scheme]\n{scheme}\n\n[stragglers]\n{}\n\n[timing]\ncompute = \"modelled\"\n",
-        100 * s.workers,
-        s.stragglers
+        samples, s.stragglers
     )
 }
 
@@ -282,17 +294,26 @@ fn gcdc_fig3(ctx: &mut Ctx<'_>) -> Result<Computed, String> {
     let gc = sim_mean(&gcdc_toml(&s, Gc::Plain), trials, "GC", ctx.progress)?;
     let sc = sim_mean(&gcdc_toml(&s, Gc::Static), trials, "GC-SC", ctx.progress)?;
     let dc = sim_mean(&gcdc_toml(&s, Gc::Dynamic { perfect: false, tau: None }), trials, "GC-DC", ctx.progress)?;
+    let lb = sim_mean(&gcdc_toml(&s, Gc::Lower), trials, "LB", ctx.progress)?;
     let mut out = Computed::default();
     out.set("dc_vs_sc", gain(dc, sc));
     out.set("dc_vs_sc_over_sc_vs_gc", gain(dc, sc) / gain(sc, gc));
+    out.set("lb", lb);
+    out.set("order", ordered(&[gc, sc, dc, lb]));
     out.notes.push(format!(
-        "mean iteration time (paper units): GC {}, GC-SC {}, GC-DC {} — GC-SC's gain over GC {}%",
+        "mean iteration time (paper units): GC {}, GC-SC {}, GC-DC {}, LB {} — GC-SC's gain over GC {}%",
         num2(gc),
         num2(sc),
         num2(dc),
+        num2(lb),
         num2(gain(sc, gc))
     ));
     Ok(out)
+}
+
+/// 1 when the means strictly decrease in the order given, else 0.
+fn ordered(means: &[f64]) -> f64 {
+    f64::from(u8::from(means.windows(2).all(|w| w[0] > w[1])))
 }
 
 /// GC-SC, and GC-DC with imperfect and with perfect SSI (`tau`: heterogeneous columns), in
@@ -335,7 +356,15 @@ fn fig4_shape(stragglers: String) -> Setting {
 fn gcdc_fig4(ctx: &mut Ctx<'_>) -> Result<Computed, String> {
     let trials = if ctx.quick { 10 } else { 30 };
     let s = fig4_shape(ge_homogeneous(10));
-    Ok(gains(static_and_dynamic(ctx, &s, None, trials, "")?))
+    let times = static_and_dynamic(ctx, &s, None, trials, "")?;
+    let gc = sim_mean(&gcdc_toml(&s, Gc::Plain), trials, "GC", ctx.progress)?;
+    let lb = sim_mean(&gcdc_toml(&s, Gc::Lower), trials, "LB", ctx.progress)?;
+    let mut out = gains(times);
+    let [sc, dc, dp] = times;
+    out.set("lb", lb);
+    out.set("order", ordered(&[gc, sc, dc, dp, lb]));
+    out.notes.push(format!("GC {}, LB {}", num2(gc), num2(lb)));
+    Ok(out)
 }
 
 fn gcdc_fig5(ctx: &mut Ctx<'_>) -> Result<Computed, String> {
@@ -525,6 +554,140 @@ fn cr_fig4_13(ctx: &mut Ctx<'_>) -> Result<Computed, String> {
     });
     let note = note.transpose()?;
     out.values.insert("rar".into(), Ours { value: Some(rar / cr), note });
+    Ok(out)
+}
+
+/// One of the EC2 settings of CodedReduce's convex experiments, timed in the simulator's α–β
+/// network: the tree, the points and the parameters (a message is p + 3 doubles).
+struct CrSetting {
+    n: usize,
+    layers: usize,
+    s: usize,
+    samples: usize,
+    features: usize,
+}
+
+impl CrSetting {
+    fn workers(&self) -> usize {
+        (1..=self.layers).map(|l| self.n.pow(l as u32)).sum()
+    }
+
+    /// Seconds per iteration of CR, UMW, GC (S = α·N, α = s/n) and RAR at `bandwidth`
+    /// (bytes/s) and `latency` (s per message), uploads only (the figures' aggregation time;
+    /// the thesis injected no stragglers and times no computation in them).
+    fn times(&self, bandwidth: f64, latency: f64, trials: usize) -> Result<[f64; 4], String> {
+        let n_all = self.workers();
+        let text = format!(
+            "[run]\nname = \"cr-ab\"\nseed = 11\niterations = 10\ndeadline = 1000.0\n\n[data]\nkind = \"linear-synthetic\"\nsamples = {}\nfeatures = {}\n\n[model]\nloss = \"least-squares\"\nlr = 0.1\n\n[scheme]\nkind = \"cr\"\nn = {}\nlayers = {}\ns = {}\n\n[timing]\ncompute = \"modelled\"\na = 1e-12\n\n[network]\nbandwidth = {bandwidth:e}\nlatency = {latency:e}\ndownlink = false\n",
+            self.samples, self.features, self.n, self.layers, self.s
+        );
+        let flat = |kind: &str, s: Option<usize>| -> Vec<String> {
+            vec![
+                format!("scheme.kind={kind}"),
+                "scheme.n=".into(),
+                "scheme.layers=".into(),
+                format!("scheme.workers={n_all}"),
+                s.map_or("scheme.s=".into(), |s| format!("scheme.s={s}")),
+            ]
+        };
+        let big_s = self.s * n_all / self.n;
+        let mut out = [0.0; 4];
+        for (k, sets) in
+            [vec![], flat("umw", None), flat("gc-cyclic", Some(big_s)), flat("rar", None)].iter().enumerate()
+        {
+            out[k] = sim_seconds(&text, sets, trials, &format!("N = {n_all}"))?;
+        }
+        Ok(out)
+    }
+}
+
+/// CR's speedups over UMW, GC and RAR in the α–β model, at no latency and at the per-message
+/// latency that gives the paper's RAR ratio; the rows `{prefix}umw`, `{prefix}gc`, `{prefix}rar`.
+fn cr_alpha_beta(ctx: &mut Ctx<'_>, set: &CrSetting, prefix: &str, out: &mut Computed) -> Result<(), String> {
+    let trials = if ctx.quick { 1 } else { 3 };
+    // the figures' scale: UMW's N uploads of p values through the master's port at 100 Mbit/s
+    let bandwidth = 100e6 / 8.0;
+    let n_all = set.workers();
+    (ctx.progress)(&format!("simulating CR, UMW, GC and RAR: N = {n_all}, p = {}, 100 Mbit/s", set.features));
+    let [cr, umw, gc, rar] = set.times(bandwidth, 0.0, trials)?;
+    let paper = |key: &str| ctx.rows.iter().find(|r| r.key == key).map(|r| r.paper);
+    let rar_paper = paper(&format!("{prefix}rar")).ok_or("no RAR row")?;
+    // the latency at which RAR's 2(N − 1) steps give the paper's ratio (CR's few messages pay it too)
+    let steps = 2.0 * (n_all - 1) as f64;
+    let latency = ((rar_paper * cr - rar) / steps).max(0.0);
+    (ctx.progress)(&format!("the same with {:.2} ms of latency per message", latency * 1e3));
+    let [cr_l, umw_l, gc_l, rar_l] = set.times(bandwidth, latency, trials)?;
+    let big_s = set.s * n_all / set.n;
+    let bound = format!(
+        "in the single-port α–β model (uploads only, 100 Mbit/s, no injected stragglers, as the thesis's EC2 runs had none) UMW's master waits for N = {n_all} uploads of p = {} values through its one port, GC's for N − S = {} of the same {n_all} (S = {big_s}; every worker uploads, and the late ones share the port), CR's root for its n = {} children: ms per iteration CR {}, UMW {}, GC {}, RAR {} — UMW ÷ GC is {}× here, where the thesis's ratios make it {}×: the paper's gap between UMW and GC is not communication under this model, and its EC2 runs do not say where it came from (the thesis: no artificial delay); with {} ms per message (what RAR's ratio needs) CR {}, UMW {}, GC {}, RAR {} ms: CR over UMW {}×, over GC {}×",
+        set.features,
+        n_all - big_s,
+        set.n,
+        num2(1e3 * cr),
+        num2(1e3 * umw),
+        num2(1e3 * gc),
+        num2(1e3 * rar),
+        num2(umw / gc),
+        num2(paper(&format!("{prefix}umw")).unwrap_or(f64::NAN) / paper(&format!("{prefix}gc")).unwrap_or(f64::NAN)),
+        num2(latency * 1e3),
+        num2(1e3 * cr_l),
+        num2(1e3 * umw_l),
+        num2(1e3 * gc_l),
+        num2(1e3 * rar_l),
+        num2(umw_l / cr_l),
+        num2(gc_l / cr_l)
+    );
+    for (key, slow) in [("umw", umw), ("gc", gc)] {
+        out.values.insert(format!("{prefix}{key}"), Ours { value: Some(slow / cr), note: Some(bound.clone()) });
+    }
+    out.values.insert(
+        format!("{prefix}rar"),
+        Ours {
+            value: Some(rar / cr),
+            note: Some(format!(
+                "without latency RAR's 2(N − 1) = {steps} ring steps of p/N values cost little: {} ms against CR's {} ms; a latency of {} ms per message (EC2's is not stated) gives {}× in the simulator",
+                num2(1e3 * rar),
+                num2(1e3 * cr),
+                num2(latency * 1e3),
+                num2(rar_l / cr_l)
+            )),
+        },
+    );
+    out.notes.push(format!(
+        "N = {n_all}: ms per iteration without latency CR {}, UMW {}, GC {}, RAR {}; with {} ms per message CR {}, UMW {}, GC {}, RAR {}",
+        num2(1e3 * cr),
+        num2(1e3 * umw),
+        num2(1e3 * gc),
+        num2(1e3 * rar),
+        num2(latency * 1e3),
+        num2(1e3 * cr_l),
+        num2(1e3 * umw_l),
+        num2(1e3 * gc_l),
+        num2(1e3 * rar_l)
+    ));
+    Ok(())
+}
+
+/// Fig. 4.2: N = 84 on the (4,3) tree, s = 1, the linear experiment's (d, p) = (7644, 6500).
+fn cr_fig4_2(ctx: &mut Ctx<'_>) -> Result<Computed, String> {
+    let mut out = Computed::default();
+    let set = CrSetting { n: 4, layers: 3, s: 1, samples: 7644, features: 6500 };
+    cr_alpha_beta(ctx, &set, "vs_", &mut out)?;
+    out.notes.push(
+        "the engine on 85 emulated hosts (sudo make reproduce-cr, docs/results/cr.md: 20 Mbit/s links, p = 2000) measured CR 8.49× faster than UMW, 8.05× than GC and 2.69× than RAR, whose 166 steps took 187 ms where the model without latency gives 18 ms: about 1 ms per ring step there (85 ranks sharing 2 cores), the order of the latency above".into(),
+    );
+    Ok(out)
+}
+
+/// Papers' Figs. 8–9: N = 156 on the (12,2) tree, s = 1 (α = 1/12), logistic GISETTE-shaped
+/// (d, p) = (6552, 5001) and linear (7644, 6500); exact schemes, so time to the same error is
+/// time per iteration.
+fn cr_fig8(ctx: &mut Ctx<'_>) -> Result<Computed, String> {
+    let mut out = Computed::default();
+    let log = CrSetting { n: 12, layers: 2, s: 1, samples: 6552, features: 5001 };
+    cr_alpha_beta(ctx, &log, "log_", &mut out)?;
+    let lin = CrSetting { n: 12, layers: 2, s: 1, samples: 7644, features: 6500 };
+    cr_alpha_beta(ctx, &lin, "lin_", &mut out)?;
     Ok(out)
 }
 
@@ -906,6 +1069,125 @@ fn hcmm_ec2_loads(ctx: &mut Ctx<'_>) -> Result<Computed, String> {
     Ok(out)
 }
 
+/// When a mat-vec product is done, given each worker's finishing time and load: uncoded
+/// (`need` None), when the last worker with rows is; coded, when the rows back reach `need`.
+fn completion(times: &[f64], loads: &[usize], need: Option<usize>) -> f64 {
+    let mut order: Vec<usize> = (0..times.len()).filter(|&i| loads[i] > 0).collect();
+    order.sort_by(|&i, &j| times[i].total_cmp(&times[j]));
+    let Some(need) = need else { return order.last().map_or(0.0, |&i| times[i]) };
+    let mut got = 0;
+    for i in order {
+        got += loads[i];
+        if got >= need {
+            return times[i];
+        }
+    }
+    f64::INFINITY
+}
+
+/// §3.5.2's EC2 experiment in its model: the Fig. 3.5 fits, LT-coded r′ = 11 300 of r = 10 000
+/// rows, each worker a straggler with probability 0.5 for the whole experiment (4× its time).
+/// Per straggler set (drawn once per experiment, as on EC2) the expected time of each scheme over
+/// `draws` exponential draws; HCMM's loads from fits that include that experiment's stragglers
+/// (the notes' reading: otherwise its loads barely differ from uniform's), the baselines' as the
+/// thesis ran them (load-balanced ∝ vCPUs, uniform coded decodable from any ⌈n/2⌉).
+fn hcmm_ec2(ctx: &mut Ctx<'_>) -> Result<Computed, String> {
+    let (r, r_lt) = (10_000usize, 11_300usize);
+    let (fa, fb) = (RowLaw::exp(1.37e-3, 1.0 / 8.25e-6), RowLaw::exp(2.00e-3, 1.0 / 8.72e-6));
+    let (sets, draws) = if ctx.quick { (200, 40) } else { (1000, 100) };
+    let mut rng = Rng::from_key(&[0x0045_4332, 3]);
+    // [uniform uncoded, load-balanced uncoded, uniform coded, HCMM (stragglers known), HCMM (fits only)]
+    let mut best = [0.0f64; 3];
+    // per baseline: (n, HCMM's reductions per straggler set, sorted)
+    let mut spreads: [Vec<(usize, Vec<f64>)>; 3] = Default::default();
+    let mut out = Computed::default();
+    for (n, na, nb) in [(10usize, 4, 6), (15, 6, 9)] {
+        (ctx.progress)(&format!("n = {n}: {sets} straggler sets × {draws} draws"));
+        let w = repeat(&[(fa, na), (fb, nb)]);
+        let uu = uniform_uncoded(n, r, Rounding::Exact);
+        let vcpus: Vec<f64> = (0..n).map(|i| if i < na { 8.0 } else { 4.0 }).collect();
+        let lb = proportional(&vcpus, r, Rounding::Exact);
+        let uc = vec![r_lt.div_ceil(n.div_ceil(2)); n];
+        let blind = hcmm(&w, r_lt).loads;
+        let mut sums = [0.0f64; 5];
+        let mut per_set: [Vec<f64>; 3] = Default::default();
+        for _ in 0..sets {
+            let slow: Vec<f64> = (0..n).map(|_| if rng.uniform() < 0.5 { 4.0 } else { 1.0 }).collect();
+            let known: Vec<RowLaw> = w.iter().zip(&slow).map(|(l, &f)| RowLaw::exp(l.a * f, l.mu / f)).collect();
+            let aware = hcmm(&known, r_lt).loads;
+            let mut t = [0.0f64; 5];
+            for _ in 0..draws {
+                let e: Vec<f64> = (0..n).map(|_| rng.exp1()).collect();
+                let times = |loads: &[usize]| -> Vec<f64> {
+                    (0..n).map(|i| slow[i] * loads[i] as f64 * (w[i].a + e[i] / w[i].mu)).collect()
+                };
+                t[0] += completion(&times(&uu), &uu, None);
+                t[1] += completion(&times(&lb), &lb, None);
+                t[2] += completion(&times(&uc), &uc, Some(r_lt));
+                t[3] += completion(&times(&aware), &aware, Some(r_lt));
+                t[4] += completion(&times(&blind), &blind, Some(r_lt));
+            }
+            sums.iter_mut().zip(&t).for_each(|(s, x)| *s += x);
+            for (v, x) in per_set.iter_mut().zip(&t) {
+                v.push(100.0 * (1.0 - t[3] / x));
+            }
+        }
+        let mean = sums.map(|x| x / (sets * draws) as f64);
+        let red = |k: usize, h: usize| 100.0 * (1.0 - mean[h] / mean[k]);
+        for (k, b) in best.iter_mut().enumerate() {
+            *b = b.max(red(k, 3));
+        }
+        for v in per_set.iter_mut() {
+            v.sort_by(f64::total_cmp);
+        }
+        let spread = |k: usize| (per_set[k][sets / 10], per_set[k][sets * 9 / 10]);
+        let names = ["uniform uncoded", "load-balanced uncoded (∝ vCPUs)", "uniform coded (any ⌈n/2⌉)"];
+        out.notes.push(format!(
+            "n = {n}: mean seconds per product: uniform uncoded {}, load-balanced {}, uniform coded {}, HCMM {} (its loads from the fits alone, blind to the stragglers: {}, reductions {} / {} / {} %); HCMM's reduction per straggler set, 10th–90th percentile: {}",
+            num2(mean[0]),
+            num2(mean[1]),
+            num2(mean[2]),
+            num2(mean[3]),
+            num2(mean[4]),
+            num2(red(0, 4)),
+            num2(red(1, 4)),
+            num2(red(2, 4)),
+            (0..3)
+                .map(|k| {
+                    let (lo, hi) = spread(k);
+                    format!("vs {} {}–{} %", names[k], num2(lo), num2(hi))
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+        for (k, v) in per_set.into_iter().enumerate() {
+            spreads[k].push((n, v));
+        }
+    }
+    for (k, key) in ["vs_uu", "vs_lb", "vs_uc"].iter().enumerate() {
+        let paper = ctx.rows.iter().find(|r| r.key == *key).map_or(f64::NAN, |r| r.paper);
+        let within = spreads[k]
+            .iter()
+            .map(|(n, v)| {
+                let below = v.iter().filter(|&&x| x <= paper).count();
+                format!(
+                    "n = {n}: 10th–90th percentile {}–{} %, the paper's {} % or less in {} % of sets",
+                    num2(v[v.len() / 10]),
+                    num2(v[v.len() * 9 / 10]),
+                    num(paper),
+                    num2(100.0 * below as f64 / v.len() as f64)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; ");
+        let note = format!(
+            "the thesis's value is one EC2 experiment per scenario (one straggler set each), with LT decoding time measured apart and added (not stated); ours is the expected reduction in the fits' model without decoding, which the coded schemes pay and the uncoded do not. A single experiment's reduction varies with its straggler set: {within}"
+        );
+        out.values.insert(key.to_string(), Ours { value: Some(best[k]), note: Some(note) });
+    }
+    Ok(out)
+}
+
 // ---------------------------------------------------------------- thesis ch. 6
 
 fn hier_example(_: &mut Ctx<'_>) -> Result<Computed, String> {
@@ -1130,15 +1412,28 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
     (n > 0).then(|| if n % 2 == 1 { v[n / 2] } else { 0.5 * (v[n / 2 - 1] + v[n / 2]) })
 }
 
-/// Simulate `configs/codedfedl-mnist.toml` (real arithmetic, virtual time) with each set of
-/// overrides, on up to two threads; every run's accuracy curve, in the order given.
-fn codedfedl_curves(runs: &[Vec<String>]) -> Result<Vec<Curve>, String> {
+/// The repository's configs/ directory, which the configs' data paths are relative to.
+fn configs_dir() -> &'static std::path::Path {
+    std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../configs"))
+}
+
+/// One simulated run with real arithmetic: its accuracy curve and its summary.
+struct Run {
+    curve: Curve,
+    /// The round (from 0) of each point of `curve`.
+    at: Vec<u64>,
+    summary: outrun_runlog::Summary,
+}
+
+/// Simulate the config `text` (one of configs/, named `label`; real arithmetic, virtual time)
+/// with each set of overrides, on up to two threads; every run's accuracy curve and summary, in
+/// the order given.
+fn sim_runs(label: &str, text: &str, runs: &[Vec<String>]) -> Result<Vec<Run>, String> {
     use std::sync::atomic::{AtomicUsize, Ordering};
-    let dir = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../configs"));
-    let text = include_str!("../../../configs/codedfedl-mnist.toml");
-    let scratch = std::env::temp_dir().join(format!("outrun-reproduce-codedfedl-{}", std::process::id()));
+    let dir = configs_dir();
+    let scratch = std::env::temp_dir().join(format!("outrun-reproduce-{label}-{}", std::process::id()));
     let next = AtomicUsize::new(0);
-    let one = |k: usize| -> Result<Curve, String> {
+    let one = |k: usize| -> Result<Run, String> {
         let what = runs[k].join(" ");
         let mut sets = runs[k].clone();
         sets.push(format!("run.out_dir={}", scratch.join(k.to_string()).display()));
@@ -1146,12 +1441,18 @@ fn codedfedl_curves(runs: &[Vec<String>]) -> Result<Vec<Curve>, String> {
         let opts = outrun_sim::Options { trials: 1, math: outrun_sim::Math::On, write: true };
         let sim = simulate(text, Some(dir), &sets, &opts, &what)?;
         let run_dir = sim.run_dir.ok_or_else(|| format!("{what}: the simulation wrote no run directory"))?;
-        let rows = outrun_runlog::read::iterations(&run_dir).map_err(|e| format!("{what}: {e}"))?;
+        let rows = outrun_runlog::read::iterations(&run_dir).map_err(|e| format!("{what}: {e}"));
         let _ = std::fs::remove_dir_all(&run_dir);
-        Ok(rows.iter().filter_map(|r| r.test_accuracy.map(|a| (r.cumulative_s, a))).collect())
+        let summary = sim.summary.ok_or_else(|| format!("{what}: the simulation wrote no summary"))?;
+        let tested: Vec<_> = rows?.into_iter().filter(|r| r.test_accuracy.is_some()).collect();
+        Ok(Run {
+            curve: tested.iter().map(|r| (r.cumulative_s, r.test_accuracy.unwrap_or(0.0))).collect(),
+            at: tested.iter().map(|r| r.iteration).collect(),
+            summary,
+        })
     };
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 2);
-    let mut done: Vec<(usize, Result<Curve, String>)> = std::thread::scope(|s| {
+    let mut done: Vec<(usize, Result<Run, String>)> = std::thread::scope(|s| {
         let workers: Vec<_> = (0..threads)
             .map(|_| {
                 s.spawn(|| {
@@ -1180,7 +1481,7 @@ fn codedfedl_curves(runs: &[Vec<String>]) -> Result<Vec<Curve>, String> {
 /// m = 12 000 synthetic rows of MNIST's shape (400 per client), 30 rounds × 3 trials: (mean
 /// seconds per round, the parity upload's seconds for one global mini-batch).
 fn codedfedl_at_scale(sets: &[&str]) -> Result<(f64, f64), String> {
-    let dir = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../configs"));
+    let dir = configs_dir();
     let text = include_str!("../../../configs/codedfedl-mnist.toml");
     let scratch = std::env::temp_dir().join(format!("outrun-reproduce-codedfedl-scale-{}", std::process::id()));
     let mut all: Vec<String> = [
@@ -1239,7 +1540,8 @@ fn codedfedl_tables(ctx: &mut Ctx<'_>) -> Result<Computed, String> {
         seeds.iter().map(u64::to_string).collect::<Vec<_>>().join(", "),
         runs.len()
     ));
-    let curves = codedfedl_curves(&runs)?;
+    let text = include_str!("../../../configs/codedfedl-mnist.toml");
+    let curves: Vec<Curve> = sim_runs("codedfedl", text, &runs)?.into_iter().map(|r| r.curve).collect();
     (ctx.progress)(
         "timing the five schemes at the thesis's scale: m = 12 000 (400 points per client), 30 rounds × 3 trials",
     );
@@ -1364,4 +1666,156 @@ fn codedfedl_tables(ctx: &mut Ctx<'_>) -> Result<Computed, String> {
         ));
     }
     Ok(out)
+}
+
+// ---------------------------------------------------------------- thesis ch. 7 (DiverseFL)
+
+/// Table 7.1 (Gaussian faults, f = 5 and 17 of 23 clients) and §7.4's local-step ablation
+/// (E = 1..4, 25 clients, 6 faulty) in the thesis's MNIST setting, `configs/fl-mnist.toml`, in
+/// simulated time with real arithmetic. The thesis's table is CIFAR-10 with VGG-11, which this
+/// repository cannot run: its absolute accuracies are not comparable; DiverseFL against
+/// OracleSGD (which averages the honest clients only) is.
+fn diversefl_table(ctx: &mut Ctx<'_>) -> Result<Computed, String> {
+    let rounds: u64 = if ctx.quick { 100 } else { 300 };
+    let common = [
+        "faults.kind=gaussian".to_string(),
+        format!("run.iterations={rounds}"),
+        format!("model.decay_at=[{}, {}]", rounds / 2, rounds * 95 / 100),
+        "data.test_every=5".to_string(),
+    ];
+    // the thesis does not say which clients are faulty: at f = 17 the 6 honest ones are spread
+    // over the label-sorted shards (clients 2, 6, 10, 14, 18, 22)
+    let faulty17 = "[1, 3, 4, 5, 7, 8, 9, 11, 12, 13, 15, 16, 17, 19, 20, 21, 23]";
+    let faulty6 = "[3, 7, 11, 15, 19, 23]";
+    // OracleSGD and DiverseFL at f = 5 and 17, and FedAvg at f = 5 (at f = 17 its mean of the
+    // uploads diverges within a few dozen rounds)
+    let table: Vec<Vec<String>> = [(5, "oracle"), (5, "diversefl"), (5, "fedavg"), (17, "oracle"), (17, "diversefl")]
+        .iter()
+        .map(|&(f, kind)| {
+            let mut v = vec![format!("scheme.kind={kind}")];
+            if f == 17 {
+                v.extend([format!("faults.workers={faulty17}"), "scheme.byzantine=17".into()]);
+            }
+            v
+        })
+        .collect();
+    let ablation: Vec<Vec<String>> =
+        [("diversefl", 1), ("diversefl", 2), ("diversefl", 3), ("diversefl", 4), ("oracle", 4)]
+            .iter()
+            .map(|(kind, e)| {
+                vec![
+                    format!("scheme.kind={kind}"),
+                    "scheme.workers=25".into(),
+                    format!("faults.workers={faulty6}"),
+                    "scheme.byzantine=6".into(),
+                    format!("job.local_steps={e}"),
+                ]
+            })
+            .collect();
+    let runs: Vec<Vec<String>> =
+        table.iter().chain(&ablation).map(|v| common.iter().chain(v).cloned().collect()).collect();
+    (ctx.progress)(&format!(
+        "simulating OracleSGD and DiverseFL with 5 and 17 of 23 clients faulty (and FedAvg with 5), and DiverseFL with E = 1..4 (25 clients, 6 faulty): {} runs of {rounds} rounds with real arithmetic",
+        runs.len()
+    ));
+    let text = include_str!("../../../configs/fl-mnist.toml");
+    let done = sim_runs("diversefl", text, &runs)?;
+    let last = |r: &Run| r.curve.last().map_or(f64::NAN, |x| x.1);
+    let pct = |x: f64| format!("{:.1} %", 100.0 * x);
+    let mut out = Computed::default();
+    for (k, f) in [(0usize, 5usize), (3, 17)] {
+        let (oracle, diverse) = (&done[k], &done[k + 1]);
+        let clients = 23;
+        let honest = (clients - f) as u64 * rounds;
+        let faulty = f as u64 * rounds;
+        let s = &diverse.summary;
+        let honest_rejected = s.rejected_results.saturating_sub(faulty - s.faulty_results_used.min(faulty));
+        for (key, run) in [("oracle", oracle), ("diversefl", diverse)] {
+            out.values.insert(
+                format!("f{f}_{key}"),
+                Ours {
+                    value: None,
+                    note: Some(format!(
+                        "the thesis's CIFAR-10 with VGG-11 is not run here; ours in its MNIST setting (the subset, the 784-200-200-10 network): {}; the comparable claim is DiverseFL against OracleSGD (the difference row)",
+                        pct(last(run))
+                    )),
+                },
+            );
+        }
+        out.set(&format!("f{f}_gap"), 100.0 * (last(diverse) - last(oracle)));
+        let fedavg =
+            if f == 5 { format!(", FedAvg (every upload averaged) {}", pct(last(&done[2]))) } else { String::new() };
+        out.notes.push(format!(
+            "f = {f}: final test accuracy OracleSGD {}, DiverseFL {}{fedavg}; DiverseFL used {} of the faulty clients' {faulty} uploads and left out {honest_rejected} of the honest clients' {honest}",
+            pct(last(oracle)),
+            pct(last(diverse)),
+            s.faulty_results_used
+        ));
+    }
+    // converging: within 2 points (Table 7.1's tolerance) of where E = 1 ends
+    let e: Vec<&Run> = done[table.len()..].iter().collect();
+    let target = last(e[0]) - 0.02;
+    let rounds_to = |r: &Run| reached(&r.curve, target).map(|k| r.at[k] + 1);
+    let r1 = rounds_to(e[0]).ok_or("E = 1 never comes within 2 points of its own final accuracy")?;
+    out.values.insert(
+        "e4_rounds".into(),
+        match rounds_to(e[3]) {
+            Some(r4) => Ours::value(r4 as f64 / r1 as f64),
+            None => Ours { value: None, note: Some(format!("E = 4 never reaches {}", pct(target))) },
+        },
+    );
+    out.set("e4_gap", 100.0 * (last(e[3]) - last(e[4])));
+    out.notes.push(format!(
+        "ablation (25 clients, 6 faulty, one label-sorted shard each, Gaussian faults): DiverseFL's rounds to {} (2 points below E = 1's final accuracy) for E = 1, 2, 3, 4: {}; final accuracy {}; OracleSGD with E = 4 {}",
+        pct(target),
+        e[..4].iter().map(|r| rounds_to(r).map_or("—".into(), |x| x.to_string())).collect::<Vec<_>>().join(", "),
+        e[..4].iter().map(|r| pct(last(r))).collect::<Vec<_>>().join(", "),
+        pct(last(e[4]))
+    ));
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The EC2 entry's Monte Carlo completion time against the exact E[T] of the same loads and
+    /// fits (no stragglers): HCMM's coded wait and uniform uncoded's wait for all, within 1 %.
+    #[test]
+    fn completion_agrees_with_the_exact_expected_time() {
+        let w = repeat(&[(RowLaw::exp(1.37e-3, 1.0 / 8.25e-6), 4), (RowLaw::exp(2.00e-3, 1.0 / 8.72e-6), 6)]);
+        let mut rng = Rng::from_key(&[7]);
+        let coded = hcmm(&w, 11_300).loads;
+        let uncoded = uniform_uncoded(10, 10_000, Rounding::Exact);
+        let (mut c, mut u, trials) = (0.0, 0.0, 20_000);
+        for _ in 0..trials {
+            let e: Vec<f64> = (0..10).map(|_| rng.exp1()).collect();
+            let times =
+                |l: &[usize]| -> Vec<f64> { (0..10).map(|i| l[i] as f64 * (w[i].a + e[i] / w[i].mu)).collect() };
+            c += completion(&times(&coded), &coded, Some(11_300));
+            u += completion(&times(&uncoded), &uncoded, None);
+        }
+        let (c, u) = (c / trials as f64, u / trials as f64);
+        let exact_c = expected_time(&w, &coded, 11_300);
+        let exact_u = expected_time(&w, &uncoded, 10_000);
+        assert!((c / exact_c - 1.0).abs() < 0.01, "coded {c} against {exact_c}");
+        assert!((u / exact_u - 1.0).abs() < 0.01, "uncoded {u} against {exact_u}");
+    }
+
+    /// LB as simulated (`ignore` waiting for P(ℓ − r + 1) workers of r parts each) against the
+    /// spec's closed form with every worker fast: 2·(0.01 + (H₁₂ − H₄)/10) = 0.22398 (K = 12,
+    /// r = 2, the 8th smallest of 12 shifted exponentials), within 3 %.
+    #[test]
+    fn lower_bound_is_the_order_statistic_of_all_workers() {
+        let fast = format!(
+            "model = \"markov\"\np = 0.0\na = 1e-7\nmu_slow = {:e}\nmu_fast = {:e}\ninitial_slow = 0",
+            10.0 * UNIT,
+            10.0 * UNIT
+        );
+        let s = Setting { workers: 12, clusters: 4, r: 2, n: 2, stragglers: fast };
+        let lb = sim_seconds(&gcdc_toml(&s, Gc::Lower), &[], 10, "LB").unwrap() * 1e3;
+        let h = |n: usize| (1..=n).map(|k| 1.0 / k as f64).sum::<f64>();
+        let exact = 2.0 * (0.01 + (h(12) - h(4)) / 10.0);
+        assert!((lb / exact - 1.0).abs() < 0.03, "LB {lb} against {exact}");
+    }
 }

@@ -516,13 +516,22 @@ mod tests {
     }
 
     /// What `make reproduce` checks: every computed result at quick settings, and no number that
-    /// deviates from its paper without a measured reason.
+    /// deviates from its paper without a measured reason. Every result reproduces at least one
+    /// number, except the CodedReduce EC2 figures timed in the α–β model, whose every number
+    /// deviates with the reason measured (the model's bounds); should one reproduce, this list
+    /// is wrong.
     #[test]
     fn every_deviation_of_the_quick_results_has_a_measured_reason() {
+        const ALL_DEVIATE: [&str; 2] = ["cr-fig4.2", "cr-fig8"];
         for r in catalogue().iter().filter(|r| r.method != Method::Script) {
             let out = run(r, true, &mut |_| {}).unwrap();
             assert!(out.unexplained().is_empty(), "{}", text(&out));
-            assert!(out.count(|v| *v == Verdict::Reproduced) > 0, "{}", text(&out));
+            let reproduced = out.count(|v| *v == Verdict::Reproduced);
+            if ALL_DEVIATE.contains(&r.id.as_str()) {
+                assert_eq!(reproduced, 0, "{}", text(&out));
+            } else {
+                assert!(reproduced > 0, "{}", text(&out));
+            }
         }
     }
 

@@ -292,7 +292,7 @@ pub(crate) fn summary(dir: &Path) -> serde_json::Value {
 /// Largest relative difference ‖a_t − b_t‖/‖b_t‖ over t ≥ 1 (θ_0 = 0).
 pub(crate) fn max_rel_diff(a: &[Vec<f64>], b: &[Vec<f64>]) -> f64 {
     assert_eq!(a.len(), b.len(), "trajectory lengths differ");
-    a.iter().zip(b).skip(1).map(|(x, y)| outrun_workloads::metrics::relative_diff(x, y)).fold(0.0, f64::max)
+    a.iter().zip(b).map(|(x, y)| outrun_workloads::metrics::relative_diff(x, y)).fold(0.0, f64::max)
 }
 
 pub(crate) fn write_config(dir: &Path, text: &str) -> PathBuf {

@@ -507,6 +507,7 @@ pub fn run_info(plan: &Plan, job: &dyn Job, dir: &Path, compute: &str) -> RunInf
         stragglers: plan.stragglers.name().into(),
         compute: compute.into(),
         trajectory: plan.run.trajectory,
+        initial: job.state(),
         columns: job.columns().iter().map(|c| c.to_string()).collect(),
         state_file: job.state_file().into(),
     }

@@ -54,6 +54,10 @@ pub struct RunInfo {
     pub compute: String,
     /// Write the state after every iteration (`trajectory.csv`).
     pub trajectory: bool,
+    /// The state before the first iteration, where the job has one (θ₀, or a resumed run's
+    /// checkpoint): `trajectory.csv`'s first row and the first `relative_change`'s reference;
+    /// None: zeros.
+    pub initial: Option<Vec<f64>>,
     /// The job's own `iterations.csv` columns, after the common ones.
     pub columns: Vec<String>,
     /// The final state's file name.
@@ -128,10 +132,11 @@ impl Book {
         let extra: String = info.columns.iter().map(|c| format!(",{c}")).collect();
         csv.line(&format!("{COLUMNS}{extra}"));
         let traj = if info.trajectory { Lines::create(&dir.join("trajectory.csv"))?.quiet() } else { Lines::none() };
-        let mut book = Book {
+        let initial = info.initial.clone().unwrap_or_else(|| vec![0.0; info.features]);
+        Ok(Book {
             csv,
             traj,
-            prev_theta: vec![0.0; info.features],
+            prev_theta: initial,
             last_end: loop_start,
             loop_start,
             walls: Vec::new(),
@@ -145,9 +150,7 @@ impl Book {
             last_accuracy: None,
             prelude: None,
             first: None,
-        };
-        book.trajectory(0, &vec![0.0; info.features]);
-        Ok(book)
+        })
     }
 
     /// The timed loop starts at `at` (when the book was opened before it).
@@ -172,6 +175,12 @@ impl Book {
 
     /// Record iteration t (the state is θ_{t+1}, the loss is at θ_t). Returns the wall time.
     pub fn record(&mut self, r: IterationRecord) -> f64 {
+        if self.first.is_none() && r.state.is_some() {
+            // the state the first recorded iteration started from (θ₀, or the checkpoint's)
+            let before = std::mem::take(&mut self.prev_theta);
+            self.trajectory(r.t, &before);
+            self.prev_theta = before;
+        }
         self.first.get_or_insert(r.t);
         let wall = r.end - self.last_end;
         self.last_end = r.end;

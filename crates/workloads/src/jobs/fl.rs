@@ -212,6 +212,10 @@ impl Job for Federated {
         self.gd.model()
     }
 
+    fn state(&self) -> Option<Vec<f64>> {
+        self.gd.state()
+    }
+
     fn compute(
         &mut self,
         rank: usize,

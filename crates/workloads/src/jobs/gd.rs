@@ -562,6 +562,10 @@ impl Job for GradientDescent {
         Arc::new(Frame::from_vec(self.theta.clone()))
     }
 
+    fn state(&self) -> Option<Vec<f64>> {
+        Some(self.theta.clone())
+    }
+
     fn compute(
         &mut self,
         rank: usize,

@@ -117,6 +117,13 @@ pub trait Job {
     fn work(&self, _rank: usize, _t: u64) -> f64 {
         1.0
     }
+    /// The state before the next iteration, where it is what `apply` returns (gradient
+    /// descent's and federated learning's θ, PageRank's ranks): `trajectory.csv`'s first row and
+    /// the first iteration's `relative_change` start from it. None: the state has no value before
+    /// the first iteration (a mat-vec product).
+    fn state(&self) -> Option<Vec<f64>> {
+        None
+    }
     /// Length of the state `apply` returns (the state file's values).
     fn state_len(&self) -> usize {
         self.model_len()

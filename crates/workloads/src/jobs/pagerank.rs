@@ -141,6 +141,10 @@ impl Job for Pagerank {
         Arc::new(Frame::from_vec(self.rank.clone()))
     }
 
+    fn state(&self) -> Option<Vec<f64>> {
+        Some(self.rank.clone())
+    }
+
     fn compute(
         &mut self,
         _rank: usize,

@@ -112,15 +112,21 @@ fn numpy_least_squares_follows_the_built_in_model_in_umw_gc_and_cr_under_straggl
     }
 }
 
-/// Where PyTorch imports (into the environment the ranks use), or why the test is skipped.
-fn torch() -> Result<(), String> {
+/// Whether PyTorch imports (into the environment the ranks use); where it does not, a line
+/// says that `test` is skipped and why.
+fn torch(test: &str) -> bool {
     let python = Path::new(&python_env()).join("bin/python");
-    let out = std::process::Command::new(&python).args(["-c", "import torch"]).output();
-    match out {
-        Ok(o) if o.status.success() => Ok(()),
-        Ok(o) => Err(String::from_utf8_lossy(&o.stderr).lines().last().unwrap_or("").to_string()),
-        Err(e) => Err(format!("{}: {e}", python.display())),
-    }
+    let why = match std::process::Command::new(&python).args(["-c", "import torch"]).output() {
+        Ok(o) if o.status.success() => return true,
+        Ok(o) => String::from_utf8_lossy(&o.stderr).lines().last().unwrap_or("").to_string(),
+        Err(e) => format!("{}: {e}", python.display()),
+    };
+    eprintln!(
+        "SKIPPED {test}: PyTorch does not import in {} ({why}); install it with `{}/bin/pip install torch`",
+        python_env(),
+        python_env()
+    );
+    false
 }
 
 #[test]
@@ -133,12 +139,7 @@ fn a_numpy_mlp_follows_the_built_in_mlp() {
 
 #[test]
 fn a_pytorch_mlp_follows_the_built_in_mlp() {
-    if let Err(why) = torch() {
-        eprintln!(
-            "SKIPPED a_pytorch_mlp_follows_the_built_in_mlp: PyTorch does not import in {} ({why}); install it with `{}/bin/pip install torch`",
-            python_env(),
-            python_env()
-        );
+    if !torch("a_pytorch_mlp_follows_the_built_in_mlp") {
         return;
     }
     let dir = tempdir("python-mlp-torch");
@@ -501,12 +502,7 @@ print(f"{worst:.3e} {len(ours) - 1}")
 /// test says so and is skipped.
 #[test]
 fn adam_and_adamw_follow_torch_optim_on_the_same_gradients() {
-    if let Err(why) = torch() {
-        eprintln!(
-            "SKIPPED adam_and_adamw_follow_torch_optim_on_the_same_gradients: PyTorch does not import in {} ({why}); install it with `{}/bin/pip install torch`",
-            python_env(),
-            python_env()
-        );
+    if !torch("adam_and_adamw_follow_torch_optim_on_the_same_gradients") {
         return;
     }
     let dir = tempdir("adam-torch");

@@ -52,7 +52,7 @@ clean:
 reproduce: build
 	$(BIN) reproduce --all --quick
 
-# the same at full settings (more simulated trials, draws and seeds: about 5 min on the 2-vCPU VM)
+# the same at full settings (more simulated trials, draws and seeds: about 9 min on the 2-vCPU VM)
 reproduce-all: build
 	$(BIN) reproduce --all
 

@@ -1085,6 +1085,11 @@ fn completion(times: &[f64], loads: &[usize], need: Option<usize>) -> f64 {
     f64::INFINITY
 }
 
+/// The 10th and 90th percentiles of sorted values.
+fn deciles(sorted: &[f64]) -> (f64, f64) {
+    (sorted[sorted.len() / 10], sorted[sorted.len() * 9 / 10])
+}
+
 /// §3.5.2's EC2 experiment in its model: the Fig. 3.5 fits, LT-coded r′ = 11 300 of r = 10 000
 /// rows, each worker a straggler with probability 0.5 for the whole experiment (4× its time).
 /// Per straggler set (drawn once per experiment, as on EC2) the expected time of each scheme over
@@ -1140,7 +1145,6 @@ fn hcmm_ec2(ctx: &mut Ctx<'_>) -> Result<Computed, String> {
         for v in per_set.iter_mut() {
             v.sort_by(f64::total_cmp);
         }
-        let spread = |k: usize| (per_set[k][sets / 10], per_set[k][sets * 9 / 10]);
         let names = ["uniform uncoded", "load-balanced uncoded (∝ vCPUs)", "uniform coded (any ⌈n/2⌉)"];
         out.notes.push(format!(
             "n = {n}: mean seconds per product: uniform uncoded {}, load-balanced {}, uniform coded {}, HCMM {} (its loads from the fits alone, blind to the stragglers: {}, reductions {} / {} / {} %); HCMM's reduction per straggler set, 10th–90th percentile: {}",
@@ -1154,7 +1158,7 @@ fn hcmm_ec2(ctx: &mut Ctx<'_>) -> Result<Computed, String> {
             num2(red(2, 4)),
             (0..3)
                 .map(|k| {
-                    let (lo, hi) = spread(k);
+                    let (lo, hi) = deciles(&per_set[k]);
                     format!("vs {} {}–{} %", names[k], num2(lo), num2(hi))
                 })
                 .collect::<Vec<_>>()
@@ -1170,10 +1174,11 @@ fn hcmm_ec2(ctx: &mut Ctx<'_>) -> Result<Computed, String> {
             .iter()
             .map(|(n, v)| {
                 let below = v.iter().filter(|&&x| x <= paper).count();
+                let (lo, hi) = deciles(v);
                 format!(
                     "n = {n}: 10th–90th percentile {}–{} %, the paper's {} % or less in {} % of sets",
-                    num2(v[v.len() / 10]),
-                    num2(v[v.len() * 9 / 10]),
+                    num2(lo),
+                    num2(hi),
                     num(paper),
                     num2(100.0 * below as f64 / v.len() as f64)
                 )

@@ -1,6 +1,6 @@
 //! Hierarchical coded aggregation (thesis ch. 6) through `mpirun`: ARC, AMC and uncoded
 //! forwarding, with every client losing s of its links to the helpers in every iteration, equal
-//! serial gradient descent within 1e-9 (least squares and logistic); the failure table the
+//! serial gradient descent within 1e-9 (least squares, logistic, and a network with Adam); the failure table the
 //! master logs is the one the link model drew; the C_HM measured from the uploads equals the
 //! chapter's formula for that table, computed here on its own; a client losing more than s links
 //! ends the run with one line naming it and its helpers; the simulator runs the same machines.
@@ -127,6 +127,24 @@ fn logistic_regression_and_two_failures_per_client_stay_exact() {
         ("hier-amc-s2", ["scheme.kind=amc", "scheme.helpers=6", "scheme.s=2", "links.per_client=2"]),
     ] {
         let sets: Vec<&str> = logistic.iter().chain(&extra).copied().collect();
+        check(tag, &sets);
+    }
+}
+
+/// The optimizer and the model are the job's, not the pattern's: Adam on a softmax network
+/// through the helpers equals the serial reference's Adam, ARC and AMC.
+#[test]
+fn adam_on_a_network_through_the_helpers_stays_exact() {
+    let net = [
+        "data.kind=softmax-synthetic",
+        "model.loss=softmax",
+        "model.classes=3",
+        "model.hidden=[8]",
+        "model.optimizer=adam",
+        "model.lr=0.02",
+    ];
+    for (tag, kind) in [("hier-arc-adam", "scheme.kind=arc"), ("hier-amc-adam", "scheme.kind=amc")] {
+        let sets: Vec<&str> = net.iter().copied().chain([kind]).collect();
         check(tag, &sets);
     }
 }

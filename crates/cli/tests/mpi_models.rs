@@ -74,17 +74,27 @@ fn softmax_regression_and_a_network_train_exactly_in_every_coded_scheme_full_and
 }
 
 /// Adam (with model.l2, mini-batches) and AdamW (decoupled decay, full batch) through mpirun:
-/// every coded scheme above, our ring all-reduce (each ring rank applies the step itself) and
-/// `MPI_Allreduce`, under stragglers, follow the serial reference's Adam written out as
-/// torch.optim.Adam documents it, within 1e-9.
+/// every coded scheme above, G-AGC, Ye–Abbe's CGC and G-CGC, GC-SC, our ring all-reduce (each
+/// ring rank applies the step itself) and `MPI_Allreduce`, under stragglers, follow the serial
+/// reference's Adam written out as torch.optim.Adam documents it, within 1e-9.
 #[test]
 fn adam_and_adamw_train_exactly_in_every_exact_scheme() {
     let rings: &[(&str, &[&str])] = &[
         ("rar", &["scheme.kind=rar", "scheme.s="]),
         ("allreduce", &["scheme.kind=allreduce", "scheme.s=", "stragglers.model=none"]),
     ];
+    // the exact schemes &SCHEMES leaves to other tests' linear models
+    let more: &[(&str, &[&str])] = &[
+        ("g-agc", &["scheme.kind=g-agc", "scheme.s=", "scheme.workers=12", "scheme.d=3", "scheme.rounds=6"]),
+        ("cgc", &["scheme.kind=cgc", "scheme.s=2", "scheme.m=2"]),
+        (
+            "g-cgc",
+            &["scheme.kind=g-cgc", "scheme.workers=12", "scheme.s=1", "scheme.m=2", "stragglers.workers=[2, 6, 11]"],
+        ),
+        ("gc-sc", &["scheme.kind=gc-sc", "scheme.s=", "scheme.clusters=2", "scheme.r=2"]),
+    ];
     let adam: &[&str] = &["model.optimizer=adam", "model.lr=0.01", "model.l2=1e-3", "model.batch=96"];
-    for (name, sets) in SCHEMES.iter().chain(rings) {
+    for (name, sets) in SCHEMES.iter().chain(rings).chain(more) {
         let all: Vec<&str> = sets.iter().chain(adam).copied().collect();
         assert_exact(&format!("adam-{name}"), &CFG, &all);
     }

@@ -58,6 +58,18 @@ const SCHEMES: &[(&str, &[&str])] = &[
             "stragglers.workers=[4, 8]",
         ],
     ),
+    (
+        "arc",
+        &[
+            "scheme.kind=arc",
+            "scheme.workers=",
+            "scheme.s=1",
+            "scheme.clients=8",
+            "scheme.helpers=4",
+            "links.model=fail",
+            "links.per_client=1",
+        ],
+    ),
 ];
 
 /// The built-in model of the same config.
@@ -102,7 +114,7 @@ fn against_built_in(tag: &str, text: &str, module: &Path, sets: &[&str], model: 
 }
 
 #[test]
-fn numpy_least_squares_follows_the_built_in_model_in_umw_gc_and_cr_under_stragglers() {
+fn numpy_least_squares_follows_the_built_in_model_in_umw_gc_cr_and_arc_under_stragglers() {
     let dir = tempdir("python-lsq");
     let path = module(&dir, "least_squares.py", LEAST_SQUARES);
     let text = config(&LSQ_CFG, &path);

@@ -11,6 +11,7 @@
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle, TermLike};
@@ -34,6 +35,10 @@ pub(crate) struct Bar {
     /// more, or to infinity, gets a warning at the end.
     first_loss: Option<(u64, f64)>,
     last_loss: f64,
+    /// The run directory, its size when the loop began, and whether its disk was found too
+    /// small for the rest of the run (warned once).
+    dir: Option<(PathBuf, u64)>,
+    disk_warned: bool,
 }
 
 impl Bar {
@@ -56,6 +61,33 @@ impl Bar {
             collected: 0,
             first_loss: None,
             last_loss: f64::NAN,
+            dir: None,
+            disk_warned: false,
+        }
+    }
+
+    /// After 16 and 1024 iterations of the loop, and every 65 536 after: would the run
+    /// directory, growing as it has since the loop began, outgrow the free space on its disk
+    /// before the last iteration? One warning line if so (the run goes on: a log that cannot be
+    /// written later ends it with its own line).
+    fn watch_disk(&mut self) {
+        let done = self.done.saturating_sub(self.first);
+        let Some((dir, start)) = self.dir.as_ref().filter(|_| !self.disk_warned) else { return };
+        if !(done == 16 || done == 1024 || done.is_multiple_of(65_536)) {
+            return;
+        }
+        let grown = outrun_runlog::dir_bytes(dir).saturating_sub(*start);
+        if let Some((more, free)) = outrun_runlog::outgrows(dir, grown, done, self.total.saturating_sub(self.done)) {
+            use outrun_workloads::memory::human;
+            eprintln!(
+                "warning: {}: the run directory would grow by {} more ({} per iteration) by iteration {}, more than the {} free on its disk; the run goes on until a log cannot be written — run fewer iterations or set run.out_dir to a larger disk",
+                dir.display(),
+                human(more),
+                human(grown / done),
+                self.total,
+                human(free)
+            );
+            self.disk_warned = true;
         }
     }
 
@@ -143,6 +175,10 @@ fn short(s: f64) -> String {
 }
 
 impl Progress for Bar {
+    fn run_dir(&mut self, dir: &Path) {
+        self.dir = Some((dir.to_path_buf(), outrun_runlog::dir_bytes(dir)));
+    }
+
     fn begin(&mut self, first: u64, iterations: u64) {
         self.total = iterations;
         (self.first, self.done) = (first, first);
@@ -171,6 +207,7 @@ impl Progress for Bar {
             self.first_loss = Some((t, loss));
         }
         self.last_loss = loss;
+        self.watch_disk();
         if self.quiet {
             return;
         }

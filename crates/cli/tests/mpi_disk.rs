@@ -1,4 +1,5 @@
-//! A full disk during a run (issue 9, item 7): the rank logs that refuse lines are reported in
+//! A full disk during a run (issue 9, item 7): the master warns in one line, 16 iterations in,
+//! that the run directory would outgrow its disk; the rank logs that refuse lines are reported in
 //! one line by the master, naming the files and the error, instead of one warning per rank; the
 //! run itself goes on and ends with one error line when its summary cannot be written. Needs
 //! root (a small tmpfs is mounted for the run directory); set OUTRUN_SKIP_MOUNT=1 to skip it
@@ -72,7 +73,18 @@ fn a_full_disk_is_reported_once() {
     );
     // the run went on to the end; its summary could not be written: one error line, exit ≠ 0
     assert_ne!(run.code, Some(0));
-    assert!(lines.len() <= 2, "at most the warning and the error:\n{}", run.stderr);
+    outgrown_first(&lines, &run.stderr);
+    assert!(lines.len() <= 3, "at most the two warnings and the error:\n{}", run.stderr);
+}
+
+/// The master's one line, 16 iterations into the loop, that the run directory would outgrow the
+/// free space on its disk before the last iteration, as the first line of `lines` and the only
+/// one of its kind.
+fn outgrown_first(lines: &[&str], stderr: &str) {
+    let early: Vec<&&str> = lines.iter().filter(|l| l.contains("the run directory would grow by")).collect();
+    assert_eq!(early.len(), 1, "one early warning that the disk is too small:\n{stderr}");
+    assert!(lines[0].starts_with("warning: ") && lines[0].contains("the run directory would grow by"), "{stderr}");
+    assert!(lines[0].contains("free on its disk") && lines[0].contains("run.out_dir"), "{}", lines[0]);
 }
 
 /// A run directory on a disk that is full from the start: one line from the rank that could not
@@ -117,8 +129,9 @@ fn a_disk_that_fills_during_checkpoints_ends_in_one_line_and_leaves_no_temporary
     let run = mpirun(5, &cfg, &[], Duration::from_secs(120));
     let lines: Vec<&str> = run.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
     assert_eq!(run.code, Some(1), "{}", run.stderr);
-    // the error, and at most the master's one line for the rank logs it heard of
-    let (errors, others): (Vec<&str>, Vec<&str>) = lines.iter().partition(|l| l.starts_with("error: "));
+    // the early warning, the error, and at most the master's one line for the rank logs it heard of
+    outgrown_first(&lines, &run.stderr);
+    let (errors, others): (Vec<&str>, Vec<&str>) = lines[1..].iter().partition(|l| l.starts_with("error: "));
     assert_eq!(errors.len(), 1, "one error line:\n{}", run.stderr);
     assert!(others.len() <= 1 && others.iter().all(|l| l.contains("refused log lines")), "{}", run.stderr);
     assert!(

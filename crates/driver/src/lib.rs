@@ -28,6 +28,8 @@ use outrun_workloads::{Applied, Job, JobError, Prelude};
 
 /// Progress reporting hooks (the CLI draws a progress bar with them).
 pub trait Progress {
+    /// The logging rank's run directory, where its logs grow; told before [`Progress::begin`].
+    fn run_dir(&mut self, _dir: &std::path::Path) {}
     /// The timed loop starts at iteration `first` (0, or a resumed run's checkpoint's) of
     /// `iterations`.
     fn begin(&mut self, _first: u64, _iterations: u64) {}
@@ -275,6 +277,9 @@ impl<'a> Core<'a> {
 
     /// [`Core::with_progress`] in place.
     pub fn report_to(&mut self, progress: &'a mut dyn Progress) {
+        if let Some((_, info)) = &self.book {
+            progress.run_dir(&info.dir);
+        }
         progress.begin(self.seat.first, self.seat.iterations);
         self.progress = Some(progress);
     }

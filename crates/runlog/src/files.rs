@@ -68,6 +68,24 @@ pub fn dir_bytes(dir: &Path) -> u64 {
         .unwrap_or(0)
 }
 
+/// A run directory that grew by `grown` bytes over `done` iterations and has `left` to go, at
+/// that pace: `(bytes it would grow by more, bytes free on its disk)` when the first exceeds the
+/// second; `None` when it fits (or the disk cannot be asked, or nothing is done yet).
+///
+/// ```
+/// // 1 KB per iteration for 1000 more iterations needs 1 MB
+/// let dir = std::env::temp_dir();
+/// assert!(outrun_runlog::outgrows(&dir, 16_000, 16, 1000).is_none());
+/// assert_eq!(outrun_runlog::outgrows(&dir, 16_000, 16, u64::MAX / 1000).map(|(more, _)| more), Some(u64::MAX));
+/// ```
+pub fn outgrows(dir: &Path, grown: u64, done: u64, left: u64) -> Option<(u64, u64)> {
+    if done == 0 {
+        return None;
+    }
+    let more = (grown as f64 / done as f64 * left as f64).min(u64::MAX as f64) as u64;
+    free_bytes(dir).filter(|&free| more > free).map(|free| (more, free))
+}
+
 /// Create a fresh run directory `<out_dir>/<name>-<stamp>[-k]`.
 pub fn create_run_dir(out_dir: &Path, name: &str) -> std::io::Result<PathBuf> {
     std::fs::create_dir_all(out_dir)?;

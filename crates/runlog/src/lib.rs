@@ -21,4 +21,4 @@ pub mod read;
 pub use book::{Book, IterationRecord, Latency, RunInfo, COLUMNS};
 pub use checkpoint::{Checkpoint, CHECKPOINT, CHECKPOINT_FORMAT};
 pub use event::Event;
-pub use files::{create_run_dir, dir_bytes, free_bytes, quantile, utc_stamp, Lines, Summary, FORMAT};
+pub use files::{create_run_dir, dir_bytes, free_bytes, outgrows, quantile, utc_stamp, Lines, Summary, FORMAT};

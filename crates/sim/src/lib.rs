@@ -301,9 +301,8 @@ fn write_trial(
     let iterations = plan.run.iterations;
     let mut guarded = |done: u64| {
         if done == exec::WATCH_EVERY || done.is_multiple_of(64 * exec::WATCH_EVERY) {
-            let (now, free) = (outrun_runlog::dir_bytes(&dir), outrun_runlog::free_bytes(&dir));
-            let more = (now as f64 / done as f64 * iterations.saturating_sub(done) as f64) as u64;
-            if let Some(free) = free.filter(|&f| more > f) {
+            let now = outrun_runlog::dir_bytes(&dir);
+            if let Some((more, free)) = outrun_runlog::outgrows(&dir, now, done, iterations.saturating_sub(done)) {
                 return Err(format!(
                     "{}: the run directory would grow by {} more ({} per iteration), more than the {} free on its disk; simulate fewer iterations or set run.out_dir to a larger disk",
                     dir.display(),

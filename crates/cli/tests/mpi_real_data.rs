@@ -572,7 +572,9 @@ fn a_test_fraction_holds_out_rows_and_trains_on_the_rest() {
 
 /// `data.missing = "mean"` (issue 44): the digits as a CSV with every 7th value blanked (empty
 /// or `NA`) train through mpirun to the serial reference of the same CSV with the blanks filled
-/// by the column means this test computes itself.
+/// by the column means this test computes itself — over every row, and with
+/// `data.test_fraction` over the training rows only (the held-out rows' values do not leak into
+/// the fill).
 #[test]
 fn missing_values_filled_with_column_means_train_like_the_filled_file() {
     let dir = tempdir("digits-missing");
@@ -580,20 +582,23 @@ fn missing_values_filled_with_column_means_train_like_the_filled_file() {
     let (x, y) = read(&format!("{root}/data/digits-train.libsvm"));
     let blank = |i: usize, j: usize| (i * 64 + j) % 7 == 3;
     let p = x[0].len();
-    let means: Vec<f64> = (0..p)
-        .map(|j| {
-            let kept: Vec<f64> = (0..x.len()).filter(|&i| !blank(i, j)).map(|i| x[i][j]).collect();
-            kept.iter().sum::<f64>() / kept.len() as f64
-        })
-        .collect();
-    let write = |name: &str, fill: bool| {
+    // each column's mean over the values the given rows have
+    let means = |rows: &[usize]| -> Vec<f64> {
+        (0..p)
+            .map(|j| {
+                let kept: Vec<f64> = rows.iter().filter(|&&i| !blank(i, j)).map(|&i| x[i][j]).collect();
+                kept.iter().sum::<f64>() / kept.len() as f64
+            })
+            .collect()
+    };
+    let write = |name: &str, fill: Option<&[f64]>| {
         let mut csv = String::new();
         for (i, row) in x.iter().enumerate() {
             csv.push_str(&format!("{}", y[i]));
             for (j, v) in row.iter().enumerate() {
                 match (blank(i, j), fill) {
-                    (true, true) => csv.push_str(&format!(",{:e}", means[j])),
-                    (true, false) => csv.push_str(if i % 2 == 0 { "," } else { ",NA" }),
+                    (true, Some(m)) => csv.push_str(&format!(",{:e}", m[j])),
+                    (true, None) => csv.push_str(if i % 2 == 0 { "," } else { ",NA" }),
                     (false, _) => csv.push_str(&format!(",{v}")),
                 }
             }
@@ -603,29 +608,31 @@ fn missing_values_filled_with_column_means_train_like_the_filled_file() {
         std::fs::write(&path, csv).unwrap();
         path
     };
-    let (holes, filled) = (write("holes.csv", false), write("filled.csv", true));
+    let all: Vec<usize> = (0..x.len()).collect();
+    let holes = write("holes.csv", None);
     let text = shipped("softmax-digits.toml");
-    let sets = [
-        "data.kind=csv".to_string(),
-        format!("data.path={}", holes.display()),
-        "data.test_path=".into(),
-        "data.missing=mean".into(),
-        "run.iterations=20".into(),
-    ];
-    let refs: Vec<&str> = sets.iter().map(String::as_str).collect();
-    let (run, out, _, _) = train("digits-missing", &text, &refs);
-    assert_eq!(run.code, Some(0), "{}", run.stderr);
-    let want = job_reference(
-        &text,
-        &[
-            "data.kind=csv".to_string(),
-            format!("data.path={}", filled.display()),
-            "data.test_path=".into(),
-            "run.iterations=20".into(),
-        ],
-    );
-    let diff = outrun_workloads::metrics::relative_diff(&theta(&out), &want);
-    assert!(diff <= 1e-9, "θ differs from the filled file's reference by {diff:e}");
+    let csv = |path: &std::path::Path, more: &[&str]| -> Vec<String> {
+        let mut sets =
+            vec!["data.kind=csv".to_string(), format!("data.path={}", path.display()), "data.test_path=".into()];
+        sets.extend(["run.iterations=20".to_string()].into_iter().chain(more.iter().map(|s| s.to_string())));
+        sets
+    };
+    // the held-out rows of data.test_fraction = 0.2 for the config's run.seed
+    let cfg = outrun_config::parse(&text, &csv(&holes, &["data.test_fraction=0.2"])).unwrap();
+    let (train_rows, _) = outrun_workloads::data::split(&cfg.gd().data, cfg.run.seed, x.len()).unwrap();
+    let (whole, training) = (means(&all), means(&train_rows));
+    assert!(whole.iter().zip(&training).any(|(a, b)| (a - b).abs() > 1e-3), "the split should move some mean");
+    for (tag, more, fill) in
+        [("digits-missing", &[][..], &whole), ("digits-missing-split", &["data.test_fraction=0.2"][..], &training)]
+    {
+        let with_holes = csv(&holes, &[&["data.missing=mean"][..], more].concat());
+        let refs: Vec<&str> = with_holes.iter().map(String::as_str).collect();
+        let (run, out, _, _) = train(tag, &text, &refs);
+        assert_eq!(run.code, Some(0), "{tag}: {}", run.stderr);
+        let want = job_reference(&text, &csv(&write(&format!("{tag}-filled.csv"), Some(fill)), more));
+        let diff = outrun_workloads::metrics::relative_diff(&theta(&out), &want);
+        assert!(diff <= 1e-9, "{tag}: θ differs from the filled file's reference by {diff:e}");
+    }
     // without data.missing the blanks are refused, naming the first one and the key
     let c = outrun(&[
         "check",

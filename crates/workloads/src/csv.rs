@@ -81,22 +81,30 @@ impl CsvFormat {
 /// The distinct label values of a CSV text in class order: numeric order when every value is a
 /// number, else byte order (one streaming pass).
 pub fn label_values(text: impl BufRead, origin: &str, fmt: &CsvFormat) -> Result<Vec<String>, DataError> {
-    survey(text, origin, fmt).map(|s| s.labels)
+    survey(text, origin, fmt, &[]).map(|s| s.labels)
 }
 
-/// What one pass over a training file finds: its label values in class order, and each feature
-/// column's sum and count of the values it has (a missing one reads as NaN with [`Fill::Nan`]).
+/// What one pass over a training file finds: its label values in class order, its rows, and
+/// each feature column's sum and count of the values it has (a missing one reads as NaN with
+/// [`Fill::Nan`]) over the rows not `held` out.
 struct Survey {
     labels: Vec<String>,
+    rows: usize,
     sums: Vec<f64>,
     counts: Vec<usize>,
 }
 
-fn survey(text: impl BufRead, origin: &str, fmt: &CsvFormat) -> Result<Survey, DataError> {
+/// [`Survey`] of `text`; `held`: file rows (sorted) whose values the sums leave out.
+fn survey(text: impl BufRead, origin: &str, fmt: &CsvFormat, held: &[usize]) -> Result<Survey, DataError> {
     let mut r = Reader::new(text, origin, fmt, Labels::Real);
     r.collect = Some(BTreeSet::new());
     let (mut sums, mut counts): (Vec<f64>, Vec<usize>) = (vec![], vec![]);
+    let (mut rows, mut next_held) = (0, held.iter().peekable());
     while let Some((_, x)) = r.next_line()? {
+        rows += 1;
+        if next_held.next_if_eq(&&(rows - 1)).is_some() {
+            continue;
+        }
         if sums.len() < x.len() {
             sums.resize(x.len(), 0.0);
             counts.resize(x.len(), 0);
@@ -106,7 +114,7 @@ fn survey(text: impl BufRead, origin: &str, fmt: &CsvFormat) -> Result<Survey, D
             counts[j] += 1;
         }
     }
-    Ok(Survey { labels: sorted_values(r.collect.take().unwrap_or_default()), sums, counts })
+    Ok(Survey { labels: sorted_values(r.collect.take().unwrap_or_default()), rows, sums, counts })
 }
 
 /// Label values in class order: numeric order when every value is a number, else byte order.
@@ -121,19 +129,29 @@ fn sorted_values(set: BTreeSet<String>) -> Vec<String> {
 }
 
 /// The format of `data` with its label map when `data.labels = "auto"` (a pass over `text`, the
-/// training file: a held-out file is read with the training file's map).
+/// training file: a held-out file is read with the training file's map), and with
+/// `data.missing = "mean"` the means its missing values are filled with: each column's mean over
+/// the training rows — without the rows `held(n)` names for a file of n rows (sorted; those
+/// `data.test_fraction` holds out: a second pass, once the first has counted the rows). `held`
+/// None: a layout that reads missing values as NaN, for what does not depend on the fill (the
+/// shape, the labels, the label map).
 pub fn format_of<R: BufRead>(
     data: &DataConfig,
-    text: impl FnOnce() -> Result<R, DataError>,
+    held: Option<&dyn Fn(usize) -> Vec<usize>>,
+    text: impl Fn() -> Result<R, DataError>,
     origin: &str,
 ) -> Result<CsvFormat, DataError> {
     let mut fmt = CsvFormat::of(data);
-    if data.labels == LabelValues::Auto || data.missing == Missing::Mean {
-        let Survey { labels, sums, counts } = survey(text()?, origin, &fmt)?;
+    let held = held.filter(|_| data.missing == Missing::Mean);
+    if data.labels == LabelValues::Auto || held.is_some() {
+        let first = survey(text()?, origin, &fmt, &[])?;
         if data.labels == LabelValues::Auto {
-            fmt.names = Some(labels);
+            fmt.names = Some(first.labels.clone());
         }
-        if data.missing == Missing::Mean {
+        if let Some(held) = held {
+            let held = held(first.rows);
+            let Survey { sums, counts, .. } =
+                if held.is_empty() { first } else { survey(text()?, origin, &fmt, &held)? };
             if let Some(j) = counts.iter().position(|&c| c == 0) {
                 return Err(DataError::file(
                     origin,
@@ -144,6 +162,18 @@ pub fn format_of<R: BufRead>(
         }
     }
     Ok(fmt)
+}
+
+/// Fill the missing values (NaN, as [`format_of`]'s layout reads them) of `rows` with
+/// `fmt`'s means (rows read through the row cache, which keeps them unfilled).
+pub fn fill_missing(fmt: &CsvFormat, rows: &mut [f64], p: usize) {
+    if let Fill::Means(means) = &fmt.missing {
+        for row in rows.chunks_mut(p.max(1)) {
+            for (v, m) in row.iter_mut().zip(means).filter(|(v, _)| v.is_nan()) {
+                *v = *m;
+            }
+        }
+    }
 }
 
 /// Streams the data lines of a CSV text: (label, features) per line, checked.
@@ -421,12 +451,12 @@ mod tests {
             .unwrap();
             c.gd().data.clone()
         };
-        let fmt = format_of(&data("mean", "numeric"), || Ok(text.as_bytes()), "f").unwrap();
+        let fmt = format_of(&data("mean", "numeric"), Some(&|_| vec![]), || Ok(text.as_bytes()), "f").unwrap();
         assert_eq!(fmt.missing, Fill::Means(vec![2.0, 6.0, 6.0]));
         let r = csv_rows(text.as_bytes(), "f", &fmt, 3, Labels::Binary, &[0, 1, 2]).unwrap();
         assert_eq!(r.features(), &[1.0, 6.0, 6.0, 3.0, 4.0, 6.0, 2.0, 8.0, 6.0]);
         // the mapped-labels pass and the means' pass are one pass
-        let both = format_of(&data("mean", "auto"), || Ok(text.as_bytes()), "f").unwrap();
+        let both = format_of(&data("mean", "auto"), Some(&|_| vec![]), || Ok(text.as_bytes()), "f").unwrap();
         assert_eq!(
             (both.names.as_deref(), &both.missing),
             (Some(&["0".to_string(), "1".to_string()][..]), &fmt.missing)
@@ -436,7 +466,9 @@ mod tests {
         let named =
             CsvFormat { names: Some(vec!["cat".into(), "dog".into()]), missing: Fill::Zero, ..Default::default() };
         assert_eq!(csv_shape(words.as_bytes(), "f", &named, None, Labels::Binary).unwrap().samples, 2);
-        let e = format_of(&data("mean", "numeric"), || Ok("1,NA\n0,?\n".as_bytes()), "f").unwrap_err().to_string();
+        let e = format_of(&data("mean", "numeric"), Some(&|_| vec![]), || Ok("1,NA\n0,?\n".as_bytes()), "f")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("column of feature 1: no value to take the mean of"), "{e}");
         let e = csv_shape("1,2\nNA,1\n".as_bytes(), "f", &zero, None, Labels::Binary).unwrap_err().to_string();
         assert!(e.contains("label `NA`"), "{e}");

@@ -106,28 +106,37 @@ fn class_rows(seed: u64, p: usize, classes: usize, noise: f64, idx: impl IntoIte
 }
 
 /// The CSV layout of `data`: its delimiter, its label column, and its label map when
-/// `data.labels = "auto"` and column means when `data.missing = "mean"` (a pass over
-/// `data.path`; every rank computes the same). A process makes the pass once per version of the
-/// file: the shape, each part's rows, the labels and the held-out file all ask for it.
-pub fn csv_format(data: &DataConfig) -> Result<crate::csv::CsvFormat, DataError> {
+/// `data.labels = "auto"` and, given `seed` (`run.seed`), the training rows' column means when
+/// `data.missing = "mean"` (a pass over `data.path`, two with `data.test_fraction`; every rank
+/// computes the same). Without `seed` missing values read as NaN: for the shape, the labels and
+/// the row cache, which do not depend on the fill. A process makes the pass once per version of
+/// the file: the shape, each part's rows, the labels and the held-out file all ask for it.
+pub fn csv_format(data: &DataConfig, seed: Option<u64>) -> Result<crate::csv::CsvFormat, DataError> {
     use outrun_config::{LabelValues, Missing};
     use std::sync::Mutex;
     let path = Path::new(data.path.as_deref().expect("validated"));
-    let make = || crate::csv::format_of(data, || open(path), &path.display().to_string());
-    if data.labels == LabelValues::Numeric && data.missing != Missing::Mean {
+    let held = |n: usize| seed.and_then(|seed| split(data, seed, n)).map(|(_, held)| held).unwrap_or_default();
+    let make = || {
+        let held: Option<&dyn Fn(usize) -> Vec<usize>> = seed.map(|_| &held as _);
+        crate::csv::format_of(data, held, || open(path), &path.display().to_string())
+    };
+    if data.labels == LabelValues::Numeric && (data.missing != Missing::Mean || seed.is_none()) {
         return make(); // no pass to keep
     }
+    // the means depend on the seed only through data.test_fraction's split
+    let seed = seed.filter(|_| data.missing == Missing::Mean).map(|s| if data.test_fraction.is_some() { s } else { 0 });
     // the file (its version) and the keys the format depends on
     let meta = std::fs::metadata(path).ok();
     let key = format!(
-        "{}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}",
+        "{}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{seed:?}",
         path.display(),
         meta.as_ref().map(|m| m.len()),
         meta.as_ref().and_then(|m| m.modified().ok()),
         data.delimiter,
         data.label_column,
         data.labels,
-        data.missing
+        data.missing,
+        data.test_fraction
     );
     static FORMATS: Mutex<Vec<(String, crate::csv::CsvFormat)>> = Mutex::new(Vec::new());
     if let Some((_, f)) = FORMATS.lock().expect("no panic holds it").iter().find(|(k, _)| *k == key) {
@@ -148,7 +157,7 @@ pub fn shape(data: &DataConfig, labels: Labels) -> Result<Shape, DataError> {
         }
         DataKind::Csv => {
             let path = Path::new(data.path.as_deref().expect("validated"));
-            let fmt = csv_format(data)?;
+            let fmt = csv_format(data, None)?;
             crate::shapes::cached(data, labels, path, |log| {
                 let s =
                     crate::csv::csv_scan(open(path)?, &path.display().to_string(), &fmt, data.samples, labels, log)?;
@@ -181,12 +190,21 @@ pub fn rows(data: &DataConfig, seed: u64, labels: Labels, p: usize, idx: &[usize
         }
         DataKind::Csv | DataKind::Libsvm => {
             let path = Path::new(data.path.as_deref().expect("validated"));
-            if let Some(rows) = crate::shapes::cached_rows(data, labels, path, p, idx) {
+            if let Some(mut rows) = crate::shapes::cached_rows(data, labels, path, p, idx) {
+                if data.kind == DataKind::Csv {
+                    crate::csv::fill_missing(
+                        &csv_format(data, Some(seed))?,
+                        rows.x.as_slice_mut().expect("standard layout"),
+                        p,
+                    );
+                }
                 return Ok(rows);
             }
             let origin = path.display().to_string();
             match data.kind {
-                DataKind::Csv => crate::csv::csv_rows(open(path)?, &origin, &csv_format(data)?, p, labels, idx),
+                DataKind::Csv => {
+                    crate::csv::csv_rows(open(path)?, &origin, &csv_format(data, Some(seed))?, p, labels, idx)
+                }
                 _ => libsvm_rows(open(path)?, &origin, &LibsvmFormat::of(data), p, labels, idx),
             }
         }
@@ -213,7 +231,13 @@ fn all_labels(data: &DataConfig, seed: u64, labels: Labels, shape: Shape) -> Res
         }
         DataKind::Csv => {
             let path = Path::new(data.path.as_deref().expect("validated"));
-            crate::csv::csv_labels(open(path)?, &path.display().to_string(), &csv_format(data)?, shape.samples, labels)
+            crate::csv::csv_labels(
+                open(path)?,
+                &path.display().to_string(),
+                &csv_format(data, None)?,
+                shape.samples,
+                labels,
+            )
         }
         kind => Ok(synthetic_rows(kind, seed, shape.features, data.noise, labels, 0..shape.samples).y.to_vec()),
     }

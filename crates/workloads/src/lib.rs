@@ -87,7 +87,7 @@ pub fn plan(cfg: &Config, shape: Shape) -> Result<Plan, ResolveError> {
     let mut plan = outrun_plan::build(cfg, shape)?;
     plan.job.python = jobs::python_model(&plan)?;
     if let Some(data) = cfg.job.train().map(|t| &t.data).filter(|d| d.labels == outrun_config::LabelValues::Auto) {
-        plan.job.label_names = data::csv_format(data)?.names.unwrap_or_default();
+        plan.job.label_names = data::csv_format(data, None)?.names.unwrap_or_default();
     }
     Ok(plan)
 }

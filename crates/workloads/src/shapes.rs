@@ -127,6 +127,9 @@ fn entry(dir: &Path, data: &DataConfig, labels: Labels, path: &Path) -> Option<E
         data.index_base.map(|b| format!("|base{b}")).unwrap_or_default()
             + &match data.missing {
                 outrun_config::Missing::Refuse => String::new(),
+                // the cached rows of "mean" keep their missing values (NaN): each run fills them
+                // with its training rows' means
+                outrun_config::Missing::Mean => "|missingMean|unfilled".to_string(),
                 m => format!("|missing{m:?}"),
             }
     );

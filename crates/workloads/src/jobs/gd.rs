@@ -375,7 +375,7 @@ fn test_set(c: &GdConfig, seed: u64, p: usize) -> Result<Option<Rows>, DataError
         .map_err(|e| DataError::read("data.test_path", path, e))?;
     if c.data.kind == DataKind::Csv {
         // the training file's layout and label map
-        let fmt = data::csv_format(&c.data)?;
+        let fmt = data::csv_format(&c.data, Some(seed))?;
         let shape = crate::csv::csv_shape(text.as_bytes(), path, &fmt, None, c.model.labels())?;
         if shape.features != p {
             return Err(DataError::file(

@@ -13,17 +13,9 @@ pub struct SweepRow {
     pub runs: Vec<Summary>,
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        0.5 * (v[n / 2 - 1] + v[n / 2])
-    }
+/// The median (NaN for none).
+fn median(v: Vec<f64>) -> f64 {
+    outrun_runlog::quantile(&v, 0.5)
 }
 
 /// `v` with `digits` decimals, or `-` when there is none (a variant without a finished run).

@@ -1411,10 +1411,8 @@ fn time_to(curve: &Curve, gamma: f64) -> Option<f64> {
 }
 
 /// The median of the values (None for none).
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    (n > 0).then(|| if n % 2 == 1 { v[n / 2] } else { 0.5 * (v[n / 2 - 1] + v[n / 2]) })
+fn median(v: Vec<f64>) -> Option<f64> {
+    (!v.is_empty()).then(|| outrun_runlog::quantile(&v, 0.5))
 }
 
 /// The repository's configs/ directory, which the configs' data paths are relative to.

@@ -357,3 +357,41 @@ fn a_deadline_wait_rule_uses_what_arrived_in_time_and_drains_the_rest() {
     }
     assert!(summary(&dir)["late_discarded"].as_u64().unwrap() > 0, "the stragglers' results are drained");
 }
+
+/// `engine.idle`: every mode trains the same θ as serial gradient descent (within 1e-9, under
+/// Bernoulli stragglers) — the modes differ only in how a rank waits — and each rank's setup
+/// record names the mode it used: `auto` polls without pause where the ranks on the host are at
+/// most its cores (2 ranks here), and sleeps between polls where they outnumber them.
+#[test]
+fn every_idle_mode_trains_the_same_and_each_rank_says_how_it_waited() {
+    let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+    let auto = |ranks: usize| if ranks <= cores { "spin" } else { "sleep" };
+    for (idle, workers, want) in [
+        ("spin", 1, "spin"),
+        ("yield", 1, "yield"),
+        ("yield", 9, "yield"),
+        ("sleep", 9, "sleep"),
+        ("auto", 9, auto(10)),
+        ("auto", 1, auto(2)),
+    ] {
+        let tag = format!("idle-{idle}-{workers}");
+        let mut sets = vec![
+            "scheme.kind=umw".to_string(),
+            "scheme.s=".into(),
+            format!("scheme.workers={workers}"),
+            format!("engine.idle={idle}"),
+        ];
+        sets.extend(BERNOULLI.iter().map(|s| s.to_string()));
+        let refs: Vec<&str> = sets.iter().map(String::as_str).collect();
+        let (run, dir, _, all) = train(&tag, &BASE, &refs);
+        assert_eq!(run.code, Some(0), "{tag}: {}", run.stderr);
+        let diff = max_rel_diff(&trajectory(&dir), &reference(&BASE, &all));
+        assert!(diff <= 1e-9, "{tag}: θ differs from serial GD by {diff:e}");
+        for rank in 0..=workers {
+            let log = std::fs::read_to_string(dir.join(format!("rank-{rank}.jsonl"))).unwrap();
+            let setup: serde_json::Value = serde_json::from_str(log.lines().next().unwrap()).unwrap();
+            assert_eq!(setup["ev"], "setup", "{tag}");
+            assert_eq!(setup["idle"], want, "{tag}: rank {rank} ({} ranks on {cores} cores)", workers + 1);
+        }
+    }
+}

@@ -41,6 +41,44 @@ pub enum Upload {
     Granted,
 }
 
+/// `engine.idle`: how a rank waits for the network when it has nothing to do.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Idle {
+    /// `spin` where every rank on the host has a core of its own (the ranks on it are at most
+    /// the cores it may run on), as MPI's own progress polls; else `sleep`.
+    #[default]
+    Auto,
+    /// Poll without pause (a CPU spin hint between polls): the lowest latency; a core per rank.
+    Spin,
+    /// Poll, giving the core to any other runnable process between polls; never sleep.
+    Yield,
+    /// Yield for 20 µs, then sleep between polls, backing off to `engine.poll_us`: leaves the
+    /// cores to ranks that compute when ranks outnumber them.
+    Sleep,
+}
+
+impl Idle {
+    /// The mode a rank on a host with `local` ranks and `cores` cores uses.
+    pub fn resolve(self, local: usize, cores: usize) -> Idle {
+        match self {
+            Idle::Auto if local <= cores => Idle::Spin,
+            Idle::Auto => Idle::Sleep,
+            m => m,
+        }
+    }
+
+    /// Its name in a config.
+    pub fn name(self) -> &'static str {
+        match self {
+            Idle::Auto => "auto",
+            Idle::Spin => "spin",
+            Idle::Yield => "yield",
+            Idle::Sleep => "sleep",
+        }
+    }
+}
+
 /// Largest number of seconds any duration in a config may be (about 11.6 days): durations are
 /// turned into timers and sleeps, which must not overflow.
 pub const MAX_SECONDS: f64 = 1e6;
@@ -119,6 +157,9 @@ pub struct EngineConfig {
     /// (`granted`). Both drivers (the engine and the simulator) run the same protocol.
     #[serde(default)]
     pub upload: Upload,
+    /// How a waiting rank polls: `auto` (default), `spin`, `yield` or `sleep` ([`Idle`]).
+    #[serde(default)]
+    pub idle: Idle,
 }
 
 fn default_poll_us() -> u64 {
@@ -127,7 +168,7 @@ fn default_poll_us() -> u64 {
 
 impl Default for EngineConfig {
     fn default() -> Self {
-        EngineConfig { poll_us: default_poll_us(), upload: Upload::Eager }
+        EngineConfig { poll_us: default_poll_us(), upload: Upload::Eager, idle: Idle::Auto }
     }
 }
 

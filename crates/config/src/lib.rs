@@ -4,7 +4,7 @@
 //! before MPI starts. This crate is the first room of **config → plan → protocol → driver**: it
 //! knows the sections and their checks and nothing of the plan (`outrun-plan` reads a
 //! [`Config`]; nothing here reads a plan). It owns the plain enums both sides use
-//! ([`ComputeMode`], [`Upload`], [`RingAlgorithm`], [`Ssi`], [`ColumnOrder`]).
+//! ([`ComputeMode`], [`Upload`], [`Idle`], [`RingAlgorithm`], [`Ssi`], [`ColumnOrder`]).
 //!
 //! One module per section, each with its types beside its validation: [`RunConfig`] (`[run]`),
 //! [`JobConfig`] (`[job]`, with the job's own sections: `[data]` and `[model]` for gradient
@@ -43,7 +43,7 @@ mod tagged;
 
 use serde::Serialize;
 
-pub use exec::{ComputeMode, EngineConfig, NetworkConfig, Rate, RateError, TimingConfig, Upload, MAX_SECONDS};
+pub use exec::{ComputeMode, EngineConfig, Idle, NetworkConfig, Rate, RateError, TimingConfig, Upload, MAX_SECONDS};
 pub use faults::{FaultConfig, FaultyConfig, DEFAULT_SIGMA, DEFAULT_VALUE};
 pub use job::{
     DataConfig, DataKind, DataOrder, FeatureConfig, FeatureKind, FlConfig, GdConfig, GraphConfig, GraphKind, Init,

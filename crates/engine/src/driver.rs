@@ -12,9 +12,11 @@
 //! - `Collective` → `MPI_Allreduce`;
 //! - `Log` → one JSON line in `rank-<r>.jsonl` (traffic counters added to the shutdown record).
 //!
-//! Idle ranks poll with a short yield window and then sleep with back-off (bounded by
-//! `engine.poll_us`), never past the next timer or finish time, so on an oversubscribed host
-//! they leave the cores to ranks that compute.
+//! Idle ranks wait as `engine.idle` says: where each rank has a core of its own (`auto`'s
+//! test), they poll without pause, as MPI's own progress does; where ranks
+//! outnumber cores, they poll with a short yield window and then sleep with back-off (bounded
+//! by `engine.poll_us`), never past the next timer or finish time, leaving the cores to ranks
+//! that compute.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -55,6 +57,8 @@ pub(crate) struct Driver<'a> {
     /// The job, compute times, and (logging rank) the book.
     pub core: Core<'a>,
     poll_us: u64,
+    /// How it waits between polls (`engine.idle`, resolved for this host).
+    idle: outrun_config::Idle,
     /// The rank's log failure was reported to the machine.
     log_dropped: bool,
     /// A library collective moved data this rank's counters cannot see.
@@ -68,15 +72,24 @@ pub(crate) struct Driver<'a> {
 }
 
 impl<'a> Driver<'a> {
-    /// A driver of `core` over `comm`, on `clock`, logging to `log`, sleeping at most `poll_us`
-    /// µs between polls.
-    pub(crate) fn new(comm: Comm, clock: Clock, log: Lines, core: Core<'a>, poll_us: u64) -> Self {
+    /// A driver of `core` over `comm`, on `clock`, logging to `log`, waiting between polls as
+    /// `idle` says (resolved for this host: [`outrun_config::Idle::resolve`]), sleeping at most
+    /// `poll_us` µs where it sleeps.
+    pub(crate) fn new(
+        comm: Comm,
+        clock: Clock,
+        log: Lines,
+        core: Core<'a>,
+        poll_us: u64,
+        idle: outrun_config::Idle,
+    ) -> Self {
         Driver {
             comm,
             clock,
             log,
             core,
             poll_us,
+            idle,
             log_dropped: false,
             collective: false,
             timers: vec![],
@@ -233,7 +246,10 @@ impl<'a> Driver<'a> {
 
     /// Drive `m` until it is done. Returns its outcome.
     pub(crate) fn run(&mut self, m: &mut dyn Machine<Frame>) -> Outcome {
-        let mut backoff = Backoff::new(self.poll_us);
+        let (idle, poll_us) = (self.idle, self.poll_us);
+        let backoff_of =
+            move |eager: bool| Backoff::of(idle, poll_us, if eager { RING_SPIN } else { Duration::from_micros(20) });
+        let mut backoff = backoff_of(false);
         let mut eager = false;
         loop {
             if let Some(o) = self.done.take() {
@@ -297,7 +313,7 @@ impl<'a> Driver<'a> {
             }
             if m.eager() != eager {
                 eager = m.eager();
-                backoff = if eager { Backoff::with_spin(self.poll_us, RING_SPIN) } else { Backoff::new(self.poll_us) };
+                backoff = backoff_of(eager);
             }
             let next = self
                 .pending

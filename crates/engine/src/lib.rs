@@ -93,7 +93,8 @@ pub fn train(prepare: &dyn Fn() -> Result<Prepared, String>, progress: &mut dyn 
         match plan.pattern {
             Pattern::Shuffle { .. } => shuffle::run(&world, comm, &shared, job, progress, started),
             Pattern::Tree { .. } | Pattern::Ring { .. } | Pattern::Hier { .. } => {
-                run(comm, &shared, job, progress, started, Host { local, cores, paced })
+                let idle = plan.run.idle.resolve(local, cores);
+                run(comm, &shared, job, progress, started, Host { local, cores, paced, idle })
             }
         }
     });
@@ -199,6 +200,8 @@ struct Host {
     local: usize,
     cores: usize,
     paced: bool,
+    /// `engine.idle` for this host: `auto` resolved by `local` and `cores`.
+    idle: outrun_config::Idle,
 }
 
 fn run(
@@ -241,10 +244,11 @@ fn run(
         local_ranks: Some(host.local),
         cores: Some(host.cores),
         paced: Some(host.paced),
+        idle: Some(host.idle.name().into()),
         ..setup_record(rank, &clock)
     }));
     let len = job.len(rank);
-    let mut d = Driver::new(comm, clock, log, Core::of(plan, rank, job), plan.run.poll_us);
+    let mut d = Driver::new(comm, clock, log, Core::of(plan, rank, job), plan.run.poll_us, host.idle);
     // The plan's prelude (a one-time phase before the loop), from a barrier so every rank
     // starts it together; a failure there ends the job as one in the loop does.
     if let Some(mut prelude) = outrun_proto::prelude::<Frame>(plan, rank, len) {

@@ -462,6 +462,8 @@ pub struct Backoff {
     spin: Duration,
     sleep_us: u64,
     max_us: u64,
+    /// Never yield nor sleep: a CPU spin hint between polls (`engine.idle = "spin"`).
+    hint: bool,
 }
 
 impl Backoff {
@@ -472,7 +474,19 @@ impl Backoff {
 
     /// Yield for `spin`, then back off to sleeps of at most `max_us` µs (0 = never sleep).
     pub fn with_spin(max_us: u64, spin: Duration) -> Self {
-        Backoff { started: Instant::now(), spin, sleep_us: 1, max_us }
+        Backoff { started: Instant::now(), spin, sleep_us: 1, max_us, hint: false }
+    }
+
+    /// The wait of `idle` (resolved for the host; `auto` waits as `sleep`): `spin` polls with a
+    /// CPU spin hint, `yield` yields and never sleeps, `sleep` is [`Backoff::with_spin`] with
+    /// `poll_us`.
+    pub fn of(idle: outrun_config::Idle, poll_us: u64, spin: Duration) -> Self {
+        use outrun_config::Idle;
+        match idle {
+            Idle::Spin => Backoff { hint: true, ..Self::with_spin(0, spin) },
+            Idle::Yield => Self::with_spin(0, spin),
+            Idle::Sleep | Idle::Auto => Self::with_spin(poll_us, spin),
+        }
     }
 
     /// Something happened: poll eagerly again.
@@ -487,7 +501,9 @@ impl Backoff {
 
     /// Nothing happened: wait a little before the next poll.
     pub fn idle(&mut self) {
-        if self.spinning() {
+        if self.hint {
+            std::hint::spin_loop();
+        } else if self.spinning() {
             std::thread::yield_now();
         } else {
             std::thread::sleep(Duration::from_micros(self.sleep_us));

@@ -567,6 +567,18 @@ impl Plan {
                 ),
             );
         }
+        if !matches!(self.pattern, Pattern::Shuffle { .. }) {
+            let poll = self.run.poll_us;
+            line(
+                &mut o,
+                match self.run.idle {
+                    outrun_config::Idle::Auto => format!("waiting (engine.idle = \"auto\"): a rank polls without pause where every rank on its host has a core of its own, else sleeps up to {poll} µs between polls; each rank's setup record says which"),
+                    outrun_config::Idle::Spin => "waiting (engine.idle = \"spin\"): every rank polls without pause (a core each)".into(),
+                    outrun_config::Idle::Yield => "waiting (engine.idle = \"yield\"): every rank polls and yields, never sleeps".into(),
+                    outrun_config::Idle::Sleep => format!("waiting (engine.idle = \"sleep\"): a rank yields for 20 µs, then sleeps up to {poll} µs between polls"),
+                },
+            );
+        }
         match self.pattern {
             Pattern::Tree { n, layers } => line(
                 &mut o,

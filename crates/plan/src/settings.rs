@@ -24,6 +24,9 @@ pub struct RunSpec {
     pub trajectory: bool,
     /// The engine's longest sleep between polls of the network, µs (`engine.poll_us`).
     pub poll_us: u64,
+    /// How a waiting rank polls (`engine.idle`; `auto` is resolved by each rank on its host).
+    #[serde(default)]
+    pub idle: outrun_config::Idle,
     /// `run.checkpoint_every`.
     #[serde(default)]
     pub checkpoint_every: Option<u64>,
@@ -47,6 +50,7 @@ impl RunSpec {
             out_dir: r.out_dir.clone(),
             trajectory: r.trajectory,
             poll_us: cfg.engine.poll_us,
+            idle: cfg.engine.idle,
             checkpoint_every: r.checkpoint_every,
             first: 0,
             resumed_from: None,

@@ -95,6 +95,10 @@ pub struct Setup {
     /// The host runs more ranks than cores: computations yield the core every 64 rows.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub paced: Option<bool>,
+    /// How the rank waits between polls (`engine.idle` resolved for its host: spin, yield or
+    /// sleep).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle: Option<String>,
     /// Vertices the server Maps (shuffle).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mapped: Option<usize>,

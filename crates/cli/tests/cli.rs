@@ -794,3 +794,21 @@ fn the_analytic_commands_agree_with_the_spec_references_beyond_the_tables() {
     assert_eq!(stdout.lines().count(), 3, "one line per command:\n{stdout}");
     assert!(!stdout.contains("DISAGREES"), "{stdout}");
 }
+
+/// `data.missing = "mean"` with a column that has no value at all: `outrun check` refuses it in
+/// one line before MPI, with and without `data.test_fraction` (the means are the training rows').
+#[test]
+fn a_column_with_no_value_to_average_is_refused_by_check() {
+    let dir = tempdir("cli-no-mean");
+    std::fs::write(dir.join("holes.csv"), "1,NA,2\n0,?,3\n1,,4\n0,NA,5\n").unwrap();
+    let text = "[run]\nname='m'\niterations=3\n[data]\nkind='csv'\npath='holes.csv'\nmissing='mean'\n[model]\nloss='logistic'\nlr=0.1\n[scheme]\nkind='umw'\nworkers=2\n";
+    let cfg = write_config(&dir, text).display().to_string();
+    for sets in [&[][..], &["--set", "data.test_fraction=0.5"][..]] {
+        let args: Vec<&str> = ["check", cfg.as_str()].into_iter().chain(sets.iter().copied()).collect();
+        let r = outrun(&args);
+        assert_eq!(r.code, Some(2), "{sets:?}: {}{}", r.stdout, r.stderr);
+        let lines: Vec<&str> = r.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert_eq!(lines.len(), 1, "{}", r.stderr);
+        assert!(lines[0].contains("column of feature 1: no value to take the mean of"), "{}", lines[0]);
+    }
+}

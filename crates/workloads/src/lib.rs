@@ -86,8 +86,13 @@ pub fn resolve(cfg: &Config) -> Result<Plan, ResolveError> {
 pub fn plan(cfg: &Config, shape: Shape) -> Result<Plan, ResolveError> {
     let mut plan = outrun_plan::build(cfg, shape)?;
     plan.job.python = jobs::python_model(&plan)?;
-    if let Some(data) = cfg.job.train().map(|t| &t.data).filter(|d| d.labels == outrun_config::LabelValues::Auto) {
-        plan.job.label_names = data::csv_format(data, None)?.names.unwrap_or_default();
+    // the label map, and the column means data.missing = "mean" fills with: computed here, so a
+    // column with no value to take the mean of is refused before MPI starts
+    let csv = cfg.job.train().map(|t| &t.data).filter(|d| d.kind == outrun_config::DataKind::Csv);
+    if let Some(data) =
+        csv.filter(|d| d.labels == outrun_config::LabelValues::Auto || d.missing == outrun_config::Missing::Mean)
+    {
+        plan.job.label_names = data::csv_format(data, Some(cfg.run.seed))?.names.unwrap_or_default();
     }
     Ok(plan)
 }

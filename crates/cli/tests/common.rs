@@ -179,6 +179,12 @@ pub(crate) fn mpirun_env(np: usize, config: &Path, sets: &[String], env: &[(&str
 
 /// `mpirun ... outrun` without arguments yet.
 fn mpirun_command(np: usize) -> Command {
+    mpirun_command_bound(np, "none")
+}
+
+/// `mpirun ... outrun` with each rank bound as `bind` says (`none`, as launch/local.sh, or
+/// `core`: one core each, as on a cluster), without arguments yet.
+pub(crate) fn mpirun_command_bound(np: usize, bind: &str) -> Command {
     let mut cmd = Command::new("mpirun");
     cmd.env("VIRTUAL_ENV", python_env())
         .env("OMP_NUM_THREADS", "1")
@@ -188,7 +194,7 @@ fn mpirun_command(np: usize) -> Command {
         // libevent's epoll backend warns when mpirun kills ranks it still has writes queued for
         // (open-mpi/ompi #2004, #5520); poll has no such race (as in launch/local.sh)
         .env("EVENT_NOEPOLL", "1")
-        .args(["--quiet", "--oversubscribe", "--bind-to", "none", "-np", &np.to_string()])
+        .args(["--quiet", "--oversubscribe", "--bind-to", bind, "-np", &np.to_string()])
         .args(["--mca", "btl", "self,vader,tcp", "--mca", "btl_base_warn_component_unused", "0"])
         .arg(bin());
     cmd

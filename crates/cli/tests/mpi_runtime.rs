@@ -363,6 +363,47 @@ fn a_deadline_wait_rule_uses_what_arrived_in_time_and_drains_the_rest() {
 /// record names the mode it used: `auto` polls without pause where the ranks on the host are at
 /// most its cores (2 ranks here), and sleeps between polls where they outnumber them.
 #[test]
+fn ranks_bound_one_per_core_count_the_cores_between_them_and_spin() {
+    // a rank bound to one core may run on one CPU; the ranks of the host have as many between
+    // them as there are ranks, so each has a core of its own and `auto` polls without pause
+    // (each rank's own mask, 1 CPU, made it sleep before)
+    let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+    if cores < 2 {
+        eprintln!("SKIPPED: two ranks bound to a core each need 2 cores ({cores} here)");
+        return;
+    }
+    let _lock = mpi_lock();
+    let dir = tempdir("idle-bound");
+    let cfg = write_config(&dir, &BASE);
+    let out = dir.join("runs");
+    let sets = ["scheme.kind=umw", "scheme.s=", "scheme.workers=1", "engine.idle=auto"]
+        .into_iter()
+        .map(String::from)
+        .chain(BERNOULLI.iter().map(|s| s.to_string()))
+        .chain([format!("run.out_dir={}", out.display())]);
+    let mut cmd = mpirun_command_bound(2, "core");
+    cmd.arg("train").arg(&cfg);
+    for s in sets {
+        cmd.arg("--set").arg(s);
+    }
+    let run = run_with_timeout(cmd, Duration::from_secs(120));
+    keep_output(&dir, &run);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let rd = run_dir(&out);
+    for rank in 0..2 {
+        let log = std::fs::read_to_string(rd.join(format!("rank-{rank}.jsonl"))).unwrap();
+        let setup: serde_json::Value = serde_json::from_str(log.lines().next().unwrap()).unwrap();
+        assert_eq!(setup["ev"], "setup");
+        assert_eq!(
+            (setup["local_ranks"].as_u64(), setup["cores"].as_u64()),
+            (Some(2), Some(2)),
+            "rank {rank}: {setup}"
+        );
+        assert_eq!(setup["idle"], "spin", "rank {rank}: {setup}");
+    }
+}
+
+#[test]
 fn every_idle_mode_trains_the_same_and_each_rank_says_how_it_waited() {
     let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
     let auto = |ranks: usize| if ranks <= cores { "spin" } else { "sleep" };

@@ -59,6 +59,14 @@ pub enum Idle {
 }
 
 impl Idle {
+    /// Every mode, in the order the docs list them.
+    pub const ALL: [Idle; 4] = [Idle::Auto, Idle::Spin, Idle::Yield, Idle::Sleep];
+
+    /// The mode a config names (`auto`, `spin`, `yield`, `sleep`).
+    pub fn from_name(name: &str) -> Option<Idle> {
+        Idle::ALL.into_iter().find(|m| m.name() == name)
+    }
+
     /// The mode a rank on a host with `local` ranks and `cores` cores uses.
     pub fn resolve(self, local: usize, cores: usize) -> Idle {
         match self {

@@ -78,8 +78,7 @@ pub fn train(prepare: &dyn Fn() -> Result<Prepared, String>, progress: &mut dyn 
         // whole computation (the modelled time sets the iteration, not the measured one). With
         // real compute times the pauses would stretch every measured computation: not paced
         // (docs/architecture.md, "Model delivery on oversubscribed hosts").
-        let (local, cores) =
-            (comm.local_size(&hostname()), std::thread::available_parallelism().map_or(1, |c| c.get()));
+        let (local, cores) = comm.host_share(&hostname());
         let paced = local > cores && plan.stragglers.compute == outrun_config::ComputeMode::Modelled;
         if paced {
             job.pace(outrun_workloads::PACE_ROWS);
@@ -175,7 +174,7 @@ fn setup_record(rank: usize, clock: &Clock) -> Setup {
     }
 }
 
-fn hostname() -> String {
+pub(crate) fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string()).unwrap_or_default()
 }
 

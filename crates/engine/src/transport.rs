@@ -398,14 +398,30 @@ impl Comm {
         Some(Comm::from_raw(out, rank as usize, size as usize))
     }
 
-    /// Number of ranks on this rank's host, `host` being its name (collective, through rank 0).
-    pub fn local_size(&mut self, host: &str) -> usize {
-        let out = self.star_exchange(host.as_bytes(), |all| {
+    /// The ranks on this rank's host and the cores they may run on between them, `host` being
+    /// its name (collective, through rank 0). The cores are the union of those ranks' CPU
+    /// affinity masks, so ranks bound one per core count as many cores as ranks, and unbound
+    /// ranks as many as the host lets them use; a cgroup CPU quota below that caps it.
+    pub fn host_share(&mut self, host: &str) -> (usize, usize) {
+        let cpus = affinity();
+        let quota = std::thread::available_parallelism().map_or(1, |c| c.get());
+        // the host name's length, the name, this rank's quota where it is below its mask
+        // (0: none), then its CPUs
+        let mut mine = (host.len() as u32).to_le_bytes().to_vec();
+        mine.extend_from_slice(host.as_bytes());
+        let capped = if quota < cpus.len() { quota as u32 } else { 0 };
+        mine.extend_from_slice(&capped.to_le_bytes());
+        cpus.iter().for_each(|c| mine.extend_from_slice(&c.to_le_bytes()));
+        let out = self.star_exchange(&mine, |all| {
             Answers::Each(
-                all.iter().map(|h| (all.iter().filter(|o| *o == h).count() as u64).to_le_bytes().to_vec()).collect(),
+                host_shares(&all)
+                    .into_iter()
+                    .map(|(local, cores)| [(local as u64).to_le_bytes(), (cores as u64).to_le_bytes()].concat())
+                    .collect(),
             )
         });
-        u64::from_le_bytes(out[..8].try_into().expect("8 bytes")) as usize
+        let word = |i: usize| u64::from_le_bytes(out[8 * i..8 * i + 8].try_into().expect("8 bytes")) as usize;
+        (word(0), word(1))
     }
 
     /// Broadcast `buf` from `root` to every rank of this communicator (collective).
@@ -518,5 +534,78 @@ impl Backoff {
         } else {
             self.idle();
         }
+    }
+}
+
+/// This process's CPU affinity mask as CPU numbers (every CPU `available_parallelism` counts
+/// where the mask cannot be read).
+fn affinity() -> Vec<u32> {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; sched_getaffinity writes at most its size.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0 {
+            let cpus: Vec<u32> =
+                (0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &set)).map(|c| c as u32).collect();
+            if !cpus.is_empty() {
+                return cpus;
+            }
+        }
+    }
+    (0..std::thread::available_parallelism().map_or(1, |c| c.get()) as u32).collect()
+}
+
+/// Each rank's ranks on its host and cores between them, from every rank's
+/// [`Comm::host_share`] message.
+fn host_shares(all: &[Vec<u8>]) -> Vec<(usize, usize)> {
+    let parsed: Vec<(&[u8], u32, Vec<u32>)> = all.iter().map(|b| parse_share(b)).collect();
+    parsed
+        .iter()
+        .map(|(h, _, _)| {
+            let here: Vec<_> = parsed.iter().filter(|(o, _, _)| o == h).collect();
+            let mut union: Vec<u32> = here.iter().flat_map(|(_, _, c)| c.iter().copied()).collect();
+            union.sort_unstable();
+            union.dedup();
+            let cap = here.iter().map(|(_, q, _)| *q).filter(|&q| q > 0).max();
+            (here.len(), cap.map_or(union.len(), |q| union.len().min(q as usize)).max(1))
+        })
+        .collect()
+}
+
+/// One rank's [`Comm::host_share`] message: its host, its quota (0: none) and its CPUs.
+fn parse_share(b: &[u8]) -> (&[u8], u32, Vec<u32>) {
+    let word = |at: usize| b.get(at..at + 4).map_or(0, |w| u32::from_le_bytes(w.try_into().expect("4 bytes")));
+    let n = (word(0) as usize).min(b.len().saturating_sub(4));
+    let host = &b[4..4 + n];
+    let quota = word(4 + n);
+    let cpus = (8 + n..b.len()).step_by(4).filter(|&at| at + 4 <= b.len()).map(word).collect();
+    (host, quota, cpus)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::host_shares;
+
+    fn share(host: &str, quota: u32, cpus: &[u32]) -> Vec<u8> {
+        let mut b = (host.len() as u32).to_le_bytes().to_vec();
+        b.extend_from_slice(host.as_bytes());
+        b.extend_from_slice(&quota.to_le_bytes());
+        cpus.iter().for_each(|c| b.extend_from_slice(&c.to_le_bytes()));
+        b
+    }
+
+    #[test]
+    fn bound_ranks_count_a_core_each_and_unbound_ones_share_the_host() {
+        // two ranks bound to a core each on "a"; three unbound ranks on two cores of "b"
+        let all = [
+            share("a", 0, &[0]),
+            share("a", 0, &[1]),
+            share("b", 0, &[0, 1]),
+            share("b", 0, &[0, 1]),
+            share("b", 0, &[0, 1]),
+        ];
+        assert_eq!(host_shares(&all), vec![(2, 2), (2, 2), (3, 2), (3, 2), (3, 2)]);
+        // two ranks bound to the same core share it; a quota of 2 CPUs over a 64-CPU mask
+        let all = [share("c", 0, &[3]), share("c", 0, &[3]), share("d", 2, &(0..64).collect::<Vec<_>>())];
+        assert_eq!(host_shares(&all), vec![(2, 1), (2, 1), (1, 2)]);
     }
 }

@@ -89,7 +89,7 @@ pub struct Setup {
     /// Ranks on this host.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub local_ranks: Option<usize>,
-    /// Cores of this host.
+    /// Cores this host's ranks may run on between them (the union of their CPU affinity masks).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cores: Option<usize>,
     /// The host runs more ranks than cores: computations yield the core every 64 rows.

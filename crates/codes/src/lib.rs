@@ -85,8 +85,8 @@ pub use hcmm::{
     RowLaw,
 };
 pub use linalg::{
-    col_nnz, keep_freed_memory, lstsq, norm2, pinv, row_nnz, rows_transposed, single_threaded_blas, LeastSquares,
-    Matrix, RANK_TOL,
+    col_nnz, keep_freed_memory, lstsq, norm2, pinv, row_nnz, rows_transposed, single_threaded_blas, sum_sq,
+    sum_sq_diff, LeastSquares, Matrix, RANK_TOL,
 };
 pub use linear::{condition, rank, GroupDecoding, LinearCode, LinearError, LinearKind, LinearProfile, PeelStep};
 pub use lt::{robust_soliton, LtCode};

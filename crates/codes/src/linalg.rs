@@ -131,6 +131,52 @@ pub fn norm2(v: ArrayView1<f64>) -> f64 {
     v.dot(&v).sqrt()
 }
 
+/// Σ (aᵢ − bᵢ)² over the common length, in eight interleaved partial sums: one running sum is a
+/// chain of dependent additions (one per four cycles or so), eight let the compiler keep them in
+/// vector registers. The run log takes two of these per iteration over the whole model.
+///
+/// ```
+/// use outrun_codes::sum_sq_diff;
+/// let a: Vec<f64> = (0..19).map(|i| i as f64).collect();
+/// let b = vec![1.0; 19];
+/// // Σ (i − 1)² for i = 0..18 = 1 + Σ k² for k = 1..17
+/// assert_eq!(sum_sq_diff(&a, &b), 1.0 + 17.0 * 18.0 * 35.0 / 6.0);
+/// assert_eq!(sum_sq_diff(&a, &[0.0; 0]), 0.0);
+/// ```
+pub fn sum_sq_diff(a: &[f64], b: &[f64]) -> f64 {
+    const LANES: usize = 8;
+    let n = a.len().min(b.len());
+    let (a, b) = (&a[..n], &b[..n]);
+    let mut acc = [0.0; LANES];
+    let (ca, cb) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
+    let tail: f64 = ca.remainder().iter().zip(cb.remainder()).map(|(x, y)| (x - y) * (x - y)).sum();
+    for (x, y) in ca.zip(cb) {
+        for k in 0..LANES {
+            let d = x[k] - y[k];
+            acc[k] += d * d;
+        }
+    }
+    acc.iter().sum::<f64>() + tail
+}
+
+/// Σ aᵢ², as [`sum_sq_diff`] sums.
+///
+/// ```
+/// assert_eq!(outrun_codes::sum_sq(&[3.0, 4.0]), 25.0);
+/// ```
+pub fn sum_sq(a: &[f64]) -> f64 {
+    const LANES: usize = 8;
+    let mut acc = [0.0; LANES];
+    let c = a.chunks_exact(LANES);
+    let tail: f64 = c.remainder().iter().map(|x| x * x).sum();
+    for x in c {
+        for k in 0..LANES {
+            acc[k] += x[k] * x[k];
+        }
+    }
+    acc.iter().sum::<f64>() + tail
+}
+
 /// Number of non-zero entries of row `i`.
 pub fn row_nnz(m: &Matrix, i: usize) -> usize {
     m.row(i).iter().filter(|v| **v != 0.0).count()

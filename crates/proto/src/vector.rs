@@ -74,8 +74,9 @@ impl Frame {
         self.len
     }
 
-    /// `len` values copied from `src[from..]`, with header room.
-    fn copy_of(src: &[f64]) -> Self {
+    /// A copy of `src` with room for a header before it, so that it is sent as it is (one copy;
+    /// [`Frame::from_vec`] keeps the vector but its send copies it into a frame).
+    pub fn copy_of(src: &[f64]) -> Self {
         let mut buf = Vec::with_capacity(HEAD_WORDS + src.len());
         buf.resize(HEAD_WORDS, 0.0);
         buf.extend_from_slice(src);

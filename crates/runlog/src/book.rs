@@ -307,13 +307,8 @@ impl Book {
 /// The columns every `iterations.csv` starts with (a job adds its own after them).
 pub const COLUMNS: &str = "iteration,wall_s,cumulative_s,loss,normalized_error,relative_change,used,survivors,coverage,exact,residual,late_discarded,test_accuracy,rejected,faulty_used";
 
-/// ‖a‖²
-fn norm_sq(a: &[f64]) -> f64 {
-    a.iter().map(|x| x * x).sum()
-}
-
 /// Relative change ‖θ_t − θ_{t−1}‖² / ‖θ_{t−1}‖² (thesis eq. 4.9); `None` when θ_{t−1} = 0.
 fn relative_change(theta: &[f64], prev: &[f64]) -> Option<f64> {
-    let n = norm_sq(prev);
-    (n > 0.0).then(|| theta.iter().zip(prev).map(|(x, y)| (x - y) * (x - y)).sum::<f64>() / n)
+    let n = outrun_codes::sum_sq(prev);
+    (n > 0.0).then(|| outrun_codes::sum_sq_diff(theta, prev) / n)
 }

@@ -91,12 +91,12 @@ impl Optimizer {
 
 /// ‖a‖²
 pub fn norm_sq(a: &[f64]) -> f64 {
-    a.iter().map(|x| x * x).sum()
+    outrun_codes::sum_sq(a)
 }
 
 /// ‖a − b‖²
 pub fn dist_sq(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum()
+    outrun_codes::sum_sq_diff(a, b)
 }
 
 /// Normalised error ‖θ − θ*‖² / ‖θ*‖² (thesis eq. 4.11).

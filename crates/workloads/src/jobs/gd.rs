@@ -16,6 +16,7 @@ use std::sync::Arc;
 use outrun_codes::{domain, Rng};
 use outrun_config::{DataKind, GdConfig, Generator, Labels};
 use outrun_plan::{Plan, PythonModel, Shape};
+use outrun_proto::roles::Vector as _;
 use outrun_proto::Frame;
 
 use super::{Applied, Job, JobError, Labeled, Metrics, Prelude, Resumable};
@@ -559,7 +560,7 @@ impl Job for GradientDescent {
     }
 
     fn model(&mut self) -> Arc<Frame> {
-        Arc::new(Frame::from_vec(self.theta.clone()))
+        Arc::new(Frame::copy_of(&self.theta))
     }
 
     fn state(&self) -> Option<Vec<f64>> {
@@ -582,7 +583,9 @@ impl Job for GradientDescent {
         };
         let mut frames = Vec::with_capacity(chosen.len());
         for (k, part) in chosen {
-            let mut out = vec![0.0; params + 1];
+            // with header room: the result is sent from where it is computed
+            let mut frame = Frame::zeros(params + 1);
+            let out = frame.as_mut_slice();
             let batch;
             let (rows, coef, whole) = match &batch_rows {
                 None => (&part.rows, &part.coef[..], true),
@@ -602,7 +605,7 @@ impl Job for GradientDescent {
             out[params] = self::model(&mut self.python, &mut self.net)
                 .gradient(whole.then_some((rank, k)), rows, coef, theta, &mut out[..params], self.pace)
                 .map_err(|e| JobError::Model(format!("{} (iteration {t})", e.on_rank(rank))))?;
-            frames.push(Frame::from_vec(out));
+            frames.push(frame);
         }
         Ok(frames)
     }

@@ -195,7 +195,7 @@ impl Job for Matvec {
     }
 
     fn model(&mut self) -> Arc<Frame> {
-        Arc::new(Frame::from_vec(self.x.clone()))
+        Arc::new(Frame::copy_of(&self.x))
     }
 
     fn compute(

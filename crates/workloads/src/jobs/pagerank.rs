@@ -138,7 +138,7 @@ impl Job for Pagerank {
     }
 
     fn model(&mut self) -> Arc<Frame> {
-        Arc::new(Frame::from_vec(self.rank.clone()))
+        Arc::new(Frame::copy_of(&self.rank))
     }
 
     fn state(&self) -> Option<Vec<f64>> {

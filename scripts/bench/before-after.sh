@@ -8,7 +8,11 @@
 #
 # e.g. git worktree add /tmp/before HEAD~5 && (cd /tmp/before && cargo build --release) &&
 #      scripts/bench/before-after.sh /tmp/before/target/release/outrun target/release/outrun
-# Writes runs/before-after-<UTC time>/{ring.csv,overhead.csv,report.md} and prints report.md.
+# A third section runs the same overhead config one rank per core (ranks = this host's cores,
+# each bound to one, engine.idle = "spin" for both builds): UMW with ranks - 1 workers and the
+# allreduce scheme with ranks workers, median iteration of each run.
+# Writes runs/before-after-<UTC time>/{ring.csv,overhead.csv,bound.csv,report.md} and prints
+# report.md.
 set -euo pipefail
 [ $# -ge 2 ] || { echo "usage: $0 BEFORE_BIN AFTER_BIN [REPETITIONS]" >&2; exit 2; }
 before=$(readlink -f "$1")
@@ -37,6 +41,8 @@ ring_rows() {
 
 echo "build,rep,ranks,bytes,reps,ring_s,mpi_allreduce_s,ratio,agree" > "$out/ring.csv"
 echo "build,rep,scheme,mean_s" > "$out/overhead.csv"
+echo "build,rep,scheme,median_s" > "$out/bound.csv"
+cores=$(nproc)
 for rep in $(seq "$reps"); do
   for build in before after; do
     bin=$before; [ "$build" = after ] && bin=$after
@@ -50,6 +56,18 @@ for rep in $(seq "$reps"); do
       OUTRUN_BIN="$bin" launch/local.sh configs/bench/overhead.toml --set "scheme.kind=$kind" --set "run.out_dir=$runs" "$@" >/dev/null
       d=$(ls -td "$runs"/overhead-* | head -1)
       echo "$build,$rep,$kind,$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['mean_s'])" "$d/summary.json")" >> "$out/overhead.csv"
+    done
+    [ "$cores" -ge 2 ] || continue
+    echo "before-after: repetition $rep/$reps, $build: one rank per core ($cores ranks, bound)" >&2
+    for entry in "umw $((cores - 1))" "allreduce $cores"; do
+      # shellcheck disable=SC2086
+      set -- $entry
+      runs="$out/bound-runs/$build"
+      OUTRUN_BIN="$bin" OUTRUN_MPIRUN_FLAGS="--bind-to core" launch/local.sh configs/bench/overhead.toml \
+        --set "scheme.kind=$1" --set scheme.s= --set "scheme.workers=$2" --set "data.samples=$((2 * $2))" \
+        --set run.iterations=2000 --set engine.idle=spin --set "run.out_dir=$runs" >/dev/null
+      d=$(ls -td "$runs"/overhead-* | head -1)
+      echo "$build,$rep,$1,$(python3 -c "import csv,statistics,sys; print(statistics.median(float(r['wall_s']) for r in csv.DictReader(open(sys.argv[1]))))" "$d/iterations.csv")" >> "$out/bound.csv"
     done
   done
 done
@@ -71,13 +89,18 @@ for size in sorted({int(r["bytes"]) for r in ring}):
     label = f"{size // 1024} KB" if size < 1 << 20 else f"{size >> 20} MB"
     print(f"| {label} | {med(pick('before', 'ratio')):.2f} | {med(pick('after', 'ratio')):.2f} | "
           f"{1e3 * med(pick('before', 'ring_s')):.3f} | {1e3 * med(pick('after', 'ring_s')):.3f} | {agree} |")
-print("\n## Engine overhead per iteration (N = 12, p = 5000; median of the repetitions)\n")
-print("| scheme | ms before | ms after | after / before |")
-print("|---|---|---|---|")
-for scheme in dict.fromkeys(r["scheme"] for r in over):
-    pick = lambda b: med([float(r["mean_s"]) for r in over if r["build"] == b and r["scheme"] == scheme])
-    b, a = pick("before"), pick("after")
-    print(f"| {scheme} | {1e3 * b:.3f} | {1e3 * a:.3f} | {a / b:.2f} |")
+def per_scheme(title, rows, column):
+    print(f"\n## {title}\n")
+    print("| scheme | ms before | ms after | after / before |")
+    print("|---|---|---|---|")
+    for scheme in dict.fromkeys(r["scheme"] for r in rows):
+        pick = lambda b: med([float(r[column]) for r in rows if r["build"] == b and r["scheme"] == scheme])
+        b, a = pick("before"), pick("after")
+        print(f"| {scheme} | {1e3 * b:.3f} | {1e3 * a:.3f} | {a / b:.2f} |")
+per_scheme("Engine overhead per iteration (N = 12, p = 5000; median of the repetitions)", over, "mean_s")
+bound = list(csv.DictReader(open(f"{out}/bound.csv")))
+if bound:
+    per_scheme("One rank per core, bound, engine.idle = spin (2000 iterations; median iteration, median of the repetitions)", bound, "median_s")
 EOF
 cat "$out/report.md"
 echo "before-after: report in $out/report.md" >&2

@@ -367,6 +367,21 @@ enum BenchCmd {
         seconds: f64,
         #[arg(long, default_value_t = 200)]
         poll_us: u64,
+        /// How our ranks wait between polls (engine.idle's values; auto: spin where each rank
+        /// has a core, sleep where ranks outnumber cores).
+        #[arg(long, default_value = "auto", value_parser = idle_mode)]
+        idle: outrun_config::Idle,
+    },
+    /// The master–worker floor (run under mpirun, 2 ranks or more): MPI_Bcast of a model from
+    /// rank 0 and MPI_Gather of every other rank's result, summed at rank 0, per iteration;
+    /// prints CSV on rank 0 (rank 0's median and mean iteration).
+    Floor {
+        /// Doubles in the model and in each result (a scheme's model.features).
+        #[arg(long, default_value_t = 5000)]
+        values: usize,
+        /// Iterations, no barrier between them.
+        #[arg(long, default_value_t = 300)]
+        iterations: usize,
     },
     /// A bulk TCP transfer timed at the receiver (checks a link's rate).
     Link {
@@ -466,6 +481,13 @@ struct Failure(String, u8);
 
 /// Input problems exit 2, a failed simulated run 1.
 /// `--algorithms`' values: scheme.algorithm's names.
+fn idle_mode(name: &str) -> Result<outrun_config::Idle, String> {
+    outrun_config::Idle::from_name(name).ok_or_else(|| {
+        let names: Vec<&str> = outrun_config::Idle::ALL.iter().map(|m| m.name()).collect();
+        format!("`{name}`: one of {}", names.join(", "))
+    })
+}
+
 fn ring_algorithm(name: &str) -> Result<RingAlgorithm, String> {
     RingAlgorithm::from_name(name).ok_or_else(|| {
         let names: Vec<&str> = RingAlgorithm::ALL.iter().map(|a| a.name()).collect();
@@ -890,9 +912,11 @@ fn run(cli: Cli) -> Result<(), Failure> {
         }
         Cmd::Theory(TheoryCmd::Bec { dv, dc, json }) => reproduce::bec(dv, dc, json),
         Cmd::Theory(TheoryCmd::AgcAet { n, d, tcp, tcm, p, json }) => reproduce::agc_aet(n, d, tcp, tcm, &p, json),
-        Cmd::Bench(BenchCmd::Ring { sizes, algorithms, rounds, seconds, poll_us }) => {
-            let (rank, size, rows) = outrun_engine::bench::ring_vs_mpi(&sizes, &algorithms, rounds, seconds, poll_us);
+        Cmd::Bench(BenchCmd::Ring { sizes, algorithms, rounds, seconds, poll_us, idle }) => {
+            let (rank, size, idle, rows) =
+                outrun_engine::bench::ring_vs_mpi(&sizes, &algorithms, rounds, seconds, poll_us, idle);
             if rank == 0 {
+                eprintln!("bench ring: {size} ranks, ours waiting with engine.idle = {}", idle.name());
                 println!("ranks,bytes,algorithm,reps,ring_s,mpi_allreduce_s,ratio,agree");
                 for r in rows {
                     println!(
@@ -908,6 +932,27 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 }
             }
             Ok(())
+        }
+        Cmd::Bench(BenchCmd::Floor { values, iterations }) => {
+            if values == 0 || iterations == 0 {
+                return Err(Failure("bench floor: --values and --iterations must be positive".into(), 2));
+            }
+            let (rank, size, row) = outrun_engine::bench::master_worker_floor(values, iterations);
+            if size < 2 {
+                return Err(Failure("bench floor: run it under mpirun with at least 2 ranks".into(), 2));
+            }
+            if rank == 0 {
+                println!("ranks,values,iterations,median_s,mean_s,agree");
+                println!(
+                    "{size},{},{},{:.9},{:.9},{}",
+                    row.values, row.iterations, row.median_s, row.mean_s, row.agree
+                );
+            }
+            if row.agree {
+                Ok(())
+            } else {
+                Err(Failure("bench floor: a gathered sum differs from the broadcast model's".into(), 1))
+            }
         }
         Cmd::Bench(BenchCmd::Link { listen, connect, mbytes, .. }) => match (listen, connect) {
             (Some(addr), None) => link::serve(&addr).map_err(|e| Failure(e, 1)),

@@ -1,7 +1,9 @@
 //! Micro-benchmarks that need MPI: our ring all-reduce (the protocol's [`RingNode`] driven by
 //! the engine's driver, exactly as in training) against `MPI_Allreduce`, measured in the same
-//! job, alternating, on the same buffers; and broadcast within sub-communicators, the primitive
-//! of patterns that multicast to groups.
+//! job, alternating, on the same buffers; the master–worker floor (`MPI_Bcast` of a model and
+//! `MPI_Gather` of every worker's result, summed at the master: what any master–worker scheme
+//! moves per iteration, in the library's own collectives); and broadcast within
+//! sub-communicators, the primitive of patterns that multicast to groups.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -11,7 +13,7 @@ use std::time::Instant;
 use mpi::collective::SystemOperation;
 use mpi::traits::*;
 use outrun_codes::combinations;
-use outrun_config::{ComputeMode, RingAlgorithm};
+use outrun_config::{ComputeMode, Idle, RingAlgorithm};
 use outrun_driver::{Core, Seat};
 use outrun_plan::{Law, StragglerModel};
 use outrun_proto::roles::Vector;
@@ -95,7 +97,7 @@ impl Job for Repeat {
 }
 
 /// `reps` all-reduces of the job's input by our ring node with `alg`; returns the communicator.
-fn ring_reps(comm: Comm, job: Repeat, reps: usize, poll_us: u64, alg: RingAlgorithm) -> Comm {
+fn ring_reps(comm: Comm, job: Repeat, reps: usize, wait: (u64, Idle), alg: RingAlgorithm) -> Comm {
     let (rank, size, len) = (comm.rank, comm.size, job.input.len());
     let none = StragglerModel { seed: 0, law: Law::None, compute: ComputeMode::Real, base_a: 0.0, master_a: None };
     let seat = Seat {
@@ -110,9 +112,7 @@ fn ring_reps(comm: Comm, job: Repeat, reps: usize, poll_us: u64, alg: RingAlgori
         children: vec![],
     };
     let core = Core::new(Box::new(job), seat, none.injector());
-    // the ring's bench waits as the engine's runs do on an oversubscribed host (its figures
-    // are compared with earlier ones)
-    let mut d = Driver::new(comm, Clock::start(), Lines::none(), core, poll_us, outrun_config::Idle::Sleep);
+    let mut d = Driver::new(comm, Clock::start(), Lines::none(), core, wait.0, wait.1);
     let mut m = RingNode::<Frame>::standalone(rank, size, len, 1e6, false, alg);
     let start = d.core.start();
     d.feed(&mut m, start);
@@ -132,19 +132,24 @@ fn timed<T>(world: &mpi::topology::SimpleCommunicator, reps: usize, f: impl FnOn
 }
 
 /// Our all-reduce with each of `algs` vs `MPI_Allreduce` for each size (bytes), `rounds`
-/// alternating rounds of about `target_s` seconds per method. Collective; rank 0 gets the rows.
+/// alternating rounds of about `target_s` seconds per method, our ranks waiting as `idle`
+/// resolves on this host (as a training run's do: `auto` spins where each rank has a core).
+/// Collective; rank 0 gets the rows and the mode its ranks waited in.
 pub fn ring_vs_mpi(
     sizes: &[usize],
     algs: &[RingAlgorithm],
     rounds: usize,
     target_s: f64,
     poll_us: u64,
-) -> (usize, usize, Vec<RingRow>) {
+    idle: Idle,
+) -> (usize, usize, Idle, Vec<RingRow>) {
     outrun_codes::keep_freed_memory();
     let universe = mpi::initialize().expect("MPI initialises once");
     let world = universe.world();
     let mut comm = Comm::new(&world);
     let (rank, size) = (comm.rank, comm.size);
+    let (local, cores) = comm.host_share(&crate::hostname());
+    let idle = idle.resolve(local, cores);
     let mut rows = Vec::new();
     for &bytes in sizes {
         let n = (bytes / 8).max(size);
@@ -163,7 +168,7 @@ pub fn ring_vs_mpi(
             for (a, &alg) in algs.iter().enumerate() {
                 let spare = Rc::new(RefCell::new(None));
                 let job = Repeat { input: input_arc.clone(), spare: spare.clone() };
-                let (r, c) = timed(&world, reps, || ring_reps(comm, job, reps, poll_us, alg));
+                let (r, c) = timed(&world, reps, || ring_reps(comm, job, reps, (poll_us, idle), alg));
                 comm = c;
                 best_ring[a] = best_ring[a].min(r);
                 let (m, ()) = timed(&world, reps, || {
@@ -184,7 +189,74 @@ pub fn ring_vs_mpi(
             rows.push(RingRow { bytes, algorithm, reps, ring_s: best_ring[a], mpi_s: best_mpi, agree });
         }
     }
-    (rank, size, rows)
+    (rank, size, idle, rows)
+}
+
+/// Result of [`master_worker_floor`]: rank 0's iteration times.
+#[derive(Clone, Debug)]
+pub struct FloorRow {
+    /// Values in the model and in each worker's result.
+    pub values: usize,
+    /// Iterations timed.
+    pub iterations: usize,
+    /// Median seconds per iteration (rank 0, from the broadcast's start to the summed results).
+    pub median_s: f64,
+    /// Mean seconds per iteration.
+    pub mean_s: f64,
+    /// Whether every iteration's sum was the one the broadcast model implies, on every rank.
+    pub agree: bool,
+}
+
+/// The floor of a master–worker iteration in MPI's own collectives: rank 0 broadcasts a model of
+/// `values` doubles (`MPI_Bcast`), every other rank returns a result of the same length computed
+/// from it (`MPI_Gather`), and rank 0 sums the results and takes a gradient step with the sum,
+/// `iterations` times with no barrier between them, as a scheme's loop has none. It moves the
+/// bytes UMW moves with the library's algorithms and nothing of a protocol (no deadlines, no
+/// headers, no stragglers tolerated): the lower bound issue 43 measures the schemes against.
+/// Collective over the world (at least 2 ranks); rank 0 gets the row.
+pub fn master_worker_floor(values: usize, iterations: usize) -> (usize, usize, FloorRow) {
+    let universe = mpi::initialize().expect("MPI initialises once");
+    let world = universe.world();
+    let (rank, size) = (world.rank() as usize, world.size() as usize);
+    let root = world.process_at_rank(0);
+    let mut model: Vec<f64> = (0..values).map(|i| (i % 17) as f64 * 0.25).collect();
+    let mut result = vec![0.0; values];
+    let mut all = vec![0.0; if rank == 0 { values * size } else { 0 }];
+    let mut sum = vec![0.0; values];
+    let mut times = Vec::with_capacity(iterations);
+    let mut ok = true;
+    // each worker's result is its model plus its rank: the sum is N·θ + N(N+1)/2
+    let n = (size - 1) as f64;
+    let offset = n * (n + 1.0) / 2.0;
+    world.barrier();
+    for _ in 0..iterations {
+        let t0 = Instant::now();
+        root.broadcast_into(&mut model[..]);
+        if rank == 0 {
+            result.iter_mut().for_each(|r| *r = 0.0);
+            root.gather_into_root(&result[..], &mut all[..]);
+            sum.iter_mut().for_each(|s| *s = 0.0);
+            for block in all.chunks_exact(values).skip(1) {
+                sum.iter_mut().zip(block).for_each(|(s, b)| *s += b);
+            }
+            ok &= sum.iter().zip(&model).all(|(s, m)| (s - (n * m + offset)).abs() <= 1e-9 * s.abs().max(1.0));
+            model.iter_mut().zip(&sum).for_each(|(m, s)| *m -= 1e-6 * s);
+            times.push(t0.elapsed().as_secs_f64());
+        } else {
+            result.iter_mut().zip(&model).for_each(|(r, m)| *r = m + rank as f64);
+            root.gather_into(&result[..]);
+        }
+    }
+    let mut agree = false;
+    world.all_reduce_into(&ok, &mut agree, SystemOperation::logical_and());
+    let mean_s = times.iter().sum::<f64>() / times.len().max(1) as f64;
+    times.sort_by(f64::total_cmp);
+    let median_s = match times.len() {
+        0 => 0.0,
+        k if k % 2 == 1 => times[k / 2],
+        k => 0.5 * (times[k / 2 - 1] + times[k / 2]),
+    };
+    (rank, size, FloorRow { values, iterations, median_s, mean_s, agree })
 }
 
 /// Result of [`group_broadcasts`].

@@ -282,6 +282,24 @@ fn sub_communicators_broadcast_within_their_groups() {
     assert_eq!((f[0], f[1], f[2], f[4]), ("10", "30", "100", "true"), "C(5,3) = 10 groups, 3 broadcasts each: {row}");
 }
 
+/// The master–worker floor of `make bench` §17: every gathered sum is the one the broadcast
+/// model implies (checked on rank 0 each iteration); one rank is refused in one line.
+#[test]
+fn the_master_worker_floor_gathers_the_sums_its_model_implies() {
+    let _lock = mpi_lock();
+    let args: Vec<String> =
+        ["bench", "floor", "--values", "300", "--iterations", "50"].iter().map(|s| s.to_string()).collect();
+    let run = mpirun_outrun(4, &args, Duration::from_secs(60));
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let row = run.stdout.lines().nth(1).expect("a CSV row");
+    let f: Vec<&str> = row.split(',').collect();
+    assert_eq!((f[0], f[1], f[2], f[5]), ("4", "300", "50", "true"), "{row}");
+    assert!(f[3].parse::<f64>().unwrap() > 0.0, "{row}");
+    let run = mpirun_outrun(1, &args, Duration::from_secs(60));
+    assert_ne!(run.code, Some(0));
+    assert!(run.stderr.contains("bench floor: run it under mpirun with at least 2 ranks"), "{}", run.stderr);
+}
+
 /// A ring with one worker past the deadline: one line, from the rank that knows (the straggler's
 /// right neighbour, which received nothing), naming the straggler; the ranks stalled further
 /// along the ring log their view in their rank logs and stay quiet.

@@ -339,17 +339,24 @@ impl<P: Vector> TreeNode<P> {
             );
             return self.fail_iteration(clock.now(), t, why, vec![]);
         }
-        let own = self.own.take().expect("checked");
+        let mut own = self.own.take().expect("checked");
         // a decoder that is not a sum of ranges: gather, map, and use the result as one arrival
         if let Some(v) = comb.mapped(&own, &arrivals) {
             arrivals.push(v);
             comb.terms = vec![Term::whole(Src::Arrival(arrivals.len() - 1), comb.len, 1.0)];
             comb.post = None;
         }
-        let bodies: Vec<P> = (0..self.enc.rounds())
+        let rounds = self.enc.rounds();
+        let bodies: Vec<P> = (0..rounds)
             .map(|r| {
                 let terms = self.enc.round(r).substitute_agg(&comb);
-                Combination::evaluate(self.enc.round(r).len, &terms, &own, &arrivals)
+                let len = self.enc.round(r).len;
+                if rounds == 1 {
+                    // the sources serve this one evaluation: take one instead of copying it
+                    Combination::evaluate_taking(len, &terms, &mut own, &mut arrivals)
+                } else {
+                    Combination::evaluate(len, &terms, &own, &arrivals)
+                }
             })
             .collect();
         let now = clock.now();

@@ -198,6 +198,20 @@ pub struct Core<'a> {
     pub quiet_failure: bool,
     /// Seconds the plan's prelude took at the root (counted in the book's times).
     prelude_s: Option<f64>,
+    /// The logging rank's record of the iteration last applied, not yet written
+    /// ([`Core::settle`]).
+    unwritten: Option<Unwritten>,
+}
+
+/// An iteration applied and not yet recorded: what [`IterationRecord`] takes besides the state
+/// (the core's, until the next iteration is applied).
+struct Unwritten {
+    t: u64,
+    end: f64,
+    loss: f64,
+    metrics: outrun_workloads::Metrics,
+    info: Delivered,
+    faulty_used: Vec<usize>,
 }
 
 impl<'a> Core<'a> {
@@ -216,6 +230,7 @@ impl<'a> Core<'a> {
             state: None,
             quiet_failure: false,
             prelude_s: None,
+            unwritten: None,
         }
     }
 
@@ -373,9 +388,12 @@ impl<'a> Core<'a> {
     }
 
     /// Apply the result of iteration `t`, delivered at `now` (`info`: how it was obtained),
-    /// record it on the logging rank, and say what the machine does next: start `t + 1`, or
-    /// finish (after the last iteration, when the job is done, or with the job's failure).
+    /// and say what the machine does next: start `t + 1`, or finish (after the last iteration,
+    /// when the job is done, or with the job's failure). The logging rank's record of `t` is
+    /// kept for [`Core::settle`], so that a driver sends the next model before it writes (it is
+    /// written here only where a checkpoint follows: the record comes first).
     pub fn deliver<P: Payload>(&mut self, t: u64, total: P, info: &Delivered, now: f64) -> Input<P> {
+        self.settle();
         let applied = match P::apply(&mut *self.job, t, total) {
             Ok(a) => a,
             Err(why) => {
@@ -383,30 +401,17 @@ impl<'a> Core<'a> {
                 return Input::Finish { failure: Some(why.to_string()) };
             }
         };
-        let faulty_used = self.faulty_used(t, &info.used);
-        // a federated rule that accepted no upload leaves θ as it was and has no clients' loss
-        let loss = if info.used.is_empty() { f64::NAN } else { applied.loss };
-        if let Some((book, _)) = self.book.as_mut() {
-            let metrics = self.job.metrics(&applied);
-            let wall = book.record(IterationRecord {
+        if self.book.is_some() {
+            // a federated rule that accepted no upload leaves θ as it was and has no clients' loss
+            let loss = if info.used.is_empty() { f64::NAN } else { applied.loss };
+            self.unwritten = Some(Unwritten {
                 t,
                 end: now,
-                state: applied.state.as_deref(),
                 loss,
-                error: metrics.error,
-                accuracy: metrics.accuracy,
-                columns: &metrics.columns,
-                used: &info.used,
-                coverage: info.coverage,
-                exact: info.exact,
-                residual: info.residual,
-                late_total: info.late_total,
-                rejected: &info.rejected,
-                faulty_used: &faulty_used,
+                metrics: self.job.metrics(&applied),
+                info: info.clone(),
+                faulty_used: self.faulty_used(t, &info.used),
             });
-            if let Some(p) = self.progress.as_deref_mut() {
-                p.tick(t, wall, loss);
-            }
         }
         let done = applied.done;
         self.state = applied.state;
@@ -417,6 +422,33 @@ impl<'a> Core<'a> {
             Input::Finish { failure: None }
         } else {
             Input::Start { t: t + 1, model: P::model(&mut *self.job) }
+        }
+    }
+
+    /// Write the logging rank's record of the iteration last applied, if not yet written (a
+    /// driver calls it once the outputs of a delivery are carried out; every delivery and the
+    /// end of the run call it too).
+    pub fn settle(&mut self) {
+        let (Some(u), Some((book, _))) = (self.unwritten.take(), self.book.as_mut()) else { return };
+        let info = &u.info;
+        let wall = book.record(IterationRecord {
+            t: u.t,
+            end: u.end,
+            state: self.state.as_deref(),
+            loss: u.loss,
+            error: u.metrics.error,
+            accuracy: u.metrics.accuracy,
+            columns: &u.metrics.columns,
+            used: &info.used,
+            coverage: info.coverage,
+            exact: info.exact,
+            residual: info.residual,
+            late_total: info.late_total,
+            rejected: &info.rejected,
+            faulty_used: &u.faulty_used,
+        });
+        if let Some(p) = self.progress.as_deref_mut() {
+            p.tick(u.t, wall, u.loss);
         }
     }
 
@@ -435,10 +467,13 @@ impl<'a> Core<'a> {
     /// After iteration `t`, the logging rank writes a checkpoint every `run.checkpoint_every`
     /// iterations (and after the last).
     fn checkpoint(&mut self, t: u64) -> Result<(), String> {
-        let (Some(every), Some((_, info))) = (self.seat.checkpoint_every, self.book.as_ref()) else { return Ok(()) };
+        let (Some(every), Some(_)) = (self.seat.checkpoint_every, self.book.as_ref()) else { return Ok(()) };
         if !(t + 1).is_multiple_of(every) && t + 1 < self.seat.iterations {
             return Ok(());
         }
+        // the iteration's record before the checkpoint that follows it
+        self.settle();
+        let Some((_, info)) = self.book.as_ref() else { return Ok(()) };
         let c = Checkpoint {
             format: CHECKPOINT_FORMAT,
             iteration: t + 1,
@@ -458,6 +493,7 @@ impl<'a> Core<'a> {
 
     /// The timed loop ended (whether or not the run succeeded).
     pub fn end(&mut self) {
+        self.settle();
         if let Some(p) = self.progress.as_deref_mut().filter(|_| !self.ended) {
             p.end();
         }

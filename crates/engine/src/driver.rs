@@ -68,6 +68,9 @@ pub(crate) struct Driver<'a> {
     /// Messages waiting on slow links, in the order they were sent (a link's messages leave in
     /// order: MPI's non-overtaking rule must still see the protocol's order).
     held: Vec<Held>,
+    /// Events the machine logged while its outputs were carried out: written after them, so
+    /// that what it sends (the next model) leaves before this rank writes.
+    logged: Vec<Event>,
     done: Option<Outcome>,
 }
 
@@ -95,6 +98,7 @@ impl<'a> Driver<'a> {
             timers: vec![],
             pending: None,
             held: vec![],
+            logged: vec![],
             done: None,
         }
     }
@@ -105,8 +109,19 @@ impl<'a> Driver<'a> {
         self.carry_out(m);
     }
 
-    /// Carry out every output the machine has queued (feeding back what they produce).
+    /// Carry out every output the machine has queued (feeding back what they produce), then
+    /// write what it logged and the iteration it delivered: a master's next model is on the
+    /// wire before its run log is written.
     fn carry_out(&mut self, m: &mut dyn Machine<Frame>) {
+        self.carry_out_queued(m);
+        for ev in std::mem::take(&mut self.logged) {
+            self.core.observe(&ev);
+            self.log.event(&ev);
+        }
+        self.core.settle();
+    }
+
+    fn carry_out_queued(&mut self, m: &mut dyn Machine<Frame>) {
         while let Some(o) = m.poll() {
             match o {
                 Output::Send { to, msg, track } => self.send(&to, msg, track),
@@ -146,8 +161,7 @@ impl<'a> Driver<'a> {
                             recv_bytes: counted(c.recv_bytes),
                         };
                     }
-                    self.core.observe(&ev);
-                    self.log.event(&ev);
+                    self.logged.push(ev);
                 }
                 Output::Contribute => match self.core.contribute() {
                     Ok(input) => m.handle(&self.clock, input),

@@ -250,12 +250,7 @@ pub fn master_worker_floor(values: usize, iterations: usize) -> (usize, usize, F
     let mut agree = false;
     world.all_reduce_into(&ok, &mut agree, SystemOperation::logical_and());
     let mean_s = times.iter().sum::<f64>() / times.len().max(1) as f64;
-    times.sort_by(f64::total_cmp);
-    let median_s = match times.len() {
-        0 => 0.0,
-        k if k % 2 == 1 => times[k / 2],
-        k => 0.5 * (times[k / 2 - 1] + times[k / 2]),
-    };
+    let median_s = if times.is_empty() { 0.0 } else { outrun_runlog::quantile(&times, 0.5) };
     (rank, size, FloorRow { values, iterations, median_s, mean_s, agree })
 }
 

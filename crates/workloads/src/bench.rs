@@ -226,9 +226,9 @@ pub fn decode_times(sizes: &[usize], len: usize, sets: usize) -> Result<Vec<Deco
                 erased,
                 sets,
                 decoded,
-                cold_s: median(&mut cold),
-                warm_s: median(&mut warm),
-                apply_s: median(&mut apply),
+                cold_s: median(&cold),
+                warm_s: median(&warm),
+                apply_s: median(&apply),
                 max_rel_err: worst,
                 refused: None,
             });
@@ -237,12 +237,8 @@ pub fn decode_times(sizes: &[usize], len: usize, sets: usize) -> Result<Vec<Deco
     Ok(rows)
 }
 
-fn median(v: &mut [f64]) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
+fn median(v: &[f64]) -> f64 {
+    outrun_runlog::quantile(v, 0.5)
 }
 
 /// One row of [`row_decode_times`].
@@ -320,14 +316,14 @@ pub fn row_decode_times(sizes: &[usize], lt_sizes: &[usize], overhead: f64, sets
                 drop(lu);
             }
         }
-        let lapack_s = if lapack.is_empty() { 0.0 } else { median(&mut lapack) };
+        let lapack_s = if lapack.is_empty() { 0.0 } else { median(&lapack) };
         out.push(RowDecodeRow {
             code: name,
             r,
             received: received_n,
             solved,
-            cold_s: median(&mut cold),
-            apply_s: median(&mut apply),
+            cold_s: median(&cold),
+            apply_s: median(&apply),
             lapack_s,
             max_rel_err: worst,
             cond,
@@ -436,10 +432,7 @@ pub struct ScreenBench {
 pub fn screen_times(n: usize, s: usize, f: usize, lens: &[usize], reps: usize) -> Result<Vec<ScreenBench>, String> {
     use outrun_codes::{decode, robust_screen, GradientCode, Rng};
     let (code, _) = GradientCode::cyclic(n, s, 1, 10).map_err(|e| e.to_string())?;
-    let median = |mut v: Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
+    let median = |v: Vec<f64>| outrun_runlog::quantile(&v, 0.5);
     let rows: Vec<usize> = (0..n).collect();
     let survivors: Vec<usize> = (0..n - s).collect();
     let a = decode(&code.b, &survivors).coeffs;

@@ -392,7 +392,7 @@ impl<'a> Core<'a> {
     /// when the job is done, or with the job's failure). The logging rank's record of `t` is
     /// kept for [`Core::settle`], so that a driver sends the next model before it writes (it is
     /// written here only where a checkpoint follows: the record comes first).
-    pub fn deliver<P: Payload>(&mut self, t: u64, total: P, info: &Delivered, now: f64) -> Input<P> {
+    pub fn deliver<P: Payload>(&mut self, t: u64, total: P, info: Delivered, now: f64) -> Input<P> {
         self.settle();
         let applied = match P::apply(&mut *self.job, t, total) {
             Ok(a) => a,
@@ -404,14 +404,9 @@ impl<'a> Core<'a> {
         if self.book.is_some() {
             // a federated rule that accepted no upload leaves θ as it was and has no clients' loss
             let loss = if info.used.is_empty() { f64::NAN } else { applied.loss };
-            self.unwritten = Some(Unwritten {
-                t,
-                end: now,
-                loss,
-                metrics: self.job.metrics(&applied),
-                info: info.clone(),
-                faulty_used: self.faulty_used(t, &info.used),
-            });
+            let faulty_used = self.faulty_used(t, &info.used);
+            self.unwritten =
+                Some(Unwritten { t, end: now, loss, metrics: self.job.metrics(&applied), info, faulty_used });
         }
         let done = applied.done;
         self.state = applied.state;

@@ -23,13 +23,13 @@ fn delivered_totals_are_applied_and_start_the_next_iteration_until_the_last() {
     let plan = Cfg::linear("core", 30, 2, 3).set("run.iterations", 2).plan();
     let mut core = Core::of(&plan, 0, Box::new(FakeJob::new(3)));
     assert_eq!(start_of(&core.start::<Frame>()), Some(0));
-    let next = core.deliver(0, Frame::from_vec(vec![1.0, 2.0, 3.0]), &info(), 0.5);
+    let next = core.deliver(0, Frame::from_vec(vec![1.0, 2.0, 3.0]), info(), 0.5);
     assert_eq!(start_of(&next), Some(1));
     // the next model is the state the job applied
     let Input::Start { model, .. } = next else { unreachable!() };
     assert_eq!(model.as_slice(), &[1.0, 2.0, 3.0]);
     assert_eq!(core.state(), Some(&[1.0, 2.0, 3.0][..]));
-    let last = core.deliver(1, Frame::from_vec(vec![4.0; 3]), &info(), 1.0);
+    let last = core.deliver(1, Frame::from_vec(vec![4.0; 3]), info(), 1.0);
     assert!(matches!(last, Input::Finish { failure: None }), "{last:?}");
 }
 
@@ -38,7 +38,7 @@ fn a_job_that_cannot_apply_ends_the_run_with_its_line() {
     let plan = Cfg::linear("core", 30, 2, 3).plan();
     let job = FakeJob { fail_at: Some(0), ..FakeJob::new(2) };
     let mut core = Core::of(&plan, 0, Box::new(job));
-    let next = core.deliver(0, Frame::from_vec(vec![1.0; 2]), &info(), 0.1);
+    let next = core.deliver(0, Frame::from_vec(vec![1.0; 2]), info(), 0.1);
     let Input::Finish { failure: Some(why) } = next else { panic!("{next:?}") };
     assert_eq!(why, "iteration 0: the fake job diverged");
     // no book on this rank: another rank (the logging one) reports it
@@ -148,8 +148,8 @@ fn progress_is_told_the_run_and_each_iteration() {
     let mut seen = Seen::default();
     {
         let mut core = Core::of(&plan, 0, Box::new(job)).with_book(book, run).with_progress(&mut seen);
-        core.deliver(0, Frame::from_vec(vec![1.0; 2]), &info(), 0.1);
-        core.deliver(1, Frame::from_vec(vec![2.0; 2]), &info(), 0.2);
+        core.deliver(0, Frame::from_vec(vec![1.0; 2]), info(), 0.1);
+        core.deliver(1, Frame::from_vec(vec![2.0; 2]), info(), 0.2);
         let summary = core.finish(0.0, 0, 0, &Default::default()).unwrap().expect("the logging rank's summary");
         assert_eq!(summary.iterations, 2);
     }

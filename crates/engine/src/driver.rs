@@ -140,7 +140,7 @@ impl<'a> Driver<'a> {
                     self.timers.push((id, at));
                 }
                 Output::Deliver { t, total, info } => {
-                    let next = self.core.deliver(t, total, &info, self.clock.now());
+                    let next = self.core.deliver(t, total, info, self.clock.now());
                     m.handle(&self.clock, next);
                 }
                 Output::Collective { t, buf } => {

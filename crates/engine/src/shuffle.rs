@@ -264,7 +264,7 @@ pub(crate) fn run(
         }));
         stats.extend(phases.iter().copied().chain([l_bytes as f64, wire_bytes as f64, mapped as f64]));
         // every server applies the same new state and stops after the same iteration
-        next = core.deliver(t, Frame::from_vec(state), &delivered, end);
+        next = core.deliver(t, Frame::from_vec(state), delivered.clone(), end);
     }
     core.end();
     if let Input::Finish { failure: Some(why) } = next {

@@ -144,7 +144,7 @@ impl<P: Payload> Sim<'_, P> {
                             }
                         }
                     }
-                    let next = self.cores[rank].deliver(t, total, &info, at);
+                    let next = self.cores[rank].deliver(t, total, info, at);
                     self.machines[rank].handle(&At(at), next);
                 }
                 Output::Collective { .. } => unreachable!("the simulator runs collectives as rings"),

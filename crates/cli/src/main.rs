@@ -479,8 +479,7 @@ enum BenchCmd {
 /// A failure to report: message and exit code.
 struct Failure(String, u8);
 
-/// Input problems exit 2, a failed simulated run 1.
-/// `--algorithms`' values: scheme.algorithm's names.
+/// `--idle`'s values: engine.idle's names.
 fn idle_mode(name: &str) -> Result<outrun_config::Idle, String> {
     outrun_config::Idle::from_name(name).ok_or_else(|| {
         let names: Vec<&str> = outrun_config::Idle::ALL.iter().map(|m| m.name()).collect();
@@ -488,6 +487,7 @@ fn idle_mode(name: &str) -> Result<outrun_config::Idle, String> {
     })
 }
 
+/// `--algorithms`' values: scheme.algorithm's names.
 fn ring_algorithm(name: &str) -> Result<RingAlgorithm, String> {
     RingAlgorithm::from_name(name).ok_or_else(|| {
         let names: Vec<&str> = RingAlgorithm::ALL.iter().map(|a| a.name()).collect();
@@ -495,6 +495,7 @@ fn ring_algorithm(name: &str) -> Result<RingAlgorithm, String> {
     })
 }
 
+/// Input problems exit 2, a failed simulated run 1.
 fn sim_failure(e: outrun_sim::SimError) -> Failure {
     let code = if matches!(e, outrun_sim::SimError::Run(_) | outrun_sim::SimError::Io(_)) { 1 } else { 2 };
     Failure(e.to_string(), code)

@@ -233,7 +233,7 @@ pub fn master_worker_floor(values: usize, iterations: usize) -> (usize, usize, F
         let t0 = Instant::now();
         root.broadcast_into(&mut model[..]);
         if rank == 0 {
-            result.iter_mut().for_each(|r| *r = 0.0);
+            // rank 0's own block (zeros) is gathered and left out of the sum
             root.gather_into_root(&result[..], &mut all[..]);
             sum.iter_mut().for_each(|s| *s = 0.0);
             for block in all.chunks_exact(values).skip(1) {

@@ -153,12 +153,11 @@ impl Combination {
         let mut live = terms.iter().filter(|t| t.coef != 0.0 && t.len != 0);
         let Some(first) = live.next() else { return V::zeros(len) };
         let whole = first.coef == 1.0 && first.from == 0 && first.to == 0 && first.len == len;
-        let slot_len = match first.src {
-            Src::Arrival(i) => arrivals.get(i).map(V::len),
-            Src::Own(k) => own.get(k).map(V::len),
-            Src::Agg => None,
-        };
-        if !whole || slot_len != Some(len) || live.clone().any(|t| t.src == first.src) {
+        if !whole
+            || first.src == Src::Agg
+            || source(first.src, own, arrivals).len() != len
+            || live.clone().any(|t| t.src == first.src)
+        {
             return Combination::evaluate(len, terms, own, arrivals);
         }
         let slot = match first.src {

@@ -19,7 +19,7 @@
 //! that compute.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use outrun_driver::Core;
 use outrun_proto::{wire, Failure, Frame, Histogram, Input, Machine, Msg, Outcome, Output};
@@ -198,16 +198,23 @@ impl<'a> Driver<'a> {
                 HeldBody::Words(Arc::new(words), n)
             }
         };
-        let now = self.clock.now();
+        // the clock is read only where a link holds messages (a read costs as much as a small
+        // message's bookkeeping)
+        let mut now = None;
         for &dest in to {
             let delay = self.core.link_delay(dest, &msg.head);
-            // behind a message still held on the same link, in order
-            let behind = self.held.iter().filter(|h| h.dest == dest).map(|h| h.at).fold(f64::NEG_INFINITY, f64::max);
-            let at = (now + delay).max(behind);
             let body = match &body {
                 HeldBody::Frame(f) => HeldBody::Frame(f.clone()),
                 HeldBody::Words(w, n) => HeldBody::Words(w.clone(), *n),
             };
+            // behind a message still held on the same link, in order
+            let behind = self.held.iter().filter(|h| h.dest == dest).map(|h| h.at).fold(f64::NEG_INFINITY, f64::max);
+            if delay <= 0.0 && behind == f64::NEG_INFINITY {
+                self.isend(Held { at: 0.0, dest, body, track });
+                continue;
+            }
+            let now = *now.get_or_insert_with(|| self.clock.now());
+            let at = (now + delay).max(behind);
             let held = Held { at, dest, body, track };
             if at > now {
                 self.held.push(held);
@@ -225,8 +232,10 @@ impl<'a> Driver<'a> {
     }
 
     /// Send the held messages whose time has come (all of them with `all`), in order.
-    fn release(&mut self, all: bool) -> bool {
-        let now = self.clock.now();
+    fn release(&mut self, all: bool, now: f64) -> bool {
+        if self.held.is_empty() {
+            return false;
+        }
         let (due, wait): (Vec<Held>, Vec<Held>) =
             std::mem::take(&mut self.held).into_iter().partition(|h| all || h.at <= now);
         self.held = wait;
@@ -244,11 +253,10 @@ impl<'a> Driver<'a> {
         select: Option<&[usize]>,
         load: Option<usize>,
     ) -> Result<ComputeTiming, outrun_workloads::JobError> {
-        let c0i = Instant::now();
         let c0 = self.clock.now();
         let parts = self.core.compute(t, model, select)?;
-        let measured = c0i.elapsed().as_secs_f64();
-        let timed = self.core.timing(t, load, c0, self.clock.now(), Some(measured));
+        let c1 = self.clock.now();
+        let timed = self.core.timing(t, load, c0, c1, Some(c1 - c0));
         self.pending = Some(Pending { t, parts, ready_at: timed.ready_at });
         Ok(timed.record)
     }
@@ -302,7 +310,10 @@ impl<'a> Driver<'a> {
                     break;
                 }
             }
-            progressed |= self.release(false);
+            // one reading of the clock serves the rest of the pass (a read costs as much as a
+            // small message's bookkeeping; nothing below waits)
+            let now = self.clock.now();
+            progressed |= self.release(false, now);
             self.comm.progress();
             for dest in self.comm.stalled() {
                 let why = format!(
@@ -314,14 +325,13 @@ impl<'a> Driver<'a> {
                 self.feed(m, Input::Sent { track });
                 progressed = true;
             }
-            let now = self.clock.now();
             if self.pending.as_ref().is_some_and(|p| now >= p.ready_at) {
                 let p = self.pending.take().expect("checked");
                 self.feed(m, Input::Computed { t: p.t, parts: p.parts, ready: now });
                 progressed = true;
             }
-            progressed |= self.fire_timers(m, self.clock.now());
-            if progressed {
+            // (after progress, the next pass's first step fires the timers)
+            if progressed || self.fire_timers(m, now) {
                 backoff.reset();
                 continue;
             }
@@ -337,7 +347,7 @@ impl<'a> Driver<'a> {
                 .chain(self.timers.first().map(|t| t.1))
                 .chain(self.held.iter().map(|h| h.at))
                 .fold(f64::INFINITY, f64::min);
-            let left = (next - self.clock.now()).clamp(0.0, 1.0);
+            let left = (next - now).clamp(0.0, 1.0);
             backoff.idle_for(Duration::from_secs_f64(left));
         }
     }
@@ -362,7 +372,7 @@ impl<'a> Driver<'a> {
             if left > 0.0 {
                 std::thread::sleep(Duration::from_secs_f64(left.min(bound.as_secs_f64())));
             }
-            self.release(left > bound.as_secs_f64());
+            self.release(left > bound.as_secs_f64(), self.clock.now());
         }
         let mut stray = 0;
         let ok = self.comm.flush_sends(bound, |c| {

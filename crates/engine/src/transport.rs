@@ -507,7 +507,10 @@ impl Backoff {
 
     /// Something happened: poll eagerly again.
     pub fn reset(&mut self) {
-        self.started = Instant::now();
+        // a wait that never sleeps has no window to restart (and reading the clock costs)
+        if self.max_us != 0 {
+            self.started = Instant::now();
+        }
         self.sleep_us = 1;
     }
 

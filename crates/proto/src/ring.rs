@@ -174,9 +174,11 @@ impl<P: Vector> Machine<P> for RingNode<P> {
         if self.done {
             return;
         }
-        let now = clock.now();
+        // the clock is read where an input needs it (a read costs as much as a small message's
+        // bookkeeping): a step's send and add read it once, in `advance`
         match input {
             Input::Start { t, model } => {
+                let now = clock.now();
                 self.cur = Some(t);
                 self.buf = None;
                 self.step_at = None;
@@ -205,7 +207,7 @@ impl<P: Vector> Machine<P> for RingNode<P> {
                     self.advance(clock);
                 }
             }
-            Input::Reduced { t, total } => self.deliver(now, t, total),
+            Input::Reduced { t, total } => self.deliver(clock.now(), t, total),
             Input::Contribution { .. } => {}
             Input::LogDropped { error } => self.dropped = vec![(self.rank as u32, error)],
             Input::Recv { from, msg } => {
@@ -213,7 +215,7 @@ impl<P: Vector> Machine<P> for RingNode<P> {
                 let expected = self.steps.get(head.round as usize).and_then(|s| s.recv.as_ref()).map(|r| r.0);
                 if expected != Some(from) || head.kind != Kind::Segment {
                     let why = format!("unexpected {} from rank {from}", head.kind.name());
-                    self.out.push_back(Output::Log(Event::warn(now, why)));
+                    self.out.push_back(Output::Log(Event::warn(clock.now(), why)));
                     return;
                 }
                 let body = crate::wire::owned_body(msg.body, 0);
@@ -221,6 +223,7 @@ impl<P: Vector> Machine<P> for RingNode<P> {
                 self.advance(clock);
             }
             Input::Timer { id } => {
+                let now = clock.now();
                 if id != STEP || !self.step_at.is_some_and(|a| now >= a) {
                     return;
                 }
@@ -254,7 +257,9 @@ impl<P: Vector> Machine<P> for RingNode<P> {
                     self.finish(now, Err(Failure::Aborted), true);
                 }
             }
-            Input::Finish { failure } => self.finish(now, failure.map_or(Ok(()), |f| Err(Failure::Job(f))), true),
+            Input::Finish { failure } => {
+                self.finish(clock.now(), failure.map_or(Ok(()), |f| Err(Failure::Job(f))), true)
+            }
             Input::Sent { .. } => {}
         }
     }

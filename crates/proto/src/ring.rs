@@ -9,7 +9,10 @@
 //! rank sends 2(N − 1)/N of the vector. `scheme.algorithm` swaps in recursive doubling or
 //! halving-doubling: the same machine, fewer steps. At each step a rank sends first, then waits
 //! for that step's message; a peer may be one iteration ahead: its early messages are kept until
-//! this rank gets there. With `collective`, the driver's library all-reduce replaces the steps.
+//! this rank gets there. A range that the next step sends on goes in the frame it arrived in (a
+//! partial sum is formed there, a final sum copied from it), so of the ring's 2(N − 1) sends
+//! only each phase's first copies out of the vector. With `collective`, the driver's library
+//! all-reduce replaces the steps.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
@@ -38,6 +41,13 @@ pub struct RingNode<P: Vector> {
     alg: RingAlgorithm,
     len: usize,
     steps: Vec<Step>,
+    /// Per step: the received range need not be written into the vector, because the next
+    /// step sends exactly it and a later step copies its final sum over it (the ring's
+    /// reduce-scatter but its last step).
+    forward_only: Vec<bool>,
+    /// The range received at the previous step as it arrived (a frame with room for a
+    /// header): when this step sends the same range, it goes on as it is, without a copy.
+    carry: Option<(std::ops::Range<usize>, P)>,
     workers: Vec<usize>,
     cur: Option<u64>,
     buf: Option<P>,
@@ -68,6 +78,7 @@ impl<P: Vector> RingNode<P> {
 
     /// Rank `rank` of a ring of `n` ranks, outside any plan (benchmarks of the all-reduce).
     pub fn standalone(rank: usize, n: usize, len: usize, deadline: f64, collective: bool, alg: RingAlgorithm) -> Self {
+        let steps = schedule(alg, rank, n, len);
         RingNode {
             rank,
             n,
@@ -76,7 +87,9 @@ impl<P: Vector> RingNode<P> {
             deadline,
             alg,
             len,
-            steps: schedule(alg, rank, n, len),
+            forward_only: forward_only(&steps),
+            steps,
+            carry: None,
             workers: (1..=n).collect(),
             cur: None,
             buf: None,
@@ -106,18 +119,31 @@ impl<P: Vector> RingNode<P> {
         }
         while let Some(step) = self.steps.get(self.step) {
             if let (Some((to, range)), false) = (&step.send, self.sent) {
-                let body = P::range(self.buf.as_ref().expect("checked"), range.start, range.len());
+                let body = match self.carry.take() {
+                    Some((got, seg)) if got == *range => seg,
+                    _ => P::range(self.buf.as_ref().expect("checked"), range.start, range.len()),
+                };
                 let head = Header { round: self.step as u32, ..Header::new(Kind::Segment, t) };
                 let msg = Msg { head, body: Some(Arc::new(body)) };
                 self.out.push_back(Output::Send { to: vec![*to], msg, track: None });
                 self.sent = true;
             }
             if let Some((_, range, op)) = &step.recv {
-                let Some(seg) = self.early.remove(&(t, self.step as u32)) else { break };
+                let Some(mut seg) = self.early.remove(&(t, self.step as u32)) else { break };
                 let buf = self.buf.as_mut().expect("computing");
+                let (at, len) = (range.start, range.len());
                 match op {
-                    Op::Add => buf.add_scaled(range.start, &seg, 0, range.len(), 1.0),
-                    Op::Copy => buf.copy_range(range.start, &seg, 0, range.len()),
+                    // the partial sum is formed in the received frame (a + b = b + a: the same
+                    // bits), which the next step sends on; the vector's range waits for the
+                    // final sum a later step copies in
+                    Op::Add if self.forward_only[self.step] => seg.add_scaled(0, buf, at, len, 1.0),
+                    Op::Add => buf.add_scaled(at, &seg, 0, len, 1.0),
+                    Op::Copy => buf.copy_range(at, &seg, 0, len),
+                }
+                let sends_it =
+                    self.steps.get(self.step + 1).and_then(|s| s.send.as_ref()).is_some_and(|s| s.1 == *range);
+                if sends_it && (*op == Op::Copy || self.forward_only[self.step]) {
+                    self.carry = Some((range.clone(), seg));
                 }
             }
             self.step += 1;
@@ -169,6 +195,20 @@ impl<P: Vector> RingNode<P> {
     }
 }
 
+/// Per step of `steps`: whether what it receives (a partial sum) is only sent on — the next
+/// step sends exactly that range and a later step copies the range's final sum over it — so
+/// it need not be written into the rank's vector.
+fn forward_only(steps: &[Step]) -> Vec<bool> {
+    (0..steps.len())
+        .map(|k| {
+            let Some((_, range, Op::Add)) = &steps[k].recv else { return false };
+            let sent_next = steps.get(k + 1).and_then(|s| s.send.as_ref()).is_some_and(|s| s.1 == *range);
+            let overwritten = steps[k + 1..].iter().any(|s| matches!(&s.recv, Some((_, r, Op::Copy)) if r == range));
+            sent_next && overwritten
+        })
+        .collect()
+}
+
 impl<P: Vector> Machine<P> for RingNode<P> {
     fn handle(&mut self, clock: &dyn Clock, input: Input<P>) {
         if self.done {
@@ -181,6 +221,7 @@ impl<P: Vector> Machine<P> for RingNode<P> {
                 let now = clock.now();
                 self.cur = Some(t);
                 self.buf = None;
+                self.carry = None;
                 self.step_at = None;
                 self.step = 0;
                 self.sent = false;
@@ -270,5 +311,73 @@ impl<P: Vector> Machine<P> for RingNode<P> {
 
     fn eager(&self) -> bool {
         self.buf.is_some() && self.step < self.steps.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::machine::At;
+    use crate::Frame;
+
+    /// `n` standalone ring nodes on frames, one iteration, messages delivered in the order they
+    /// were sent: each rank's total, and how many of its sends went on in the frame it had
+    /// received at the step before (each received frame is marked in its header room, which
+    /// a node never writes; a frame copied out of the vector has a zeroed one).
+    fn ring_once(alg: RingAlgorithm, n: usize, len: usize) -> (Vec<Vec<f64>>, usize) {
+        let clock = At(0.0);
+        let mut nodes: Vec<RingNode<Frame>> =
+            (0..n).map(|r| RingNode::standalone(r, n, len, 10.0, false, alg)).collect();
+        let mut totals = vec![vec![]; n];
+        // per rank: the mark of the frame it received last
+        let mut received: Vec<Option<u64>> = vec![None; n];
+        let mut marks = 0u64;
+        let mut forwarded = 0;
+        let mut mail = VecDeque::new();
+        let mark = |f: &Frame| u64::from_le_bytes(f.head_bytes()[..8].try_into().expect("room for a header"));
+        let mut route = |r: usize, node: &mut RingNode<Frame>, mail: &mut VecDeque<_>, got: Option<u64>| {
+            while let Some(o) = node.poll() {
+                match o {
+                    Output::Send { to, msg, .. } => {
+                        forwarded += usize::from(got == Some(mark(msg.body.as_ref().expect("a segment"))));
+                        mail.extend(to.into_iter().map(|to| (r, to, msg.clone())));
+                    }
+                    Output::Deliver { total, .. } => totals[r] = total.as_slice().to_vec(),
+                    _ => {}
+                }
+            }
+        };
+        for (r, node) in nodes.iter_mut().enumerate() {
+            node.handle(&clock, Input::Start { t: 0, model: Arc::new(Frame::zeros(0)) });
+            let own: Vec<f64> = (0..len).map(|j| 1.0 / (1 + r * 7 + j) as f64 + (r as f64) * 1e-3).collect();
+            node.handle(&clock, Input::Computed { t: 0, parts: vec![Frame::copy_of(&own)], ready: 0.0 });
+            route(r, node, &mut mail, None);
+        }
+        while let Some((from, to, mut msg)) = mail.pop_front() {
+            marks += 1;
+            let body = Arc::get_mut(msg.body.as_mut().expect("a segment")).expect("one destination");
+            body.head_mut()[..8].copy_from_slice(&marks.to_le_bytes());
+            received[to] = Some(marks);
+            nodes[to].handle(&clock, Input::Recv { from, msg });
+            route(to, &mut nodes[to], &mut mail, received[to]);
+        }
+        (totals, forwarded)
+    }
+
+    #[test]
+    fn the_ring_sends_received_segments_on_as_they_arrived_and_sums_the_same_bits() {
+        for n in [2, 3, 5, 8] {
+            let len = 10 * n + 3;
+            let (totals, forwarded) = ring_once(RingAlgorithm::Ring, n, len);
+            let reference = crate::steps::tests::run(RingAlgorithm::Ring, n, len);
+            for (r, total) in totals.iter().enumerate() {
+                assert_eq!(total.len(), len, "n={n} rank {r} delivered");
+                let same = total.iter().zip(&reference[r]).all(|(a, b)| a.to_bits() == b.to_bits());
+                assert!(same, "n={n} rank {r}: the bits of the unfused schedule");
+            }
+            // 2(n − 1) sends per rank; all but each phase's first go on in the frame the step
+            // before received (a partial sum, or a final one), without a copy
+            assert_eq!(forwarded, 2 * n * (n - 2), "n={n}");
+        }
     }
 }

@@ -146,11 +146,11 @@ fn halving_doubling(i: usize, p: usize, len: usize, peer: &dyn Fn(usize) -> usiz
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// Run every rank's schedule in lockstep on real vectors; returns the ranks' final vectors.
-    fn run(alg: RingAlgorithm, n: usize, len: usize) -> Vec<Vec<f64>> {
+    pub(crate) fn run(alg: RingAlgorithm, n: usize, len: usize) -> Vec<Vec<f64>> {
         let scheds: Vec<Vec<Step>> = (0..n).map(|r| schedule(alg, r, n, len)).collect();
         let steps = scheds[0].len();
         assert!(scheds.iter().all(|s| s.len() == steps), "{alg:?} n={n}: every rank has the same number of steps");

@@ -6,7 +6,8 @@
 //!   (with the last iteration it answered) and ends the MPI job, exit 0 — with eager and with
 //!   granted uploads;
 //! - a ring, which tolerates no silent worker, ends the whole job at the deadline with the one
-//!   line of the rank that noticed, exit 1.
+//!   line of the rank that noticed, exit 1;
+//! - coded PageRank's shuffle likewise: the server that waited for the stopped one names it.
 //!
 //! No ORTE noise, and nothing of the job is left running (the stopped process included).
 
@@ -19,6 +20,9 @@ use std::time::{Duration, Instant};
 use common::*;
 
 const CFG: &str = "[run]\nname='hang'\nseed=7\niterations=100\ndeadline=5.0\n[data]\nkind='linear-synthetic'\nsamples=400\nfeatures=10\n[model]\nloss='least-squares'\nlr=0.5\n[scheme]\nkind='gc-cyclic'\nworkers=4\ns=1\n[timing]\ncompute='modelled'\na=2e-4\n";
+
+/// Coded PageRank on 4 servers, as many iterations as it takes to stop one of them mid-run.
+const PAGERANK: &str = "[run]\nname='hang-pr'\nseed=3\niterations=1000000\ndeadline=5.0\n[job]\nkind='pagerank'\n[graph]\nkind='er'\nn=400\np=0.02\n[scheme]\nkind='coded-pagerank'\nservers=4\nr=2\n";
 
 fn launcher() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../launch/local.sh")
@@ -51,8 +55,19 @@ fn stop_a_rank(
     sets: &[&str],
     bound: Duration,
 ) -> (Option<i32>, String, String, Duration, u32, Scratch) {
+    stop_a_rank_of(CFG, tag, rank, sets, bound)
+}
+
+/// [`stop_a_rank`] on the config `text`.
+fn stop_a_rank_of(
+    text: &str,
+    tag: &str,
+    rank: usize,
+    sets: &[&str],
+    bound: Duration,
+) -> (Option<i32>, String, String, Duration, u32, Scratch) {
     let dir = tempdir(tag);
-    let cfg = write_config(&dir, CFG);
+    let cfg = write_config(&dir, text);
     let out = dir.join("runs");
     let mut cmd = Command::new(launcher());
     cmd.arg(&cfg).args(["--set", &format!("run.out_dir={}", out.display())]).env("OUTRUN_BIN", bin());
@@ -152,6 +167,59 @@ fn a_stopped_ring_worker_ends_the_job_at_the_deadline() {
     assert_quiet(&stderr, tag);
     // stopped a second after it started, noticed at run.deadline (5 s), ended at once
     assert!(took < Duration::from_secs(25), "{took:?}");
+    assert_gone(pid, tag);
+}
+
+/// Coded PageRank is bulk-synchronous: a stopped server holds every other in the iteration's
+/// shuffle or exchange of new ranks. The logging server names it at `run.deadline` — it, not
+/// the live servers held behind it — in one line and ends the job, exit 1: not the launcher's
+/// bound with nothing said.
+#[test]
+fn a_stopped_pagerank_server_is_named_at_the_deadline() {
+    let _lock = mpi_lock();
+    for (tag, kind) in [("pagerank-coded", "coded-pagerank"), ("pagerank-uncoded", "uncoded-pagerank")] {
+        let kind = format!("scheme.kind={kind}");
+        let (code, _, stderr, took, pid, _dir) = stop_a_rank_of(PAGERANK, tag, 2, &[&kind], Duration::from_secs(60));
+        assert_eq!(code, Some(1), "{tag}: {stderr}");
+        let lines: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
+        assert_eq!(lines.len(), 1, "{tag}: one line:\n{stderr}");
+        assert!(lines[0].contains("pagerank: server 0 waited 5 s in iteration"), "{tag}: {stderr}");
+        // the servers it waited for: the stopped one, and perhaps live ones held by it
+        let named = lines[0].split(" for server").nth(1).and_then(|s| s.split(" (rank").next()).unwrap_or("");
+        let named: Vec<&str> =
+            named.trim_start_matches('s').split([' ', ',']).filter(|w| !w.is_empty() && *w != "and").collect();
+        assert!(named.contains(&"2") && !named.contains(&"0"), "{tag}: {named:?} in {stderr}");
+        if named.len() > 1 {
+            assert!(
+                lines[0].contains("one is stopped, stuck or dead; the others may be waiting for it"),
+                "{tag}: {stderr}"
+            );
+        }
+        assert_quiet(&stderr, tag);
+        // stopped a second after it started, named at run.deadline (5 s), ended at once
+        assert!(took < Duration::from_secs(25), "{tag}: {took:?}");
+        assert_gone(pid, tag);
+    }
+}
+
+/// Where the stopped server is the logging one, the lowest other server names it, a shutdown
+/// grace per rank later (10 s more at rank 1), in one line.
+#[test]
+fn a_stopped_logging_pagerank_server_is_named_by_the_next() {
+    let _lock = mpi_lock();
+    let tag = "pagerank-logging";
+    let (code, _, stderr, took, pid, _dir) =
+        stop_a_rank_of(PAGERANK, tag, 0, &["scheme.kind=uncoded-pagerank"], Duration::from_secs(60));
+    assert_eq!(code, Some(1), "{stderr}");
+    let lines: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(lines.len(), 1, "one line:\n{stderr}");
+    assert!(
+        lines[0].contains("pagerank: server 1 waited 15 s in iteration")
+            && lines[0].contains(" for server 0 (rank 0) to "),
+        "{stderr}"
+    );
+    assert_quiet(&stderr, tag);
+    assert!(took < Duration::from_secs(35), "{took:?}");
     assert_gone(pid, tag);
 }
 

@@ -89,10 +89,10 @@ pub fn train(prepare: &dyn Fn() -> Result<Prepared, String>, progress: &mut dyn 
         if let Some(c) = &shared.resume {
             agree(&mut comm, outrun_workloads::restore(job.as_mut(), &c.vectors))?;
         }
+        let idle = plan.run.idle.resolve(local, cores);
         match plan.pattern {
-            Pattern::Shuffle { .. } => shuffle::run(&world, comm, &shared, job, progress, started),
+            Pattern::Shuffle { .. } => shuffle::run(&world, comm, &shared, job, progress, started, idle),
             Pattern::Tree { .. } | Pattern::Ring { .. } | Pattern::Hier { .. } => {
-                let idle = plan.run.idle.resolve(local, cores);
                 run(comm, &shared, job, progress, started, Host { local, cores, paced, idle })
             }
         }

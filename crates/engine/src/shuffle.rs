@@ -13,16 +13,25 @@
 //!   and waited for together: no deadlock, no global barrier, and groups with different members
 //!   share the links concurrently (blocking turns taken one after the other were twice as slow
 //!   at r = 1: docs/performance.md section 9).
-//! - The new ranks reach every server by `MPI_Allgatherv` (at most n values each; not part of
-//!   the thesis's load L, logged separately), so every server can test convergence itself and
-//!   they all stop after the same iteration without another collective.
+//! - The new ranks reach every server from every other point to point (`MPI_Isend` /
+//!   `MPI_Irecv`, at most n values each; not part of the thesis's load L, logged separately), so
+//!   every server can test convergence itself and they all stop after the same iteration without
+//!   another collective — and a server waiting for a row knows whose.
+//! - Every wait (the transfers, the new ranks) polls as `engine.idle` resolves on the host and
+//!   is bounded: a server that stopped, hangs or died is named in one line by a server that
+//!   waited for it, and the job ends, instead of holding every other server in the library's
+//!   wait until the launcher's bound. The logging server says it at `run.deadline`; the others
+//!   wait longer (one of them speaks only where the logging server is the silent one), so the
+//!   line is one.
 //! - Each server logs its phases per iteration in `rank-<k>.jsonl` (flushed line by line); after
 //!   the loop rank 0 gathers them once and writes `phases.csv` (per iteration: each phase's
 //!   maximum over servers, bytes summed over servers).
 
-use std::time::Instant;
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::time::{Duration, Instant};
 
-use mpi::datatype::PartitionMut;
+use mpi::request::RequestCollection;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 use outrun_codes::{ShuffleAllocation, ShuffleNode};
@@ -35,13 +44,20 @@ use outrun_workloads::Job;
 
 use crate::clock::Clock;
 use crate::error::EngineError;
-use crate::transport::Comm;
+use crate::transport::{Backoff, Comm};
 use crate::{agree, io_error, keep_book, setup_record, Progress, Shared};
 
 /// Phases per iteration, in `phases.csv` order.
 const PHASES: [&str; 6] = ["map_s", "encode_s", "shuffle_s", "decode_s", "reduce_s", "redistribute_s"];
 /// Per-iteration numbers gathered to rank 0: the phases, then L-bytes, wire bytes, values mapped.
 const FIELDS: usize = PHASES.len() + 3;
+
+/// The tag of the new ranks' messages on the world communicator.
+const NEW_RANKS: i32 = 0x5eed;
+
+/// A gap between two polls this long means the server itself was away (stopped, swapped out):
+/// its wait starts again.
+const AWAY: Duration = Duration::from_secs(1);
 
 /// One transfer of an iteration: in this server's `group`-th group, a message from this server
 /// (`peer`: itself for a multicast, else the member it goes to) or to it (`peer`: the sender).
@@ -51,12 +67,164 @@ struct Op {
     receive: bool,
 }
 
+/// How a server waits for its transfers and the new ranks: polling as `engine.idle` resolves
+/// on this host, for at most [`Patience::bound`]; then one line (and the rank's log) says whom
+/// it waited for, and the job ends.
+struct Patience<'a> {
+    /// `run.deadline` and the shutdown grace, in seconds.
+    deadline: f64,
+    grace: f64,
+    /// This server's rank, and the logging server's.
+    rank: usize,
+    logging: usize,
+    idle: outrun_config::Idle,
+    poll_us: u64,
+    comm: &'a Comm,
+    dir: &'a Path,
+}
+
+impl Patience<'_> {
+    /// Wait for every request of `requests`, the i-th of which waits for the servers `peers[i].0`
+    /// (a receive when `peers[i].1`). Past the bound, give up (`at`) naming the servers it still
+    /// waits for, as "server 2 (rank 2) to send" (or, when every receive is in, "… to take what
+    /// it sent"): the job ends there, inside the requests' scope (whose requests may not be
+    /// dropped incomplete).
+    fn wait_for<D: ?Sized>(
+        &self,
+        requests: &mut RequestCollection<'_, D>,
+        peers: &[(Vec<usize>, bool)],
+        at: Where<'_>,
+    ) {
+        let (mut t0, mut last) = (Instant::now(), Instant::now());
+        // a lockstep exchange, as the ring's steps: yield for a while before sleeping
+        let mut backoff = Backoff::of(self.idle, self.poll_us, crate::driver::RING_SPIN);
+        let mut done = Vec::with_capacity(peers.len());
+        // MPI_Testall: one call per poll, and no request is touched until all are complete
+        while !requests.test_all(&mut done) {
+            // a server that was away itself (stopped and resumed: the job's teardown resumes a
+            // stopped rank before it ends it) does not blame the others for that time; one
+            // reading of the clock decides
+            let now = Instant::now();
+            let gap = now - last;
+            last = now;
+            if gap > AWAY {
+                t0 += gap;
+            }
+            if (now - t0).as_secs_f64() > self.bound() {
+                let mut finished = vec![false; peers.len()];
+                requests.test_some(&mut done);
+                if requests.incomplete() == 0 {
+                    return; // all came in at the last moment
+                }
+                done.iter().for_each(|(i, _, _)| finished[*i] = true);
+                // the servers of the unfinished transfers, less those that finished another one
+                // this iteration (live, and past posting theirs: a multicast to them and a silent
+                // one waits for the silent one)
+                let open = |receive: bool| -> Vec<usize> {
+                    let (mut open, mut heard) = (BTreeSet::new(), BTreeSet::new());
+                    for (i, (servers, _)) in peers.iter().enumerate().filter(|(_, p)| p.1 == receive) {
+                        if finished[i] { &mut heard } else { &mut open }.extend(servers.iter().copied());
+                    }
+                    let silent: Vec<usize> = open.difference(&heard).copied().collect();
+                    if silent.is_empty() {
+                        open.into_iter().collect()
+                    } else {
+                        silent
+                    }
+                };
+                let (from, to) = (open(true), open(false));
+                let (servers, what) = if from.is_empty() { (&to, "take what it sent") } else { (&from, "send") };
+                let why = if servers.len() == 1 {
+                    "stopped, stuck or dead"
+                } else {
+                    "one is stopped, stuck or dead; the others may be waiting for it"
+                };
+                self.give_up(at, format!("{} to {what} ({why})", servers_named(servers)));
+            }
+            backoff.idle();
+        }
+    }
+
+    /// Seconds this server waits: `run.deadline` at the logging server; at server r, r + 1
+    /// shutdown graces more, so that the logging server speaks (every other server waits,
+    /// directly or through a live one held by it, for the silent one) and the lowest live
+    /// server where the logging one is the silent one.
+    fn bound(&self) -> f64 {
+        let after = if self.rank == self.logging { 0.0 } else { (self.rank + 1) as f64 };
+        self.deadline + after * self.grace
+    }
+
+    /// Say that this server waited for `whom` where `at` says, on stderr and in its log, and end
+    /// the job.
+    fn give_up(&self, Where { log, clock, t, phase }: Where<'_>, whom: String) -> ! {
+        let why = format!(
+            "pagerank: server {} waited {} s in iteration {t}'s {} for {whom}; if the network is that slow, raise run.deadline",
+            self.rank,
+            self.bound(),
+            phase.name()
+        );
+        log.event(&Event::error(clock.now(), why.clone()));
+        eprintln!("error: {why}; the MPI job is aborted (logs are in {})", self.dir.display());
+        self.comm.abort(1)
+    }
+}
+
+/// Where a server waits: its log and clock, the iteration and the phase.
+struct Where<'a> {
+    log: &'a mut Lines,
+    clock: &'a Clock,
+    t: u64,
+    phase: Phase,
+}
+
+/// The phases of an iteration that wait for other servers.
+#[derive(Clone, Copy)]
+enum Phase {
+    Shuffle,
+    NewRanks,
+}
+
+impl Phase {
+    fn name(self) -> &'static str {
+        match self {
+            Phase::Shuffle => "shuffle",
+            Phase::NewRanks => "exchange of the new ranks",
+        }
+    }
+}
+
+/// "server 2 (rank 2)", "servers 1 and 3 (ranks 1 and 3)".
+fn servers_named(ranks: &[usize]) -> String {
+    let list = match ranks {
+        [one] => one.to_string(),
+        [init @ .., last] => format!("{} and {last}", init.iter().map(usize::to_string).collect::<Vec<_>>().join(", ")),
+        [] => String::new(),
+    };
+    let s = if ranks.len() == 1 { "" } else { "s" };
+    format!("server{s} {list} (rank{s} {list})")
+}
+
 /// Start every transfer of the iteration at once — `MPI_Ibcast` on the group's communicator
 /// (coded), `MPI_Isend` / `MPI_Irecv` (uncoded) — and wait for all of them: groups with
 /// different members proceed concurrently, limited only by the links. Each member posts its
 /// groups' broadcasts in the turns' order (the order MPI requires per communicator).
-fn transfer(node: &ShuffleNode, comms: &[SimpleCommunicator], ops: &mut [(Op, Vec<u8>)], coded: bool, rank: usize) {
+fn transfer(
+    node: &ShuffleNode,
+    comms: &[SimpleCommunicator],
+    ops: &mut [(Op, Vec<u8>)],
+    (coded, rank): (bool, usize),
+    wait: &Patience<'_>,
+    at: Where<'_>,
+) {
     let count = ops.len();
+    // whom each transfer waits for: the sender of a receive, the members a send goes to
+    let peers: Vec<(Vec<usize>, bool)> = ops
+        .iter()
+        .map(|(op, _)| match (op.receive, coded) {
+            (true, _) | (false, false) => (vec![op.peer], op.receive),
+            (false, true) => (node.group(op.group).0.iter().copied().filter(|&m| m != rank).collect(), false),
+        })
+        .collect();
     mpi::request::multiple_scope(count, |scope, requests| {
         for (op, buf) in ops.iter_mut() {
             let (members, _) = node.group(op.group);
@@ -71,9 +239,42 @@ fn transfer(node: &ShuffleNode, comms: &[SimpleCommunicator], ops: &mut [(Op, Ve
                 requests.add(c.process_at_rank(index(op.peer)).immediate_send(scope, &buf[..]));
             }
         }
-        let mut done = Vec::with_capacity(count);
-        requests.wait_all(&mut done);
-    });
+        wait.wait_for(requests, &peers, at)
+    })
+}
+
+/// Every server's new ranks (`rows`, its reduced vertices') to every other, point to point,
+/// into `gathered`: server k's `counts[k]` values after those of the servers below k.
+fn new_ranks(
+    world: &SimpleCommunicator,
+    rows: &[f64],
+    gathered: &mut [f64],
+    counts: &[i32],
+    rank: usize,
+    wait: &Patience<'_>,
+    at: Where<'_>,
+) {
+    let mut parts: Vec<&mut [f64]> = Vec::with_capacity(counts.len());
+    let mut rest = gathered;
+    for &c in counts {
+        let (part, tail) = rest.split_at_mut(c as usize);
+        parts.push(part);
+        rest = tail;
+    }
+    parts[rank].copy_from_slice(rows);
+    let others = counts.len() - 1;
+    mpi::request::multiple_scope(2 * others, |scope, requests| {
+        let mut peers = Vec::with_capacity(2 * others);
+        for (k, part) in parts.into_iter().enumerate().filter(|(k, _)| *k != rank) {
+            requests.add(world.process_at_rank(k as i32).immediate_receive_into_with_tag(scope, part, NEW_RANKS));
+            peers.push((vec![k], true));
+        }
+        for k in (0..counts.len()).filter(|&k| k != rank) {
+            requests.add(world.process_at_rank(k as i32).immediate_send_with_tag(scope, rows, NEW_RANKS));
+            peers.push((vec![k], false));
+        }
+        wait.wait_for(requests, &peers, at)
+    })
 }
 
 /// Run the shuffle plan of `shared` on this rank, with its graph job (whose graph every rank
@@ -85,6 +286,7 @@ pub(crate) fn run(
     mut job: Box<dyn Job>,
     progress: &mut dyn Progress,
     started: Instant,
+    idle: outrun_config::Idle,
 ) -> Result<Option<Summary>, EngineError> {
     let rank = comm.rank;
     let plan = &shared.plan;
@@ -163,6 +365,16 @@ pub(crate) fn run(
     agree(&mut comm, book)?;
     world.barrier();
     let setup_s = started.elapsed().as_secs_f64();
+    let patience = Patience {
+        deadline: plan.run.deadline,
+        grace: outrun_plan::budget::shutdown_grace(plan.run.deadline),
+        rank,
+        logging: plan.log_rank(),
+        idle,
+        poll_us: plan.run.poll_us,
+        comm: &comm,
+        dir,
+    };
     if logs {
         tracing::info!("setup took {setup_s:.3} s; starting at most {} iterations", plan.run.iterations);
         core.start_loop(clock.now());
@@ -219,7 +431,8 @@ pub(crate) fn run(
                 }
             }
         }
-        transfer(&node, &comms, &mut ops, coded, rank);
+        let at = Where { log: &mut log, clock: &clock, t, phase: Phase::Shuffle };
+        transfer(&node, &comms, &mut ops, (coded, rank), &patience, at);
         let shuffle_s = lap(&clock);
         let received = ops.into_iter().filter(|(op, _)| op.receive).map(|(op, bytes)| (op.group, op.peer, bytes));
         for (group, sender, bytes) in received {
@@ -231,10 +444,8 @@ pub(crate) fn run(
         rows.clear();
         rows.extend(graph_job.reduce(&node, pi));
         let reduce_s = lap(&clock);
-        {
-            let mut part = PartitionMut::new(&mut gathered[..], &counts[..], &displs[..]);
-            world.all_gather_varcount_into(&rows[..], &mut part);
-        }
+        let at = Where { log: &mut log, clock: &clock, t, phase: Phase::NewRanks };
+        new_ranks(world, &rows, &mut gathered, &counts, rank, &patience, at);
         // the new state in vertex order: every vertex is Reduced by exactly one server
         let mut state = pi.to_vec();
         for (k, o) in owned.iter().enumerate() {

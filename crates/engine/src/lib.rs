@@ -254,8 +254,7 @@ fn run(
         d.comm.barrier();
         let outcome = d.drive(prelude.as_mut());
         if let Err(why) = outcome.result {
-            eprintln!("error: {why}; the MPI job is aborted (logs are in {})", dir.display());
-            d.comm.abort(1);
+            d.comm.abort_saying(1, &format!("error: {why}; the MPI job is aborted (logs are in {})", dir.display()));
         }
         if let Some(secs) = d.core.prelude_s() {
             tracing::info!("the prelude took {secs:.3} s");
@@ -293,13 +292,13 @@ fn run(
         // will never finish the MPI job. Keep the results, name them, end the job (exit 0).
         let summary = d.core.finish(setup_s, outcome.late, d.comm.recv_bytes, &outcome.latency).map_err(io)?;
         let complete = summary.map_or(String::new(), |s| format!("its {} iterations are complete", s.iterations));
-        eprintln!(
+        let line = format!(
             "warning: {} did not say goodbye within {} s of the run's end: alive but silent (stopped, or stuck); {complete} (run directory {}); the MPI job was ended with them",
             describe_silent(plan, &outcome.silent),
             outrun_plan::budget::shutdown_grace(plan.run.deadline),
             dir.display()
         );
-        d.comm.abort(0);
+        d.comm.abort_saying(0, &line);
     }
     if failure.is_some() && !outcome.silent.is_empty() && logs {
         // Failed, and ranks below are alive but silent: MPI_Finalize would wait for them
@@ -308,8 +307,7 @@ fn run(
             Some(EngineError::Run(m)) => m.clone(),
             _ => "the run failed".into(),
         };
-        eprintln!("error: {why}; the MPI job is aborted (logs are in {})", dir.display());
-        d.comm.abort(1);
+        d.comm.abort_saying(1, &format!("error: {why}; the MPI job is aborted (logs are in {})", dir.display()));
     }
     if matches!(failure, None | Some(EngineError::Aborted)) && !outcome.clean && !logs {
         // A parent whose children went silent: its goodbye told the root, which names them (and
@@ -326,8 +324,7 @@ fn run(
             Some(EngineError::Run(m)) => m.clone(),
             _ => "the shutdown was not clean".into(),
         };
-        eprintln!("error: {why}; the MPI job is aborted (logs are in {})", dir.display());
-        d.comm.abort(1);
+        d.comm.abort_saying(1, &format!("error: {why}; the MPI job is aborted (logs are in {})", dir.display()));
     }
     if let Some(f) = failure {
         return Err(f);

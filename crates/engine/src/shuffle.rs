@@ -164,8 +164,7 @@ impl Patience<'_> {
             phase.name()
         );
         log.event(&Event::error(clock.now(), why.clone()));
-        eprintln!("error: {why}; the MPI job is aborted (logs are in {})", self.dir.display());
-        self.comm.abort(1)
+        self.comm.abort_saying(1, &format!("error: {why}; the MPI job is aborted (logs are in {})", self.dir.display()))
     }
 }
 

@@ -359,6 +359,15 @@ impl Comm {
         self.star_exchange(&[], |_| Answers::All(bytes.unwrap_or_default()))
     }
 
+    /// Print `line` on stderr, then terminate every rank of the job. The line goes out in one
+    /// write: printed piece by piece (as `eprintln!` formats), mpirun's own abort banner could
+    /// land inside it.
+    pub fn abort_saying(&self, code: i32, line: &str) -> ! {
+        use std::io::Write;
+        let _ = std::io::stderr().lock().write_all(format!("{line}\n").as_bytes());
+        self.abort(code)
+    }
+
     /// Terminate every rank of the job (last resort when a clean shutdown is impossible).
     pub fn abort(&self, code: i32) -> ! {
         unsafe { ffi::MPI_Abort(self.raw, code) };

@@ -117,6 +117,15 @@ fn assert_gone(pid: u32, tag: &str) {
     }
 }
 
+/// The job failed (exit 1) with exactly one `error:` line, and no noise: that line.
+fn one_error<'a>(code: Option<i32>, stderr: &'a str, tag: &str) -> &'a str {
+    assert_eq!(code, Some(1), "{tag}: {stderr}");
+    let lines: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(lines.len(), 1, "{tag}: one line:\n{stderr}");
+    assert_quiet(stderr, tag);
+    lines[0]
+}
+
 fn assert_quiet(stderr: &str, tag: &str) {
     for noise in ["ORTE", "help message", "Segmentation", "MPI_ABORT", "orte_base"] {
         assert!(!stderr.contains(noise), "{tag}: `{noise}` in stderr:\n{stderr}");
@@ -160,14 +169,24 @@ fn a_stopped_ring_worker_ends_the_job_at_the_deadline() {
     let tag = "ring";
     let (code, _, stderr, took, pid, _dir) =
         stop_a_rank(tag, 1, &["scheme.kind=rar", "scheme.s=", "run.iterations=400"], Duration::from_secs(60));
-    assert_eq!(code, Some(1), "{stderr}");
-    let lines: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
-    assert_eq!(lines.len(), 1, "one line:\n{stderr}");
-    assert!(lines[0].contains("worker 2 (rank 1) sent nothing of iteration"), "{stderr}");
-    assert_quiet(&stderr, tag);
+    let line = one_error(code, &stderr, tag);
+    assert!(line.contains("worker 2 (rank 1) sent nothing of iteration"), "{stderr}");
     // stopped a second after it started, noticed at run.deadline (5 s), ended at once
     assert!(took < Duration::from_secs(25), "{took:?}");
     assert_gone(pid, tag);
+}
+
+/// A PageRank server's line names the servers it waited for: the stopped one, and perhaps live
+/// ones held by it (then it says so), never the one that speaks.
+fn assert_names_the_stopped_server(line: &str, stopped: usize, tag: &str) {
+    let speaker = line.split("pagerank: server ").nth(1).and_then(|s| s.split(' ').next()).unwrap_or("");
+    let named = line.split(" for server").nth(1).and_then(|s| s.split(" (rank").next()).unwrap_or("");
+    let named: Vec<&str> =
+        named.trim_start_matches('s').split([' ', ',']).filter(|w| !w.is_empty() && *w != "and").collect();
+    assert!(named.contains(&stopped.to_string().as_str()) && !named.contains(&speaker), "{tag}: {named:?} in {line}");
+    if named.len() > 1 {
+        assert!(line.contains("one is stopped, stuck or dead; the others may be waiting for it"), "{tag}: {line}");
+    }
 }
 
 /// Coded PageRank is bulk-synchronous: a stopped server holds every other in the iteration's
@@ -180,22 +199,9 @@ fn a_stopped_pagerank_server_is_named_at_the_deadline() {
     for (tag, kind) in [("pagerank-coded", "coded-pagerank"), ("pagerank-uncoded", "uncoded-pagerank")] {
         let kind = format!("scheme.kind={kind}");
         let (code, _, stderr, took, pid, _dir) = stop_a_rank_of(PAGERANK, tag, 2, &[&kind], Duration::from_secs(60));
-        assert_eq!(code, Some(1), "{tag}: {stderr}");
-        let lines: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
-        assert_eq!(lines.len(), 1, "{tag}: one line:\n{stderr}");
-        assert!(lines[0].contains("pagerank: server 0 waited 5 s in iteration"), "{tag}: {stderr}");
-        // the servers it waited for: the stopped one, and perhaps live ones held by it
-        let named = lines[0].split(" for server").nth(1).and_then(|s| s.split(" (rank").next()).unwrap_or("");
-        let named: Vec<&str> =
-            named.trim_start_matches('s').split([' ', ',']).filter(|w| !w.is_empty() && *w != "and").collect();
-        assert!(named.contains(&"2") && !named.contains(&"0"), "{tag}: {named:?} in {stderr}");
-        if named.len() > 1 {
-            assert!(
-                lines[0].contains("one is stopped, stuck or dead; the others may be waiting for it"),
-                "{tag}: {stderr}"
-            );
-        }
-        assert_quiet(&stderr, tag);
+        let line = one_error(code, &stderr, tag);
+        assert!(line.contains("pagerank: server 0 waited 5 s in iteration"), "{tag}: {stderr}");
+        assert_names_the_stopped_server(line, 2, tag);
         // stopped a second after it started, named at run.deadline (5 s), ended at once
         assert!(took < Duration::from_secs(25), "{tag}: {took:?}");
         assert_gone(pid, tag);
@@ -210,15 +216,9 @@ fn a_stopped_logging_pagerank_server_is_named_by_the_next() {
     let tag = "pagerank-logging";
     let (code, _, stderr, took, pid, _dir) =
         stop_a_rank_of(PAGERANK, tag, 0, &["scheme.kind=uncoded-pagerank"], Duration::from_secs(60));
-    assert_eq!(code, Some(1), "{stderr}");
-    let lines: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
-    assert_eq!(lines.len(), 1, "one line:\n{stderr}");
-    assert!(
-        lines[0].contains("pagerank: server 1 waited 15 s in iteration")
-            && lines[0].contains(" for server 0 (rank 0) to "),
-        "{stderr}"
-    );
-    assert_quiet(&stderr, tag);
+    let line = one_error(code, &stderr, tag);
+    assert!(line.contains("pagerank: server 1 waited 15 s in iteration"), "{stderr}");
+    assert_names_the_stopped_server(line, 0, tag);
     assert!(took < Duration::from_secs(35), "{took:?}");
     assert_gone(pid, tag);
 }
@@ -287,14 +287,11 @@ fn a_stopped_hierarchical_client_is_named_by_the_master() {
     let tag = "hier";
     let sets = ["scheme.kind=arc", "scheme.workers=", "scheme.clients=3", "scheme.helpers=4", "scheme.s=1"];
     let (code, _, stderr, took, pid, _dir) = stop_a_rank(tag, 7, &sets, Duration::from_secs(60));
-    assert_eq!(code, Some(1), "{stderr}");
-    let lines: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
-    assert_eq!(lines.len(), 1, "one line:\n{stderr}");
+    let line = one_error(code, &stderr, tag);
     assert!(
-        lines[0].contains("no slice of client 3 (rank 7) reached helpers 1, 2, 3, 4 within their wait of 2.5 s"),
+        line.contains("no slice of client 3 (rank 7) reached helpers 1, 2, 3, 4 within their wait of 2.5 s"),
         "{stderr}"
     );
-    assert_quiet(&stderr, tag);
     assert!(took < Duration::from_secs(25), "{took:?}");
     assert_gone(pid, tag);
 }

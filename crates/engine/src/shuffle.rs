@@ -96,19 +96,22 @@ impl Patience<'_> {
         at: Where<'_>,
     ) {
         let (mut t0, mut last) = (Instant::now(), Instant::now());
+        let mut excused = Duration::ZERO;
         // a lockstep exchange, as the ring's steps: yield for a while before sleeping
         let mut backoff = Backoff::of(self.idle, self.poll_us, crate::driver::RING_SPIN);
         let mut done = Vec::with_capacity(peers.len());
         // MPI_Testall: one call per poll, and no request is touched until all are complete
         while !requests.test_all(&mut done) {
             // a server that was away itself (stopped and resumed: the job's teardown resumes a
-            // stopped rank before it ends it) does not blame the others for that time; one
+            // stopped rank before it ends it) does not blame the others for that time, up to one
+            // bound's worth (a host so loaded that it is away every poll still gives up); one
             // reading of the clock decides
             let now = Instant::now();
             let gap = now - last;
             last = now;
-            if gap > AWAY {
+            if gap > AWAY && excused.as_secs_f64() < self.bound() {
                 t0 += gap;
+                excused += gap;
             }
             if (now - t0).as_secs_f64() > self.bound() {
                 let mut finished = vec![false; peers.len()];

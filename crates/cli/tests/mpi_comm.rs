@@ -70,9 +70,10 @@ fn cegc_uploads_are_a_fraction_of_a_gradient() {
             uploads += 1;
         }
     }
-    // 20 iterations × 7 punctual workers, less the few a punctual worker abandons when the
-    // next model overtakes its upload
-    assert!(uploads >= 20 * 6, "{uploads} uploads");
+    // at least every result the master decoded from (a punctual worker may abandon one when the
+    // next model overtakes its upload, more often on a loaded host: no fixed count)
+    let used: usize = iters(&dir, 0).iter().map(|e| e["used"].as_array().map_or(0, Vec::len)).sum();
+    assert!(used >= 20 && uploads >= used, "{uploads} uploads for {used} results used");
     // `outrun report` shows the same bytes per iteration, beside a GC run's full-vector uploads
     let (gc, gc_dir, _, _) = train(
         "gc-bytes",

@@ -195,16 +195,9 @@ fn assert_names_the_stopped_server(line: &str, stopped: usize, tag: &str) {
 /// bound with nothing said.
 #[test]
 fn a_stopped_pagerank_server_is_named_at_the_deadline() {
-    let _lock = mpi_lock();
     for (tag, kind) in [("pagerank-coded", "coded-pagerank"), ("pagerank-uncoded", "uncoded-pagerank")] {
-        let kind = format!("scheme.kind={kind}");
-        let (code, _, stderr, took, pid, _dir) = stop_a_rank_of(PAGERANK, tag, 2, &[&kind], Duration::from_secs(60));
-        let line = one_error(code, &stderr, tag);
-        assert!(line.contains("pagerank: server 0 waited 5 s in iteration"), "{tag}: {stderr}");
-        assert_names_the_stopped_server(line, 2, tag);
         // stopped a second after it started, named at run.deadline (5 s), ended at once
-        assert!(took < Duration::from_secs(25), "{tag}: {took:?}");
-        assert_gone(pid, tag);
+        stopped_pagerank_server(tag, kind, 2, "pagerank: server 0 waited 5 s in iteration", Duration::from_secs(25));
     }
 }
 
@@ -212,14 +205,20 @@ fn a_stopped_pagerank_server_is_named_at_the_deadline() {
 /// grace per rank later (10 s more at rank 1), in one line.
 #[test]
 fn a_stopped_logging_pagerank_server_is_named_by_the_next() {
+    let (tag, speaker) = ("pagerank-logging", "pagerank: server 1 waited 15 s in iteration");
+    stopped_pagerank_server(tag, "uncoded-pagerank", 0, speaker, Duration::from_secs(35));
+}
+
+/// Stop server `stopped` of a `kind` PageRank run: the job ends, exit 1, within `within`, with
+/// one line that starts as `speaker` and names the stopped server; nothing of it is left.
+fn stopped_pagerank_server(tag: &str, kind: &str, stopped: usize, speaker: &str, within: Duration) {
     let _lock = mpi_lock();
-    let tag = "pagerank-logging";
-    let (code, _, stderr, took, pid, _dir) =
-        stop_a_rank_of(PAGERANK, tag, 0, &["scheme.kind=uncoded-pagerank"], Duration::from_secs(60));
+    let kind = format!("scheme.kind={kind}");
+    let (code, _, stderr, took, pid, _dir) = stop_a_rank_of(PAGERANK, tag, stopped, &[&kind], Duration::from_secs(60));
     let line = one_error(code, &stderr, tag);
-    assert!(line.contains("pagerank: server 1 waited 15 s in iteration"), "{stderr}");
-    assert_names_the_stopped_server(line, 0, tag);
-    assert!(took < Duration::from_secs(35), "{took:?}");
+    assert!(line.contains(speaker), "{tag}: {stderr}");
+    assert_names_the_stopped_server(line, stopped, tag);
+    assert!(took < within, "{tag}: {took:?}");
     assert_gone(pid, tag);
 }
 

@@ -214,11 +214,11 @@ fn transfer(
     node: &ShuffleNode,
     comms: &[SimpleCommunicator],
     ops: &mut [(Op, Vec<u8>)],
-    (coded, rank): (bool, usize),
+    coded: bool,
     wait: &Patience<'_>,
     at: Where<'_>,
 ) {
-    let count = ops.len();
+    let (count, rank) = (ops.len(), wait.rank);
     // whom each transfer waits for: the sender of a receive, the members a send goes to
     let peers: Vec<(Vec<usize>, bool)> = ops
         .iter()
@@ -252,10 +252,10 @@ fn new_ranks(
     rows: &[f64],
     gathered: &mut [f64],
     counts: &[i32],
-    rank: usize,
     wait: &Patience<'_>,
     at: Where<'_>,
 ) {
+    let rank = wait.rank;
     let mut parts: Vec<&mut [f64]> = Vec::with_capacity(counts.len());
     let mut rest = gathered;
     for &c in counts {
@@ -434,7 +434,7 @@ pub(crate) fn run(
             }
         }
         let at = Where { log: &mut log, clock: &clock, t, phase: Phase::Shuffle };
-        transfer(&node, &comms, &mut ops, (coded, rank), &patience, at);
+        transfer(&node, &comms, &mut ops, coded, &patience, at);
         let shuffle_s = lap(&clock);
         let received = ops.into_iter().filter(|(op, _)| op.receive).map(|(op, bytes)| (op.group, op.peer, bytes));
         for (group, sender, bytes) in received {
@@ -447,7 +447,7 @@ pub(crate) fn run(
         rows.extend(graph_job.reduce(&node, pi));
         let reduce_s = lap(&clock);
         let at = Where { log: &mut log, clock: &clock, t, phase: Phase::NewRanks };
-        new_ranks(world, &rows, &mut gathered, &counts, rank, &patience, at);
+        new_ranks(world, &rows, &mut gathered, &counts, &patience, at);
         // the new state in vertex order: every vertex is Reduced by exactly one server
         let mut state = pi.to_vec();
         for (k, o) in owned.iter().enumerate() {

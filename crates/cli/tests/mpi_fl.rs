@@ -75,7 +75,15 @@ type Rule<'a> = dyn Fn(&[Vec<f64>], u64) -> Vec<f64> + 'a;
 
 fn own_run(sets: &[String], all: bool, rule: &Rule<'_>) -> Vec<Vec<f64>> {
     let cfg = outrun_config::parse(&CFG, sets).unwrap();
-    let rows = outrun_workloads::data::load_all(cfg.data(), cfg.run.seed, cfg.model().labels()).unwrap();
+    let mut rows = outrun_workloads::data::load_all(cfg.data(), cfg.run.seed, cfg.model().labels()).unwrap();
+    match cfg.data().order {
+        outrun_config::DataOrder::File => {}
+        outrun_config::DataOrder::ByLabel => rows = rows.select(dealt(rows.y.as_slice().unwrap(), 1, 0)),
+        outrun_config::DataOrder::Shards => {
+            rows = rows.select(dealt(rows.y.as_slice().unwrap(), cfg.data().shards.unwrap(), cfg.run.seed))
+        }
+        o => panic!("no own reading of data.order = {o:?}"),
+    }
     let mut theta = vec![0.0; rows.p()];
     let mut traj = vec![theta.clone()];
     for t in 0..cfg.run.iterations {
@@ -84,6 +92,23 @@ fn own_run(sets: &[String], all: bool, rule: &Rule<'_>) -> Vec<Vec<f64>> {
         traj.push(theta.clone());
     }
     traj
+}
+
+/// The rows as `data.order = "shards"` deals them, by this test's reading of the definition:
+/// the row indices sorted by label (ties by index), cut where ⌊b·d/S⌋ falls for b = 1..S−1,
+/// the S pieces laid end to end in the order of the permutation of 0..S that the run's seed
+/// draws in the shards' domain. One shard is the sort by label.
+fn dealt(y: &[f64], s: usize, seed: u64) -> Vec<usize> {
+    let mut by_label: Vec<(f64, usize)> = y.iter().copied().zip(0..).collect();
+    by_label.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let cuts: Vec<usize> = (0..=s).map(|b| b * y.len() / s).collect();
+    let pieces: Vec<&[(f64, usize)]> = cuts.windows(2).map(|w| &by_label[w[0]..w[1]]).collect();
+    let deal = outrun_codes::Rng::from_key(&[seed, outrun_codes::domain::SHARDS]).permutation(s);
+    let mut out = Vec::with_capacity(y.len());
+    for b in deal {
+        out.extend(pieces[b].iter().map(|&(_, i)| i));
+    }
+    out
 }
 
 /// The uploads without the flips `own_run` applies (for a run without faults).
@@ -258,6 +283,29 @@ fn every_robust_rule_equals_the_tests_own_implementation_on_the_same_uploads() {
         }
         eprintln!("{kind}: max relative θ difference to the test's own = {diff:.2e}, flipped uploads used {used}");
     }
+}
+
+/// `data.order = "shards"` (two label-sorted shards per client, dealt by the seed) gives each
+/// client the rows this test deals by the definition: the coordinate median of the uploads,
+/// which depends on who holds which rows, equals the test's own over those rows, and not over
+/// the rows sorted by label alone (one block each).
+#[test]
+fn clients_hold_the_label_sorted_shards_the_seed_deals() {
+    let rule = |u: &[Vec<f64>], _| coordinate_median(&all(u));
+    let sets = ["scheme.kind=median", "scheme.sample=0.2", "data.order=\"shards\"", "data.shards=22"];
+    let (run, dir, _, sets) = train("fl-shards", &CFG, &sets);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let got = trajectory(&dir);
+    let diff = max_rel_diff(&got, &own_run(&sets, false, &rule));
+    assert!(diff <= 1e-9, "θ differs from the test's own median over the dealt shards by {diff:e}");
+    let by_label: Vec<String> =
+        sets.iter().filter(|s| !s.starts_with("data.")).cloned().chain(["data.order=\"by-label\"".into()]).collect();
+    let other = max_rel_diff(&got, &own_run(&by_label, false, &rule));
+    assert!(
+        other > 1e-3,
+        "the median over one label-sorted block each is as close ({other:e}): the deal shows nothing"
+    );
+    eprintln!("shards: θ within {diff:.1e} of the test's own; {other:.1e} from one block each");
 }
 
 #[test]

@@ -44,6 +44,8 @@ pub mod domain {
     pub const FAULT: u64 = 0x6661_756c_7400_0001;
     /// The order of a data set's rows (`data.order = "shuffle"`).
     pub const SHUFFLE: u64 = 0x7368_7566_666c_0001;
+    /// The order of a data set's label-sorted shards (`data.order = "shards"`).
+    pub const SHARDS: u64 = 0x7368_6172_6473_0001;
     /// The rows held out as the test set (`data.test_fraction`).
     pub const SPLIT: u64 = 0x7370_6c69_7400_0001;
     /// Link faults: whether a link fails, and a message's transmissions, keyed by worker,

@@ -55,6 +55,10 @@ pub enum DataOrder {
     /// A seeded permutation (`run.seed`): parts are IID samples of a file that is sorted or
     /// grouped (by class, by time, by source).
     Shuffle,
+    /// Sorted by label (stable), cut into `data.shards` near-equal blocks, the blocks in a
+    /// seeded order (`run.seed`): with 2N shards each of N clients holds two random shards —
+    /// the non-IID split of McMahan et al. and of the thesis's DiverseFL ablation.
+    Shards,
 }
 
 /// `[data]`
@@ -83,6 +87,9 @@ pub struct DataConfig {
     /// The rows' order (what the allocation cuts).
     #[serde(default, skip_serializing_if = "is_file_order")]
     pub order: DataOrder,
+    /// `order = "shards"`: how many label-sorted blocks the rows are cut into.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shards: Option<usize>,
     /// The labels file of `idx` data.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub labels_path: Option<String>,
@@ -1331,6 +1338,23 @@ impl GdConfig {
         }
         if !(d.scale.is_finite() && d.scale > 0.0) {
             return err("data.scale", format!("= {}: must be a positive factor", d.scale));
+        }
+        match (d.order, d.shards) {
+            (DataOrder::Shards, None) => {
+                return err(
+                    "data.order",
+                    "= \"shards\" needs data.shards: how many label-sorted blocks, e.g. 2 per worker",
+                )
+            }
+            (DataOrder::Shards, Some(0)) => return err("data.shards", "= 0: at least 1"),
+            (DataOrder::Shards, Some(s)) if d.samples.is_some_and(|n| s > n) => {
+                return err(
+                    "data.shards",
+                    format!("= {s}: more shards than data.samples = {}", d.samples.unwrap_or_default()),
+                )
+            }
+            (DataOrder::Shards, Some(_)) | (_, None) => {}
+            (_, Some(_)) => return err("data.shards", "is for data.order = \"shards\""),
         }
         if let Some(f) = d.test_fraction {
             if !(f > 0.0 && f < 1.0) {

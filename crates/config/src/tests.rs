@@ -639,6 +639,30 @@ fn test_fraction_is_a_fraction_and_the_only_held_out_set() {
     assert!(e.to_string().contains("needs class labels"), "{e}");
 }
 
+/// `data.order = "shards"` takes its count from `data.shards`, which only it uses; the count is
+/// at least 1 and at most the rows a synthetic set has.
+#[test]
+fn shards_need_a_count_and_only_that_order_takes_one() {
+    let logistic = ["model.loss=\"logistic\"", "data.kind=logistic-synthetic"];
+    let with = |more: &[&str]| parse_with(&logistic.iter().chain(more).copied().collect::<Vec<_>>());
+    let c = with(&["data.order=\"shards\"", "data.shards=4"]).unwrap();
+    assert_eq!((c.data().order, c.data().shards), (crate::DataOrder::Shards, Some(4)));
+    assert_eq!(parse(&c.to_toml(), &[]).unwrap(), c);
+    let samples = c.data().samples.unwrap();
+    let too_many = format!("data.shards={}", samples + 1);
+    for (more, field, says) in [
+        (&["data.order=\"shards\""][..], "data.order", "needs data.shards"),
+        (&["data.order=\"shards\"", "data.shards=0"], "data.shards", "= 0: at least 1"),
+        (&["data.order=\"shards\"", &too_many], "data.shards", "more shards than data.samples"),
+        (&["data.order=\"by-label\"", "data.shards=4"], "data.shards", "is for data.order = \"shards\""),
+        (&["data.shards=4"], "data.shards", "is for data.order = \"shards\""),
+    ] {
+        let e = with(more).unwrap_err();
+        assert_eq!(e.field, field, "{more:?}: {e}");
+        assert!(e.to_string().contains(says), "{more:?}: {e}");
+    }
+}
+
 /// A Python module learns the classes from [model]: init's options get model.classes when they
 /// do not say it, and a different value is refused before any rank imports the module.
 #[test]

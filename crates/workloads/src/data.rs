@@ -281,24 +281,40 @@ fn training_rows(
 
 /// The rows in the order `data.order` asks for: `order[i]` is the file row that is row i
 /// (`None` in file order). By label: a stable sort, so each class keeps its file order.
-/// Shuffled: a permutation drawn from `seed` alone, the same on every rank and host. With
+/// Shuffled: a permutation drawn from `seed` alone, the same on every rank and host. Shards:
+/// the label-sorted rows cut into `data.shards` blocks (block b: sorted rows
+/// ⌊b·d/S⌋..⌊(b+1)·d/S⌋), the blocks in an order drawn from `seed` alone. With
 /// `data.test_fraction` only the training rows are ordered (`shape` is theirs).
 pub fn row_order(data: &DataConfig, seed: u64, labels: Labels, shape: Shape) -> Result<Option<Vec<usize>>, DataError> {
     let (file, rows) = training_rows(data, seed, labels, shape)?;
     let base = |i: usize| rows.as_ref().map_or(i, |r| r[i]);
     match data.order {
         DataOrder::File => Ok(rows),
-        DataOrder::ByLabel => {
+        DataOrder::ByLabel | DataOrder::Shards => {
             let y = all_labels(data, seed, labels, file)?;
             let mut order: Vec<usize> = (0..shape.samples).map(base).collect();
             order.sort_by(|&a, &b| y[a].total_cmp(&y[b]));
-            Ok(Some(order))
+            match data.shards.filter(|_| data.order == DataOrder::Shards) {
+                Some(s) => shards(&order, s, seed).map(Some),
+                None => Ok(Some(order)),
+            }
         }
         DataOrder::Shuffle => {
             let perm = outrun_codes::Rng::from_key(&[seed, outrun_codes::domain::SHUFFLE]).permutation(shape.samples);
             Ok(Some(perm.into_iter().map(base).collect()))
         }
     }
+}
+
+/// `sorted` cut into `s` near-equal blocks, the blocks in the order a permutation drawn from
+/// `seed` gives.
+fn shards(sorted: &[usize], s: usize, seed: u64) -> Result<Vec<usize>, DataError> {
+    let d = sorted.len();
+    if s == 0 || s > d {
+        return Err(DataError::field("data.shards", format!("= {s}: between 1 and the {d} training rows")));
+    }
+    let perm = outrun_codes::Rng::from_key(&[seed, outrun_codes::domain::SHARDS]).permutation(s);
+    Ok(perm.into_iter().flat_map(|b| sorted[b * d / s..(b + 1) * d / s].iter().copied()).collect())
 }
 
 /// Per-feature statistics of the training rows (`data.standardize`).
@@ -492,6 +508,52 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// `data.order = "shards"`: the label-sorted rows cut into S blocks of ⌊b·d/S⌋..⌊(b+1)·d/S⌋,
+    /// whole blocks in a seeded order; one shard is the sort by label; more shards than rows
+    /// are refused naming the field.
+    #[test]
+    fn shards_are_whole_label_sorted_blocks_in_a_seeded_order() {
+        let dir = std::env::temp_dir().join(format!("outrun-shards-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("d.libsvm");
+        let labels = [3, 1, 0, 2, 1, 3, 0, 2, 2, 0, 1, 3, 0, 1];
+        std::fs::write(&path, labels.iter().map(|y| format!("{y} 1:1\n")).collect::<String>()).unwrap();
+        let data = DataConfig {
+            kind: DataKind::Libsvm,
+            path: Some(path.display().to_string()),
+            order: DataOrder::Shards,
+            ..synthetic_config()
+        };
+        let shape = Shape { samples: labels.len(), features: 1 };
+        let by_label =
+            row_order(&DataConfig { order: DataOrder::ByLabel, ..data.clone() }, 0, Labels::Classes(4), shape)
+                .unwrap()
+                .unwrap();
+        let cut = |s: usize, seed: u64| {
+            row_order(&DataConfig { shards: Some(s), ..data.clone() }, seed, Labels::Classes(4), shape)
+        };
+        assert_eq!(cut(1, 5).unwrap().unwrap(), by_label);
+        // 14 rows in 4 shards: 3, 4, 3, 4 rows (⌊14b/4⌋ = 0, 3, 7, 10, 14)
+        let bounds = [0, 3, 7, 10, 14];
+        let got = cut(4, 5).unwrap().unwrap();
+        let mut at = 0;
+        let mut seen = Vec::new();
+        while at < got.len() {
+            let b = (0..4).find(|&b| by_label[bounds[b]] == got[at]).expect("a shard starts here");
+            let len = bounds[b + 1] - bounds[b];
+            assert_eq!(got[at..at + len], by_label[bounds[b]..bounds[b + 1]], "shard {b} whole, in order");
+            seen.push(b);
+            at += len;
+        }
+        seen.sort_unstable();
+        assert_eq!(seen, [0, 1, 2, 3], "every shard once");
+        assert_eq!(cut(4, 5).unwrap(), Some(got.clone()), "the seed decides");
+        assert!((6..30).any(|seed| cut(4, seed).unwrap().unwrap() != got), "another seed, another order");
+        let e = cut(15, 5).unwrap_err().to_string();
+        assert!(e.starts_with("data.shards = 15: between 1 and the 14"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     fn synthetic_config() -> DataConfig {
         DataConfig {
             kind: DataKind::LinearSynthetic,
@@ -502,6 +564,7 @@ mod tests {
             test_path: None,
             test_every: 1,
             order: DataOrder::File,
+            shards: None,
             labels_path: None,
             test_labels_path: None,
             scale: 1.0,
@@ -534,8 +597,8 @@ mod tests {
         let shape = training_shape(&data, 3, file);
         assert_eq!(shape.samples, 7);
         // every order is over the training rows only
-        for order in [DataOrder::File, DataOrder::ByLabel, DataOrder::Shuffle] {
-            let d = DataConfig { order, samples: Some(10), ..data.clone() };
+        for order in [DataOrder::File, DataOrder::ByLabel, DataOrder::Shuffle, DataOrder::Shards] {
+            let d = DataConfig { order, samples: Some(10), shards: Some(3), ..data.clone() };
             let got = row_order(&d, 3, Labels::Real, shape).unwrap().unwrap();
             let mut sorted = got.clone();
             sorted.sort_unstable();

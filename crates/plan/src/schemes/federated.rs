@@ -1,7 +1,8 @@
 //! Federated schemes on a star: the master is the server, the N workers are the clients.
 //!
 //! Client k holds the k-th of N near-equal contiguous blocks of the rows (non-IID shards with
-//! `data.order = "by-label"`: the rows sorted by label first). Every round the server sends θ,
+//! `data.order = "by-label"`, the rows sorted by label first, or `"shards"`, label-sorted
+//! shards dealt by the seed). Every round the server sends θ,
 //! each client uploads its local update (`job.kind = "fl"`), and the server's rule
 //! ([`FlRule`](crate::FlRule), executed in `outrun_proto::roles`) turns the first `wait` uploads into its step. DiverseFL's
 //! server computes a guiding update per client on a sample of that client's block (its parts:

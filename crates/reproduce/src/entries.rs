@@ -1687,7 +1687,7 @@ fn diversefl_table(ctx: &mut Ctx<'_>) -> Result<Computed, String> {
         "data.test_every=5".to_string(),
     ];
     // the thesis does not say which clients are faulty: at f = 17 the 6 honest ones are spread
-    // over the label-sorted shards (clients 2, 6, 10, 14, 18, 22)
+    // over the label-sorted blocks (clients 2, 6, 10, 14, 18, 22)
     let faulty17 = "[1, 3, 4, 5, 7, 8, 9, 11, 12, 13, 15, 16, 17, 19, 20, 21, 23]";
     let faulty6 = "[3, 7, 11, 15, 19, 23]";
     // OracleSGD and DiverseFL at f = 5 and 17, and FedAvg at f = 5 (at f = 17 its mean of the
@@ -1712,6 +1712,9 @@ fn diversefl_table(ctx: &mut Ctx<'_>) -> Result<Computed, String> {
                     format!("faults.workers={faulty6}"),
                     "scheme.byzantine=6".into(),
                     format!("job.local_steps={e}"),
+                    // the thesis's split: 50 label-sorted shards, 2 per client
+                    "data.order=\"shards\"".into(),
+                    "data.shards=50".into(),
                 ]
             })
             .collect();
@@ -1769,7 +1772,7 @@ fn diversefl_table(ctx: &mut Ctx<'_>) -> Result<Computed, String> {
     );
     out.set("e4_gap", 100.0 * (last(e[3]) - last(e[4])));
     out.notes.push(format!(
-        "ablation (25 clients, 6 faulty, one label-sorted shard each, Gaussian faults): DiverseFL's rounds to {} (2 points below E = 1's final accuracy) for E = 1, 2, 3, 4: {}; final accuracy {}; OracleSGD with E = 4 {}",
+        "ablation (25 clients, 6 faulty, two of 50 label-sorted shards each, dealt by the seed, Gaussian faults): DiverseFL's rounds to {} (2 points below E = 1's final accuracy) for E = 1, 2, 3, 4: {}; final accuracy {}; OracleSGD with E = 4 {}",
         pct(target),
         e[..4].iter().map(|r| rounds_to(r).map_or("—".into(), |x| x.to_string())).collect::<Vec<_>>().join(", "),
         e[..4].iter().map(|r| pct(last(r))).collect::<Vec<_>>().join(", "),

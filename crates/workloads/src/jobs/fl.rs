@@ -17,6 +17,7 @@ use std::sync::Arc;
 use outrun_codes::{domain, Rng};
 use outrun_config::{FlConfig, Labels, LocalConfig, ModelConfig};
 use outrun_plan::{sample_size, Plan};
+use outrun_proto::roles::Vector as _;
 use outrun_proto::Frame;
 use outrun_python::PyError;
 
@@ -235,9 +236,12 @@ impl Job for Federated {
             let key = [gd.seed, rank as u64, k as u64];
             let (th, loss) = local_steps(&mut *model, how, key, t, theta, &all[k], full)
                 .map_err(|e| JobError::Model(format!("{} (round {t})", e.on_rank(rank))))?;
-            let mut out: Vec<f64> = theta.iter().zip(&th).map(|(a, b)| a - b).collect();
-            out.push(loss);
-            frames.push(Frame::from_vec(out));
+            // with header room: the upload is sent from where it is formed
+            let mut frame = Frame::zeros(theta.len() + 1);
+            let (delta, last) = frame.as_mut_slice().split_at_mut(theta.len());
+            delta.iter_mut().zip(theta.iter().zip(&th)).for_each(|(d, (a, b))| *d = a - b);
+            last[0] = loss;
+            frames.push(frame);
         }
         Ok(frames)
     }

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use outrun_codes::{RowCodeKind, RowEncoder};
 use outrun_config::MatvecConfig;
 use outrun_plan::{Plan, PlanCode, RowsSpec, Shape};
+use outrun_proto::roles::Vector as _;
 use outrun_proto::Frame;
 
 use super::{Applied, Job, JobError};
@@ -207,14 +208,15 @@ impl Job for Matvec {
     ) -> Result<Vec<Frame>, JobError> {
         let x = model.as_slice();
         let rows = self.coded.get(&rank).map_or(&[][..], Vec::as_slice);
-        let mut out = Vec::with_capacity(rows.len() / self.m.max(1));
-        for (k, row) in rows.chunks(self.m.max(1)).enumerate() {
-            out.push(row.iter().zip(x).map(|(a, b)| a * b).sum());
+        // with header room: the result is sent from where it is computed
+        let mut frame = Frame::zeros(rows.len().div_ceil(self.m.max(1)));
+        for (k, (row, y)) in rows.chunks(self.m.max(1)).zip(frame.as_mut_slice()).enumerate() {
+            *y = row.iter().zip(x).map(|(a, b)| a * b).sum();
             if (k + 1) % self.pace == 0 {
                 std::thread::yield_now();
             }
         }
-        Ok(vec![Frame::from_vec(out)])
+        Ok(vec![frame])
     }
 
     fn apply(&mut self, t: u64, total: Frame) -> Result<Applied, JobError> {

@@ -357,6 +357,11 @@ fn bad_network_settings_get_one_line_naming_the_key() {
         (vec!["model.hidden=[128, 0]".into()], "model.hidden[1] = 0: a layer has 1 to"),
         (vec!["model.batch=5000".into()], "model.batch = 5000 is larger than the 1438 samples"),
         (vec!["model.batch=0".into()], "model.batch: must be at least 1"),
+        (
+            vec!["data.order=\"shards\"".into(), "data.shards=1439".into()],
+            "data.shards = 1439: between 1 and the 1438 training rows",
+        ),
+        (vec!["data.order=\"shards\"".into()], "data.order = \"shards\" needs data.shards"),
         (vec!["model.momentum=1".into()], "model.momentum = 1: must be in [0, 1)"),
         (vec!["model.decay_at=[300, 200]".into()], "model.decay_at[1]: the iterations must be increasing"),
         (vec!["model.loss=logistic".into()], "model.classes: is for model.loss = \"softmax\""),

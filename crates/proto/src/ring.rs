@@ -10,8 +10,8 @@
 //! halving-doubling: the same machine, fewer steps. At each step a rank sends first, then waits
 //! for that step's message; a peer may be one iteration ahead: its early messages are kept until
 //! this rank gets there. A range that the next step sends on goes in the frame it arrived in (a
-//! partial sum is formed there, a final sum copied from it), so of the ring's 2(N − 1) sends
-//! only each phase's first copies out of the vector. With `collective`, the driver's library
+//! sum is formed there, a final sum copied from it), so of the ring's 2(N − 1) sends only the
+//! first copies out of the vector. With `collective`, the driver's library
 //! all-reduce replaces the steps.
 
 use std::collections::{BTreeMap, VecDeque};
@@ -132,17 +132,22 @@ impl<P: Vector> RingNode<P> {
                 let Some(mut seg) = self.early.remove(&(t, self.step as u32)) else { break };
                 let buf = self.buf.as_mut().expect("computing");
                 let (at, len) = (range.start, range.len());
+                let sends_it =
+                    self.steps.get(self.step + 1).and_then(|s| s.send.as_ref()).is_some_and(|s| s.1 == *range);
                 match op {
-                    // the partial sum is formed in the received frame (a + b = b + a: the same
-                    // bits), which the next step sends on; the vector's range waits for the
-                    // final sum a later step copies in
+                    // a sum the next step sends on is formed in the received frame (a + b =
+                    // b + a: the same bits), which goes on as it is; a partial sum's range in
+                    // the vector waits for the final sum a later step copies in, a final sum
+                    // is copied in now
                     Op::Add if self.forward_only[self.step] => seg.add_scaled(0, buf, at, len, 1.0),
+                    Op::Add if sends_it => {
+                        seg.add_scaled(0, buf, at, len, 1.0);
+                        buf.copy_range(at, &seg, 0, len);
+                    }
                     Op::Add => buf.add_scaled(at, &seg, 0, len, 1.0),
                     Op::Copy => buf.copy_range(at, &seg, 0, len),
                 }
-                let sends_it =
-                    self.steps.get(self.step + 1).and_then(|s| s.send.as_ref()).is_some_and(|s| s.1 == *range);
-                if sends_it && (*op == Op::Copy || self.forward_only[self.step]) {
+                if sends_it {
                     self.carry = Some((range.clone(), seg));
                 }
             }
@@ -375,9 +380,22 @@ mod tests {
                 let same = total.iter().zip(&reference[r]).all(|(a, b)| a.to_bits() == b.to_bits());
                 assert!(same, "n={n} rank {r}: the bits of the unfused schedule");
             }
-            // 2(n − 1) sends per rank; all but each phase's first go on in the frame the step
-            // before received (a partial sum, or a final one), without a copy
-            assert_eq!(forwarded, 2 * n * (n - 2), "n={n}");
+            // 2(n − 1) sends per rank; all but the first go on in the frame the step before
+            // received (a partial sum, or a final one), without a copy
+            assert_eq!(forwarded, n * (2 * n - 3), "n={n}");
+        }
+        // the other schedules' sums are formed in received frames too, with the same bits
+        for alg in [RingAlgorithm::RecursiveDoubling, RingAlgorithm::HalvingDoubling] {
+            for n in [2, 3, 4, 6, 8] {
+                let len = 10 * n + 3;
+                let (totals, _) = ring_once(alg, n, len);
+                let reference = crate::steps::tests::run(alg, n, len);
+                for (r, total) in totals.iter().enumerate() {
+                    let same =
+                        total.len() == len && total.iter().zip(&reference[r]).all(|(a, b)| a.to_bits() == b.to_bits());
+                    assert!(same, "{alg:?} n={n} rank {r}: the bits of the unfused schedule");
+                }
+            }
         }
     }
 }

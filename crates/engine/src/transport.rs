@@ -242,7 +242,7 @@ impl Comm {
         check(rc, "MPI_Get_count");
         let nbytes = count as usize;
         let n = nbytes.div_ceil(8);
-        let mut words: Vec<f64> = Vec::with_capacity(n);
+        let mut words: Vec<f64> = outrun_proto::Frame::storage(n);
         // SAFETY: MPI_Mrecv writes exactly `count` bytes into the buffer before its length is
         // set; the last word is zeroed first so a partial word has no uninitialised bytes.
         let rc = unsafe {

@@ -39,12 +39,20 @@ impl Frame {
     }
 
     /// The values as a vector (copies unless the frame has no header).
-    pub fn into_vec(self) -> Vec<f64> {
+    pub fn into_vec(mut self) -> Vec<f64> {
         if self.off == 0 && self.buf.len() == self.len {
-            self.buf
+            std::mem::take(&mut self.buf)
         } else {
             self.as_slice().to_vec()
         }
+    }
+
+    /// An empty vector with room for at least `words` values: the storage of a large frame
+    /// dropped on this thread when one of a fitting size is kept (see [`Drop for
+    /// Frame`](#impl-Drop-for-Frame)), else a new allocation. What a received message is read
+    /// into.
+    pub fn storage(words: usize) -> Vec<f64> {
+        pool::take(words).unwrap_or_else(|| Vec::with_capacity(words))
     }
 
     /// Word offset of the body (0 unless received).
@@ -77,10 +85,69 @@ impl Frame {
     /// A copy of `src` with room for a header before it, so that it is sent as it is (one copy;
     /// [`Frame::from_vec`] keeps the vector but its send copies it into a frame).
     pub fn copy_of(src: &[f64]) -> Self {
-        let mut buf = Vec::with_capacity(HEAD_WORDS + src.len());
+        let mut buf = Frame::storage(HEAD_WORDS + src.len());
         buf.resize(HEAD_WORDS, 0.0);
         buf.extend_from_slice(src);
         Frame { buf, off: HEAD_WORDS, len: src.len() }
+    }
+}
+
+/// A large frame's storage goes back to this thread's pool, for the next frame or received
+/// message of about its size: a buffer above glibc's 32 MiB mmap threshold is otherwise a fresh
+/// mapping every time, every page of it faulted in and zeroed again (docs/performance.md §19).
+impl Drop for Frame {
+    fn drop(&mut self) {
+        pool::put(std::mem::take(&mut self.buf));
+    }
+}
+
+/// The kept storage of dropped frames, per thread.
+mod pool {
+    use std::cell::RefCell;
+
+    /// Smaller buffers come back from the heap's free lists (the engine and the simulator set
+    /// glibc's mmap threshold to its 32 MiB maximum: `outrun_codes::keep_freed_memory`).
+    pub(super) const MIN_WORDS: usize = (32 << 20) / 8;
+    /// At most this many are kept (the ring's first segment and two received ones are in
+    /// flight at once).
+    pub(super) const KEEP: usize = 4;
+
+    thread_local! {
+        pub(super) static FREE: RefCell<Vec<Vec<f64>>> = const { RefCell::new(Vec::new()) };
+    }
+
+    /// Keep `v`'s storage if it is large and there is room; else free it.
+    pub(super) fn put(mut v: Vec<f64>) {
+        if v.capacity() < MIN_WORDS {
+            return;
+        }
+        v.clear();
+        let _ = FREE.try_with(|f| {
+            let mut f = f.borrow_mut();
+            if f.len() < KEEP {
+                f.push(v);
+            } else if let Some(small) =
+                f.iter_mut().min_by_key(|k| k.capacity()).filter(|k| k.capacity() < v.capacity())
+            {
+                // the larger one is more likely to be asked for again, and the costlier to map
+                *small = v;
+            }
+        });
+    }
+
+    /// Kept storage for at least `words` values and at most twice that, emptied.
+    pub(super) fn take(words: usize) -> Option<Vec<f64>> {
+        if words < MIN_WORDS {
+            return None;
+        }
+        FREE.try_with(|f| {
+            let mut f = f.borrow_mut();
+            // the most recently dropped first: its pages are the likeliest still cached
+            let i = f.iter().rposition(|v| (words..=2 * words).contains(&v.capacity()))?;
+            Some(f.remove(i))
+        })
+        .ok()
+        .flatten()
     }
 }
 
@@ -92,7 +159,9 @@ impl Vector for Frame {
         Some(self.as_mut_slice())
     }
     fn zeros(len: usize) -> Self {
-        Frame { buf: vec![0.0; HEAD_WORDS + len], off: HEAD_WORDS, len }
+        let mut buf = Frame::storage(HEAD_WORDS + len);
+        buf.resize(HEAD_WORDS + len, 0.0);
+        Frame { buf, off: HEAD_WORDS, len }
     }
     fn range(src: &Self, from: usize, len: usize) -> Self {
         Frame::copy_of(&src.as_slice()[from..from + len])
@@ -136,5 +205,46 @@ impl Vector for Len {
     fn copy_range(&mut self, _to: usize, _src: &Self, _from: usize, _len: usize) {}
     fn mapped(&self, map: &dyn Map) -> Self {
         Len(map.out_len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A dropped frame above the mmap threshold lends its storage to the next frame or
+    /// received message of about its size (zeroed where a frame asks for zeros); smaller
+    /// frames, and requests under half a kept buffer, are left to the allocator.
+    #[test]
+    fn large_frames_storage_is_kept_for_the_next_of_about_their_size() {
+        let big = pool::MIN_WORDS + 10;
+        let mut a = Frame::zeros(big);
+        a.as_mut_slice().fill(7.0);
+        let at = a.words().as_ptr();
+        drop(a);
+        let b = Frame::zeros(big - 3);
+        assert_eq!(b.words().as_ptr(), at, "the dropped frame's storage");
+        assert!(b.as_slice().iter().all(|&v| v == 0.0), "zeroed");
+        drop(b);
+        let c = Frame::copy_of(&vec![1.5; big]);
+        assert_eq!((c.words().as_ptr(), c.as_slice()[big - 1]), (at, 1.5));
+        drop(c);
+        // half the kept size is not served from it; the kept one waits for a fitting request
+        assert!(pool::take(big / 3).is_none());
+        let kept = Frame::storage(big);
+        assert_eq!((kept.as_ptr(), kept.len()), (at, 0), "a received message reads into it");
+        drop(kept);
+        // a plain vector's storage is not kept, nor a small frame's
+        drop(Frame::zeros(1000));
+        assert_eq!(pool::FREE.with(|f| f.borrow().len()), 0);
+        // at most KEEP, the largest kept
+        for k in 0..pool::KEEP + 2 {
+            drop(Frame::zeros(big + k));
+            drop(Frame::zeros(big + 100 + k).clone());
+        }
+        let caps: Vec<usize> = pool::FREE.with(|f| f.borrow().iter().map(Vec::capacity).collect());
+        assert_eq!(caps.len(), pool::KEEP);
+        assert!(caps.iter().all(|&c| c >= HEAD_WORDS + big + 100), "{caps:?}");
+        pool::FREE.with(|f| f.borrow_mut().clear());
     }
 }

@@ -52,6 +52,18 @@ fn plan_prints_ranks_and_the_allocation() {
     let v: serde_json::Value = serde_json::from_str(&j.stdout).unwrap();
     assert_eq!(v["ranks"], 7);
     assert_eq!(v["nodes"].as_array().unwrap().len(), 7);
+    // the rows' order the allocation cuts is on the data line
+    assert!(!p.stdout.contains("rows sorted by label"));
+    let data_line = |sets: &[&str]| {
+        let mut args = vec!["plan", &c];
+        sets.iter().for_each(|s| args.extend(["--set", s]));
+        let p = outrun(&args);
+        p.stdout.lines().find(|l| l.starts_with("data: ")).map(str::to_string).unwrap_or(p.stderr)
+    };
+    assert!(data_line(&["data.order=\"by-label\""]).contains("points; rows sorted by label; worker load"));
+    let shards = data_line(&["data.order=\"shards\"", "data.shards=12", "run.seed=9"]);
+    assert!(shards.contains("rows sorted by label, cut into 12 shards of about"), "{shards}");
+    assert!(shards.contains("rows, dealt in an order drawn from seed 9"), "{shards}");
     let bad = outrun(&["plan", &c, "--set", "scheme.kind=gc-frac", "--set", "scheme.s=3"]);
     assert_eq!(bad.code, Some(2));
     assert!(bad.stderr.contains("gc-frac needs s+1 = 4 to divide scheme.workers = 6"));

@@ -17,7 +17,7 @@ use crate::parity::Parity;
 use crate::rules::{Encoding, Hier, Rule};
 use crate::settings::{JobSpec, NetworkSpec, RunSpec};
 use crate::stragglers::StragglerModel;
-use outrun_config::{ColumnOrder, Ssi};
+use outrun_config::{ColumnOrder, DataOrder, JobConfig, Ssi};
 use outrun_config::{RingAlgorithm, Upload};
 
 /// One MPI rank's part of the plan.
@@ -648,10 +648,26 @@ impl Plan {
         let loads: Vec<usize> = self.nodes.iter().filter(|n| n.worker.is_some()).map(Node::load).collect();
         let (lmin, lmax) = (loads.iter().min().copied().unwrap_or(0), loads.iter().max().copied().unwrap_or(0));
         let matvec = self.codes.iter().any(|c| matches!(c, PlanCode::Rows { .. }));
+        // the rows' order, which the allocation cuts (`data.order`)
+        let data = match &self.job.config {
+            JobConfig::Gd(g) => Some(&g.data),
+            JobConfig::Fl(f) => Some(&f.train.data),
+            _ => None,
+        };
+        let order = match data.map(|d| (d.order, d.shards)) {
+            Some((DataOrder::ByLabel, _)) => "; rows sorted by label".to_string(),
+            Some((DataOrder::Shuffle, _)) => format!("; rows in an order drawn from seed {}", self.run.seed),
+            Some((DataOrder::Shards, Some(k))) => format!(
+                "; rows sorted by label, cut into {k} shards of about {} rows, dealt in an order drawn from seed {}",
+                self.samples / k.max(1),
+                self.run.seed
+            ),
+            _ => String::new(),
+        };
         line(
             &mut o,
             format!(
-                "{}: {} = {} {}; worker load {} (fraction {:.4} of {1}){}",
+                "{}: {} = {} {}{order}; worker load {} (fraction {:.4} of {1}){}",
                 if matvec { "matrix" } else { "data" },
                 if matvec { "r" } else { "d" },
                 self.samples,

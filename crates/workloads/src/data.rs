@@ -294,9 +294,10 @@ pub fn row_order(data: &DataConfig, seed: u64, labels: Labels, shape: Shape) -> 
             let y = all_labels(data, seed, labels, file)?;
             let mut order: Vec<usize> = (0..shape.samples).map(base).collect();
             order.sort_by(|&a, &b| y[a].total_cmp(&y[b]));
-            match data.shards.filter(|_| data.order == DataOrder::Shards) {
-                Some(s) => shards(&order, s, seed).map(Some),
-                None => Ok(Some(order)),
+            match data.order {
+                // one shard (the config requires a count) is the sort by label
+                DataOrder::Shards => shards(&order, data.shards.unwrap_or(1), seed).map(Some),
+                _ => Ok(Some(order)),
             }
         }
         DataOrder::Shuffle => {
@@ -306,13 +307,20 @@ pub fn row_order(data: &DataConfig, seed: u64, labels: Labels, shape: Shape) -> 
     }
 }
 
+/// `data.shards = s` fits `d` training rows: 1 ≤ s ≤ d (checked before MPI from the data's
+/// shape, and where the rows are dealt).
+pub fn check_shards(s: usize, d: usize) -> Result<(), DataError> {
+    if s == 0 || s > d {
+        return Err(DataError::field("data.shards", format!("= {s}: between 1 and the {d} training rows")));
+    }
+    Ok(())
+}
+
 /// `sorted` cut into `s` near-equal blocks, the blocks in the order a permutation drawn from
 /// `seed` gives.
 fn shards(sorted: &[usize], s: usize, seed: u64) -> Result<Vec<usize>, DataError> {
     let d = sorted.len();
-    if s == 0 || s > d {
-        return Err(DataError::field("data.shards", format!("= {s}: between 1 and the {d} training rows")));
-    }
+    check_shards(s, d)?;
     let perm = outrun_codes::Rng::from_key(&[seed, outrun_codes::domain::SHARDS]).permutation(s);
     Ok(perm.into_iter().flat_map(|b| sorted[b * d / s..(b + 1) * d / s].iter().copied()).collect())
 }

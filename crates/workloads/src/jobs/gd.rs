@@ -337,11 +337,8 @@ pub(super) fn shape(c: &GdConfig, seed: u64) -> Result<Shape, DataError> {
     }
     let shape = data::training_shape(&c.data, seed, file);
     test_set(c, seed, shape.features)?;
-    if let Some(s) = c.data.shards.filter(|&s| s > shape.samples) {
-        return Err(DataError::field(
-            "data.shards",
-            format!("= {s}: between 1 and the {} training rows", shape.samples),
-        ));
+    if let Some(s) = c.data.shards {
+        data::check_shards(s, shape.samples)?;
     }
     if let Some(b) = c.model.batch.filter(|&b| b > shape.samples) {
         return Err(DataError::field(

@@ -46,6 +46,7 @@ pub(crate) fn run(o: &Options) -> Result<(), Failure> {
         parity: None,
         generator: outrun_config::Generator::default(),
         deadline: None,
+        batches: None,
     };
     if let Err(e) = scheme.validate() {
         return bad(e.to_string().replace("scheme.delta", "--delta").replace("scheme.workers", "--clients"));

@@ -595,6 +595,9 @@ fn bad_codedfedl_settings_get_one_line_naming_the_key() {
         .map(|(_, v)| v.split(", ").map(|e| e.parse().unwrap()).collect())
         .unwrap_or_default();
     assert!(eps.len() == 5 && eps.iter().all(|&e| e > 0.0), "{}", ok.stdout);
+    let batched = outrun(&["plan", &c, "--set", "scheme.batches=3"]);
+    assert_eq!(batched.code, Some(0), "{}", batched.stderr);
+    assert!(batched.stdout.contains("u = 10 of u_max = 10 parity rows per global mini-batch"), "{}", batched.stdout);
     for (sets, want) in [
         (&["scheme.parity=31"][..], "scheme.parity = 31: more than u_max = round(δ·m) = 30 parity rows"),
         (&["scheme.delta=1"], "scheme.delta = 1: the redundancy δ = u_max/m must be in (0, 1)"),
@@ -604,7 +607,13 @@ fn bad_codedfedl_settings_get_one_line_naming_the_key() {
             &["model.loss='logistic'", "data.kind='logistic-synthetic'"],
             "model.loss = \"logistic\": codedfedl's parity gradient is that of linear least squares",
         ),
-        (&["model.batch=10"], "model.batch: codedfedl encodes the clients' rows once"),
+        (&["model.batch=10"], "model.batch: codedfedl's batches are global mini-batches, each encoded once"),
+        (&["scheme.batches=0"], "scheme.batches = 0: must be at least 1 global mini-batch"),
+        (&["scheme.batches=61"], "scheme.batches = 61: client 1 holds 60 row(s), fewer than the global mini-batches"),
+        (
+            &["scheme.batches=3", "scheme.parity=11"],
+            "scheme.parity = 11: more than u_max = round(δ·m/B) = 10 parity rows",
+        ),
         (&["stragglers.model='none'"], "stragglers.model = \"none\": codedfedl allocates the clients' loads"),
         (&["scheme.deadline=0"], "scheme.deadline = 0: must be a positive number of seconds"),
     ] {

@@ -61,42 +61,52 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
 }
 
 /// θ_0 … θ_T of CodedFedL as this test computes it, the master having used the clients
-/// `used[t]` (worker ids) in round t.
+/// `used[t]` (worker ids) in round t. With B global mini-batches (`scheme.batches`), round t
+/// trains on batch t mod B: the rows the plan puts in it, its own parity (each client's G_j of
+/// the batch from its key and the batch), the step divided by the batch's rows.
 fn own_run(sets: &[String], used: &[Vec<usize>]) -> Vec<Vec<f64>> {
     let cfg = outrun_config::parse(CFG, sets).unwrap();
     let plan = outrun_workloads::resolve(&cfg).unwrap();
     let parity = plan.parity().unwrap();
     let rows = outrun_workloads::data::load_all(cfg.data(), cfg.run.seed, cfg.model().labels()).unwrap();
-    let (p, u) = (rows.p(), parity.u);
-    // every client's G_j·W_j·[X y], summed
-    let mut xc = vec![vec![0.0; p]; u];
-    let mut yc = vec![0.0; u];
-    for (k, client) in parity.clients.iter().enumerate() {
-        let points: Vec<(usize, f64)> = client.rows.points().collect();
-        let mut rng = Rng::from_key(&[cfg.run.seed, domain::PARITY, k as u64 + 1, 1]);
-        for a in 0..u {
-            for &(i, w) in &points {
-                let g = rng.normal();
-                xc[a].iter_mut().zip(rows.row(i)).for_each(|(s, x)| *s += g * w * x);
-                yc[a] += g * w * rows.y[i];
+    let (p, u, batches) = (rows.p(), parity.u, parity.batches);
+    // per batch: the sum of every client's G_j·W_j·[X y] over its rows in the batch, and the rows
+    let mut xc = vec![vec![vec![0.0; p]; u]; batches];
+    let mut yc = vec![vec![0.0; u]; batches];
+    let mut members = vec![vec![]; batches];
+    for b in 0..batches {
+        for k in 0..parity.clients.len() {
+            let points: Vec<(usize, f64)> = parity.client_batch(k, b).collect();
+            members[b].extend(points.iter().map(|p| p.0));
+            let key = [cfg.run.seed, domain::PARITY, k as u64 + 1, 1];
+            let mut rng =
+                if batches == 1 { Rng::from_key(&key) } else { Rng::from_key(&[&key[..], &[b as u64]].concat()) };
+            for a in 0..u {
+                for &(i, w) in &points {
+                    let g = rng.normal();
+                    xc[b][a].iter_mut().zip(rows.row(i)).for_each(|(s, x)| *s += g * w * x);
+                    yc[b][a] += g * w * rows.y[i];
+                }
             }
         }
     }
-    let (lr, m) = (cfg.model().lr, rows.len() as f64);
+    let lr = cfg.model().lr;
     let mut theta = vec![0.0; p];
     let mut traj = vec![theta.clone()];
-    for workers in used {
+    for (t, workers) in used.iter().enumerate() {
+        let b = t % batches;
         let mut g = vec![0.0; p];
         for &w in workers {
-            for (i, c) in plan.nodes[w].points() {
+            for (i, c) in plan.nodes[w].points().filter(|(i, _)| members[b].contains(i)) {
                 let r = c * (dot(rows.row(i), &theta) - rows.y[i]);
                 g.iter_mut().zip(rows.row(i)).for_each(|(gk, x)| *gk += r * x);
             }
         }
         for a in 0..u {
-            let r = (dot(&xc[a], &theta) - yc[a]) / u as f64;
-            g.iter_mut().zip(&xc[a]).for_each(|(gk, x)| *gk += r * x);
+            let r = (dot(&xc[b][a], &theta) - yc[b][a]) / u as f64;
+            g.iter_mut().zip(&xc[b][a]).for_each(|(gk, x)| *gk += r * x);
         }
+        let m = members[b].len() as f64;
         theta.iter_mut().zip(&g).for_each(|(th, gk)| *th -= lr * gk / m);
         traj.push(theta.clone());
     }
@@ -155,6 +165,34 @@ fn codedfedl_adds_the_parity_gradient_to_what_arrived_by_the_deadline() {
         }
     }
     eprintln!("t* = {t_star:.4} s; clients used per round: {:?}", used.iter().map(Vec::len).collect::<Vec<_>>());
+}
+
+/// The thesis encodes each global mini-batch (§5.5): with `scheme.batches = 3` every round's
+/// step is this test's own on batch t mod 3 with that batch's parity, each client uploads its
+/// three encodings in its one prelude (u = δ·m/3 rows each), and the simulator predicts the
+/// engine's round time and upload.
+#[test]
+fn codedfedl_encodes_each_global_mini_batch_once() {
+    let (run, dir, cfg_path, sets) = train("codedfedl-batches", CFG, &["scheme.batches=3"]);
+    assert_eq!(run.code, Some(0), "stderr:\n{}", run.stderr);
+    let used = used(&dir);
+    let want = own_run(&sets, &used);
+    let diff = max_rel_diff(&trajectory(&dir), &want);
+    assert!(diff <= 1e-9, "θ differs from this test's per-batch CodedFedL by {diff:e}");
+    // the three batches' steps differ: not one batch three times
+    let plan = outrun_workloads::resolve(&outrun_config::parse(CFG, &sets).unwrap()).unwrap();
+    let parity = plan.parity().unwrap();
+    assert_eq!((parity.batches, parity.u), (3, 60));
+    assert!((0..3).all(|b| parity.batch_size(b) == 300));
+    let s = summary(&dir);
+    let sim = summary(&simulate_as_trained(&cfg_path, &sets, &dir.join("sim")));
+    for key in ["mean_s", "parity_s"] {
+        let (e, m) = (s[key].as_f64().unwrap(), sim[key].as_f64().unwrap());
+        eprintln!("{key}: engine {e:.4} s, simulator {m:.4} s");
+        if timing_comparable(&dir, key) {
+            assert!((m / e - 1.0).abs() < 0.10, "{key}: engine {e}, simulator {m}");
+        }
+    }
 }
 
 #[test]

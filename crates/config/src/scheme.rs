@@ -189,6 +189,10 @@ pub struct CodedfedlConfig {
     /// The deadline t* in seconds, instead of the optimised one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline: Option<f64>,
+    /// Global mini-batches B, each encoded and allocated on its own (the thesis's per-mini-batch
+    /// encoding); round t trains on batch t mod B. 1 (one batch of every row) when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batches: Option<usize>,
 }
 
 /// Hierarchical aggregation (thesis ch. 6): `clients` reach the master through `helpers` edge
@@ -264,6 +268,9 @@ impl CodedfedlConfig {
         }
         if self.parity == Some(0) {
             return err("scheme.parity", "must be at least 1 parity row");
+        }
+        if self.batches == Some(0) {
+            return err("scheme.batches", "= 0: must be at least 1 global mini-batch");
         }
         match self.deadline {
             Some(d) if !(d > 0.0 && d.is_finite()) => {
@@ -868,7 +875,7 @@ const HCMM_KEYS: &[&str] =
     &["workers", "code", "a", "mu", "shape", "overhead", "lt_c", "lt_delta", "budget", "kappa", "gamma"];
 const MV_UNCODED_KEYS: &[&str] = &["workers", "a", "mu", "shape"];
 const PAGERANK_KEYS: &[&str] = &["servers", "r", "reduce"];
-const CODEDFEDL_KEYS: &[&str] = &["workers", "delta", "parity", "generator", "deadline"];
+const CODEDFEDL_KEYS: &[&str] = &["workers", "delta", "parity", "generator", "deadline", "batches"];
 const HIER_KEYS: &[&str] = &["clients", "helpers", "s"];
 
 impl Tagged for SchemeConfig {

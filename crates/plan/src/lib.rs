@@ -51,7 +51,7 @@ mod topology;
 
 pub use faults::{FaultKind, Faults};
 pub use links::{Hop, Links};
-pub use parity::{ClientParity, Parity};
+pub use parity::{batch_rng, ClientParity, Parity};
 pub use plan::{sample_size, Node, Pattern, Plan, PlanCode, RowsSpec, SchemeData};
 pub use rules::{Encoding, FlRule, GroupSpec, Hier, HierKind, Rule, Uploads};
 pub use schemes::build;

@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use outrun_codes::{domain, Rng};
+use outrun_codes::domain;
 use outrun_config::{DataKind, GdConfig, Generator, Labels};
 use outrun_plan::{Plan, PythonModel, Shape};
 use outrun_proto::roles::Vector as _;
@@ -82,6 +82,10 @@ pub struct GradientDescent {
     rank: usize,
     /// CodedFedL's parity allocation (the plan's prelude uploads the clients' encodings).
     parity: Option<outrun_plan::Parity>,
+    /// CodedFedL with global mini-batches: each batch's points, the clients' and its parity
+    /// rows (`Parity::batch_points`), and each node's rows in each batch of its load.
+    parity_batches: Vec<Vec<usize>>,
+    node_share: Vec<Vec<f64>>,
 }
 
 impl GradientDescent {
@@ -122,6 +126,8 @@ impl GradientDescent {
             eval: None,
             rank: 0,
             parity: plan.parity().cloned(),
+            parity_batches: parity_batches(plan),
+            node_share: node_share(plan),
         }
     }
 
@@ -239,10 +245,47 @@ impl GradientDescent {
         Ok(Some(described(&theta)))
     }
 
-    /// Samples of iteration `t` (b, or d in full batch).
+    /// Samples of iteration `t` (b, or d in full batch; CodedFedL's: its global mini-batch's).
     fn batch_size(&self, t: u64) -> usize {
-        self.batches.as_ref().map_or(self.samples, |b| b.size(t))
+        match (&self.batches, &self.parity) {
+            (Some(b), _) => b.size(t),
+            (None, Some(parity)) if parity.batches > 1 => parity.batch_size(parity.batch_of(t)),
+            _ => self.samples,
+        }
     }
+
+    /// Iteration `t`'s rows when it computes on a batch: `model.batch`'s, or CodedFedL's global
+    /// mini-batch (with more than one).
+    fn batch_rows(&mut self, t: u64) -> Option<Vec<usize>> {
+        if let Some(b) = self.batches.as_mut() {
+            return Some(b.rows(t));
+        }
+        let parity = self.parity.as_ref().filter(|p| p.batches > 1)?;
+        Some(self.parity_batches[parity.batch_of(t)].clone())
+    }
+}
+
+/// CodedFedL's points of each global mini-batch (none with one batch).
+fn parity_batches(plan: &Plan) -> Vec<Vec<usize>> {
+    match plan.parity() {
+        Some(p) if p.batches > 1 => (0..p.batches).map(|b| p.batch_points(b, plan.samples)).collect(),
+        _ => vec![],
+    }
+}
+
+/// CodedFedL with global mini-batches: the fraction of each node's load in each batch (its
+/// modelled compute is that fraction of its load; none with one batch).
+fn node_share(plan: &Plan) -> Vec<Vec<f64>> {
+    let Some(p) = plan.parity().filter(|p| p.batches > 1) else { return vec![] };
+    let batches: Vec<std::collections::HashSet<usize>> =
+        (0..p.batches).map(|b| p.batch_points(b, plan.samples).into_iter().collect()).collect();
+    plan.nodes
+        .iter()
+        .map(|n| {
+            let load = n.load().max(1) as f64;
+            batches.iter().map(|set| n.points().filter(|(i, _)| set.contains(i)).count() as f64 / load).collect()
+        })
+        .collect()
 }
 
 /// CodedFedL's parity data (`plan.parity()`; the scheme: `outrun_plan`'s `schemes/codedfedl.rs`).
@@ -265,34 +308,37 @@ impl GradientDescent {
         Part { rows, coef, at: HashMap::new() }
     }
 
-    /// Client `worker`'s G_j·W_j·[X̂_j Y_j]: its every row weighted as the plan says, through the
-    /// feature map, Y one-hot on C outputs, and G_j (u × ℓ_j) drawn from its private key.
+    /// Client `worker`'s G_j·W_j·[X̂_j Y_j] of each global mini-batch, one after the other
+    /// (u rows each): its rows weighted as the plan says, through the feature map, Y one-hot on
+    /// C outputs, and G_j (u × its rows in the batch) drawn from its private key.
     fn encode_client(&self, parity: &outrun_plan::Parity, worker: usize) -> Result<Vec<f64>, DataError> {
-        let client = &parity.clients[worker - 1];
-        let idx: Vec<usize> = client.rows.points().map(|(i, _)| i).collect();
-        let rows = self.rows(&idx)?;
-        let (l, q, c, u) = (idx.len(), self.inputs, self.outputs(), parity.u);
+        let (q, c, u) = (self.inputs, self.outputs(), parity.u);
         let width = q + c;
-        let mut wxy = vec![0.0; l * width];
-        for (k, (_, w)) in client.rows.points().enumerate() {
-            let out = &mut wxy[k * width..(k + 1) * width];
-            out[..q].iter_mut().zip(rows.row(k)).for_each(|(o, x)| *o = w * x);
-            match self.net {
-                Net::MultiOutput { .. } => out[q + rows.y[k] as usize] = w,
-                _ => out[q] = w * rows.y[k],
+        let mut out = vec![0.0; parity.batches * u * width];
+        for (b, enc) in out.chunks_exact_mut(u * width).enumerate() {
+            let points: Vec<(usize, f64)> = parity.client_batch(worker - 1, b).collect();
+            let rows = self.rows(&points.iter().map(|&(i, _)| i).collect::<Vec<_>>())?;
+            let l = points.len();
+            let mut wxy = vec![0.0; l * width];
+            for (k, &(_, w)) in points.iter().enumerate() {
+                let row = &mut wxy[k * width..(k + 1) * width];
+                row[..q].iter_mut().zip(rows.row(k)).for_each(|(o, x)| *o = w * x);
+                match self.net {
+                    Net::MultiOutput { .. } => row[q + rows.y[k] as usize] = w,
+                    _ => row[q] = w * rows.y[k],
+                }
             }
-        }
-        let mut rng = Rng::from_key(&[self.seed, domain::PARITY, worker as u64, 1]);
-        let g: Vec<f64> = (0..u * l)
-            .map(|_| match parity.generator {
-                Generator::Gaussian => rng.normal(),
-                Generator::Bernoulli if rng.uniform() < 0.5 => -1.0,
-                Generator::Bernoulli => 1.0,
-            })
-            .collect();
-        let mut out = vec![0.0; u * width];
-        if l > 0 {
-            gemm(1.0, Op::n(&g, u, l), Op::n(&wxy, l, width), 0.0, &mut out);
+            let mut rng = outrun_plan::batch_rng(&[self.seed, domain::PARITY, worker as u64, 1], b, parity.batches);
+            let g: Vec<f64> = (0..u * l)
+                .map(|_| match parity.generator {
+                    Generator::Gaussian => rng.normal(),
+                    Generator::Bernoulli if rng.uniform() < 0.5 => -1.0,
+                    Generator::Bernoulli => 1.0,
+                })
+                .collect();
+            if l > 0 {
+                gemm(1.0, Op::n(&g, u, l), Op::n(&wxy, l, width), 0.0, enc);
+            }
         }
         Ok(out)
     }
@@ -454,9 +500,13 @@ impl Job for GradientDescent {
         self.params()
     }
 
-    fn work(&self, _rank: usize, t: u64) -> f64 {
+    fn work(&self, rank: usize, t: u64) -> f64 {
         let cost = self.params() as f64 / self.p.max(1) as f64;
-        cost * self.batch_size(t) as f64 / self.samples.max(1) as f64
+        match &self.parity {
+            // the node's own rows in the round's global mini-batch
+            Some(parity) if parity.batches > 1 => cost * self.node_share[rank][parity.batch_of(t)],
+            _ => cost * self.batch_size(t) as f64 / self.samples.max(1) as f64,
+        }
     }
 
     /// Each rank holds its rows densely (load × p values, one copy per part; a Python model's
@@ -473,13 +523,16 @@ impl Job for GradientDescent {
         let copies = if self.config.python.is_some() { 2 } else { 1 };
         let acts = (BLOCK as u64) * widths * 3 * 8;
         let vec_bytes = (self.params() as u64 + 1).saturating_mul(8);
-        // CodedFedL: a client holds its G_j (u × ℓ_j), its weighted rows and its encoding (u
-        // rows); the server the sum and its parity rows
+        // CodedFedL: a client holds its G_j (u × ℓ_j, one batch at a time), its weighted rows
+        // and its encodings (B·u rows); the server the sum and its parity rows
         let parity = |n: &outrun_plan::Node| -> u64 {
             let Some(parity) = plan.parity() else { return 0 };
-            let (u, width) = (parity.u as u64, (self.inputs + self.outputs()) as u64);
-            let rows = n.worker.map_or(0, |w| parity.clients[w - 1].rows.len() as u64);
-            (u * rows + rows * width + 2 * u * width).saturating_mul(8)
+            let (u, width, b) = (parity.u as u64, (self.inputs + self.outputs()) as u64, parity.batches as u64);
+            let (rows, most) = n.worker.map_or((0, 0), |w| {
+                let c = &parity.clients[w - 1];
+                (c.rows.len() as u64, c.batch_len.iter().max().copied().unwrap_or(0) as u64)
+            });
+            (u * most + rows * width + 2 * b * u * width).saturating_mul(8)
         };
         Ok(plan
             .nodes
@@ -505,13 +558,13 @@ impl Job for GradientDescent {
                 .iter()
                 .map(|set| {
                     let idx: Vec<usize> = set.points().map(|(i, _)| i).collect();
+                    let mut at: HashMap<usize, Vec<usize>> = HashMap::new();
+                    if self.batches.is_some() || !self.parity_batches.is_empty() {
+                        idx.iter().enumerate().for_each(|(k, &i)| at.entry(i).or_default().push(k));
+                    }
                     if idx.first().is_some_and(|&i| i >= self.samples) {
                         // the server's parity rows: known once the clients have uploaded them
-                        return Ok(self.parity_part(set.points().map(|(_, c)| c).collect()));
-                    }
-                    let mut at: HashMap<usize, Vec<usize>> = HashMap::new();
-                    if self.batches.is_some() {
-                        idx.iter().enumerate().for_each(|(k, &i)| at.entry(i).or_default().push(k));
+                        return Ok(Part { at, ..self.parity_part(set.points().map(|(_, c)| c).collect()) });
                     }
                     Ok(Part { rows: self.rows(&idx)?, coef: set.points().map(|(_, c)| c).collect(), at })
                 })
@@ -578,7 +631,7 @@ impl Job for GradientDescent {
         select: Option<&[usize]>,
     ) -> Result<Vec<Frame>, JobError> {
         let params = self.params();
-        let batch_rows = self.batches.as_mut().map(|b| b.rows(t));
+        let batch_rows = self.batch_rows(t);
         let all = &self.parts[&rank];
         let chosen: Vec<(usize, &Part)> = match select {
             Some(idx) => idx.iter().map(|&i| (i, &all[i])).collect(),
@@ -710,20 +763,24 @@ impl Prelude for GradientDescent {
         self.parity.as_ref().map_or(0, |p| p.upload_len(self.inputs, self.outputs()))
     }
 
-    /// Each client's ε_j = ½·log₂(1 + u/f²(X̂_j)) (App. Q, with W = I: the worst case).
+    /// Each client's ε_j = ½·log₂(1 + u/f²(X̂_j)) (App. Q, with W = I: the worst case; with
+    /// global mini-batches, its largest over the batches it encodes).
     fn notes(&mut self, plan: &Plan) -> Result<Vec<String>, DataError> {
         let Some(parity) = plan.parity() else { return Ok(vec![]) };
-        let eps = parity
-            .clients
-            .iter()
-            .map(|c| {
-                let rows = self.rows(&c.rows.points().map(|(i, _)| i).collect::<Vec<_>>())?;
-                let x: Vec<Vec<f64>> = (0..rows.len()).map(|k| rows.row(k).to_vec()).collect();
-                Ok(format!("{:.3}", outrun_codes::codedfedl::privacy_epsilon(parity.u as f64, &x)))
+        let eps = (0..parity.clients.len())
+            .map(|k| {
+                let mut most = f64::NEG_INFINITY;
+                for b in 0..parity.batches {
+                    let rows = self.rows(&parity.client_batch(k, b).map(|(i, _)| i).collect::<Vec<_>>())?;
+                    let x: Vec<Vec<f64>> = (0..rows.len()).map(|k| rows.row(k).to_vec()).collect();
+                    most = most.max(outrun_codes::codedfedl::privacy_epsilon(parity.u as f64, &x));
+                }
+                Ok(format!("{most:.3}"))
             })
             .collect::<Result<Vec<_>, DataError>>()?;
         Ok(vec![format!(
-            "  privacy of each client's parity upload (App. Q, ε = ½·log₂(1 + u/f²), W = I), bits: {}",
+            "  privacy of each client's parity upload (App. Q, ε = ½·log₂(1 + u/f²), W = I{}), bits: {}",
+            if parity.batches > 1 { "; the largest of its batches'" } else { "" },
             eps.join(", ")
         )])
     }

@@ -6,7 +6,8 @@
 //! besides; with more corrupted results than it can locate, the run ends with one line instead of
 //! a wrong gradient. Recorded delays: a trace gives the same compute times and straggler sets in
 //! the engine and the simulator. Links: failed links equal silenced workers; slow links take the
-//! same time in the engine and the simulator.
+//! same time in the engine and the simulator; a per-message latency holds every step of a ring
+//! and every message of a star, the same in the engine and the simulator, and changes no value.
 
 mod common;
 
@@ -217,5 +218,46 @@ fn slow_links_take_the_same_time_in_the_engine_and_the_simulator() {
     assert!(e > 0.008, "the links added no time: {e} s");
     if timing_comparable(&real, "slow links") {
         assert!((s - e).abs() / e <= 0.10, "engine {e} s vs simulator {s} s");
+    }
+}
+
+/// `[links] model = "latency"`: every message waits the latency before it leaves, in every
+/// pattern. Our ring's 2(N − 1) lockstep steps each pay it (N = 4, 20 ms: at least 120 ms per
+/// iteration), UMW's model and results once each way; the simulator's mean iteration time is
+/// within 10 % of the engine's (the engine adds its polling, about 0.6 ms a step with 4 ranks on
+/// 2 cores), and θ is bit for bit the run's without latency.
+#[test]
+fn a_latency_holds_every_ring_step_and_star_message_alike_in_the_engine_and_the_simulator() {
+    let dir = tempdir("faults-latency-sim");
+    for (kind, steps) in [("rar", 6.0), ("umw", 2.0)] {
+        let base = [
+            format!("scheme.kind={kind}"),
+            "scheme.workers=4".into(),
+            "scheme.s=".into(),
+            "scheme.byzantine=".into(),
+            "faults.kind=none".into(),
+            "run.iterations=12".into(),
+        ];
+        let latency: Vec<String> =
+            base.iter().cloned().chain(["links.model=latency".into(), "links.latency=0.02".into()]).collect();
+        let (run, held, cfg_path, used) =
+            train(&format!("faults-latency-{kind}"), &CFG, &latency.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_eq!(run.code, Some(0), "{}", run.stderr);
+        let (run, plain, _, _) =
+            train(&format!("faults-latency-{kind}-none"), &CFG, &base.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_eq!(run.code, Some(0), "{}", run.stderr);
+        let diff = max_rel_diff(&trajectory(&held), &trajectory(&plain));
+        assert!(diff == 0.0, "{kind}: θ moved by {diff:e} with a latency");
+        let simulated = simulate_as_trained(&cfg_path, &used, &dir.join(kind));
+        let mean = |d: &std::path::Path| {
+            let w: Vec<f64> = iterations(d).iter().map(|r| r["wall_s"].parse::<f64>().unwrap()).collect();
+            w.iter().sum::<f64>() / w.len() as f64
+        };
+        let (e, s) = (mean(&held), mean(&simulated));
+        eprintln!("{kind} with 20 ms per message: engine {:.2} ms, simulator {:.2} ms per iteration", e * 1e3, s * 1e3);
+        assert!(e >= steps * 0.02, "{kind}: {e} s per iteration, less than {steps} messages' latency");
+        if timing_comparable(&held, "latency") {
+            assert!((s - e).abs() / e <= 0.10, "{kind}: engine {e} s vs simulator {s} s");
+        }
     }
 }

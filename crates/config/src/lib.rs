@@ -51,7 +51,7 @@ pub use job::{
     ModelConfig, OptimizerKind, PagerankConfig, PythonConfig, Schedule, VectorConfig, MAX_GRAPH_VERTICES,
     MAX_MATRIX_SIDE,
 };
-pub use links::{DelayConfig, FailConfig, LinksConfig};
+pub use links::{DelayConfig, FailConfig, LatencyConfig, LinksConfig};
 pub use run::RunConfig;
 pub use scheme::{
     AgcConfig, CegcConfig, CgcConfig, ClusterConfig, CodeChoice, CodedfedlConfig, ColumnOrder, FederatedConfig,
@@ -474,7 +474,14 @@ impl Config {
         self.stragglers.validate(self.workers(), self.run.iterations)?;
         self.validate_faults()?;
         self.links.validate(self.workers())?;
-        if self.links != LinksConfig::None && (self.scheme.is_ring() || self.pagerank().is_some()) {
+        if let LinksConfig::Latency(_) = self.links {
+            if self.scheme.kind() == "allreduce" {
+                return err(
+                    "links.model",
+                    "= \"latency\" holds outrun's own messages; scheme.kind = \"allreduce\" is the MPI library's collective, which sends its own: use \"rar\" (outrun's ring) to pay a latency per step",
+                );
+            }
+        } else if self.links != LinksConfig::None && (self.scheme.is_ring() || self.pagerank().is_some()) {
             return err(
                 "links.model",
                 format!("= \"{}\": link faults act on the links between a worker and its parent in a collect tree; scheme.kind = \"{}\" has none", self.links.name(), self.scheme.kind()),

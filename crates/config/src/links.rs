@@ -1,7 +1,7 @@
 //! `[links]`: faults of the links between a worker and its parent, tagged by `model` — links
 //! that fail (the message is never delivered) and slow links (each transmission takes τ and is
-//! repeated a geometric number of times: the thesis's MEC model, ch. 5 §5.2.2). The runtime
-//! model is `crate::links::Links`.
+//! repeated a geometric number of times: the thesis's MEC model, ch. 5 §5.2.2) — or a latency
+//! every message between any two ranks pays. The runtime model is `crate::links::Links`.
 
 use serde::{Deserialize, Serialize};
 
@@ -49,6 +49,23 @@ pub struct DelayConfig {
     pub file: Option<String>,
 }
 
+/// A per-message latency: every message from one rank to another waits this long before it
+/// leaves (a network's latency, which this kernel's `tc` cannot add without netem).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LatencyConfig {
+    /// Seconds per message (required; an option so that its absence is named as the key's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<f64>,
+}
+
+impl LatencyConfig {
+    /// Seconds per message (0 before validation, when absent).
+    pub fn seconds(&self) -> f64 {
+        self.latency.unwrap_or(0.0)
+    }
+}
+
 fn one() -> f64 {
     1.0
 }
@@ -64,15 +81,18 @@ pub enum LinksConfig {
     Fail(FailConfig),
     /// Slow links: every message waits τ × a geometric number of transmissions.
     Delay(DelayConfig),
+    /// Every message between two ranks, in every pattern, waits a fixed latency.
+    Latency(LatencyConfig),
 }
 
 impl Tagged for LinksConfig {
     const SECTION: &'static str = "links";
     const TAG: &'static str = "model";
     const VARIANTS: &'static [(&'static str, &'static [&'static str])] = &[
-        ("none", &["workers", "p", "from", "per_client", "tau_up", "tau_down", "file"]),
+        ("none", &["workers", "p", "from", "per_client", "tau_up", "tau_down", "file", "latency"]),
         ("fail", &["workers", "p", "from", "per_client"]),
         ("delay", &["tau_up", "tau_down", "p", "file"]),
+        ("latency", &["latency"]),
     ];
 
     fn variant(kind: &str, rest: toml::Value) -> Result<Self, ConfigError> {
@@ -80,6 +100,7 @@ impl Tagged for LinksConfig {
             "none" => LinksConfig::None,
             "fail" => LinksConfig::Fail(de(rest, "links")?),
             "delay" => LinksConfig::Delay(de(rest, "links")?),
+            "latency" => LinksConfig::Latency(de(rest, "links")?),
             other => unreachable!("{other} is not a variant"),
         })
     }
@@ -99,6 +120,7 @@ impl LinksConfig {
             LinksConfig::None => "none",
             LinksConfig::Fail(_) => "fail",
             LinksConfig::Delay(_) => "delay",
+            LinksConfig::Latency(_) => "latency",
         }
     }
 
@@ -135,6 +157,13 @@ impl LinksConfig {
     pub(super) fn validate(&self, n: usize) -> Result<(), ConfigError> {
         match self {
             LinksConfig::None => Ok(()),
+            LinksConfig::Latency(l) => match l.latency {
+                None => err("links.latency", "missing: model \"latency\" needs latency (seconds per message)"),
+                Some(x) if !(x.is_finite() && x > 0.0 && x <= MAX_TAU) => {
+                    err("links.latency", format!("= {x}: a latency in (0, {MAX_TAU}] seconds per message"))
+                }
+                Some(_) => Ok(()),
+            },
             LinksConfig::Fail(f) => {
                 super::check_worker_ids("links.workers", &f.workers, n)?;
                 if !(0.0..=1.0).contains(&f.p) {

@@ -682,3 +682,28 @@ fn a_python_module_gets_model_classes_once() {
     let c = parse(&text, &[]).unwrap();
     assert!(c.gd().python.as_ref().unwrap().options.get("classes").is_none());
 }
+
+#[test]
+fn a_latency_is_one_positive_number_for_every_pattern_but_the_library_collective() {
+    let c = parse_with(&["links.model=latency", "links.latency=0.004"]).unwrap();
+    assert_eq!(c.links, LinksConfig::Latency(crate::LatencyConfig { latency: Some(0.004) }));
+    // every pattern's messages pay it: rings and PageRank too, unlike a worker's link faults
+    assert!(parse_with(&["links.model=latency", "links.latency=0.004", "scheme.kind=rar", "scheme.s="]).is_ok());
+    let e = parse_with(&["links.model=delay", "links.tau_up=0.1", "scheme.kind=rar", "scheme.s="]).unwrap_err();
+    assert_eq!(e.field, "links.model");
+    for (sets, field, want) in [
+        (&["links.model=latency"][..], "links.latency", "missing"),
+        (&["links.model=latency", "links.latency=0"], "links.latency", "= 0: a latency in (0, 3600] seconds"),
+        (&["links.model=latency", "links.latency=-1"], "links.latency", "= -1"),
+        (&["links.model=latency", "links.latency=0.1", "links.p=0.2"], "links.p", ""),
+        (
+            &["links.model=latency", "links.latency=0.1", "scheme.kind=allreduce", "scheme.s="],
+            "links.model",
+            "the MPI library's collective",
+        ),
+    ] {
+        let e = parse_with(sets).unwrap_err();
+        assert_eq!(e.field, field, "{sets:?}: {e}");
+        assert!(e.to_string().contains(want), "{sets:?}: {e}");
+    }
+}

@@ -248,8 +248,12 @@ impl<'a> Core<'a> {
     }
 
     /// Seconds the message with header `head` waits on this rank's link to rank `to` before it
-    /// leaves (`[links] model = "delay"`; 0 otherwise, and for ranks it has no link with).
+    /// leaves: `[links] model = "latency"`'s to any rank; `"delay"`'s on a worker's link to its
+    /// parent (0 for ranks it has no such link with); 0 otherwise.
     pub fn link_delay(&self, to: usize, head: &Header) -> f64 {
+        if let Some(seconds) = self.links.latency() {
+            return seconds;
+        }
         if !self.links.delays() {
             return 0.0;
         }

@@ -39,6 +39,11 @@ pub enum Links {
         /// Seed of the draws.
         seed: u64,
     },
+    /// Every message between two ranks, in every pattern, waits `seconds` before it leaves.
+    Latency {
+        /// Seconds per message.
+        seconds: f64,
+    },
 }
 
 /// Keys of the hierarchical draws (apart from every other draw of the link domain).
@@ -80,6 +85,15 @@ impl Links {
                 p: d.p,
                 seed,
             },
+            LinksConfig::Latency(l) => Links::Latency { seconds: l.seconds() },
+        }
+    }
+
+    /// The latency every message pays, on any link (`model = "latency"`).
+    pub fn latency(&self) -> Option<f64> {
+        match self {
+            Links::Latency { seconds } => Some(*seconds),
+            _ => None,
         }
     }
 
@@ -133,7 +147,7 @@ impl Links {
 
     /// Whether messages wait on links (the drivers hold them).
     pub fn delays(&self) -> bool {
-        matches!(self, Links::Delay { .. })
+        matches!(self, Links::Delay { .. } | Links::Latency { .. })
     }
 
     /// One line for `outrun plan`, or None without link faults.
@@ -162,6 +176,9 @@ impl Links {
                 per(down),
                 1.0 / (1.0 - p)
             )),
+            Links::Latency { seconds } => Some(format!(
+                "latency: every message from one rank to another waits {seconds} s before it leaves (held by its sender, in order per destination; the MPI library's own collectives are not held)"
+            )),
         }
     }
 }
@@ -169,6 +186,15 @@ impl Links {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_latency_is_every_message_s_and_only_a_latency() {
+        let l = Links::Latency { seconds: 0.004 };
+        assert_eq!(l.latency(), Some(0.004));
+        assert!(l.delays() && !l.fails(1, 0) && l.failed_helpers(1, 4, 0).is_empty());
+        assert!(l.describe().unwrap().starts_with("latency: every message from one rank to another waits 0.004 s"));
+        assert_eq!(Links::None.latency(), None);
+    }
 
     #[test]
     fn failures_follow_the_list_the_start_and_p() {

@@ -74,6 +74,8 @@ fn laws(cfg: &Config, n: usize, work: f64, caps: &[usize]) -> Result<Vec<Law>, C
     }
     let (up, down, p) = match Links::from_config(cfg) {
         Links::Delay { up, down, p, .. } => (up, down, p),
+        // one transmission of the latency each way, never repeated
+        Links::Latency { seconds } => (vec![seconds; n], vec![seconds; n], 0.0),
         _ => (vec![0.0; n], vec![0.0; n], 0.0),
     };
     Ok((0..n)

@@ -66,6 +66,10 @@ reproduce-doc: build
 reproduce-cr: build
 	scripts/reproduce-cr.sh
 
+.PHONY: reproduce-cr-latency
+reproduce-cr-latency: build
+	scripts/reproduce-cr-latency.sh
+
 .PHONY: reproduce-comm
 reproduce-comm: build
 	scripts/reproduce-comm.sh

@@ -3,7 +3,7 @@
 CARGO ?= cargo
 BIN := target/release/outrun
 
-.PHONY: all setup build lint check test demo bench fmt clean
+.PHONY: all setup build lint doc check test demo bench fmt clean
 
 all: build
 
@@ -16,10 +16,15 @@ build: setup
 # the format check, clippy with warnings as errors and the structure check (scripts/structure.sh:
 # no import circle between config, plan and roles, no scheme or job in the drivers) are part of
 # the test command (CI runs `make test`); `make fmt` formats
-lint: setup
+lint: setup doc
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --release --locked --workspace --all-targets -- -D warnings
 	scripts/structure.sh
+
+# every crate's API docs (target/doc) with rustdoc's warnings as errors; without the embedded
+# Python (--no-default-features), whose numpy 0.23 docs stop rustdoc 1.95 with an internal error
+doc: setup
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --release --locked --workspace --no-deps --no-default-features
 
 # the fast tier, before every commit: unit, protocol and simulator tests and the CLI's tests that
 # start no MPI job (no mpirun, so no lock and no oversubscribed ranks); `make test` runs all of it

@@ -178,7 +178,7 @@ pub struct Model {
 }
 
 impl Model {
-    /// The average execution time E[T] = t_cp + Σ_i Σ_s Pr(Y = i, S_i = s)·(c_s·t_cm + i·t),
+    /// The average execution time E\[T\] = t_cp + Σ_i Σ_s Pr(Y = i, S_i = s)·(c_s·t_cm + i·t),
     /// with t = t_cp + t_cm (eqs. 83–84).
     pub fn aet(&self, scheme: Scheme, p: f64) -> f64 {
         let Model { n, d, t_cp, t_cm } = *self;
@@ -278,7 +278,7 @@ fn mean_and_error(values: impl Iterator<Item = f64>, trials: usize) -> (f64, f64
 }
 
 /// The restart model with an experiment's measured phase times (eqs. 91–92, the EC2 run of
-/// Sec. VIII): E[T] = t_cp + t_ov + Σ_i Σ_s Pr(Y = i, S_i = s)·(c_s·t_cm^(i) + t_ed(s) + D(i)),
+/// Sec. VIII): E\[T\] = t_cp + t_ov + Σ_i Σ_s Pr(Y = i, S_i = s)·(c_s·t_cm^(i) + t_ed(s) + D(i)),
 /// where the first epoch's communication (everyone talks to the master at once) takes
 /// `t_cm_first` and later ones `t_cm_later`, and D(i), the time the i failed epochs took, is
 /// `first_epoch` + (i − 1)·`later_epoch` for i ≥ 1 (the notes' reading of "i·t_i", which

@@ -67,7 +67,7 @@ pub struct RowEncoder {
 }
 
 impl RowEncoder {
-    /// Entry A[k][j] = v (entries given twice are added, as a Matrix Market file's are).
+    /// Entry A\[k\]\[j\] = v (entries given twice are added, as a Matrix Market file's are).
     pub fn add(&mut self, k: usize, j: usize, v: f64) {
         let m = self.m;
         for &c in &self.sparse[k] {

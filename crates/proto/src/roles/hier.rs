@@ -1,5 +1,5 @@
 //! Hierarchical coded aggregation (thesis ch. 6; notes `seed-004-ch3-hcmm-ch6-hier.md` Part B),
-//! as the combinations its pattern executes: what a client sends each helper ([`slice`]) and how
+//! as the combinations its pattern executes: what a client sends each helper ([`slice()`]) and how
 //! the master decodes the helpers' sums ([`decode`]); which sums each helper uploads for an
 //! iteration's failure table is the plan's (`outrun_plan::Hier::uploads`).
 //!
@@ -45,7 +45,7 @@ pub fn slice(hier: &Hier, helper: usize, len: usize) -> Combination {
 
 /// The master's decode of the total payload (`len` values) from the uploads, which arrive
 /// as `Src::Arrival(i)`, i = the helper's position among those with something to upload.
-/// AMC's solves must be exact (residual ≤ [`EXACT_RESIDUAL`]); the worst condition number
+/// AMC's solves must be exact (residual ≤ `EXACT_RESIDUAL`); the worst condition number
 /// is the combination's `cond`.
 pub fn decode(hier: &Hier, table: &FailureTable, uploads: &Uploads, len: usize) -> Result<Combination, String> {
     let p = hier.part(len);

@@ -50,12 +50,19 @@ fn run_exact(tag: &str, text: &str, bound: Duration) -> (Scratch, PathBuf, PathB
     (dir, cfg, rd)
 }
 
-/// Each of `ranks` ran on its own emulated host (rank r on host hr), by its log's setup line.
+/// Each of `ranks` ran on its own emulated host (rank r on host hr), by its log's setup line,
+/// and counted every rank of the job as sharing its machine's cores (the hosts are namespaces of
+/// one kernel): more ranks than cores, so `engine.idle = "auto"` sleeps between polls. Counted
+/// by host name, each rank saw one rank on 2 cores and spun, and 156 spinning ranks on the 2
+/// cores stalled a ring for run.deadline (docs/results/cr-latency.md).
 fn assert_own_hosts(rd: &Path, ranks: impl IntoIterator<Item = usize>) {
+    let size = summary(rd)["ranks"].as_u64().unwrap();
     for r in ranks {
         let log = std::fs::read_to_string(rd.join(format!("rank-{r}.jsonl"))).unwrap();
         let ev: serde_json::Value = serde_json::from_str(log.lines().next().unwrap()).unwrap();
         assert_eq!(ev["host"], format!("h{r}"), "rank {r} runs on its own host");
+        assert_eq!(ev["local_ranks"].as_u64(), Some(size), "rank {r}: {ev}");
+        assert_eq!(ev["idle"], "sleep", "rank {r}: {ev}");
     }
 }
 

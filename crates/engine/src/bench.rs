@@ -148,7 +148,7 @@ pub fn ring_vs_mpi(
     let world = universe.world();
     let mut comm = Comm::new(&world);
     let (rank, size) = (comm.rank, comm.size);
-    let (local, cores) = comm.host_share(&crate::hostname());
+    let (local, cores) = comm.host_share(&crate::machine());
     let idle = idle.resolve(local, cores);
     let mut rows = Vec::new();
     for &bytes in sizes {

@@ -78,7 +78,7 @@ pub fn train(prepare: &dyn Fn() -> Result<Prepared, String>, progress: &mut dyn 
         // whole computation (the modelled time sets the iteration, not the measured one). With
         // real compute times the pauses would stretch every measured computation: not paced
         // (docs/architecture.md, "Model delivery on oversubscribed hosts").
-        let (local, cores) = comm.host_share(&hostname());
+        let (local, cores) = comm.host_share(&machine());
         let paced = local > cores && plan.stragglers.compute == outrun_config::ComputeMode::Modelled;
         if paced {
             job.pace(outrun_workloads::PACE_ROWS);
@@ -176,6 +176,18 @@ fn setup_record(rank: usize, clock: &Clock) -> Setup {
 
 pub(crate) fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string()).unwrap_or_default()
+}
+
+/// What tells this rank's machine from the others' when ranks count who shares their cores: the
+/// running kernel's boot id, the same in every namespace and container of one machine (an
+/// emulated cluster's hosts differ by name and network only and share its cores); the host
+/// name where the kernel does not say.
+pub(crate) fn machine() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .map(|b| b.trim().to_string())
+        .ok()
+        .filter(|b| !b.is_empty())
+        .unwrap_or_else(hostname)
 }
 
 /// The logging rank's core keeps the run's book (the job's metrics loaded, `iterations.csv`

@@ -408,7 +408,7 @@ impl Comm {
     }
 
     /// The ranks on this rank's host and the cores they may run on between them, `host` being
-    /// its name (collective, through rank 0). The cores are the union of those ranks' CPU
+    /// what identifies the machine (`machine()`: its kernel's boot id; collective, through rank 0). The cores are the union of those ranks' CPU
     /// affinity masks, so ranks bound one per core count as many cores as ranks, and unbound
     /// ranks as many as the host lets them use; a cgroup CPU quota below that caps it.
     pub fn host_share(&mut self, host: &str) -> (usize, usize) {

@@ -570,7 +570,7 @@ impl Plan {
         if !matches!(self.pattern, Pattern::Shuffle { .. }) {
             let poll = self.run.poll_us;
             let how = match self.run.idle {
-                outrun_config::Idle::Auto => format!("a rank polls without pause where every rank on its host has a core of its own, else sleeps up to {poll} µs between polls; each rank's setup record says which"),
+                outrun_config::Idle::Auto => format!("a rank polls without pause where every rank on its machine has a core of its own, else sleeps up to {poll} µs between polls; each rank's setup record says which"),
                 outrun_config::Idle::Spin => "every rank polls without pause (a core each)".into(),
                 outrun_config::Idle::Yield => "every rank polls and yields, never sleeps".into(),
                 outrun_config::Idle::Sleep => format!("a rank yields for 20 µs, then sleeps up to {poll} µs between polls"),

@@ -561,6 +561,24 @@ fn bad_federated_settings_get_one_line_naming_the_key() {
     }
 }
 
+/// A latency per message is held by the node protocol's senders: the schemes whose messages
+/// MPI sends itself (the library's all-reduce, PageRank's shuffle) refuse it in one line.
+#[test]
+fn a_latency_the_engine_cannot_hold_is_refused() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../configs");
+    let lat = ["links.model=latency", "links.latency=0.001"];
+    let pagerank = format!("{root}/bench/pagerank.toml");
+    refused_in_one_line(&pagerank, &lat, "links.model = \"latency\" holds the messages of outrun's node protocol");
+    let star = format!("{root}/bench/overhead.toml");
+    let ring = [&lat[..], &["scheme.kind=allreduce", "scheme.s="]].concat();
+    refused_in_one_line(&star, &ring, "the MPI library's collective");
+    let ok = outrun(
+        &[&["check", &star, "--set", "scheme.kind=rar", "--set", "scheme.s="][..], &["--set", lat[0], "--set", lat[1]]]
+            .concat(),
+    );
+    assert_eq!(ok.code, Some(0), "{}", ok.stderr);
+}
+
 /// `outrun check CONFIG --set …` exits with 2 and one line of stderr containing `want`.
 fn refused_in_one_line(config: &str, sets: &[&str], want: &str) {
     let mut args = vec!["check", config];

@@ -221,8 +221,8 @@ fn slow_links_take_the_same_time_in_the_engine_and_the_simulator() {
     }
 }
 
-/// `[links] model = "latency"`: every message waits the latency before it leaves, in every
-/// pattern. Our ring's 2(N − 1) lockstep steps each pay it (N = 4, 20 ms: at least 120 ms per
+/// `[links] model = "latency"`: every message waits the latency before it leaves, a ring's and
+/// a star's. Our ring's 2(N − 1) lockstep steps each pay it (N = 4, 20 ms: at least 120 ms per
 /// iteration), UMW's model and results once each way; the simulator's mean iteration time is
 /// within 10 % of the engine's (the engine adds its polling, about 0.6 ms a step with 4 ranks on
 /// 2 cores), and θ is bit for bit the run's without latency.

@@ -475,6 +475,12 @@ impl Config {
         self.validate_faults()?;
         self.links.validate(self.workers())?;
         if let LinksConfig::Latency(_) = self.links {
+            if self.pagerank().is_some() {
+                return err(
+                    "links.model",
+                    format!("= \"latency\" holds the messages of outrun's node protocol; scheme.kind = \"{}\" shuffles its data with MPI collectives and sends of its own, which are not held", self.scheme.kind()),
+                );
+            }
             if self.scheme.kind() == "allreduce" {
                 return err(
                     "links.model",

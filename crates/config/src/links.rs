@@ -81,7 +81,8 @@ pub enum LinksConfig {
     Fail(FailConfig),
     /// Slow links: every message waits τ × a geometric number of transmissions.
     Delay(DelayConfig),
-    /// Every message between two ranks, in every pattern, waits a fixed latency.
+    /// Every message of the node protocol between two ranks (rings, trees, hierarchical schemes)
+    /// waits a fixed latency.
     Latency(LatencyConfig),
 }
 

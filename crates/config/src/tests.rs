@@ -687,7 +687,7 @@ fn a_python_module_gets_model_classes_once() {
 fn a_latency_is_one_positive_number_for_every_pattern_but_the_library_collective() {
     let c = parse_with(&["links.model=latency", "links.latency=0.004"]).unwrap();
     assert_eq!(c.links, LinksConfig::Latency(crate::LatencyConfig { latency: Some(0.004) }));
-    // every pattern's messages pay it: rings and PageRank too, unlike a worker's link faults
+    // a ring's messages pay it too, unlike a worker's link faults
     assert!(parse_with(&["links.model=latency", "links.latency=0.004", "scheme.kind=rar", "scheme.s="]).is_ok());
     let e = parse_with(&["links.model=delay", "links.tau_up=0.1", "scheme.kind=rar", "scheme.s="]).unwrap_err();
     assert_eq!(e.field, "links.model");

@@ -39,7 +39,7 @@ pub enum Links {
         /// Seed of the draws.
         seed: u64,
     },
-    /// Every message between two ranks, in every pattern, waits `seconds` before it leaves.
+    /// Every message of the node protocol between two ranks waits `seconds` before it leaves.
     Latency {
         /// Seconds per message.
         seconds: f64,

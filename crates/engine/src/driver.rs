@@ -27,7 +27,7 @@ use outrun_runlog::event::{ComputeTiming, Event, Traffic};
 use outrun_runlog::Lines;
 
 use crate::clock::Clock;
-use crate::transport::{Backoff, Comm, MAX_BEHIND, PROTO};
+use crate::transport::{Backoff, Comm, PROTO};
 
 /// A computation whose result is held until its finish time.
 struct Pending {
@@ -317,7 +317,8 @@ impl<'a> Driver<'a> {
             self.comm.progress();
             for dest in self.comm.stalled() {
                 let why = format!(
-                    "rank {dest} has not taken the last {MAX_BEHIND} messages sent to it (stopped or stuck): further messages to it are dropped until it takes them"
+                    "rank {dest} has not taken the last {} messages sent to it (stopped or stuck): further messages to it are dropped until it takes them",
+                    self.comm.max_behind()
                 );
                 self.log.event(&Event::warn(self.clock.now(), why));
             }

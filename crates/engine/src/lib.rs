@@ -225,6 +225,7 @@ fn run(
 ) -> Result<Option<Summary>, EngineError> {
     let rank = comm.rank;
     let plan = &shared.plan;
+    comm.set_max_behind(transport::behind_cap(matches!(plan.pattern, Pattern::Ring { .. }), plan.ranks));
     let dir = &shared.run_dir;
     let io = |e| io_error(dir, e);
     let mut clock = Clock::start();

@@ -11,7 +11,7 @@
 //!   [`Comm::flush_sends`] waits for all of them, so no request is pending at `MPI_Finalize`.
 //!   Sends are kept per destination in the order they were posted and tested from the oldest:
 //!   a rank that takes nothing (stopped, stuck) costs one test per poll, however many messages
-//!   wait for it; and once [`MAX_BEHIND`] wait for it, further messages to it are dropped (and
+//!   wait for it; and once [`MAX_BEHIND`] (a ring: [`behind_cap`]) wait for it, further messages to it are dropped (and
 //!   counted) until it takes them, so its backlog neither grows without bound nor slows the
 //!   others.
 //! - Sub-communicators ([`Comm::split`]) and broadcast within them ([`Comm::broadcast`]) serve
@@ -62,8 +62,22 @@ struct InFlight {
 
 /// Most sends a destination may leave incomplete: beyond it, new messages to it are dropped
 /// until it takes the oldest. A live peer takes a message within an iteration or two; this many
-/// outstanding means it has stopped (or is stuck), and the protocol treats it as silent.
+/// outstanding means it has stopped (or is stuck), and the protocol treats it as silent. A ring
+/// allows more ([`behind_cap`]).
 pub const MAX_BEHIND: usize = 64;
+
+/// The most sends a destination may leave incomplete in a pattern of `ranks` ranks: a ring's
+/// rank may run up to N − 1 steps ahead of its right neighbour (the rest of the ring is the
+/// path by which it depends on it), and a peer may be an iteration ahead besides, so a ring
+/// allows 2N (at N = 156 on 2 cores a live neighbour fell 64 behind, its messages were dropped
+/// and the ring stalled for `run.deadline`); other patterns [`MAX_BEHIND`].
+pub fn behind_cap(ring: bool, ranks: usize) -> usize {
+    if ring {
+        MAX_BEHIND.max(2 * ranks)
+    } else {
+        MAX_BEHIND
+    }
+}
 
 /// A communicator plus the engine's outstanding sends and traffic counters.
 pub struct Comm {
@@ -74,6 +88,8 @@ pub struct Comm {
     pub size: usize,
     /// Sends in flight per destination, oldest first (a pair's messages are matched in order).
     sends: Vec<std::collections::VecDeque<InFlight>>,
+    /// Most sends in flight per destination before new ones are dropped ([`behind_cap`]).
+    max_behind: usize,
     /// Messages dropped per destination since it fell [`MAX_BEHIND`] behind (reported once per
     /// stall by [`Comm::stalled`]).
     dropped: Vec<u64>,
@@ -114,6 +130,7 @@ impl Comm {
             rank,
             size,
             sends: (0..size).map(|_| std::collections::VecDeque::new()).collect(),
+            max_behind: MAX_BEHIND,
             dropped: vec![0; size],
             newly_stalled: vec![],
             done: Vec::new(),
@@ -125,7 +142,7 @@ impl Comm {
     }
 
     fn isend_raw(&mut self, dest: usize, tag: i32, ptr: *const f64, nbytes: usize, keep: Keep, track: Option<u64>) {
-        if self.sends[dest].len() >= MAX_BEHIND {
+        if self.sends[dest].len() >= self.max_behind {
             // the destination takes nothing: drop the message (the protocol has it as silent)
             if self.dropped[dest] == 0 {
                 self.newly_stalled.push(dest);
@@ -209,8 +226,18 @@ impl Comm {
         left
     }
 
-    /// Destinations that fell [`MAX_BEHIND`] messages behind since the last call (their newer
-    /// messages are being dropped), once per stall.
+    /// Allow `cap` incomplete sends per destination before dropping ([`behind_cap`]).
+    pub fn set_max_behind(&mut self, cap: usize) {
+        self.max_behind = cap.max(1);
+    }
+
+    /// The incomplete sends a destination may leave before new ones are dropped.
+    pub fn max_behind(&self) -> usize {
+        self.max_behind
+    }
+
+    /// Destinations that fell [`Comm::max_behind`] messages behind since the last call (their
+    /// newer messages are being dropped), once per stall.
     pub fn stalled(&mut self) -> Vec<usize> {
         std::mem::take(&mut self.newly_stalled)
     }
@@ -595,7 +622,17 @@ fn parse_share(b: &[u8]) -> (&[u8], u32, Vec<u32>) {
 
 #[cfg(test)]
 mod tests {
-    use super::host_shares;
+    use super::{behind_cap, host_shares, MAX_BEHIND};
+
+    /// A ring's sender may run N − 1 steps ahead of its right neighbour (and a peer an iteration
+    /// ahead): its cap covers both at every N; a star's stays the fixed one.
+    #[test]
+    fn a_ring_allows_a_neighbour_to_fall_the_ring_behind() {
+        for n in [2, 4, 65, 84, 156, 1000] {
+            assert!(behind_cap(true, n) >= 2 * n && behind_cap(true, n) >= MAX_BEHIND, "N = {n}");
+            assert_eq!(behind_cap(false, n), MAX_BEHIND);
+        }
+    }
 
     fn share(host: &str, quota: u32, cpus: &[u32]) -> Vec<u8> {
         let mut b = (host.len() as u32).to_le_bytes().to_vec();

@@ -1521,12 +1521,12 @@ fn codedfedl_at_scale(sets: &[&str]) -> Result<(f64, f64), String> {
 /// a target accuracy, paired by seed (same features, samples and delays), their median.
 fn codedfedl_tables(ctx: &mut Ctx<'_>) -> Result<Computed, String> {
     let seeds: Vec<u64> = if ctx.quick { (1..=3).collect() } else { (1..=5).collect() };
-    // naive, greedy (ψ = 0.1, 0.2), CodedFedL (δ = 0.1, 0.2): the indices below
     // the config's 5 global mini-batches: CodedFedL encodes each (scheme.batches), the
     // baselines draw batches of the same size (model.batch: a fifth of the rows, each client's
     // share alike); MINI is the subset's 4 000 rows' fifth, AT_SCALE the thesis's m
     const MINI: &str = "model.batch=800";
     const AT_SCALE: &str = "model.batch=12000";
+    // naive, greedy (ψ = 0.1, 0.2), CodedFedL (δ = 0.1, 0.2): the indices below
     let schemes: [&[&str]; 5] = [
         &["scheme.kind=umw", "scheme.delta=", "scheme.batches="],
         &["scheme.kind=ignore", "scheme.s=3", "scheme.delta=", "scheme.batches="],

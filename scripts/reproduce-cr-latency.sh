@@ -25,10 +25,7 @@ for n in $sizes; do
   $emu up --hosts $((n + 1)) --bandwidth "$rate" >&2
   "$bin" sweep "$sweep" --repetitions "$reps" --out "$dir" >/dev/null
   $emu down >&2
-  for run in "$dir"/runs/*-rep1-*/; do
-    "$bin" simulate "$run/config.toml" --trials 20 --math off --set "run.name=$(basename "$run")" \
-      --set "run.out_dir=$dir/sim" --set "network.bandwidth=\"$rate\"" >/dev/null
-  done
+  simulate_first_runs "$dir" "$rate"
 done
 python3 scripts/reproduce/cr_latency_doc.py "$out" "$rate" "$latency" > docs/results/cr-latency.md
 echo "reproduce-cr-latency: wrote docs/results/cr-latency.md (runs in $out)" >&2

@@ -25,12 +25,7 @@ for n in $sizes; do
   "$bin" sweep "configs/sweeps/cr-$n.toml" --repetitions "$reps" --out "$dir" >/dev/null
   $emu drops | awk '{e+=$3; i+=$5} END {print e+0, i+0}' > "$dir/drops"
   $emu down >&2
-  # the simulator's prediction for each scheme: its first run's own config, the shaped rate as
-  # every NIC's bandwidth, the engine's semantics (model messages cost time, eager uploads)
-  for run in "$dir"/runs/*-rep1-*/; do
-    "$bin" simulate "$run/config.toml" --trials 20 --math off --set "run.name=$(basename "$run")" \
-      --set "run.out_dir=$dir/sim" --set "network.bandwidth=\"$rate\"" >/dev/null
-  done
+  simulate_first_runs "$dir" "$rate"
 done
 mkdir -p docs/results
 rm -rf docs/results/cr

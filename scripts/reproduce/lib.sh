@@ -1,5 +1,5 @@
-# Shared by scripts/reproduce-cr.sh and scripts/reproduce-upload.sh (sourced, from the project
-# root): the emulated-cluster preamble.
+# Shared by the emulated-cluster reproductions (sourced, from the project root): the preamble
+# and the simulator beside a sweep's runs.
 #   reproduce_init NAME CLUSTER
 # sets bin (OUTRUN_BIN or target/release/outrun), out (runs/reproduce-NAME-<UTC time>, created)
 # and emu; bounds every MPI job (OUTRUN_TIMEOUT, default 600 s); refuses to run without root;
@@ -15,4 +15,15 @@ reproduce_init() {
   $emu down >/dev/null 2>&1 || true
   trap '$emu down >/dev/null 2>&1 || true' EXIT
   mkdir -p "$out"
+}
+
+# The simulator's prediction for each variant of the sweep in DIR: its first repetition's own
+# config, RATE as every NIC's bandwidth, the engine's semantics (model messages cost time, eager
+# uploads, held messages); 20 trials each, into DIR/sim.
+simulate_first_runs() {
+  local dir="$1" rate="$2" run
+  for run in "$dir"/runs/*-rep1-*/; do
+    "$bin" simulate "$run/config.toml" --trials 20 --math off --set "run.name=$(basename "$run")" \
+      --set "run.out_dir=$dir/sim" --set "network.bandwidth=\"$rate\"" >/dev/null
+  done
 }

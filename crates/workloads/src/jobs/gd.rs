@@ -97,6 +97,7 @@ impl GradientDescent {
         let inputs = map.as_ref().map_or(p, FeatureMap::len);
         let net = Net::new(&config.model, inputs);
         let py_model = plan.job.python;
+        let batch_points = parity_batches(plan);
         GradientDescent {
             config: config.clone(),
             seed: plan.run.seed,
@@ -126,8 +127,8 @@ impl GradientDescent {
             eval: None,
             rank: 0,
             parity: plan.parity().cloned(),
-            parity_batches: parity_batches(plan),
-            node_share: node_share(plan),
+            node_share: node_share(plan, &batch_points),
+            parity_batches: batch_points,
         }
     }
 
@@ -273,12 +274,14 @@ fn parity_batches(plan: &Plan) -> Vec<Vec<usize>> {
     }
 }
 
-/// CodedFedL with global mini-batches: the fraction of each node's load in each batch (its
-/// modelled compute is that fraction of its load; none with one batch).
-fn node_share(plan: &Plan) -> Vec<Vec<f64>> {
-    let Some(p) = plan.parity().filter(|p| p.batches > 1) else { return vec![] };
-    let batches: Vec<std::collections::HashSet<usize>> =
-        (0..p.batches).map(|b| p.batch_points(b, plan.samples).into_iter().collect()).collect();
+/// CodedFedL with global mini-batches (`points`: each batch's, [`parity_batches`]): the
+/// fraction of each node's load in each batch (its modelled compute is that fraction of its
+/// load; none with one batch).
+fn node_share(plan: &Plan, points: &[Vec<usize>]) -> Vec<Vec<f64>> {
+    if points.is_empty() {
+        return vec![];
+    }
+    let batches: Vec<std::collections::HashSet<usize>> = points.iter().map(|b| b.iter().copied().collect()).collect();
     plan.nodes
         .iter()
         .map(|n| {

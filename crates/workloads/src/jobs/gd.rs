@@ -254,16 +254,22 @@ impl GradientDescent {
             _ => self.samples,
         }
     }
+}
 
-    /// Iteration `t`'s rows when it computes on a batch: `model.batch`'s, or CodedFedL's global
-    /// mini-batch (with more than one).
-    fn batch_rows(&mut self, t: u64) -> Option<Vec<usize>> {
-        if let Some(b) = self.batches.as_mut() {
-            return Some(b.rows(t));
-        }
-        let parity = self.parity.as_ref().filter(|p| p.batches > 1)?;
-        Some(self.parity_batches[parity.batch_of(t)].clone())
+/// Iteration `t`'s rows when it computes on a batch: `model.batch`'s (drawn), or CodedFedL's
+/// global mini-batch (with more than one: its points, borrowed from `parity_batches`). Fields
+/// apart, so that the rows stay borrowed while the job's model computes.
+fn batch_rows<'a>(
+    batches: &mut Option<Batches>,
+    parity: Option<&outrun_plan::Parity>,
+    parity_batches: &'a [Vec<usize>],
+    t: u64,
+) -> Option<std::borrow::Cow<'a, [usize]>> {
+    if let Some(b) = batches.as_mut() {
+        return Some(std::borrow::Cow::Owned(b.rows(t)));
     }
+    let parity = parity.filter(|p| p.batches > 1)?;
+    Some(std::borrow::Cow::Borrowed(&parity_batches[parity.batch_of(t)]))
 }
 
 /// CodedFedL's points of each global mini-batch (none with one batch).
@@ -634,7 +640,7 @@ impl Job for GradientDescent {
         select: Option<&[usize]>,
     ) -> Result<Vec<Frame>, JobError> {
         let params = self.params();
-        let batch_rows = self.batch_rows(t);
+        let batch_rows = batch_rows(&mut self.batches, self.parity.as_ref(), &self.parity_batches, t);
         let all = &self.parts[&rank];
         let chosen: Vec<(usize, &Part)> = match select {
             Some(idx) => idx.iter().map(|&i| (i, &all[i])).collect(),

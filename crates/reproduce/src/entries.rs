@@ -7,6 +7,7 @@ use outrun_codes::{
     det_er, expected_time, hcmm, load_balanced, loads, proportional, uniform_coded, uniform_coded_curve,
     uniform_uncoded, Graph, ReducePolicy, Rng, Rounding, RowLaw, ShuffleAllocation,
 };
+use outrun_plan::Tree;
 
 use crate::{num, Computed, Ours, Row};
 
@@ -484,7 +485,7 @@ fn cr_loads(ctx: &mut Ctx<'_>) -> Result<Computed, String> {
             cr84 = max;
         }
         // GC with the same resiliency α = s/n: S = α·N
-        let workers = (1..=layers).map(|l| n.pow(l as u32)).sum::<usize>();
+        let workers = Tree::new(n, layers).workers();
         let big_s = s * workers / n;
         let (gmax, _, gmean) = plan_loads(&gc(workers, big_s), d)?;
         out.set(&format!("gc{key}"), gmean);
@@ -569,7 +570,7 @@ struct CrSetting {
 
 impl CrSetting {
     fn workers(&self) -> usize {
-        (1..=self.layers).map(|l| self.n.pow(l as u32)).sum()
+        Tree::new(self.n, self.layers).workers()
     }
 
     /// Seconds per iteration of CR, UMW, GC (S = α·N, α = s/n) and RAR at `bandwidth`

@@ -29,7 +29,7 @@ LAYERS = {
     "engine": {"config", "plan", "proto", "workloads", "driver"},
     "sim": {"config", "plan", "proto", "workloads", "driver"},
     "report": set(),
-    "reproduce": {"config", "workloads", "sim"},
+    "reproduce": {"config", "plan", "workloads", "sim"},
 }
 BASE = {"codes", "runlog"}
 

@@ -269,8 +269,7 @@ impl<'a> Driver<'a> {
     /// Drive `m` until it is done. Returns its outcome.
     pub(crate) fn run(&mut self, m: &mut dyn Machine<Frame>) -> Outcome {
         let (idle, poll_us) = (self.idle, self.poll_us);
-        let backoff_of =
-            move |eager: bool| Backoff::of(idle, poll_us, if eager { RING_SPIN } else { Duration::from_micros(20) });
+        let backoff_of = move |eager: bool| Backoff::of(idle, poll_us, eager);
         let mut backoff = backoff_of(false);
         let mut eager = false;
         loop {
@@ -387,12 +386,6 @@ impl<'a> Driver<'a> {
         }
     }
 }
-
-/// How long a lockstep exchange (ring steps) keeps yielding before it sleeps: the neighbours
-/// are in the same step, so the next segment is usually microseconds away. But a rank can wait
-/// longer than that for the first segment of an iteration, and once ranks sleep, each hop adds
-/// a sleep to the next one's wait (the window's figures: docs/performance.md §17).
-pub(crate) const RING_SPIN: Duration = Duration::from_millis(10);
 
 /// The end of a node that failed on its own: it prints `why`, and the unclean end aborts the job.
 fn failed(why: String) -> Outcome {

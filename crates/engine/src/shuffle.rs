@@ -97,8 +97,8 @@ impl Patience<'_> {
     ) {
         let (mut t0, mut last) = (Instant::now(), Instant::now());
         let mut excused = Duration::ZERO;
-        // a lockstep exchange, as the ring's steps: yield for a while before sleeping
-        let mut backoff = Backoff::of(self.idle, self.poll_us, crate::driver::RING_SPIN);
+        // a lockstep exchange, as the ring's steps: poll for a while before sleeping
+        let mut backoff = Backoff::of(self.idle, self.poll_us, true);
         let mut done = Vec::with_capacity(peers.len());
         // MPI_Testall: one call per poll, and no request is touched until all are complete
         while !requests.test_all(&mut done) {

@@ -506,15 +506,23 @@ fn from_words(m: &Received) -> Vec<u8> {
     out
 }
 
-/// Yield the CPU for a short window, then sleep with exponential back-off up to `max_us`
-/// between polls. Sleeping matters when many ranks share few cores: an idle rank that spins
-/// steals time from ranks that compute.
+/// How long a lockstep exchange (a ring's steps, a shuffle's transfers) polls without sleeping:
+/// the neighbours are in the same step, so the next segment is usually microseconds away. But a
+/// rank can wait longer than that for the first segment of an iteration, and once ranks sleep,
+/// each hop adds a sleep to the next one's wait (the window's figures: docs/performance.md §17).
+pub const LOCKSTEP_WINDOW: Duration = Duration::from_millis(100);
+
+/// Poll eagerly for a short window (yielding the CPU, or with a CPU spin hint in a lockstep
+/// exchange), then sleep with exponential back-off up to `max_us` between polls. Sleeping
+/// matters when many ranks share few cores: an idle rank that spins steals time from ranks that
+/// compute.
 pub struct Backoff {
     started: Instant,
     spin: Duration,
     sleep_us: u64,
     max_us: u64,
-    /// Never yield nor sleep: a CPU spin hint between polls (`engine.idle = "spin"`).
+    /// Within the window, a CPU spin hint between polls instead of a yield (`engine.idle =
+    /// "spin"`, whose window never ends, and a lockstep exchange's window).
     hint: bool,
 }
 
@@ -531,13 +539,16 @@ impl Backoff {
 
     /// The wait of `idle` (resolved for the host; `auto` waits as `sleep`): `spin` polls with a
     /// CPU spin hint, `yield` yields and never sleeps, `sleep` is [`Backoff::with_spin`] with
-    /// `poll_us`.
-    pub fn of(idle: outrun_config::Idle, poll_us: u64, spin: Duration) -> Self {
+    /// `poll_us` — in a `lockstep` exchange polling with a spin hint for [`LOCKSTEP_WINDOW`]
+    /// before it sleeps (where ranks outnumber cores, yielding there cost more than spinning:
+    /// docs/performance.md §17), otherwise yielding for 20 µs.
+    pub fn of(idle: outrun_config::Idle, poll_us: u64, lockstep: bool) -> Self {
         use outrun_config::Idle;
         match idle {
-            Idle::Spin => Backoff { hint: true, ..Self::with_spin(0, spin) },
-            Idle::Yield => Self::with_spin(0, spin),
-            Idle::Sleep | Idle::Auto => Self::with_spin(poll_us, spin),
+            Idle::Spin => Backoff { hint: true, ..Self::with_spin(0, Duration::ZERO) },
+            Idle::Yield => Self::with_spin(0, Duration::ZERO),
+            Idle::Sleep | Idle::Auto if lockstep => Backoff { hint: true, ..Self::with_spin(poll_us, LOCKSTEP_WINDOW) },
+            Idle::Sleep | Idle::Auto => Self::new(poll_us),
         }
     }
 
@@ -556,10 +567,12 @@ impl Backoff {
 
     /// Nothing happened: wait a little before the next poll.
     pub fn idle(&mut self) {
-        if self.hint {
-            std::hint::spin_loop();
-        } else if self.spinning() {
-            std::thread::yield_now();
+        if self.spinning() {
+            if self.hint {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
         } else {
             std::thread::sleep(Duration::from_micros(self.sleep_us));
             self.sleep_us = (self.sleep_us * 2).min(self.max_us.max(1));
@@ -622,7 +635,33 @@ fn parse_share(b: &[u8]) -> (&[u8], u32, Vec<u32>) {
 
 #[cfg(test)]
 mod tests {
-    use super::{behind_cap, host_shares, MAX_BEHIND};
+    use super::{behind_cap, host_shares, Backoff, LOCKSTEP_WINDOW, MAX_BEHIND};
+    use outrun_config::Idle;
+    use std::time::Duration;
+
+    /// Each mode's wait: `spin` and `yield` never sleep (spin hint, yield); `sleep` (and `auto`,
+    /// resolved to it where ranks outnumber cores) yields for 20 µs before sleeping, except in a
+    /// lockstep exchange, which polls with a spin hint for the whole window first.
+    #[test]
+    fn a_lockstep_exchange_spins_for_its_window_before_it_sleeps() {
+        for lockstep in [false, true] {
+            let b = Backoff::of(Idle::Spin, 200, lockstep);
+            assert!(b.hint && b.max_us == 0 && b.spinning());
+            let b = Backoff::of(Idle::Yield, 200, lockstep);
+            assert!(!b.hint && b.max_us == 0 && b.spinning());
+        }
+        for idle in [Idle::Sleep, Idle::Auto] {
+            let b = Backoff::of(idle, 200, false);
+            assert!(!b.hint && b.max_us == 200 && b.spin == Duration::from_micros(20));
+            let mut b = Backoff::of(idle, 200, true);
+            assert!(b.hint && b.max_us == 200 && b.spin == LOCKSTEP_WINDOW && b.spinning());
+            // past the window it sleeps, backing off
+            b.started -= LOCKSTEP_WINDOW;
+            assert!(!b.spinning());
+            b.idle();
+            assert_eq!(b.sleep_us, 2);
+        }
+    }
 
     /// A ring's sender may run N − 1 steps ahead of its right neighbour (and a peer an iteration
     /// ahead): its cap covers both at every N; a star's stays the fixed one.

@@ -90,8 +90,8 @@ pub struct Comm {
     sends: Vec<std::collections::VecDeque<InFlight>>,
     /// Most sends in flight per destination before new ones are dropped ([`behind_cap`]).
     max_behind: usize,
-    /// Messages dropped per destination since it fell [`MAX_BEHIND`] behind (reported once per
-    /// stall by [`Comm::stalled`]).
+    /// Messages dropped per destination since it fell [`Comm::max_behind`] behind (reported once
+    /// per stall by [`Comm::stalled`]).
     dropped: Vec<u64>,
     /// Destinations that fell behind since the last [`Comm::stalled`].
     newly_stalled: Vec<usize>,

@@ -339,6 +339,8 @@ fn pagerank_load_plan_and_simulator() {
     let c = cfg.display().to_string();
     let plan = outrun(&["plan", &c]);
     assert!(plan.stdout.contains("XOR-coded shuffle in 10 multicast groups"), "{}", plan.stdout);
+    // the shuffle waits as engine.idle says, a lockstep exchange's window first
+    assert!(plan.stdout.contains("(in the shuffle, after polling with a spin hint for 1 s)"), "{}", plan.stdout);
     assert_eq!(outrun(&["plan", &c, "--ranks"]).stdout.trim(), "5");
     let load = outrun(&["pagerank-load", "--config", &c, "--r", "2", "--json"]);
     assert!(load.stdout.contains("\"coded_bytes\":400"), "{}", load.stdout);

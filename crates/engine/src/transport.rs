@@ -506,14 +506,6 @@ fn from_words(m: &Received) -> Vec<u8> {
     out
 }
 
-/// How long a lockstep exchange (a ring's steps, a shuffle's transfers) polls without sleeping:
-/// the neighbours are in the same step, so the next segment is usually microseconds away. But a
-/// rank can wait longer than that for the first segment of an iteration, and once ranks sleep,
-/// each hop adds a sleep to the next one's wait. With some 80 ranks on each core (the emulated
-/// cluster at N = 156) a step can take longer than 100 ms to come round, so the window is a
-/// second (the window's figures: docs/performance.md §17 and §20).
-pub const LOCKSTEP_WINDOW: Duration = Duration::from_secs(1);
-
 /// Poll eagerly for a short window (yielding the CPU, or with a CPU spin hint in a lockstep
 /// exchange), then sleep with exponential back-off up to `max_us` between polls. Sleeping
 /// matters when many ranks share few cores: an idle rank that spins steals time from ranks that
@@ -541,7 +533,8 @@ impl Backoff {
 
     /// The wait of `idle` (resolved for the host; `auto` waits as `sleep`): `spin` polls with a
     /// CPU spin hint, `yield` yields and never sleeps, `sleep` is [`Backoff::with_spin`] with
-    /// `poll_us` — in a `lockstep` exchange polling with a spin hint for [`LOCKSTEP_WINDOW`]
+    /// `poll_us` — in a `lockstep` exchange polling with a spin hint for
+    /// [`outrun_config::Idle::LOCKSTEP_WINDOW`]
     /// before it sleeps (where ranks outnumber cores, yielding there cost more than spinning:
     /// docs/performance.md §20), otherwise yielding for 20 µs.
     pub fn of(idle: outrun_config::Idle, poll_us: u64, lockstep: bool) -> Self {
@@ -549,7 +542,9 @@ impl Backoff {
         match idle {
             Idle::Spin => Backoff { hint: true, ..Self::with_spin(0, Duration::ZERO) },
             Idle::Yield => Self::with_spin(0, Duration::ZERO),
-            Idle::Sleep | Idle::Auto if lockstep => Backoff { hint: true, ..Self::with_spin(poll_us, LOCKSTEP_WINDOW) },
+            Idle::Sleep | Idle::Auto if lockstep => {
+                Backoff { hint: true, ..Self::with_spin(poll_us, Idle::LOCKSTEP_WINDOW) }
+            }
             Idle::Sleep | Idle::Auto => Self::new(poll_us),
         }
     }
@@ -637,7 +632,7 @@ fn parse_share(b: &[u8]) -> (&[u8], u32, Vec<u32>) {
 
 #[cfg(test)]
 mod tests {
-    use super::{behind_cap, host_shares, Backoff, LOCKSTEP_WINDOW, MAX_BEHIND};
+    use super::{behind_cap, host_shares, Backoff, MAX_BEHIND};
     use outrun_config::Idle;
     use std::time::Duration;
 
@@ -656,9 +651,9 @@ mod tests {
             let b = Backoff::of(idle, 200, false);
             assert!(!b.hint && b.max_us == 200 && b.spin == Duration::from_micros(20));
             let mut b = Backoff::of(idle, 200, true);
-            assert!(b.hint && b.max_us == 200 && b.spin == LOCKSTEP_WINDOW && b.spinning());
+            assert!(b.hint && b.max_us == 200 && b.spin == Idle::LOCKSTEP_WINDOW && b.spinning());
             // past the window it sleeps, backing off
-            b.started -= LOCKSTEP_WINDOW;
+            b.started -= Idle::LOCKSTEP_WINDOW;
             assert!(!b.spinning());
             b.idle();
             assert_eq!(b.sleep_us, 2);

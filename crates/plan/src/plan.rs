@@ -567,13 +567,25 @@ impl Plan {
                 ),
             );
         }
-        if !matches!(self.pattern, Pattern::Shuffle { .. }) {
+        {
+            use outrun_config::Idle;
             let poll = self.run.poll_us;
+            // the exchanges whose ranks poll with a spin hint before they sleep (the engine's
+            // lockstep waits)
+            let lockstep = match self.pattern {
+                Pattern::Ring { collective: false, .. } => Some("a ring's steps"),
+                Pattern::Shuffle { .. } => Some("the shuffle"),
+                _ => None,
+            };
+            let first = lockstep.map_or(String::new(), |what| {
+                format!(" (in {what}, after polling with a spin hint for {} s)", Idle::LOCKSTEP_WINDOW.as_secs_f64())
+            });
             let how = match self.run.idle {
-                outrun_config::Idle::Auto => format!("a rank polls without pause where every rank on its machine has a core of its own, else sleeps up to {poll} µs between polls; each rank's setup record says which"),
-                outrun_config::Idle::Spin => "every rank polls without pause (a core each)".into(),
-                outrun_config::Idle::Yield => "every rank polls and yields, never sleeps".into(),
-                outrun_config::Idle::Sleep => format!("a rank yields for 20 µs, then sleeps up to {poll} µs between polls"),
+                Idle::Auto => format!("a rank polls without pause where every rank on its machine has a core of its own, else sleeps up to {poll} µs between polls{first}; each rank's setup record says which"),
+                Idle::Spin => "every rank polls without pause (a core each)".into(),
+                Idle::Yield => "every rank polls and yields, never sleeps".into(),
+                Idle::Sleep if lockstep.is_some() => format!("a rank sleeps up to {poll} µs between polls{first}"),
+                Idle::Sleep => format!("a rank yields for 20 µs, then sleeps up to {poll} µs between polls"),
             };
             line(&mut o, format!("waiting (engine.idle = \"{}\"): {how}", self.run.idle.name()));
         }

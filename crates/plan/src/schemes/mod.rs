@@ -250,6 +250,26 @@ mod tests {
         assert_eq!(back, gc);
     }
 
+    /// `outrun plan` says how ranks wait, and names the lockstep window where a ring's steps
+    /// wait with it (not the tree's, nor `MPI_Allreduce`'s, which waits inside the library).
+    #[test]
+    fn the_waiting_line_names_the_lockstep_window_of_a_ring() {
+        let window =
+            format!("after polling with a spin hint for {} s", outrun_config::Idle::LOCKSTEP_WINDOW.as_secs_f64());
+        for (sets, lockstep) in [
+            (&["scheme.kind=rar"][..], true),
+            (&["scheme.kind=rar", "engine.idle=sleep"][..], true),
+            (&["scheme.kind=allreduce"][..], false),
+            (&[][..], false),
+            (&["engine.idle=sleep"][..], false),
+        ] {
+            let text = build(&cfg(sets), 1000).unwrap().describe();
+            let line = text.lines().find(|l| l.starts_with("waiting (engine.idle")).expect("a waiting line");
+            assert_eq!(line.contains(&window), lockstep, "{sets:?}: {line}");
+            assert_eq!(line.contains("in a ring's steps"), lockstep, "{sets:?}: {line}");
+        }
+    }
+
     /// Communication-efficient and adaptive plans: placement, what `outrun plan` reports about
     /// their codes, and a refusal when an adaptive code would not decode exactly.
     #[test]

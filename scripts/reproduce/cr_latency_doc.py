@@ -59,7 +59,7 @@ for n in sizes:
         # others and the first is listed apart
         wall = [float(r["wall_s"]) for r in csv.DictReader(open(f))]
         v = variant(os.path.basename(os.path.dirname(f)))
-        runs.setdefault(v, []).append(st.mean(wall[1:]))
+        runs.setdefault(v, []).append(st.mean(wall[1:] if len(wall) > 1 else wall))
         first.setdefault(v, []).append(wall[0])
     for f in glob.glob(os.path.join(d, "sim", "*", "simulate.json")):
         sim[variant(os.path.basename(os.path.dirname(f)))] = json.load(open(f))["stats"]["mean_s"]

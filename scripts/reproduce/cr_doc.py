@@ -3,12 +3,13 @@ Every number in the tables is read from the run directories: OUT/n<N>/{runs,sim,
 each size the script ran (the sweeps configs/sweeps/cr-<N>.toml).
 
 usage: cr_doc.py OUT RATE"""
-import csv
 import glob
 import json
 import os
 import statistics as st
 import sys
+
+from iterations import steady_mean, walls
 
 out, rate = sys.argv[1], sys.argv[2]
 order = ["cr", "gc-cyclic", "umw", "ignore", "rar", "allreduce"]
@@ -35,11 +36,8 @@ def size(n):
                 e = json.loads(line)
                 if e.get("ev") == "shutdown" and e.get("sent_bytes") is not None:
                     busiest = max(busiest or 0.0, (e["sent_bytes"] + e["recv_bytes"]) / s["iterations"])
-        # the mean over the iterations after the first: the first also makes every pair's first
-        # contact (Open MPI's TCP transport connects a pair on its first message), which a long
-        # run amortises and the simulator does not model (p95 and total stay every iteration's)
-        wall = [float(r["wall_s"]) for r in csv.DictReader(open(os.path.join(rd, "iterations.csv")))]
-        runs.setdefault(s["scheme"], []).append(dict(s, busiest=busiest, mean_s=st.mean(wall[1:]) if len(wall) > 1 else s["mean_s"]))
+        # the mean after the first iteration (p95 and total stay every iteration's)
+        runs.setdefault(s["scheme"], []).append(dict(s, busiest=busiest, mean_s=steady_mean(walls(rd))))
     med = {k: {m: median_or_none(r[m] for r in v) for m in ("mean_s", "p95_s", "total_s", "busiest")} | {"n": len(v), "exact": all(r["exact_iterations"] == r["iterations"] for r in v), "runs": [r["mean_s"] for r in v], "iterations": v[0]["iterations"], "workers": v[0]["workers"]} for k, v in runs.items()}
     cfg = open(glob.glob(os.path.join(d, "runs", "*-kind-cr-rep1-*", "config.toml"))[0]).read()
     link = open(os.path.join(d, "link")).read().strip() if os.path.exists(os.path.join(d, "link")) else "not measured"

@@ -3,13 +3,14 @@ stdout). Every number is read from OUT/n<N>/runs (the sweeps configs/sweeps/cr-<
 and OUT/n<N>/sim (the simulator on each variant's first run), for each size the script ran.
 
 usage: cr_latency_doc.py OUT RATE LATENCY"""
-import csv
 import glob
 import json
 import os
 import statistics as st
 import sys
 import tomllib
+
+from iterations import steady_mean, walls
 
 out, rate, latency = sys.argv[1], sys.argv[2], float(sys.argv[3])
 order = ["cr", "rar", "umw"]
@@ -53,13 +54,10 @@ for n in sizes:
     runs, sim = {}, {}
     first = {}
     for f in glob.glob(os.path.join(d, "runs", "*", "iterations.csv")):
-        # the first iteration also makes every pair's first contact (Open MPI's TCP transport
-        # connects a pair on its first message) and took seconds for the ring at N = 156: a long
-        # run amortises it and the simulator does not model it, so the mean is taken over the
-        # others and the first is listed apart
-        wall = [float(r["wall_s"]) for r in csv.DictReader(open(f))]
+        # the mean after the first iteration, the first listed apart
+        wall = walls(os.path.dirname(f))
         v = variant(os.path.basename(os.path.dirname(f)))
-        runs.setdefault(v, []).append(st.mean(wall[1:] if len(wall) > 1 else wall))
+        runs.setdefault(v, []).append(steady_mean(wall))
         first.setdefault(v, []).append(wall[0])
     for f in glob.glob(os.path.join(d, "sim", "*", "simulate.json")):
         sim[variant(os.path.basename(os.path.dirname(f)))] = json.load(open(f))["stats"]["mean_s"]

@@ -66,9 +66,9 @@ impl Idle {
     /// hint before it sleeps, in `sleep` (and `auto` where ranks outnumber cores): the neighbours
     /// are in the same step, so the next segment is usually microseconds away. But a rank can
     /// wait longer than that for the first segment of an iteration, and once ranks sleep, each
-    /// hop adds a sleep to the next one's wait. With some 80 ranks on each core (the emulated
-    /// cluster at N = 156) a step can take longer than 100 ms to come round, so the window is a
-    /// second (the window's figures: docs/performance.md §17 and §20).
+    /// hop adds a sleep to the next one's wait; with many ranks on each core a step can take a
+    /// long time to come round (the window was chosen by measurement: docs/performance.md §17
+    /// and §20).
     pub const LOCKSTEP_WINDOW: std::time::Duration = std::time::Duration::from_secs(1);
 
     /// The mode a config names (`auto`, `spin`, `yield`, `sleep`).

@@ -534,9 +534,9 @@ impl Backoff {
     /// The wait of `idle` (resolved for the host; `auto` waits as `sleep`): `spin` polls with a
     /// CPU spin hint, `yield` yields and never sleeps, `sleep` is [`Backoff::with_spin`] with
     /// `poll_us` — in a `lockstep` exchange polling with a spin hint for
-    /// [`outrun_config::Idle::LOCKSTEP_WINDOW`]
-    /// before it sleeps (where ranks outnumber cores, yielding there cost more than spinning:
-    /// docs/performance.md §20), otherwise yielding for 20 µs.
+    /// [`outrun_config::Idle::LOCKSTEP_WINDOW`] before it sleeps (where ranks outnumber cores,
+    /// yielding there cost more than spinning: docs/performance.md §20), otherwise yielding for
+    /// 20 µs.
     pub fn of(idle: outrun_config::Idle, poll_us: u64, lockstep: bool) -> Self {
         use outrun_config::Idle;
         match idle {

@@ -35,7 +35,7 @@ use outrun_plan::{Links, Pattern, Plan};
 use outrun_runlog::event::{Ending, Event, HierNote, Iter, Shutdown};
 
 use crate::hist::Histogram;
-use crate::machine::{Clock, Delivered, Failure, Input, Machine, Outcome, Output};
+use crate::machine::{Clock, Contacts, Delivered, Failure, Input, Machine, Outcome, Output};
 use crate::wire::{Header, Kind, Meta, Msg};
 
 /// Timers: the master's wait for an iteration (a helper's, for its clients' slices), the
@@ -727,5 +727,17 @@ impl<P: Vector> Machine<P> for HierNode<P> {
 
     fn poll(&mut self) -> Option<Output<P>> {
         self.out.pop_front()
+    }
+
+    /// The master and the helpers; a helper and every client (each client's slices go to
+    /// every helper).
+    fn contacts(&self) -> Contacts {
+        let (helpers, clients) = (self.hier.helpers, self.hier.clients);
+        let all_clients = helpers + 1..=helpers + clients;
+        match &self.role {
+            Role::Master(_) => Contacts::peers(self.rank, self.helper_ranks()),
+            Role::Helper(_) => Contacts::peers(self.rank, std::iter::once(0).chain(all_clients)),
+            Role::Client(_) => Contacts::peers(self.rank, self.helper_ranks()),
+        }
     }
 }

@@ -64,7 +64,7 @@ pub mod wire;
 
 pub use hier::HierNode;
 pub use hist::Histogram;
-pub use machine::{At, Clock, Delivered, Failure, Input, Machine, Outcome, Output};
+pub use machine::{At, Clock, Contacts, Delivered, Failure, Input, Machine, Outcome, Output};
 pub use prelude::{prelude, PreludeNode};
 pub use ring::RingNode;
 pub use tree::TreeNode;

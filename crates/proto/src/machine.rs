@@ -266,6 +266,29 @@ pub struct Outcome {
     pub silent: Vec<(u32, Option<u64>)>,
 }
 
+/// Whom a node's loop exchanges messages with: what a driver may open before the timed loop,
+/// so that the first iteration does not pay for every pair's first contact (Open MPI's TCP
+/// transport connects a pair on its first message; docs/performance.md §21).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Contacts {
+    /// The ranks this node sends to or receives from in the loop, ascending. The relation is
+    /// symmetric: each of them lists this node among its own.
+    pub peers: Vec<usize>,
+    /// The length of the library all-reduce every rank calls in each iteration, if the loop
+    /// has one ([`Output::Collective`]).
+    pub collective: Option<usize>,
+}
+
+impl Contacts {
+    /// Point-to-point peers (sorted, duplicates and `me` removed).
+    pub fn peers(me: usize, peers: impl IntoIterator<Item = usize>) -> Self {
+        let mut peers: Vec<usize> = peers.into_iter().filter(|&p| p != me).collect();
+        peers.sort_unstable();
+        peers.dedup();
+        Contacts { peers, collective: None }
+    }
+}
+
 /// A node state machine.
 pub trait Machine<P> {
     /// Feed one input; outputs are queued.
@@ -276,5 +299,9 @@ pub trait Machine<P> {
     /// microseconds (drivers may poll eagerly instead of sleeping).
     fn eager(&self) -> bool {
         false
+    }
+    /// Whom the loop will exchange messages with (nobody, by default).
+    fn contacts(&self) -> Contacts {
+        Contacts::default()
     }
 }

@@ -23,7 +23,7 @@ use outrun_plan::{Pattern, Plan};
 use outrun_runlog::event::{Ending, Event, Iter, Shutdown};
 
 use crate::hist::Histogram;
-use crate::machine::{Clock, Delivered, Failure, Input, Machine, Outcome, Output};
+use crate::machine::{Clock, Contacts, Delivered, Failure, Input, Machine, Outcome, Output};
 use crate::steps::{schedule, Op, Step};
 use crate::wire::{Header, Kind, Msg};
 
@@ -316,6 +316,15 @@ impl<P: Vector> Machine<P> for RingNode<P> {
 
     fn eager(&self) -> bool {
         self.buf.is_some() && self.step < self.steps.len()
+    }
+
+    fn contacts(&self) -> Contacts {
+        if self.collective {
+            return Contacts { peers: vec![], collective: Some(self.len) };
+        }
+        let sends = self.steps.iter().filter_map(|s| s.send.as_ref().map(|(to, _)| *to));
+        let recvs = self.steps.iter().filter_map(|s| s.recv.as_ref().map(|(from, _, _)| *from));
+        Contacts::peers(self.rank, sends.chain(recvs))
     }
 }
 

@@ -594,3 +594,66 @@ fn a_prelude_sums_every_workers_contribution_at_the_root() {
     assert!(net.done.iter().all(|d| d.as_ref().is_some_and(|o| o.clean && o.result.is_ok())));
     assert_eq!(net.sent_to[0], 3 * 10usize.div_ceil(LEN));
 }
+
+/// Every message of a run (two iterations and the shutdown) crosses a pair that both of its
+/// machines name among their contacts, and the contacts are symmetric: a driver that opens
+/// them before the loop opens every link the loop uses, and each side of a link waits for the
+/// other. A ring under `MPI_Allreduce` names the collective instead.
+#[test]
+fn every_message_crosses_a_pair_both_machines_name_as_contacts() {
+    let five = ["scheme.kind=rar", "scheme.s=", "scheme.workers=5"];
+    let ring = |alg: &str| plan(&[five[0], five[1], five[2], &format!("scheme.algorithm={alg}")]);
+    let plans = [
+        ("umw", plan(&["scheme.kind=umw"])),
+        ("gc-cyclic", plan(&["scheme.kind=gc-cyclic", "scheme.s=1"])),
+        ("granted", plan(&["scheme.kind=gc-cyclic", "scheme.s=1", "engine.upload=granted"])),
+        ("cr", plan(&["scheme.kind=cr", "scheme.workers=", "scheme.n=3", "scheme.layers=2", "scheme.s=1"])),
+        ("ring", ring("ring")),
+        ("recursive-doubling", ring("recursive-doubling")),
+        ("halving-doubling", ring("halving-doubling")),
+        ("arc", hier_plan("arc")),
+    ];
+    for (name, p) in plans {
+        let mut net = Scripted::new(&p, LEN);
+        let contacts: Vec<Contacts> = net.nodes.iter().map(|m| m.contacts()).collect();
+        for (a, c) in contacts.iter().enumerate() {
+            assert!(c.collective.is_none() && !c.peers.contains(&a), "{name}: rank {a}: {c:?}");
+            for &b in &c.peers {
+                assert!(contacts[b].peers.contains(&a), "{name}: {a} names {b}, not back: {:?}", contacts[b]);
+            }
+        }
+        for t in 0..2u64 {
+            for r in (0..p.ranks).filter(|&r| p.delivers(r)) {
+                net.input(r, Input::Start { t, model: Arc::new(vec![0.5; LEN]) });
+            }
+            net.flush(|_, _, _| false);
+            while !net.computes.is_empty() {
+                for (r, t) in net.computes.clone() {
+                    net.compute(r, t, vec![1.0; LEN]);
+                }
+                net.flush(|_, _, _| false);
+            }
+        }
+        let delivering = (0..p.ranks).filter(|&r| p.delivers(r)).count();
+        assert_eq!(net.delivered.len(), 2 * delivering, "{name}: both iterations delivered");
+        for r in (0..p.ranks).filter(|&r| p.delivers(r)) {
+            net.input(r, Input::Finish { failure: None });
+        }
+        net.flush(|_, _, _| false);
+        assert!(net.pairs.len() >= p.ranks - 1, "{name}: {:?}", net.pairs);
+        for &(a, b) in &net.pairs {
+            assert!(
+                contacts[a].peers.contains(&b),
+                "{name}: {a} sent to {b}, not among its contacts {:?}",
+                contacts[a]
+            );
+        }
+    }
+    let mut all = five.to_vec();
+    all[0] = "scheme.kind=allreduce";
+    let p = plan(&all);
+    let net = Scripted::new(&p, LEN);
+    for m in &net.nodes {
+        assert_eq!(m.contacts(), Contacts { peers: vec![], collective: Some(LEN) });
+    }
+}

@@ -151,6 +151,8 @@ pub struct Scripted {
     pub done: Vec<Option<Outcome>>,
     /// Messages sent to each rank.
     pub sent_to: Vec<usize>,
+    /// Every (from, to) pair a message was sent on.
+    pub pairs: std::collections::BTreeSet<(usize, usize)>,
     /// The payload length every machine was built for.
     pub len: usize,
     /// Tell a machine at once that a tracked message has left ([`Scripted::acking_sends`]);
@@ -182,6 +184,7 @@ impl Scripted {
             logs: vec![vec![]; n],
             done: vec![None; n],
             sent_to: vec![0; n],
+            pairs: Default::default(),
             len,
             ack_sends: false,
             unacked: vec![],
@@ -212,6 +215,7 @@ impl Scripted {
                 Output::Send { to, msg, track } => {
                     for d in to {
                         self.sent_to[d] += 1;
+                        self.pairs.insert((rank, d));
                         self.wire.push((rank, d, msg.clone()));
                     }
                     if let Some(track) = track {

@@ -45,7 +45,7 @@ use outrun_plan::{Plan, StragglerModel};
 use outrun_runlog::event::{Ending, Event, Iter, Late, Regrant, Regranted, RoundsStopped, Shutdown, Status};
 
 use crate::hist::Histogram;
-use crate::machine::{Clock, Delivered, Failure, Input, Machine, Outcome, Output};
+use crate::machine::{Clock, Contacts, Delivered, Failure, Input, Machine, Outcome, Output};
 use crate::wire::{Header, Kind, Meta, Msg};
 use collect::{send, Collection, Decoded};
 use timers::{Timer, Timers};
@@ -106,6 +106,8 @@ pub struct TreeNode<P: Vector> {
     silent: Vec<(u32, Option<u64>)>,
     failure: Option<Failure>,
     phase: Phase,
+    /// The parent and the children.
+    contacts: Contacts,
     out: VecDeque<Output<P>>,
 }
 
@@ -143,6 +145,7 @@ impl<P: Vector> TreeNode<P> {
             silent: vec![],
             failure: None,
             phase: Phase::Running,
+            contacts: Contacts::peers(rank, node.parent.into_iter().chain(node.children.iter().copied())),
             out: VecDeque::new(),
         }
     }
@@ -808,5 +811,9 @@ impl<P: Vector> Machine<P> for TreeNode<P> {
 
     fn poll(&mut self) -> Option<Output<P>> {
         self.out.pop_front()
+    }
+
+    fn contacts(&self) -> Contacts {
+        self.contacts.clone()
     }
 }

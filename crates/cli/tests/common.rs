@@ -372,6 +372,12 @@ pub(crate) fn reference(text: &str, sets: &[String]) -> Vec<Vec<f64>> {
 /// Train and check that every iteration was exact and θ follows serial gradient descent within
 /// 1e-9 relative; returns the summary.
 pub(crate) fn assert_exact(tag: &str, text: &str, sets: &[&str]) -> serde_json::Value {
+    assert_exact_kept(tag, text, sets).0
+}
+
+/// [`assert_exact`], keeping the run directory (removed when the second value drops, kept if the
+/// test fails) for the caller to read its logs.
+pub(crate) fn assert_exact_kept(tag: &str, text: &str, sets: &[&str]) -> (serde_json::Value, Scratch) {
     let (run, dir, _, sets) = train(tag, text, sets);
     assert_eq!(run.code, Some(0), "{tag}: stderr:\n{}", run.stderr);
     let got = trajectory(&dir);
@@ -385,7 +391,7 @@ pub(crate) fn assert_exact(tag: &str, text: &str, sets: &[&str]) -> serde_json::
     let s = summary(&dir);
     assert_eq!(s["exact_iterations"], iters);
     eprintln!("{tag}: max relative θ difference to serial GD = {diff:.2e}, late discarded = {}", s["late_discarded"]);
-    s
+    (s, dir)
 }
 
 /// Run `text` (written into `dir` as `<tag>.toml`) with overrides under mpirun with its rank

@@ -78,12 +78,38 @@ fn gc_cyclic_tolerates_s_dead_workers() {
 
 #[test]
 fn ring_allreduce_and_mpi_allreduce_are_exact() {
-    assert_exact(
+    let (s, _dir) = assert_exact_kept(
         "rar",
         &BASE,
         &["scheme.kind=rar", "stragglers.model=fixed", "stragglers.workers=[2]", "stragglers.factor=3"],
     );
-    assert_exact("allreduce", &BASE, &["scheme.kind=allreduce"]);
+    // the traffic counters are the loop's alone: each rank sent its 2(N − 1) segments per
+    // iteration, not one message of the setup, the first contacts or the barrier before the loop
+    let (n, iters) = (s["ranks"].as_u64().unwrap(), s["iterations"].as_u64().unwrap());
+    for rec in setup_and_shutdown(&s) {
+        let (setup, down) = rec;
+        assert_eq!(setup["unanswered"], serde_json::Value::Null, "{setup}");
+        assert!(setup["contact_s"].as_f64().is_some_and(|c| c >= 0.0), "{setup}");
+        assert_eq!(down["sent_msgs"].as_u64().unwrap(), iters * 2 * (n - 1), "{down}");
+    }
+    let (s, _dir) = assert_exact_kept("allreduce", &BASE, &["scheme.kind=allreduce"]);
+    for (setup, _) in setup_and_shutdown(&s) {
+        assert!(setup["contact_s"].as_f64().is_some(), "one all-reduce before the loop: {setup}");
+    }
+}
+
+/// Each rank's setup and shutdown records of the run `summary` describes.
+fn setup_and_shutdown(summary: &serde_json::Value) -> Vec<(serde_json::Value, serde_json::Value)> {
+    let dir = std::path::PathBuf::from(summary["run_dir"].as_str().unwrap());
+    (0..summary["ranks"].as_u64().unwrap())
+        .map(|r| {
+            let text = std::fs::read_to_string(dir.join(format!("rank-{r}.jsonl"))).unwrap();
+            let events: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+            let down = events.iter().rev().find(|e| e["ev"] == "shutdown").cloned().expect("a shutdown record");
+            assert_eq!(events[0]["ev"], "setup", "rank {r}");
+            (events[0].clone(), down)
+        })
+        .collect()
 }
 
 /// Every schedule of our all-reduce gives serial GD's θ under a straggler, with 9 workers: not a
@@ -94,7 +120,12 @@ fn every_allreduce_schedule_is_exact() {
     for alg in ["recursive-doubling", "halving-doubling", "auto"] {
         let set = format!("scheme.algorithm=\"{alg}\"");
         let sets = ["scheme.kind=rar", &set, "stragglers.model=fixed", "stragglers.workers=[2]", "stragglers.factor=3"];
-        assert_exact(&format!("rar-{alg}"), &BASE, &sets);
+        let (s, _dir) = assert_exact_kept(&format!("rar-{alg}"), &BASE, &sets);
+        // every rank heard from each partner of its schedule before the loop
+        for (setup, _) in setup_and_shutdown(&s) {
+            assert_eq!(setup["unanswered"], serde_json::Value::Null, "{alg}: {setup}");
+            assert!(setup["contact_s"].as_f64().is_some(), "{alg}: {setup}");
+        }
     }
 }
 
@@ -253,6 +284,7 @@ fn run_directory_has_every_log() {
         let text = std::fs::read_to_string(dir.join(format!("rank-{r}.jsonl"))).unwrap();
         let events: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
         assert_eq!(events[0]["ev"], "setup");
+        assert!(events[0]["contact_s"].as_f64().is_some() && events[0]["unanswered"].is_null(), "{}", events[0]);
         let last = events.last().unwrap();
         assert_eq!(last["ev"], "shutdown");
         assert_eq!(last["clean"], true, "rank {r} did not shut down cleanly");

@@ -35,7 +35,7 @@ use std::time::Instant;
 use mpi::traits::*;
 use outrun_driver::{run_info, write_header, Core};
 use outrun_plan::Pattern;
-use outrun_proto::{Failure, Frame, Machine};
+use outrun_proto::{Contacts, Failure, Frame, Machine};
 use outrun_runlog::event::{Event, Setup};
 use outrun_runlog::{Book, Lines};
 use outrun_workloads::Job;
@@ -161,6 +161,28 @@ fn agree<T, E: std::fmt::Display>(comm: &mut Comm, local: Result<T, E>) -> Resul
     }
 }
 
+/// Open the links the loop will use (`contacts`, from its node machine) before it starts: one
+/// small message to and from each peer, and under `MPI_Allreduce` one all-reduce of the loop's
+/// length, so that the first iteration is not the one that pays for every pair's first contact
+/// (docs/performance.md §21). Waits at most `bound` seconds for the peers; returns the seconds
+/// it took and the peers not heard from.
+fn open_contacts(comm: &mut Comm, contacts: &Contacts, bound: f64) -> (f64, Vec<usize>) {
+    let started = Instant::now();
+    if let Some(len) = contacts.collective {
+        let zeros = vec![0.0; len];
+        let mut sum = vec![0.0; len];
+        comm.allreduce_sum(&zeros, &mut sum);
+    }
+    let unanswered = comm.contact(&contacts.peers, std::time::Duration::from_secs_f64(bound));
+    if !unanswered.is_empty() {
+        tracing::warn!(
+            "rank {}: no first message from rank(s) {unanswered:?} within {bound} s; the loop waits for them as for any straggler",
+            comm.rank
+        );
+    }
+    (started.elapsed().as_secs_f64(), unanswered)
+}
+
 /// The setup record's fields every rank of every pattern has.
 fn setup_record(rank: usize, clock: &Clock) -> Setup {
     Setup {
@@ -247,6 +269,9 @@ fn run(
             dir.display()
         );
     }
+    let len = job.len(rank);
+    let mut machine: Box<dyn Machine<Frame>> = outrun_proto::machine(plan, rank, len, false);
+    let (contact_s, unanswered) = open_contacts(&mut comm, &machine.contacts(), plan.run.deadline);
     let me = &plan.nodes[rank];
     log.event(&Event::Setup(Setup {
         worker: me.worker,
@@ -257,9 +282,10 @@ fn run(
         cores: Some(host.cores),
         paced: Some(host.paced),
         idle: Some(host.idle.name().into()),
+        contact_s: Some(contact_s),
+        unanswered,
         ..setup_record(rank, &clock)
     }));
-    let len = job.len(rank);
     let mut d = Driver::new(comm, clock, log, Core::of(plan, rank, job), plan.run.poll_us, host.idle);
     // The plan's prelude (a one-time phase before the loop), from a barrier so every rank
     // starts it together; a failure there ends the job as one in the loop does.
@@ -272,15 +298,15 @@ fn run(
         if let Some(secs) = d.core.prelude_s() {
             tracing::info!("the prelude took {secs:.3} s");
         }
-        // the traffic counters are the loop's (the summary's bytes per iteration)
-        let c = &mut d.comm;
-        (c.sent_msgs, c.sent_bytes, c.recv_msgs, c.recv_bytes) = (0, 0, 0, 0);
     }
-    let mut machine: Box<dyn Machine<Frame>> = outrun_proto::machine(plan, rank, len, false);
     let book = if logs { keep_book(&mut d.core, shared, &d.clock) } else { Ok(()) };
     agree(&mut d.comm, book)?;
     // One barrier before the timed loop so every rank starts ready; none inside the loop.
     d.comm.barrier();
+    // the traffic counters are the loop's (the summary's bytes per iteration): not the setup's
+    // exchanges, the first contacts or a prelude
+    let c = &mut d.comm;
+    (c.sent_msgs, c.sent_bytes, c.recv_msgs, c.recv_bytes) = (0, 0, 0, 0);
     let setup_s = started.elapsed().as_secs_f64();
     if logs {
         tracing::info!("setup took {setup_s:.3} s; starting {} iterations", plan.run.iterations);

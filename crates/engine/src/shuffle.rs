@@ -37,7 +37,7 @@ use mpi::traits::*;
 use outrun_codes::{ShuffleAllocation, ShuffleNode};
 use outrun_driver::{write_header, Core};
 use outrun_plan::Pattern;
-use outrun_proto::{Delivered, Frame, Histogram, Input};
+use outrun_proto::{Contacts, Delivered, Frame, Histogram, Input};
 use outrun_runlog::event::{Event, Phases, Setup, Shutdown, Traffic};
 use outrun_runlog::{Lines, Summary};
 use outrun_workloads::Job;
@@ -45,7 +45,7 @@ use outrun_workloads::Job;
 use crate::clock::Clock;
 use crate::error::EngineError;
 use crate::transport::{Backoff, Comm};
-use crate::{agree, io_error, keep_book, setup_record, Progress, Shared};
+use crate::{agree, io_error, keep_book, open_contacts, setup_record, Progress, Shared};
 
 /// Phases per iteration, in `phases.csv` order.
 const PHASES: [&str; 6] = ["map_s", "encode_s", "shuffle_s", "decode_s", "reduce_s", "redistribute_s"];
@@ -343,8 +343,13 @@ pub(crate) fn run(
             dir.display()
         );
     }
+    // every server sends every other its new ranks each iteration
+    let everyone = Contacts::peers(rank, 0..servers);
+    let (contact_s, unanswered) = open_contacts(&mut comm, &everyone, plan.run.deadline);
     log.event(&Event::Setup(Setup {
         server: Some(rank),
+        contact_s: Some(contact_s),
+        unanswered,
         mapped: Some(node.mapped().len()),
         reduced: Some(node.reduced().len()),
         groups: Some(node.group_count()),

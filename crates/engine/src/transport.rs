@@ -33,6 +33,8 @@ pub const PROTO: i32 = 7;
 pub const CLOCK: i32 = 3;
 /// Tag of the setup and teardown exchanges through rank 0 ([`Comm::star_exchange`]).
 const STAR: i32 = 5;
+/// Tag of the contact exchange before the loop ([`Comm::contact`]).
+const CONTACT: i32 = 9;
 /// Longest sleep between polls while waiting in a [`Comm::star_exchange`], µs.
 const STAR_SLEEP_US: u64 = 1000;
 
@@ -298,6 +300,35 @@ impl Comm {
             self.progress();
             backoff.idle();
         }
+    }
+
+    /// Exchange one small message with each of `peers` (each of them calls this with this rank
+    /// among its own), waiting at most `bound` for theirs: every link the loop will use carries
+    /// a message before the loop starts, so its first iteration does not pay for first contacts
+    /// (Open MPI's TCP transport connects a pair on its first message). Returns the peers not
+    /// heard from within the bound (the loop waits for them as for any straggler).
+    pub fn contact(&mut self, peers: &[usize], bound: Duration) -> Vec<usize> {
+        let end = Instant::now() + bound;
+        let one = Arc::new(vec![0.0]);
+        for &p in peers {
+            self.isend_words(p, CONTACT, one.clone(), 8);
+        }
+        let mut missing: std::collections::BTreeSet<usize> = peers.iter().copied().collect();
+        let mut backoff = Backoff::new(STAR_SLEEP_US);
+        while !missing.is_empty() && Instant::now() < end {
+            match self.recv_matching(unsafe { ffi::RSMPI_ANY_SOURCE }, CONTACT) {
+                Some(m) => {
+                    missing.remove(&m.source);
+                    backoff.reset();
+                }
+                None => {
+                    self.progress();
+                    backoff.idle_for(end.saturating_duration_since(Instant::now()));
+                }
+            }
+        }
+        self.flush_sends(end.saturating_duration_since(Instant::now()), |_| {});
+        missing.into_iter().collect()
     }
 
     /// Wait until every send has completed, polling `on_idle` (which should keep receiving, so

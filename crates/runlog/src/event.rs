@@ -99,6 +99,15 @@ pub struct Setup {
     /// sleep).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idle: Option<String>,
+    /// Seconds the rank spent before the loop exchanging a first message with each rank its loop
+    /// talks to (and, under `MPI_Allreduce`, one all-reduce): the first contacts' cost, kept
+    /// out of the first iteration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contact_s: Option<f64>,
+    /// Ranks whose first message did not come within `run.deadline` (the loop waited for them
+    /// as for any straggler).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unanswered: Vec<usize>,
     /// Vertices the server Maps (shuffle).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mapped: Option<usize>,

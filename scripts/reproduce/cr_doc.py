@@ -9,7 +9,7 @@ import os
 import statistics as st
 import sys
 
-from iterations import steady_mean, walls
+from iterations import first_apart, steady_mean, walls
 
 out, rate = sys.argv[1], sys.argv[2]
 order = ["cr", "gc-cyclic", "umw", "ignore", "rar", "allreduce"]
@@ -99,9 +99,9 @@ print("  (shifted exponential, a = 20 µs per point, μ = 5·10⁴ points/s, a·
 print("  workers still compute the real gradients, and all messages (θ down, gradients up, ring segments) are real")
 print("  TCP traffic over the shaped links: p + 3 doubles per message.")
 print(f"- {min(v['n'] for v in data[small]['med'].values())} repetitions of each scheme, interleaved (`outrun sweep`); medians below. A run's mean")
-print("  iteration is over its iterations after the first: the first also makes every pair's first contact (Open MPI's")
-print("  TCP transport connects a pair on its first message), which a long run amortises and the simulator does not")
-print("  model; the p95 and total columns count every iteration.\n")
+why = first_apart(glob.glob(os.path.join(out, "n*", "runs", "*")))
+print(f"  iteration is over its iterations after the first: the first {why}, which a long run amortises and the")
+print("  simulator does not model; the p95 and total columns count every iteration.\n")
 print(f"The N = {small} CR run's config (the others change only `scheme.*`; N = {large} also the data size):\n")
 print("```toml\n" + data[small]["cfg"].strip() + "\n```\n")
 for n in sizes:

@@ -10,7 +10,7 @@ import statistics as st
 import sys
 import tomllib
 
-from iterations import steady_mean, walls
+from iterations import first_apart, steady_mean, walls
 
 out, rate, latency = sys.argv[1], sys.argv[2], float(sys.argv[3])
 order = ["cr", "rar", "umw"]
@@ -43,9 +43,8 @@ w("and UMW with the same data and the same shifted-exponential compute delays (`
 w(f"p = 2000), without and with `[links] model = \"latency\"`, latency = {1e3 * latency:g} ms: the engine holds every")
 w("message that long before it leaves (this kernel's `tc` has no netem) — each of the ring's")
 w("2(N − 1) steps per iteration, each hop of CR's tree. Interleaved repetitions, the median of their mean")
-w("iteration times after the first. The first is listed apart: it also makes every pair's first contact (Open")
-w("MPI's TCP transport connects a pair on its first message) and can take seconds, which a long run amortises")
-w("and the simulator does not model (what else it spends there was not traced);")
+w(f"iteration times after the first. The first is listed apart: it {first_apart(glob.glob(os.path.join(out, 'n*', 'runs', '*')))},")
+w("which a long run amortises and the simulator does not model;")
 w("the simulator (`outrun simulate`, 20 trials) on each variant's first run's config with the")
 w("shaped rate as every NIC's bandwidth, holding the messages the same way. **All the ranks share 2 cores**:")
 w("every wait is longer than on a cluster with a core per rank, and the ring's lockstep steps pay it most.")

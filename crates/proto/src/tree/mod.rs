@@ -106,8 +106,6 @@ pub struct TreeNode<P: Vector> {
     silent: Vec<(u32, Option<u64>)>,
     failure: Option<Failure>,
     phase: Phase,
-    /// The parent and the children.
-    contacts: Contacts,
     out: VecDeque<Output<P>>,
 }
 
@@ -145,7 +143,6 @@ impl<P: Vector> TreeNode<P> {
             silent: vec![],
             failure: None,
             phase: Phase::Running,
-            contacts: Contacts::peers(rank, node.parent.into_iter().chain(node.children.iter().copied())),
             out: VecDeque::new(),
         }
     }
@@ -813,7 +810,9 @@ impl<P: Vector> Machine<P> for TreeNode<P> {
         self.out.pop_front()
     }
 
+    /// The parent and the children.
     fn contacts(&self) -> Contacts {
-        self.contacts.clone()
+        let parent = self.above.as_ref().map(Uplink::parent);
+        Contacts::peers(self.rank, parent.into_iter().chain(self.below.iter().flat_map(|k| k.ranks.iter().copied())))
     }
 }

@@ -380,6 +380,25 @@ fn a_module_that_never_returns_fails_the_check_at_the_deadline() {
     assert!(started.elapsed() < std::time::Duration::from_secs(30), "{:?}", started.elapsed());
 }
 
+/// A rank whose module takes its time to import (a slow disk, a download) holds every other rank
+/// in setup: rank 0 says which one, and what it waits for, after 10 s and not again before 30 s;
+/// the run then completes.
+#[test]
+fn rank_0_names_a_rank_that_is_slow_to_set_up() {
+    let dir = tempdir("slow-module");
+    let slow = "import os, time\nif os.environ.get('OMPI_COMM_WORLD_RANK') == '3':\n    time.sleep(14)\n";
+    let text = config(&LSQ_CFG, &module(&dir, "slow.py", &format!("{slow}{LEAST_SQUARES}")));
+    let (run, _run_dir, _, _) = train("slow-import", &text, &["run.iterations=3"]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let notes: Vec<&str> = run.stderr.lines().filter(|l| l.contains("has waited")).collect();
+    assert_eq!(
+        notes,
+        ["note: rank 0 has waited 10 s for 1 of the 8 ranks to load its share of the job: rank 3 (still waiting)"],
+        "{}",
+        run.stderr
+    );
+}
+
 /// A module that ends the process itself during `outrun check`'s probe (`os._exit`) leaves no
 /// exit 0 and no silent exit: the check runs in a child process, and its parent says in one line
 /// that the check ended without its verdict.

@@ -85,9 +85,9 @@ pub fn train(prepare: &dyn Fn() -> Result<Prepared, String>, progress: &mut dyn 
         }
         // Every rank loads its own share (rows, coded rows, the graph); a rank that cannot tells
         // everybody (collectively).
-        agree(&mut comm, job.load(plan, &[rank]))?;
+        agree(&mut comm, "load its share of the job", job.load(plan, &[rank]))?;
         if let Some(c) = &shared.resume {
-            agree(&mut comm, outrun_workloads::restore(job.as_mut(), &c.vectors))?;
+            agree(&mut comm, "restore the checkpoint", outrun_workloads::restore(job.as_mut(), &c.vectors))?;
         }
         let idle = plan.run.idle.resolve(local, cores);
         match plan.pattern {
@@ -105,7 +105,7 @@ pub fn train(prepare: &dyn Fn() -> Result<Prepared, String>, progress: &mut dyn 
         }
     }
     // every rank waits for the others here, not in MPI_Finalize (see Comm::barrier)
-    Comm::new(&world).barrier();
+    Comm::new(&world).barrier("finish");
     drop(universe);
     Finished { rank, result }
 }
@@ -149,11 +149,11 @@ fn report_dropped_logs(
 /// Collective: every rank learns whether every rank succeeded in a local step (loading its
 /// share of the job). The lowest rank that failed reports its error (it prints it: one line for
 /// the run, when every rank fails alike); the others stop without a line.
-fn agree<T, E: std::fmt::Display>(comm: &mut Comm, local: Result<T, E>) -> Result<T, EngineError> {
+fn agree<T, E: std::fmt::Display>(comm: &mut Comm, what: &str, local: Result<T, E>) -> Result<T, EngineError> {
     let size = i32::try_from(comm.size).expect("an MPI size is an int");
     let me = i32::try_from(comm.rank).expect("an MPI rank is an int");
     // the lowest failing rank, as the maximum of the negated ranks (size: none failed)
-    let first = -comm.star_max(-if local.is_err() { me } else { size });
+    let first = -comm.star_max(what, -if local.is_err() { me } else { size });
     match local {
         Ok(v) if first == size => Ok(v),
         Err(e) if first == me => Err(EngineError::Local { rank: comm.rank, host: hostname(), error: e.to_string() }),
@@ -254,10 +254,11 @@ fn run(
     clock.sync(&mut comm);
     // Every step that can fail on one rank (a full disk, an unwritable directory) is agreed by
     // all before anyone goes on: a rank stopping alone would leave the others in a barrier.
-    let mut log = agree(&mut comm, Lines::create(&dir.join(format!("rank-{rank}.jsonl"))).map_err(io))?.quiet();
+    let mut log =
+        agree(&mut comm, "open its log", Lines::create(&dir.join(format!("rank-{rank}.jsonl"))).map_err(io))?.quiet();
     let logs = rank == plan.log_rank();
     let header = if logs { write_header(dir, plan, &shared.config_toml, job.as_ref()).map_err(io) } else { Ok(()) };
-    agree(&mut comm, header)?;
+    agree(&mut comm, "finish setting up the run directory", header)?;
     if logs {
         tracing::info!(
             "{}: {} ranks, {} workers, d = {}, p = {}; run directory {}",
@@ -290,7 +291,7 @@ fn run(
     // The plan's prelude (a one-time phase before the loop), from a barrier so every rank
     // starts it together; a failure there ends the job as one in the loop does.
     if let Some(mut prelude) = outrun_proto::prelude::<Frame>(plan, rank, len) {
-        d.comm.barrier();
+        d.comm.barrier("start the prelude");
         let outcome = d.drive(prelude.as_mut());
         if let Err(why) = outcome.result {
             d.comm.abort_saying(1, &format!("error: {why}; the MPI job is aborted (logs are in {})", dir.display()));
@@ -300,9 +301,9 @@ fn run(
         }
     }
     let book = if logs { keep_book(&mut d.core, shared, &d.clock) } else { Ok(()) };
-    agree(&mut d.comm, book)?;
+    agree(&mut d.comm, "finish setting up", book)?;
     // One barrier before the timed loop so every rank starts ready; none inside the loop.
-    d.comm.barrier();
+    d.comm.barrier("start the loop");
     // the traffic counters are the loop's (the summary's bytes per iteration): not the setup's
     // exchanges, the first contacts or a prelude
     let c = &mut d.comm;

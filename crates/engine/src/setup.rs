@@ -79,7 +79,7 @@ pub(crate) fn setup(comm: &mut Comm, prepare: &dyn Fn() -> Result<Prepared, Stri
         };
         serde_json::to_vec(&reply).expect("setup serializes")
     });
-    let bytes = comm.star_broadcast(bytes);
+    let bytes = comm.star_broadcast("start (MPI_Init)", bytes);
     let reply: Reply =
         serde_json::from_slice(&bytes).map_err(|e| EngineError::Setup(format!("corrupt setup message: {e}")))?;
     let (plan, config_toml, run_dir, resume) = match reply {

@@ -331,10 +331,11 @@ pub(crate) fn run(
     clock.sync(&mut comm);
     // what can fail on one rank is agreed by all (a rank stopping alone would leave the others
     // in a collective)
-    let mut log = agree(&mut comm, Lines::create(&dir.join(format!("rank-{rank}.jsonl"))).map_err(io))?.quiet();
+    let mut log =
+        agree(&mut comm, "open its log", Lines::create(&dir.join(format!("rank-{rank}.jsonl"))).map_err(io))?.quiet();
     let logs = rank == plan.log_rank();
     let header = if logs { write_header(dir, plan, &shared.config_toml, job.as_ref()).map_err(io) } else { Ok(()) };
-    agree(&mut comm, header)?;
+    agree(&mut comm, "finish setting up the run directory", header)?;
     if logs {
         tracing::info!(
             "{}: {} servers, n = {n} vertices, {values} values per iteration; run directory {}",
@@ -369,7 +370,7 @@ pub(crate) fn run(
     let turns = node.turns();
     let mut core = Core::of(plan, rank, job);
     let book = if logs { keep_book(&mut core, shared, &clock) } else { Ok(()) };
-    agree(&mut comm, book)?;
+    agree(&mut comm, "finish setting up", book)?;
     world.barrier();
     let setup_s = started.elapsed().as_secs_f64();
     let patience = Patience {

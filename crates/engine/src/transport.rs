@@ -35,6 +35,11 @@ pub const CLOCK: i32 = 3;
 const STAR: i32 = 5;
 /// Tag of the contact exchange before the loop ([`Comm::contact`]).
 const CONTACT: i32 = 9;
+/// How long rank 0 waits in a [`Comm::star_exchange`] before it says which ranks it waits for
+/// (then again after three times as long, and so on): a rank stuck in its setup — a data file
+/// on a slow disk, a Python module that never returns — holds every other rank until the
+/// launch's bound, and the line names it meanwhile.
+pub const SAY_WAITING_AFTER: Duration = Duration::from_secs(10);
 /// Longest sleep between polls while waiting in a [`Comm::star_exchange`], µs.
 const STAR_SLEEP_US: u64 = 1000;
 
@@ -353,8 +358,8 @@ impl Comm {
     /// reliably only if no rank is inside `MPI_Finalize`'s fence (measured: with ranks in the
     /// fence it crashed in `PMIx_server_finalize` in 2 of 6 such ends, or hung; with ranks in a
     /// barrier, 10 of 10 ended cleanly).
-    pub fn barrier(&mut self) {
-        self.star_exchange(&[], |_| Answers::All(Vec::new()));
+    pub fn barrier(&mut self, what: &str) {
+        self.star_exchange(what, &[], |_| Answers::All(Vec::new()));
     }
 
     /// A collective through rank 0 over point-to-point messages, waited for by sleeping polls:
@@ -366,7 +371,11 @@ impl Comm {
     /// synchronisation took 36 s); and the library's tree and dissemination algorithms open TCP
     /// connections between every pair they pair up, where this uses only each rank's link to
     /// rank 0, which every pattern opens anyway.
-    pub fn star_exchange(&mut self, mine: &[u8], reply: impl FnOnce(Vec<Vec<u8>>) -> Answers) -> Vec<u8> {
+    ///
+    /// `what` is the step every rank does before it calls this ("load its share of the job"):
+    /// rank 0 names it, and the ranks it still waits for, after [`SAY_WAITING_AFTER`] and at
+    /// every tripling of the wait, on stderr.
+    pub fn star_exchange(&mut self, what: &str, mine: &[u8], reply: impl FnOnce(Vec<Vec<u8>>) -> Answers) -> Vec<u8> {
         if self.rank != 0 {
             let (words, n) = to_words(mine);
             self.isend_words(0, STAR, Arc::new(words), n);
@@ -376,9 +385,22 @@ impl Comm {
         }
         let mut all = vec![Vec::new(); self.size];
         all[0] = mine.to_vec();
-        for _ in 1..self.size {
-            let m = self.recv_blocking(None, STAR, STAR_SLEEP_US);
-            all[m.source] = from_words(&m);
+        let mut missing: std::collections::BTreeSet<usize> = (1..self.size).collect();
+        let (started, mut say_at) = (Instant::now(), SAY_WAITING_AFTER);
+        let mut backoff = Backoff::new(STAR_SLEEP_US);
+        while !missing.is_empty() {
+            if let Some(m) = self.recv_matching(unsafe { ffi::RSMPI_ANY_SOURCE }, STAR) {
+                missing.remove(&m.source);
+                all[m.source] = from_words(&m);
+                backoff.reset();
+                continue;
+            }
+            self.progress();
+            if started.elapsed() >= say_at {
+                eprintln!("{}", waiting_line(started.elapsed(), &missing, self.size, what));
+                say_at *= 3;
+            }
+            backoff.idle();
         }
         let own = match reply(all) {
             Answers::All(bytes) => {
@@ -403,18 +425,19 @@ impl Comm {
         own
     }
 
-    /// The largest of every rank's `v` ([`Comm::star_exchange`]).
-    pub fn star_max(&mut self, v: i32) -> i32 {
-        let out = self.star_exchange(&v.to_le_bytes(), |all| {
+    /// The largest of every rank's `v` ([`Comm::star_exchange`], after `what`).
+    pub fn star_max(&mut self, what: &str, v: i32) -> i32 {
+        let out = self.star_exchange(what, &v.to_le_bytes(), |all| {
             let max = all.iter().map(|b| i32::from_le_bytes(b[..4].try_into().expect("4 bytes"))).max();
             Answers::All(max.expect("rank 0 at least").to_le_bytes().to_vec())
         });
         i32::from_le_bytes(out[..4].try_into().expect("4 bytes"))
     }
 
-    /// Rank 0's `bytes` on every rank ([`Comm::star_exchange`]; the others pass None).
-    pub fn star_broadcast(&mut self, bytes: Option<Vec<u8>>) -> Vec<u8> {
-        self.star_exchange(&[], |_| Answers::All(bytes.unwrap_or_default()))
+    /// Rank 0's `bytes` on every rank ([`Comm::star_exchange`], after `what`; the others pass
+    /// None).
+    pub fn star_broadcast(&mut self, what: &str, bytes: Option<Vec<u8>>) -> Vec<u8> {
+        self.star_exchange(what, &[], |_| Answers::All(bytes.unwrap_or_default()))
     }
 
     /// Print `line` on stderr, then terminate every rank of the job. The line goes out in one
@@ -479,7 +502,7 @@ impl Comm {
         let capped = if quota < cpus.len() { quota as u32 } else { 0 };
         mine.extend_from_slice(&capped.to_le_bytes());
         cpus.iter().for_each(|c| mine.extend_from_slice(&c.to_le_bytes()));
-        let out = self.star_exchange(&mine, |all| {
+        let out = self.star_exchange("count the ranks on its host", &mine, |all| {
             Answers::Each(
                 host_shares(&all)
                     .into_iter()
@@ -528,6 +551,22 @@ fn to_words(bytes: &[u8]) -> (Vec<f64>, usize) {
         *w = f64::from_ne_bytes(b);
     }
     (words, bytes.len())
+}
+
+/// Rank 0's line about a setup or teardown step it has waited `waited` for: which of the
+/// `size` ranks have not done `what` yet (the first ten of them).
+fn waiting_line(waited: Duration, missing: &std::collections::BTreeSet<usize>, size: usize, what: &str) -> String {
+    let shown: Vec<String> = missing.iter().take(10).map(|r| r.to_string()).collect();
+    let more = missing.len().saturating_sub(shown.len());
+    let more = if more > 0 { format!(" and {more} more") } else { String::new() };
+    let ranks = if missing.len() == 1 { "rank" } else { "ranks" };
+    format!(
+        "note: rank 0 has waited {} s for {} of the {} ranks to {what}: {ranks} {}{more} (still waiting)",
+        waited.as_secs(),
+        missing.len(),
+        size - 1,
+        shown.join(", ")
+    )
 }
 
 /// The bytes a message carried.
@@ -663,9 +702,24 @@ fn parse_share(b: &[u8]) -> (&[u8], u32, Vec<u32>) {
 
 #[cfg(test)]
 mod tests {
-    use super::{behind_cap, host_shares, Backoff, MAX_BEHIND};
+    use super::{behind_cap, host_shares, waiting_line, Backoff, MAX_BEHIND};
     use outrun_config::Idle;
     use std::time::Duration;
+
+    /// Rank 0's line names the step and the ranks it waits for, ten at most.
+    #[test]
+    fn the_waiting_line_names_the_ranks_and_the_step() {
+        let one = waiting_line(Duration::from_millis(10_400), &[2].into(), 9, "load its share of the job");
+        assert_eq!(
+            one,
+            "note: rank 0 has waited 10 s for 1 of the 8 ranks to load its share of the job: rank 2 (still waiting)"
+        );
+        let many = waiting_line(Duration::from_secs(30), &(1..=14).collect(), 157, "start the loop");
+        assert_eq!(
+            many,
+            "note: rank 0 has waited 30 s for 14 of the 156 ranks to start the loop: ranks 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 and 4 more (still waiting)"
+        );
+    }
 
     /// Each mode's wait: `spin` and `yield` never sleep (spin hint, yield); `sleep` (and `auto`,
     /// resolved to it where ranks outnumber cores) yields for 20 µs before sleeping, except in a

@@ -86,8 +86,7 @@ fn ring_allreduce_and_mpi_allreduce_are_exact() {
     // the traffic counters are the loop's alone: each rank sent its 2(N − 1) segments per
     // iteration, not one message of the setup, the first contacts or the barrier before the loop
     let (n, iters) = (s["ranks"].as_u64().unwrap(), s["iterations"].as_u64().unwrap());
-    for rec in setup_and_shutdown(&s) {
-        let (setup, down) = rec;
+    for (setup, down) in setup_and_shutdown(&s) {
         assert_eq!(setup["unanswered"], serde_json::Value::Null, "{setup}");
         assert!(setup["contact_s"].as_f64().is_some_and(|c| c >= 0.0), "{setup}");
         assert_eq!(down["sent_msgs"].as_u64().unwrap(), iters * 2 * (n - 1), "{down}");

@@ -290,6 +290,9 @@ fn a_federated_run_that_accepted_nothing_says_so() {
     assert!(line.contains("12 of 12 rounds accepted no upload (θ unchanged)"), "{line}");
     assert!(!line.contains("exact") && !line.contains("loss"), "{line}");
     assert_eq!(summary(&dir)["empty_iterations"], 12);
+    // the start-up apart from the loop, as the summary has it
+    let setup = format!(" after {:.1} s of setup (", summary(&dir)["setup_s"].as_f64().unwrap());
+    assert!(line.contains(&setup), "{setup}: {line}");
     let out = tempdir("report-fl-none");
     let r = outrun(&["report", dir.to_str().unwrap(), "--out", out.to_str().unwrap()]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);

@@ -328,8 +328,10 @@ pub fn one_line(s: &Summary) -> String {
         0 => String::new(),
         n => format!("; {n} faulty results used (in {} iterations)", s.faulty_iterations),
     };
+    // the start-up (loading, the first contacts, a prelude) apart from the loop's time
+    let setup = if s.compute == "simulated" { String::new() } else { format!(" after {:.1} s of setup", s.setup_s) };
     format!(
-        "outrun: {} finished {} iterations in {:.3} s (mean {:.2} ms, p95 {:.2} ms per iteration){loss}{err}{exact}; {} late results discarded{rejected}{faulty}",
+        "outrun: {} finished {} iterations in {:.3} s{setup} (mean {:.2} ms, p95 {:.2} ms per iteration){loss}{err}{exact}; {} late results discarded{rejected}{faulty}",
         s.scheme,
         s.iterations,
         s.total_s,

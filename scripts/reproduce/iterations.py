@@ -27,12 +27,9 @@ def contact_s(run_dir):
     most = None
     for f in glob.glob(os.path.join(run_dir, "rank-*.jsonl")):
         with open(f) as lines:
-            for line in lines:
-                if '"setup"' not in line:
-                    continue
-                e = json.loads(line)
-                if e.get("ev") == "setup" and e.get("contact_s") is not None:
-                    most = max(most or 0.0, e["contact_s"])
+            first = json.loads(lines.readline() or "{}")  # every rank's log opens with its setup
+        if first.get("ev") == "setup" and first.get("contact_s") is not None:
+            most = max(most or 0.0, first["contact_s"])
     return most
 
 

@@ -17,6 +17,7 @@
 //! - Sub-communicators ([`Comm::split`]) and broadcast within them ([`Comm::broadcast`]) serve
 //!   patterns that talk in groups.
 
+use std::collections::BTreeSet;
 use std::os::raw::c_int;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -318,22 +319,44 @@ impl Comm {
         for &p in peers {
             self.isend_words(p, CONTACT, one.clone(), 8);
         }
-        let mut missing: std::collections::BTreeSet<usize> = peers.iter().copied().collect();
-        let mut backoff = Backoff::new(STAR_SLEEP_US);
-        while !missing.is_empty() && Instant::now() < end {
-            match self.recv_matching(unsafe { ffi::RSMPI_ANY_SOURCE }, CONTACT) {
-                Some(m) => {
-                    missing.remove(&m.source);
-                    backoff.reset();
-                }
-                None => {
-                    self.progress();
-                    backoff.idle_for(end.saturating_duration_since(Instant::now()));
-                }
-            }
-        }
+        let missing = self.receive_from_each(CONTACT, peers.iter().copied().collect(), Some(end), |_| {}, |_, _| {});
         self.flush_sends(end.saturating_duration_since(Instant::now()), |_| {});
         missing.into_iter().collect()
+    }
+
+    /// Receive one message of `tag` from each rank of `from`, sleeping between polls, until all
+    /// came or `end` (if any) passed: each goes to `got`; `waiting` hears, at every poll that
+    /// found nothing, how long this has waited and who is missing. Returns who is missing.
+    fn receive_from_each(
+        &mut self,
+        tag: i32,
+        mut from: BTreeSet<usize>,
+        end: Option<Instant>,
+        mut got: impl FnMut(Received),
+        mut waiting: impl FnMut(Duration, &BTreeSet<usize>),
+    ) -> BTreeSet<usize> {
+        let started = Instant::now();
+        let mut backoff = Backoff::new(STAR_SLEEP_US);
+        while !from.is_empty() {
+            let left = end.map(|e| e.saturating_duration_since(Instant::now()));
+            if left == Some(Duration::ZERO) {
+                break;
+            }
+            if let Some(m) = self.recv_matching(unsafe { ffi::RSMPI_ANY_SOURCE }, tag) {
+                if from.remove(&m.source) {
+                    got(m);
+                }
+                backoff.reset();
+                continue;
+            }
+            self.progress();
+            waiting(started.elapsed(), &from);
+            match left {
+                Some(left) => backoff.idle_for(left),
+                None => backoff.idle(),
+            }
+        }
+        from
     }
 
     /// Wait until every send has completed, polling `on_idle` (which should keep receiving, so
@@ -385,23 +408,19 @@ impl Comm {
         }
         let mut all = vec![Vec::new(); self.size];
         all[0] = mine.to_vec();
-        let mut missing: std::collections::BTreeSet<usize> = (1..self.size).collect();
-        let (started, mut say_at) = (Instant::now(), SAY_WAITING_AFTER);
-        let mut backoff = Backoff::new(STAR_SLEEP_US);
-        while !missing.is_empty() {
-            if let Some(m) = self.recv_matching(unsafe { ffi::RSMPI_ANY_SOURCE }, STAR) {
-                missing.remove(&m.source);
-                all[m.source] = from_words(&m);
-                backoff.reset();
-                continue;
-            }
-            self.progress();
-            if started.elapsed() >= say_at {
-                eprintln!("{}", waiting_line(started.elapsed(), &missing, self.size, what));
-                say_at *= 3;
-            }
-            backoff.idle();
-        }
+        let (size, mut say_at) = (self.size, SAY_WAITING_AFTER);
+        self.receive_from_each(
+            STAR,
+            (1..size).collect(),
+            None,
+            |m| all[m.source] = from_words(&m),
+            |waited, missing| {
+                if waited >= say_at {
+                    eprintln!("{}", waiting_line(waited, missing, size, what));
+                    say_at *= 3;
+                }
+            },
+        );
         let own = match reply(all) {
             Answers::All(bytes) => {
                 // one buffer serves every rank
@@ -555,7 +574,7 @@ fn to_words(bytes: &[u8]) -> (Vec<f64>, usize) {
 
 /// Rank 0's line about a setup or teardown step it has waited `waited` for: which of the
 /// `size` ranks have not done `what` yet (the first ten of them).
-fn waiting_line(waited: Duration, missing: &std::collections::BTreeSet<usize>, size: usize, what: &str) -> String {
+fn waiting_line(waited: Duration, missing: &BTreeSet<usize>, size: usize, what: &str) -> String {
     let shown: Vec<String> = missing.iter().take(10).map(|r| r.to_string()).collect();
     let more = missing.len().saturating_sub(shown.len());
     let more = if more > 0 { format!(" and {more} more") } else { String::new() };

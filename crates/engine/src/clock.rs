@@ -41,7 +41,7 @@ impl Clock {
                 for _ in 0..ROUNDS {
                     let t0 = self.local();
                     comm.isend_words(r, CLOCK, Arc::new(vec![0.0, t0]), 16);
-                    let reply = comm.recv_blocking(Some(r), CLOCK, 200);
+                    let reply = comm.recv_naming(r, CLOCK, 200, "answer the clock synchronisation");
                     let t1 = self.local();
                     let rtt = t1 - t0;
                     if rtt < best.0 {

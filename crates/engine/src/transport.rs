@@ -319,30 +319,54 @@ impl Comm {
         for &p in peers {
             self.isend_words(p, CONTACT, one.clone(), 8);
         }
-        let missing = self.receive_from_each(CONTACT, peers.iter().copied().collect(), Some(end), |_| {}, |_, _| {});
+        let missing = self.receive_from_each(
+            CONTACT,
+            peers.iter().copied().collect(),
+            Some(end),
+            STAR_SLEEP_US,
+            |_| {},
+            |_, _| {},
+        );
         self.flush_sends(end.saturating_duration_since(Instant::now()), |_| {});
         missing.into_iter().collect()
     }
 
-    /// Receive one message of `tag` from each rank of `from`, sleeping between polls, until all
-    /// came or `end` (if any) passed: each goes to `got`; `waiting` hears, at every poll that
-    /// found nothing, how long this has waited and who is missing. Returns who is missing.
+    /// Rank 0's blocking receive of one message of `tag` from `source` in setup, sleeping up to
+    /// `max_us` µs between polls: as [`Comm::star_exchange`], after [`SAY_WAITING_AFTER`] and at
+    /// every tripling of the wait it names on stderr the rank and `what` it has not done.
+    pub fn recv_naming(&mut self, source: usize, tag: i32, max_us: u64, what: &str) -> Received {
+        let mut m = None;
+        let say = say_waiting(self.size, what);
+        self.receive_from_each(tag, [source].into(), None, max_us, |r| m = Some(r), say);
+        m.expect("an unbounded wait ends with the message")
+    }
+
+    /// Receive one message of `tag` from each rank of `from`, sleeping up to `max_us` µs
+    /// between polls, until all came or `end` (if any) passed: each goes to `got`; `waiting`
+    /// hears, at every poll that found nothing, how long this has waited and who is missing.
+    /// Returns who is missing.
     fn receive_from_each(
         &mut self,
         tag: i32,
         mut from: BTreeSet<usize>,
         end: Option<Instant>,
+        max_us: u64,
         mut got: impl FnMut(Received),
         mut waiting: impl FnMut(Duration, &BTreeSet<usize>),
     ) -> BTreeSet<usize> {
         let started = Instant::now();
-        let mut backoff = Backoff::new(STAR_SLEEP_US);
+        let mut backoff = Backoff::new(max_us);
         while !from.is_empty() {
             let left = end.map(|e| e.saturating_duration_since(Instant::now()));
             if left == Some(Duration::ZERO) {
                 break;
             }
-            if let Some(m) = self.recv_matching(unsafe { ffi::RSMPI_ANY_SOURCE }, tag) {
+            // one rank: receive only its message (others of `tag` stay queued for their turn)
+            let source = match from.first() {
+                Some(&only) if from.len() == 1 => only as c_int,
+                _ => unsafe { ffi::RSMPI_ANY_SOURCE },
+            };
+            if let Some(m) = self.recv_matching(source, tag) {
                 if from.remove(&m.source) {
                     got(m);
                 }
@@ -408,18 +432,14 @@ impl Comm {
         }
         let mut all = vec![Vec::new(); self.size];
         all[0] = mine.to_vec();
-        let (size, mut say_at) = (self.size, SAY_WAITING_AFTER);
+        let say = say_waiting(self.size, what);
         self.receive_from_each(
             STAR,
-            (1..size).collect(),
+            (1..self.size).collect(),
             None,
+            STAR_SLEEP_US,
             |m| all[m.source] = from_words(&m),
-            |waited, missing| {
-                if waited >= say_at {
-                    eprintln!("{}", waiting_line(waited, missing, size, what));
-                    say_at *= 3;
-                }
-            },
+            say,
         );
         let own = match reply(all) {
             Answers::All(bytes) => {
@@ -570,6 +590,19 @@ fn to_words(bytes: &[u8]) -> (Vec<f64>, usize) {
         *w = f64::from_ne_bytes(b);
     }
     (words, bytes.len())
+}
+
+/// What rank 0 does while it waits for ranks to do `what` in setup or teardown: after
+/// [`SAY_WAITING_AFTER`] and at every tripling of the wait, say which of the `size` ranks it
+/// still waits for.
+fn say_waiting(size: usize, what: &str) -> impl FnMut(Duration, &BTreeSet<usize>) + '_ {
+    let mut say_at = SAY_WAITING_AFTER;
+    move |waited, missing| {
+        if waited >= say_at {
+            eprintln!("{}", waiting_line(waited, missing, size, what));
+            say_at *= 3;
+        }
+    }
 }
 
 /// Rank 0's line about a setup or teardown step it has waited `waited` for: which of the

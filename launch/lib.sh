@@ -16,9 +16,13 @@
 # appended to the file $1). A rank that ended the job without a word of its own — it exited
 # with a non-zero code, or exited in the middle of the run without finishing MPI (user code
 # calling exit: a Python model's os._exit) — is named in one line too, from mpirun's report.
-# The file $1.said exists once a line was printed.
+# The file $1.said exists once a line was printed. Each line passes as it comes: mawk (Debian's
+# awk) reads a pipe in blocks unless told it is interactive, which held a run's progress lines
+# and rank 0's notes until the job ended whenever stderr was not a terminal.
 filter_mpirun() {
-  awk -v deaths="$1" -v done="$1.done" -v said="$1.said" '
+  local interactive=()
+  if awk -W version 2>/dev/null | grep -q mawk; then interactive=(-W interactive); fi
+  awk ${interactive[@]+"${interactive[@]}"} -v deaths="$1" -v done="$1.done" -v said="$1.said" '
     function say(line) { print line; fflush(); print line >> deaths; fflush(deaths); spoke = 1 }
     /^------------------------------/ { block = !block; next }
     block && /exited on signal/ {

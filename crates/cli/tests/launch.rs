@@ -110,6 +110,48 @@ fn a_job_past_its_bound_is_stopped_with_one_line() {
     assert!(ranks(&out).is_empty(), "ranks left running");
 }
 
+/// A run's lines reach the launcher's stderr as rank 0 writes them, not when the job ends, also
+/// where stderr is not a terminal (a batch job's log): the filter that reduces mpirun's banners
+/// was mawk, which reads a pipe in blocks, and held a long run's progress lines to the end.
+#[test]
+fn a_long_runs_progress_lines_pass_as_they_come() {
+    use std::io::{BufRead, BufReader};
+    let _lock = mpi_lock();
+    let dir = tempdir("live-lines");
+    let cfg = write_config(&dir, LONG);
+    let out = dir.join("runs");
+    let bound = 15;
+    let mut child = start(&out, &cfg, &[("OUTRUN_TIMEOUT", &bound.to_string())]);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let err = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(err).lines().map_while(Result::ok) {
+            let _ = tx.send((Instant::now(), line));
+        }
+    });
+    let t0 = Instant::now();
+    let code = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status.code();
+        }
+        if t0.elapsed() > Duration::from_secs(bound + 45) {
+            kill_tree(&mut child);
+            panic!("the launcher did not end within its bound of {bound} s and 45 more");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let ended = Instant::now();
+    reader.join().unwrap();
+    let lines: Vec<(Instant, String)> = rx.try_iter().collect();
+    let all: Vec<&str> = lines.iter().map(|(_, l)| l.as_str()).collect();
+    assert_eq!(code, Some(124), "the job runs until its bound: {all:?}");
+    // rank 0 writes a progress line every 5 s of the loop
+    let (at, first) = lines.iter().find(|(_, l)| l.starts_with("outrun: iteration")).expect("a progress line");
+    let before_end = ended.duration_since(*at);
+    assert!(before_end > Duration::from_secs(3), "{first:?} came {before_end:?} before the launcher ended: {all:?}");
+    assert!(ranks(&out).is_empty(), "ranks left running");
+}
+
 #[test]
 fn ctrl_c_stops_the_job_and_the_launcher() {
     let _lock = mpi_lock();

@@ -62,23 +62,28 @@ fn wait_for_ranks(out: &Path, n: usize) {
     std::thread::sleep(Duration::from_millis(500));
 }
 
-fn finish(child: std::process::Child, out: &Path) -> (Option<i32>, String) {
+/// Waits for the launcher to end, at most 60 s; returns its exit code.
+fn wait_for(child: &mut std::process::Child, out: &Path) -> Option<i32> {
     let t0 = Instant::now();
-    let mut child = child;
     loop {
         if let Some(status) = child.try_wait().unwrap() {
-            let mut err = String::new();
-            std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
-            return (status.code(), err);
+            return status.code();
         }
         if t0.elapsed() > Duration::from_secs(60) {
             // the launcher, mpirun and the ranks: everything it started, so a failure leaves
             // nothing running
-            kill_tree(&mut child);
+            kill_tree(child);
             panic!("the launcher did not end within 60 s (its job {})", out.display());
         }
-        std::thread::sleep(Duration::from_millis(100));
+        std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+fn finish(mut child: std::process::Child, out: &Path) -> (Option<i32>, String) {
+    let code = wait_for(&mut child, out);
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+    (code, err)
 }
 
 #[test]
@@ -129,17 +134,7 @@ fn a_long_runs_progress_lines_pass_as_they_come() {
             let _ = tx.send((Instant::now(), line));
         }
     });
-    let t0 = Instant::now();
-    let code = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status.code();
-        }
-        if t0.elapsed() > Duration::from_secs(bound + 45) {
-            kill_tree(&mut child);
-            panic!("the launcher did not end within its bound of {bound} s and 45 more");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let code = wait_for(&mut child, &out);
     let ended = Instant::now();
     reader.join().unwrap();
     let lines: Vec<(Instant, String)> = rx.try_iter().collect();

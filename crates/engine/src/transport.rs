@@ -294,20 +294,6 @@ impl Comm {
         Some(Received { source: status.MPI_SOURCE as usize, words, bytes: nbytes })
     }
 
-    /// Blocking receive of a message from `source` (None: any) with `tag`, sleeping up to
-    /// `max_us` µs between polls (setup and teardown only).
-    pub fn recv_blocking(&mut self, source: Option<usize>, tag: i32, max_us: u64) -> Received {
-        let from = source.map_or(unsafe { ffi::RSMPI_ANY_SOURCE }, |s| s as c_int);
-        let mut backoff = Backoff::new(max_us);
-        loop {
-            if let Some(m) = self.recv_matching(from, tag) {
-                return m;
-            }
-            self.progress();
-            backoff.idle();
-        }
-    }
-
     /// Exchange one small message with each of `peers` (each of them calls this with this rank
     /// among its own), waiting at most `bound` for theirs: every link the loop will use carries
     /// a message before the loop starts, so its first iteration does not pay for first contacts
@@ -331,13 +317,19 @@ impl Comm {
         missing.into_iter().collect()
     }
 
-    /// Rank 0's blocking receive of one message of `tag` from `source` in setup, sleeping up to
-    /// `max_us` µs between polls: as [`Comm::star_exchange`], after [`SAY_WAITING_AFTER`] and at
-    /// every tripling of the wait it names on stderr the rank and `what` it has not done.
-    pub fn recv_naming(&mut self, source: usize, tag: i32, max_us: u64, what: &str) -> Received {
+    /// Blocking receive of one message of `tag` from `source`, sleeping up to `max_us` µs
+    /// between polls (setup and teardown only). With `say` (rank 0's waits: the step `source`
+    /// has not done), as in [`Comm::star_exchange`], it names the rank and the step on stderr
+    /// after [`SAY_WAITING_AFTER`] and at every tripling of the wait.
+    pub fn recv_blocking(&mut self, source: usize, tag: i32, max_us: u64, say: Option<&str>) -> Received {
         let mut m = None;
-        let say = say_waiting(self.size, what);
-        self.receive_from_each(tag, [source].into(), None, max_us, |r| m = Some(r), say);
+        let mut say = say.map(|what| say_waiting(self.size, what));
+        let waiting = |waited, missing: &BTreeSet<usize>| {
+            if let Some(say) = say.as_mut() {
+                say(waited, missing)
+            }
+        };
+        self.receive_from_each(tag, [source].into(), None, max_us, |r| m = Some(r), waiting);
         m.expect("an unbounded wait ends with the message")
     }
 
@@ -426,7 +418,7 @@ impl Comm {
         if self.rank != 0 {
             let (words, n) = to_words(mine);
             self.isend_words(0, STAR, Arc::new(words), n);
-            let m = self.recv_blocking(Some(0), STAR, STAR_SLEEP_US);
+            let m = self.recv_blocking(0, STAR, STAR_SLEEP_US, None);
             self.flush_sends(Duration::from_secs(30), |_| {});
             return from_words(&m);
         }

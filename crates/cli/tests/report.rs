@@ -52,6 +52,21 @@ fn report_writes_tables_and_plots_for_a_comparison() {
         rows[1].split('|').filter_map(|c| c.trim().strip_suffix('×')).map(|v| v.parse().unwrap()).collect();
     assert_eq!(speedups.len(), 2, "{}", rows[1]);
     assert!(speedups.iter().all(|&s| s > 1.2), "gc should beat umw with a 4x slow worker: {}", rows[1]);
+    // the first iteration apart and the mean of the others, in the summary and the table, as
+    // the run's iterations.csv gives them
+    let walls: Vec<f64> = iterations(&umw).iter().map(|r| r["wall_s"].parse().unwrap()).collect();
+    let rest = walls[1..].iter().sum::<f64>() / (walls.len() - 1) as f64;
+    // (the file's times have 6 decimals)
+    let sum = summary(&umw);
+    let (first, steady) = (sum["first_s"].as_f64().unwrap(), sum["steady_mean_s"].as_f64().unwrap());
+    assert!((first - walls[0]).abs() <= 0.5e-6 && (steady - rest).abs() <= 0.5e-6, "{sum}");
+    let cells: Vec<&str> = rows[0].split('|').map(str::trim).collect();
+    assert_eq!(
+        (cells[7], cells[8]),
+        (&*format!("{:.2}", first * 1e3), &*format!("{:.2}", steady * 1e3)),
+        "{}",
+        rows[0]
+    );
     // the busiest node of a star is the master
     assert!(rows[0].trim_end().ends_with("(0) |"), "{}", rows[0]);
     for f in ["c1-error-vs-time", "c1-iteration-time", "c1-timeline-umw", "c1-timeline-gc"] {

@@ -330,8 +330,16 @@ pub fn one_line(s: &Summary) -> String {
     };
     // the start-up (loading, the first contacts, a prelude) apart from the loop's time
     let setup = if s.compute == "simulated" { String::new() } else { format!(" after {:.1} s of setup", s.setup_s) };
+    // a first iteration that took more than twice the others' mean moves a short run's mean:
+    // say so, with the others' mean beside it
+    let first = match (s.first_s, s.steady_mean_s) {
+        (Some(f), Some(m)) if s.iterations > 1 && f > 2.0 * m => {
+            format!("; the first took {:.2} ms, the others {:.2} ms on average", f * 1e3, m * 1e3)
+        }
+        _ => String::new(),
+    };
     format!(
-        "outrun: {} finished {} iterations in {:.3} s{setup} (mean {:.2} ms, p95 {:.2} ms per iteration){loss}{err}{exact}; {} late results discarded{rejected}{faulty}",
+        "outrun: {} finished {} iterations in {:.3} s{setup} (mean {:.2} ms, p95 {:.2} ms per iteration{first}){loss}{err}{exact}; {} late results discarded{rejected}{faulty}",
         s.scheme,
         s.iterations,
         s.total_s,
@@ -388,4 +396,38 @@ fn blame_section(r: &Run, md: &mut String) -> Result<(), ReportError> {
 
 fn sanitize(s: &str) -> String {
     s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary(iterations: u64, mean: f64, first: Option<f64>, steady: Option<f64>) -> Summary {
+        let mut s: Summary = serde_json::from_str(&format!(
+            r#"{{"name":"m","scheme":"umw","title":"t","workers":2,"ranks":3,"s":0,"samples":4,"features":2,"iterations":{iterations},"setup_s":0.1,"total_s":1.0,"mean_s":{mean},"median_s":{mean},"p95_s":{mean},"max_s":{mean},"final_loss":null,"final_error":null,"exact_iterations":{iterations},"late_discarded":0,"master_bytes_per_iter":0.0,"stragglers":"none","compute":"real","run_dir":"x"}}"#
+        ))
+        .unwrap();
+        (s.first_s, s.steady_mean_s) = (first, steady);
+        s
+    }
+
+    /// The run's last line names a first iteration that took more than twice the others' mean,
+    /// with that mean, and says nothing of one like the others (or of a summary without the
+    /// fields, or of a run of one iteration).
+    #[test]
+    fn the_last_line_sets_a_slow_first_iteration_apart() {
+        let slow = one_line(&summary(10, 0.0028, Some(0.01), Some(0.002)));
+        assert!(
+            slow.contains("p95 2.80 ms per iteration; the first took 10.00 ms, the others 2.00 ms on average)"),
+            "{slow}"
+        );
+        for s in [
+            summary(10, 0.0021, Some(0.003), Some(0.002)),
+            summary(10, 0.0021, None, None),
+            summary(1, 0.01, Some(0.01), Some(0.01)),
+        ] {
+            let line = one_line(&s);
+            assert!(line.contains("p95 ") && !line.contains("the first took"), "{line}");
+        }
+    }
 }

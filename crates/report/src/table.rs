@@ -19,11 +19,11 @@ pub fn markdown(runs: &[&Run], opts: &Options) -> Result<String, ReportError> {
     // rings all-reduce: their bus bandwidth, as nccl-tests reports it
     let rings = runs.iter().any(|r| r.busbw.is_some());
     o.push_str(&format!(
-        "| run | scheme | N | s | iterations | mean ms/it | median ms/it | p95 ms/it | uploaded KB/it | total s | speedup |{tcols} final error | exact | late discarded | busiest node: KB/it (rank) |{}\n",
+        "| run | scheme | N | s | iterations | mean ms/it | first ms | mean of the rest ms/it | median ms/it | p95 ms/it | uploaded KB/it | total s | speedup |{tcols} final error | exact | late discarded | busiest node: KB/it (rank) |{}\n",
         if rings { " all-reduce busbw MB/s |" } else { "" }
     ));
     o.push_str(&format!(
-        "|---|---|---|---|---|---|---|---|---|---|---|{}---|---|---|---|{}\n",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|{}---|---|---|---|{}\n",
         "---|---|---|".repeat(opts.targets.len()),
         if rings { "---|" } else { "" }
     ));
@@ -68,8 +68,12 @@ pub fn markdown(runs: &[&Run], opts: &Options) -> Result<String, ReportError> {
             (true, Some(b)) => format!(" {:.1} |", b / 1e6),
             (true, None) => " - |".into(),
         };
+        // the first iteration apart (a run's first contacts, caches, a slow start), and the mean
+        // of the others; runs of builds before the fields: "n/a"
+        let ms = |x: Option<f64>| x.map_or("n/a".into(), |x| format!("{:.2}", x * 1e3));
+        let (first, steady) = (ms(s.first_s), ms(s.steady_mean_s));
         o.push_str(&format!(
-            "| {}{} | {} | {} | {} | {} | {:.2} | {:.2} | {:.2} | {up} | {:.3} | {:.2}× |{tvals} {err} | {exact} | {} | {busy} |{bw}\n",
+            "| {}{} | {} | {} | {} | {} | {:.2} | {first} | {steady} | {:.2} | {:.2} | {up} | {:.3} | {:.2}× |{tvals} {err} | {exact} | {} | {busy} |{bw}\n",
             r.label(),
             if std::ptr::eq(*r, base) { " (baseline)" } else { "" },
             s.scheme,

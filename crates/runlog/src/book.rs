@@ -274,6 +274,8 @@ impl Book {
             parity_s: self.prelude,
             total_s: total,
             mean_s: self.walls.iter().sum::<f64>() / n,
+            first_s: self.walls.first().copied(),
+            steady_mean_s: steady_mean(&self.walls),
             median_s: quantile(&self.walls, 0.5),
             p95_s: quantile(&self.walls, 0.95),
             max_s: self.walls.iter().cloned().fold(0.0, f64::max),
@@ -306,6 +308,23 @@ impl Book {
 
 /// The columns every `iterations.csv` starts with (a job adds its own after them).
 pub const COLUMNS: &str = "iteration,wall_s,cumulative_s,loss,normalized_error,relative_change,used,survivors,coverage,exact,residual,late_discarded,test_accuracy,rejected,faulty_used";
+
+/// The mean of `walls` after the first (the first alone when it is the only one; `None` when
+/// there is none).
+///
+/// ```
+/// # use outrun_runlog::steady_mean;
+/// assert_eq!(steady_mean(&[9.0, 1.0, 3.0]), Some(2.0));
+/// assert_eq!(steady_mean(&[9.0]), Some(9.0));
+/// assert_eq!(steady_mean(&[]), None);
+/// ```
+pub fn steady_mean(walls: &[f64]) -> Option<f64> {
+    match walls {
+        [] => None,
+        [only] => Some(*only),
+        [_, rest @ ..] => Some(rest.iter().sum::<f64>() / rest.len() as f64),
+    }
+}
 
 /// Relative change ‖θ_t − θ_{t−1}‖² / ‖θ_{t−1}‖² (thesis eq. 4.9); `None` when θ_{t−1} = 0.
 fn relative_change(theta: &[f64], prev: &[f64]) -> Option<f64> {

@@ -230,6 +230,16 @@ pub struct Summary {
     pub total_s: f64,
     /// Mean seconds per iteration.
     pub mean_s: f64,
+    /// Seconds of the loop's first iteration (absent with no iteration, and in runs of builds
+    /// before this field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_s: Option<f64>,
+    /// Mean seconds per iteration after the first (the first's alone when the run has one): the
+    /// figure a short run's comparison should use, since its first iteration can cost more than
+    /// the others (docs/logs.md). Absent with no iteration, and in runs of builds before this
+    /// field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steady_mean_s: Option<f64>,
     /// Median seconds per iteration.
     pub median_s: f64,
     /// 95th percentile of seconds per iteration.

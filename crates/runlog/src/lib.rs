@@ -18,7 +18,7 @@ pub mod event;
 mod files;
 pub mod read;
 
-pub use book::{Book, IterationRecord, Latency, RunInfo, COLUMNS};
+pub use book::{steady_mean, Book, IterationRecord, Latency, RunInfo, COLUMNS};
 pub use checkpoint::{Checkpoint, CHECKPOINT, CHECKPOINT_FORMAT};
 pub use event::Event;
 pub use files::{create_run_dir, dir_bytes, free_bytes, outgrows, quantile, utc_stamp, Lines, Summary, FORMAT};

@@ -15,6 +15,7 @@ rate="${1:-20mbit}"; reps="${2:-1}"
 bin="${OUTRUN_BIN:-$here/target/release/outrun}"
 cfg=configs/reproduce/comm-emu.toml
 out="runs/reproduce-comm-$(date -u +%Y%m%d-%H%M%S)"
+mkdir -p "$(dirname "$out")"   # the link check and drop counts are written beside the run directory
 export OUTRUN_EMU_CLUSTER=repro
 emu=launch/emu-cluster
 [ "$(id -u)" -eq 0 ] || { echo "reproduce-comm: needs root (network namespaces); run it with sudo" >&2; exit 2; }

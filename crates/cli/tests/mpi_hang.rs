@@ -294,3 +294,64 @@ fn a_stopped_hierarchical_client_is_named_by_the_master() {
     assert!(took < Duration::from_secs(25), "{took:?}");
     assert_gone(pid, tag);
 }
+
+/// The rank of the MPI process `pid` (its `OMPI_COMM_WORLD_RANK`), if it is one.
+fn world_rank(pid: u32) -> Option<usize> {
+    let env = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+    env.split(|&b| b == 0)
+        .find_map(|v| std::str::from_utf8(v.strip_prefix(b"OMPI_COMM_WORLD_RANK=")?).ok()?.parse().ok())
+}
+
+/// `outrun bench floor` waits in MPI's own collectives, which have no bound and cannot name a
+/// late rank: with one rank stopped, rank 0 says, 10 s after the loop's last progress, that it
+/// is waiting and how far the loop got (the launcher's bound ends such a job; here the test
+/// does).
+#[test]
+fn a_benchmark_stuck_in_mpis_collectives_says_so() {
+    let _lock = mpi_lock();
+    let dir = tempdir("floor-stuck");
+    let err_path = dir.join("stderr");
+    let mut cmd = mpirun_command_bound(3, "none");
+    cmd.args(["bench", "floor", "--values", "100", "--iterations", "5000000"]);
+    cmd.stdout(Stdio::null()).stderr(std::fs::File::create(&err_path).unwrap());
+    let mut child = cmd.spawn().unwrap();
+    let t0 = Instant::now();
+    let pid = loop {
+        if let Some(pid) = descendants(child.id()).into_iter().find(|&p| world_rank(p) == Some(2)) {
+            break pid;
+        }
+        if t0.elapsed() > Duration::from_secs(30) {
+            kill_tree(&mut child);
+            panic!("rank 2 did not start");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    std::thread::sleep(Duration::from_secs(1));
+    // SAFETY: kill(2) on a rank of the job this test started
+    unsafe {
+        libc::kill(pid as libc::pid_t, libc::SIGSTOP);
+    }
+    let stopped = Instant::now();
+    let line = loop {
+        let text = std::fs::read_to_string(&err_path).unwrap_or_default();
+        if let Some(line) = text.lines().find(|l| l.starts_with("note: rank 0 has waited")) {
+            break line.to_string();
+        }
+        if stopped.elapsed() > Duration::from_secs(40) {
+            kill_tree(&mut child);
+            panic!("no note within 40 s of the stop:\n{text}");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let took = stopped.elapsed();
+    kill_tree(&mut child);
+    assert!(
+        line.starts_with("note: rank 0 has waited 10 s in `outrun bench floor` (MPI_Bcast, MPI_Gather) with ")
+            && line.ends_with(
+                " of 5000000 iterations done; MPI's own collectives do not say which rank is late (still waiting)"
+            ),
+        "{line}"
+    );
+    assert!(took >= Duration::from_millis(9900), "said {took:?} after the stop: {line}");
+    assert_gone(pid, "floor-stuck");
+}

@@ -7,8 +7,9 @@
 
 use std::cell::RefCell;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use mpi::collective::SystemOperation;
 use mpi::traits::*;
@@ -23,7 +24,61 @@ use outrun_workloads::{Applied, DataError, Job, JobError};
 
 use crate::clock::Clock;
 use crate::driver::Driver;
-use crate::transport::Comm;
+use crate::transport::{Comm, SAY_WAITING_AFTER};
+
+/// Rank 0's watch over a benchmark's loop of MPI's own collectives, which wait without a bound
+/// and cannot say which rank is late: when the loop has made no progress for
+/// [`SAY_WAITING_AFTER`], and at every tripling of that wait, a thread of rank 0 says so in one
+/// line, with how far the loop got (the launcher's bound ends the job). No other rank watches;
+/// the thread makes no MPI call.
+struct Watch {
+    done: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Watch {
+    /// On rank 0, watch a loop in `what` (e.g. "`outrun bench floor` (MPI_Bcast, MPI_Gather)")
+    /// of `of` `units` (e.g. "iterations").
+    fn start(rank: usize, what: &'static str, of: u64, units: &'static str) -> Self {
+        let done = Arc::new(AtomicU64::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = (rank == 0).then(|| {
+            let (done, stop) = (done.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let (mut seen, mut since, mut say_at) = (done.load(Relaxed), Instant::now(), SAY_WAITING_AFTER);
+                while !stop.load(Relaxed) {
+                    std::thread::sleep(Duration::from_millis(100));
+                    let now = done.load(Relaxed);
+                    if now != seen {
+                        (seen, since, say_at) = (now, Instant::now(), SAY_WAITING_AFTER);
+                    } else if since.elapsed() >= say_at {
+                        eprintln!(
+                            "note: rank 0 has waited {} s in {what} with {seen} of {of} {units} done; MPI's own collectives do not say which rank is late (still waiting)",
+                            since.elapsed().as_secs()
+                        );
+                        say_at *= 3;
+                    }
+                }
+            })
+        });
+        Watch { done, stop, thread }
+    }
+
+    /// The loop has done `k` of its units.
+    fn done(&self, k: u64) {
+        self.done.store(k, Relaxed);
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        self.stop.store(true, Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
 
 /// One vector size and schedule: seconds per all-reduce (slowest rank, best of the rounds).
 #[derive(Clone, Debug)]
@@ -151,6 +206,8 @@ pub fn ring_vs_mpi(
     let (local, cores) = comm.host_share(&crate::machine());
     let idle = idle.resolve(local, cores);
     let mut rows = Vec::new();
+    let watch = Watch::start(rank, "`outrun bench ring` (MPI_Allreduce)", (sizes.len() * rounds) as u64, "rounds");
+    let mut round = 0;
     for &bytes in sizes {
         let n = (bytes / 8).max(size);
         let input: Vec<f64> = (0..n).map(|i| ((i * 7 + rank * 13) % 101) as f64 * 0.5).collect();
@@ -165,6 +222,8 @@ pub fn ring_vs_mpi(
         let mut best_mpi = f64::INFINITY;
         let mut agree_here = true;
         for _ in 0..rounds {
+            watch.done(round);
+            round += 1;
             for (a, &alg) in algs.iter().enumerate() {
                 let spare = Rc::new(RefCell::new(None));
                 let job = Repeat { input: input_arc.clone(), spare: spare.clone() };
@@ -228,8 +287,10 @@ pub fn master_worker_floor(values: usize, iterations: usize) -> (usize, usize, F
     // each worker's result is its model plus its rank: the sum is N·θ + N(N+1)/2
     let n = (size - 1) as f64;
     let offset = n * (n + 1.0) / 2.0;
+    let watch = Watch::start(rank, "`outrun bench floor` (MPI_Bcast, MPI_Gather)", iterations as u64, "iterations");
     world.barrier();
-    for _ in 0..iterations {
+    for k in 0..iterations {
+        watch.done(k as u64);
         let t0 = Instant::now();
         root.broadcast_into(&mut model[..]);
         if rank == 0 {
@@ -247,8 +308,10 @@ pub fn master_worker_floor(values: usize, iterations: usize) -> (usize, usize, F
             root.gather_into(&result[..]);
         }
     }
+    watch.done(iterations as u64);
     let mut agree = false;
     world.all_reduce_into(&ok, &mut agree, SystemOperation::logical_and());
+    drop(watch);
     let mean_s = times.iter().sum::<f64>() / times.len().max(1) as f64;
     let median_s = if times.is_empty() { 0.0 } else { outrun_runlog::quantile(&times, 0.5) };
     (rank, size, FloorRow { values, iterations, median_s, mean_s, agree })
@@ -276,6 +339,7 @@ pub fn group_broadcasts(r: usize, values: usize) -> (usize, GroupsRow) {
     let comm = Comm::new(&world);
     let (rank, k) = (comm.rank, comm.size);
     let subsets: Vec<Vec<usize>> = combinations(k, (r + 1).min(k)).collect();
+    let watch = Watch::start(rank, "`outrun bench groups` (MPI_Comm_split, MPI_Bcast)", subsets.len() as u64, "groups");
     let mut groups: Vec<Option<Comm>> = subsets
         .iter()
         .enumerate()
@@ -286,6 +350,7 @@ pub fn group_broadcasts(r: usize, values: usize) -> (usize, GroupsRow) {
     let mut ok = true;
     let mut count = 0;
     for (g, sub) in groups.iter_mut().enumerate() {
+        watch.done(g as u64);
         let Some(sub) = sub.as_mut() else { continue };
         for root in 0..sub.size {
             let mut buf: Vec<f64> =
@@ -302,6 +367,7 @@ pub fn group_broadcasts(r: usize, values: usize) -> (usize, GroupsRow) {
     world.all_reduce_into(&ok, &mut all_ok, SystemOperation::logical_and());
     let mut total = 0u64;
     world.all_reduce_into(&(count as u64), &mut total, SystemOperation::sum());
+    drop(watch);
     for c in groups.into_iter().flatten() {
         c.free();
     }

@@ -107,7 +107,7 @@ run_mpi_job() {
   # timeout exits 124 after TERM, 137 if KILL was needed too
   if [ "$rc" -eq 124 ] || { [ "$rc" -eq 137 ] && [ $((SECONDS - start)) -ge "$bound" ]; }; then
     # the bound the user set (local.sh's bound_said: OUTRUN_TIMEOUT, of which the check used a part)
-    echo "launch: the job did not end within its bound of ${bound_said:-$bound} s and was stopped (default: 120 s + run.iterations × run.deadline; set OUTRUN_TIMEOUT=SECONDS to change it)" >&2
+    echo "launch: the job did not end within its bound of ${bound_said:-$bound} s and was stopped (default: ${bound_default:-120 s + run.iterations × run.deadline}; set OUTRUN_TIMEOUT=SECONDS to change it)" >&2
     return 124
   fi
   # no non-zero exit without a line: mpirun itself interrupted or killed, or a failure nobody named

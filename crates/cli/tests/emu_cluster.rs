@@ -165,6 +165,19 @@ a = 1e-4
     eprintln!("emulated link: {}", link.stdout.trim());
     assert!((mbs - 6.25).abs() / 6.25 <= 0.15, "shaped 50 Mbit/s link measured {mbs} MB/s");
 
+    // a command of its own past its bound: stopped with one line naming the bound and the default
+    // that applies to it (not a config's)
+    let mut cmd = Command::new(script());
+    cmd.args(["mpirun", "2", "sleep", "60"]).env("OUTRUN_EMU_CLUSTER", CLUSTER).env("OUTRUN_TIMEOUT", "3");
+    let run = run_with_timeout(cmd, Duration::from_secs(60));
+    assert_eq!(run.code, Some(124), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("did not end within its bound of 3 s")
+            && run.stderr.contains("(default: 3600 s for a command of its own;"),
+        "{}",
+        run.stderr
+    );
+
     // launch/cluster.sh for real, with the cluster's `ip netns exec` agent standing in for ssh:
     // copy binary, resolved config and a LIBSVM data file to every host, run from h0, gather.
     cluster_sh_copies_runs_and_gathers(&dir);

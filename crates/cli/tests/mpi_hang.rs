@@ -326,7 +326,9 @@ fn a_benchmark_stuck_in_mpis_collectives_says_so() {
         }
         std::thread::sleep(Duration::from_millis(50));
     };
-    std::thread::sleep(Duration::from_secs(1));
+    // well past MPI_Init (rank 0 watches from its loop on: a rank stopped in MPI_Init would stop
+    // rank 0 before it), well before the 5 000 000 iterations end
+    std::thread::sleep(Duration::from_secs(3));
     // SAFETY: kill(2) on a rank of the job this test started
     unsafe {
         libc::kill(pid as libc::pid_t, libc::SIGSTOP);

@@ -598,7 +598,8 @@ fn a_prelude_sums_every_workers_contribution_at_the_root() {
 /// Every message of a run (two iterations and the shutdown) crosses a pair that both of its
 /// machines name among their contacts, and the contacts are symmetric: a driver that opens
 /// them before the loop opens every link the loop uses, and each side of a link waits for the
-/// other. A ring under `MPI_Allreduce` names the collective instead.
+/// other. A ring under `MPI_Allreduce` names the collective instead. The machines that wait in
+/// lockstep are those whose plan says so.
 #[test]
 fn every_message_crosses_a_pair_both_machines_name_as_contacts() {
     let five = ["scheme.kind=rar", "scheme.s=", "scheme.workers=5"];
@@ -636,6 +637,10 @@ fn every_message_crosses_a_pair_both_machines_name_as_contacts() {
         }
         let delivering = (0..p.ranks).filter(|&r| p.delivers(r)).count();
         assert_eq!(net.delivered.len(), 2 * delivering, "{name}: both iterations delivered");
+        // the machines wait in lockstep (the driver's spin window) exactly where `outrun plan`
+        // says they do: the plan's line and the machines decide it apart, and must agree
+        let says = p.describe().contains("in a ring's steps");
+        assert_eq!(net.eager_seen.iter().any(|&e| e), says, "{name}: lockstep per the machines vs the plan's line");
         for r in (0..p.ranks).filter(|&r| p.delivers(r)) {
             net.input(r, Input::Finish { failure: None });
         }
@@ -656,4 +661,6 @@ fn every_message_crosses_a_pair_both_machines_name_as_contacts() {
     for m in &net.nodes {
         assert_eq!(m.contacts(), Contacts { peers: vec![], collective: Some(LEN) });
     }
+    // under MPI_Allreduce the library waits, not a ring's steps
+    assert!(!p.describe().contains("in a ring's steps"), "{}", p.describe());
 }

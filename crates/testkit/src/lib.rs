@@ -160,6 +160,9 @@ pub struct Scripted {
     pub ack_sends: bool,
     /// Tracked messages sent and not yet reported as left: (rank, track).
     pub unacked: Vec<(usize, u64)>,
+    /// Whether each rank's machine said, after some input, that it waits in a lockstep exchange
+    /// ([`Machine::eager`]).
+    pub eager_seen: Vec<bool>,
 }
 
 impl Scripted {
@@ -188,6 +191,7 @@ impl Scripted {
             len,
             ack_sends: false,
             unacked: vec![],
+            eager_seen: vec![false; n],
         };
         (0..n).for_each(|r| s.carry_out(r));
         s
@@ -207,6 +211,7 @@ impl Scripted {
     pub fn input(&mut self, rank: usize, input: Input<Vec<f64>>) {
         self.nodes[rank].handle(&At(self.now), input);
         self.carry_out(rank);
+        self.eager_seen[rank] |= self.nodes[rank].eager();
     }
 
     fn carry_out(&mut self, rank: usize) {

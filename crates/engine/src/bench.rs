@@ -206,7 +206,12 @@ pub fn ring_vs_mpi(
     let (local, cores) = comm.host_share(&crate::machine());
     let idle = idle.resolve(local, cores);
     let mut rows = Vec::new();
-    let watch = Watch::start(rank, "`outrun bench ring` (MPI_Allreduce)", (sizes.len() * rounds) as u64, "rounds");
+    let watch = Watch::start(
+        rank,
+        "`outrun bench ring` (MPI_Allreduce and our all-reduce)",
+        (sizes.len() * rounds) as u64,
+        "rounds",
+    );
     let mut round = 0;
     for &bytes in sizes {
         let n = (bytes / 8).max(size);

@@ -24,13 +24,13 @@ use outrun_workloads::{Applied, DataError, Job, JobError};
 
 use crate::clock::Clock;
 use crate::driver::Driver;
-use crate::transport::{Comm, SAY_WAITING_AFTER};
+use crate::transport::{Comm, Tripling};
 
 /// Rank 0's watch over a benchmark's loop of MPI's own collectives, which wait without a bound
-/// and cannot say which rank is late: when the loop has made no progress for
-/// [`SAY_WAITING_AFTER`], and at every tripling of that wait, a thread of rank 0 says so in one
-/// line, with how far the loop got (the launcher's bound ends the job). No other rank watches;
-/// the thread makes no MPI call.
+/// and cannot say which rank is late: when the loop has made no progress for as long as
+/// [`Tripling`] says (10 s, then every tripling), a thread of rank 0 says so in one line, with
+/// how far the loop got (the launcher's bound ends the job). No other rank watches; the thread
+/// makes no MPI call.
 struct Watch {
     done: Arc<AtomicU64>,
     stop: Arc<AtomicBool>,
@@ -46,18 +46,20 @@ impl Watch {
         let thread = (rank == 0).then(|| {
             let (done, stop) = (done.clone(), stop.clone());
             std::thread::spawn(move || {
-                let (mut seen, mut since, mut say_at) = (done.load(Relaxed), Instant::now(), SAY_WAITING_AFTER);
+                let (mut seen, mut since, mut due) = (done.load(Relaxed), Instant::now(), Tripling::default());
                 while !stop.load(Relaxed) {
                     std::thread::sleep(Duration::from_millis(100));
                     let now = done.load(Relaxed);
                     if now != seen {
-                        (seen, since, say_at) = (now, Instant::now(), SAY_WAITING_AFTER);
-                    } else if since.elapsed() >= say_at {
+                        (seen, since, due) = (now, Instant::now(), Tripling::default());
+                        continue;
+                    }
+                    let waited = since.elapsed();
+                    if due.due(waited) {
                         eprintln!(
                             "note: rank 0 has waited {} s in {what} with {seen} of {of} {units} done; MPI's own collectives do not say which rank is late (still waiting)",
-                            since.elapsed().as_secs()
+                            waited.as_secs()
                         );
-                        say_at *= 3;
                     }
                 }
             })

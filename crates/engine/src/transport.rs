@@ -588,12 +588,32 @@ fn to_words(bytes: &[u8]) -> (Vec<f64>, usize) {
 /// [`SAY_WAITING_AFTER`] and at every tripling of the wait, say which of the `size` ranks it
 /// still waits for.
 fn say_waiting(size: usize, what: &str) -> impl FnMut(Duration, &BTreeSet<usize>) + '_ {
-    let mut say_at = SAY_WAITING_AFTER;
+    let mut due = Tripling::default();
     move |waited, missing| {
-        if waited >= say_at {
+        if due.due(waited) {
             eprintln!("{}", waiting_line(waited, missing, size, what));
-            say_at *= 3;
         }
+    }
+}
+
+/// When a wait is worth a line: once it reaches [`SAY_WAITING_AFTER`], then at every tripling
+/// of that (10, 30, 90, … s). A new wait starts from a new schedule.
+pub(crate) struct Tripling(Duration);
+
+impl Default for Tripling {
+    fn default() -> Self {
+        Tripling(SAY_WAITING_AFTER)
+    }
+}
+
+impl Tripling {
+    /// Whether a wait of `waited` is due a line (if so, the next is due at three times as long).
+    pub(crate) fn due(&mut self, waited: Duration) -> bool {
+        let due = waited >= self.0;
+        if due {
+            self.0 *= 3;
+        }
+        due
     }
 }
 
@@ -763,6 +783,14 @@ mod tests {
             many,
             "note: rank 0 has waited 30 s for 14 of the 156 ranks to start the loop: ranks 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 and 4 more (still waiting)"
         );
+    }
+
+    /// Rank 0's waits are said at 10, 30 and 90 s (polled once a second here).
+    #[test]
+    fn a_wait_is_said_at_10_30_90_seconds() {
+        let mut due = super::Tripling::default();
+        let said: Vec<u64> = (0..200).filter(|&s| due.due(Duration::from_secs(s))).collect();
+        assert_eq!(said, [10, 30, 90]);
     }
 
     /// Each mode's wait: `spin` and `yield` never sleep (spin hint, yield); `sleep` (and `auto`,

@@ -294,7 +294,15 @@ impl<'a> Driver<'a> {
             if self.done.is_some() {
                 continue;
             }
-            while let Some(r) = self.comm.try_recv() {
+            // at most one message per rank of the communicator in a pass: a stream that never
+            // pauses (the results of a scheme that waits for one of many, at one rank per core)
+            // would otherwise keep this loop from the rest of the pass, where sends are retired
+            // (past `MAX_BEHIND` unretired sends to a peer its messages are dropped, and the job
+            // stalled for its deadline), timers fire and a finished computation is delivered
+            let mut budget = self.comm.size.max(1);
+            while budget > 0 {
+                let Some(r) = self.comm.try_recv() else { break };
+                budget -= 1;
                 progressed = true;
                 match wire::decode(r.words, r.bytes) {
                     Ok((head, body)) => {

@@ -24,7 +24,18 @@ filter_mpirun() {
   if awk -W version 2>/dev/null | grep -q mawk; then interactive=(-W interactive); fi
   awk ${interactive[@]+"${interactive[@]}"} -v deaths="$1" -v done="$1.done" -v said="$1.said" '
     function say(line) { print line; fflush(); print line >> deaths; fflush(deaths); spoke = 1 }
-    /^------------------------------/ { block = !block; next }
+    # the first paragraph of mpirun'"'"'s first banner, kept for a job that fails without a word
+    # ("There are not enough slots available in the system to satisfy the 13 slots ...")
+    /^------------------------------/ {
+      block = !block
+      if (block && banner == "") inpara = 1
+      if (!block && inpara) { banner = para; inpara = 0 }
+      next
+    }
+    block && inpara {
+      if ($0 ~ /^[ \t]*$/) { if (para != "") { banner = para; inpara = 0 } }
+      else { line = $0; sub(/^[ \t]+/, "", line); para = (para == "" ? line : para " " line) }
+    }
     block && /exited on signal/ {
       r = "?"; h = "?"; s = "a signal"
       if (match($0, /rank [0-9]+/)) r = substr($0, RSTART + 5, RLENGTH - 5)
@@ -58,6 +69,8 @@ filter_mpirun() {
       else if (!spoke && exited != "")
         say("error: rank " exited " exited with code " code " without a word; the job was stopped")
       if (spoke) printf "" > said
+      sub(/:[ \t]*$/, "", banner)
+      if (banner != "") printf "%s", banner > (deaths ".banner")
       printf "" > done
     }
   '
@@ -97,9 +110,10 @@ run_mpi_job() {
   if [ -s "$deaths" ] && [ -n "$dir" ] && [ -d "$dir" ]; then
     cat "$deaths" >> "$dir/launch.log"
   fi
-  local said=1
+  local said=1 banner=""
   [ "${OUTRUN_MPI_VERBOSE:-0}" = "1" ] || [ -e "$deaths.said" ] || said=0
-  rm -f "$note" "$deaths" "$deaths.done" "$deaths.said"
+  [ -s "$deaths.banner" ] && banner=$(cat "$deaths.banner")
+  rm -f "$note" "$deaths" "$deaths.done" "$deaths.said" "$deaths.banner"
   if [ "$interrupted" -eq 1 ]; then
     echo "launch: interrupted; the MPI job was stopped${dir:+ (run directory $dir)}" >&2
     return 130
@@ -111,7 +125,10 @@ run_mpi_job() {
     return 124
   fi
   # no non-zero exit without a line: mpirun itself interrupted or killed, or a failure nobody named
-  if [ "$rc" -ne 0 ] && [ "$said" -eq 0 ]; then
+  if [ "$rc" -ne 0 ] && [ "$said" -eq 0 ] && [ -n "$banner" ]; then
+    # mpirun refused or failed the job itself (no slots, an unreachable host): its own first words
+    echo "launch: mpirun: $banner (exit code $rc; OUTRUN_MPI_VERBOSE=1 shows its whole report)" >&2
+  elif [ "$rc" -ne 0 ] && [ "$said" -eq 0 ]; then
     echo "launch: the MPI job ended with exit code $rc and no rank said why (mpirun was interrupted or killed, or a rank ended without a word)${dir:+; run directory $dir}; OUTRUN_MPI_VERBOSE=1 shows mpirun's own report" >&2
   fi
   return "$rc"

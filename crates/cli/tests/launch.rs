@@ -240,6 +240,24 @@ fn a_rank_or_mpirun_ending_without_a_word_is_named_in_one_line() {
     assert!(ranks(&out).is_empty(), "ranks left running after mpirun's SIGINT");
 }
 
+#[test]
+fn mpirun_refusing_the_job_is_named_in_one_line_of_its_own_words() {
+    // mpirun refuses before any rank starts (here: two mapping policies; in an emulated cluster
+    // whose environment chose a launcher of one host, "not enough slots"); its banner was
+    // dropped with the others and the launcher said only that no rank said why
+    let _lock = mpi_lock();
+    let dir = tempdir("mpirun-refuses");
+    let cfg = write_config(&dir, LONG);
+    let out = dir.join("runs");
+    let flags = [("OUTRUN_MPIRUN_FLAGS", "--host localhost:1 --nooversubscribe")];
+    let (status, err) = finish(start(&out, &cfg, &flags), &out);
+    assert!(status.is_some_and(|c| c != 0), "{status:?}: {err}");
+    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(lines[0].starts_with("launch: mpirun: ") && lines[0].contains("policy"), "{err}");
+    assert!(ranks(&out).is_empty(), "ranks left running");
+}
+
 /// Progress through the launcher: a line every OUTRUN_PROGRESS_EVERY seconds when stderr is not
 /// a terminal, with the pace, the time left and the rank waited for most (here the slow one);
 /// nothing with --quiet, which the launcher hands to `outrun train` alone.

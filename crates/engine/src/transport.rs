@@ -150,6 +150,11 @@ impl Comm {
     }
 
     fn isend_raw(&mut self, dest: usize, tag: i32, ptr: *const f64, nbytes: usize, keep: Keep, track: Option<u64>) {
+        // at the cap, first retire what has completed: a full count must mean untaken messages,
+        // not a sender that has not tested its sends lately
+        if self.sends[dest].len() >= self.max_behind {
+            self.retire(dest);
+        }
         if self.sends[dest].len() >= self.max_behind {
             // the destination takes nothing: drop the message (the protocol has it as silent)
             if self.dropped[dest] == 0 {
@@ -217,21 +222,23 @@ impl Comm {
     /// Retire completed sends, each destination's from its oldest; returns how many are still
     /// in flight.
     pub fn progress(&mut self) -> usize {
-        let mut left = 0;
-        for queue in &mut self.sends {
-            while let Some(s) = queue.front_mut() {
-                let mut flag: c_int = 0;
-                let rc = unsafe { ffi::MPI_Test(&mut s.req, &mut flag, ffi::RSMPI_STATUS_IGNORE) };
-                check(rc, "MPI_Test");
-                if flag == 0 {
-                    break;
-                }
-                self.done.extend(s.track);
-                queue.pop_front();
+        (0..self.sends.len()).map(|dest| self.retire(dest)).sum()
+    }
+
+    /// Retire `dest`'s completed sends from its oldest; returns how many are still in flight.
+    fn retire(&mut self, dest: usize) -> usize {
+        let queue = &mut self.sends[dest];
+        while let Some(s) = queue.front_mut() {
+            let mut flag: c_int = 0;
+            let rc = unsafe { ffi::MPI_Test(&mut s.req, &mut flag, ffi::RSMPI_STATUS_IGNORE) };
+            check(rc, "MPI_Test");
+            if flag == 0 {
+                break;
             }
-            left += queue.len();
+            self.done.extend(s.track);
+            queue.pop_front();
         }
-        left
+        queue.len()
     }
 
     /// Allow `cap` incomplete sends per destination before dropping ([`behind_cap`]).

@@ -19,14 +19,38 @@ fn environment() {
     });
 }
 
-/// `text` as module `name` in a directory of this test process.
+/// A test's directory of modules, removed when the test's thread ends (the test harness runs
+/// each test on a thread of its own; one directory for the whole process was never removed).
+struct ModuleDir(PathBuf);
+
+impl ModuleDir {
+    fn new() -> Self {
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("outrun-python-test-{}-{n}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        ModuleDir(dir)
+    }
+}
+
+impl Drop for ModuleDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+thread_local! {
+    static DIR: ModuleDir = ModuleDir::new();
+}
+
+/// `text` as module `name` in this test's directory.
 fn module(name: &str, text: &str) -> PathBuf {
     environment();
-    let dir = std::env::temp_dir().join(format!("outrun-python-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(format!("{name}.py"));
-    std::fs::write(&path, text).unwrap();
-    path
+    DIR.with(|dir| {
+        let path = dir.0.join(format!("{name}.py"));
+        std::fs::write(&path, text).unwrap();
+        path
+    })
 }
 
 const LEAST_SQUARES: &str = "import numpy as np

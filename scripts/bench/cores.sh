@@ -75,6 +75,10 @@ rows = list(csv.DictReader(open(sys.argv[1])))
 print("%.4f" % (1e3 * statistics.median(float(r["wall_s"]) for r in rows)))
 PY
 }
+failed() { # what, log: say on stderr that it failed, with the log's last lines; mark the invocation
+  { echo "cores.sh: $1 failed ($2); its last lines:"; tail -n 15 "$2"; } >&2
+  touch "$out/failed"
+}
 run() { # tag, workers, then --set arguments: the run's median iteration (ms)
   local tag=$1 n=$2; shift 2
   local dir="$out/runs/$tag"
@@ -82,8 +86,7 @@ run() { # tag, workers, then --set arguments: the run's median iteration (ms)
   if ! OUTRUN_TIMEOUT=300 "$here/launch/local.sh" "$here/configs/bench/overhead.toml" \
       --set run.iterations="$iters" --set run.out_dir="$dir" --set scheme.workers="$n" \
       --set data.samples=$((2 * n)) "$@" > "$out/$tag.log" 2>&1; then
-    { echo "cores.sh: the run $tag failed ($out/$tag.log); its last lines:"; tail -n 15 "$out/$tag.log"; } >&2
-    touch "$out/failed"
+    failed "the run $tag" "$out/$tag.log"
     echo nan
     return
   fi
@@ -92,9 +95,7 @@ run() { # tag, workers, then --set arguments: the run's median iteration (ms)
 floor() { # ranks: bench floor's median iteration (ms)
   if ! "${MPIRUN[@]}" -np "$1" "$bin" bench floor --values 5000 --iterations "$iters" \
       > "$out/floor-$1-$2.csv" 2> "$out/floor-$1-$2.log"; then
-    { echo "cores.sh: bench floor at $1 ranks failed ($out/floor-$1-$2.log); its last lines:"
-      tail -n 15 "$out/floor-$1-$2.log"; } >&2
-    touch "$out/failed"
+    failed "bench floor at $1 ranks" "$out/floor-$1-$2.log"
     echo nan
     return
   fi
@@ -145,9 +146,7 @@ for r in "$@"; do
   echo
   if ! "${MPIRUN[@]}" -np "$r" "$bin" bench ring --algorithms auto --rounds 5 --seconds 0.3 \
       --sizes 1024,16384,65536,262144,1048576,4194304,16777216 > "$out/ring-$r.csv" 2> "$out/ring-$r.log"; then
-    { echo "cores.sh: bench ring at $r ranks failed ($out/ring-$r.log); its last lines:"
-      tail -n 15 "$out/ring-$r.log"; } >&2
-    touch "$out/failed"
+    failed "bench ring at $r ranks" "$out/ring-$r.log"
     unset got
     continue
   fi

@@ -291,6 +291,11 @@ pub(crate) fn timing_comparable(dir: &Path, what: &str) -> bool {
     ok
 }
 
+/// The final θ of a run directory (`theta.txt`, one value a line).
+pub(crate) fn final_theta(dir: &Path) -> Vec<f64> {
+    std::fs::read_to_string(dir.join("theta.txt")).unwrap().lines().map(|l| l.parse().unwrap()).collect()
+}
+
 pub(crate) fn summary(dir: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap()
 }

@@ -135,10 +135,6 @@ fn job_reference(text: &str, sets: &[String]) -> Vec<f64> {
     outrun_workloads::job(&plan).reference(&plan).unwrap()
 }
 
-fn theta(dir: &std::path::Path) -> Vec<f64> {
-    std::fs::read_to_string(dir.join("theta.txt")).unwrap().lines().map(|l| l.parse().unwrap()).collect()
-}
-
 /// The test's own forward pass of a ReLU network of widths `sizes` (layout: W1, b1, W2, b2, …):
 /// the class.
 fn mlp_class(theta: &[f64], sizes: &[usize], x: &[f64]) -> usize {
@@ -173,7 +169,7 @@ fn an_mlp_trains_on_the_ten_digits_exactly() {
     let text = shipped("mlp-digits.toml");
     let (run, dir, _, sets) = train("digits-mlp", &text, &[]);
     assert_eq!(run.code, Some(0), "{}", run.stderr);
-    let got = theta(&dir);
+    let got = final_theta(&dir);
     let want = job_reference(&text, &sets);
     let diff = outrun_workloads::metrics::relative_diff(&got, &want);
     assert!(diff <= 1e-9, "θ differs from the serial reference by {diff:e}");
@@ -194,7 +190,7 @@ fn rff_kernel_regression_reaches_scikit_learns_accuracy() {
     let text = shipped("rff-digits.toml");
     let (run, dir, _, sets) = train("digits-rff", &text, &[]);
     assert_eq!(run.code, Some(0), "{}", run.stderr);
-    let diff = outrun_workloads::metrics::relative_diff(&theta(&dir), &job_reference(&text, &sets));
+    let diff = outrun_workloads::metrics::relative_diff(&final_theta(&dir), &job_reference(&text, &sets));
     assert!(diff <= 1e-9, "θ differs from the serial reference by {diff:e}");
     let oracle = include_str!("data/rff_sklearn.txt");
     let sklearn: f64 = oracle.lines().nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
@@ -212,7 +208,7 @@ fn a_784_200_200_10_network_trains_on_mnist_idx_files_exactly() {
     let (run, dir, _, sets) = train("mnist-mlp", &text, &["run.iterations=60"]);
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     let want = job_reference(&text, &sets);
-    let diff = outrun_workloads::metrics::relative_diff(&theta(&dir), &want);
+    let diff = outrun_workloads::metrics::relative_diff(&final_theta(&dir), &want);
     assert!(diff <= 1e-9, "θ differs from the serial reference by {diff:e}");
     let data = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data");
     let (dims, pixels) = read_idx(&format!("{data}/mnist-5k-test-images.idx.gz"));
@@ -251,7 +247,7 @@ fn rows_sorted_by_label_give_non_iid_parts_and_stay_exact() {
     ];
     let (run, dir, _, all) = train("digits-by-label", &text, &sets);
     assert_eq!(run.code, Some(0), "{}", run.stderr);
-    let diff = outrun_workloads::metrics::relative_diff(&theta(&dir), &job_reference(&text, &all));
+    let diff = outrun_workloads::metrics::relative_diff(&final_theta(&dir), &job_reference(&text, &all));
     assert!(diff <= 1e-9, "θ differs from the serial reference by {diff:e}");
     // worker 1's first part is the first tenth of the sorted rows: zeros and ones only
     let cfg = outrun_config::parse(&text, &all).unwrap();
@@ -293,7 +289,7 @@ fn a_csv_file_trains_like_the_same_data_in_libsvm() {
     let libsvm: Vec<String> = vec!["data.test_path=".into(), "run.iterations=20".into()];
     let want = job_reference(&text, &libsvm);
     assert_eq!(job_reference(&text, &all), want, "the CSV file is the LIBSVM file's data");
-    let diff = outrun_workloads::metrics::relative_diff(&theta(&out), &want);
+    let diff = outrun_workloads::metrics::relative_diff(&final_theta(&out), &want);
     assert!(diff <= 1e-9, "θ differs from the LIBSVM reference by {diff:e}");
 }
 
@@ -336,7 +332,7 @@ fn ranks_read_their_rows_from_the_cache_the_check_wrote() {
         let sets = vec![format!("run.out_dir={}", out.display())];
         let run = mpirun_env(5, &cfg, &sets, env, std::time::Duration::from_secs(120));
         assert_eq!(run.code, Some(0), "{tag}: {}", run.stderr);
-        theta(&run_dir(&out))
+        final_theta(&run_dir(&out))
     };
     let cache_env = cache.display().to_string();
     let from_cache = train(&[("XDG_CACHE_HOME", &cache_env)], "cached");
@@ -386,7 +382,7 @@ fn a_csv_with_word_labels_last_and_semicolons_trains_without_preprocessing() {
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     let want = job_reference(&text, &["run.iterations=20".to_string()]);
     assert_eq!(job_reference(&text, &all), want, "the word-labelled CSV is the LIBSVM file's data");
-    let diff = outrun_workloads::metrics::relative_diff(&theta(&out), &want);
+    let diff = outrun_workloads::metrics::relative_diff(&final_theta(&out), &want);
     assert!(diff <= 1e-9, "θ differs from the LIBSVM reference by {diff:e}");
     let names: Vec<String> = (0..10).map(|k| format!("digit-{k}")).collect();
     let plan: serde_json::Value =
@@ -423,7 +419,7 @@ fn a_zero_based_libsvm_file_trains_like_its_one_based_original() {
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     let want = job_reference(&text, &["run.iterations=20".to_string()]);
     assert_eq!(job_reference(&text, &all), want, "the 0-based file holds the 1-based file's data");
-    let diff = outrun_workloads::metrics::relative_diff(&theta(&out), &want);
+    let diff = outrun_workloads::metrics::relative_diff(&final_theta(&out), &want);
     assert!(diff <= 1e-9, "θ differs from the 1-based reference by {diff:e}");
     assert!(summary(&out)["final_test_accuracy"].as_f64().is_some_and(|a| a > 0.8), "{}", summary(&out));
 }
@@ -457,7 +453,7 @@ fn a_file_sorted_by_class_shuffled_gives_iid_parts_and_stays_exact() {
     let refs: Vec<&str> = sets.iter().map(String::as_str).collect();
     let (run, out, _, all) = train("digits-shuffle", &cfg_text, &refs);
     assert_eq!(run.code, Some(0), "{}", run.stderr);
-    let diff = outrun_workloads::metrics::relative_diff(&theta(&out), &job_reference(&cfg_text, &all));
+    let diff = outrun_workloads::metrics::relative_diff(&final_theta(&out), &job_reference(&cfg_text, &all));
     assert!(diff <= 1e-9, "θ differs from the serial reference by {diff:e}");
     let cfg = outrun_config::parse(&cfg_text, &all).unwrap();
     let plan = outrun_workloads::resolve(&cfg).unwrap();
@@ -497,7 +493,7 @@ fn standardized_features_spanning_seven_orders_train_like_the_original() {
     let refs: Vec<&str> = sets.iter().map(String::as_str).collect();
     let (run, out, _, all) = train("digits-standardize", &text, &refs);
     assert_eq!(run.code, Some(0), "{}", run.stderr);
-    let got = theta(&out);
+    let got = final_theta(&out);
     let diff = outrun_workloads::metrics::relative_diff(&got, &job_reference(&text, &all));
     assert!(diff <= 1e-9, "θ differs from the serial reference by {diff:e}");
     let original = job_reference(&text, &["data.standardize=true".to_string(), "run.iterations=20".to_string()]);
@@ -545,7 +541,7 @@ fn a_test_fraction_holds_out_rows_and_trains_on_the_rest() {
     let (a, b) = (write("train.libsvm", &train_rows), write("held.libsvm", &held));
     let explicit =
         [format!("data.path={}", a.display()), format!("data.test_path={}", b.display()), "run.iterations=20".into()];
-    let diff = outrun_workloads::metrics::relative_diff(&theta(&out), &job_reference(&text, &explicit));
+    let diff = outrun_workloads::metrics::relative_diff(&final_theta(&out), &job_reference(&text, &explicit));
     assert!(diff <= 1e-9, "θ differs from the explicit split's serial reference by {diff:e}");
     let plan: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("plan.json")).unwrap()).unwrap();
@@ -630,7 +626,7 @@ fn missing_values_filled_with_column_means_train_like_the_filled_file() {
         let (run, out, _, _) = train(tag, &text, &refs);
         assert_eq!(run.code, Some(0), "{tag}: {}", run.stderr);
         let want = job_reference(&text, &csv(&write(&format!("{tag}-filled.csv"), Some(fill)), more));
-        let diff = outrun_workloads::metrics::relative_diff(&theta(&out), &want);
+        let diff = outrun_workloads::metrics::relative_diff(&final_theta(&out), &want);
         assert!(diff <= 1e-9, "{tag}: θ differs from the filled file's reference by {diff:e}");
     }
     // without data.missing the blanks are refused, naming the first one and the key

@@ -301,8 +301,7 @@ fn run_directory_has_every_log() {
     assert!(late
         .iter()
         .all(|e| e["child"] == 4 && e["msg_t"].as_u64().unwrap() < e["t"].as_u64().unwrap() || e["msg_t"] == e["t"]));
-    let theta: Vec<f64> =
-        std::fs::read_to_string(dir.join("theta.txt")).unwrap().lines().map(|l| l.parse().unwrap()).collect();
+    let theta = final_theta(&dir);
     assert_eq!(theta.len(), 12);
     assert_eq!(theta, *trajectory(&dir).last().unwrap());
 }
@@ -522,10 +521,8 @@ fn a_master_whose_results_never_pause_still_retires_its_sends() {
     let rd = run_dir(&out);
     let s = summary(&rd);
     assert_eq!(s["exact_iterations"], 200, "{s}");
-    let theta: Vec<f64> =
-        std::fs::read_to_string(rd.join("theta.txt")).unwrap().lines().map(|l| l.parse().unwrap()).collect();
     let want = reference(&text, &sets);
-    let diff = max_rel_diff(&[theta], &want[want.len() - 1..]);
+    let diff = max_rel_diff(&[final_theta(&rd)], &want[want.len() - 1..]);
     assert!(diff <= 1e-9, "final θ differs from serial GD by {diff:e}");
     for rank in 0..8 {
         let log = std::fs::read_to_string(rd.join(format!("rank-{rank}.jsonl"))).unwrap();

@@ -853,7 +853,7 @@ fn a_column_with_no_value_to_average_is_refused_by_check() {
         let args: Vec<&str> = ["check", cfg.as_str()].into_iter().chain(sets.iter().copied()).collect();
         let r = outrun(&args);
         assert_eq!(r.code, Some(2), "{sets:?}: {}{}", r.stdout, r.stderr);
-        let lines: Vec<&str> = r.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+        let lines = common::said(&r.stderr);
         assert_eq!(lines.len(), 1, "{}", r.stderr);
         assert!(lines[0].contains("column of feature 1: no value to take the mean of"), "{}", lines[0]);
     }

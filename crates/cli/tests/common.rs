@@ -291,6 +291,12 @@ pub(crate) fn timing_comparable(dir: &Path, what: &str) -> bool {
     ok
 }
 
+/// The lines of `stderr` that say something (blank ones dropped): what a test counts when a
+/// failure must be one line.
+pub(crate) fn said(stderr: &str) -> Vec<&str> {
+    stderr.lines().filter(|l| !l.trim().is_empty()).collect()
+}
+
 /// The final θ of a run directory (`theta.txt`, one value a line).
 pub(crate) fn final_theta(dir: &Path) -> Vec<f64> {
     std::fs::read_to_string(dir.join("theta.txt")).unwrap().lines().map(|l| l.parse().unwrap()).collect()

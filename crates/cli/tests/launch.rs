@@ -212,7 +212,7 @@ fn a_rank_or_mpirun_ending_without_a_word_is_named_in_one_line() {
         let out = dir.join(format!("runs{code}"));
         let (status, err) = finish(start(&out, &cfg, &[("VIRTUAL_ENV", &python_env())]), &out);
         assert!(status.is_some_and(|c| c != 0), "exit {code}: {status:?}: {err}");
-        let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+        let lines = common::said(&err);
         assert_eq!(lines.len(), 1, "exit {code}: {err}");
         assert!(lines[0].starts_with(want), "exit {code}: {err}");
         if code == 0 {
@@ -233,7 +233,7 @@ fn a_rank_or_mpirun_ending_without_a_word_is_named_in_one_line() {
     assert!(Command::new("kill").args(["-INT", &mpirun.to_string()]).status().unwrap().success());
     let (status, err) = finish(child, &out);
     assert!(status.is_some_and(|c| c != 0), "{status:?}: {err}");
-    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    let lines = common::said(&err);
     assert_eq!(lines.len(), 1, "{err}");
     assert!(lines[0].contains("no rank said why") || lines[0].starts_with("error: rank"), "{err}");
     std::thread::sleep(Duration::from_millis(500));
@@ -252,7 +252,7 @@ fn mpirun_refusing_the_job_is_named_in_one_line_of_its_own_words() {
     let flags = [("OUTRUN_MPIRUN_FLAGS", "--host localhost:1 --nooversubscribe")];
     let (status, err) = finish(start(&out, &cfg, &flags), &out);
     assert!(status.is_some_and(|c| c != 0), "{status:?}: {err}");
-    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    let lines = common::said(&err);
     assert_eq!(lines.len(), 1, "{err}");
     assert!(lines[0].starts_with("launch: mpirun: ") && lines[0].contains("policy"), "{err}");
     assert!(ranks(&out).is_empty(), "ranks left running");

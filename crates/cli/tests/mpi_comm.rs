@@ -210,7 +210,7 @@ fn a_group_beyond_tolerance_fails_naming_the_group() {
     let (run, _, _, _) =
         train("cegc-dead", &BASE, &["stragglers.model=fail-stop", "stragglers.workers=[1, 2, 3]", "run.deadline=2"]);
     assert_eq!(run.code, Some(1), "{}", run.stderr);
-    let lines: Vec<&str> = run.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    let lines = common::said(&run.stderr);
     assert_eq!(lines.len(), 1, "{}", run.stderr);
     assert!(
         lines[0].contains("group 1 (children 1..4)") && lines[0].contains("missing: workers 1, 2, 3"),
@@ -251,7 +251,7 @@ fn cgc_and_g_cgc_are_exact_and_upload_a_fraction_of_a_gradient() {
     dead.extend(["stragglers.model=fail-stop", "stragglers.workers=[1, 4, 6]", "run.deadline=2"]);
     let (run, _, _, _) = train("cgc-dead", &BASE, &dead);
     assert_eq!(run.code, Some(1), "{}", run.stderr);
-    let lines: Vec<&str> = run.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    let lines = common::said(&run.stderr);
     assert_eq!(lines.len(), 1, "{}", run.stderr);
     assert!(lines[0].contains("missing: workers 1, 4, 6"), "{}", lines[0]);
 }

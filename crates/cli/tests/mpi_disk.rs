@@ -60,7 +60,7 @@ fn a_full_disk_is_reported_once() {
     );
     let cfg = write_config(&dir, &text);
     let run = mpirun(5, &cfg, &[], Duration::from_secs(120));
-    let lines: Vec<&str> = run.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    let lines = common::said(&run.stderr);
     assert!(!run.stderr.contains("WARN"), "no per-rank warnings:\n{}", run.stderr);
     let warn: Vec<&&str> = lines.iter().filter(|l| l.contains("refused log lines")).collect();
     assert_eq!(warn.len(), 1, "one line for the dropped logs:\n{}", run.stderr);
@@ -105,7 +105,7 @@ fn a_disk_full_at_the_start_ends_the_run_at_once_in_one_line() {
     );
     let cfg = write_config(&dir, &text);
     let run = mpirun(5, &cfg, &[], Duration::from_secs(30));
-    let lines: Vec<&str> = run.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    let lines = common::said(&run.stderr);
     assert_eq!(run.code, Some(2), "{}", run.stderr);
     assert_eq!(lines.len(), 1, "{}", run.stderr);
     assert!(lines[0].contains("No space left on device"), "{}", lines[0]);
@@ -127,7 +127,7 @@ fn a_disk_that_fills_during_checkpoints_ends_in_one_line_and_leaves_no_temporary
     );
     let cfg = write_config(&dir, &text);
     let run = mpirun(5, &cfg, &[], Duration::from_secs(120));
-    let lines: Vec<&str> = run.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    let lines = common::said(&run.stderr);
     assert_eq!(run.code, Some(1), "{}", run.stderr);
     // the early warning, the error, and at most the master's one line for the rank logs it heard of
     outgrown_first(&lines, &run.stderr);

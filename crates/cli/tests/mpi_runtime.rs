@@ -208,7 +208,7 @@ fn fail_stop_beyond_tolerance_fails_clearly_within_the_deadline() {
         ],
     );
     assert_eq!(run.code, Some(1), "stderr: {}", run.stderr);
-    let lines: Vec<&str> = run.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    let lines = common::said(&run.stderr);
     assert_eq!(lines.len(), 1, "one line expected, got:\n{}", run.stderr);
     assert!(lines[0].starts_with("error: iteration 3: gc-cyclic needs 8 of 9"), "{}", lines[0]);
     assert!(lines[0].contains("missing: workers 2, 3"), "{}", lines[0]);
@@ -367,7 +367,7 @@ fn stalled_allreduce_names_its_straggler(alg: &str) {
         ],
     );
     assert_ne!(run.code, Some(0));
-    let lines: Vec<&str> = run.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    let lines = common::said(&run.stderr);
     assert_eq!(lines.len(), 1, "{}", run.stderr);
     assert!(
         lines[0].starts_with("error: ring all-reduce: worker 4 (rank 3) sent nothing of iteration 0"),

@@ -337,6 +337,36 @@ fn the_master_worker_floor_gathers_the_sums_its_model_implies() {
     assert!(run.stderr.contains("bench floor: run it under mpirun with at least 2 ranks"), "{}", run.stderr);
 }
 
+/// Our all-reduce against `MPI_Allreduce` on the same vectors, every schedule, through mpirun:
+/// 8 MB on 3 ranks makes ring segments of 2.8 MB, so the ring runs in 3 lanes (1 MiB messages)
+/// and `auto` picks it; 256 KB runs one lane. Every round's sums must agree with the library's.
+#[test]
+fn the_all_reduce_in_lanes_sums_what_mpi_allreduce_sums() {
+    let _lock = mpi_lock();
+    let args: Vec<String> = [
+        "bench",
+        "ring",
+        "--sizes",
+        "262144,8388608",
+        "--algorithms",
+        "ring,recursive-doubling,halving-doubling,auto",
+        "--rounds",
+        "2",
+        "--seconds",
+        "0.02",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let run = mpirun_outrun(3, &args, Duration::from_secs(120));
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let rows: Vec<Vec<&str>> = run.stdout.lines().skip(1).map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 8, "2 sizes × 4 schedules: {}", run.stdout);
+    for f in &rows {
+        assert_eq!((f[0], f[7]), ("3", "true"), "3 ranks, our sums agree with MPI_Allreduce: {f:?}");
+    }
+}
+
 /// A ring with one worker past the deadline: one line, from the rank that knows (the straggler's
 /// right neighbour, which received nothing), naming the straggler; the ranks stalled further
 /// along the ring log their view in their rank logs and stay quiet.

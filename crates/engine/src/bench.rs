@@ -205,6 +205,8 @@ pub fn ring_vs_mpi(
     let world = universe.world();
     let mut comm = Comm::new(&world);
     let (rank, size) = (comm.rank, comm.size);
+    // as a ring job's ranks allow (a long vector's lanes each have their steps in flight)
+    comm.set_max_behind(crate::transport::behind_cap(true, size));
     let (local, cores) = comm.host_share(&crate::machine());
     let idle = idle.resolve(local, cores);
     let mut rows = Vec::new();

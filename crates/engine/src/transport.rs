@@ -77,11 +77,13 @@ pub const MAX_BEHIND: usize = 64;
 /// The most sends a destination may leave incomplete in a pattern of `ranks` ranks: a ring's
 /// rank may run up to N − 1 steps ahead of its right neighbour (the rest of the ring is the
 /// path by which it depends on it), and a peer may be an iteration ahead besides, so a ring
-/// allows 2N (at N = 156 on 2 cores a live neighbour fell 64 behind, its messages were dropped
-/// and the ring stalled for `run.deadline`); other patterns [`MAX_BEHIND`].
+/// allows 2N per lane (at N = 156 on 2 cores a live neighbour fell 64 behind, its messages were
+/// dropped and the ring stalled for `run.deadline`); a long vector's lanes
+/// ([`outrun_proto::MAX_LANES`]) each run their own steps, and their messages are as much
+/// shorter; other patterns [`MAX_BEHIND`].
 pub fn behind_cap(ring: bool, ranks: usize) -> usize {
     if ring {
-        MAX_BEHIND.max(2 * ranks)
+        MAX_BEHIND.max(2 * ranks * outrun_proto::MAX_LANES)
     } else {
         MAX_BEHIND
     }

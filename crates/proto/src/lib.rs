@@ -66,7 +66,7 @@ pub use hier::HierNode;
 pub use hist::Histogram;
 pub use machine::{At, Clock, Contacts, Delivered, Failure, Input, Machine, Outcome, Output};
 pub use prelude::{prelude, PreludeNode};
-pub use ring::RingNode;
+pub use ring::{RingNode, MAX_LANES};
 pub use tree::TreeNode;
 pub use vector::{Frame, Len};
 pub use wire::{Header, Kind, Meta, Msg};

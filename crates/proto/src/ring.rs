@@ -11,8 +11,11 @@
 //! for that step's message; a peer may be one iteration ahead: its early messages are kept until
 //! this rank gets there. A range that the next step sends on goes in the frame it arrived in (a
 //! sum is formed there, a final sum copied from it), so of the ring's 2(N − 1) sends only the
-//! first copies out of the vector. With `collective`, the driver's library
-//! all-reduce replaces the steps.
+//! first copies out of the vector. A vector whose ring segments would exceed [`LANE_BYTES`]
+//! is cut into lanes, contiguous blocks that each run the schedule on their own with their
+//! messages in flight together (a message's round names its lane and step); every value's sum
+//! is still formed on one rank and copied to the others. With `collective`, the driver's
+//! library all-reduce replaces the steps.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
@@ -30,16 +33,29 @@ use crate::wire::{Header, Kind, Msg};
 /// The ring's one timer: waiting for the next segment.
 const STEP: u64 = 1;
 
-/// One rank of a ring.
-pub struct RingNode<P: Vector> {
-    rank: usize,
-    n: usize,
-    worker: usize,
-    collective: bool,
-    deadline: f64,
-    /// The all-reduce's schedule and this rank's steps in it.
-    alg: RingAlgorithm,
-    len: usize,
+/// The most bytes one message of a ring step carries: a longer vector is cut into lanes (at
+/// most [`MAX_LANES`]), contiguous blocks that each run the whole schedule on their own, their
+/// messages in flight together, so that a rank adds one lane's segment while the next ones
+/// arrive, and the segment it adds is still in cache (docs/performance.md §23).
+pub(crate) const LANE_BYTES: usize = 1 << 20;
+
+/// The most lanes a vector is cut into.
+pub const MAX_LANES: usize = 8;
+
+/// How many lanes `len` values take under the resolved schedule `alg` among `n` ranks: enough
+/// that a step's message (a ring segment, len/N values) carries at most [`LANE_BYTES`].
+pub(crate) fn lanes(alg: RingAlgorithm, n: usize, len: usize) -> usize {
+    let largest = match alg.resolve(len) {
+        RingAlgorithm::Ring if n > 1 => len.div_ceil(n),
+        // the doubling schedules are chosen for short vectors (`auto`) or by hand; they keep
+        // one lane, as does a ring of one rank (it sends nothing)
+        _ => return 1,
+    };
+    (8 * largest).div_ceil(LANE_BYTES).clamp(1, MAX_LANES)
+}
+
+/// One lane: a contiguous block of the vector and this rank's steps over it.
+struct Lane<P> {
     steps: Vec<Step>,
     /// Per step: the received range need not be written into the vector, because the next
     /// step sends exactly it and a later step copies its final sum over it (the ring's
@@ -48,12 +64,102 @@ pub struct RingNode<P: Vector> {
     /// The range received at the previous step as it arrived (a frame with room for a
     /// header): when this step sends the same range, it goes on as it is, without a copy.
     carry: Option<(std::ops::Range<usize>, P)>,
-    workers: Vec<usize>,
-    cur: Option<u64>,
-    buf: Option<P>,
     /// The current step, and whether its send has gone.
     step: usize,
     sent: bool,
+}
+
+impl<P: Vector> Lane<P> {
+    /// The lane over `block` of the vector: the schedule of its length, shifted to its start.
+    fn new(alg: RingAlgorithm, rank: usize, n: usize, block: std::ops::Range<usize>) -> Self {
+        let shift = |r: &std::ops::Range<usize>| r.start + block.start..r.end + block.start;
+        let steps: Vec<Step> = schedule(alg, rank, n, block.len())
+            .into_iter()
+            .map(|s| Step {
+                send: s.send.map(|(to, r)| (to, shift(&r))),
+                recv: s.recv.map(|(from, r, op)| (from, shift(&r), op)),
+            })
+            .collect();
+        Lane { forward_only: forward_only(&steps), steps, carry: None, step: 0, sent: false }
+    }
+
+    fn restart(&mut self) {
+        self.carry = None;
+        self.step = 0;
+        self.sent = false;
+    }
+
+    fn done(&self) -> bool {
+        self.step == self.steps.len()
+    }
+
+    /// Take every step of lane `lane` whose message is here (sending first).
+    fn advance(
+        &mut self,
+        lane: usize,
+        t: u64,
+        buf: &mut P,
+        early: &mut BTreeMap<(u64, u32), P>,
+        out: &mut VecDeque<Output<P>>,
+    ) {
+        let nsteps = self.steps.len();
+        let round = |step: usize| (lane * nsteps + step) as u32;
+        while let Some(step) = self.steps.get(self.step) {
+            if let (Some((to, range)), false) = (&step.send, self.sent) {
+                let body = match self.carry.take() {
+                    Some((got, seg)) if got == *range => seg,
+                    _ => P::range(buf, range.start, range.len()),
+                };
+                let head = Header { round: round(self.step), ..Header::new(Kind::Segment, t) };
+                let msg = Msg { head, body: Some(Arc::new(body)) };
+                out.push_back(Output::Send { to: vec![*to], msg, track: None });
+                self.sent = true;
+            }
+            if let Some((_, range, op)) = &step.recv {
+                let Some(mut seg) = early.remove(&(t, round(self.step))) else { break };
+                let (at, len) = (range.start, range.len());
+                let sends_it =
+                    self.steps.get(self.step + 1).and_then(|s| s.send.as_ref()).is_some_and(|s| s.1 == *range);
+                match op {
+                    // a sum the next step sends on is formed in the received frame (a + b =
+                    // b + a: the same bits), which goes on as it is; a partial sum's range in
+                    // the vector waits for the final sum a later step copies in, a final sum
+                    // is copied in now
+                    Op::Add if self.forward_only[self.step] => seg.add_scaled(0, buf, at, len, 1.0),
+                    Op::Add if sends_it => {
+                        seg.add_scaled(0, buf, at, len, 1.0);
+                        buf.copy_range(at, &seg, 0, len);
+                    }
+                    Op::Add => buf.add_scaled(at, &seg, 0, len, 1.0),
+                    Op::Copy => buf.copy_range(at, &seg, 0, len),
+                }
+                if sends_it {
+                    self.carry = Some((range.clone(), seg));
+                }
+            }
+            self.step += 1;
+            self.sent = false;
+        }
+    }
+}
+
+/// One rank of a ring.
+pub struct RingNode<P: Vector> {
+    rank: usize,
+    n: usize,
+    worker: usize,
+    collective: bool,
+    deadline: f64,
+    /// The all-reduce's schedule as configured (each lane runs it as resolved for the whole
+    /// vector) and this rank's lanes.
+    alg: RingAlgorithm,
+    len: usize,
+    lanes: Vec<Lane<P>>,
+    /// Steps per lane (every lane, every rank: the same).
+    nsteps: usize,
+    workers: Vec<usize>,
+    cur: Option<u64>,
+    buf: Option<P>,
     early: BTreeMap<(u64, u32), P>,
     record: Option<Iter>,
     /// When the step timer is due (None: disarmed).
@@ -78,7 +184,23 @@ impl<P: Vector> RingNode<P> {
 
     /// Rank `rank` of a ring of `n` ranks, outside any plan (benchmarks of the all-reduce).
     pub fn standalone(rank: usize, n: usize, len: usize, deadline: f64, collective: bool, alg: RingAlgorithm) -> Self {
-        let steps = schedule(alg, rank, n, len);
+        Self::with_lanes(rank, n, len, deadline, collective, alg, lanes(alg, n, len))
+    }
+
+    /// As [`RingNode::standalone`], the vector cut into `lanes` lanes.
+    fn with_lanes(
+        rank: usize,
+        n: usize,
+        len: usize,
+        deadline: f64,
+        collective: bool,
+        alg: RingAlgorithm,
+        lanes: usize,
+    ) -> Self {
+        // the schedule is chosen for the whole vector, then run on each lane
+        let resolved = alg.resolve(len);
+        let lanes: Vec<Lane<P>> =
+            crate::steps::blocks(len, lanes.max(1)).into_iter().map(|b| Lane::new(resolved, rank, n, b)).collect();
         RingNode {
             rank,
             n,
@@ -87,14 +209,11 @@ impl<P: Vector> RingNode<P> {
             deadline,
             alg,
             len,
-            forward_only: forward_only(&steps),
-            steps,
-            carry: None,
+            nsteps: lanes[0].steps.len(),
+            lanes,
             workers: (1..=n).collect(),
             cur: None,
             buf: None,
-            step: 0,
-            sent: false,
             early: BTreeMap::new(),
             record: None,
             step_at: None,
@@ -104,6 +223,11 @@ impl<P: Vector> RingNode<P> {
         }
     }
 
+    /// The step the lane furthest behind is at.
+    fn step(&self) -> usize {
+        self.lanes.iter().map(|l| l.step).min().unwrap_or(0)
+    }
+
     /// (Re)arm the step timer (one id: re-arming replaces the pending one).
     fn arm(&mut self, now: f64) {
         let at = now + self.deadline;
@@ -111,51 +235,16 @@ impl<P: Vector> RingNode<P> {
         self.out.push_back(Output::Timer { id: STEP, at });
     }
 
-    /// Take every step whose message is here (sending first), deliver when complete.
+    /// Take every step whose message is here (sending first) in every lane, deliver when
+    /// complete.
     fn advance(&mut self, clock: &dyn Clock) {
         let Some(t) = self.cur else { return };
-        if self.buf.is_none() {
-            return;
-        }
-        while let Some(step) = self.steps.get(self.step) {
-            if let (Some((to, range)), false) = (&step.send, self.sent) {
-                let body = match self.carry.take() {
-                    Some((got, seg)) if got == *range => seg,
-                    _ => P::range(self.buf.as_ref().expect("checked"), range.start, range.len()),
-                };
-                let head = Header { round: self.step as u32, ..Header::new(Kind::Segment, t) };
-                let msg = Msg { head, body: Some(Arc::new(body)) };
-                self.out.push_back(Output::Send { to: vec![*to], msg, track: None });
-                self.sent = true;
-            }
-            if let Some((_, range, op)) = &step.recv {
-                let Some(mut seg) = self.early.remove(&(t, self.step as u32)) else { break };
-                let buf = self.buf.as_mut().expect("computing");
-                let (at, len) = (range.start, range.len());
-                let sends_it =
-                    self.steps.get(self.step + 1).and_then(|s| s.send.as_ref()).is_some_and(|s| s.1 == *range);
-                match op {
-                    // a sum the next step sends on is formed in the received frame (a + b =
-                    // b + a: the same bits), which goes on as it is; a partial sum's range in
-                    // the vector waits for the final sum a later step copies in, a final sum
-                    // is copied in now
-                    Op::Add if self.forward_only[self.step] => seg.add_scaled(0, buf, at, len, 1.0),
-                    Op::Add if sends_it => {
-                        seg.add_scaled(0, buf, at, len, 1.0);
-                        buf.copy_range(at, &seg, 0, len);
-                    }
-                    Op::Add => buf.add_scaled(at, &seg, 0, len, 1.0),
-                    Op::Copy => buf.copy_range(at, &seg, 0, len),
-                }
-                if sends_it {
-                    self.carry = Some((range.clone(), seg));
-                }
-            }
-            self.step += 1;
-            self.sent = false;
+        let Some(buf) = self.buf.as_mut() else { return };
+        for (l, lane) in self.lanes.iter_mut().enumerate() {
+            lane.advance(l, t, buf, &mut self.early, &mut self.out);
         }
         let now = clock.now();
-        if self.step == self.steps.len() {
+        if self.lanes.iter().all(Lane::done) {
             self.step_at = None;
             let total = self.buf.take().expect("checked");
             self.deliver(now, t, total);
@@ -226,10 +315,8 @@ impl<P: Vector> Machine<P> for RingNode<P> {
                 let now = clock.now();
                 self.cur = Some(t);
                 self.buf = None;
-                self.carry = None;
                 self.step_at = None;
-                self.step = 0;
-                self.sent = false;
+                self.lanes.iter_mut().for_each(Lane::restart);
                 self.record = Some(Iter { t, worker: Some(self.worker), start: Some(now), ..Iter::default() });
                 self.out.push_back(Output::Compute { t, model, parts: None, load: None });
             }
@@ -258,7 +345,10 @@ impl<P: Vector> Machine<P> for RingNode<P> {
             Input::LogDropped { error } => self.dropped = vec![(self.rank as u32, error)],
             Input::Recv { from, msg } => {
                 let head = msg.head;
-                let expected = self.steps.get(head.round as usize).and_then(|s| s.recv.as_ref()).map(|r| r.0);
+                // round = lane × steps + step; every lane has the same peers at a step
+                let step = (head.round as usize).checked_rem(self.nsteps);
+                let known = (head.round as usize) < self.lanes.len() * self.nsteps;
+                let expected = step.filter(|_| known).and_then(|k| self.lanes[0].steps[k].recv.as_ref()).map(|r| r.0);
                 if expected != Some(from) || head.kind != Kind::Segment {
                     let why = format!("unexpected {} from rank {from}", head.kind.name());
                     self.out.push_back(Output::Log(Event::warn(clock.now(), why)));
@@ -274,8 +364,8 @@ impl<P: Vector> Machine<P> for RingNode<P> {
                     return;
                 }
                 let t = self.cur.unwrap_or(0);
-                let k = self.step;
-                let Some((from, _, op)) = self.steps.get(k).and_then(|s| s.recv.clone()) else { return };
+                let k = self.step();
+                let Some((from, _, op)) = self.lanes[0].steps.get(k).and_then(|s| s.recv.clone()) else { return };
                 let phase = if op == Op::Add { "reduce" } else { "gather" };
                 let detail = format!(
                     "all-reduce ({}): rank {} (worker {}) was still in {phase} step {k} of iteration {t} after run.deadline = {} s, waiting for rank {from} (worker {})",
@@ -315,15 +405,16 @@ impl<P: Vector> Machine<P> for RingNode<P> {
     }
 
     fn eager(&self) -> bool {
-        self.buf.is_some() && self.step < self.steps.len()
+        self.buf.is_some() && !self.lanes.iter().all(Lane::done)
     }
 
     fn contacts(&self) -> Contacts {
         if self.collective {
             return Contacts { peers: vec![], collective: Some(self.len) };
         }
-        let sends = self.steps.iter().filter_map(|s| s.send.as_ref().map(|(to, _)| *to));
-        let recvs = self.steps.iter().filter_map(|s| s.recv.as_ref().map(|(from, _, _)| *from));
+        let steps = &self.lanes[0].steps;
+        let sends = steps.iter().filter_map(|s| s.send.as_ref().map(|(to, _)| *to));
+        let recvs = steps.iter().filter_map(|s| s.recv.as_ref().map(|(from, _, _)| *from));
         Contacts::peers(self.rank, sends.chain(recvs))
     }
 }
@@ -334,26 +425,27 @@ mod tests {
     use crate::machine::At;
     use crate::Frame;
 
-    /// `n` standalone ring nodes on frames, one iteration, messages delivered in the order they
-    /// were sent: each rank's total, and how many of its sends went on in the frame it had
-    /// received at the step before (each received frame is marked in its header room, which
-    /// a node never writes; a frame copied out of the vector has a zeroed one).
-    fn ring_once(alg: RingAlgorithm, n: usize, len: usize) -> (Vec<Vec<f64>>, usize) {
+    /// `n` standalone ring nodes on frames, `lanes` lanes, one iteration, messages delivered
+    /// in the order they were sent (`lifo`: the latest first): each rank's total, and how many
+    /// of its sends went on in the frame it had received at the step before (each received
+    /// frame is marked in its header room, which a node never writes; a frame copied out of the
+    /// vector has a zeroed one).
+    fn ring_once(alg: RingAlgorithm, n: usize, len: usize, lanes: usize, lifo: bool) -> (Vec<Vec<f64>>, usize) {
         let clock = At(0.0);
         let mut nodes: Vec<RingNode<Frame>> =
-            (0..n).map(|r| RingNode::standalone(r, n, len, 10.0, false, alg)).collect();
+            (0..n).map(|r| RingNode::with_lanes(r, n, len, 10.0, false, alg, lanes)).collect();
         let mut totals = vec![vec![]; n];
-        // per rank: the mark of the frame it received last
-        let mut received: Vec<Option<u64>> = vec![None; n];
+        // per rank: the marks of the frames it has received
+        let mut received: Vec<Vec<u64>> = vec![vec![]; n];
         let mut marks = 0u64;
         let mut forwarded = 0;
         let mut mail = VecDeque::new();
         let mark = |f: &Frame| u64::from_le_bytes(f.head_bytes()[..8].try_into().expect("room for a header"));
-        let mut route = |r: usize, node: &mut RingNode<Frame>, mail: &mut VecDeque<_>, got: Option<u64>| {
+        let mut route = |r: usize, node: &mut RingNode<Frame>, mail: &mut VecDeque<_>, got: &[u64]| {
             while let Some(o) = node.poll() {
                 match o {
                     Output::Send { to, msg, .. } => {
-                        forwarded += usize::from(got == Some(mark(msg.body.as_ref().expect("a segment"))));
+                        forwarded += usize::from(got.contains(&mark(msg.body.as_ref().expect("a segment"))));
                         mail.extend(to.into_iter().map(|to| (r, to, msg.clone())));
                     }
                     Output::Deliver { total, .. } => totals[r] = total.as_slice().to_vec(),
@@ -363,31 +455,47 @@ mod tests {
         };
         for (r, node) in nodes.iter_mut().enumerate() {
             node.handle(&clock, Input::Start { t: 0, model: Arc::new(Frame::zeros(0)) });
-            let own: Vec<f64> = (0..len).map(|j| 1.0 / (1 + r * 7 + j) as f64 + (r as f64) * 1e-3).collect();
+            let own: Vec<f64> = (0..len).map(|j| crate::steps::tests::value(r, j)).collect();
             node.handle(&clock, Input::Computed { t: 0, parts: vec![Frame::copy_of(&own)], ready: 0.0 });
-            route(r, node, &mut mail, None);
+            route(r, node, &mut mail, &[]);
         }
-        while let Some((from, to, mut msg)) = mail.pop_front() {
+        while let Some((from, to, mut msg)) = if lifo { mail.pop_back() } else { mail.pop_front() } {
             marks += 1;
             let body = Arc::get_mut(msg.body.as_mut().expect("a segment")).expect("one destination");
             body.head_mut()[..8].copy_from_slice(&marks.to_le_bytes());
-            received[to] = Some(marks);
+            received[to].push(marks);
             nodes[to].handle(&clock, Input::Recv { from, msg });
-            route(to, &mut nodes[to], &mut mail, received[to]);
+            route(to, &mut nodes[to], &mut mail, &received[to]);
         }
         (totals, forwarded)
+    }
+
+    /// The ranks' totals of the unfused schedule run on each lane's block on its own.
+    fn reference(alg: RingAlgorithm, n: usize, len: usize, lanes: usize) -> Vec<Vec<f64>> {
+        let alg = alg.resolve(len);
+        let mut totals = vec![vec![]; n];
+        for b in crate::steps::blocks(len, lanes) {
+            let v = (0..n).map(|r| b.clone().map(|j| crate::steps::tests::value(r, j)).collect()).collect();
+            for (r, part) in crate::steps::tests::run_on(alg, v).into_iter().enumerate() {
+                totals[r].extend(part);
+            }
+        }
+        totals
+    }
+
+    fn same_bits(a: &[f64], b: &[f64]) -> bool {
+        a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
     }
 
     #[test]
     fn the_ring_sends_received_segments_on_as_they_arrived_and_sums_the_same_bits() {
         for n in [2, 3, 5, 8] {
             let len = 10 * n + 3;
-            let (totals, forwarded) = ring_once(RingAlgorithm::Ring, n, len);
+            let (totals, forwarded) = ring_once(RingAlgorithm::Ring, n, len, 1, false);
             let reference = crate::steps::tests::run(RingAlgorithm::Ring, n, len);
             for (r, total) in totals.iter().enumerate() {
                 assert_eq!(total.len(), len, "n={n} rank {r} delivered");
-                let same = total.iter().zip(&reference[r]).all(|(a, b)| a.to_bits() == b.to_bits());
-                assert!(same, "n={n} rank {r}: the bits of the unfused schedule");
+                assert!(same_bits(total, &reference[r]), "n={n} rank {r}: the bits of the unfused schedule");
             }
             // 2(n − 1) sends per rank; all but the first go on in the frame the step before
             // received (a partial sum, or a final one), without a copy
@@ -397,14 +505,61 @@ mod tests {
         for alg in [RingAlgorithm::RecursiveDoubling, RingAlgorithm::HalvingDoubling] {
             for n in [2, 3, 4, 6, 8] {
                 let len = 10 * n + 3;
-                let (totals, _) = ring_once(alg, n, len);
+                let (totals, _) = ring_once(alg, n, len, 1, false);
                 let reference = crate::steps::tests::run(alg, n, len);
                 for (r, total) in totals.iter().enumerate() {
-                    let same =
-                        total.len() == len && total.iter().zip(&reference[r]).all(|(a, b)| a.to_bits() == b.to_bits());
-                    assert!(same, "{alg:?} n={n} rank {r}: the bits of the unfused schedule");
+                    assert!(
+                        same_bits(total, &reference[r]),
+                        "{alg:?} n={n} rank {r}: the bits of the unfused schedule"
+                    );
                 }
             }
         }
+    }
+
+    #[test]
+    fn lanes_run_the_schedule_on_their_blocks_in_any_order_of_arrival() {
+        for alg in RingAlgorithm::ALL {
+            for n in [2, 3, 5, 8] {
+                for lanes in [2, 3, 8] {
+                    let len = 10 * n * lanes + 7;
+                    let reference = reference(alg, n, len, lanes);
+                    for lifo in [false, true] {
+                        let (totals, forwarded) = ring_once(alg, n, len, lanes, lifo);
+                        for (r, total) in totals.iter().enumerate() {
+                            assert!(
+                                same_bits(total, &reference[r]),
+                                "{alg:?} n={n} lanes={lanes} lifo={lifo} rank {r}: each lane's schedule, bit for bit"
+                            );
+                            // every rank ends with the same bits, and the sum is the sum
+                            assert!(same_bits(total, &totals[0]));
+                            for (j, got) in total.iter().enumerate() {
+                                let exact: f64 = (0..n).map(|r| crate::steps::tests::value(r, j)).sum();
+                                assert!((got - exact).abs() <= 1e-12 * exact, "{alg:?} n={n} [{j}]");
+                            }
+                        }
+                        if alg.resolve(len) == RingAlgorithm::Ring {
+                            // each lane's sends but its first go on in received frames
+                            assert_eq!(forwarded, lanes * n * (2 * n - 3), "n={n} lanes={lanes}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_long_vector_takes_lanes_of_at_most_lane_bytes() {
+        let mib = (1 << 20) / 8;
+        // a ring segment (len / N values) is cut to LANE_BYTES, at most MAX_LANES lanes
+        assert_eq!(lanes(RingAlgorithm::Ring, 2, 2 * mib), 1);
+        assert_eq!(lanes(RingAlgorithm::Ring, 2, 2 * mib + 2), 2);
+        assert_eq!(lanes(RingAlgorithm::Ring, 8, 8 * mib), 1);
+        assert_eq!(lanes(RingAlgorithm::Auto, 2, 16 * mib), MAX_LANES.min(8 * (1 << 20) / LANE_BYTES));
+        assert_eq!(lanes(RingAlgorithm::Ring, 2, 1000 * mib), MAX_LANES);
+        // the doubling schedules keep one lane
+        assert_eq!(lanes(RingAlgorithm::HalvingDoubling, 2, 16 * mib), 1);
+        assert_eq!(lanes(RingAlgorithm::RecursiveDoubling, 2, 16 * mib), 1);
+        assert_eq!(lanes(RingAlgorithm::Ring, 1, 16 * mib), 1, "one rank sends nothing");
     }
 }

@@ -54,6 +54,11 @@ fn offsets(len: usize, parts: usize) -> Vec<usize> {
     offs
 }
 
+/// `parts` near-equal contiguous blocks of `len` values.
+pub(crate) fn blocks(len: usize, parts: usize) -> Vec<Range<usize>> {
+    offsets(len, parts).windows(2).map(|w| w[0]..w[1]).collect()
+}
+
 /// Reduce-scatter step k (k < N − 1): send segment r − k to the right, add segment r − k − 1
 /// from the left; all-gather step k: pass the finished segments on.
 fn ring(r: usize, n: usize, len: usize) -> Vec<Step> {
@@ -151,11 +156,20 @@ pub(crate) mod tests {
 
     /// Run every rank's schedule in lockstep on real vectors; returns the ranks' final vectors.
     pub(crate) fn run(alg: RingAlgorithm, n: usize, len: usize) -> Vec<Vec<f64>> {
+        run_on(alg, (0..n).map(|r| (0..len).map(|j| value(r, j)).collect()).collect())
+    }
+
+    /// Rank r's value j in [`run`]'s vectors.
+    pub(crate) fn value(r: usize, j: usize) -> f64 {
+        1.0 / (1 + r * 7 + j) as f64 + (r as f64) * 1e-3
+    }
+
+    /// As [`run`], on the ranks' vectors `v` (all of one length).
+    pub(crate) fn run_on(alg: RingAlgorithm, mut v: Vec<Vec<f64>>) -> Vec<Vec<f64>> {
+        let (n, len) = (v.len(), v[0].len());
         let scheds: Vec<Vec<Step>> = (0..n).map(|r| schedule(alg, r, n, len)).collect();
         let steps = scheds[0].len();
         assert!(scheds.iter().all(|s| s.len() == steps), "{alg:?} n={n}: every rank has the same number of steps");
-        let mut v: Vec<Vec<f64>> =
-            (0..n).map(|r| (0..len).map(|j| 1.0 / (1 + r * 7 + j) as f64 + (r as f64) * 1e-3).collect()).collect();
         for k in 0..steps {
             // every send of step k reads the vector before that step's receives
             let mut mail: Vec<(usize, usize, Vec<f64>)> = vec![];

@@ -41,7 +41,8 @@ pub enum Kind {
     Failed,
     /// Child → parent: goodbye, with the number of up messages sent (meta).
     Bye,
-    /// Ring: step `round` of iteration `t` (body: one segment).
+    /// Ring: step `round` of iteration `t` (body: one segment); a long vector's lane l takes
+    /// rounds l × steps + step.
     Segment,
     /// Child → parent (`engine.upload = "granted"`): the child has its result for `t`, in
     /// `round` rounds; no body.

@@ -36,7 +36,7 @@ const STEP: u64 = 1;
 /// The most bytes one message of a ring step carries: a longer vector is cut into lanes (at
 /// most [`MAX_LANES`]), contiguous blocks that each run the whole schedule on their own, their
 /// messages in flight together, so that a rank adds one lane's segment while the next ones
-/// arrive, and the segment it adds is still in cache (docs/performance.md §23).
+/// arrive (docs/performance.md §23).
 pub(crate) const LANE_BYTES: usize = 1 << 20;
 
 /// The most lanes a vector is cut into.

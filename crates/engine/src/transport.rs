@@ -154,10 +154,7 @@ impl Comm {
     fn isend_raw(&mut self, dest: usize, tag: i32, ptr: *const f64, nbytes: usize, keep: Keep, track: Option<u64>) {
         // at the cap, first retire what has completed: a full count must mean untaken messages,
         // not a sender that has not tested its sends lately
-        if self.sends[dest].len() >= self.max_behind {
-            self.retire(dest);
-        }
-        if self.sends[dest].len() >= self.max_behind {
+        if self.sends[dest].len() >= self.max_behind && self.retire(dest) >= self.max_behind {
             // the destination takes nothing: drop the message (the protocol has it as silent)
             if self.dropped[dest] == 0 {
                 self.newly_stalled.push(dest);

@@ -155,8 +155,6 @@ pub struct RingNode<P: Vector> {
     alg: RingAlgorithm,
     len: usize,
     lanes: Vec<Lane<P>>,
-    /// Steps per lane (every lane, every rank: the same).
-    nsteps: usize,
     workers: Vec<usize>,
     cur: Option<u64>,
     buf: Option<P>,
@@ -209,7 +207,6 @@ impl<P: Vector> RingNode<P> {
             deadline,
             alg,
             len,
-            nsteps: lanes[0].steps.len(),
             lanes,
             workers: (1..=n).collect(),
             cur: None,
@@ -221,6 +218,16 @@ impl<P: Vector> RingNode<P> {
             dropped: vec![],
             out: VecDeque::new(),
         }
+    }
+
+    /// Steps per lane (every lane, every rank: the same; a vector has at least one lane).
+    fn nsteps(&self) -> usize {
+        self.lanes[0].steps.len()
+    }
+
+    /// Whether every lane has taken its last step.
+    fn exchanged(&self) -> bool {
+        self.lanes.iter().all(Lane::done)
     }
 
     /// The step the lane furthest behind is at.
@@ -244,7 +251,7 @@ impl<P: Vector> RingNode<P> {
             lane.advance(l, t, buf, &mut self.early, &mut self.out);
         }
         let now = clock.now();
-        if self.lanes.iter().all(Lane::done) {
+        if self.exchanged() {
             self.step_at = None;
             let total = self.buf.take().expect("checked");
             self.deliver(now, t, total);
@@ -346,8 +353,9 @@ impl<P: Vector> Machine<P> for RingNode<P> {
             Input::Recv { from, msg } => {
                 let head = msg.head;
                 // round = lane × steps + step; every lane has the same peers at a step
-                let step = (head.round as usize).checked_rem(self.nsteps);
-                let known = (head.round as usize) < self.lanes.len() * self.nsteps;
+                let nsteps = self.nsteps();
+                let step = (head.round as usize).checked_rem(nsteps);
+                let known = (head.round as usize) < self.lanes.len() * nsteps;
                 let expected = step.filter(|_| known).and_then(|k| self.lanes[0].steps[k].recv.as_ref()).map(|r| r.0);
                 if expected != Some(from) || head.kind != Kind::Segment {
                     let why = format!("unexpected {} from rank {from}", head.kind.name());
@@ -405,7 +413,7 @@ impl<P: Vector> Machine<P> for RingNode<P> {
     }
 
     fn eager(&self) -> bool {
-        self.buf.is_some() && !self.lanes.iter().all(Lane::done)
+        self.buf.is_some() && !self.exchanged()
     }
 
     fn contacts(&self) -> Contacts {

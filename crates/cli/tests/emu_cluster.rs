@@ -80,6 +80,22 @@ impl Drop for Down {
     }
 }
 
+/// The test cluster up with `args` (after any leftovers of an interrupted run are torn down),
+/// holding the MPI lock, torn down when the guard drops; `None` where OUTRUN_SKIP_NETNS skips
+/// the emulated-cluster tests.
+fn cluster(args: &[&str], bound: Duration) -> Option<(std::sync::MutexGuard<'static, ()>, Down)> {
+    if std::env::var_os("OUTRUN_SKIP_NETNS").is_some() {
+        eprintln!("SKIPPED by OUTRUN_SKIP_NETNS: emulated cluster test");
+        return None;
+    }
+    let lock = mpi_lock();
+    let _ = emu(&["down"], Duration::from_secs(60));
+    let up = emu(&[&["up"], args].concat(), bound);
+    let down = Down;
+    assert_eq!(up.code, Some(0), "up failed: {}", up.stderr);
+    Some((lock, down))
+}
+
 #[test]
 fn emulated_cluster_runs_exact_gc_at_the_shaped_rate() {
     if std::env::var_os("OUTRUN_SKIP_NETNS").is_some() {
@@ -328,15 +344,9 @@ fn emulated_cluster_touches_only_what_it_created() {
 /// dissemination barrier opened connections between worker pairs that timed out).
 #[test]
 fn the_papers_n84_runs_one_rank_per_host() {
-    if std::env::var_os("OUTRUN_SKIP_NETNS").is_some() {
-        eprintln!("SKIPPED by OUTRUN_SKIP_NETNS: emulated cluster test");
+    let Some((_lock, down)) = cluster(&["--hosts", "85", "--bandwidth", "100mbit"], Duration::from_secs(120)) else {
         return;
-    }
-    let _lock = mpi_lock();
-    let _ = emu(&["down"], Duration::from_secs(60));
-    let up = emu(&["up", "--hosts", "85", "--bandwidth", "100mbit"], Duration::from_secs(120));
-    let _down = Down;
-    assert_eq!(up.code, Some(0), "up failed: {}", up.stderr);
+    };
     let text = r#"
 [run]
 name = "n84"
@@ -367,6 +377,64 @@ a = 1e-4
     let (_dir, _, rd) = run_exact("emu-n84", text, Duration::from_secs(300));
     assert_eq!(summary(&rd)["exact_iterations"], 8);
     assert_own_hosts(&rd, [0, 1, 42, 84]);
-    drop(_down);
+    drop(down);
+    assert!(namespaces().is_empty(), "down left namespaces behind: {:?}", namespaces());
+}
+
+/// A server with a faster NIC than its workers (`up --server`, the papers' EC2 setting) takes
+/// their uploads at once: each crosses its own worker's link. The master matched one result at
+/// a time and received it in full before matching the next (`MPI_Mrecv`), and a result above
+/// Open MPI's eager limit moves only once it is matched, so the uploads crossed one after
+/// another: 3 workers' results of 160 KB at 20 Mbit/s took 64 ms each in turn (measured with 12
+/// workers: 793 ms per iteration, 138 ms once received together; docs/results/comm-upload.md).
+#[test]
+fn a_server_with_a_faster_nic_takes_its_workers_uploads_at_once() {
+    let Some((_lock, down)) =
+        cluster(&["--hosts", "4", "--bandwidth", "20mbit", "--server", "1gbit"], Duration::from_secs(60))
+    else {
+        return;
+    };
+    // a second link model on top is refused (and the cluster is left as it was)
+    let both = emu(
+        &["up", "--hosts", "4", "--bandwidth", "20mbit", "--down", "1gbit", "--server", "1gbit"],
+        Duration::from_secs(30),
+    );
+    assert_eq!(both.code, Some(2), "{}", both.stderr);
+    assert!(both.stderr.contains("--down and --server"), "{}", both.stderr);
+    let status = emu(&["status"], Duration::from_secs(30));
+    assert!(status.stdout.contains("the master's host 1gbit both ways"), "{}", status.stdout);
+    // UMW, 3 workers, p = 20 000: a model and a result of 160 KB each, 64 ms at 20 Mbit/s
+    let text = r#"
+[run]
+name = "server"
+seed = 8
+iterations = 12
+deadline = 30.0
+trajectory = true
+[data]
+kind = "linear-synthetic"
+samples = 30
+features = 20000
+[model]
+loss = "least-squares"
+lr = 0.001
+[scheme]
+kind = "umw"
+workers = 3
+[timing]
+compute = "modelled"
+a = 1e-5
+"#;
+    let (_dir, _, rd) = run_exact("emu-server", text, Duration::from_secs(120));
+    let s = summary(&rd);
+    assert_eq!(s["exact_iterations"], 12, "{s}");
+    // each iteration: the model crosses each worker's link (64 ms, the three at once from the
+    // 1 Gbit/s server), then the results; received together they take about one upload more,
+    // one after another three (the bytes each link carries set these, not this host's speed)
+    let one = 8.0 * (16.0 + 8.0 * 20_001.0) / 20e6;
+    let mean = s["steady_mean_s"].as_f64().unwrap();
+    eprintln!("server links: {:.1} ms per iteration (one transfer {:.1} ms)", mean * 1e3, one * 1e3);
+    assert!(mean < one + 2.0 * one, "{:.1} ms per iteration: the uploads crossed one after another", mean * 1e3);
+    drop(down);
     assert!(namespaces().is_empty(), "down left namespaces behind: {:?}", namespaces());
 }

@@ -3,9 +3,17 @@
 //! - Every message is one frame of bytes (`outrun_proto::wire`), sent as `MPI_UINT8_T` from an
 //!   8-byte-aligned buffer, so a received body is used in place.
 //! - **Receive** is probe-based: [`Comm::try_recv`] matches whatever protocol message has arrived
-//!   (`MPI_Improbe` + `MPI_Mrecv`) into a fresh buffer. Nothing is pre-posted, so a late
+//!   (`MPI_Improbe`) and starts its receive into a fresh buffer (`MPI_Imrecv`); it hands over a
+//!   message once its receive has completed and every message matched before it from the same
+//!   sender has been handed over (a pair's messages stay in order). Several matched messages
+//!   are received at once: a message above the library's eager limit moves only once it is
+//!   matched, so receiving one at a time (`MPI_Mrecv`) made a master take its workers' uploads
+//!   one after another over links that could carry them together (docs/performance.md §24),
+//!   and `MPI_Mrecv` returns only with the whole message, so a sender stopped after its message
+//!   was matched could hold the receiver inside the call. Nothing is pre-posted, so a late
 //!   straggler message is simply received later and discarded by its header; there is no
-//!   receive to cancel and no buffer that an old receive could still write into.
+//!   receive to cancel. [`Comm::flush_sends`] also waits for the receives in progress, and a
+//!   receive still incomplete when the communicator goes keeps its buffer.
 //! - **Send** is non-blocking: the buffer (shared: one model frame serves every child) is kept
 //!   until the request completes; [`Comm::progress`] retires completed sends and
 //!   [`Comm::flush_sends`] waits for all of them, so no request is pending at `MPI_Finalize`.
@@ -68,6 +76,32 @@ struct InFlight {
     track: Option<u64>,
 }
 
+/// A matched message being received (`MPI_Imrecv` into `words`).
+struct Receiving {
+    req: ffi::MPI_Request,
+    source: usize,
+    words: Vec<f64>,
+    bytes: usize,
+    complete: bool,
+}
+
+impl Receiving {
+    /// Whether the receive has completed (tested once more if it had not).
+    fn test(&mut self) -> bool {
+        if !self.complete {
+            let mut flag: c_int = 0;
+            let rc = unsafe { ffi::MPI_Test(&mut self.req, &mut flag, ffi::RSMPI_STATUS_IGNORE) };
+            check(rc, "MPI_Test");
+            self.complete = flag != 0;
+        }
+        self.complete
+    }
+
+    fn into_received(self) -> Received {
+        Received { source: self.source, words: self.words, bytes: self.bytes }
+    }
+}
+
 /// Most sends a destination may leave incomplete: beyond it, new messages to it are dropped
 /// until it takes the oldest. A live peer takes a message within an iteration or two; this many
 /// outstanding means it has stopped (or is stuck), and the protocol treats it as silent. A ring
@@ -107,6 +141,11 @@ pub struct Comm {
     newly_stalled: Vec<usize>,
     /// Tracked sends that completed since the last [`Comm::completed`].
     done: Vec<u64>,
+    /// Protocol messages matched and being received (or received and not yet handed over),
+    /// in the order they were matched.
+    receiving: std::collections::VecDeque<Receiving>,
+    /// Per source, whether a scan of `receiving` has passed a message of it (reused).
+    passed: Vec<bool>,
     /// Messages sent.
     pub sent_msgs: u64,
     /// Bytes sent.
@@ -144,6 +183,8 @@ impl Comm {
             dropped: vec![0; size],
             newly_stalled: vec![],
             done: Vec::new(),
+            receiving: std::collections::VecDeque::new(),
+            passed: vec![false; size],
             sent_msgs: 0,
             sent_bytes: 0,
             recv_msgs: 0,
@@ -265,10 +306,45 @@ impl Comm {
     /// tags stay for their own receives: a rank that finished early may already be in the
     /// closing exchange through rank 0 while rank 0 still drives its run.
     pub fn try_recv(&mut self) -> Option<Received> {
-        self.recv_matching(unsafe { ffi::RSMPI_ANY_SOURCE }, PROTO)
+        // match what has arrived, at most one message per rank in a call (a stream that never
+        // pauses cannot keep this here); each matched message's receive proceeds from then on
+        for _ in 0..self.size.max(1) {
+            let Some(mut r) = self.start_recv(unsafe { ffi::RSMPI_ANY_SOURCE }, PROTO) else { break };
+            // the common case (a message that was already whole, nothing else in progress)
+            // is handed over at once
+            if self.receiving.is_empty() && r.test() {
+                return Some(r.into_received());
+            }
+            self.receiving.push_back(r);
+        }
+        self.take_received()
     }
 
-    fn recv_matching(&mut self, source: c_int, tag: c_int) -> Option<Received> {
+    /// The oldest received message that no earlier message of its sender precedes; tests every
+    /// receive in progress (which moves them all on).
+    fn take_received(&mut self) -> Option<Received> {
+        let mut found = None;
+        let mut passed = std::mem::take(&mut self.passed);
+        for (i, r) in self.receiving.iter_mut().enumerate() {
+            let first = !std::mem::replace(&mut passed[r.source], true);
+            if r.test() && first && found.is_none() {
+                found = Some(i);
+            }
+        }
+        for r in &self.receiving {
+            passed[r.source] = false;
+        }
+        self.passed = passed;
+        found.and_then(|i| self.receiving.remove(i)).map(Receiving::into_received)
+    }
+
+    /// Receives in progress that have not completed (tested now).
+    fn incomplete_receives(&mut self) -> usize {
+        self.receiving.iter_mut().map(|r| usize::from(!r.test())).sum()
+    }
+
+    /// Match one arrived message of `tag` from `source` (or any) and start receiving it.
+    fn start_recv(&mut self, source: c_int, tag: c_int) -> Option<Receiving> {
         let mut flag: c_int = 0;
         let mut message: ffi::MPI_Message = unsafe { ffi::RSMPI_MESSAGE_NULL };
         let mut status = std::mem::MaybeUninit::<ffi::MPI_Status>::uninit();
@@ -277,27 +353,39 @@ impl Comm {
         if flag == 0 {
             return None;
         }
-        let mut status = unsafe { status.assume_init() };
+        let status = unsafe { status.assume_init() };
         let mut count: c_int = 0;
         let rc = unsafe { ffi::MPI_Get_count(&status, bytes_type(), &mut count) };
         check(rc, "MPI_Get_count");
         let nbytes = count as usize;
         let n = nbytes.div_ceil(8);
         let mut words: Vec<f64> = outrun_proto::Frame::storage(n);
-        // SAFETY: MPI_Mrecv writes exactly `count` bytes into the buffer before its length is
-        // set; the last word is zeroed first so a partial word has no uninitialised bytes.
+        let mut req: ffi::MPI_Request = unsafe { ffi::RSMPI_REQUEST_NULL };
+        // SAFETY: MPI writes exactly `count` bytes into the buffer by the time the request
+        // completes; the length is set now and the last word zeroed first, so a partial word has
+        // no uninitialised bytes and nothing reads the rest before completion (the buffer's heap
+        // storage does not move with the Vec, and is kept until the request completes).
         let rc = unsafe {
             if n > 0 {
                 words.as_mut_ptr().add(n - 1).write(0.0);
             }
-            let rc = ffi::MPI_Mrecv(words.as_mut_ptr() as *mut _, count, bytes_type(), &mut message, &mut status);
             words.set_len(n);
-            rc
+            ffi::MPI_Imrecv(words.as_mut_ptr() as *mut _, count, bytes_type(), &mut message, &mut req)
         };
-        check(rc, "MPI_Mrecv");
+        check(rc, "MPI_Imrecv");
         self.recv_msgs += 1;
         self.recv_bytes += nbytes as u64;
-        Some(Received { source: status.MPI_SOURCE as usize, words, bytes: nbytes })
+        Some(Receiving { req, source: status.MPI_SOURCE as usize, words, bytes: nbytes, complete: false })
+    }
+
+    /// Receive one arrived message of `tag` from `source` (or any), waiting for its transfer
+    /// (setup and teardown exchanges: small messages of their own tags).
+    fn recv_matching(&mut self, source: c_int, tag: c_int) -> Option<Received> {
+        let mut r = self.start_recv(source, tag)?;
+        let rc = unsafe { ffi::MPI_Wait(&mut r.req, ffi::RSMPI_STATUS_IGNORE) };
+        check(rc, "MPI_Wait");
+        r.complete = true;
+        Some(r.into_received())
     }
 
     /// Exchange one small message with each of `peers` (each of them calls this with this rank
@@ -381,12 +469,13 @@ impl Comm {
         from
     }
 
-    /// Wait until every send has completed, polling `on_idle` (which should keep receiving, so
-    /// that peers' sends to us complete too). Returns false on timeout.
+    /// Wait until every send and every receive in progress has completed, polling `on_idle`
+    /// (which should keep receiving, so that peers' sends to us complete too). Returns false on
+    /// timeout.
     pub fn flush_sends(&mut self, timeout: Duration, mut on_idle: impl FnMut(&mut Comm)) -> bool {
         let end = Instant::now() + timeout;
         let mut backoff = Backoff::new(200);
-        while self.progress() > 0 {
+        while self.progress() + self.incomplete_receives() > 0 {
             if Instant::now() > end {
                 return false;
             }
@@ -568,6 +657,18 @@ impl Comm {
         let _ = self.flush_sends(Duration::from_secs(60), |_| {});
         let rc = unsafe { ffi::MPI_Comm_free(&mut self.raw) };
         check(rc, "MPI_Comm_free");
+    }
+}
+
+impl Drop for Comm {
+    fn drop(&mut self) {
+        // a receive still in progress may yet write into its buffer: keep the buffer (the
+        // process is ending; a flushed communicator has none)
+        for r in self.receiving.drain(..) {
+            if !r.complete {
+                std::mem::forget(r.words);
+            }
+        }
     }
 }
 

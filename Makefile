@@ -79,6 +79,10 @@ reproduce-cr-latency: build
 reproduce-comm: build
 	scripts/reproduce-comm.sh
 
+.PHONY: reproduce-comm-upload
+reproduce-comm-upload: build
+	scripts/reproduce-comm-upload.sh
+
 .PHONY: reproduce-upload
 reproduce-upload: build
 	scripts/reproduce-upload.sh

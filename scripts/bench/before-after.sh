@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Sections 2 and 3 of `make bench` for two builds in one invocation, interleaved (before, after,
-# before, after, ...), so that a change's effect on the ring's ratio to MPI_Allreduce and on the
+# after, before, ...), so that a change's effect on the ring's ratio to MPI_Allreduce and on the
 # engine's per-iteration overhead is measured against the build before it, on the same machine
 # at the same time.
 #
@@ -44,7 +44,11 @@ echo "build,rep,scheme,mean_s" > "$out/overhead.csv"
 echo "build,rep,scheme,median_s" > "$out/bound.csv"
 cores=$(nproc)
 for rep in $(seq "$reps"); do
-  for build in before after; do
+  # odd repetitions run the before build first, even ones the after build: on this VM the second
+  # of two back-to-back runs of the same binary was the slower in 5 of 6 pairs (12 ranks on 2
+  # cores, by 8 % in the median pair), so a fixed order would be charged to the change
+  order="before after"; [ $((rep % 2)) -eq 0 ] && order="after before"
+  for build in $order; do
     bin=$before; [ "$build" = after ] && bin=$after
     echo "before-after: repetition $rep/$reps, $build: ring vs MPI_Allreduce (8 ranks)" >&2
     ring_rows "$bin" | sed "s/^/$build,$rep,/" >> "$out/ring.csv"

@@ -675,7 +675,7 @@ fn cr_fig4_2(ctx: &mut Ctx<'_>) -> Result<Computed, String> {
     let set = CrSetting { n: 4, layers: 3, s: 1, samples: 7644, features: 6500 };
     cr_alpha_beta(ctx, &set, "vs_", &mut out)?;
     out.notes.push(
-        "the engine on 85 emulated hosts measures the same schemes in `sudo make reproduce-cr` (docs/results/cr.md, 20 Mbit/s links, p = 2000; not run by this command): there RAR's 166 ring steps cost about a millisecond each (85 ranks sharing 2 cores), the order of the latency above".into(),
+        "the engine on 85 emulated hosts measures the same schemes in `sudo make reproduce-cr` (docs/results/cr.md, 20 Mbit/s links, p = 2000; not run by this command): there RAR's 166 ring steps cost 1–3 ms each (85 ranks sharing 2 cores; the same build took 1.3 ms a step one day and 3 ms another), the order of the latency above".into(),
     );
     Ok(out)
 }

@@ -114,6 +114,12 @@ fn emulated_cluster_runs_exact_gc_at_the_shaped_rate() {
     let _down = Down;
     assert_eq!(up.code, Some(0), "up failed: {}", up.stderr);
     assert_eq!(namespaces().len(), 5, "4 hosts + the bridge namespace");
+    let status = emu(&["status"], Duration::from_secs(30));
+    assert!(
+        status.stdout.contains("4 hosts, link 50mbit") && !status.stdout.contains("master's host"),
+        "{}",
+        status.stdout
+    );
     // a second `up` must refuse to clobber the cluster
     let again = emu(&["up", "--hosts", "2", "--bandwidth", "10mbit"], Duration::from_secs(30));
     assert_eq!(again.code, Some(2));

@@ -107,7 +107,7 @@ for links in LINKS:
     print(f"    Packets dropped on all links: {drops[0]} sent, {drops[1]} received.")
 print("- **Model**: least squares, p = 20 000: a full upload is p + 1 = 20 001 doubles (160 KB), 64 ms at 20 Mbit/s;")
 print("  240 rows, compute modelled at 50 µs per row of a worker's load (4 ms at the largest load, 4/12; the workers")
-print("  still compute the real gradients, and every decoded result is checked against the uncoded one). No injected")
+print("  still compute the real gradients; `exact` says every iteration decoded the whole gradient). No injected")
 print("  stragglers (the paper mentions none). Uploads are eager (the default): a late result still crosses its link.")
 print(f"- {reps} interleaved repetitions of {iters} iterations per run; the time per iteration is each run's mean after the")
 print("  first iteration (`steady_mean_s`), the median over the repetitions (min–max in brackets).")
@@ -165,7 +165,7 @@ def pct(v):
 
 
 up_gc, up_cf = med("uploads-only", "gc-cyclic", "up"), med("uploads-only", "cegc-systematic", "up")
-print("**Reading the tables.** Every decoded result was exact (the column says so per run).")
+print("**Reading the tables.** Every iteration of every run decoded the whole gradient (column `exact`).")
 print(f"- *Uploads-only links*: the master's one {rate} port carries every upload, eager late ones included, so an")
 print(f"  iteration is the bytes the workers upload: GC cyclic {up_gc / 1e3:.0f} KB ({ms('uploads-only', 'gc-cyclic')} ms), CommFR-GC")
 print(f"  {up_cf / 1e3:.0f} KB ({ms('uploads-only', 'cegc-systematic')} ms). CommFR-GC saves {pct(saved('uploads-only', 'cegc-systematic', 'gc-cyclic'))} against GC, about 1 − 1/m, and")

@@ -80,6 +80,13 @@ impl Drop for Down {
     }
 }
 
+/// `up` with `args` is refused, exit 2, saying `says`.
+fn assert_up_refused(args: &[&str], says: &str) {
+    let run = emu(&[&["up"], args].concat(), Duration::from_secs(30));
+    assert_eq!(run.code, Some(2), "{}", run.stderr);
+    assert!(run.stderr.contains(says), "{}", run.stderr);
+}
+
 /// The test cluster up with `args` (after any leftovers of an interrupted run are torn down),
 /// holding the MPI lock, torn down when the guard drops; `None` where OUTRUN_SKIP_NETNS skips
 /// the emulated-cluster tests.
@@ -121,9 +128,7 @@ fn emulated_cluster_runs_exact_gc_at_the_shaped_rate() {
         status.stdout
     );
     // a second `up` must refuse to clobber the cluster
-    let again = emu(&["up", "--hosts", "2", "--bandwidth", "10mbit"], Duration::from_secs(30));
-    assert_eq!(again.code, Some(2));
-    assert!(again.stderr.contains("already exists"), "{}", again.stderr);
+    assert_up_refused(&["--hosts", "2", "--bandwidth", "10mbit"], "already exists");
 
     // GC with 3 workers (one per host), s = 1, a slow worker, across the shaped links
     let text = r#"
@@ -401,12 +406,10 @@ fn a_server_with_a_faster_nic_takes_its_workers_uploads_at_once() {
         return;
     };
     // a second link model on top is refused (and the cluster is left as it was)
-    let both = emu(
-        &["up", "--hosts", "4", "--bandwidth", "20mbit", "--down", "1gbit", "--server", "1gbit"],
-        Duration::from_secs(30),
+    assert_up_refused(
+        &["--hosts", "4", "--bandwidth", "20mbit", "--down", "1gbit", "--server", "1gbit"],
+        "--down and --server",
     );
-    assert_eq!(both.code, Some(2), "{}", both.stderr);
-    assert!(both.stderr.contains("--down and --server"), "{}", both.stderr);
     let status = emu(&["status"], Duration::from_secs(30));
     assert!(status.stdout.contains("the master's host 1gbit both ways"), "{}", status.stdout);
     // UMW, 3 workers, p = 20 000: a model and a result of 160 KB each, 64 ms at 20 Mbit/s

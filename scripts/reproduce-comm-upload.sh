@@ -11,12 +11,14 @@
 #                 uploads cross their own links at once, each worker receives the model at RATE);
 # REPS interleaved repetitions (default 2); simulates the uploads-only runs (the simulator's
 # single-port network has no model of the server's faster NIC) and writes
-# docs/results/comm-upload.md.
-#   scripts/reproduce-comm-upload.sh [RATE] [REPS]
+# docs/results/comm-upload.md. Run by `outrun reproduce cegc-ec2` (OUTRUN_REPRODUCE_VALUES set:
+# the page goes to the run directory and ours to that file; docs/ are left as they are).
+#   scripts/reproduce-comm-upload.sh [RATE] [REPS] [ITERATIONS]   (defaults: 20mbit 2, the config's 20)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
 rate="${1:-20mbit}"; reps="${2:-2}"
+iters=(); [ -z "${3:-}" ] || iters=(--set "run.iterations=$3")
 # shellcheck source=scripts/reproduce/lib.sh
 . scripts/reproduce/lib.sh
 reproduce_init comm-upload cupload
@@ -40,7 +42,7 @@ links_args() {
 # validate every run before bringing anything up
 for label in "${schemes[@]}"; do
   # shellcheck disable=SC2046
-  "$bin" check "$cfg" $(scheme_args "$label") >/dev/null
+  "$bin" check "$cfg" $(scheme_args "$label") "${iters[@]}" >/dev/null
 done
 
 for links in uploads-only server; do
@@ -52,7 +54,7 @@ for links in uploads-only server; do
     for label in "${schemes[@]}"; do
       echo "reproduce-comm-upload: $links, rep $rep/$reps: $label" >&2
       # shellcheck disable=SC2046
-      $emu run "$cfg" $(scheme_args "$label") --set "run.name=$links-$label-r$rep" --set "run.out_dir=$out/runs" >/dev/null
+      $emu run "$cfg" $(scheme_args "$label") "${iters[@]}" --set "run.name=$links-$label-r$rep" --set "run.out_dir=$out/runs" >/dev/null
     done
   done
   $emu drops | awk '{e+=$3; i+=$5} END {print e+0, i+0}' > "$out/$links.drops"
@@ -63,11 +65,13 @@ done
 # free (downlink = false: they cross at 1 Gbit/s on the cluster, 1.3 ms each)
 for label in "${schemes[@]}"; do
   # shellcheck disable=SC2046
-  "$bin" simulate "$cfg" --trials 3 --math off $(scheme_args "$label") --set "run.name=$label" \
+  "$bin" simulate "$cfg" --trials 3 --math off $(scheme_args "$label") "${iters[@]}" --set "run.name=$label" \
     --set "run.out_dir=$out/sim" --set "network.bandwidth=\"$rate\"" --set network.downlink=false \
     > "$out/sim-$label.txt" 2>&1
 done
 
-mkdir -p docs/results
-python3 scripts/reproduce/comm_upload_doc.py "$out" "$rate" > docs/results/comm-upload.md
-echo "reproduce-comm-upload: wrote docs/results/comm-upload.md (runs in $out)" >&2
+page=docs/results/comm-upload.md
+[ -z "${OUTRUN_REPRODUCE_VALUES:-}" ] || page="$out/comm-upload.md"
+mkdir -p "$(dirname "$page")"
+python3 scripts/reproduce/comm_upload_doc.py "$out" "$rate" > "$page"
+echo "reproduce-comm-upload: wrote $page (runs in $out)" >&2

@@ -3,6 +3,9 @@ stdout). Every number is read from the run directories, the simulator's director
 checks the script wrote.
 
 usage: comm_upload_doc.py OUT_DIR RATE
+
+With OUTRUN_REPRODUCE_VALUES set (by `outrun reproduce cegc-ec2`), also writes ours for the
+registry's rows to that file as JSON: {"values": {row key: number}, "notes": [line, ...]}.
 """
 import glob
 import json
@@ -187,3 +190,25 @@ print("  setting has almost none of (4 ms), which would shrink the share the upl
 print("  an m it does not state (the upload's saving is 1 − 1/m of its share). The sign now agrees with the paper; the")
 print("  size depends on what the paper does not state. That CommFR-GC is no faster than CGC with the same m (the")
 print("  paper's \"other codes\" may not include CGC) is what both designs predict: they upload the same 1/m.")
+
+# ours for `outrun reproduce cegc-ec2` (crates/reproduce/papers.toml's rows), computed from the runs above
+values_path = os.environ.get("OUTRUN_REPRODUCE_VALUES")
+if values_path:
+    best = best_other("server")
+    exact = all(r["exact"] for v in runs.values() for r in v)
+    times = lambda links: ", ".join(f"{l} {ms(links, l)}" for l in ORDER)
+    notes = [
+        f"measured on 13 emulated hosts, {reps} repetitions of {iters} iterations per run, ms per iteration (the median of the runs' means after their first iteration); "
+        + ("every iteration of every run decoded the whole gradient" if exact else "NOT EXACT: some iteration did not decode the whole gradient"),
+        f"server links (the master's host at 1 Gbit/s, workers at {rate}): {times('server')}",
+        f"uploads-only links (the papers' model: one {rate} port at the master): {times('uploads-only')}; CommFR-GC saves "
+        f"{pct(saved('uploads-only', 'cegc-systematic', 'gc-cyclic'))} against GC cyclic, {pct(saved('uploads-only', 'cegc-systematic', 'cgc'))} against CGC",
+        f"the runs and their page: {out}/ (comm-upload.md there; `sudo make reproduce-comm-upload` writes it to docs/results/)",
+    ]
+    values = {
+        "vs_gc": saved("server", "cegc-systematic", "gc-cyclic"),
+        "vs_best": saved("server", "cegc-systematic", best),
+    }
+    notes.insert(2, f"the best other code with server links: {best}")
+    with open(values_path, "w") as f:
+        json.dump({"values": values, "notes": notes}, f)

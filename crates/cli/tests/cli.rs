@@ -752,9 +752,12 @@ fn reproduce_lists_and_runs_results() {
     let list = outrun(&["reproduce", "--list"]);
     assert_eq!(list.code, Some(0), "{}", list.stderr);
     let ids: Vec<&str> = list.stdout.lines().map(|l| l.split_whitespace().next().unwrap()).collect();
-    for id in ["cegc-table1", "gcdc-fig4", "hcmm-fig3.2", "hier-fig6.3", "pagerank-fig2.4", "cr-fig4.2"] {
+    for id in ["cegc-table1", "gcdc-fig4", "hcmm-fig3.2", "hier-fig6.3", "pagerank-fig2.4", "cr-fig4.2", "cegc-ec2"] {
         assert!(ids.contains(&id), "{id} not listed:\n{}", list.stdout);
     }
+    // a result measured on the emulated cluster says so, and how to run it
+    let ec2 = list.stdout.lines().find(|l| l.starts_with("cegc-ec2 ")).unwrap();
+    assert!(ec2.contains("[emulated; ") && ec2.contains("sudo outrun reproduce cegc-ec2"), "{ec2}");
     let one = outrun(&["reproduce", "hier-fig6.3", "cegc-remark3"]);
     assert_eq!(one.code, Some(0), "{}{}", one.stdout, one.stderr);
     assert!(one.stdout.contains("8 of 8 reproduced"), "{}", one.stdout);
@@ -773,6 +776,7 @@ fn reproduce_lists_and_runs_results() {
     for (args, what) in [
         (&["reproduce", "no-such-result"][..], "no result `no-such-result`"),
         (&["reproduce"][..], "--list"),
+        (&["reproduce", "cegc-ec2", "--emulated"][..], "--emulated goes with --all"),
         (&["theory", "sk", "--n", "10", "--s", "10", "--m", "2"][..], "--s = 10 must be below --n = 10"),
         (&["theory", "sk", "--n", "10", "--s", "2", "--m", "2", "--eps", "1.5"][..], "--eps"),
         (&["theory", "bec", "--dv", "1"][..], "--dv and --dc"),

@@ -1,6 +1,8 @@
 //! The emulated cluster (`launch/emu-cluster`): bring up 4 hosts (network namespaces) with
 //! shaped links, run a gradient-coding job across them, check it is exact and that a bulk
-//! transfer between two hosts runs at the shaped rate within 15 %, and tear everything down.
+//! transfer between two hosts runs at the shaped rate within 15 %, and tear everything down;
+//! the papers' N = 84 one rank per host, a server with a faster NIC, and `outrun reproduce`
+//! measuring a result on the emulated cluster through its script.
 //!
 //! Needs root (network namespaces, tc). Set OUTRUN_SKIP_NETNS=1 to skip it explicitly on a
 //! machine where that is impossible; without it, a non-root run fails rather than pass silently.
@@ -447,4 +449,58 @@ a = 1e-5
     assert!(mean < 3.0 * one, "{:.1} ms per iteration: the uploads crossed one after another", mean * 1e3);
     drop(down);
     assert!(namespaces().is_empty(), "down left namespaces behind: {:?}", namespaces());
+}
+
+/// `outrun reproduce cegc-ec2 --quick`: seed 001's EC2 comparison measured by the engine on 13
+/// emulated hosts through the reproduction's script (both link models, one repetition of 6
+/// iterations; about 1.5 min), run by the command itself with this build. Ours is checked
+/// against the runs the script leaves: CommFR-GC's saving over GC recomputed from their
+/// summaries, every iteration of every run exact. The script's run directory is removed when
+/// the test passes and kept when it fails.
+#[test]
+fn reproduce_measures_an_emulated_result() {
+    if std::env::var_os("OUTRUN_SKIP_NETNS").is_some() {
+        eprintln!("SKIPPED by OUTRUN_SKIP_NETNS: emulated cluster test");
+        return;
+    }
+    let _lock = mpi_lock();
+    let mut cmd = Command::new(bin());
+    cmd.args(["reproduce", "cegc-ec2", "--quick", "--json"]);
+    let run = run_with_timeout(cmd, Duration::from_secs(600));
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let v: serde_json::Value = serde_json::from_str(&run.stdout).expect("--json prints only the outcomes");
+    let out = &v[0];
+    assert_eq!(out["method"], "emulated", "{out}");
+    let notes: Vec<&str> = out["notes"].as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
+    assert!(notes.iter().any(|n| n.contains("every iteration of every run decoded")), "{notes:?}");
+    // the runs: `runs/reproduce-comm-upload-<time>/` under the repository's root
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let at = notes.iter().find_map(|n| n.strip_prefix("the runs and their page: ")).expect("a note names the runs");
+    let dir = root.join(at.split('/').take(2).collect::<Vec<_>>().join("/"));
+    assert!(dir.join("comm-upload.md").is_file(), "the page goes to the run directory: {}", dir.display());
+    let steady = |name: &str| {
+        let runs: Vec<PathBuf> = std::fs::read_dir(dir.join("runs"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with(&format!("{name}-r1-")))
+            .collect();
+        assert_eq!(runs.len(), 1, "{name}: {runs:?}");
+        let s = summary(&runs[0]);
+        assert_eq!(s["iterations"], 6, "{name}: {s}");
+        assert_eq!(s["exact_iterations"], s["iterations"], "{name}: {s}");
+        s["steady_mean_s"].as_f64().unwrap()
+    };
+    let rows = out["rows"].as_array().unwrap();
+    let ours = |quantity: &str| {
+        let row = rows.iter().find(|r| r["quantity"].as_str().unwrap().contains(quantity)).unwrap();
+        assert!(matches!(row["verdict"].as_str(), Some("reproduced" | "deviates")), "{row}");
+        assert!(row["verdict"] == "reproduced" || row["why"].is_string(), "a deviation says why: {row}");
+        row["ours"].as_f64().unwrap()
+    };
+    let vs_gc = 100.0 * (1.0 - steady("server-cegc-systematic") / steady("server-gc-cyclic"));
+    assert!((ours("against GC") - vs_gc).abs() < 1e-9, "{} against {vs_gc}", ours("against GC"));
+    // halving the upload saves time against GC wherever the upload is part of an iteration
+    assert!(vs_gc > 5.0, "CommFR-GC saves {vs_gc:.1} % against GC with server links");
+    assert!(ours("best other code") <= vs_gc + 1e-9);
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -6,7 +6,9 @@
 //! [`run`] — the formulas and codes of `outrun-codes`, the simulator of `outrun-sim` — and
 //! never stored. Each number gets a [`Verdict`]: reproduced (within the paper's precision or
 //! the spec's tolerance), deviates (with the measured reason, when it is known), not applicable
-//! (why), or not run by this command (the make target that runs it).
+//! (why), or not run by this command (the make target that runs it). A result measured by the
+//! engine on the emulated cluster ([`Method::Emulated`]) is computed only when asked for by
+//! [`run_emulated`]: its script brings up network namespaces (root) and takes minutes.
 //!
 //! ```
 //! let cat = outrun_reproduce::catalogue();
@@ -19,6 +21,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod emulated;
 mod entries;
 
 use std::collections::BTreeMap;
@@ -34,6 +37,9 @@ pub enum Method {
     Analytic,
     /// The simulator, in virtual time.
     Simulator,
+    /// The engine through mpirun on the emulated cluster (network namespaces, root): the
+    /// result's script runs and writes ours, from its runs, to a file this crate reads.
+    Emulated,
     /// A make target that `outrun reproduce` does not run itself yet (MPI, root, long).
     Script,
 }
@@ -44,6 +50,7 @@ impl Method {
         match self {
             Method::Analytic => "analytic",
             Method::Simulator => "simulator",
+            Method::Emulated => "emulated",
             Method::Script => "script",
         }
     }
@@ -150,8 +157,14 @@ pub struct Result_ {
     pub time: String,
     /// How long with `--quick`, when that is shorter.
     pub quick_time: Option<String>,
-    /// For [`Method::Script`]: the command that runs it.
+    /// For [`Method::Script`] and [`Method::Emulated`]: the make target that runs it.
     pub command: Option<String>,
+    /// For [`Method::Emulated`]: the script (from the repository's root) that measures ours.
+    pub script: Option<String>,
+    /// For [`Method::Emulated`]: the script's arguments with `--quick` (fewer repetitions and
+    /// iterations); without it the script's defaults.
+    #[serde(default)]
+    pub quick_args: Vec<String>,
     /// Its numbers.
     #[serde(rename = "row")]
     pub rows: Vec<Row>,
@@ -321,39 +334,69 @@ impl std::fmt::Display for Failed {
 
 impl std::error::Error for Failed {}
 
-/// Compute ours for `result` (fewer trials with `quick`), `progress` told what is running.
+/// Compute ours for `result` (fewer trials with `quick`), `progress` told what is running. A
+/// script's result, and one measured on the emulated cluster (see [`run_emulated`]), comes back
+/// with every number not run, naming the command that runs it.
 pub fn run(result: &Result_, quick: bool, progress: &mut dyn FnMut(&str)) -> Result<Outcome, Failed> {
     let start = Instant::now();
-    let computed = if result.method == Method::Script {
-        Computed::default()
-    } else {
-        let f =
-            entries::compute(&result.id).ok_or_else(|| Failed(format!("{}: no computation registered", result.id)))?;
-        let mut ctx = entries::Ctx { rows: &result.rows, quick, progress };
-        f(&mut ctx).map_err(|e| Failed(format!("{}: {e}", result.id)))?
+    let computed = match result.method {
+        Method::Script | Method::Emulated => None,
+        _ => {
+            let f = entries::compute(&result.id)
+                .ok_or_else(|| Failed(format!("{}: no computation registered", result.id)))?;
+            let mut ctx = entries::Ctx { rows: &result.rows, quick, progress };
+            Some(f(&mut ctx).map_err(|e| Failed(format!("{}: {e}", result.id)))?)
+        }
+    };
+    outcome(result, quick, start, computed)
+}
+
+/// Measure ours for a [`Method::Emulated`] result (with `quick`, the script's `quick_args`): its
+/// script runs the engine on the emulated cluster with the binary that called this
+/// (`OUTRUN_BIN`), its output going to stderr, and writes ours from its runs; minutes, and root
+/// (refused in one line without it). The script
+/// leaves docs/ as they are: its page goes to its run directory, which the notes name.
+pub fn run_emulated(result: &Result_, quick: bool, progress: &mut dyn FnMut(&str)) -> Result<Outcome, Failed> {
+    if result.method != Method::Emulated {
+        return run(result, quick, progress);
+    }
+    let start = Instant::now();
+    let computed = emulated::compute(result, quick, progress).map_err(|e| Failed(format!("{}: {e}", result.id)))?;
+    outcome(result, quick, start, Some(computed))
+}
+
+/// The outcome of `result` from ours (`None`: not run by this command).
+fn outcome(result: &Result_, quick: bool, start: Instant, computed: Option<Computed>) -> Result<Outcome, Failed> {
+    let not_run = || {
+        let cmd = result.command.as_deref().unwrap_or("?");
+        let cmd = match result.method {
+            Method::Emulated => format!("`sudo outrun reproduce {}` or `{cmd}`", result.id),
+            _ => format!("`{cmd}`"),
+        };
+        Verdict::NotRun(if result.time == "–" { cmd } else { format!("{cmd} ({})", result.time) })
     };
     let rows = result
         .rows
         .iter()
         .map(|row| {
+            let Some(computed) = &computed else {
+                return Ok(RowOutcome {
+                    quantity: row.quantity.clone(),
+                    paper: row.paper,
+                    paper_shown: row.paper_shown(),
+                    ours: None,
+                    tolerance: row.tolerance(),
+                    source: row.source.clone(),
+                    verdict: not_run(),
+                });
+            };
             let ours = computed.values.get(&row.key);
             let value = ours.and_then(|o| o.value);
-            let verdict = match (result.method, ours, value) {
-                (Method::Script, _, _) => {
-                    let cmd = result.command.as_deref().unwrap_or("?");
-                    Verdict::NotRun(if result.time == "–" {
-                        cmd.to_string()
-                    } else {
-                        format!("`{cmd}` ({})", result.time)
-                    })
-                }
-                (_, None, _) => return Err(Failed(format!("{}: computed no value for row `{}`", result.id, row.key))),
-                (_, Some(o), None) => Verdict::NotApplicable(o.note.clone().unwrap_or_else(|| "no value".into())),
-                (_, Some(o), Some(v)) if row.holds(v) => {
-                    let _ = o;
-                    Verdict::Reproduced
-                }
-                (_, Some(o), Some(_)) => Verdict::Deviates(row.why.clone().or_else(|| o.note.clone())),
+            let verdict = match (ours, value) {
+                (None, _) => return Err(Failed(format!("{}: computed no value for row `{}`", result.id, row.key))),
+                (Some(o), None) => Verdict::NotApplicable(o.note.clone().unwrap_or_else(|| "no value".into())),
+                (Some(_), Some(v)) if row.holds(v) => Verdict::Reproduced,
+                (Some(o), Some(_)) => Verdict::Deviates(row.why.clone().or_else(|| o.note.clone())),
             };
             Ok(RowOutcome {
                 quantity: row.quantity.clone(),
@@ -374,7 +417,7 @@ pub fn run(result: &Result_, quick: bool, progress: &mut dyn FnMut(&str)) -> Res
         method: result.method,
         quick,
         seconds: start.elapsed().as_secs_f64(),
-        notes: computed.notes,
+        notes: computed.map(|c| c.notes).unwrap_or_default(),
         rows,
     })
 }
@@ -491,6 +534,12 @@ mod tests {
             assert!(!r.rows.is_empty(), "{}: no rows", r.id);
             match r.method {
                 Method::Script => assert!(r.command.is_some(), "{}: a script result names its command", r.id),
+                Method::Emulated => {
+                    assert!(r.command.is_some(), "{}: an emulated result names its make target", r.id);
+                    let script = r.script.as_deref().unwrap_or_else(|| panic!("{}: names no script", r.id));
+                    assert!(emulated::root().join(script).is_file(), "{}: {script} is not in the repository", r.id);
+                    assert_eq!(r.quick_time.is_some(), !r.quick_args.is_empty(), "{}: --quick's args and time", r.id);
+                }
                 _ => assert!(entries::compute(&r.id).is_some(), "{}: no computation", r.id),
             }
             let mut keys: Vec<&str> = r.rows.iter().map(|x| x.key.as_str()).collect();
@@ -523,7 +572,7 @@ mod tests {
     #[test]
     fn every_deviation_of_the_quick_results_has_a_measured_reason() {
         const ALL_DEVIATE: [&str; 2] = ["cr-fig4.2", "cr-fig8"];
-        for r in catalogue().iter().filter(|r| r.method != Method::Script) {
+        for r in catalogue().iter().filter(|r| !matches!(r.method, Method::Script | Method::Emulated)) {
             let out = run(r, true, &mut |_| {}).unwrap();
             assert!(out.unexplained().is_empty(), "{}", text(&out));
             let reproduced = out.count(|v| *v == Verdict::Reproduced);

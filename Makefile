@@ -84,6 +84,10 @@ reproduce-comm: build
 reproduce-comm-upload: build
 	scripts/reproduce-comm-upload.sh
 
+.PHONY: reproduce-pagerank
+reproduce-pagerank: build
+	scripts/reproduce-pagerank.sh
+
 .PHONY: reproduce-upload
 reproduce-upload: build
 	scripts/reproduce-upload.sh

@@ -3,11 +3,14 @@
 servers, mean over iterations after the first and over repetitions), bytes per iteration, the
 best r and its speedup over r = 1, and two predictions of the best r from the r = 1 runs: the
 thesis's r* = sqrt(T_Shuffle / T_Map) (Remark 14) and T(r) = r·T_Map(1) + T_Shuffle(1)·wire(r)/wire(1)
-+ T_other(1), the shuffle scaled by the bytes the servers actually send."""
++ T_other(1), the shuffle scaled by the bytes the servers actually send.
+
+usage: pagerank.py OUT_DIR BANDWIDTH [TITLE]   (PAGERANK_JSON=FILE also writes the figures as JSON)"""
 import csv, glob, json, math, os, sys, tomllib
 from collections import defaultdict
 
 out, bw = sys.argv[1], sys.argv[2]
+title = sys.argv[3] if len(sys.argv) > 3 else "## 9. Coded PageRank on the emulated cluster"
 PH = ["map_s", "encode_s", "shuffle_s", "decode_s", "reduce_s", "redistribute_s"]
 runs = defaultdict(list)  # (kind, r) -> list of dicts of means
 for d in sorted(glob.glob(os.path.join(out, "runs", "*"))):
@@ -26,7 +29,7 @@ mean = lambda xs: sum(xs) / len(xs)
 agg = {k: {f: mean([m[f] for m in v]) for f in v[0]} for k, v in runs.items()}
 rs = sorted({r for _, r in agg})
 cfg = open(glob.glob(os.path.join(out, "runs", "*", "config.toml"))[0]).read()
-print("## 9. Coded PageRank on the emulated cluster\n")
+print(f"{title}\n")
 n = loads[1]["n"]; K = loads[1]["servers"]
 print(f"K = {K} servers, one per emulated host, links {bw} both ways; ER graph n = {n}, "
       f"{loads[1]['values']} values per iteration; {len(next(iter(runs.values())))} repetitions, "
@@ -57,3 +60,15 @@ print(f"- load model from the r = 1 runs: thesis r* = sqrt(T_Shuffle/T_Map) = sq
 print(f"- coded / uncoded iteration time at the same r: " + ", ".join(f"r = {r}: {agg[('coded', r)]['wall_s']/agg[('uncoded', r)]['wall_s']:.2f}" for r in rs)
       + "; L-bytes (a multicast counted once, the thesis's bus) coded / uncoded: "
       + ", ".join(f"{agg[('coded', r)]['l_bytes']/max(1, agg[('uncoded', r)]['l_bytes']):.2f}" for r in rs) + ".")
+if os.environ.get("PAGERANK_JSON"):
+    with open(os.environ["PAGERANK_JSON"], "w") as f:
+        json.dump({
+            "servers": K, "n": n, "rs": rs,
+            "wall_ms": {kind: {r: agg[(kind, r)]["wall_s"] * 1e3 for r in rs} for kind in ("coded", "uncoded")},
+            "best": best,
+            "speedup": {kind: 100 * (1 - agg[(kind, best[kind])]["wall_s"] / base) for kind in ("coded", "uncoded")},
+            "map_ms_r1": t_map * 1e3, "shuffle_ms_r1": t_sh * 1e3, "rstar": rstar,
+            "wire_bytes": {r: agg[("coded", r)]["wire_bytes"] for r in rs},
+            "l_bytes": {r: agg[("coded", r)]["l_bytes"] for r in rs},
+            "shuffle_ms": {r: agg[("coded", r)]["shuffle_s"] * 1e3 for r in rs},
+        }, f)

@@ -48,6 +48,13 @@ pub(crate) fn reproduce(o: Options) -> Result<(), Failure> {
             2,
         ));
     }
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if o.emulated && unsafe { libc::geteuid() } != 0 {
+        return Err(Failure(
+            "reproduce: --emulated measures on the emulated cluster, which needs root (network namespaces): run it with sudo".into(),
+            2,
+        ));
+    }
     if o.ids.is_empty() && !o.all {
         return Err(Failure("reproduce: name results (`outrun reproduce --list` lists them) or give --all".into(), 2));
     }
@@ -145,10 +152,16 @@ fn document(outcomes: &[Outcome], quick: bool) -> String {
     // computed: every number has a value or a reason it has none
     let computed = outcomes.iter().filter(|o| !o.rows.iter().any(|r| matches!(r.verdict, Verdict::NotRun(_)))).count();
     out.push_str(&format!(
-        "{} results, {computed} computed by the command: of their numbers {rep} reproduced, {dev} deviate with a measured reason, {unk} deviate with no known reason, {na} not applicable (why: in their rows); {nr} numbers of the other {} results are not run by this command (a script, or the emulated cluster without --emulated).\n\n",
+        "{} results, {computed} computed by the command: of their numbers {rep} reproduced, {dev} deviate with a measured reason, {unk} deviate with no known reason, {na} not applicable (why: in their rows)",
         outcomes.len(),
-        outcomes.len() - computed
     ));
+    if computed < outcomes.len() {
+        out.push_str(&format!(
+            "; {nr} numbers of the other {} results are not run by this command (a script, or the emulated cluster without --emulated)",
+            outcomes.len() - computed
+        ));
+    }
+    out.push_str(".\n\n");
     out.push_str("| ID | paper | where | method | outcome |\n|---|---|---|---|---|\n");
     for o in outcomes {
         out.push_str(&format!(

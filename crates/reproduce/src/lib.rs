@@ -354,8 +354,8 @@ pub fn run(result: &Result_, quick: bool, progress: &mut dyn FnMut(&str)) -> Res
 /// Measure ours for a [`Method::Emulated`] result (with `quick`, the script's `quick_args`): its
 /// script runs the engine on the emulated cluster with the binary that called this
 /// (`OUTRUN_BIN`), its output going to stderr, and writes ours from its runs; minutes, and root
-/// (refused in one line without it). The script
-/// leaves docs/ as they are: its page goes to its run directory, which the notes name.
+/// (refused in one line without it). The script leaves docs/ as they are: its page goes to its
+/// run directory, which the notes name.
 pub fn run_emulated(result: &Result_, quick: bool, progress: &mut dyn FnMut(&str)) -> Result<Outcome, Failed> {
     if result.method != Method::Emulated {
         return run(result, quick, progress);
@@ -379,30 +379,26 @@ fn outcome(result: &Result_, quick: bool, start: Instant, computed: Option<Compu
         .rows
         .iter()
         .map(|row| {
-            let Some(computed) = &computed else {
-                return Ok(RowOutcome {
-                    quantity: row.quantity.clone(),
-                    paper: row.paper,
-                    paper_shown: row.paper_shown(),
-                    ours: None,
-                    tolerance: row.tolerance(),
-                    source: row.source.clone(),
-                    verdict: not_run(),
-                });
-            };
-            let ours = computed.values.get(&row.key);
-            let value = ours.and_then(|o| o.value);
-            let verdict = match (ours, value) {
-                (None, _) => return Err(Failed(format!("{}: computed no value for row `{}`", result.id, row.key))),
-                (Some(o), None) => Verdict::NotApplicable(o.note.clone().unwrap_or_else(|| "no value".into())),
-                (Some(_), Some(v)) if row.holds(v) => Verdict::Reproduced,
-                (Some(o), Some(_)) => Verdict::Deviates(row.why.clone().or_else(|| o.note.clone())),
+            let (ours, verdict) = match &computed {
+                None => (None, not_run()),
+                Some(c) => {
+                    let o = c
+                        .values
+                        .get(&row.key)
+                        .ok_or_else(|| Failed(format!("{}: computed no value for row `{}`", result.id, row.key)))?;
+                    let verdict = match o.value {
+                        None => Verdict::NotApplicable(o.note.clone().unwrap_or_else(|| "no value".into())),
+                        Some(v) if row.holds(v) => Verdict::Reproduced,
+                        Some(_) => Verdict::Deviates(row.why.clone().or_else(|| o.note.clone())),
+                    };
+                    (o.value, verdict)
+                }
             };
             Ok(RowOutcome {
                 quantity: row.quantity.clone(),
                 paper: row.paper,
                 paper_shown: row.paper_shown(),
-                ours: value,
+                ours,
                 tolerance: row.tolerance(),
                 source: row.source.clone(),
                 verdict,

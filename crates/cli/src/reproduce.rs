@@ -3,7 +3,7 @@
 
 use crate::Failure;
 use outrun_codes::theory;
-use outrun_reproduce::{catalogue, markdown, num, run, run_emulated, text, Method, Outcome, Verdict};
+use outrun_reproduce::{catalogue, markdown, num, run, run_emulated, text, Method, Outcome, Result_, Verdict};
 
 /// What `outrun reproduce` was asked.
 pub(crate) struct Options {
@@ -48,13 +48,6 @@ pub(crate) fn reproduce(o: Options) -> Result<(), Failure> {
             2,
         ));
     }
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    if o.emulated && unsafe { libc::geteuid() } != 0 {
-        return Err(Failure(
-            "reproduce: --emulated measures on the emulated cluster, which needs root (network namespaces): run it with sudo".into(),
-            2,
-        ));
-    }
     if o.ids.is_empty() && !o.all {
         return Err(Failure("reproduce: name results (`outrun reproduce --list` lists them) or give --all".into(), 2));
     }
@@ -71,19 +64,28 @@ pub(crate) fn reproduce(o: Options) -> Result<(), Failure> {
             })
             .collect::<Result<_, _>>()?
     };
+    // measured on the emulated cluster when named, or with --all --emulated; listed as not run
+    // otherwise. Root is checked before anything runs.
+    let measured = |r: &Result_| r.method == Method::Emulated && (!o.all || o.emulated);
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if chosen.iter().any(|r| measured(r)) && unsafe { libc::geteuid() } != 0 {
+        let ids: Vec<&str> = chosen.iter().filter(|r| measured(r)).map(|r| r.id.as_str()).collect();
+        return Err(Failure(
+            format!(
+                "reproduce: {} measured on the emulated cluster, which needs root (network namespaces): run it with sudo",
+                ids.join(", ")
+            ),
+            2,
+        ));
+    }
     let mut outcomes: Vec<Outcome> = vec![];
     let mut failed = vec![];
     for (i, r) in chosen.iter().enumerate() {
         let id = r.id.clone();
         let count = chosen.len();
         let mut progress = |what: &str| eprintln!("reproduce [{}/{count}] {id}: {what}", i + 1);
-        // measured on the emulated cluster when named, or with --all --emulated; listed as not
-        // run otherwise
-        let outcome = if r.method == Method::Emulated && (!o.all || o.emulated) {
-            run_emulated(r, o.quick, &mut progress)
-        } else {
-            run(r, o.quick, &mut progress)
-        };
+        let outcome =
+            if measured(r) { run_emulated(r, o.quick, &mut progress) } else { run(r, o.quick, &mut progress) };
         match outcome {
             Ok(out) => {
                 if !o.json && !o.markdown {

@@ -1,8 +1,9 @@
 //! Results the engine measures on the emulated cluster: the result's script (one of
 //! `scripts/reproduce-*.sh`) brings the cluster up, runs the schemes through mpirun, and — with
 //! `OUTRUN_REPRODUCE_VALUES` naming a file — writes ours there, computed from its runs:
-//! `{"values": {row key: number or null}, "why": {row key: why it has none}, "notes": [line, …]}`. The script runs with the binary that
-//! runs this command (`OUTRUN_BIN`), so what is measured is the build that reports it.
+//! `{"values": {row key: number or null}, "why": {row key: why it has none}, "notes": [line, …]}`.
+//! The script runs with the binary that runs this command (`OUTRUN_BIN`), so what is measured is
+//! the build that reports it.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -65,6 +65,7 @@ if os.environ.get("PAGERANK_JSON"):
         json.dump({
             "servers": K, "n": n, "rs": rs,
             "wall_ms": {kind: {r: agg[(kind, r)]["wall_s"] * 1e3 for r in rs} for kind in ("coded", "uncoded")},
+            "reps_ms": {kind: {r: [m["wall_s"] * 1e3 for m in runs[(kind, r)]] for r in rs} for kind in ("coded", "uncoded")},
             "best": best,
             "speedup": {kind: 100 * (1 - agg[(kind, best[kind])]["wall_s"] / base) for kind in ("coded", "uncoded")},
             "map_ms_r1": t_map * 1e3, "shuffle_ms_r1": t_sh * 1e3, "rstar": rstar,

@@ -51,6 +51,13 @@ pub(crate) fn compute(result: &Result_, quick: bool, progress: &mut dyn FnMut(&s
     let exe = std::env::current_exe().map_err(|e| format!("cannot name this binary for {script}: {e}"))?;
     let file = std::env::temp_dir().join(format!("outrun-reproduce-{}-{}.json", result.id, std::process::id()));
     let _ = std::fs::remove_file(&file);
+    // made here, new: the script writes into a file of ours, not into a link left in the shared
+    // temporary directory under the name it expects
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&file)
+        .map_err(|e| format!("cannot create {} for {script}'s values: {e}", file.display()))?;
     let (args, time) = match (quick, &result.quick_time) {
         (true, Some(t)) => (&result.quick_args[..], t),
         _ => (&[][..], &result.time),
@@ -73,7 +80,11 @@ pub(crate) fn compute(result: &Result_, quick: bool, progress: &mut dyn FnMut(&s
     if !status.success() {
         return Err(format!("{script} failed ({status}; its output above)"));
     }
-    let text = text.map_err(|e| format!("{script} succeeded but wrote no values to {}: {e}", file.display()))?;
+    let text =
+        text.map_err(|e| format!("{script} succeeded but its values cannot be read from {}: {e}", file.display()))?;
+    if text.trim().is_empty() {
+        return Err(format!("{script} succeeded but wrote no values to {}", file.display()));
+    }
     let written: Written =
         serde_json::from_str(&text).map_err(|e| format!("{script} wrote values that do not parse: {e}"))?;
     let mut out = Computed { notes: written.notes, ..Computed::default() };

@@ -135,8 +135,7 @@ if ties:
     print(f"- *The best coded r is not resolved*: {tie_words}, so this run does not say which r is")
     print("  fastest (the registry's best-r row is left without a value).")
 else:
-    print(f"- *The best coded r is resolved*: r = {best['coded']}'s repetitions ({min(coded_reps[best['coded']]):.0f}–{max(coded_reps[best['coded']]):.0f} ms)"
-          " are all faster than every other r's.")
+    print(f"- *The best coded r is resolved*: its repetitions ({span(best['coded'])}) are all faster than every other r's.")
 print(f"- *Coded against uncoded* at the same r: " + ", ".join(
     f"r = {r}: {wall['coded'][r] / wall['uncoded'][r]:.2f}" for r in rs) + " (iteration time ratio). Uncoded at its")
 print(f"  best r ({best['uncoded']}) is {speedup['uncoded']:.1f} % faster than r = 1: on these links what r buys is the redundant Map.")

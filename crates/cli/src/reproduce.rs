@@ -3,7 +3,7 @@
 
 use crate::Failure;
 use outrun_codes::theory;
-use outrun_reproduce::{catalogue, markdown, num, run, run_emulated, text, Method, Outcome, Result_, Verdict};
+use outrun_reproduce::{catalogue, is_root, markdown, num, run, run_emulated, text, Method, Outcome, Result_, Verdict};
 
 /// What `outrun reproduce` was asked.
 pub(crate) struct Options {
@@ -67,13 +67,12 @@ pub(crate) fn reproduce(o: Options) -> Result<(), Failure> {
     // measured on the emulated cluster when named, or with --all --emulated; listed as not run
     // otherwise. Root is checked before anything runs.
     let measured = |r: &Result_| r.method == Method::Emulated && (!o.all || o.emulated);
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    if chosen.iter().any(|r| measured(r)) && unsafe { libc::geteuid() } != 0 {
-        let ids: Vec<&str> = chosen.iter().filter(|r| measured(r)).map(|r| r.id.as_str()).collect();
+    let needs_root: Vec<&str> = chosen.iter().filter(|r| measured(r)).map(|r| r.id.as_str()).collect();
+    if !needs_root.is_empty() && !is_root() {
         return Err(Failure(
             format!(
                 "reproduce: {} measured on the emulated cluster, which needs root (network namespaces): run it with sudo",
-                ids.join(", ")
+                needs_root.join(", ")
             ),
             2,
         ));

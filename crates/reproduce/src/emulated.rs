@@ -18,6 +18,12 @@ pub(crate) fn root() -> PathBuf {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).to_path_buf()
 }
 
+/// Whether this process may bring up the emulated cluster (network namespaces need root).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
 /// What a script writes.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -41,8 +47,7 @@ pub(crate) fn compute(result: &Result_, quick: bool, progress: &mut dyn FnMut(&s
             root.display()
         ));
     }
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
+    if !is_root() {
         return Err(format!(
             "measured on the emulated cluster, which needs root (network namespaces): `sudo outrun reproduce {}`",
             result.id

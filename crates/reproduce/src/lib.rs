@@ -24,6 +24,8 @@
 mod emulated;
 mod entries;
 
+pub use emulated::is_root;
+
 use std::collections::BTreeMap;
 use std::time::Instant;
 

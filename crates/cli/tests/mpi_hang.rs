@@ -195,9 +195,16 @@ fn assert_names_the_stopped_server(line: &str, stopped: usize, tag: &str) {
 /// bound with nothing said.
 #[test]
 fn a_stopped_pagerank_server_is_named_at_the_deadline() {
-    for (tag, kind) in [("pagerank-coded", "coded-pagerank"), ("pagerank-uncoded", "uncoded-pagerank")] {
+    for (tag, kind, schedule) in [
+        ("pagerank-coded", "coded-pagerank", "parallel"),
+        ("pagerank-uncoded", "uncoded-pagerank", "parallel"),
+        // the turn-taking Shuffle waits at a barrier before each turn, which names no one: the
+        // line names every other server, the stopped one among them
+        ("pagerank-turns", "coded-pagerank", "turns"),
+    ] {
         // stopped a second after it started, named at run.deadline (5 s), ended at once
-        stopped_pagerank_server(tag, kind, 2, "pagerank: server 0 waited 5 s in iteration", Duration::from_secs(25));
+        let sets = [format!("scheme.kind={kind}"), format!("scheme.shuffle={schedule}")];
+        stopped_pagerank_server(tag, &sets, 2, "pagerank: server 0 waited 5 s in iteration", Duration::from_secs(25));
     }
 }
 
@@ -206,15 +213,16 @@ fn a_stopped_pagerank_server_is_named_at_the_deadline() {
 #[test]
 fn a_stopped_logging_pagerank_server_is_named_by_the_next() {
     let (tag, speaker) = ("pagerank-logging", "pagerank: server 1 waited 15 s in iteration");
-    stopped_pagerank_server(tag, "uncoded-pagerank", 0, speaker, Duration::from_secs(35));
+    stopped_pagerank_server(tag, &["scheme.kind=uncoded-pagerank".into()], 0, speaker, Duration::from_secs(35));
 }
 
-/// Stop server `stopped` of a `kind` PageRank run: the job ends, exit 1, within `within`, with
-/// one line that starts as `speaker` and names the stopped server; nothing of it is left.
-fn stopped_pagerank_server(tag: &str, kind: &str, stopped: usize, speaker: &str, within: Duration) {
+/// Stop server `stopped` of a PageRank run (`sets`: its scheme): the job ends, exit 1, within
+/// `within`, with one line that starts as `speaker` and names the stopped server; nothing of it
+/// is left.
+fn stopped_pagerank_server(tag: &str, sets: &[String], stopped: usize, speaker: &str, within: Duration) {
     let _lock = mpi_lock();
-    let kind = format!("scheme.kind={kind}");
-    let (code, _, stderr, took, pid, _dir) = stop_a_rank_of(PAGERANK, tag, stopped, &[&kind], Duration::from_secs(60));
+    let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
+    let (code, _, stderr, took, pid, _dir) = stop_a_rank_of(PAGERANK, tag, stopped, &sets, Duration::from_secs(60));
     let line = one_error(code, &stderr, tag);
     assert!(line.contains(speaker), "{tag}: {stderr}");
     assert_names_the_stopped_server(line, stopped, tag);

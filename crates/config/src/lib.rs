@@ -56,7 +56,7 @@ pub use run::RunConfig;
 pub use scheme::{
     AgcConfig, CegcConfig, CgcConfig, ClusterConfig, CodeChoice, CodedfedlConfig, ColumnOrder, FederatedConfig,
     Generator, HierConfig, LinearChoice, MatvecCode, MatvecSchemeConfig, RingAlgorithm, SchemeConfig, ShuffleConfig,
-    Ssi, StarConfig, StaticClusterConfig, TreeConfig,
+    ShuffleSchedule, Ssi, StarConfig, StaticClusterConfig, TreeConfig,
 };
 pub use stragglers::{BernoulliMode, MarkovConfig, PerWorker, RatesConfig, StragglerConfig, TraceConfig, TraceTimes};
 

@@ -374,6 +374,34 @@ pub struct ShuffleConfig {
     /// Which server Reduces vertex i: `"contiguous"` (the thesis) or `"mod"` (i mod K).
     #[serde(default = "contiguous")]
     pub reduce: ReducePolicy,
+    /// How the servers take the Shuffle's transfers: all at once (`"parallel"`, the default) or
+    /// one at a time (`"turns"`, the thesis's EC2 runs).
+    #[serde(default)]
+    pub shuffle: ShuffleSchedule,
+}
+
+/// When the Shuffle's transfers happen.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ShuffleSchedule {
+    /// Every transfer of an iteration is started at once: groups with different members share
+    /// the links concurrently.
+    #[default]
+    Parallel,
+    /// One turn (a sender's message to its group) at a time across all servers, every server
+    /// entering a barrier before each: only one server uses the network at a time, as in the
+    /// thesis's EC2 runs (§2.7: a barrier before each turn in the authors' code).
+    Turns,
+}
+
+impl ShuffleSchedule {
+    /// The value's name in a config.
+    pub fn name(self) -> &'static str {
+        match self {
+            ShuffleSchedule::Parallel => "parallel",
+            ShuffleSchedule::Turns => "turns",
+        }
+    }
 }
 
 fn contiguous() -> ReducePolicy {
@@ -874,7 +902,7 @@ const MV_KEYS: &[&str] = &["workers", "code", "a", "mu", "shape", "overhead", "l
 const HCMM_KEYS: &[&str] =
     &["workers", "code", "a", "mu", "shape", "overhead", "lt_c", "lt_delta", "budget", "kappa", "gamma"];
 const MV_UNCODED_KEYS: &[&str] = &["workers", "a", "mu", "shape"];
-const PAGERANK_KEYS: &[&str] = &["servers", "r", "reduce"];
+const PAGERANK_KEYS: &[&str] = &["servers", "r", "reduce", "shuffle"];
 const CODEDFEDL_KEYS: &[&str] = &["workers", "delta", "parity", "generator", "deadline", "batches"];
 const HIER_KEYS: &[&str] = &["clients", "helpers", "s"];
 

@@ -13,6 +13,10 @@
 //!   and waited for together: no deadlock, no global barrier, and groups with different members
 //!   share the links concurrently (blocking turns taken one after the other were twice as slow
 //!   at r = 1: docs/performance.md section 9).
+//! - `scheme.shuffle = "turns"` takes the same transfers one turn at a time, as the thesis's EC2
+//!   runs did (§2.7: only one server uses the network at a time): before every turn of every
+//!   group (all C(K, r+1) groups, lexicographic, each member in order) every server enters an
+//!   `MPI_Ibarrier` of all servers, and the turn's members then move its bytes as above.
 //! - The new ranks reach every server from every other point to point (`MPI_Isend` /
 //!   `MPI_Irecv`, at most n values each; not part of the thesis's load L, logged separately), so
 //!   every server can test convergence itself and they all stop after the same iteration without
@@ -35,6 +39,7 @@ use mpi::request::RequestCollection;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 use outrun_codes::{ShuffleAllocation, ShuffleNode};
+use outrun_config::ShuffleSchedule;
 use outrun_driver::{write_header, Core};
 use outrun_plan::Pattern;
 use outrun_proto::{Contacts, Delivered, Frame, Histogram, Input};
@@ -136,7 +141,12 @@ impl Patience<'_> {
                     }
                 };
                 let (from, to) = (open(true), open(false));
-                let (servers, what) = if from.is_empty() { (&to, "take what it sent") } else { (&from, "send") };
+                let (servers, what) = match at.phase {
+                    // a barrier does not say who has not entered it
+                    Phase::Turn => (&from, "reach it"),
+                    _ if from.is_empty() => (&to, "take what it sent"),
+                    _ => (&from, "send"),
+                };
                 let why = if servers.len() == 1 {
                     "stopped, stuck or dead"
                 } else {
@@ -183,6 +193,8 @@ struct Where<'a> {
 #[derive(Clone, Copy)]
 enum Phase {
     Shuffle,
+    /// The barrier before a turn of the turn-taking Shuffle.
+    Turn,
     NewRanks,
 }
 
@@ -190,6 +202,7 @@ impl Phase {
     fn name(self) -> &'static str {
         match self {
             Phase::Shuffle => "shuffle",
+            Phase::Turn => "shuffle (at the barrier before a turn)",
             Phase::NewRanks => "exchange of the new ranks",
         }
     }
@@ -245,6 +258,16 @@ fn transfer(
     })
 }
 
+/// The barrier of all servers before a turn of the turn-taking Shuffle (`MPI_Ibarrier`, waited
+/// for as the transfers are).
+fn turn_barrier(world: &SimpleCommunicator, wait: &Patience<'_>, servers: usize, at: Where<'_>) {
+    let peers = [((0..servers).filter(|&k| k != wait.rank).collect::<Vec<_>>(), true)];
+    mpi::request::multiple_scope(1, |_, requests| {
+        requests.add(world.immediate_barrier());
+        wait.wait_for(requests, &peers, at)
+    })
+}
+
 /// Every server's new ranks (`rows`, its reduced vertices') to every other, point to point,
 /// into `gathered`: server k's `counts[k]` values after those of the servers below k.
 fn new_ranks(
@@ -292,7 +315,7 @@ pub(crate) fn run(
 ) -> Result<Option<Summary>, EngineError> {
     let rank = comm.rank;
     let plan = &shared.plan;
-    let Pattern::Shuffle { servers, r, coded, reduce } = plan.pattern else { unreachable!("a shuffle plan") };
+    let Pattern::Shuffle { servers, r, coded, reduce, schedule } = plan.pattern else { unreachable!("a shuffle plan") };
     let dir = &shared.run_dir;
     let io = |e| io_error(dir, e);
     let graph_job = job.graph().ok_or_else(|| {
@@ -368,6 +391,14 @@ pub(crate) fn run(
         })
         .collect();
     let turns = node.turns();
+    // the turn-taking Shuffle walks every group's turns, a barrier before each; the other
+    // servers' groups too
+    let all_turns: Vec<(usize, usize)> = match schedule {
+        ShuffleSchedule::Parallel => vec![],
+        ShuffleSchedule::Turns => {
+            alloc.groups().into_iter().enumerate().flat_map(|(id, m)| m.into_iter().map(move |s| (id, s))).collect()
+        }
+    };
     let mut core = Core::of(plan, rank, job);
     let book = if logs { keep_book(&mut core, shared, &clock) } else { Ok(()) };
     agree(&mut comm, "finish setting up", book)?;
@@ -439,8 +470,30 @@ pub(crate) fn run(
                 }
             }
         }
-        let at = Where { log: &mut log, clock: &clock, t, phase: Phase::Shuffle };
-        transfer(&node, &comms, &mut ops, coded, &patience, at);
+        match schedule {
+            ShuffleSchedule::Parallel => {
+                let at = Where { log: &mut log, clock: &clock, t, phase: Phase::Shuffle };
+                transfer(&node, &comms, &mut ops, coded, &patience, at);
+            }
+            ShuffleSchedule::Turns => {
+                // this server's transfers are in the turns' order, as `all_turns`
+                let turn_of = |op: &Op| (node.group(op.group).1, if op.receive { op.peer } else { rank });
+                let mut next = 0;
+                for &turn in &all_turns {
+                    let at = Where { log: &mut log, clock: &clock, t, phase: Phase::Turn };
+                    turn_barrier(world, &patience, servers, at);
+                    let first = next;
+                    while next < ops.len() && turn_of(&ops[next].0) == turn {
+                        next += 1;
+                    }
+                    if next > first {
+                        let at = Where { log: &mut log, clock: &clock, t, phase: Phase::Shuffle };
+                        transfer(&node, &comms, &mut ops[first..next], coded, &patience, at);
+                    }
+                }
+                debug_assert_eq!(next, ops.len(), "every transfer has its turn");
+            }
+        }
         let shuffle_s = lap(&clock);
         let received = ops.into_iter().filter(|(op, _)| op.receive).map(|(op, bytes)| (op.group, op.peer, bytes));
         for (group, sender, bytes) in received {

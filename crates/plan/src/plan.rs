@@ -157,6 +157,9 @@ pub enum Pattern {
         coded: bool,
         /// Which server Reduces a vertex.
         reduce: outrun_codes::ReducePolicy,
+        /// All transfers at once, or one turn at a time.
+        #[serde(default)]
+        schedule: outrun_config::ShuffleSchedule,
     },
     /// Hierarchical aggregation: rank 0 the master, ranks 1..=`helpers` the helpers, then the
     /// clients; every client sends to every helper (links that may fail), helpers report what
@@ -603,15 +606,19 @@ impl Plan {
                     }
                 ),
             ),
-            Pattern::Shuffle { servers, r, coded, reduce } => line(
+            Pattern::Shuffle { servers, r, coded, reduce, schedule } => line(
                 &mut o,
                 format!(
-                    "ranks: {} (rank k = server k, no master); each vertex Mapped by r = {r} of the K = {servers} servers ({} batches), Reducers {}; {} shuffle in {} multicast groups of r+1",
+                    "ranks: {} (rank k = server k, no master); each vertex Mapped by r = {r} of the K = {servers} servers ({} batches), Reducers {}; {} shuffle in {} multicast groups of r+1, {}",
                     self.ranks,
                     outrun_codes::binomial(servers, r),
                     if reduce == outrun_codes::ReducePolicy::Contiguous { "contiguous" } else { "i mod K" },
                     if coded { "XOR-coded" } else { "uncoded" },
                     if r < servers { outrun_codes::binomial(servers, r + 1) } else { 0 },
+                    match schedule {
+                        outrun_config::ShuffleSchedule::Parallel => "every transfer at once",
+                        outrun_config::ShuffleSchedule::Turns => "one turn at a time (a barrier of all servers before each)",
+                    },
                 ),
             ),
             Pattern::Hier { clients, helpers } => {

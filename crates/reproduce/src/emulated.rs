@@ -1,7 +1,9 @@
 //! Results the engine measures on the emulated cluster: the result's script (one of
 //! `scripts/reproduce-*.sh`) brings the cluster up, runs the schemes through mpirun, and — with
 //! `OUTRUN_REPRODUCE_VALUES` naming a file — writes ours there, computed from its runs:
-//! `{"values": {row key: number or null}, "why": {row key: why it has none}, "notes": [line, …]}`.
+//! `{"values": {row key: number or null}, "why": {row key: line}, "notes": [line, …]}`, a row's
+//! why saying why it has no value, or why its value is not the paper's (from the measured terms
+//! that differ; a row of the registry with a why of its own keeps that one).
 //! The script runs with the binary that runs this command (`OUTRUN_BIN`), so what is measured is
 //! the build that reports it.
 
@@ -29,7 +31,7 @@ pub fn is_root() -> bool {
 #[serde(deny_unknown_fields)]
 struct Written {
     values: BTreeMap<String, Option<f64>>,
-    /// Why a value is absent (a row not applicable in this setting).
+    /// Why a value is absent (a row not applicable in this setting), or why a value deviates.
     #[serde(default)]
     why: BTreeMap<String, String>,
     #[serde(default)]
@@ -95,9 +97,9 @@ pub(crate) fn compute(result: &Result_, quick: bool, progress: &mut dyn FnMut(&s
     let mut out = Computed { notes: written.notes, ..Computed::default() };
     for (key, value) in written.values {
         let note = match (value, written.why.get(&key)) {
-            (None, Some(why)) => Some(why.clone()),
+            (_, Some(why)) => Some(why.clone()),
             (None, None) => Some(format!("{script} measured no value for `{key}`")),
-            (Some(_), _) => None,
+            (Some(_), None) => None,
         };
         out.values.insert(key, Ours { value, note });
     }

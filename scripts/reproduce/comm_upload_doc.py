@@ -164,7 +164,8 @@ def ms(links, label):
 
 
 def pct(v):
-    return "n/a" if v is None else f"{v:.0f} %"
+    # round first: a saving of -0.2 % is "0 %", not "-0 %"
+    return "n/a" if v is None else f"{round(v) + 0:.0f} %"
 
 
 up_gc, up_cf = med("uploads-only", "gc-cyclic", "up"), med("uploads-only", "cegc-systematic", "up")

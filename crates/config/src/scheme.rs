@@ -394,16 +394,6 @@ pub enum ShuffleSchedule {
     Turns,
 }
 
-impl ShuffleSchedule {
-    /// The value's name in a config.
-    pub fn name(self) -> &'static str {
-        match self {
-            ShuffleSchedule::Parallel => "parallel",
-            ShuffleSchedule::Turns => "turns",
-        }
-    }
-}
-
 fn contiguous() -> ReducePolicy {
     ReducePolicy::Contiguous
 }

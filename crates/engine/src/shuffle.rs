@@ -259,12 +259,11 @@ fn transfer(
 }
 
 /// The barrier of all servers before a turn of the turn-taking Shuffle (`MPI_Ibarrier`, waited
-/// for as the transfers are).
-fn turn_barrier(world: &SimpleCommunicator, wait: &Patience<'_>, servers: usize, at: Where<'_>) {
-    let peers = [((0..servers).filter(|&k| k != wait.rank).collect::<Vec<_>>(), true)];
+/// for as the transfers are; `others`: every other server, as a receive from them all).
+fn turn_barrier(world: &SimpleCommunicator, wait: &Patience<'_>, others: &[(Vec<usize>, bool)], at: Where<'_>) {
     mpi::request::multiple_scope(1, |_, requests| {
         requests.add(world.immediate_barrier());
-        wait.wait_for(requests, &peers, at)
+        wait.wait_for(requests, others, at)
     })
 }
 
@@ -391,8 +390,9 @@ pub(crate) fn run(
         })
         .collect();
     let turns = node.turns();
-    // the turn-taking Shuffle walks every group's turns, a barrier before each; the other
-    // servers' groups too
+    // the turn-taking Shuffle walks every group's turns, a barrier of all servers before each;
+    // the other servers' groups too
+    let others = [((0..servers).filter(|&k| k != rank).collect::<Vec<_>>(), true)];
     let all_turns: Vec<(usize, usize)> = match schedule {
         ShuffleSchedule::Parallel => vec![],
         ShuffleSchedule::Turns => {
@@ -481,7 +481,7 @@ pub(crate) fn run(
                 let mut next = 0;
                 for &turn in &all_turns {
                     let at = Where { log: &mut log, clock: &clock, t, phase: Phase::Turn };
-                    turn_barrier(world, &patience, servers, at);
+                    turn_barrier(world, &patience, &others, at);
                     let first = next;
                     while next < ops.len() && turn_of(&ops[next].0) == turn {
                         next += 1;

@@ -3,7 +3,8 @@
 //! `OUTRUN_REPRODUCE_VALUES` naming a file — writes ours there, computed from its runs:
 //! `{"values": {row key: number or null}, "why": {row key: line}, "notes": [line, …]}`, a row's
 //! why saying why it has no value, or why its value is not the paper's (from the measured terms
-//! that differ; a row of the registry with a why of its own keeps that one).
+//! that differ; shown only where the row's tolerance finds that it deviates, and a row of the
+//! registry with a why of its own keeps that one).
 //! The script runs with the binary that runs this command (`OUTRUN_BIN`), so what is measured is
 //! the build that reports it.
 

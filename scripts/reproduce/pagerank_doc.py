@@ -220,9 +220,9 @@ print(f"  {par.best['coded']}{par.best_note()}, {par.speedup['coded']:.1f} % fas
 print(f"  r = 1 at once takes {par.wall['coded'][1] / 1e3:.2f} s an iteration, {turns.wall['coded'][1] / par.wall['coded'][1]:.1f}× less than taking turns.")
 serial3 = s3.l[1] / rate_bytes
 print(f"- *Scenario 3, taking turns*: r = 1's Shuffle {s3.fig['shuffle_ms_r1'] / 1e3:.1f} s (its {s3.l[1] / 1e6:.0f} MB in sequence: {serial3:.1f} s); the coded")
-print(f"  Shuffle falls to {fall3(s3.sh)} of r = 1's for r = {s3.rs[0]}..{s3.rs[-1]} (L-bytes: {fall3(s3.l)}), and the Map is {s3.map_ratio:.4f} of r = 1's")
+print(f"  Shuffle falls to {fall3(s3.sh)} of r = 1's for r = {s3.rs[0]}..{s3.rs[-1]} (L-bytes: {fall3(s3.l)}; wire bytes: {fall3(s3.w)}), and the Map is {s3.map_ratio:.4f} of r = 1's")
 print(f"  Shuffle (Remark 14's r* {s3.fig['rstar']:.1f}). Iteration ms: " + ", ".join(f"r = {r} {s3.wall['coded'][r]:.0f}" for r in s3.rs)
-      + f"; best r {s3b}, {s3s:.1f} % faster than r = 1 (the thesis: r = 4, 41.8 %); at r = 4 {s3_4:.1f} %.")
+      + f"; best r {s3b}, {s3s:.1f} % faster than r = 1 (the thesis: r = {THESIS['s3'][0]}, {THESIS['s3'][1]} %); at r = 4 {s3_4:.1f} %.")
 if s3.ties:
     print(f"  Its best r is not resolved: {s3.tie_words()}.")
 else:

@@ -187,9 +187,9 @@ print(f"| 2 | ER(12 600, 0.3) | 10 | {THESIS['s2'][0]} | {THESIS['s2'][1]} % | {
       f"| {par.best['coded']}{par.best_note()}, {par.speedup['coded']:.1f} % |")
 print(f"| 3 | ER(90 090, 0.01) | 15 | {THESIS['s3'][0]} | {THESIS['s3'][1]} % | {s3b}{s3.best_note()} | {s3s:.1f} %{s3_at4} | not run |")
 print()
-fall3 = lambda d: ", ".join(f"{d[r] / d[1]:.2f}" for r in s3.rs)
 ratio = lambda sw: ", ".join(f"r = {r}: {sw.wall['coded'][r] / sw.wall['uncoded'][r]:.2f}" for r in rs)
-fall = lambda d: ", ".join(f"{d[r] / d[1]:.2f}" for r in rs)
+# a per-r figure of a sweep against its r = 1's, for every r the sweep ran
+fall = lambda d: ", ".join(f"{d[r] / d[1]:.2f}" for r in sorted(d))
 further = turns.sh[4] / turns.sh[1] < par.sh[4] / par.sh[1]
 smaller = turns.map_ratio < ratio_thesis
 print("**Reading it.**")
@@ -220,7 +220,7 @@ print(f"  {par.best['coded']}{par.best_note()}, {par.speedup['coded']:.1f} % fas
 print(f"  r = 1 at once takes {par.wall['coded'][1] / 1e3:.2f} s an iteration, {turns.wall['coded'][1] / par.wall['coded'][1]:.1f}× less than taking turns.")
 serial3 = s3.l[1] / rate_bytes
 print(f"- *Scenario 3, taking turns*: r = 1's Shuffle {s3.fig['shuffle_ms_r1'] / 1e3:.1f} s (its {s3.l[1] / 1e6:.0f} MB in sequence: {serial3:.1f} s); the coded")
-print(f"  Shuffle falls to {fall3(s3.sh)} of r = 1's for r = {s3.rs[0]}..{s3.rs[-1]} (L-bytes: {fall3(s3.l)}; wire bytes: {fall3(s3.w)}), and the Map is {s3.map_ratio:.4f} of r = 1's")
+print(f"  Shuffle falls to {fall(s3.sh)} of r = 1's for r = {s3.rs[0]}..{s3.rs[-1]} (L-bytes: {fall(s3.l)}; wire bytes: {fall(s3.w)}), and the Map is {s3.map_ratio:.4f} of r = 1's")
 print(f"  Shuffle (Remark 14's r* {s3.fig['rstar']:.1f}). Iteration ms: " + ", ".join(f"r = {r} {s3.wall['coded'][r]:.0f}" for r in s3.rs)
       + f"; best r {s3b}, {s3s:.1f} % faster than r = 1 (the thesis: r = {THESIS['s3'][0]}, {THESIS['s3'][1]} %); at r = 4 {s3_4:.1f} %.")
 if s3.ties:
@@ -267,7 +267,7 @@ if path:
         f"scenario 3, ER({n3}, {p3}) on {K3} emulated hosts, taking turns, the coded Shuffle only, {s3.reps} repetition of {s3.iters} iterations; ms per "
         "iteration after the first: " + ", ".join(f"r = {r} {s3.wall['coded'][r]:.0f}" for r in s3.rs)
         + f"; best r {s3b} ({s3s:.1f} % over r = 1); the measured iterations: " + "; ".join(s3.span(r) for r in s3.rs)
-        + f"; coded Shuffle / r = 1's: {fall3(s3.sh)}; r = 1: Map {s3.fig['map_ms_r1']:.1f} ms, Shuffle {s3.fig['shuffle_ms_r1'] / 1e3:.1f} s",
+        + f"; coded Shuffle / r = 1's: {fall(s3.sh)}; r = 1: Map {s3.fig['map_ms_r1']:.1f} ms, Shuffle {s3.fig['shuffle_ms_r1'] / 1e3:.1f} s",
         f"the runs and their page: {out}/ (pagerank.md there; `sudo make reproduce-pagerank` writes it to docs/results/)",
     ]
     with open(path, "w") as f:

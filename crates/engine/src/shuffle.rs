@@ -4,11 +4,13 @@
 //! Reduce, all-gather of the new ranks — computed by `outrun_codes::ShuffleNode`; this module
 //! moves its bytes with MPI and times every phase.
 //!
-//! - Multicast groups are communicators created once, by their members only
-//!   (`MPI_Comm_create_group`, in the groups' lexicographic order), C(K−1, r) per server.
-//! - Coded: a sender's turn is one `MPI_Ibcast` of its XOR message on the group's communicator.
+//! - Coded: multicast groups are communicators created once, by their members only
+//!   (`MPI_Comm_create_group`, in the groups' lexicographic order), C(K−1, r) per server, and a
+//!   sender's turn is one `MPI_Ibcast` of its XOR message on the group's communicator.
 //!   Uncoded: the sender sends each member its segment (`MPI_Isend`), each member receives its
-//!   own (`MPI_Irecv` of the length the graph implies). Every transfer of an iteration is started
+//!   own (`MPI_Irecv` of the length the graph implies), on the world communicator with a tag
+//!   of the group: no communicators to create (at K = 15, r = 5 creating them is most
+//!   of a run's setup: docs/performance.md section 9). Every transfer of an iteration is started
 //!   at once, in the turns' order (which MPI requires for the broadcasts of one communicator),
 //!   and waited for together: no deadlock, no global barrier, and groups with different members
 //!   share the links concurrently (blocking turns taken one after the other were twice as slow
@@ -59,6 +61,11 @@ const FIELDS: usize = PHASES.len() + 3;
 
 /// The tag of the new ranks' messages on the world communicator.
 const NEW_RANKS: i32 = 0x5eed;
+/// The uncoded Shuffle tags a message with `GROUPS` + its group's number: above the transport's
+/// own tags (setup, contacts, the finish), below `NEW_RANKS`.
+const GROUPS: i32 = 0x100;
+// group numbers are below MAX_SUBSETS; MPI allows tags up to at least 32 767
+const _: () = assert!(GROUPS as u64 + outrun_codes::MAX_SUBSETS <= NEW_RANKS as u64 && NEW_RANKS < 32_767);
 
 /// A gap between two polls this long means the server itself was away (stopped, swapped out):
 /// its wait starts again.
@@ -220,11 +227,13 @@ fn servers_named(ranks: &[usize]) -> String {
 }
 
 /// Start every transfer of the iteration at once — `MPI_Ibcast` on the group's communicator
-/// (coded), `MPI_Isend` / `MPI_Irecv` (uncoded) — and wait for all of them: groups with
-/// different members proceed concurrently, limited only by the links. Each member posts its
-/// groups' broadcasts in the turns' order (the order MPI requires per communicator).
+/// (coded: `comms`), `MPI_Isend` / `MPI_Irecv` on `world` tagged by the group (uncoded:
+/// [`GROUPS`]) — and wait for all of them: groups with different members proceed concurrently,
+/// limited only by the links. Each member posts its groups' broadcasts in the turns' order (the
+/// order MPI requires per communicator).
 fn transfer(
     node: &ShuffleNode,
+    world: &SimpleCommunicator,
     comms: &[SimpleCommunicator],
     ops: &mut [(Op, Vec<u8>)],
     coded: bool,
@@ -242,16 +251,20 @@ fn transfer(
         .collect();
     mpi::request::multiple_scope(count, |scope, requests| {
         for (op, buf) in ops.iter_mut() {
-            let (members, _) = node.group(op.group);
-            let index = |k: usize| members.iter().position(|&m| m == k).expect("a member") as i32;
-            let c = &comms[op.group];
+            let (members, id) = node.group(op.group);
             if coded {
+                let index = |k: usize| members.iter().position(|&m| m == k).expect("a member") as i32;
                 let root = if op.receive { op.peer } else { rank };
+                let c = &comms[op.group];
                 requests.add(c.process_at_rank(index(root)).immediate_broadcast_into(scope, &mut buf[..]));
-            } else if op.receive {
-                requests.add(c.process_at_rank(index(op.peer)).immediate_receive_into(scope, &mut buf[..]));
             } else {
-                requests.add(c.process_at_rank(index(op.peer)).immediate_send(scope, &buf[..]));
+                // servers are the world's ranks; a pair's messages of one group keep their order
+                let (peer, tag) = (world.process_at_rank(op.peer as i32), GROUPS + id as i32);
+                if op.receive {
+                    requests.add(peer.immediate_receive_into_with_tag(scope, &mut buf[..], tag));
+                } else {
+                    requests.add(peer.immediate_send_with_tag(scope, &buf[..], tag));
+                }
             }
         }
         wait.wait_for(requests, &peers, at)
@@ -334,8 +347,9 @@ pub(crate) fn run(
     let alloc =
         ShuffleAllocation::new(n, servers, r, reduce).map_err(|e| EngineError::Setup(format!("scheme: {e}")))?;
     let mut node = ShuffleNode::new(g, &alloc, rank, coded);
-    // one communicator per group this server is in, created by the members only, in order
-    let comms: Vec<SimpleCommunicator> = (0..node.group_count())
+    // coded: one communicator per group this server is in, created by the members only, in
+    // order (the uncoded Shuffle sends point to point on the world communicator)
+    let comms: Vec<SimpleCommunicator> = (0..if coded { node.group_count() } else { 0 })
         .map(|x| {
             let (members, id) = node.group(x);
             let ranks: Vec<i32> = members.iter().map(|&m| m as i32).collect();
@@ -473,7 +487,7 @@ pub(crate) fn run(
         match schedule {
             ShuffleSchedule::Parallel => {
                 let at = Where { log: &mut log, clock: &clock, t, phase: Phase::Shuffle };
-                transfer(&node, &comms, &mut ops, coded, &patience, at);
+                transfer(&node, world, &comms, &mut ops, coded, &patience, at);
             }
             ShuffleSchedule::Turns => {
                 // this server's transfers are in the turns' order, as `all_turns`
@@ -488,7 +502,7 @@ pub(crate) fn run(
                     }
                     if next > first {
                         let at = Where { log: &mut log, clock: &clock, t, phase: Phase::Shuffle };
-                        transfer(&node, &comms, &mut ops[first..next], coded, &patience, at);
+                        transfer(&node, world, &comms, &mut ops[first..next], coded, &patience, at);
                     }
                 }
                 debug_assert_eq!(next, ops.len(), "every transfer has its turn");

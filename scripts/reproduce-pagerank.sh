@@ -5,9 +5,9 @@
 # uncoded Shuffle for r = 1..5, REPS interleaved repetitions (default 2) each, with every
 # transfer started at once (our default: configs/sweeps/pagerank-s2.toml) and one turn at a time
 # (the thesis's schedule: configs/sweeps/pagerank-s2-turns.toml), 4 PageRank iterations a run;
-# then scenario 3's, Erdős–Rényi n = 90 090, p = 0.01, on K = 15 servers, the coded Shuffle
-# taking turns for r = 1..5, one repetition of 3 iterations (configs/sweeps/pagerank-s3-turns.toml:
-# its runs' setup alone takes about 10 minutes). Writes docs/results/pagerank.md. Run by
+# then scenario 3's, Erdős–Rényi n = 90 090, p = 0.01, on K = 15 servers, coded and uncoded
+# Shuffle taking turns for r = 1..5, one repetition of 3 iterations
+# (configs/sweeps/pagerank-s3-turns.toml: its coded runs' setup alone takes about 10 minutes). Writes docs/results/pagerank.md. Run by
 # `outrun reproduce pagerank-ec2` (OUTRUN_REPRODUCE_VALUES set: the page goes to the run
 # directory and ours to that file; docs/ are left as they are). Scenario 1's graph (TheMarker
 # Cafe) is not in the repository.
@@ -43,7 +43,7 @@ echo "reproduce-pagerank: scenario 3, K = $servers3 servers at $rate" >&2
 mkdir -p "$out/s3"
 $emu up --hosts "$servers3" --bandwidth "$rate" >&2
 "$bin" pagerank-load --config "$cfg3" --r 1..5 --json > "$out/s3/loads.jsonl"
-# a run at r = 5 sets up 5005 groups' communicators (about 5 minutes here) before its iterations
+# a coded run at r = 5 sets up 5005 groups' communicators (about 5 minutes here) before its iterations
 OUTRUN_TIMEOUT=1800 "$bin" sweep "$sweep3" --out "$out/s3" >/dev/null
 $emu drops | awk '{e+=$3; i+=$5} END {print e+0, i+0}' > "$out/s3/drops"
 $emu down >&2

@@ -1,8 +1,8 @@
 """Write docs/results/pagerank.md from the runs of scripts/reproduce-pagerank.sh (Markdown on
 stdout): the setting, the per-phase reports of scripts/bench/pagerank.py for both Shuffle
 schedules (REPORT: every transfer at once, the runs in OUT_DIR; TURNS_REPORT: one turn at a time,
-the thesis's schedule, the runs in OUT_DIR/turns), scenario 3's (S3_REPORT: the coded Shuffle
-taking turns, the runs in OUT_DIR/s3) and the comparison with the thesis's EC2 figures, taken
+the thesis's schedule, the runs in OUT_DIR/turns), scenario 3's (S3_REPORT: taking turns, the
+coded Shuffle and, where it ran, the uncoded; the runs in OUT_DIR/s3) and the comparison with the thesis's EC2 figures, taken
 from the turn-taking runs. Every number is read from the run directories and the files the
 script wrote.
 
@@ -165,11 +165,14 @@ print("  `mpi_pagerank` tests check the engine's ranks against a centralised Pag
 K3, n3 = s3.fig["servers"], s3.fig["n"]
 p3 = tomllib.load(open(glob.glob(os.path.join(out, "s3", "runs", "*", "config.toml"))[0], "rb"))["graph"]["p"]
 drops3 = read(os.path.join(out, "s3", "drops"), "? ?").split()
+s3_uncoded = "uncoded" in s3.wall
+s3_kinds = "coded and uncoded" if s3_uncoded else "the coded"
+s3_not = "" if s3_uncoded else "; the uncoded Shuffle not run"
 count3, same3, worst3 = ranks_agree([os.path.join(out, "s3")])
 print(f"- **The thesis's scenario 3** (Fig. 2.8c): Erdős–Rényi with n = {n3} and p = {p3} (seed 3): {values_of(os.path.join(out, 's3'))} directed")
 print(f"  edges, on K = {K3} servers, {K3} emulated hosts at {rate} (packets dropped: {drops3[0]} sent, {drops3[1]} received); the")
-print(f"  coded Shuffle taking turns for r = {s3.rs[0]}..{s3.rs[-1]}, {s3.reps} repetition of {s3.iters} iterations (a run's setup makes its")
-print(f"  C({K3}, r+1) multicast groups' communicators: {K3 - 1} choose r a server, minutes at r = 5 here), the uncoded one not run;")
+print(f"  {s3_kinds} Shuffle taking turns for r = {s3.rs[0]}..{s3.rs[-1]}, {s3.reps} repetition of {s3.iters} iterations (a coded run's setup")
+print(f"  makes its C({K3}, r+1) multicast groups' communicators: {K3 - 1} choose r a server, minutes at r = 5 here{s3_not});")
 print(f"  of its {count3} runs' final ranks {same3} are bit-identical to the first's (largest difference {worst3:.1e}).\n")
 print("## One turn at a time (the thesis's schedule)\n")
 print(turns.body() + "\n")
@@ -187,7 +190,7 @@ print(f"| 2 | ER(12 600, 0.3) | 10 | {THESIS['s2'][0]} | {THESIS['s2'][1]} % | {
       f"| {par.best['coded']}{par.best_note()}, {par.speedup['coded']:.1f} % |")
 print(f"| 3 | ER(90 090, 0.01) | 15 | {THESIS['s3'][0]} | {THESIS['s3'][1]} % | {s3b}{s3.best_note()} | {s3s:.1f} %{s3_at4} | not run |")
 print()
-ratio = lambda sw: ", ".join(f"r = {r}: {sw.wall['coded'][r] / sw.wall['uncoded'][r]:.2f}" for r in rs)
+ratio = lambda sw: ", ".join(f"r = {r}: {sw.wall['coded'][r] / sw.wall['uncoded'][r]:.2f}" for r in sw.rs)
 # a per-r figure of a sweep against its r = 1's, for every r the sweep ran
 fall = lambda d: ", ".join(f"{d[r] / d[1]:.2f}" for r in sorted(d))
 further = turns.sh[4] / turns.sh[1] < par.sh[4] / par.sh[1]
@@ -227,6 +230,9 @@ if s3.ties:
     print(f"  Its best r is not resolved: {s3.tie_words()}.")
 else:
     print(f"  Its best r is resolved: {s3.resolved()}.")
+if s3_uncoded:
+    print(f"  Coded against uncoded (iteration time) at the same r: {ratio(s3)}; the uncoded Shuffle's best r {s3.best['uncoded']},")
+    print(f"  {s3.speedup['uncoded']:.1f} % faster than r = 1.")
 
 path = os.environ.get("OUTRUN_REPRODUCE_VALUES")
 if path:
@@ -264,8 +270,9 @@ if path:
         f"every transfer at once (our default), {par.reps} repetitions of {par.iters} iterations: best r coded {par.best['coded']}{par.best_note()} "
         f"({par.speedup['coded']:.1f} % over r = 1), uncoded {par.best['uncoded']} ({par.speedup['uncoded']:.1f} %); coded: "
         + ", ".join(f"r = {r} {par.wall['coded'][r]:.0f}" for r in rs) + " ms; coded Shuffle / r = 1's: " + fall(par.sh),
-        f"scenario 3, ER({n3}, {p3}) on {K3} emulated hosts, taking turns, the coded Shuffle only, {s3.reps} repetition of {s3.iters} iterations; ms per "
-        "iteration after the first: " + ", ".join(f"r = {r} {s3.wall['coded'][r]:.0f}" for r in s3.rs)
+        f"scenario 3, ER({n3}, {p3}) on {K3} emulated hosts, taking turns, {s3_kinds} Shuffle, {s3.reps} repetition of {s3.iters} iterations; ms per "
+        "iteration after the first, coded: " + ", ".join(f"r = {r} {s3.wall['coded'][r]:.0f}" for r in s3.rs)
+        + ("; uncoded: " + ", ".join(f"r = {r} {s3.wall['uncoded'][r]:.0f}" for r in s3.rs) if s3_uncoded else "")
         + f"; best r {s3b} ({s3s:.1f} % over r = 1); the measured iterations: " + "; ".join(s3.span(r) for r in s3.rs)
         + f"; coded Shuffle / r = 1's: {fall(s3.sh)}; r = 1: Map {s3.fig['map_ms_r1']:.1f} ms, Shuffle {s3.fig['shuffle_ms_r1'] / 1e3:.1f} s",
         f"the runs and their page: {out}/ (pagerank.md there; `sudo make reproduce-pagerank` writes it to docs/results/)",

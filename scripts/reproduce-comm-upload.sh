@@ -57,7 +57,7 @@ for links in uploads-only server; do
       $emu run "$cfg" $(scheme_args "$label") "${iters[@]}" --set "run.name=$links-$label-r$rep" --set "run.out_dir=$out/runs" >/dev/null
     done
   done
-  $emu drops | awk '{e+=$3; i+=$5} END {print e+0, i+0}' > "$out/$links.drops"
+  reproduce_drops "$out/$links.drops"
   $emu down >&2
 done
 

@@ -23,7 +23,7 @@ for n in $sizes; do
   mkdir -p "$dir"
   $emu link h1 h2 10 > "$dir/link" || true
   "$bin" sweep "configs/sweeps/cr-$n.toml" --repetitions "$reps" --out "$dir" >/dev/null
-  $emu drops | awk '{e+=$3; i+=$5} END {print e+0, i+0}' > "$dir/drops"
+  reproduce_drops "$dir/drops"
   $emu down >&2
   simulate_first_runs "$dir" "$rate"
 done

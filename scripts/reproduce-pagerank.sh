@@ -34,7 +34,7 @@ $emu link h1 h2 10 > "$out/link" || true
 mkdir -p "$out/turns"
 cp "$out/loads.jsonl" "$out/turns/"
 "$bin" sweep "$sweep_turns" --repetitions "$reps" --out "$out/turns" >/dev/null
-$emu drops | awk '{e+=$3; i+=$5} END {print e+0, i+0}' > "$out/drops"
+reproduce_drops "$out/drops"
 $emu down >&2
 
 "$bin" check "$cfg3" >/dev/null
@@ -45,7 +45,7 @@ $emu up --hosts "$servers3" --bandwidth "$rate" >&2
 "$bin" pagerank-load --config "$cfg3" --r 1..5 --json > "$out/s3/loads.jsonl"
 # a coded run at r = 5 sets up 5005 groups' communicators (about 5 minutes here) before its iterations
 OUTRUN_TIMEOUT=1800 "$bin" sweep "$sweep3" --out "$out/s3" >/dev/null
-$emu drops | awk '{e+=$3; i+=$5} END {print e+0, i+0}' > "$out/s3/drops"
+reproduce_drops "$out/s3/drops"
 $emu down >&2
 
 page=docs/results/pagerank.md

@@ -22,7 +22,7 @@ for n in $sizes; do
     $emu up --hosts $((n + 1)) --bandwidth "$rate" "${down[@]}" >&2
     dir="$out/n$n-$links"
     "$bin" sweep "configs/sweeps/upload-$n.toml" --repetitions "$reps" --out "$dir" >/dev/null
-    $emu drops | awk '{e+=$3; i+=$5} END {print e+0, i+0}' > "$dir/drops"
+    reproduce_drops "$dir/drops"
     $emu down >&2
     # the simulator's prediction for every run: its own config, the shaped rate as every NIC's
     # bandwidth (fast downlink: model messages free)

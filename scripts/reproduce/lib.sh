@@ -17,6 +17,12 @@ reproduce_init() {
   mkdir -p "$out"
 }
 
+# The packets the emulated cluster's links dropped so far, summed over its hosts, into FILE:
+# "SENT RECEIVED" (before `$emu down`, which takes the counters with it).
+reproduce_drops() {
+  $emu drops | awk '{e+=$3; i+=$5} END {print e+0, i+0}' > "$1"
+}
+
 # The simulator's prediction for each variant of the sweep in DIR: its first repetition's own
 # config, RATE as every NIC's bandwidth, the engine's semantics (model messages cost time, eager
 # uploads, held messages); 20 trials each, into DIR/sim.

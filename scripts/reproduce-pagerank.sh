@@ -7,7 +7,8 @@
 # (the thesis's schedule: configs/sweeps/pagerank-s2-turns.toml), 4 PageRank iterations a run;
 # then scenario 3's, Erdős–Rényi n = 90 090, p = 0.01, on K = 15 servers, coded and uncoded
 # Shuffle taking turns for r = 1..5, one repetition of 3 iterations
-# (configs/sweeps/pagerank-s3-turns.toml: its coded runs' setup alone takes about 10 minutes). Writes docs/results/pagerank.md. Run by
+# (configs/sweeps/pagerank-s3-turns.toml: its coded runs' setup alone takes about 10 minutes).
+# Writes docs/results/pagerank.md. Run by
 # `outrun reproduce pagerank-ec2` (OUTRUN_REPRODUCE_VALUES set: the page goes to the run
 # directory and ours to that file; docs/ are left as they are). Scenario 1's graph (TheMarker
 # Cafe) is not in the repository.

@@ -3,8 +3,8 @@ stdout): the setting, the per-phase reports of scripts/bench/pagerank.py for bot
 schedules (REPORT: every transfer at once, the runs in OUT_DIR; TURNS_REPORT: one turn at a time,
 the thesis's schedule, the runs in OUT_DIR/turns), scenario 3's (S3_REPORT: taking turns, the
 coded Shuffle and, where it ran, the uncoded; the runs in OUT_DIR/s3) and the comparison with
-the thesis's EC2 figures, taken from the turn-taking runs. Every number is read from the run directories and the files the
-script wrote.
+the thesis's EC2 figures, taken from the turn-taking runs. Every number is read from the run
+directories and the files the script wrote.
 
 With OUTRUN_REPRODUCE_VALUES set (by `outrun reproduce pagerank-ec2`), also writes ours for the
 registry's rows to that file as JSON: {"values": {row key: number or null}, "why": {row key:

@@ -30,6 +30,7 @@ servers=$("$bin" config "$cfg" | awk -F' = ' '/^servers/{print $2}')
 echo "reproduce-pagerank: scenario 2, K = $servers servers at $rate" >&2
 $emu up --hosts "$servers" --bandwidth "$rate" >&2
 $emu link h1 h2 10 > "$out/link" || true
+reproduce_burst "$out/burst"
 "$bin" pagerank-load --config "$cfg" --json > "$out/loads.jsonl"
 "$bin" sweep "$sweep" --repetitions "$reps" --out "$out" >/dev/null
 mkdir -p "$out/turns"

@@ -23,6 +23,11 @@ reproduce_drops() {
   $emu drops | awk '{e+=$3; i+=$5} END {print e+0, i+0}' > "$1"
 }
 
+# The cluster's tbf burst in bytes (its worker links': what an idle link sends at once) into FILE.
+reproduce_burst() {
+  $emu status | sed -n 's/.*tbf burst \([0-9]*\) B.*/\1/p' > "$1"
+}
+
 # The simulator's prediction for each variant of the sweep in DIR: its first repetition's own
 # config, RATE as every NIC's bandwidth, the engine's semantics (model messages cost time, eager
 # uploads, held messages); 20 trials each, into DIR/sim.

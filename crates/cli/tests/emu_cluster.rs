@@ -129,8 +129,11 @@ fn emulated_cluster_runs_exact_gc_at_the_shaped_rate() {
         "{}",
         status.stdout
     );
-    // a second `up` must refuse to clobber the cluster
+    // up to 100 Mbit/s a link that waited sends two full frames at once, as a NIC would (almost)
+    assert!(status.stdout.contains("tbf burst 3028 B"), "{}", status.stdout);
+    // a second `up` must refuse to clobber the cluster; a burst below one frame is refused first
     assert_up_refused(&["--hosts", "2", "--bandwidth", "10mbit"], "already exists");
+    assert_up_refused(&["--hosts", "2", "--bandwidth", "10mbit", "--burst", "1000"], "--burst must be");
 
     // GC with 3 workers (one per host), s = 1, a slow worker, across the shaped links
     let text = r#"

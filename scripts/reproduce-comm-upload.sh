@@ -50,6 +50,7 @@ for links in uploads-only server; do
   # shellcheck disable=SC2046
   $emu up --hosts 13 --bandwidth "$rate" $(links_args "$links") >&2
   $emu link h1 h2 10 > "$out/$links.link" || true
+  reproduce_burst "$out/$links.burst"
   for rep in $(seq "$reps"); do
     for label in "${schemes[@]}"; do
       echo "reproduce-comm-upload: $links, rep $rep/$reps: $label" >&2

@@ -50,6 +50,7 @@ $emu down >/dev/null 2>&1 || true
 $emu up --hosts 13 --bandwidth "$rate"
 trap '$emu down >/dev/null 2>&1 || true' EXIT
 $emu link h1 h2 10 | tee "$out.link" >&2 || true
+$emu status | sed -n 's/.*tbf burst \([0-9]*\) B.*/\1/p' > "$out.burst"
 for rep in $(seq "$reps"); do
   for label in "${schemes[@]}"; do
     for k in 0 1 2; do
@@ -76,6 +77,6 @@ done
 mkdir -p docs/results
 rm -rf docs/results/comm
 "$bin" report "$out" --out docs/results/comm --baseline "$(ls -d "$out"/umw-s0-r1-* | head -1)" >/dev/null
-python3 scripts/reproduce/comm_doc.py "$out" "$rate" "$(cat "$out.link")" "$out-sim" "$(cat "$out.drops")" "$out.decode.csv" > docs/results/comm.md
-rm -f "$out.link" "$out.drops"
+python3 scripts/reproduce/comm_doc.py "$out" "$rate" "$(cat "$out.link")" "$out-sim" "$(cat "$out.drops")" "$out.decode.csv" "$(cat "$out.burst")" > docs/results/comm.md
+rm -f "$out.link" "$out.drops" "$out.burst"
 echo "reproduce-comm: wrote docs/results/comm.md (runs in $out)" >&2

@@ -23,6 +23,7 @@ for n in $sizes; do
   sed -e "s|links.latency=0.001|links.latency=$latency|" -e 's|"../reproduce/|"'"$here"'/configs/reproduce/|' \
     "configs/sweeps/cr-$n-latency.toml" > "$sweep"
   $emu up --hosts $((n + 1)) --bandwidth "$rate" >&2
+  reproduce_burst "$dir/burst"
   "$bin" sweep "$sweep" --repetitions "$reps" --out "$dir" >/dev/null
   $emu down >&2
   simulate_first_runs "$dir" "$rate"

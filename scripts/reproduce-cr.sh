@@ -21,6 +21,7 @@ for n in $sizes; do
   dir="$out/n$n"
   $emu up --hosts $((n + 1)) --bandwidth "$rate" >&2
   mkdir -p "$dir"
+  reproduce_burst "$dir/burst"
   $emu link h1 h2 10 > "$dir/link" || true
   "$bin" sweep "configs/sweeps/cr-$n.toml" --repetitions "$reps" --out "$dir" >/dev/null
   reproduce_drops "$dir/drops"

@@ -17,6 +17,7 @@ for size in $sizes; do
   IFS=, read -r ne nh s <<< "$size"
   echo "reproduce-hier: n_e = $ne, n_h = $nh, s = $s" >&2
   $emu up --hosts $((ne + nh + 1)) --bandwidth "$rate" >&2
+  reproduce_burst "$out/$ne-$nh-$s.burst"
   for kind in arc amc hier-uncoded; do
     if [ "$kind" = arc ] && [ $((nh % (s + 1))) -ne 0 ]; then continue; fi
     name="$kind-$ne-$nh-$s"

@@ -35,7 +35,11 @@ cfg = open(glob.glob(os.path.join(out, "runs", "*", "config.toml"))[0]).read()
 print(f"{title}\n")
 reps = len(next(iter(runs.values())))
 n = loads[1]["n"]; K = loads[1]["servers"]
-print(f"K = {K} servers, one per emulated host, links {bw} both ways; ER graph n = {n}, "
+# the links' tc tbf burst (what a link that waited sends at once), where the run recorded it
+burst_file = os.path.join(out, "burst")
+burst = open(burst_file).read().strip() if os.path.exists(burst_file) else ""
+burst = f" (tc tbf, a burst of {burst} B)" if burst else ""
+print(f"K = {K} servers, one per emulated host, links {bw} both ways{burst}; ER graph n = {n}, "
       f"{loads[1]['values']} values per iteration; {reps} repetition{'s' if reps > 1 else ''}, "
       "per-phase times are each phase's maximum over servers (mean over iterations 2..T).\n")
 print("| shuffle | r | iteration ms | map | encode | shuffle | decode | reduce | redistribute | L-bytes/it | wire bytes/it | vs r = 1 |")

@@ -21,6 +21,7 @@ servers=$("$bin" config "$cfg" | awk -F' = ' '/^servers/{print $2}')
 $emu up --hosts "$servers" --bandwidth "$bw" >&2
 trap '$emu down >&2' EXIT
 mkdir -p "$out"
+$emu status | sed -n 's/.*tbf burst \([0-9]*\) B.*/\1/p' > "$out/burst"
 "$bin" pagerank-load --config "$cfg" --json > "$out/loads.jsonl"
 # the runs: the sweep configs/sweeps/pagerank-bench.toml (r × coded/uncoded, interleaved)
 "$bin" sweep configs/sweeps/pagerank-bench.toml --repetitions "$reps" --out "$out" >/dev/null

@@ -13,6 +13,8 @@ import os
 import statistics as st
 import sys
 
+from iterations import tbf
+
 out, rate = sys.argv[1], sys.argv[2]
 PAPER = 16.02  # seed 001, §V: CommFR-GC's mean time per iteration, % below "other codes"
 LINKS = ["uploads-only", "server"]
@@ -103,7 +105,7 @@ print("iteration than \"other codes\" and gives neither s, m nor which code): a 
 print("`docs/results/comm.md` measures the same codes where computation decides.\n")
 print("## Setup\n")
 print("- **Cluster**: 13 emulated hosts (network namespaces, `launch/emu-cluster`), one rank per host, the master alone")
-print("  on h0, under two link models (tc tbf on every link):")
+print(f"  on h0, under two link models ({tbf(out)} on every link):")
 for links in LINKS:
     drops = read(os.path.join(out, f"{links}.drops"), "? ?").split()
     print(f"  - **{links}**: {LINK_WHAT[links]}. Link check, 10 MB between two workers: {read(os.path.join(out, f'{links}.link'))}.")

@@ -9,7 +9,7 @@ import os
 import statistics as st
 import sys
 
-from iterations import first_apart, steady_mean, walls
+from iterations import first_apart, steady_mean, tbf, walls
 
 out, rate = sys.argv[1], sys.argv[2]
 order = ["cr", "gc-cyclic", "umw", "ignore", "rar", "allreduce"]
@@ -75,7 +75,7 @@ print("Produced by `make reproduce-cr` (`scripts/reproduce-cr.sh`); every number
 print("command on this project's development machine (2 vCPUs), and is rewritten when it is run again.\n")
 print("## Setup\n")
 print("- **Cluster**: N + 1 emulated hosts (network namespaces, `launch/emu-cluster`), one rank per host, the master")
-print(f"  alone on h0; every host's link shaped to **{rate}** in each direction (tc tbf). Each link queues up to 2 s of")
+print(f"  alone on h0; every host's link shaped to **{rate}** in each direction ({tbf(out)}). Each link queues up to 2 s of")
 print("  traffic (`--queue`, as a NIC that pushes back on its host instead of dropping).")
 print("- **N = 12** (`configs/sweeps/cr-12.toml`): CodedReduce on the (3,2) tree with s = 1 per parent (α = 1/3, load")
 print("  r_CR = 4/15); gradient coding (cyclic, S = αN = 4), UMW, ignore-stragglers (first N − S = 8), our ring")

@@ -10,7 +10,7 @@ import statistics as st
 import sys
 import tomllib
 
-from iterations import first_apart, steady_mean, walls
+from iterations import first_apart, steady_mean, tbf, walls
 
 out, rate, latency = sys.argv[1], sys.argv[2], float(sys.argv[3])
 order = ["cr", "rar", "umw"]
@@ -38,7 +38,7 @@ sizes = sorted(int(os.path.basename(d)[1:]) for d in glob.glob(os.path.join(out,
 w("# CodedReduce at the papers' scale with a per-message latency (emulated cluster)")
 w("")
 w("Measured by `sudo make reproduce-cr-latency` (`scripts/reproduce-cr-latency.sh`) on this 2-vCPU VM: one")
-w(f"emulated host per rank (network namespaces), every link shaped to {rate}; CR, our ring all-reduce (`rar`)")
+w(f"emulated host per rank (network namespaces), every link shaped to {rate} ({tbf(out)}); CR, our ring all-reduce (`rar`)")
 w("and UMW with the same data and the same shifted-exponential compute delays (`configs/reproduce/cr-emu.toml`,")
 w(f"p = 2000), without and with `[links] model = \"latency\"`, latency = {1e3 * latency:g} ms: the engine holds every")
 w("message that long before it leaves (this kernel's `tc` has no netem) — each of the ring's")

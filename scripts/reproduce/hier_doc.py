@@ -4,6 +4,8 @@ master's measured C_HM (checked against the chapter's formula on every iteration
 bytes into the master, and iteration times on the emulated cluster beside the simulator's."""
 import glob, json, os, re, sys
 
+from iterations import tbf
+
 out, rate = sys.argv[1], sys.argv[2]
 
 
@@ -60,7 +62,7 @@ rows.sort(key=lambda r: (r["ne"], r["nh"], r["s"], order[r["kind"]]))
 print("# Hierarchical coded aggregation: ARC, AMC and uncoded forwarding (thesis ch. 6)\n")
 print(f"Measured with `make reproduce-hier` (`scripts/reproduce-hier.sh`, `configs/hier-emu.toml`) on the")
 print(f"emulated cluster of this 2-vCPU VM: one rank per host (master, n_h helpers, n_e clients), every")
-print(f"host's link shaped to {rate} both ways (tc tbf), p = 20 000 (a 160 KB gradient) on 8 points per")
+print(f"host's link shaped to {rate} both ways ({tbf(out)}), p = 20 000 (a 160 KB gradient) on 8 points per")
 print("client with modelled compute, every client losing exactly s of its n_h helper links in every")
 print("iteration (`[links] model = \"fail\"`, `per_client = s`; the same draws for every scheme). The")
 print("chapter has no experiment of its own (it compares loads only): these measurements are new.\n")

@@ -1,5 +1,5 @@
-"""A run's iteration times as the reproduce docs report them (imported by cr_doc.py and
-cr_latency_doc.py, which run from this directory)."""
+"""A run's iteration times as the reproduce docs report them, and the links they ran over
+(imported by the *_doc.py scripts beside it, which run from this directory)."""
 import csv
 import glob
 import json
@@ -23,24 +23,47 @@ def steady_mean(wall):
 
 def contact_s(run_dir):
     """The longest any rank of the run spent on its first contacts before the loop (the setup
-    records' `contact_s`); None for a run of a build that made them in its first iteration."""
-    most = None
+    records' `contact_s`) and the ranks that heard nothing from a peer within the bound (their
+    `unanswered`: they meet in the loop, as with a straggler); (None, []) for a run of a build
+    that made them in its first iteration."""
+    most, silent = None, []
     for f in glob.glob(os.path.join(run_dir, "rank-*.jsonl")):
         with open(f) as lines:
             first = json.loads(lines.readline() or "{}")  # every rank's log opens with its setup
         if first.get("ev") == "setup" and first.get("contact_s") is not None:
             most = max(most or 0.0, first["contact_s"])
-    return most
+            if first.get("unanswered"):
+                silent.append(first["rank"])
+    return most, sorted(silent)
 
 
 def first_apart(run_dirs):
     """Why the docs list a run's first iteration apart, as the runs `run_dirs` say: the clause
     after "the first …"."""
-    c = [contact_s(d) for d in run_dirs]
+    runs = {os.path.basename(os.path.normpath(d)): contact_s(d) for d in run_dirs}
+    c = [most for most, _ in runs.values()]
     if all(x is None for x in c):
         return "also makes every pair's first contact (Open MPI's TCP transport connects a pair on its first message)"
     if any(x is None for x in c):
         return ("made every pair's first contact in some of these runs (Open MPI's TCP transport connects a pair on "
                 "its first message; the others' ranks made theirs before the loop)")
-    return (f"no longer makes first contacts (every rank made its own before the loop, in at most {max(c):.2f} s: "
-            "the setup records' `contact_s`) but can still be slower than the others, for reasons not traced")
+    silent = [f"ranks {', '.join(map(str, ranks))} of `{name}`" for name, (_, ranks) in sorted(runs.items()) if ranks]
+    if not silent:
+        return (f"no longer makes first contacts (every rank made its own before the loop, in at most {max(c):.2f} s: "
+                "the setup records' `contact_s`) but can still be slower than the others, for reasons not traced")
+    quick = [most for most, ranks in runs.values() if not ranks]
+    rest = f"; every rank of the other runs in at most {max(quick):.2f} s" if quick else ""
+    return ("no longer makes first contacts, except where a pair did not get through before the loop: "
+            f"{'; '.join(silent)} heard nothing from a peer within the contact bound (the run's deadline; "
+            f"the setup records' `unanswered`) and met it in the first iteration{rest} (`contact_s`). "
+            "It can still be slower than the others for reasons not traced")
+
+
+def tbf(out):
+    """How the run's links were shaped, with their tc tbf burst (what a link that waited sends at
+    once) where the run recorded it: `reproduce_burst` writes a `burst` or `*.burst` file under
+    OUT. Runs from before 2026-12-05 recorded none (their links had a 16 KB burst)."""
+    files = glob.glob(os.path.join(out, "**", "burst"), recursive=True)
+    files += glob.glob(os.path.join(out, "**", "*.burst"), recursive=True)
+    bursts = sorted({open(f).read().strip() for f in files} - {""}, key=int)
+    return f"tc tbf, a burst of {' / '.join(bursts)} B: what a link that waited sends at once" if bursts else "tc tbf"

@@ -62,7 +62,8 @@ def first_apart(run_dirs):
 def tbf(out):
     """How the run's links were shaped, with their tc tbf burst (what a link that waited sends at
     once) where the run recorded it: `reproduce_burst` writes a `burst` or `*.burst` file under
-    OUT. Runs from before 2026-12-05 recorded none (their links had a 16 KB burst)."""
+    OUT. Only PageRank's runs recorded it before 7638520 (the others' links had 16 KB until
+    2026-12-05, 3028 B from 09b09fb: docs/clusters.md says which page ran with which)."""
     files = glob.glob(os.path.join(out, "**", "burst"), recursive=True)
     files += glob.glob(os.path.join(out, "**", "*.burst"), recursive=True)
     bursts = sorted({open(f).read().strip() for f in files} - {""}, key=int)

@@ -21,6 +21,8 @@ for n in $sizes; do
     echo "reproduce-upload: N = $n, $links links" >&2
     $emu up --hosts $((n + 1)) --bandwidth "$rate" "${down[@]}" >&2
     dir="$out/n$n-$links"
+    mkdir -p "$dir"
+    reproduce_burst "$dir/burst"
     "$bin" sweep "configs/sweeps/upload-$n.toml" --repetitions "$reps" --out "$dir" >/dev/null
     reproduce_drops "$dir/drops"
     $emu down >&2

@@ -12,6 +12,8 @@ import re
 import statistics
 import sys
 
+from iterations import tbf
+
 out, rate = sys.argv[1], sys.argv[2]
 KINDS = ["cr", "gc-cyclic", "ignore", "umw"]
 NAMES = {"cr": "CR", "gc-cyclic": "GC (cyclic)", "ignore": "ignore-stragglers", "umw": "UMW"}
@@ -80,8 +82,9 @@ print("no longer needs still cross its link and are discarded on arrival. `\"gra
 print("ready notice, the parent grants the uploads its wait rule needs and refuses the others, so only results it uses")
 print("cross the link (docs/architecture.md, \"Uploads by grant\").\n")
 print("## Setup\n")
-print(f"- Emulated cluster (`launch/emu-cluster`), one rank per host, the master alone on h0. **Symmetric** links: every")
-print(f"  host sends and receives at **{rate}**. **Fast downlink** (`up --down 1gbit`): the master sends and the workers")
+print(f"- Emulated cluster (`launch/emu-cluster`, {tbf(out)}), one rank per host, the master alone on h0.")
+print(f"  **Symmetric** links: every host sends and receives at **{rate}**. **Fast downlink** (`up --down 1gbit`, whose")
+print("  1 Gbit/s links have a larger burst: `launch/emu-cluster status` names both): the master sends and the workers")
 print(f"  receive at 1 Gbit/s, uploads go at {rate} — the papers' uploads-only latency model, where broadcasting the model")
 print("  costs next to nothing.")
 print("- N = 12: the config `configs/reproduce/cr-emu.toml` (CR on the (3,2) tree, s = 1; flat schemes S = αN = 4;")

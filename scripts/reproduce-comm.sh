@@ -18,6 +18,8 @@ out="runs/reproduce-comm-$(date -u +%Y%m%d-%H%M%S)"
 mkdir -p "$(dirname "$out")"   # the link check and drop counts are written beside the run directory
 export OUTRUN_EMU_CLUSTER=repro
 emu=launch/emu-cluster
+# shellcheck source=scripts/reproduce/lib.sh
+. scripts/reproduce/lib.sh   # reproduce_burst
 [ "$(id -u)" -eq 0 ] || { echo "reproduce-comm: needs root (network namespaces); run it with sudo" >&2; exit 2; }
 
 # label -> the keys of its scheme
@@ -50,7 +52,7 @@ $emu down >/dev/null 2>&1 || true
 $emu up --hosts 13 --bandwidth "$rate"
 trap '$emu down >/dev/null 2>&1 || true' EXIT
 $emu link h1 h2 10 | tee "$out.link" >&2 || true
-$emu status | sed -n 's/.*tbf burst \([0-9]*\) B.*/\1/p' > "$out.burst"
+reproduce_burst "$out.burst"
 for rep in $(seq "$reps"); do
   for label in "${schemes[@]}"; do
     for k in 0 1 2; do

@@ -17,11 +17,13 @@ cfg=configs/bench/pagerank.toml
 [ "$(id -u)" -eq 0 ] || { echo "bench-pagerank: needs root for the emulated cluster (network namespaces); skipped" >&2; echo "(section 9 skipped: not root)"; exit 0; }
 export OUTRUN_EMU_CLUSTER=prbench
 emu=launch/emu-cluster
+# shellcheck source=scripts/reproduce/lib.sh
+. scripts/reproduce/lib.sh   # reproduce_burst
 servers=$("$bin" config "$cfg" | awk -F' = ' '/^servers/{print $2}')
 $emu up --hosts "$servers" --bandwidth "$bw" >&2
 trap '$emu down >&2' EXIT
 mkdir -p "$out"
-$emu status | sed -n 's/.*tbf burst \([0-9]*\) B.*/\1/p' > "$out/burst"
+reproduce_burst "$out/burst"
 "$bin" pagerank-load --config "$cfg" --json > "$out/loads.jsonl"
 # the runs: the sweep configs/sweeps/pagerank-bench.toml (r × coded/uncoded, interleaved)
 "$bin" sweep configs/sweeps/pagerank-bench.toml --repetitions "$reps" --out "$out" >/dev/null

@@ -8,6 +8,8 @@ import os
 import statistics as st
 import sys
 
+from iterations import shaped
+
 out, rate, link, simdir = sys.argv[1], sys.argv[2], sys.argv[3].strip(), sys.argv[4]
 drops_out, drops_in = (int(x) for x in sys.argv[5].split())
 decode_csv = sys.argv[6]
@@ -85,8 +87,7 @@ print("Produced by `make reproduce-comm` (`scripts/reproduce-comm.sh`); every nu
 print("command on this project's development machine (2 vCPUs), and is rewritten when it is run again.\n")
 print("## Setup\n")
 print("- **Cluster**: 13 emulated hosts (network namespaces, `launch/emu-cluster`), one rank per host, the master")
-tbf = f"tc tbf, a burst of {burst} B: what a link that waited sends at once" if burst else "tc tbf"
-print(f"  alone on h0; every host's link shaped to **{rate}** in each direction ({tbf}). Link check, 10 MB between")
+print(f"  alone on h0; every host's link shaped to **{rate}** in each direction ({shaped([burst])}). Link check, 10 MB between")
 print(f"  two hosts: {link}. Packets dropped on all links over all runs: {drops_out} sent, {drops_in} received.")
 print("- **Model**: least squares, d = 4800, p = 2000: a full upload is p + 1 = 2001 doubles (16 KB with its header).")
 print("  Compute is modelled at 50 µs per row of a worker's load (the workers still compute the real gradients).")

@@ -59,6 +59,12 @@ def first_apart(run_dirs):
             "It can still be slower than the others for reasons not traced")
 
 
+def shaped(bursts):
+    """How links were shaped, given the tc tbf bursts in bytes their run recorded (none: "tc tbf")."""
+    bursts = sorted(set(bursts) - {""}, key=int)
+    return f"tc tbf, a burst of {' / '.join(bursts)} B: what a link that waited sends at once" if bursts else "tc tbf"
+
+
 def tbf(out):
     """How the run's links were shaped, with their tc tbf burst (what a link that waited sends at
     once) where the run recorded it: `reproduce_burst` writes a `burst` or `*.burst` file under
@@ -66,5 +72,4 @@ def tbf(out):
     2026-12-05, 3028 B from 09b09fb: docs/clusters.md says which page ran with which)."""
     files = glob.glob(os.path.join(out, "**", "burst"), recursive=True)
     files += glob.glob(os.path.join(out, "**", "*.burst"), recursive=True)
-    bursts = sorted({open(f).read().strip() for f in files} - {""}, key=int)
-    return f"tc tbf, a burst of {' / '.join(bursts)} B: what a link that waited sends at once" if bursts else "tc tbf"
+    return shaped(open(f).read().strip() for f in files)

@@ -21,6 +21,8 @@ import os
 import sys
 import tomllib
 
+from iterations import tbf
+
 out, rate, report, turns_report, s3_report = sys.argv[1:6]
 # the thesis, §2.7 and Remark 14 (scenario 2: T_Map = 1.649, T_Shuffle = 43.78, units unstated)
 THESIS = {"s1": (5, 43.4), "s2": (4, 50.8), "s3": (4, 41.8)}
@@ -148,9 +150,7 @@ print(f"- **The thesis's scenario 2** (§2.7, Fig. 2.8b): an Erdős–Rényi gra
 print(f"  and density, drawn here by the runtime's generator (`graph.kind = \"er\"`, seed 3): {values_total} directed edges,")
 print(f"  a PageRank value each per iteration; K = {K} servers (the thesis's master only collects timings, ours has none).")
 print(f"- **Cluster**: {K} emulated hosts (network namespaces, `launch/emu-cluster`), one server per host, every link")
-burst = read(os.path.join(out, "burst"), "")
-burst = f", a burst of {burst} B: what a link that waited sends at once" if burst else ""
-print(f"  shaped to **{rate}** both ways (tc tbf{burst}; the thesis: 100 Mbps per server). Link check, 10 MB between two hosts:")
+print(f"  shaped to **{rate}** both ways ({tbf(out)}; the thesis: 100 Mbps per server). Link check, 10 MB between two hosts:")
 print(f"  {read(os.path.join(out, 'link'))}. Packets dropped on all links: {drops[0]} sent, {drops[1]} received.")
 print("- **Two Shuffle schedules**, the same bytes: *one turn at a time* (`scheme.shuffle = \"turns\"`: every")
 print("  group's turns in lexicographic order, a barrier of all servers before each, so one server uses the network at")

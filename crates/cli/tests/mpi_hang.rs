@@ -7,7 +7,10 @@
 //!   granted uploads;
 //! - a ring, which tolerates no silent worker, ends the whole job at the deadline with the one
 //!   line of the rank that noticed, exit 1;
-//! - coded PageRank's shuffle likewise: the server that waited for the stopped one names it.
+//! - coded PageRank's shuffle likewise: the server that waited for the stopped one names it;
+//! - a stopped master is named by its first worker alone (the others wait a grace longer);
+//! - a stopped CodedReduce parent that the scheme tolerates does not end the run when its own
+//!   children's patience runs out: they ask the master, which answers, and wait for the end.
 //!
 //! No ORTE noise, and nothing of the job is left running (the stopped process included).
 
@@ -23,6 +26,9 @@ const CFG: &str = "[run]\nname='hang'\nseed=7\niterations=100\ndeadline=5.0\n[da
 
 /// Coded PageRank on 4 servers, as many iterations as it takes to stop one of them mid-run.
 const PAGERANK: &str = "[run]\nname='hang-pr'\nseed=3\niterations=1000000\ndeadline=5.0\n[job]\nkind='pagerank'\n[graph]\nkind='er'\nn=400\np=0.02\n[scheme]\nkind='coded-pagerank'\nservers=4\nr=2\n";
+
+/// CodedReduce on a (3, 2) tree, s = 1: rank 2 is a parent, of ranks 7, 8 and 9.
+const CR: &str = "[run]\nname='hang-cr'\nseed=21\niterations=1800\ndeadline=2.0\n[data]\nkind='linear-synthetic'\nsamples=1001\nfeatures=9\n[model]\nloss='least-squares'\nlr=0.4\nl2=0.001\n[scheme]\nkind='cr'\nn=3\nlayers=2\ns=1\ncode='cyclic'\n[timing]\ncompute='modelled'\na=5e-5\n";
 
 fn launcher() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../launch/local.sh")
@@ -165,14 +171,58 @@ fn a_stopped_worker_a_tolerant_scheme_does_not_need_ends_the_run_complete() {
 
 #[test]
 fn a_stopped_ring_worker_ends_the_job_at_the_deadline() {
-    let _lock = mpi_lock();
-    let tag = "ring";
-    let (code, _, stderr, took, pid, _dir) =
-        stop_a_rank(tag, 1, &["scheme.kind=rar", "scheme.s=", "run.iterations=400"], Duration::from_secs(60));
-    let line = one_error(code, &stderr, tag);
-    assert!(line.contains("worker 2 (rank 1) sent nothing of iteration"), "{stderr}");
     // stopped a second after it started, noticed at run.deadline (5 s), ended at once
-    assert!(took < Duration::from_secs(25), "{took:?}");
+    let sets = ["scheme.kind=rar", "scheme.s=", "run.iterations=400"];
+    stopped_rank_is_named("ring", 1, &sets, "worker 2 (rank 1) sent nothing of iteration", Duration::from_secs(25));
+}
+
+/// Stop rank `rank` of a run of `CFG` with `sets`: the job ends, exit 1, within `within`, with
+/// one line that contains `said`; nothing of it is left.
+fn stopped_rank_is_named(tag: &str, rank: usize, sets: &[&str], said: &str, within: Duration) {
+    let _lock = mpi_lock();
+    let (code, _, stderr, took, pid, _dir) = stop_a_rank(tag, rank, sets, Duration::from_secs(60));
+    let line = one_error(code, &stderr, tag);
+    assert!(line.contains(said), "{tag}: {stderr}");
+    assert!(took < within, "{tag}: {took:?}");
+    assert_gone(pid, tag);
+}
+
+/// A stopped master leaves every worker without a model: the first worker names it at its
+/// patience (`run.deadline` × 2 + the shutdown grace: 15 s), in one line, and ends the job,
+/// exit 1; the others would speak a grace later, after the job has ended.
+#[test]
+fn a_stopped_master_is_named_by_its_first_worker_alone() {
+    let said = "rank 1: no message from its parent rank 0 for 15 s";
+    stopped_rank_is_named("master", 0, &["run.iterations=100000"], said, Duration::from_secs(35));
+}
+
+/// A stopped CodedReduce parent within the scheme's tolerance: the master decodes without its
+/// subtree, and the parent's children, silent-parented for their patience (11 s here), ask the
+/// master instead of ending the run; it answers, so they wait on (each says so once in its log)
+/// and the run of about 26 s completes, exit 0, with the master's one warning for the stopped
+/// parent. Without the question the children ended the job at their patience, exit 1.
+#[test]
+fn a_stopped_coded_reduce_parent_within_tolerance_lets_the_run_complete() {
+    let _lock = mpi_lock();
+    let tag = "cr-parent";
+    let (code, stdout, stderr, _, pid, dir) = stop_a_rank_of(CR, tag, 2, &[], Duration::from_secs(120));
+    assert_eq!(code, Some(0), "{tag}: {stderr}");
+    assert!(stdout.contains("finished 1800 iterations") && stdout.contains("exact 1800/1800"), "{tag}: {stdout}");
+    let lines: Vec<&str> = stderr.lines().filter(|l| l.starts_with("warning:") || l.starts_with("error:")).collect();
+    assert_eq!(lines.len(), 1, "{tag}: one line:\n{stderr}");
+    assert!(lines[0].contains("worker 2 (rank 2, last answered iteration"), "{tag}: {stderr}");
+    assert_quiet(&stderr, tag);
+    let run = std::fs::read_dir(dir.join("runs")).unwrap().flatten().next().expect("a run directory").path();
+    for child in [7, 8, 9] {
+        let log = std::fs::read_to_string(run.join(format!("rank-{child}.jsonl"))).unwrap();
+        let said = |ev: &str| log.lines().filter(|l| l.contains(&format!("\"ev\":\"{ev}\""))).count();
+        assert_eq!(said("error"), 0, "{tag}: rank {child} gave up:\n{log}");
+        assert_eq!(said("warn"), 1, "{tag}: rank {child}:\n{log}");
+        assert!(
+            log.contains("no message from its parent rank 2 for 11 s, but the root (rank 0) answers"),
+            "{tag}: rank {child}"
+        );
+    }
     assert_gone(pid, tag);
 }
 

@@ -27,7 +27,7 @@ use outrun_runlog::event::{ComputeTiming, Event, Traffic};
 use outrun_runlog::Lines;
 
 use crate::clock::Clock;
-use crate::transport::{Backoff, Comm, PROTO};
+use crate::transport::{Backoff, Comm, AWAY, PROTO};
 
 /// A computation whose result is held until its finish time.
 struct Pending {
@@ -272,6 +272,8 @@ impl<'a> Driver<'a> {
         let backoff_of = move |eager: bool| Backoff::of(idle, poll_us, eager);
         let mut backoff = backoff_of(false);
         let mut eager = false;
+        // after a pass that found nothing to do: when its sleep should have ended
+        let mut wake: Option<f64> = None;
         loop {
             if let Some(o) = self.done.take() {
                 // an unclean end has a silent peer, whose receives may never complete our sends:
@@ -289,8 +291,17 @@ impl<'a> Driver<'a> {
             }
             // timers that fell due while this rank was not polling (descheduled, or computing)
             // fire before what was received meanwhile: a deadline lets in what this rank had
-            // taken by then, and the arrival times its log records agree with what it used
-            let mut progressed = self.fire_timers(m, self.clock.now());
+            // taken by then, and the arrival times its log records agree with what it used. A
+            // rank that was away itself (its sleep over by more than `AWAY`: stopped and
+            // resumed, as the job's teardown resumes a stopped rank before it ends it, or
+            // swapped out) does not blame the others for that time: its timers move on by it
+            // (a parent whose models wait in the queue is not silent). Only the sleep is
+            // judged: computing, delivering and writing take the time they take.
+            let start = self.clock.now();
+            if let Some(away) = wake.take().map(|w| start - w).filter(|&a| a > AWAY.as_secs_f64()) {
+                self.timers.iter_mut().for_each(|t| t.1 += away);
+            }
+            let mut progressed = self.fire_timers(m, start);
             if self.done.is_some() {
                 continue;
             }
@@ -356,6 +367,7 @@ impl<'a> Driver<'a> {
                 .chain(self.held.iter().map(|h| h.at))
                 .fold(f64::INFINITY, f64::min);
             let left = (next - now).clamp(0.0, 1.0);
+            wake = Some(now + left);
             backoff.idle_for(Duration::from_secs_f64(left));
         }
     }

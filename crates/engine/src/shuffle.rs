@@ -51,7 +51,7 @@ use outrun_workloads::Job;
 
 use crate::clock::Clock;
 use crate::error::EngineError;
-use crate::transport::{Backoff, Comm};
+use crate::transport::{Backoff, Comm, AWAY};
 use crate::{agree, io_error, keep_book, open_contacts, setup_record, Progress, Shared};
 
 /// Phases per iteration, in `phases.csv` order.
@@ -66,10 +66,6 @@ const NEW_RANKS: i32 = 0x5eed;
 const GROUPS: i32 = 0x100;
 // group numbers are below MAX_SUBSETS; MPI allows tags up to at least 32 767
 const _: () = assert!(GROUPS as u64 + outrun_codes::MAX_SUBSETS <= NEW_RANKS as u64 && NEW_RANKS < 32_767);
-
-/// A gap between two polls this long means the server itself was away (stopped, swapped out):
-/// its wait starts again.
-const AWAY: Duration = Duration::from_secs(1);
 
 /// One transfer of an iteration: in this server's `group`-th group, a message from this server
 /// (`peer`: itself for a multicast, else the member it goes to) or to it (`peer`: the sender).

@@ -36,6 +36,11 @@ use mpi::topology::SimpleCommunicator;
 use mpi::traits::Communicator;
 use outrun_proto::Frame;
 
+/// A gap between two polls this long, beyond any sleep or computation between them, means the
+/// rank itself was away (stopped and resumed, swapped out): its waits do not blame the others
+/// for that time.
+pub(crate) const AWAY: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Tag of every protocol message (one tag: MPI delivers a pair's messages in order).
 pub const PROTO: i32 = 7;
 /// Tag of clock synchronisation.

@@ -60,6 +60,11 @@ pub enum Kind {
     /// Worker → root, before the loop (the prelude): transmission `round` of the worker's
     /// contribution (body), to be added at the offset in the meta.
     Contribution,
+    /// A node whose parent has been silent for its patience → the root: is the run still
+    /// going? (`t`: the last iteration the node heard of; no body.)
+    Probe,
+    /// Root → a node that probed: the run is going, at iteration `t` (no body).
+    Alive,
 }
 
 impl Kind {
@@ -68,7 +73,14 @@ impl Kind {
     pub fn is_down(self) -> bool {
         matches!(
             self,
-            Kind::Model | Kind::Assign | Kind::Stop | Kind::Abort | Kind::Grant | Kind::Refuse | Kind::Instruct
+            Kind::Model
+                | Kind::Assign
+                | Kind::Stop
+                | Kind::Abort
+                | Kind::Grant
+                | Kind::Refuse
+                | Kind::Instruct
+                | Kind::Alive
         )
     }
 
@@ -90,6 +102,8 @@ impl Kind {
             Kind::Report => "report",
             Kind::Instruct => "instruct",
             Kind::Contribution => "contribution",
+            Kind::Probe => "probe",
+            Kind::Alive => "alive",
         }
     }
 }

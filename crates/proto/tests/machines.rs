@@ -251,6 +251,92 @@ fn a_worker_whose_parent_goes_silent_gives_up() {
     assert!(!o.clean);
 }
 
+/// A silent root is named by one of its children: the first gives up at its patience, the
+/// others a shutdown grace later (by then the first has ended the job).
+#[test]
+fn a_silent_root_is_named_by_its_first_child_first() {
+    let p = plan(&[]);
+    let silence = outrun_plan::budget::parent_silence(10.0, 1);
+    let grace = outrun_plan::budget::shutdown_grace(10.0);
+    let mut net = Scripted::new(&p, LEN);
+    net.start(0, vec![1.0; LEN]);
+    net.flush(|_, _, _| false);
+    for w in 1..=3 {
+        net.fire_timers(w, silence + 0.5);
+    }
+    assert!(net.done[1].is_some(), "worker 1 gives up at its patience");
+    assert!(net.done[2].is_none() && net.done[3].is_none(), "the others wait a grace more");
+    for w in 2..=3 {
+        net.fire_timers(w, silence + grace + 0.5);
+        assert!(net.done[w].is_some(), "worker {w} gives up after its grace");
+    }
+}
+
+/// Rank 2 of a (3, 2) CodedReduce tree stops (alive but silent) after iteration 0: the root
+/// decodes without its subtree (s = 1), and its children, whose parent sends nothing, ask the
+/// root whether the run goes on instead of ending it; they wait on while it answers (one
+/// warning), and give up only when the root, too, is silent.
+#[test]
+fn a_node_under_a_silent_parent_asks_the_root_and_waits_while_it_answers() {
+    let p = plan(&["scheme.kind=cr", "scheme.workers=", "scheme.n=3", "scheme.layers=2", "scheme.s=1"]);
+    let silence = outrun_plan::budget::parent_silence(10.0, 2);
+    let orphans = p.nodes[2].children.clone();
+    assert_eq!(orphans.len(), 3);
+    let mut net = Scripted::new(&p, LEN);
+    net.run_iteration(0);
+    // rank 2 is stopped: nothing reaches it, it sends nothing, it computes nothing
+    let cut = |f: usize, t: usize, _: &Header| f == 2 || t == 2;
+    let mut t = 1;
+    let step = |net: &mut Net, t: u64| {
+        net.start(t, vec![1.0; LEN]);
+        net.flush(cut);
+        let computes: Vec<(usize, u64)> = net.computes.iter().copied().filter(|c| c.0 != 2).collect();
+        for (r, t) in computes {
+            net.compute(r, t, vec![1.0; LEN]);
+        }
+        net.flush(cut);
+    };
+    // the run outlasts three of the orphans' patiences
+    for k in 1..=3 {
+        let until = k as f64 * silence + 1.0;
+        while net.now < until - 1.5 {
+            step(&mut net, t);
+            t += 1;
+            net.now += 1.0;
+        }
+        for &o in &orphans {
+            net.fire_timers(o, until);
+        }
+        assert_eq!(
+            orphans.iter().map(|&o| on_wire(&net, o, Kind::Probe)).sum::<usize>(),
+            orphans.len(),
+            "each orphan asks the root once"
+        );
+        net.flush(cut);
+        for &o in &orphans {
+            assert!(net.done[o].is_none(), "orphan {o} waits on while the root answers: {:?}", net.done[o]);
+        }
+    }
+    assert_eq!(net.delivered.len() as u64, t, "the root delivered every iteration without rank 2's subtree");
+    assert!(net.delivered.iter().all(|d| d.3.exact));
+    for &o in &orphans {
+        let warned: Vec<&serde_json::Value> = net.logs[o].iter().filter(|e| e["ev"] == "warn").collect();
+        assert_eq!(warned.len(), 1, "orphan {o} warns once: {warned:?}");
+        let m = warned[0]["message"].as_str().unwrap();
+        assert!(m.contains("no message from its parent rank 2") && m.contains("but the root (rank 0) answers"), "{m}");
+    }
+    // now the root is silent too: the next probe goes unanswered, and an orphan gives up
+    let o = orphans[0];
+    net.fire_timers(o, 4.0 * silence + 1.0);
+    net.wire.retain(|(f, _, m)| !(*f == o && m.head.kind == Kind::Probe));
+    net.fire_timers(o, 5.0 * silence + 1.0);
+    let out = net.done[o].as_ref().expect("the orphan gave up");
+    assert!(
+        matches!(&out.result, Err(Failure::Silent { message, .. }) if message.contains("no message from its parent rank 2") && message.contains("nor an answer from the root (rank 0)")),
+        "{out:?}"
+    );
+}
+
 #[test]
 fn ring_ranks_all_deliver_the_sum_even_when_a_neighbour_runs_ahead() {
     let p = plan(&["scheme.kind=rar", "scheme.s="]);

@@ -69,7 +69,8 @@ struct Limits {
     budget: f64,
     /// The shutdown grace for the children's goodbyes.
     grace: f64,
-    /// A worker's patience with a silent parent.
+    /// A worker's patience with a silent parent: [`parent_silence`], and a grace more for a
+    /// child of the root other than its first (a silent root is then named by one child).
     silence: f64,
 }
 
@@ -88,6 +89,15 @@ pub struct TreeNode<P: Vector> {
     below: Option<Collection<P>>,
     /// The child's side (a node with a parent).
     above: Option<Uplink<P>>,
+    /// The root's rank.
+    root: usize,
+    /// When this node asked the root whether the run goes on (its parent silent for its
+    /// patience), while the answer is outstanding.
+    probed: Option<f64>,
+    /// Whether the root answered a probe: the parent alone is silent (logged once).
+    orphaned: bool,
+    /// When the parent's last message came.
+    heard: f64,
     timers: Timers,
     // the iteration in progress
     cur: Option<u64>,
@@ -115,6 +125,11 @@ impl<P: Vector> TreeNode<P> {
         let node = &plan.nodes[rank];
         let deadline = plan.run.deadline;
         let layer = plan.depth(rank);
+        let root = plan.nodes.iter().position(|n| n.parent.is_none()).unwrap_or(0);
+        let mut silence = parent_silence(deadline, plan.layers());
+        if node.parent == Some(root) && plan.nodes[root].children.first() != Some(&rank) {
+            silence += shutdown_grace(deadline);
+        }
         TreeNode {
             rank,
             worker: node.worker,
@@ -127,10 +142,14 @@ impl<P: Vector> TreeNode<P> {
                 deadline,
                 budget: wait_budget(deadline, plan.layers(), layer),
                 grace: shutdown_grace(deadline),
-                silence: parent_silence(deadline, plan.layers()),
+                silence,
             },
             below: (!node.children.is_empty()).then(|| Collection::new(plan, rank, len)),
             above: node.parent.map(|p| Uplink::new(p, plan.upload == Upload::Granted)),
+            root,
+            probed: None,
+            orphaned: false,
+            heard: 0.0,
             timers: Timers::default(),
             cur: None,
             answered: true,
@@ -587,7 +606,9 @@ impl<P: Vector> TreeNode<P> {
         let running = self.phase == Phase::Running;
         if running {
             self.arm(Timer::Silence, now + self.limits.silence);
+            self.probed = None;
         }
+        self.heard = now;
         let head = msg.head;
         match head.kind {
             Kind::Model if running => match msg.body {
@@ -691,6 +712,63 @@ impl<P: Vector> TreeNode<P> {
         self.out.push_back(Output::Done(outcome));
     }
 
+    /// The parent has sent nothing for the node's patience. Below a child of the root, the
+    /// parent may be alone in its silence (stopped, stuck) while the run goes on without its
+    /// subtree, which the scheme may tolerate: the node asks the root, and waits on while the
+    /// root answers (the run's end ends it). A child of the root, or a node whose probe went
+    /// unanswered for another patience, gives up: the tree above it is gone or stuck.
+    fn parent_silent(&mut self, now: f64) {
+        let parent = self.above.as_ref().map_or(self.root, Uplink::parent);
+        let patience = self.limits.silence;
+        let silent = (now - self.heard).max(patience);
+        let why = match self.probed {
+            None if parent != self.root => {
+                let t = self.cur.unwrap_or(0);
+                self.out.push_back(send(vec![self.root], Header::new(Kind::Probe, t)));
+                self.probed = Some(now);
+                return self.arm(Timer::Silence, now + patience);
+            }
+            None => format!(
+                "rank {}: no message from its parent rank {parent} for {silent:.0} s (the parent's process is gone or stuck); giving up",
+                self.rank
+            ),
+            Some(_) => format!(
+                "rank {}: no message from its parent rank {parent} for {silent:.0} s, nor an answer from the root (rank {}) within {patience:.0} s of asking it (the processes above are gone or stuck); giving up",
+                self.rank, self.root
+            ),
+        };
+        self.log(Event::error(now, why.clone()));
+        self.phase = Phase::Finished;
+        let failure = Failure::Silent { rank: self.rank, secs: silent, message: why };
+        self.done(Err(failure), false);
+    }
+
+    /// A message from neither the parent nor a child: a probe (at the root) or the root's
+    /// answer to one.
+    fn on_other(&mut self, now: f64, from: usize, head: &Header) {
+        match head.kind {
+            Kind::Probe if self.above.is_none() => {
+                // the run goes on (or drains: its end is near); tell the iteration
+                let t = self.cur.unwrap_or(0);
+                self.out.push_back(send(vec![from], Header::new(Kind::Alive, t)));
+            }
+            Kind::Alive if from == self.root && self.phase == Phase::Running && self.probed.is_some() => {
+                self.probed = None;
+                if !self.orphaned {
+                    self.orphaned = true;
+                    let parent = self.above.as_ref().map_or(self.root, Uplink::parent);
+                    let why = format!(
+                        "rank {}: no message from its parent rank {parent} for {:.0} s, but the root (rank {}) answers, at iteration {}: rank {parent} is alive but silent (stopped, or stuck), and this node waits for the run's end without it",
+                        self.rank, now - self.heard, self.root, head.t
+                    );
+                    self.log(Event::warn(now, why));
+                }
+            }
+            Kind::Alive => {}
+            other => self.log(Event::warn(now, format!("unexpected {} from rank {from}", other.name()))),
+        }
+    }
+
     fn on_timer(&mut self, clock: &dyn Clock, id: u64) {
         let now = clock.now();
         match self.timers.fired(id, now) {
@@ -724,18 +802,7 @@ impl<P: Vector> TreeNode<P> {
                 self.silent.extend(waiting);
                 self.finish(now, false);
             }
-            Some(Timer::Silence) if self.phase == Phase::Running => {
-                let why = format!(
-                    "rank {}: no message from its parent rank {} for {} s (the parent's process is gone or stuck); giving up",
-                    self.rank,
-                    self.above.as_ref().map_or(0, Uplink::parent),
-                    self.limits.silence
-                );
-                self.log(Event::error(now, why.clone()));
-                self.phase = Phase::Finished;
-                let failure = Failure::Silent { rank: self.rank, secs: self.limits.silence, message: why };
-                self.done(Err(failure), false);
-            }
+            Some(Timer::Silence) if self.phase == Phase::Running => self.parent_silent(now),
             _ => {}
         }
     }
@@ -753,8 +820,7 @@ impl<P: Vector> Machine<P> for TreeNode<P> {
                 } else if let Some(idx) = self.below.as_ref().and_then(|k| k.index(from)) {
                     self.on_child(clock, idx, msg);
                 } else {
-                    let why = format!("unexpected {} from rank {from}", msg.head.kind.name());
-                    self.log(Event::warn(clock.now(), why));
+                    self.on_other(clock.now(), from, &msg.head);
                 }
             }
             Input::Timing { t, timing } => {

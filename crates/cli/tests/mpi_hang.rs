@@ -9,6 +9,8 @@
 //!   line of the rank that noticed, exit 1;
 //! - coded PageRank's shuffle likewise: the server that waited for the stopped one names it;
 //! - a stopped master is named by its first worker alone (the others wait a grace longer);
+//! - a rank stopped under `MPI_Allreduce` (the `allreduce` scheme) is named by the lowest
+//!   running rank's watch over the call, in one line;
 //! - a stopped CodedReduce parent that the scheme tolerates does not end the run when its own
 //!   children's patience runs out: they ask the master, which answers, and wait for the end.
 //!
@@ -185,6 +187,19 @@ fn stopped_rank_is_named(tag: &str, rank: usize, sets: &[&str], said: &str, with
     assert!(line.contains(said), "{tag}: {stderr}");
     assert!(took < within, "{tag}: {took:?}");
     assert_gone(pid, tag);
+}
+
+/// The `allreduce` scheme waits in MPI's own collective, which has no bound and cannot say
+/// which rank is late: with a rank stopped, the lowest running rank says so at its bound
+/// (`run.deadline`, a shutdown grace more per rank above 0) in one line and ends the job, exit 1,
+/// instead of every rank waiting for the launcher's bound with nothing said.
+#[test]
+fn a_stopped_rank_in_mpi_allreduce_is_named_by_the_lowest_running_rank() {
+    let sets = ["scheme.kind=allreduce", "scheme.s=", "run.iterations=100000"];
+    let said = "rank 0 waited 5 s in MPI_Allreduce of iteration";
+    stopped_rank_is_named("allreduce", 1, &sets, said, Duration::from_secs(25));
+    let said = "rank 1 waited 10 s in MPI_Allreduce of iteration";
+    stopped_rank_is_named("allreduce-rank0", 0, &sets, said, Duration::from_secs(30));
 }
 
 /// A stopped master leaves every worker without a model: the first worker names it at its

@@ -28,6 +28,7 @@ use outrun_runlog::Lines;
 
 use crate::clock::Clock;
 use crate::transport::{Backoff, Comm, AWAY, PROTO};
+use crate::watch::CollectiveWatch;
 
 /// A computation whose result is held until its finish time.
 struct Pending {
@@ -72,6 +73,8 @@ pub(crate) struct Driver<'a> {
     /// that what it sends (the next model) leaves before this rank writes.
     logged: Vec<Event>,
     done: Option<Outcome>,
+    /// The bound on the library collective's wait (`allreduce`), if this rank's loop has one.
+    watch: Option<CollectiveWatch>,
 }
 
 impl<'a> Driver<'a> {
@@ -100,7 +103,15 @@ impl<'a> Driver<'a> {
             held: vec![],
             logged: vec![],
             done: None,
+            watch: None,
         }
+    }
+
+    /// Bound this rank's waits in the library collective of its loop (`Output::Collective`):
+    /// past `run.deadline` (a shutdown grace more per rank above 0), it says so in one line
+    /// and ends the job (`crate::watch`).
+    pub(crate) fn watch_collectives(&mut self, deadline: f64, grace: f64, dir: String) {
+        self.watch = Some(CollectiveWatch::start(self.comm.rank, deadline, grace, dir));
     }
 
     /// Feed one input and carry out everything the machine asks for.
@@ -146,7 +157,13 @@ impl<'a> Driver<'a> {
                 Output::Collective { t, buf } => {
                     self.collective = true;
                     let mut total = vec![0.0; buf.as_slice().len()];
+                    if let Some(w) = &self.watch {
+                        w.enter(t);
+                    }
                     self.comm.allreduce_sum(buf.as_slice(), &mut total);
+                    if let Some(w) = &self.watch {
+                        w.leave();
+                    }
                     m.handle(&self.clock, Input::Reduced { t, total: Frame::from_vec(total) });
                 }
                 Output::Log(mut ev) => {

@@ -18,7 +18,8 @@
 //! messages are drained and discarded by header), non-blocking sends with owned buffers, one
 //! tag so each pair's messages stay in order, and a goodbye handshake so no request is pending
 //! at `MPI_Finalize`. There is no per-iteration barrier and no blocking collective in the
-//! collect-tree loop.
+//! collect-tree loop; the `allreduce` scheme's `MPI_Allreduce` is bounded by a watching thread
+//! (`watch`).
 #![deny(missing_docs)]
 
 pub mod bench;
@@ -28,6 +29,7 @@ mod error;
 mod setup;
 mod shuffle;
 pub mod transport;
+mod watch;
 
 use std::path::Path;
 use std::time::Instant;
@@ -287,7 +289,12 @@ fn run(
         unanswered,
         ..setup_record(rank, &clock)
     }));
+    let collective = machine.contacts().collective.is_some();
     let mut d = Driver::new(comm, clock, log, Core::of(plan, rank, job), plan.run.poll_us, host.idle);
+    if collective {
+        let grace = outrun_plan::budget::shutdown_grace(plan.run.deadline);
+        d.watch_collectives(plan.run.deadline, grace, dir.display().to_string());
+    }
     // The plan's prelude (a one-time phase before the loop), from a barrier so every rank
     // starts it together; a failure there ends the job as one in the loop does.
     if let Some(mut prelude) = outrun_proto::prelude::<Frame>(plan, rank, len) {

@@ -1,0 +1,126 @@
+//! A bound on MPI's own collective in the loop: the `allreduce` scheme's iterations wait in a
+//! blocking `MPI_Allreduce`, which has no timeout and cannot say which rank is late, so a
+//! stopped or stuck rank would hold every other in it until the launcher's bound. A thread of
+//! each rank watches the call (it makes no MPI call itself): past its bound it says so in one
+//! line and ends this process, which ends the MPI job (the launcher passes the line and drops
+//! mpirun's report of the exit).
+//!
+//! The bound is `run.deadline`, a shutdown grace more per rank above 0: the lowest rank still
+//! running speaks, and the job has ended before any other would. The blocking call is kept
+//! (not `MPI_Iallreduce` polled): it is the baseline the schemes are measured against, and the
+//! library's non-blocking collectives use other algorithms.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// What the watching thread reads: the iteration in the collective (+ 1; 0: none) and when
+/// this rank entered it (ns since `base`).
+struct Armed {
+    iteration: AtomicU64,
+    since: AtomicU64,
+    stop: AtomicBool,
+}
+
+/// A rank's watch over its collective calls; dropping it ends the thread.
+pub(crate) struct CollectiveWatch {
+    armed: Arc<Armed>,
+    base: Instant,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// The bound of `rank`'s wait: `deadline`, and `grace` more per rank above 0.
+pub(crate) fn bound(rank: usize, deadline: f64, grace: f64) -> f64 {
+    deadline + rank as f64 * grace
+}
+
+/// The line a rank that waited `bound` s in iteration `t`'s collective says.
+pub(crate) fn line(rank: usize, t: u64, bound: f64, dir: &str) -> String {
+    let before = match rank {
+        0 => String::new(),
+        1 => "; rank 0 would have said so first: it is the late one, or is late too".into(),
+        r => format!("; ranks 0 to {} would have said so first: the late ones are among them", r - 1),
+    };
+    format!(
+        "error: rank {rank} waited {bound} s in MPI_Allreduce of iteration {t} (the `allreduce` scheme: MPI's own collective, which has no bound and does not say which rank is late): a rank is still computing, stopped, stuck or dead{before}; raise run.deadline if an iteration may take that long; the MPI job is ended (logs are in {dir})"
+    )
+}
+
+impl CollectiveWatch {
+    /// Watch `rank`'s collectives with [`bound`]; past it, say [`line`] and end the process.
+    pub(crate) fn start(rank: usize, deadline: f64, grace: f64, dir: String) -> Self {
+        let armed =
+            Arc::new(Armed { iteration: AtomicU64::new(0), since: AtomicU64::new(0), stop: AtomicBool::new(false) });
+        let base = Instant::now();
+        let bound = bound(rank, deadline, grace);
+        let watched = armed.clone();
+        let thread = std::thread::spawn(move || {
+            while !watched.stop.load(SeqCst) {
+                std::thread::sleep(Duration::from_millis(100));
+                let t = watched.iteration.load(SeqCst);
+                if t == 0 {
+                    continue;
+                }
+                let since = Duration::from_nanos(watched.since.load(SeqCst));
+                if base.elapsed().saturating_sub(since).as_secs_f64() > bound {
+                    use std::io::Write;
+                    let _ =
+                        std::io::stderr().lock().write_all(format!("{}\n", line(rank, t - 1, bound, &dir)).as_bytes());
+                    // no MPI call from this thread (the main one is inside MPI_Allreduce), no
+                    // exit handlers: the process ends here, and mpirun ends the job
+                    // SAFETY: _exit(2) ends the process; nothing of it is used after
+                    unsafe { libc::_exit(1) };
+                }
+            }
+        });
+        CollectiveWatch { armed, base, thread: Some(thread) }
+    }
+
+    /// This rank enters iteration `t`'s collective.
+    pub(crate) fn enter(&self, t: u64) {
+        let since = u64::try_from(self.base.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.armed.since.store(since, SeqCst);
+        self.armed.iteration.store(t + 1, SeqCst);
+    }
+
+    /// The collective returned.
+    pub(crate) fn leave(&self) {
+        self.armed.iteration.store(0, SeqCst);
+    }
+}
+
+impl Drop for CollectiveWatch {
+    fn drop(&mut self) {
+        self.armed.stop.store(true, SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_lowest_running_rank_speaks_first_and_names_whom_it_follows() {
+        assert_eq!(bound(0, 5.0, 5.0), 5.0);
+        assert_eq!(bound(3, 5.0, 5.0), 20.0);
+        let l0 = line(0, 57, 5.0, "runs/x");
+        assert!(l0.starts_with("error: rank 0 waited 5 s in MPI_Allreduce of iteration 57"), "{l0}");
+        assert!(!l0.contains("would have said"), "{l0}");
+        assert!(line(1, 57, 10.0, "runs/x").contains("rank 0 would have said so first"));
+        assert!(line(3, 57, 20.0, "runs/x").contains("ranks 0 to 2 would have said so first"));
+    }
+
+    #[test]
+    fn a_watch_that_is_left_in_time_stays_quiet() {
+        let w = CollectiveWatch::start(0, 0.05, 0.05, "runs/x".into());
+        for t in 0..3 {
+            w.enter(t);
+            w.leave();
+        }
+        std::thread::sleep(Duration::from_millis(250));
+        drop(w);
+    }
+}

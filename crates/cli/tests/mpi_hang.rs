@@ -204,11 +204,18 @@ fn a_stopped_rank_in_mpi_allreduce_is_named_by_the_lowest_running_rank() {
 
 /// A stopped master leaves every worker without a model: the first worker names it at its
 /// patience (`run.deadline` × 2 + the shutdown grace: 15 s), in one line, and ends the job,
-/// exit 1; the others would speak a grace later, after the job has ended.
+/// exit 1; the others would speak a grace later, after the job has ended. Before, every worker
+/// said it (every helper and client of a hierarchical scheme: 7 lines).
 #[test]
 fn a_stopped_master_is_named_by_its_first_worker_alone() {
     let said = "rank 1: no message from its parent rank 0 for 15 s";
     stopped_rank_is_named("master", 0, &["run.iterations=100000"], said, Duration::from_secs(35));
+    // hierarchical: helper 1 names it (patience 20 s with two layers); clients and the other
+    // helpers wait a grace longer
+    let hier = ["scheme.kind=arc", "scheme.workers=", "scheme.clients=3", "scheme.helpers=4", "scheme.s=1"];
+    let sets: Vec<&str> = hier.iter().copied().chain(["run.iterations=100000"]).collect();
+    let said = "rank 1: no message from the master (rank 0) for 20 s";
+    stopped_rank_is_named("hier-master", 0, &sets, said, Duration::from_secs(40));
 }
 
 /// A stopped CodedReduce parent within the scheme's tolerance: the master decodes without its

@@ -111,6 +111,10 @@ pub struct HierNode<P: Vector> {
     links: Links,
     len: usize,
     deadline: f64,
+    /// Patience with silence from above: [`parent_silence`], and a shutdown grace more for every
+    /// node but the first helper (a silent master is then named by one node; a silent helper is
+    /// named by the master at `run.deadline`, long before).
+    silence: f64,
     cur: Option<u64>,
     record: Option<Iter>,
     running: bool,
@@ -152,6 +156,8 @@ impl<P: Vector> HierNode<P> {
             links: plan.links.clone(),
             len,
             deadline: plan.run.deadline,
+            silence: parent_silence(plan.run.deadline, 2)
+                + if rank == 1 { 0.0 } else { shutdown_grace(plan.run.deadline) },
             cur: None,
             record: None,
             running: true,
@@ -650,15 +656,17 @@ impl<P: Vector> HierNode<P> {
                 self.finish(now, false);
             }
             SILENCE if self.running => {
+                let above = match &self.role {
+                    Role::Client(c) => format!("its helper (rank {})", c.parent),
+                    _ => "the master (rank 0)".into(),
+                };
                 let why = format!(
-                    "rank {}: no message from above for {} s; the master or a helper is gone",
-                    self.rank,
-                    parent_silence(self.deadline, 2)
+                    "rank {}: no message from {above} for {} s (its process is gone or stuck); giving up",
+                    self.rank, self.silence
                 );
                 self.log(Event::error(now, why.clone()));
                 self.running = false;
-                self.failure =
-                    Some(Failure::Silent { rank: self.rank, secs: parent_silence(self.deadline, 2), message: why });
+                self.failure = Some(Failure::Silent { rank: self.rank, secs: self.silence, message: why });
                 self.finish(now, false);
             }
             _ => {}
@@ -679,7 +687,7 @@ impl<P: Vector> HierNode<P> {
             Role::Client(c) => from == c.parent,
         };
         if from_above && self.running {
-            self.arm(SILENCE, now + parent_silence(self.deadline, 2));
+            self.arm(SILENCE, now + self.silence);
         }
         match (&self.role, head.kind) {
             (Role::Helper(_) | Role::Client(_), Kind::Stop | Kind::Abort) if from_above => {

@@ -252,23 +252,27 @@ fn a_worker_whose_parent_goes_silent_gives_up() {
 }
 
 /// A silent root is named by one of its children: the first gives up at its patience, the
-/// others a shutdown grace later (by then the first has ended the job).
+/// others a shutdown grace later (by then the first has ended the job). In a star, and in the
+/// hierarchical pattern, where the clients below the helpers wait a grace more too.
 #[test]
 fn a_silent_root_is_named_by_its_first_child_first() {
-    let p = plan(&[]);
-    let silence = outrun_plan::budget::parent_silence(10.0, 1);
     let grace = outrun_plan::budget::shutdown_grace(10.0);
-    let mut net = Scripted::new(&p, LEN);
-    net.start(0, vec![1.0; LEN]);
-    net.flush(|_, _, _| false);
-    for w in 1..=3 {
-        net.fire_timers(w, silence + 0.5);
-    }
-    assert!(net.done[1].is_some(), "worker 1 gives up at its patience");
-    assert!(net.done[2].is_none() && net.done[3].is_none(), "the others wait a grace more");
-    for w in 2..=3 {
-        net.fire_timers(w, silence + grace + 0.5);
-        assert!(net.done[w].is_some(), "worker {w} gives up after its grace");
+    for (p, layers) in [(plan(&[]), 1), (hier_plan("arc"), 2)] {
+        let silence = outrun_plan::budget::parent_silence(10.0, layers);
+        let mut net = Scripted::new(&p, LEN);
+        net.start(0, vec![1.0; LEN]);
+        net.flush(|_, _, _| false);
+        let others: Vec<usize> = (2..p.ranks).collect();
+        for r in 1..p.ranks {
+            net.fire_timers(r, silence + 0.5);
+        }
+        let said = |o: &Outcome| matches!(&o.result, Err(Failure::Silent { rank: 1, message, .. }) if message.contains("rank 1: no message from"));
+        assert!(net.done[1].as_ref().is_some_and(said), "rank 1 gives up at its patience: {:?}", net.done[1]);
+        assert!(others.iter().all(|&r| net.done[r].is_none()), "the others wait a grace more");
+        for &r in &others {
+            net.fire_timers(r, silence + grace + 0.5);
+            assert!(net.done[r].is_some(), "rank {r} gives up after its grace");
+        }
     }
 }
 

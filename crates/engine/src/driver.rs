@@ -75,6 +75,8 @@ pub(crate) struct Driver<'a> {
     done: Option<Outcome>,
     /// The bound on the library collective's wait (`allreduce`), if this rank's loop has one.
     watch: Option<CollectiveWatch>,
+    /// Seconds computed since the clock's last reading in the loop (not time away).
+    computing: f64,
 }
 
 impl<'a> Driver<'a> {
@@ -104,6 +106,7 @@ impl<'a> Driver<'a> {
             logged: vec![],
             done: None,
             watch: None,
+            computing: 0.0,
         }
     }
 
@@ -273,6 +276,7 @@ impl<'a> Driver<'a> {
         let c0 = self.clock.now();
         let parts = self.core.compute(t, model, select)?;
         let c1 = self.clock.now();
+        self.computing += c1 - c0;
         let timed = self.core.timing(t, load, c0, c1, Some(c1 - c0));
         self.pending = Some(Pending { t, parts, ready_at: timed.ready_at });
         Ok(timed.record)
@@ -289,8 +293,8 @@ impl<'a> Driver<'a> {
         let backoff_of = move |eager: bool| Backoff::of(idle, poll_us, eager);
         let mut backoff = backoff_of(false);
         let mut eager = false;
-        // after a pass that found nothing to do: when its sleep should have ended
-        let mut wake: Option<f64> = None;
+        // the clock's last reading in the loop, and how long the rank meant to sleep since
+        let (mut read, mut sleep) = (self.clock.now(), 0.0);
         loop {
             if let Some(o) = self.done.take() {
                 // an unclean end has a silent peer, whose receives may never complete our sends:
@@ -309,15 +313,13 @@ impl<'a> Driver<'a> {
             // timers that fell due while this rank was not polling (descheduled, or computing)
             // fire before what was received meanwhile: a deadline lets in what this rank had
             // taken by then, and the arrival times its log records agree with what it used. A
-            // rank that was away itself (its sleep over by more than `AWAY`: stopped and
-            // resumed, as the job's teardown resumes a stopped rank before it ends it, or
-            // swapped out) does not blame the others for that time: its timers move on by it
-            // (a parent whose models wait in the queue is not silent). Only the sleep is
-            // judged: computing, delivering and writing take the time they take.
+            // rank that was away itself (stopped and resumed, as the job's teardown resumes a
+            // stopped rank before it ends it, or swapped out) does not blame the others for that
+            // time: its timers move on by it (a parent whose models wait in the queue is not
+            // silent). Away is more than `AWAY` between two readings of the clock beyond the
+            // sleep meant and the computation between them
             let start = self.clock.now();
-            if let Some(away) = wake.take().map(|w| start - w).filter(|&a| a > AWAY.as_secs_f64()) {
-                self.timers.iter_mut().for_each(|t| t.1 += away);
-            }
+            self.excuse(start - read - sleep);
             let mut progressed = self.fire_timers(m, start);
             if self.done.is_some() {
                 continue;
@@ -348,6 +350,8 @@ impl<'a> Driver<'a> {
             // one reading of the clock serves the rest of the pass (a read costs as much as a
             // small message's bookkeeping; nothing below waits)
             let now = self.clock.now();
+            self.excuse(now - start);
+            (read, sleep) = (now, 0.0);
             progressed |= self.release(false, now);
             self.comm.progress();
             for dest in self.comm.stalled() {
@@ -384,8 +388,18 @@ impl<'a> Driver<'a> {
                 .chain(self.held.iter().map(|h| h.at))
                 .fold(f64::INFINITY, f64::min);
             let left = (next - now).clamp(0.0, 1.0);
-            wake = Some(now + left);
+            sleep = left;
             backoff.idle_for(Duration::from_secs_f64(left));
+        }
+    }
+
+    /// `gap` seconds passed since the loop's last reading of the clock, less the sleep it
+    /// meant: beyond the computation between them and [`AWAY`], the rank was away, and its
+    /// timers move on by that time.
+    fn excuse(&mut self, gap: f64) {
+        let away = gap - std::mem::take(&mut self.computing);
+        if away > AWAY.as_secs_f64() {
+            self.timers.iter_mut().for_each(|t| t.1 += away);
         }
     }
 

@@ -274,7 +274,8 @@ fn run(
     }
     let len = job.len(rank);
     let mut machine: Box<dyn Machine<Frame>> = outrun_proto::machine(plan, rank, len, false);
-    let (contact_s, unanswered) = open_contacts(&mut comm, &machine.contacts(), plan.run.deadline);
+    let contacts = machine.contacts();
+    let (contact_s, unanswered) = open_contacts(&mut comm, &contacts, plan.run.deadline);
     let me = &plan.nodes[rank];
     log.event(&Event::Setup(Setup {
         worker: me.worker,
@@ -289,9 +290,8 @@ fn run(
         unanswered,
         ..setup_record(rank, &clock)
     }));
-    let collective = machine.contacts().collective.is_some();
     let mut d = Driver::new(comm, clock, log, Core::of(plan, rank, job), plan.run.poll_us, host.idle);
-    if collective {
+    if contacts.collective.is_some() {
         let grace = outrun_plan::budget::shutdown_grace(plan.run.deadline);
         d.watch_collectives(plan.run.deadline, grace, dir.display().to_string());
     }

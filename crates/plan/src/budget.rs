@@ -19,6 +19,13 @@ pub fn parent_silence(deadline: f64, layers: usize) -> f64 {
     deadline * (layers + 1) as f64 + shutdown_grace(deadline)
 }
 
+/// A node's patience with silence from above: [`parent_silence`] for the one node that names a
+/// silent master (`first`), a shutdown grace more for every other, so that one line names it
+/// and the job has ended before the others would speak.
+pub fn patience(deadline: f64, layers: usize, first: bool) -> f64 {
+    parent_silence(deadline, layers) + if first { 0.0 } else { shutdown_grace(deadline) }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -30,5 +37,7 @@ mod tests {
         assert_eq!(wait_budget(30.0, 2, 2), 10.0);
         assert!(parent_silence(30.0, 2) > wait_budget(30.0, 2, 0));
         assert_eq!(shutdown_grace(1.0), 5.0);
+        assert_eq!(patience(30.0, 2, true), parent_silence(30.0, 2));
+        assert_eq!(patience(30.0, 2, false), parent_silence(30.0, 2) + 30.0);
     }
 }

@@ -29,7 +29,7 @@ use std::sync::Arc;
 
 use crate::roles::{hier, Combination, Src, Term, Vector};
 use outrun_codes::hier::{FailureTable, HierError};
-use outrun_plan::budget::{parent_silence, shutdown_grace, wait_budget};
+use outrun_plan::budget::{patience, shutdown_grace, wait_budget};
 use outrun_plan::{Hier, Uploads};
 use outrun_plan::{Links, Pattern, Plan};
 use outrun_runlog::event::{Ending, Event, HierNote, Iter, Shutdown};
@@ -111,9 +111,9 @@ pub struct HierNode<P: Vector> {
     links: Links,
     len: usize,
     deadline: f64,
-    /// Patience with silence from above: [`parent_silence`], and a shutdown grace more for every
-    /// node but the first helper (a silent master is then named by one node; a silent helper is
-    /// named by the master at `run.deadline`, long before).
+    /// Patience with silence from above ([`patience`]: a shutdown grace more for every node but
+    /// the first helper, so that a silent master is named by one node; a silent helper is named
+    /// by the master at `run.deadline`, long before).
     silence: f64,
     cur: Option<u64>,
     record: Option<Iter>,
@@ -156,8 +156,7 @@ impl<P: Vector> HierNode<P> {
             links: plan.links.clone(),
             len,
             deadline: plan.run.deadline,
-            silence: parent_silence(plan.run.deadline, 2)
-                + if rank == 1 { 0.0 } else { shutdown_grace(plan.run.deadline) },
+            silence: patience(plan.run.deadline, 2, rank == 1),
             cur: None,
             record: None,
             running: true,

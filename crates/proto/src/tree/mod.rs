@@ -40,7 +40,7 @@ use std::sync::Arc;
 use crate::roles::{encoder, Combination, Encoder, Src, Term, Vector};
 use outrun_codes::EXACT_RESIDUAL;
 use outrun_config::Upload;
-use outrun_plan::budget::{parent_silence, shutdown_grace, wait_budget};
+use outrun_plan::budget::{patience, shutdown_grace, wait_budget};
 use outrun_plan::{Plan, StragglerModel};
 use outrun_runlog::event::{Ending, Event, Iter, Late, Regrant, Regranted, RoundsStopped, Shutdown, Status};
 
@@ -69,8 +69,8 @@ struct Limits {
     budget: f64,
     /// The shutdown grace for the children's goodbyes.
     grace: f64,
-    /// A worker's patience with a silent parent: [`parent_silence`], and a grace more for a
-    /// child of the root other than its first (a silent root is then named by one child).
+    /// A worker's patience with a silent parent ([`patience`]: a grace more for a child of the
+    /// root other than its first, so that a silent root is named by one child).
     silence: f64,
 }
 
@@ -91,9 +91,9 @@ pub struct TreeNode<P: Vector> {
     above: Option<Uplink<P>>,
     /// The root's rank.
     root: usize,
-    /// When this node asked the root whether the run goes on (its parent silent for its
-    /// patience), while the answer is outstanding.
-    probed: Option<f64>,
+    /// Whether this node asked the root if the run goes on (its parent silent for its
+    /// patience) and the answer is outstanding.
+    probed: bool,
     /// Whether the root answered a probe: the parent alone is silent (logged once).
     orphaned: bool,
     /// When the parent's last message came.
@@ -125,11 +125,8 @@ impl<P: Vector> TreeNode<P> {
         let node = &plan.nodes[rank];
         let deadline = plan.run.deadline;
         let layer = plan.depth(rank);
-        let root = plan.nodes.iter().position(|n| n.parent.is_none()).unwrap_or(0);
-        let mut silence = parent_silence(deadline, plan.layers());
-        if node.parent == Some(root) && plan.nodes[root].children.first() != Some(&rank) {
-            silence += shutdown_grace(deadline);
-        }
+        let root = plan.master().expect("a tree has a master");
+        let first = node.parent != Some(root) || plan.nodes[root].children.first() == Some(&rank);
         TreeNode {
             rank,
             worker: node.worker,
@@ -142,12 +139,12 @@ impl<P: Vector> TreeNode<P> {
                 deadline,
                 budget: wait_budget(deadline, plan.layers(), layer),
                 grace: shutdown_grace(deadline),
-                silence,
+                silence: patience(deadline, plan.layers(), first),
             },
             below: (!node.children.is_empty()).then(|| Collection::new(plan, rank, len)),
             above: node.parent.map(|p| Uplink::new(p, plan.upload == Upload::Granted)),
             root,
-            probed: None,
+            probed: false,
             orphaned: false,
             heard: 0.0,
             timers: Timers::default(),
@@ -606,7 +603,7 @@ impl<P: Vector> TreeNode<P> {
         let running = self.phase == Phase::Running;
         if running {
             self.arm(Timer::Silence, now + self.limits.silence);
-            self.probed = None;
+            self.probed = false;
         }
         self.heard = now;
         let head = msg.head;
@@ -722,17 +719,17 @@ impl<P: Vector> TreeNode<P> {
         let patience = self.limits.silence;
         let silent = (now - self.heard).max(patience);
         let why = match self.probed {
-            None if parent != self.root => {
+            false if parent != self.root => {
                 let t = self.cur.unwrap_or(0);
                 self.out.push_back(send(vec![self.root], Header::new(Kind::Probe, t)));
-                self.probed = Some(now);
+                self.probed = true;
                 return self.arm(Timer::Silence, now + patience);
             }
-            None => format!(
+            false => format!(
                 "rank {}: no message from its parent rank {parent} for {silent:.0} s (the parent's process is gone or stuck); giving up",
                 self.rank
             ),
-            Some(_) => format!(
+            true => format!(
                 "rank {}: no message from its parent rank {parent} for {silent:.0} s, nor an answer from the root (rank {}) within {patience:.0} s of asking it (the processes above are gone or stuck); giving up",
                 self.rank, self.root
             ),
@@ -752,8 +749,8 @@ impl<P: Vector> TreeNode<P> {
                 let t = self.cur.unwrap_or(0);
                 self.out.push_back(send(vec![from], Header::new(Kind::Alive, t)));
             }
-            Kind::Alive if from == self.root && self.phase == Phase::Running && self.probed.is_some() => {
-                self.probed = None;
+            Kind::Alive if from == self.root && self.phase == Phase::Running && self.probed => {
+                self.probed = false;
                 if !self.orphaned {
                     self.orphaned = true;
                     let parent = self.above.as_ref().map_or(self.root, Uplink::parent);

@@ -397,6 +397,28 @@ fn rank_0_names_a_rank_that_is_slow_to_set_up() {
         "{}",
         run.stderr
     );
+    // rank 0 answered rank 1's questions while it waited for rank 3: no line about rank 0
+    assert!(!run.stderr.contains("heard nothing from rank 0"), "{}", run.stderr);
+}
+
+/// Rank 0 busy in a step of its own in setup (it imports the module to plan the run; a stopped
+/// rank 0 is the same to the others) used to hold every rank until the launch's bound with
+/// nothing said: rank 1 says so after 10 s, once, and the run then completes.
+#[test]
+fn rank_1_says_when_rank_0_does_not_answer_in_setup() {
+    let dir = tempdir("slow-root");
+    let slow = "import os, time\nif os.environ.get('OMPI_COMM_WORLD_RANK') == '0':\n    time.sleep(14)\n";
+    let text = config(&LSQ_CFG, &module(&dir, "slow_root.py", &format!("{slow}{LEAST_SQUARES}")));
+    let (run, _run_dir, _, _) = train("slow-root", &text, &["run.iterations=3"]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let notes: Vec<&str> = run.stderr.lines().filter(|l| l.starts_with("note:")).collect();
+    assert_eq!(
+        notes,
+        ["note: rank 1 has heard nothing from rank 0 for 10 s in setup (step: start (MPI_Init)); rank 0 answers while \
+          it waits for other ranks, so it is busy with a step of its own or stopped (still waiting)"],
+        "{}",
+        run.stderr
+    );
 }
 
 /// A module that ends the process itself during `outrun check`'s probe (`os._exit`) leaves no

@@ -41,7 +41,7 @@ impl Clock {
                 for _ in 0..ROUNDS {
                     let t0 = self.local();
                     comm.isend_words(r, CLOCK, Arc::new(vec![0.0, t0]), 16);
-                    let reply = comm.recv_blocking(r, CLOCK, 200, Some("answer the clock synchronisation"));
+                    let reply = comm.recv_blocking(r, CLOCK, 200, "answer the clock synchronisation");
                     let t1 = self.local();
                     let rtt = t1 - t0;
                     if rtt < best.0 {
@@ -52,7 +52,7 @@ impl Clock {
             }
         } else {
             loop {
-                let m = comm.recv_blocking(0, CLOCK, 200, None);
+                let m = comm.recv_blocking(0, CLOCK, 200, "answer the clock synchronisation");
                 if m.words[0] == 0.0 {
                     let t = self.local();
                     comm.isend_words(0, CLOCK, Arc::new(vec![0.0, t]), 16);

@@ -71,7 +71,7 @@ pub fn train(prepare: &dyn Fn() -> Result<Prepared, String>, progress: &mut dyn 
     };
     let world = universe.world();
     let rank = world.rank() as usize;
-    let mut comm = Comm::new(&world);
+    let mut comm = Comm::for_setup(&world);
     let result = setup::setup(&mut comm, prepare).and_then(|shared| {
         let plan = &shared.plan;
         let mut job = outrun_workloads::job(plan);
@@ -311,6 +311,7 @@ fn run(
     agree(&mut d.comm, "finish setting up", book)?;
     // One barrier before the timed loop so every rank starts ready; none inside the loop.
     d.comm.barrier("start the loop");
+    d.comm.end_setup();
     // the traffic counters are the loop's (the summary's bytes per iteration): not the setup's
     // exchanges, the first contacts or a prelude
     let c = &mut d.comm;

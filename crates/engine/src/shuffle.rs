@@ -412,7 +412,8 @@ pub(crate) fn run(
     let mut core = Core::of(plan, rank, job);
     let book = if logs { keep_book(&mut core, shared, &clock) } else { Ok(()) };
     agree(&mut comm, "finish setting up", book)?;
-    world.barrier();
+    comm.barrier("start the loop");
+    comm.end_setup();
     let setup_s = started.elapsed().as_secs_f64();
     let patience = Patience {
         deadline: plan.run.deadline,

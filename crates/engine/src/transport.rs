@@ -49,6 +49,13 @@ pub const CLOCK: i32 = 3;
 const STAR: i32 = 5;
 /// Tag of the contact exchange before the loop ([`Comm::contact`]).
 const CONTACT: i32 = 9;
+/// Tag of rank 1's question to rank 0 in setup, whether it is there ([`RootWatch`]).
+const STAR_PROBE: i32 = 11;
+/// Tag of rank 0's answer to a [`STAR_PROBE`].
+const STAR_ALIVE: i32 = 13;
+/// How long rank 1 hears nothing from rank 0 in setup before it asks whether rank 0 is there
+/// (and again that long after each answer).
+const PROBE_AFTER: Duration = Duration::from_secs(2);
 /// How long rank 0 waits in a [`Comm::star_exchange`] before it says which ranks it waits for
 /// (then again after three times as long, and so on): a rank stuck in its setup — a data file
 /// on a slow disk, a Python module that never returns — holds every other rank until the
@@ -159,6 +166,9 @@ pub struct Comm {
     pub recv_msgs: u64,
     /// Bytes received.
     pub recv_bytes: u64,
+    /// Whether the run is still in setup (before the loop): rank 0 answers rank 1's questions
+    /// whether it is there ([`RootWatch`]) while it waits.
+    in_setup: bool,
 }
 
 fn check(code: c_int, what: &str) {
@@ -178,6 +188,20 @@ impl Comm {
         Self::from_raw(world.as_raw(), world.rank() as usize, world.size() as usize)
     }
 
+    /// The world communicator for a run's setup: until [`Comm::end_setup`], rank 1 asks rank 0
+    /// whether it is there when it waits for it, and rank 0 answers (`RootWatch`).
+    pub fn for_setup(world: &SimpleCommunicator) -> Self {
+        let mut comm = Self::new(world);
+        comm.in_setup = true;
+        comm
+    }
+
+    /// The loop starts: from now on rank 0 drives the run and answers no questions whether it
+    /// is there, and rank 1 asks none (call on every rank, after the last exchange of setup).
+    pub fn end_setup(&mut self) {
+        self.in_setup = false;
+    }
+
     fn from_raw(raw: ffi::MPI_Comm, rank: usize, size: usize) -> Self {
         Comm {
             raw,
@@ -194,6 +218,7 @@ impl Comm {
             sent_bytes: 0,
             recv_msgs: 0,
             recv_bytes: 0,
+            in_setup: false,
         }
     }
 
@@ -411,31 +436,36 @@ impl Comm {
             STAR_SLEEP_US,
             |_| {},
             |_, _| {},
+            None,
         );
         self.flush_sends(end.saturating_duration_since(Instant::now()), |_| {});
         missing.into_iter().collect()
     }
 
     /// Blocking receive of one message of `tag` from `source`, sleeping up to `max_us` µs
-    /// between polls (setup and teardown only). With `say` (rank 0's waits: the step `source`
-    /// has not done), as in [`Comm::star_exchange`], it names the rank and the step on stderr
-    /// after [`SAY_WAITING_AFTER`] and at every tripling of the wait.
-    pub fn recv_blocking(&mut self, source: usize, tag: i32, max_us: u64, say: Option<&str>) -> Received {
+    /// between polls (setup and teardown only), while the ranks do `step` (the step `source`
+    /// has not done). Rank 0 names `source` and the step on stderr after [`SAY_WAITING_AFTER`]
+    /// and at every tripling of the wait, as in [`Comm::star_exchange`]; rank 1, waiting for
+    /// rank 0 in setup, says when rank 0 stops answering (`RootWatch`).
+    pub fn recv_blocking(&mut self, source: usize, tag: i32, max_us: u64, step: &str) -> Received {
         let mut m = None;
-        let mut say = say.map(|what| say_waiting(self.size, what));
+        let mut say = (self.rank == 0).then(|| say_waiting(self.size, step));
         let waiting = |waited, missing: &BTreeSet<usize>| {
             if let Some(say) = say.as_mut() {
                 say(waited, missing)
             }
         };
-        self.receive_from_each(tag, [source].into(), None, max_us, |r| m = Some(r), waiting);
+        let mut watch = (self.rank == 1 && source == 0 && self.in_setup).then(|| RootWatch::new(step));
+        self.receive_from_each(tag, [source].into(), None, max_us, |r| m = Some(r), waiting, watch.as_mut());
         m.expect("an unbounded wait ends with the message")
     }
 
     /// Receive one message of `tag` from each rank of `from`, sleeping up to `max_us` µs
     /// between polls, until all came or `end` (if any) passed: each goes to `got`; `waiting`
-    /// hears, at every poll that found nothing, how long this has waited and who is missing.
-    /// Returns who is missing.
+    /// hears, at every poll that found nothing, how long this has waited and who is missing;
+    /// so does `watch`. In setup, those polls also answer rank 1's questions whether this rank
+    /// (rank 0) is there. Returns who is missing.
+    #[allow(clippy::too_many_arguments)]
     fn receive_from_each(
         &mut self,
         tag: i32,
@@ -444,6 +474,7 @@ impl Comm {
         max_us: u64,
         mut got: impl FnMut(Received),
         mut waiting: impl FnMut(Duration, &BTreeSet<usize>),
+        mut watch: Option<&mut RootWatch<'_>>,
     ) -> BTreeSet<usize> {
         let started = Instant::now();
         let mut backoff = Backoff::new(max_us);
@@ -466,12 +497,25 @@ impl Comm {
             }
             self.progress();
             waiting(started.elapsed(), &from);
+            if self.in_setup {
+                self.answer_probes();
+            }
+            if let Some(w) = watch.as_deref_mut() {
+                w.poll(self);
+            }
             match left {
                 Some(left) => backoff.idle_for(left),
                 None => backoff.idle(),
             }
         }
         from
+    }
+
+    /// Answer every question whether this rank is there that has come ([`RootWatch`]).
+    fn answer_probes(&mut self) {
+        while let Some(m) = self.recv_matching(unsafe { ffi::RSMPI_ANY_SOURCE }, STAR_PROBE) {
+            self.isend_words(m.source, STAR_ALIVE, Arc::new(vec![0.0]), 8);
+        }
     }
 
     /// Wait until every send and every receive in progress has completed, polling `on_idle`
@@ -518,7 +562,7 @@ impl Comm {
         if self.rank != 0 {
             let (words, n) = to_words(mine);
             self.isend_words(0, STAR, Arc::new(words), n);
-            let m = self.recv_blocking(0, STAR, STAR_SLEEP_US, None);
+            let m = self.recv_blocking(0, STAR, STAR_SLEEP_US, what);
             self.flush_sends(Duration::from_secs(30), |_| {});
             return from_words(&m);
         }
@@ -532,6 +576,7 @@ impl Comm {
             STAR_SLEEP_US,
             |m| all[m.source] = from_words(&m),
             say,
+            None,
         );
         let own = match reply(all) {
             Answers::All(bytes) => {
@@ -706,6 +751,62 @@ fn say_waiting(size: usize, what: &str) -> impl FnMut(Duration, &BTreeSet<usize>
             eprintln!("{}", waiting_line(waited, missing, size, what));
         }
     }
+}
+
+/// How rank 1 tells, while it waits for rank 0 in setup, a rank 0 that is stopped or busy in a
+/// step of its own from one that waits for other ranks (and names them): rank 0 answers
+/// questions whether it is there ([`STAR_PROBE`]) from every wait of setup, so rank 1 asks
+/// after [`PROBE_AFTER`] without word, and once it has heard nothing for [`SAY_WAITING_AFTER`]
+/// says so, then at every tripling of the silence. Without it a stopped rank 0 held every rank
+/// silently until the launch's bound (120 s + iterations × run.deadline). One rank asks, so the
+/// run gets one line.
+struct RootWatch<'a> {
+    step: &'a str,
+    /// When rank 0 was last heard from (the wait's start, or an answer), moved on by any time
+    /// this rank was itself away ([`AWAY`]).
+    heard: Instant,
+    last_poll: Instant,
+    asked: bool,
+    due: Tripling,
+}
+
+impl<'a> RootWatch<'a> {
+    fn new(step: &'a str) -> Self {
+        let now = Instant::now();
+        RootWatch { step, heard: now, last_poll: now, asked: false, due: Tripling::default() }
+    }
+
+    /// One poll of a wait for rank 0 that found nothing: take rank 0's answers, ask again or
+    /// say so when due.
+    fn poll(&mut self, comm: &mut Comm) {
+        let now = Instant::now();
+        let gap = now.saturating_duration_since(self.last_poll);
+        self.last_poll = now;
+        if gap > AWAY {
+            // this rank was stopped or swapped out: rank 0 is not to blame for that time
+            self.heard += gap;
+        }
+        while comm.recv_matching(0, STAR_ALIVE).is_some() {
+            (self.heard, self.asked, self.due) = (now, false, Tripling::default());
+        }
+        let silent = now.saturating_duration_since(self.heard);
+        if !self.asked && silent >= PROBE_AFTER {
+            comm.isend_words(0, STAR_PROBE, Arc::new(vec![0.0]), 8);
+            self.asked = true;
+        }
+        if self.due.due(silent) {
+            eprintln!("{}", silent_root_line(silent, self.step));
+        }
+    }
+}
+
+/// Rank 1's line about a rank 0 that has not answered in setup for `silent`, the ranks being to
+/// do `step`.
+fn silent_root_line(silent: Duration, step: &str) -> String {
+    format!(
+        "note: rank 1 has heard nothing from rank 0 for {} s in setup (step: {step}); rank 0 answers while it waits for other ranks, so it is busy with a step of its own or stopped (still waiting)",
+        silent.as_secs()
+    )
 }
 
 /// When a wait is worth a line: once it reaches [`SAY_WAITING_AFTER`], then at every tripling

@@ -55,22 +55,27 @@ impl CollectiveWatch {
         let bound = bound(rank, deadline, grace);
         let watched = armed.clone();
         let thread = std::thread::spawn(move || {
+            // The thread sleeps until the call it saw would be due, not at a fixed rate: about
+            // one wake-up per bound, however many ranks share the host. With no call in
+            // progress, any call entered meanwhile is due no sooner than a bound from now.
+            let span = Duration::from_secs_f64(bound);
             while !watched.stop.load(SeqCst) {
-                std::thread::sleep(Duration::from_millis(100));
                 let t = watched.iteration.load(SeqCst);
-                if t == 0 {
+                let now = base.elapsed();
+                let due = if t == 0 { now + span } else { Duration::from_nanos(watched.since.load(SeqCst)) + span };
+                if due > now {
+                    std::thread::park_timeout(due - now);
                     continue;
                 }
-                let since = Duration::from_nanos(watched.since.load(SeqCst));
-                if base.elapsed().saturating_sub(since).as_secs_f64() > bound {
-                    use std::io::Write;
-                    let _ =
-                        std::io::stderr().lock().write_all(format!("{}\n", line(rank, t - 1, bound, &dir)).as_bytes());
-                    // no MPI call from this thread (the main one is inside MPI_Allreduce), no
-                    // exit handlers: the process ends here, and mpirun ends the job
-                    // SAFETY: _exit(2) ends the process; nothing of it is used after
-                    unsafe { libc::_exit(1) };
+                if watched.iteration.load(SeqCst) != t {
+                    continue; // the call returned meanwhile
                 }
+                use std::io::Write;
+                let _ = std::io::stderr().lock().write_all(format!("{}\n", line(rank, t - 1, bound, &dir)).as_bytes());
+                // no MPI call from this thread (the main one is inside MPI_Allreduce), no exit
+                // handlers: the process ends here, and mpirun ends the job
+                // SAFETY: _exit(2) ends the process; nothing of it is used after
+                unsafe { libc::_exit(1) };
             }
         });
         CollectiveWatch { armed, base, thread: Some(thread) }
@@ -93,6 +98,7 @@ impl Drop for CollectiveWatch {
     fn drop(&mut self) {
         self.armed.stop.store(true, SeqCst);
         if let Some(t) = self.thread.take() {
+            t.thread().unpark();
             let _ = t.join();
         }
     }
@@ -122,5 +128,16 @@ mod tests {
         }
         std::thread::sleep(Duration::from_millis(250));
         drop(w);
+    }
+
+    #[test]
+    fn a_watch_ends_at_once_though_it_sleeps_until_a_call_would_be_due() {
+        let w = CollectiveWatch::start(0, 30.0, 5.0, "runs/x".into());
+        w.enter(0);
+        std::thread::sleep(Duration::from_millis(20));
+        w.leave();
+        let dropped = Instant::now();
+        drop(w);
+        assert!(dropped.elapsed() < Duration::from_secs(1), "{:?}", dropped.elapsed());
     }
 }

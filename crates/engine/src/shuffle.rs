@@ -332,17 +332,19 @@ pub(crate) fn run(
     let g = graph_job.graph();
     let n = g.vertices();
     // every server derives the messages' lengths from its own copy of the graph: they must agree
+    // (through rank 0, which names a rank that does not come, as every exchange of setup)
     let print = g.fingerprint();
-    let (mut lo, mut hi) = (0u64, 0u64);
-    world.all_reduce_into(&print, &mut lo, mpi::collective::SystemOperation::min());
-    world.all_reduce_into(&print, &mut hi, mpi::collective::SystemOperation::max());
-    if lo != hi {
+    let prints = comm.star_gather_u64("build its graph", print);
+    if prints.iter().any(|&p| p != print) {
         let why = format!("the servers built different graphs (rank {rank}: {n} vertices, fingerprint {print:016x}): is the graph file the same on every host?");
         return Err(if rank == 0 { EngineError::Run(why) } else { EngineError::Aborted });
     }
     let alloc =
         ShuffleAllocation::new(n, servers, r, reduce).map_err(|e| EngineError::Setup(format!("scheme: {e}")))?;
     let mut node = ShuffleNode::new(g, &alloc, rank, coded);
+    // a server holds the out-lists of the vertices it Maps; each vertex is Mapped r times
+    let mine = node.mapped().iter().map(|&j| g.targets(j as usize).len() as u64).sum::<u64>();
+    let values = comm.star_gather_u64("count the values it Maps", mine).iter().sum::<u64>() / r as u64;
     // coded: one communicator per group this server is in, created by the members only, in
     // order (the uncoded Shuffle sends point to point on the world communicator)
     let comms: Vec<SimpleCommunicator> = (0..if coded { node.group_count() } else { 0 })
@@ -354,11 +356,6 @@ pub(crate) fn run(
                 .expect("a member gets the group's communicator")
         })
         .collect();
-    // a server holds the out-lists of the vertices it Maps; each vertex is Mapped r times
-    let mine = node.mapped().iter().map(|&j| g.targets(j as usize).len() as u64).sum::<u64>();
-    let mut values = 0u64;
-    world.all_reduce_into(&mine, &mut values, mpi::collective::SystemOperation::sum());
-    let values = values / r as u64;
     let mut clock = Clock::start();
     clock.sync(&mut comm);
     // what can fail on one rank is agreed by all (a rank stopping alone would leave the others

@@ -610,6 +610,12 @@ impl Comm {
         i32::from_le_bytes(out[..4].try_into().expect("4 bytes"))
     }
 
+    /// Every rank's `v`, in rank order, on every rank ([`Comm::star_exchange`], after `what`).
+    pub fn star_gather_u64(&mut self, what: &str, v: u64) -> Vec<u64> {
+        let out = self.star_exchange(what, &v.to_le_bytes(), |all| Answers::All(all.concat()));
+        out.chunks_exact(8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes"))).collect()
+    }
+
     /// Rank 0's `bytes` on every rank ([`Comm::star_exchange`], after `what`; the others pass
     /// None).
     pub fn star_broadcast(&mut self, what: &str, bytes: Option<Vec<u8>>) -> Vec<u8> {

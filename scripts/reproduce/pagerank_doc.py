@@ -71,6 +71,19 @@ class Sweep:
         """The coded Shuffle's speedup at r over r = 1, %."""
         return 100 * (1 - self.wall["coded"][r] / self.wall["coded"][1])
 
+    def spread_at(self, r):
+        """The smallest and largest speedup at r over r = 1 (%) its samples allow: each
+        repetition against the same repetition of r = 1 (they ran interleaved), or, from the
+        measured iterations of one repetition, the widest; None with one sample each."""
+        a, b = self.samples[r], self.samples[1]
+        if len(a) < 2 and len(b) < 2:
+            return None
+        if self.by_iteration:
+            xs = [100 * (1 - max(a) / min(b)), 100 * (1 - min(a) / max(b))]
+        else:
+            xs = [100 * (1 - x / y) for x, y in zip(a, b)]
+        return [min(xs), max(xs)]
+
     def span(self, r):
         return f"r = {r}: {min(self.samples[r]):.0f}–{max(self.samples[r]):.0f} ms"
 
@@ -287,4 +300,10 @@ if path:
             },
             "why": why,
             "notes": notes,
+            # each speedup is of the repetitions' mean: the registry says "reproduced" only
+            # when every repetition would
+            "spread": {k: v for k, v in {
+                "s2": turns.spread_at(tb), "s2_r4": turns.spread_at(THESIS["s2"][0]),
+                "s3": s3.spread_at(s3b), "s3_r4": s3.spread_at(THESIS["s3"][0]),
+            }.items() if v},
         }, f)

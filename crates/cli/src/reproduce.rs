@@ -134,7 +134,9 @@ fn document(outcomes: &[Outcome], quick: bool) -> String {
          `outrun reproduce ID` runs one. Results marked *emulated* are measured by the engine on \
          the emulated cluster (root: `sudo outrun reproduce ID`, or `--all --emulated`; this file \
          is made with it when `make reproduce-doc` runs as root); results marked *script* are run \
-         by the make target named in their row. Both are written up in this directory's other files.\n\n",
+         by the make target named in their row. Both are written up in this directory's other files. \
+         Where ours is a median over repeated measurements, its row gives their smallest and \
+         largest in brackets and says *reproduced* only when every repetition would.\n\n",
     );
     if quick {
         out.push_str("This copy was made with `--quick` (fewer simulated trials).\n\n");

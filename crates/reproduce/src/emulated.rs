@@ -37,6 +37,9 @@ struct Written {
     why: BTreeMap<String, String>,
     #[serde(default)]
     notes: Vec<String>,
+    /// Where a value is a median over repetitions, their smallest and largest.
+    #[serde(default)]
+    spread: BTreeMap<String, [f64; 2]>,
 }
 
 /// Run `result`'s script (with its `quick_args` when `quick`) and read ours back.
@@ -102,7 +105,8 @@ pub(crate) fn compute(result: &Result_, quick: bool, progress: &mut dyn FnMut(&s
             (None, None) => Some(format!("{script} measured no value for `{key}`")),
             (Some(_), None) => None,
         };
-        out.values.insert(key, Ours { value, note });
+        let spread = written.spread.get(&key).copied();
+        out.values.insert(key, Ours { value, note, spread });
     }
     Ok(out)
 }

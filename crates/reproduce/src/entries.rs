@@ -164,7 +164,7 @@ fn agc_table1(_: &mut Ctx<'_>) -> Result<Computed, String> {
         let code = AgcCode::search_one_round(n, d - m, m, 1, 3, 20_000);
         let ok = checked(&code);
         let note = (!ok).then(|| format!("the code decoded with relative error {:e}", code.worst_error));
-        let value = |v: f64| Ours { value: ok.then_some(v), note: note.clone() };
+        let value = |v: f64| Ours { value: ok.then_some(v), note: note.clone(), ..Default::default() };
         out.values.insert(format!("cgc_smax_q{q}"), value(code.tolerates() as f64));
         out.values.insert(format!("cgc_cost_q{q}"), value(code.message(&parts, 0, 0, w).len() as f64 / w as f64));
     }
@@ -554,7 +554,7 @@ fn cr_fig4_13(ctx: &mut Ctx<'_>) -> Result<Computed, String> {
         ))
     });
     let note = note.transpose()?;
-    out.values.insert("rar".into(), Ours { value: Some(rar / cr), note });
+    out.values.insert("rar".into(), Ours { value: Some(rar / cr), note, ..Default::default() });
     Ok(out)
 }
 
@@ -639,7 +639,10 @@ fn cr_alpha_beta(ctx: &mut Ctx<'_>, set: &CrSetting, prefix: &str, out: &mut Com
         num2(gc_l / cr_l)
     );
     for (key, slow) in [("umw", umw), ("gc", gc)] {
-        out.values.insert(format!("{prefix}{key}"), Ours { value: Some(slow / cr), note: Some(bound.clone()) });
+        out.values.insert(
+            format!("{prefix}{key}"),
+            Ours { value: Some(slow / cr), note: Some(bound.clone()), ..Default::default() },
+        );
     }
     out.values.insert(
         format!("{prefix}rar"),
@@ -652,6 +655,7 @@ fn cr_alpha_beta(ctx: &mut Ctx<'_>, set: &CrSetting, prefix: &str, out: &mut Com
                 num2(latency * 1e3),
                 num2(rar_l / cr_l)
             )),
+            ..Default::default()
         },
     );
     out.notes.push(format!(
@@ -743,7 +747,7 @@ fn agc_fig3(ctx: &mut Ctx<'_>) -> Result<Computed, String> {
             num2(e1)
         )
     });
-    out.values.insert("cross_gcgc12".into(), Ours { value: Some(x), note });
+    out.values.insert("cross_gcgc12".into(), Ours { value: Some(x), note, ..Default::default() });
     out.notes.push(format!(
         "AET at p = 0.1: CGC {} / {} / {}, AGC {}, G-CGC {} / {} / {}, G-AGC {} (`outrun theory agc-aet --p 0.1`)",
         num2(fig3.aet(cgc(0), 0.1)),
@@ -831,7 +835,7 @@ fn agc_table6(ctx: &mut Ctx<'_>) -> Result<Computed, String> {
                     num2(err)
                 )
             };
-            out.values.insert(row.key.clone(), Ours { value: Some(ours), note: Some(note) });
+            out.values.insert(row.key.clone(), Ours { value: Some(ours), note: Some(note), ..Default::default() });
         }
     }
     // Pr(S_0 = 0 or S_0 > 2) for 20 workers: binomial
@@ -974,7 +978,7 @@ fn hcmm_studies(ctx: &mut Ctx<'_>, weibull: bool) -> Result<Computed, String> {
     let row = |key: &str| ctx.rows.iter().find(|r| r.key == key).ok_or_else(|| format!("no row `{key}`"));
     for (key, f) in picks {
         let note = spread_note(row(key)?, &|d| up_to(&f, d));
-        out.values.insert(key.into(), Ours { value: Some(up_to(&f, 0)), note });
+        out.values.insert(key.into(), Ours { value: Some(up_to(&f, 0)), note, ..Default::default() });
     }
     for (i, st) in studies.iter().take(3).enumerate() {
         let key = format!("red_s{}", i + 1);
@@ -990,7 +994,7 @@ fn hcmm_studies(ctx: &mut Ctx<'_>, weibull: bool) -> Result<Computed, String> {
         });
         let note =
             if i == 2 { spread_note(row(&key)?, &|d| studies[2 + d].hcmm_redundancy).or(unrounded) } else { unrounded };
-        out.values.insert(key, Ours { value: Some(st.hcmm_redundancy), note });
+        out.values.insert(key, Ours { value: Some(st.hcmm_redundancy), note, ..Default::default() });
         let key = format!("uc_red_s{}", i + 1);
         let flat = st.uc_penalty.filter(|&p| p < 0.01).map(|p| {
             format!(
@@ -1019,7 +1023,7 @@ fn hcmm_studies(ctx: &mut Ctx<'_>, weibull: bool) -> Result<Computed, String> {
         } else {
             flat.or(held)
         };
-        out.values.insert(key, Ours { value: Some(st.uc_redundancy), note });
+        out.values.insert(key, Ours { value: Some(st.uc_redundancy), note, ..Default::default() });
     }
     Ok(out)
 }
@@ -1056,7 +1060,7 @@ fn hcmm_ec2_loads(ctx: &mut Ctx<'_>) -> Result<Computed, String> {
                 num(half_total)
             )
         });
-        out.values.insert(key, Ours { value: Some((r.div_ceil(best.0) * n) as f64), note });
+        out.values.insert(key, Ours { value: Some((r.div_ceil(best.0) * n) as f64), note, ..Default::default() });
         out.notes.push(format!(
             "n = {n}: HCMM loads {} (a) and {} (b), τ* = {} s; uniform coded best at k = {} (any {} of {n} decode), E[T] {} s",
             h.loads[0],
@@ -1189,7 +1193,7 @@ fn hcmm_ec2(ctx: &mut Ctx<'_>) -> Result<Computed, String> {
         let note = format!(
             "the thesis's value is one EC2 experiment per scenario (one straggler set each), with LT decoding time measured apart and added (not stated); ours is the expected reduction in the fits' model without decoding, which the coded schemes pay and the uncoded do not. A single experiment's reduction varies with its straggler set: {within}"
         );
-        out.values.insert(key.to_string(), Ours { value: Some(best[k]), note: Some(note) });
+        out.values.insert(key.to_string(), Ours { value: Some(best[k]), note: Some(note), ..Default::default() });
     }
     Ok(out)
 }
@@ -1633,11 +1637,12 @@ fn codedfedl_tables(ctx: &mut Ctx<'_>) -> Result<Computed, String> {
                 } else {
                     rounds(slow, gamma).zip(rounds(coded, gamma)).and_then(|(a, b)| why(a, b))
                 };
-                Ours { value: Some(m), note }
+                Ours { value: Some(m), note, ..Default::default() }
             }
             _ => Ours {
                 value: None,
                 note: Some(format!("fewer than half the seeds reach {what} with both schemes ({spread})")),
+                ..Default::default()
             },
         };
         (ours, format!("{key}: median of the per-seed ratios to {what}; {spread}"))
@@ -1756,6 +1761,7 @@ fn diversefl_table(ctx: &mut Ctx<'_>) -> Result<Computed, String> {
                         "the thesis's CIFAR-10 with VGG-11 is not run here; ours in its MNIST setting (the subset, the 784-200-200-10 network): {}; the comparable claim is DiverseFL against OracleSGD (the difference row)",
                         pct(last(run))
                     )),
+                    ..Default::default()
                 },
             );
         }
@@ -1778,7 +1784,9 @@ fn diversefl_table(ctx: &mut Ctx<'_>) -> Result<Computed, String> {
         "e4_rounds".into(),
         match rounds_to(e[3]) {
             Some(r4) => Ours::value(r4 as f64 / r1 as f64),
-            None => Ours { value: None, note: Some(format!("E = 4 never reaches {}", pct(target))) },
+            None => {
+                Ours { value: None, note: Some(format!("E = 4 never reaches {}", pct(target))), ..Default::default() }
+            }
         },
     );
     out.set("e4_gap", 100.0 * (last(e[3]) - last(e[4])));

@@ -225,6 +225,9 @@ pub struct RowOutcome {
     pub paper_shown: String,
     /// Ours (None: not computed).
     pub ours: Option<f64>,
+    /// Where ours is a median over repetitions of a measurement, their smallest and largest.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spread: Option<[f64; 2]>,
     /// The tolerance in words.
     pub tolerance: String,
     /// Where in the paper.
@@ -232,6 +235,17 @@ pub struct RowOutcome {
     /// The verdict.
     #[serde(flatten)]
     pub verdict: Verdict,
+}
+
+impl RowOutcome {
+    /// Ours as printed: the value, with its repetitions' range where it has one ("–": none).
+    pub fn ours_shown(&self) -> String {
+        match (self.ours, self.spread) {
+            (None, _) => "–".into(),
+            (Some(v), None) => num(v),
+            (Some(v), Some([lo, hi])) => format!("{} ({} to {})", num(v), num(lo), num(hi)),
+        }
+    }
 }
 
 /// A result's outcome.
@@ -300,12 +314,37 @@ pub struct Ours {
     pub value: Option<f64>,
     /// Why there is no value, or what explains a deviation (measured by the computation).
     pub note: Option<String>,
+    /// Where the value is a median over repetitions of a measurement, their smallest and
+    /// largest: the verdict says "reproduced" only when every repetition would.
+    pub spread: Option<[f64; 2]>,
 }
 
 impl Ours {
     /// A value.
     pub fn value(v: f64) -> Self {
-        Ours { value: Some(v), note: None }
+        Ours { value: Some(v), note: None, spread: None }
+    }
+}
+
+/// The verdict on ours, `v` (with its repetitions' `spread`, if any), for `row`: reproduced
+/// only when the value and every repetition hold; a deviation says when some repetitions would
+/// have held, or when the value holds and some repetitions do not.
+fn judge(row: &Row, v: f64, spread: Option<[f64; 2]>, note: Option<&String>) -> Verdict {
+    let why = || row.why.clone().or_else(|| note.cloned());
+    let Some([lo, hi]) = spread else {
+        return if row.holds(v) { Verdict::Reproduced } else { Verdict::Deviates(why()) };
+    };
+    let range = format!("the repetitions span {} to {}", num(lo), num(hi));
+    match (row.holds(v), row.holds(lo) && row.holds(hi), row.holds(lo) || row.holds(hi)) {
+        (true, true, _) => Verdict::Reproduced,
+        (true, false, _) => Verdict::Deviates(Some(format!(
+            "the median is within the tolerance, but {range}, beyond it: more repetitions would decide"
+        ))),
+        (false, _, true) => Verdict::Deviates(Some(match why() {
+            Some(w) => format!("{w} ({range}, partly within the tolerance)"),
+            None => format!("{range}, partly within the tolerance: more repetitions would decide"),
+        })),
+        (false, _, false) => Verdict::Deviates(why()),
     }
 }
 
@@ -381,8 +420,8 @@ fn outcome(result: &Result_, quick: bool, start: Instant, computed: Option<Compu
         .rows
         .iter()
         .map(|row| {
-            let (ours, verdict) = match &computed {
-                None => (None, not_run()),
+            let (ours, spread, verdict) = match &computed {
+                None => (None, None, not_run()),
                 Some(c) => {
                     let o = c
                         .values
@@ -390,10 +429,9 @@ fn outcome(result: &Result_, quick: bool, start: Instant, computed: Option<Compu
                         .ok_or_else(|| Failed(format!("{}: computed no value for row `{}`", result.id, row.key)))?;
                     let verdict = match o.value {
                         None => Verdict::NotApplicable(o.note.clone().unwrap_or_else(|| "no value".into())),
-                        Some(v) if row.holds(v) => Verdict::Reproduced,
-                        Some(_) => Verdict::Deviates(row.why.clone().or_else(|| o.note.clone())),
+                        Some(v) => judge(row, v, o.spread, o.note.as_ref()),
                     };
-                    (o.value, verdict)
+                    (o.value, o.spread.filter(|_| o.value.is_some()), verdict)
                 }
             };
             Ok(RowOutcome {
@@ -401,6 +439,7 @@ fn outcome(result: &Result_, quick: bool, start: Instant, computed: Option<Compu
                 paper: row.paper,
                 paper_shown: row.paper_shown(),
                 ours,
+                spread,
                 tolerance: row.tolerance(),
                 source: row.source.clone(),
                 verdict,
@@ -457,16 +496,15 @@ pub fn text(outcome: &Outcome) -> String {
     }
     let wq = outcome.rows.iter().map(|r| r.quantity.chars().count()).max().unwrap_or(0);
     let wp = outcome.rows.iter().map(|r| r.paper_shown.chars().count()).max().unwrap_or(0).max(5);
-    let wo = outcome.rows.iter().map(|r| r.ours.map(num).unwrap_or_else(|| "–".into()).len()).max().unwrap_or(0).max(4);
+    let wo = outcome.rows.iter().map(|r| r.ours_shown().chars().count()).max().unwrap_or(0).max(4);
     let wt = outcome.rows.iter().map(|r| r.tolerance.chars().count()).max().unwrap_or(0).max(9);
     out.push_str(&format!("  {:wq$}  {:>wp$}  {:>wo$}  {:wt$}  verdict\n", "quantity", "paper", "ours", "tolerance"));
     for r in &outcome.rows {
-        let ours = r.ours.map(num).unwrap_or_else(|| "–".into());
         out.push_str(&format!(
-            "  {}  {}  {:>wo$}  {}  {}\n",
+            "  {}  {}  {}  {}  {}\n",
             pad(&r.quantity, wq),
             lpad(&r.paper_shown, wp),
-            ours,
+            lpad(&r.ours_shown(), wo),
             pad(&r.tolerance, wt),
             r.verdict.words()
         ));
@@ -508,7 +546,7 @@ pub fn markdown(outcome: &Outcome) -> String {
             "| {} | {} | {} | {} | {} |\n",
             esc(&r.quantity),
             esc(&r.paper_shown),
-            r.ours.map(num).unwrap_or_else(|| "–".into()),
+            r.ours_shown(),
             esc(&r.tolerance),
             esc(&r.verdict.words())
         ));
@@ -520,6 +558,51 @@ pub fn markdown(outcome: &Outcome) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_median_over_repetitions_reproduces_only_when_every_repetition_would() {
+        let row = Row {
+            key: "vs_gc".into(),
+            quantity: "saving, %".into(),
+            paper: 16.0,
+            shown: None,
+            tol: Some(3.0),
+            rel: None,
+            accept: None,
+            relation: None,
+            source: "Fig. 2".into(),
+            why: Some("the download".into()),
+        };
+        let words = |v, spread| judge(&row, v, spread, None).words();
+        assert_eq!(words(17.0, None), "reproduced");
+        assert_eq!(words(17.0, Some([15.0, 18.5])), "reproduced");
+        assert_eq!(
+            words(17.0, Some([15.0, 20.0])),
+            "deviates: the median is within the tolerance, but the repetitions span 15 to 20, beyond it: more repetitions would decide"
+        );
+        assert_eq!(words(22.0, None), "deviates: the download");
+        assert_eq!(words(22.0, Some([21.0, 23.0])), "deviates: the download");
+        assert_eq!(
+            words(22.0, Some([18.0, 23.0])),
+            "deviates: the download (the repetitions span 18 to 23, partly within the tolerance)"
+        );
+        let shown = |ours, spread| {
+            RowOutcome {
+                quantity: String::new(),
+                paper: 16.0,
+                paper_shown: "16".into(),
+                ours,
+                spread,
+                tolerance: "±3".into(),
+                source: String::new(),
+                verdict: Verdict::Reproduced,
+            }
+            .ours_shown()
+        };
+        assert_eq!(shown(Some(17.0), Some([15.0, 18.5])), "17 (15 to 18.5)");
+        assert_eq!(shown(Some(17.0), None), "17");
+        assert_eq!(shown(None, None), "–");
+    }
 
     #[test]
     fn the_data_file_parses_and_every_result_is_computed() {

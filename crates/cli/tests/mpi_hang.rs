@@ -12,7 +12,9 @@
 //! - a rank stopped under `MPI_Allreduce` (the `allreduce` scheme) is named by the lowest
 //!   running rank's watch over the call, in one line;
 //! - a stopped CodedReduce parent that the scheme tolerates does not end the run when its own
-//!   children's patience runs out: they ask the master, which answers, and wait for the end.
+//!   children's patience runs out: they ask the master, which answers, and wait for the end;
+//! - a rank stopped before `MPI_Init` returns, which holds every rank in it, is reported by
+//!   rank 0's watch over the call, and the launcher's bound ends the job.
 //!
 //! No ORTE noise, and nothing of the job is left running (the stopped process included).
 
@@ -436,4 +438,63 @@ fn a_benchmark_stuck_in_mpis_collectives_says_so() {
     );
     assert!(took >= Duration::from_millis(9900), "said {took:?} after the stop: {line}");
     assert_gone(pid, "floor-stuck");
+}
+
+/// A rank stopped as it starts holds every other in `MPI_Init`, which waits for every rank and
+/// says nothing: rank 0 says so after 10 s (once before 30 s), and the launcher's bound ends
+/// the job with its own line, exit 124, nothing left running.
+#[test]
+fn a_rank_stopped_before_mpi_init_returns_is_reported_by_rank_0() {
+    let _lock = mpi_lock();
+    let dir = tempdir("init-stuck");
+    let cfg = write_config(&dir, CFG);
+    let out = dir.join("runs");
+    let err_path = dir.join("stderr");
+    let mut cmd = Command::new(launcher());
+    cmd.arg(&cfg)
+        .args(["--set", &format!("run.out_dir={}", out.display())])
+        .env("OUTRUN_BIN", bin())
+        .env("OUTRUN_TIMEOUT", "16")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&err_path).unwrap());
+    let mut child = cmd.spawn().unwrap();
+    let t0 = Instant::now();
+    // rank 1 is stopped as soon as it is seen: long before MPI_Init (its wire-up with every
+    // rank) could return
+    let pid = loop {
+        if let Some(pid) = descendants(child.id()).into_iter().find(|&p| world_rank(p) == Some(1)) {
+            break pid;
+        }
+        if t0.elapsed() > Duration::from_secs(30) {
+            kill_tree(&mut child);
+            panic!("rank 1 did not start");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    // SAFETY: kill(2) on a rank of the job this test started
+    unsafe {
+        libc::kill(pid as libc::pid_t, libc::SIGSTOP);
+    }
+    let code = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status.code();
+        }
+        if t0.elapsed() > Duration::from_secs(60) {
+            kill_tree(&mut child);
+            panic!("the launcher's bound of 16 s did not end the job");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let err = std::fs::read_to_string(&err_path).unwrap();
+    assert_eq!(code, Some(124), "{err}");
+    let notes: Vec<&str> = err.lines().filter(|l| l.starts_with("note:")).collect();
+    assert_eq!(notes.len(), 1, "{err}");
+    assert!(
+        notes[0].starts_with(
+            "note: rank 0 has waited 10 s in MPI_Init, which returns once every rank of the job has started"
+        ) && notes[0].ends_with("MPI does not say which (still waiting)"),
+        "{err}"
+    );
+    assert!(err.contains("bound of 16 s"), "{err}");
+    assert_gone(pid, "init-stuck");
 }

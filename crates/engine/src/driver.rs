@@ -110,11 +110,10 @@ impl<'a> Driver<'a> {
         }
     }
 
-    /// Bound this rank's waits in the library collective of its loop (`Output::Collective`):
-    /// past `run.deadline` (a shutdown grace more per rank above 0), it says so in one line
-    /// and ends the job (`crate::watch`).
-    pub(crate) fn watch_collectives(&mut self, deadline: f64, grace: f64, dir: String) {
-        self.watch = Some(CollectiveWatch::start(self.comm.rank, deadline, grace, dir));
+    /// Bound this rank's waits in the library collective of its loop (`Output::Collective`)
+    /// with `watch` (`crate::watch`).
+    pub(crate) fn watch_collectives(&mut self, watch: Option<CollectiveWatch>) {
+        self.watch = watch;
     }
 
     /// Feed one input and carry out everything the machine asks for.

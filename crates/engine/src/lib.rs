@@ -66,9 +66,11 @@ pub fn train(prepare: &dyn Fn() -> Result<Prepared, String>, progress: &mut dyn 
     // The cores are shared by many ranks already: one BLAS thread each.
     outrun_codes::single_threaded_blas();
     outrun_codes::keep_freed_memory();
+    let init = watch::InitWatch::start();
     let Some(universe) = mpi::initialize() else {
         return Finished { rank: 0, result: Err(EngineError::Setup("MPI was already initialised".into())) };
     };
+    drop(init);
     let world = universe.world();
     let rank = world.rank() as usize;
     let mut comm = Comm::for_setup(&world);
@@ -168,12 +170,19 @@ fn agree<T, E: std::fmt::Display>(comm: &mut Comm, what: &str, local: Result<T, 
 /// length, so that the first iteration is not the one that pays for every pair's first contact
 /// (docs/performance.md §21). Waits at most `bound` seconds for the peers; returns the seconds
 /// it took and the peers not heard from.
-fn open_contacts(comm: &mut Comm, contacts: &Contacts, bound: f64) -> (f64, Vec<usize>) {
+fn open_contacts(
+    comm: &mut Comm,
+    contacts: &Contacts,
+    bound: f64,
+    watch: Option<&watch::CollectiveWatch>,
+) -> (f64, Vec<usize>) {
     let started = Instant::now();
     if let Some(len) = contacts.collective {
         let zeros = vec![0.0; len];
         let mut sum = vec![0.0; len];
+        watch.inspect(|w| w.enter_setup());
         comm.allreduce_sum(&zeros, &mut sum);
+        watch.inspect(|w| w.leave());
     }
     let unanswered = comm.contact(&contacts.peers, std::time::Duration::from_secs_f64(bound));
     if !unanswered.is_empty() {
@@ -275,7 +284,13 @@ fn run(
     let len = job.len(rank);
     let mut machine: Box<dyn Machine<Frame>> = outrun_proto::machine(plan, rank, len, false);
     let contacts = machine.contacts();
-    let (contact_s, unanswered) = open_contacts(&mut comm, &contacts, plan.run.deadline);
+    // the `allreduce` scheme's MPI_Allreduce (setup's first one included) is bounded by a
+    // watching thread: a stopped rank would hold the others in it without a word
+    let watch = contacts.collective.map(|_| {
+        let grace = outrun_plan::budget::shutdown_grace(plan.run.deadline);
+        watch::CollectiveWatch::start(rank, plan.run.deadline, grace, dir.display().to_string())
+    });
+    let (contact_s, unanswered) = open_contacts(&mut comm, &contacts, plan.run.deadline, watch.as_ref());
     let me = &plan.nodes[rank];
     log.event(&Event::Setup(Setup {
         worker: me.worker,
@@ -291,10 +306,7 @@ fn run(
         ..setup_record(rank, &clock)
     }));
     let mut d = Driver::new(comm, clock, log, Core::of(plan, rank, job), plan.run.poll_us, host.idle);
-    if contacts.collective.is_some() {
-        let grace = outrun_plan::budget::shutdown_grace(plan.run.deadline);
-        d.watch_collectives(plan.run.deadline, grace, dir.display().to_string());
-    }
+    d.watch_collectives(watch);
     // The plan's prelude (a one-time phase before the loop), from a barrier so every rank
     // starts it together; a failure there ends the job as one in the loop does.
     if let Some(mut prelude) = outrun_proto::prelude::<Frame>(plan, rank, len) {

@@ -375,7 +375,7 @@ pub(crate) fn run(
     }
     // every server sends every other its new ranks each iteration
     let everyone = Contacts::peers(rank, 0..servers);
-    let (contact_s, unanswered) = open_contacts(&mut comm, &everyone, plan.run.deadline);
+    let (contact_s, unanswered) = open_contacts(&mut comm, &everyone, plan.run.deadline, None);
     log.event(&Event::Setup(Setup {
         server: Some(rank),
         contact_s: Some(contact_s),

@@ -14,8 +14,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// What the watching thread reads: the iteration in the collective (+ 1; 0: none) and when
-/// this rank entered it (ns since `base`).
+/// What the watching thread reads: the iteration in the collective (+ 1; 0: none; [`SETUP`]:
+/// setup's) and when this rank entered it (ns since `base`).
 struct Armed {
     iteration: AtomicU64,
     since: AtomicU64,
@@ -29,20 +29,27 @@ pub(crate) struct CollectiveWatch {
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
+/// The collective of setup (the first contact, before the loop), as the watch records it.
+const SETUP: u64 = u64::MAX;
+
 /// The bound of `rank`'s wait: `deadline`, and `grace` more per rank above 0.
 pub(crate) fn bound(rank: usize, deadline: f64, grace: f64) -> f64 {
     deadline + rank as f64 * grace
 }
 
-/// The line a rank that waited `bound` s in iteration `t`'s collective says.
-pub(crate) fn line(rank: usize, t: u64, bound: f64, dir: &str) -> String {
+/// The line a rank that waited `bound` s in iteration `t`'s collective (None: setup's) says.
+pub(crate) fn line(rank: usize, t: Option<u64>, bound: f64, dir: &str) -> String {
     let before = match rank {
         0 => String::new(),
         1 => "; rank 0 would have said so first: it is the late one, or is late too".into(),
         r => format!("; ranks 0 to {} would have said so first: the late ones are among them", r - 1),
     };
+    let call = match t {
+        Some(t) => format!("MPI_Allreduce of iteration {t}"),
+        None => "setup's first MPI_Allreduce (the links' first contact, before the loop)".into(),
+    };
     format!(
-        "error: rank {rank} waited {bound} s in MPI_Allreduce of iteration {t} (the `allreduce` scheme: MPI's own collective, which has no bound and does not say which rank is late): a rank is still computing, stopped, stuck or dead{before}; raise run.deadline if an iteration may take that long; the MPI job is ended (logs are in {dir})"
+        "error: rank {rank} waited {bound} s in {call} (the `allreduce` scheme: MPI's own collective, which has no bound and does not say which rank is late): a rank is still computing, stopped, stuck or dead{before}; raise run.deadline if an iteration may take that long; the MPI job is ended (logs are in {dir})"
     )
 }
 
@@ -71,7 +78,8 @@ impl CollectiveWatch {
                     continue; // the call returned meanwhile
                 }
                 use std::io::Write;
-                let _ = std::io::stderr().lock().write_all(format!("{}\n", line(rank, t - 1, bound, &dir)).as_bytes());
+                let t = (t != SETUP).then(|| t - 1);
+                let _ = std::io::stderr().lock().write_all(format!("{}\n", line(rank, t, bound, &dir)).as_bytes());
                 // no MPI call from this thread (the main one is inside MPI_Allreduce), no exit
                 // handlers: the process ends here, and mpirun ends the job
                 // SAFETY: _exit(2) ends the process; nothing of it is used after
@@ -86,6 +94,11 @@ impl CollectiveWatch {
         let since = u64::try_from(self.base.elapsed().as_nanos()).unwrap_or(u64::MAX);
         self.armed.since.store(since, SeqCst);
         self.armed.iteration.store(t + 1, SeqCst);
+    }
+
+    /// This rank enters setup's collective (the first contact).
+    pub(crate) fn enter_setup(&self) {
+        self.enter(SETUP - 1);
     }
 
     /// The collective returned.
@@ -104,6 +117,63 @@ impl Drop for CollectiveWatch {
     }
 }
 
+/// This process's rank as its launcher set it in the environment, before `MPI_Init` (Open MPI,
+/// PMIx, MPICH's PMI); None outside a launcher.
+fn launcher_rank() -> Option<usize> {
+    ["OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"].iter().find_map(|v| std::env::var(v).ok()?.parse().ok())
+}
+
+/// The line rank 0 says when `MPI_Init` has not returned after `waited`.
+fn init_line(waited: Duration) -> String {
+    format!(
+        "note: rank 0 has waited {} s in MPI_Init, which returns once every rank of the job has started: a rank is slow to start (its binary or libraries on a slow disk, a loaded host), stopped, or its host unreachable; MPI does not say which (still waiting)",
+        waited.as_secs()
+    )
+}
+
+/// Rank 0's watch over `MPI_Init`, which waits for every rank of the job without a bound and
+/// without saying for which: a rank stopped or slow to start held the others there with nothing
+/// said until the launcher's bound. Past [`crate::transport::SAY_WAITING_AFTER`], then at every
+/// tripling, rank 0 (by its launcher's environment; no other rank, so a run gets one line)
+/// says so. The thread makes no MPI call; dropping the watch (once `MPI_Init` returned) ends it.
+pub(crate) struct InitWatch {
+    done: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl InitWatch {
+    /// Start watching, on rank 0 only (elsewhere nothing runs).
+    pub(crate) fn start() -> Self {
+        let done = Arc::new(AtomicBool::new(false));
+        let thread = (launcher_rank() == Some(0)).then(|| {
+            let done = done.clone();
+            std::thread::spawn(move || {
+                let started = Instant::now();
+                let mut due = crate::transport::Tripling::default();
+                while !done.load(SeqCst) {
+                    // a second between looks: a note at 10 s comes at most a second late
+                    std::thread::park_timeout(Duration::from_secs(1));
+                    let waited = started.elapsed();
+                    if !done.load(SeqCst) && due.due(waited) {
+                        eprintln!("{}", init_line(waited));
+                    }
+                }
+            })
+        });
+        InitWatch { done, thread }
+    }
+}
+
+impl Drop for InitWatch {
+    fn drop(&mut self) {
+        self.done.store(true, SeqCst);
+        if let Some(t) = self.thread.take() {
+            t.thread().unpark();
+            let _ = t.join();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -112,11 +182,12 @@ mod tests {
     fn the_lowest_running_rank_speaks_first_and_names_whom_it_follows() {
         assert_eq!(bound(0, 5.0, 5.0), 5.0);
         assert_eq!(bound(3, 5.0, 5.0), 20.0);
-        let l0 = line(0, 57, 5.0, "runs/x");
+        let l0 = line(0, Some(57), 5.0, "runs/x");
         assert!(l0.starts_with("error: rank 0 waited 5 s in MPI_Allreduce of iteration 57"), "{l0}");
         assert!(!l0.contains("would have said"), "{l0}");
-        assert!(line(1, 57, 10.0, "runs/x").contains("rank 0 would have said so first"));
-        assert!(line(3, 57, 20.0, "runs/x").contains("ranks 0 to 2 would have said so first"));
+        assert!(line(1, Some(57), 10.0, "runs/x").contains("rank 0 would have said so first"));
+        assert!(line(3, Some(57), 20.0, "runs/x").contains("ranks 0 to 2 would have said so first"));
+        assert!(line(0, None, 5.0, "runs/x").starts_with("error: rank 0 waited 5 s in setup's first MPI_Allreduce"));
     }
 
     #[test]
@@ -128,6 +199,17 @@ mod tests {
         }
         std::thread::sleep(Duration::from_millis(250));
         drop(w);
+    }
+
+    #[test]
+    fn mpi_init_is_watched_by_rank_0_alone_and_the_watch_ends_at_once() {
+        assert!(init_line(Duration::from_secs(10)).starts_with("note: rank 0 has waited 10 s in MPI_Init, "));
+        // (the test process has no launcher's rank unless a launcher ran the tests)
+        let w = InitWatch::start();
+        assert_eq!(w.thread.is_some(), launcher_rank() == Some(0));
+        let dropped = Instant::now();
+        drop(w);
+        assert!(dropped.elapsed() < Duration::from_millis(500), "{:?}", dropped.elapsed());
     }
 
     #[test]

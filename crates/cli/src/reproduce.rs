@@ -135,7 +135,7 @@ fn document(outcomes: &[Outcome], quick: bool) -> String {
          the emulated cluster (root: `sudo outrun reproduce ID`, or `--all --emulated`; this file \
          is made with it when `make reproduce-doc` runs as root); results marked *script* are run \
          by the make target named in their row. Both are written up in this directory's other files. \
-         Where ours is a median over repeated measurements, its row gives their smallest and \
+         Where ours comes from repeated measurements (their median or mean), its row gives their smallest and \
          largest in brackets and says *reproduced* only when every repetition would.\n\n",
     );
     if quick {

@@ -225,7 +225,8 @@ pub struct RowOutcome {
     pub paper_shown: String,
     /// Ours (None: not computed).
     pub ours: Option<f64>,
-    /// Where ours is a median over repetitions of a measurement, their smallest and largest.
+    /// Where ours comes from repeated measurements (their median or mean), the smallest and
+    /// largest of them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub spread: Option<[f64; 2]>,
     /// The tolerance in words.
@@ -314,8 +315,8 @@ pub struct Ours {
     pub value: Option<f64>,
     /// Why there is no value, or what explains a deviation (measured by the computation).
     pub note: Option<String>,
-    /// Where the value is a median over repetitions of a measurement, their smallest and
-    /// largest: the verdict says "reproduced" only when every repetition would.
+    /// Where the value comes from repeated measurements (their median or mean), the smallest and
+    /// largest of them: the verdict says "reproduced" only when every repetition would.
     pub spread: Option<[f64; 2]>,
 }
 
@@ -338,7 +339,7 @@ fn judge(row: &Row, v: f64, spread: Option<[f64; 2]>, note: Option<&String>) -> 
     match (row.holds(v), row.holds(lo) && row.holds(hi), row.holds(lo) || row.holds(hi)) {
         (true, true, _) => Verdict::Reproduced,
         (true, false, _) => Verdict::Deviates(Some(format!(
-            "the median is within the tolerance, but {range}, beyond it: more repetitions would decide"
+            "ours is within the tolerance, but {range}, beyond it: more repetitions would decide"
         ))),
         (false, _, true) => Verdict::Deviates(Some(match why() {
             Some(w) => format!("{w} ({range}, partly within the tolerance)"),
@@ -578,7 +579,7 @@ mod tests {
         assert_eq!(words(17.0, Some([15.0, 18.5])), "reproduced");
         assert_eq!(
             words(17.0, Some([15.0, 20.0])),
-            "deviates: the median is within the tolerance, but the repetitions span 15 to 20, beyond it: more repetitions would decide"
+            "deviates: ours is within the tolerance, but the repetitions span 15 to 20, beyond it: more repetitions would decide"
         );
         assert_eq!(words(22.0, None), "deviates: the download");
         assert_eq!(words(22.0, Some([21.0, 23.0])), "deviates: the download");

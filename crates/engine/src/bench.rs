@@ -7,9 +7,8 @@
 
 use std::cell::RefCell;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use mpi::collective::SystemOperation;
 use mpi::traits::*;
@@ -24,62 +23,21 @@ use outrun_workloads::{Applied, DataError, Job, JobError};
 
 use crate::clock::Clock;
 use crate::driver::Driver;
-use crate::transport::{Comm, Tripling};
+use crate::transport::Comm;
+use crate::watch::StallWatch;
 
 /// Rank 0's watch over a benchmark's loop of MPI's own collectives, which wait without a bound
-/// and cannot say which rank is late: when the loop has made no progress for as long as
-/// [`Tripling`] says (10 s, then every tripling), a thread of rank 0 says so in one line, with
-/// how far the loop got (the launcher's bound ends the job). No other rank watches; the thread
-/// makes no MPI call.
-struct Watch {
-    done: Arc<AtomicU64>,
-    stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Watch {
-    /// On rank 0, watch a loop in `what` (e.g. "`outrun bench floor` (MPI_Bcast, MPI_Gather)")
-    /// of `of` `units` (e.g. "iterations").
-    fn start(rank: usize, what: &'static str, of: u64, units: &'static str) -> Self {
-        let done = Arc::new(AtomicU64::new(0));
-        let stop = Arc::new(AtomicBool::new(false));
-        let thread = (rank == 0).then(|| {
-            let (done, stop) = (done.clone(), stop.clone());
-            std::thread::spawn(move || {
-                let (mut seen, mut since, mut due) = (done.load(Relaxed), Instant::now(), Tripling::default());
-                while !stop.load(Relaxed) {
-                    std::thread::sleep(Duration::from_millis(100));
-                    let now = done.load(Relaxed);
-                    if now != seen {
-                        (seen, since, due) = (now, Instant::now(), Tripling::default());
-                        continue;
-                    }
-                    let waited = since.elapsed();
-                    if due.due(waited) {
-                        eprintln!(
-                            "note: rank 0 has waited {} s in {what} with {seen} of {of} {units} done; MPI's own collectives do not say which rank is late (still waiting)",
-                            waited.as_secs()
-                        );
-                    }
-                }
-            })
-        });
-        Watch { done, stop, thread }
-    }
-
-    /// The loop has done `k` of its units.
-    fn done(&self, k: u64) {
-        self.done.store(k, Relaxed);
-    }
-}
-
-impl Drop for Watch {
-    fn drop(&mut self) {
-        self.stop.store(true, Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
+/// and cannot say which rank is late: when the loop in `what` (e.g. "`outrun bench floor`
+/// (MPI_Bcast, MPI_Gather)") of `of` `units` (e.g. "iterations") has made no progress for 10 s,
+/// then at every tripling, rank 0 says so in one line, with how far it got (the launcher's bound
+/// ends the job). No other rank watches; the thread makes no MPI call.
+fn watch(rank: usize, what: &'static str, of: u64, units: &'static str) -> StallWatch {
+    StallWatch::start(rank == 0, move |waited, seen| {
+        format!(
+            "note: rank 0 has waited {} s in {what} with {seen} of {of} {units} done; MPI's own collectives do not say which rank is late (still waiting)",
+            waited.as_secs()
+        )
+    })
 }
 
 /// One vector size and schedule: seconds per all-reduce (slowest rank, best of the rounds).
@@ -210,12 +168,8 @@ pub fn ring_vs_mpi(
     let (local, cores) = comm.host_share(&crate::machine());
     let idle = idle.resolve(local, cores);
     let mut rows = Vec::new();
-    let watch = Watch::start(
-        rank,
-        "`outrun bench ring` (MPI_Allreduce and our all-reduce)",
-        (sizes.len() * rounds) as u64,
-        "rounds",
-    );
+    let watch =
+        watch(rank, "`outrun bench ring` (MPI_Allreduce and our all-reduce)", (sizes.len() * rounds) as u64, "rounds");
     let mut round = 0;
     for &bytes in sizes {
         let n = (bytes / 8).max(size);
@@ -296,7 +250,7 @@ pub fn master_worker_floor(values: usize, iterations: usize) -> (usize, usize, F
     // each worker's result is its model plus its rank: the sum is N·θ + N(N+1)/2
     let n = (size - 1) as f64;
     let offset = n * (n + 1.0) / 2.0;
-    let watch = Watch::start(rank, "`outrun bench floor` (MPI_Bcast, MPI_Gather)", iterations as u64, "iterations");
+    let watch = watch(rank, "`outrun bench floor` (MPI_Bcast, MPI_Gather)", iterations as u64, "iterations");
     world.barrier();
     for k in 0..iterations {
         watch.done(k as u64);
@@ -348,7 +302,7 @@ pub fn group_broadcasts(r: usize, values: usize) -> (usize, GroupsRow) {
     let comm = Comm::new(&world);
     let (rank, k) = (comm.rank, comm.size);
     let subsets: Vec<Vec<usize>> = combinations(k, (r + 1).min(k)).collect();
-    let watch = Watch::start(rank, "`outrun bench groups` (MPI_Comm_split, MPI_Bcast)", subsets.len() as u64, "groups");
+    let watch = watch(rank, "`outrun bench groups` (MPI_Comm_split, MPI_Bcast)", subsets.len() as u64, "groups");
     let mut groups: Vec<Option<Comm>> = subsets
         .iter()
         .enumerate()

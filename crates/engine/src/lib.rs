@@ -66,7 +66,7 @@ pub fn train(prepare: &dyn Fn() -> Result<Prepared, String>, progress: &mut dyn 
     // The cores are shared by many ranks already: one BLAS thread each.
     outrun_codes::single_threaded_blas();
     outrun_codes::keep_freed_memory();
-    let init = watch::InitWatch::start();
+    let init = watch::StallWatch::mpi_init();
     let Some(universe) = mpi::initialize() else {
         return Finished { rank: 0, result: Err(EngineError::Setup("MPI was already initialised".into())) };
     };

@@ -91,14 +91,19 @@ impl CollectiveWatch {
 
     /// This rank enters iteration `t`'s collective.
     pub(crate) fn enter(&self, t: u64) {
-        let since = u64::try_from(self.base.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        self.armed.since.store(since, SeqCst);
-        self.armed.iteration.store(t + 1, SeqCst);
+        self.arm(t + 1);
     }
 
     /// This rank enters setup's collective (the first contact).
     pub(crate) fn enter_setup(&self) {
-        self.enter(SETUP - 1);
+        self.arm(SETUP);
+    }
+
+    /// A collective starts now: `code` is what [`Armed::iteration`] records of it.
+    fn arm(&self, code: u64) {
+        let since = u64::try_from(self.base.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.armed.since.store(since, SeqCst);
+        self.armed.iteration.store(code, SeqCst);
     }
 
     /// The collective returned.
@@ -131,42 +136,62 @@ fn init_line(waited: Duration) -> String {
     )
 }
 
-/// Rank 0's watch over `MPI_Init`, which waits for every rank of the job without a bound and
-/// without saying for which: a rank stopped or slow to start held the others there with nothing
-/// said until the launcher's bound. Past [`crate::transport::SAY_WAITING_AFTER`], then at every
-/// tripling, rank 0 (by its launcher's environment; no other rank, so a run gets one line)
-/// says so. The thread makes no MPI call; dropping the watch (once `MPI_Init` returned) ends it.
-pub(crate) struct InitWatch {
-    done: Arc<AtomicBool>,
+/// A thread that notes a wait without progress: while the waiter's count of what it has done
+/// ([`StallWatch::done`]) stays the same for as long as [`crate::transport::Tripling`] says (10
+/// s, then every tripling), it prints `say(waited, done)` on stderr. For waits in MPI's own
+/// calls, which have no bound and do not say which rank is late (`MPI_Init`, the benchmarks'
+/// collectives): one rank watches, so a run gets one line; the thread makes no MPI call, and
+/// dropping the watch ends it at once.
+pub(crate) struct StallWatch {
+    done: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
-impl InitWatch {
-    /// Start watching, on rank 0 only (elsewhere nothing runs).
-    pub(crate) fn start() -> Self {
-        let done = Arc::new(AtomicBool::new(false));
-        let thread = (launcher_rank() == Some(0)).then(|| {
-            let done = done.clone();
+impl StallWatch {
+    /// Watch when `on` (elsewhere nothing runs), saying `say(waited, done)` when due.
+    pub(crate) fn start(on: bool, say: impl Fn(Duration, u64) -> String + Send + 'static) -> Self {
+        let done = Arc::new(AtomicU64::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = on.then(|| {
+            let (done, stop) = (done.clone(), stop.clone());
             std::thread::spawn(move || {
-                let started = Instant::now();
+                let (mut seen, mut since) = (done.load(SeqCst), Instant::now());
                 let mut due = crate::transport::Tripling::default();
-                while !done.load(SeqCst) {
-                    // a second between looks: a note at 10 s comes at most a second late
-                    std::thread::park_timeout(Duration::from_secs(1));
-                    let waited = started.elapsed();
-                    if !done.load(SeqCst) && due.due(waited) {
-                        eprintln!("{}", init_line(waited));
+                while !stop.load(SeqCst) {
+                    // a tenth of a second between looks: a note comes at most that late
+                    std::thread::park_timeout(Duration::from_millis(100));
+                    let now = done.load(SeqCst);
+                    if now != seen {
+                        (seen, since, due) = (now, Instant::now(), crate::transport::Tripling::default());
+                        continue;
+                    }
+                    let waited = since.elapsed();
+                    if !stop.load(SeqCst) && due.due(waited) {
+                        eprintln!("{}", say(waited, seen));
                     }
                 }
             })
         });
-        InitWatch { done, thread }
+        StallWatch { done, stop, thread }
+    }
+
+    /// The waiter has done `k` of its units (a new count starts a new wait).
+    pub(crate) fn done(&self, k: u64) {
+        self.done.store(k, SeqCst);
+    }
+
+    /// Rank 0's watch over `MPI_Init`, which waits for every rank of the job: a rank stopped or
+    /// slow to start held the others there with nothing said until the launcher's bound. Rank 0
+    /// is known from its launcher's environment (MPI is not started yet).
+    pub(crate) fn mpi_init() -> Self {
+        Self::start(launcher_rank() == Some(0), |waited, _| init_line(waited))
     }
 }
 
-impl Drop for InitWatch {
+impl Drop for StallWatch {
     fn drop(&mut self) {
-        self.done.store(true, SeqCst);
+        self.stop.store(true, SeqCst);
         if let Some(t) = self.thread.take() {
             t.thread().unpark();
             let _ = t.join();
@@ -205,7 +230,7 @@ mod tests {
     fn mpi_init_is_watched_by_rank_0_alone_and_the_watch_ends_at_once() {
         assert!(init_line(Duration::from_secs(10)).starts_with("note: rank 0 has waited 10 s in MPI_Init, "));
         // (the test process has no launcher's rank unless a launcher ran the tests)
-        let w = InitWatch::start();
+        let w = StallWatch::mpi_init();
         assert_eq!(w.thread.is_some(), launcher_rank() == Some(0));
         let dropped = Instant::now();
         drop(w);

@@ -384,6 +384,22 @@ fn world_rank(pid: u32) -> Option<usize> {
         .find_map(|v| std::str::from_utf8(v.strip_prefix(b"OMPI_COMM_WORLD_RANK=")?).ok()?.parse().ok())
 }
 
+/// The pid of `rank` of the job `child` started, looked for every `poll` as soon as it exists
+/// (at most 30 s; past that the job is killed and the test fails).
+fn started_rank(child: &mut Child, rank: usize, poll: Duration) -> u32 {
+    let t0 = Instant::now();
+    loop {
+        if let Some(pid) = descendants(child.id()).into_iter().find(|&p| world_rank(p) == Some(rank)) {
+            return pid;
+        }
+        if t0.elapsed() > Duration::from_secs(30) {
+            kill_tree(child);
+            panic!("rank {rank} did not start");
+        }
+        std::thread::sleep(poll);
+    }
+}
+
 /// `outrun bench floor` waits in MPI's own collectives, which have no bound and cannot name a
 /// late rank: with one rank stopped, rank 0 says, 10 s after the loop's last progress, that it
 /// is waiting and how far the loop got (the launcher's bound ends such a job; here the test
@@ -397,17 +413,7 @@ fn a_benchmark_stuck_in_mpis_collectives_says_so() {
     cmd.args(["bench", "floor", "--values", "100", "--iterations", "5000000"]);
     cmd.stdout(Stdio::null()).stderr(std::fs::File::create(&err_path).unwrap());
     let mut child = cmd.spawn().unwrap();
-    let t0 = Instant::now();
-    let pid = loop {
-        if let Some(pid) = descendants(child.id()).into_iter().find(|&p| world_rank(p) == Some(2)) {
-            break pid;
-        }
-        if t0.elapsed() > Duration::from_secs(30) {
-            kill_tree(&mut child);
-            panic!("rank 2 did not start");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let pid = started_rank(&mut child, 2, Duration::from_millis(50));
     // well past MPI_Init (rank 0 watches from its loop on: a rank stopped in MPI_Init would stop
     // rank 0 before it), well before the 5 000 000 iterations end
     std::thread::sleep(Duration::from_secs(3));
@@ -461,16 +467,7 @@ fn a_rank_stopped_before_mpi_init_returns_is_reported_by_rank_0() {
     let t0 = Instant::now();
     // rank 1 is stopped as soon as it is seen: long before MPI_Init (its wire-up with every
     // rank) could return
-    let pid = loop {
-        if let Some(pid) = descendants(child.id()).into_iter().find(|&p| world_rank(p) == Some(1)) {
-            break pid;
-        }
-        if t0.elapsed() > Duration::from_secs(30) {
-            kill_tree(&mut child);
-            panic!("rank 1 did not start");
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
+    let pid = started_rank(&mut child, 1, Duration::from_millis(5));
     // SAFETY: kill(2) on a rank of the job this test started
     unsafe {
         libc::kill(pid as libc::pid_t, libc::SIGSTOP);

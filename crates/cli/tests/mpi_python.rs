@@ -380,16 +380,23 @@ fn a_module_that_never_returns_fails_the_check_at_the_deadline() {
     assert!(started.elapsed() < std::time::Duration::from_secs(30), "{:?}", started.elapsed());
 }
 
+/// Three iterations of the least-squares module, whose import sleeps 14 s on `rank` alone; the
+/// run completes (exit 0), which is checked here.
+fn slow_import_on_rank(rank: usize, tag: &str) -> Run {
+    let dir = tempdir(tag);
+    let slow = format!("import os, time\nif os.environ.get('OMPI_COMM_WORLD_RANK') == '{rank}':\n    time.sleep(14)\n");
+    let text = config(&LSQ_CFG, &module(&dir, "slow.py", &format!("{slow}{LEAST_SQUARES}")));
+    let (run, _run_dir, _, _) = train(tag, &text, &["run.iterations=3"]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    run
+}
+
 /// A rank whose module takes its time to import (a slow disk, a download) holds every other rank
 /// in setup: rank 0 says which one, and what it waits for, after 10 s and not again before 30 s;
 /// the run then completes.
 #[test]
 fn rank_0_names_a_rank_that_is_slow_to_set_up() {
-    let dir = tempdir("slow-module");
-    let slow = "import os, time\nif os.environ.get('OMPI_COMM_WORLD_RANK') == '3':\n    time.sleep(14)\n";
-    let text = config(&LSQ_CFG, &module(&dir, "slow.py", &format!("{slow}{LEAST_SQUARES}")));
-    let (run, _run_dir, _, _) = train("slow-import", &text, &["run.iterations=3"]);
-    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let run = slow_import_on_rank(3, "slow-import");
     let notes: Vec<&str> = run.stderr.lines().filter(|l| l.contains("has waited")).collect();
     assert_eq!(
         notes,
@@ -406,11 +413,7 @@ fn rank_0_names_a_rank_that_is_slow_to_set_up() {
 /// nothing said: rank 1 says so after 10 s, once, and the run then completes.
 #[test]
 fn rank_1_says_when_rank_0_does_not_answer_in_setup() {
-    let dir = tempdir("slow-root");
-    let slow = "import os, time\nif os.environ.get('OMPI_COMM_WORLD_RANK') == '0':\n    time.sleep(14)\n";
-    let text = config(&LSQ_CFG, &module(&dir, "slow_root.py", &format!("{slow}{LEAST_SQUARES}")));
-    let (run, _run_dir, _, _) = train("slow-root", &text, &["run.iterations=3"]);
-    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let run = slow_import_on_rank(0, "slow-root");
     let notes: Vec<&str> = run.stderr.lines().filter(|l| l.starts_with("note:")).collect();
     assert_eq!(
         notes,

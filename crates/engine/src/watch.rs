@@ -9,6 +9,9 @@
 //! running speaks, and the job has ended before any other would. The blocking call is kept
 //! (not `MPI_Iallreduce` polled): it is the baseline the schemes are measured against, and the
 //! library's non-blocking collectives use other algorithms.
+//!
+//! [`StallWatch`] notes the other waits in MPI's own calls, without ending anything: rank 0's in
+//! `MPI_Init`, and the benchmarks' loops of collectives.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
 use std::sync::Arc;

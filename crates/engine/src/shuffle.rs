@@ -6,7 +6,9 @@
 //!
 //! - Coded: multicast groups are communicators created once, by their members only
 //!   (`MPI_Comm_create_group`, in the groups' lexicographic order), C(K−1, r) per server, and a
-//!   sender's turn is one `MPI_Ibcast` of its XOR message on the group's communicator.
+//!   sender's turn is one `MPI_Ibcast` of its XOR message on the group's communicator. The
+//!   library's creation has no bound: rank 0 notes one of its own that has not returned after
+//!   10 s, and the servers then meet in a step named for it, so rank 0 names those still creating.
 //!   Uncoded: the sender sends each member its segment (`MPI_Isend`), each member receives its
 //!   own (`MPI_Irecv` of the length the graph implies), on the world communicator with a tag
 //!   of the group: no communicators to create (at K = 15, r = 5 creating them is most
@@ -66,6 +68,44 @@ const NEW_RANKS: i32 = 0x5eed;
 const GROUPS: i32 = 0x100;
 // group numbers are below MAX_SUBSETS; MPI allows tags up to at least 32 767
 const _: () = assert!(GROUPS as u64 + outrun_codes::MAX_SUBSETS <= NEW_RANKS as u64 && NEW_RANKS < 32_767);
+
+/// This server's multicast groups' communicators, created in the groups' order by their members
+/// only (`MPI_Comm_create_group`, which returns once every member has called it). Rank 0 notes
+/// a creation that has not returned after 10 s (and at every tripling): with a member stopped or
+/// gone, every server of its groups would otherwise wait there in the library without a word
+/// until the launcher's bound. One rank watches, so the run gets one line; a server that waits
+/// for rank 0 elsewhere in setup is named by rank 0's next wait.
+fn create_groups(world: &SimpleCommunicator, node: &ShuffleNode, rank: usize) -> Vec<SimpleCommunicator> {
+    let count = node.group_count();
+    let groups: Vec<(Vec<usize>, usize)> = (0..count).map(|x| (node.group(x).0.to_vec(), node.group(x).1)).collect();
+    let watch = crate::watch::StallWatch::start(rank == 0 && count > 0, move |waited, done| {
+        let (members, id) = &groups[(done as usize).min(count - 1)];
+        group_line(waited, done as usize, count, *id, members)
+    });
+    (0..count)
+        .map(|x| {
+            let (members, id) = node.group(x);
+            let ranks: Vec<i32> = members.iter().map(|&m| m as i32).collect();
+            let c = world
+                .split_by_subgroup_with_tag(&world.group().include(&ranks), id as i32)
+                .expect("a member gets the group's communicator");
+            watch.done(x as u64 + 1);
+            c
+        })
+        .collect()
+}
+
+/// Rank 0's note when creating its `done`-th (from 0) of `count` groups' communicators, group
+/// `id` of `members`, has not returned after `waited`.
+fn group_line(waited: Duration, done: usize, count: usize, id: usize, members: &[usize]) -> String {
+    let ranks: Vec<String> = members.iter().map(|m| m.to_string()).collect();
+    format!(
+        "note: rank 0 has waited {} s to create multicast group {id}'s communicator (ranks {}; its group {} of {count}): MPI_Comm_create_group returns once every member has called it, and each server creates its groups in the same order, so a member is still creating an earlier group of its own, is slow, stopped, or its host unreachable; MPI does not say which (still waiting)",
+        waited.as_secs(),
+        ranks.join(", "),
+        done + 1,
+    )
+}
 
 /// One transfer of an iteration: in this server's `group`-th group, a message from this server
 /// (`peer`: itself for a multicast, else the member it goes to) or to it (`peer`: the sender).
@@ -347,15 +387,16 @@ pub(crate) fn run(
     let values = comm.star_gather_u64("count the values it Maps", mine).iter().sum::<u64>() / r as u64;
     // coded: one communicator per group this server is in, created by the members only, in
     // order (the uncoded Shuffle sends point to point on the world communicator)
-    let comms: Vec<SimpleCommunicator> = (0..if coded { node.group_count() } else { 0 })
-        .map(|x| {
-            let (members, id) = node.group(x);
-            let ranks: Vec<i32> = members.iter().map(|&m| m as i32).collect();
-            world
-                .split_by_subgroup_with_tag(&world.group().include(&ranks), id as i32)
-                .expect("a member gets the group's communicator")
-        })
-        .collect();
+    let comms = if coded { create_groups(world, &node, rank) } else { Vec::new() };
+    if coded {
+        // a step of its own: a server still creating its groups (the later servers' last groups
+        // come last, so they finish last: a minute at K = 15, r = 5 on 2 cores) is named as such
+        // by rank 0, not as late for the clock synchronisation
+        comm.barrier(&format!(
+            "create its {} multicast groups' communicators (MPI_Comm_create_group)",
+            node.group_count()
+        ));
+    }
     let mut clock = Clock::start();
     clock.sync(&mut comm);
     // what can fail on one rank is agreed by all (a rank stopping alone would leave the others
@@ -582,4 +623,23 @@ pub(crate) fn run(
         return Err(io(std::io::Error::other(format!("phases.csv dropped lines ({e})"))));
     }
     core.finish(setup_s, 0, recv_bytes_total, &Histogram::default()).map_err(io)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_group_creation_note_names_the_group_its_members_and_how_far_rank_0_got() {
+        let l = group_line(Duration::from_secs(10), 0, 2002, 0, &[0, 1, 2, 3, 4, 5]);
+        assert!(
+            l.starts_with(
+                "note: rank 0 has waited 10 s to create multicast group 0's communicator (ranks 0, 1, 2, 3, 4, 5; its group 1 of 2002)"
+            ),
+            "{l}"
+        );
+        assert!(l.ends_with("(still waiting)"), "{l}");
+        let l = group_line(Duration::from_secs(30), 7, 35, 64, &[0, 2, 5, 7]);
+        assert!(l.contains("group 64's communicator (ranks 0, 2, 5, 7; its group 8 of 35)"), "{l}");
+    }
 }

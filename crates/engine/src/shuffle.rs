@@ -32,8 +32,8 @@
 //!   wait longer (one of them speaks only where the logging server is the silent one), so the
 //!   line is one.
 //! - Each server logs its phases per iteration in `rank-<k>.jsonl` (flushed line by line); after
-//!   the loop rank 0 gathers them once and writes `phases.csv` (per iteration: each phase's
-//!   maximum over servers, bytes summed over servers).
+//!   the loop rank 0 gathers them once (through its named wait) and writes `phases.csv` (per
+//!   iteration: each phase's maximum over servers, bytes summed over servers).
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -53,7 +53,7 @@ use outrun_workloads::Job;
 
 use crate::clock::Clock;
 use crate::error::EngineError;
-use crate::transport::{Backoff, Comm, AWAY};
+use crate::transport::{Answers, Backoff, Comm, AWAY};
 use crate::{agree, io_error, keep_book, open_contacts, setup_record, Progress, Shared};
 
 /// Phases per iteration, in `phases.csv` order.
@@ -593,14 +593,27 @@ pub(crate) fn run(
     }
     let traffic = Traffic { recv_bytes: Some(recv_bytes_total), ..Traffic::default() };
     log.event(&Event::Shutdown(Shutdown { at: clock.now(), clean: true, traffic, ..Shutdown::default() }));
-    // once, after the timed loop: every server's phases to rank 0 (all ran the same iterations)
-    let root = world.process_at_rank(0);
+    // once, after the timed loop: every server's phases to rank 0 (all ran the same iterations),
+    // through rank 0's named wait (MPI_Gather held every server silently behind one stopped after
+    // the loop)
+    let mine: Vec<u8> = stats.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let mut each = Vec::new();
+    comm.star_exchange("end its last iteration (its phases' times for phases.csv)", &mine, |all| {
+        each = all;
+        Answers::Each(vec![Vec::new(); servers])
+    });
     if !logs {
-        root.gather_into(&stats[..]);
         return Ok(None);
     }
-    let mut all = vec![0.0; stats.len() * servers];
-    root.gather_into_root(&stats[..], &mut all[..]);
+    let all: Vec<f64> =
+        each.concat().chunks_exact(8).map(|b| f64::from_le_bytes(b.try_into().expect("8 bytes"))).collect();
+    if all.len() != stats.len() * servers {
+        return Err(EngineError::Run(format!(
+            "the servers sent {} phase times, {} expected: they ran different numbers of iterations",
+            all.len(),
+            stats.len() * servers
+        )));
+    }
     let iterations = stats.len() / FIELDS;
     let mut csv = Lines::create(&dir.join("phases.csv")).map_err(io)?.quiet();
     csv.line(&format!("iteration,{},l_bytes,wire_bytes,load_l,values_mapped", PHASES.join(",")));

@@ -883,6 +883,11 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let (cfg, plan) = resolve(&config, &set, true)?;
             cfg.validate_for_engine().map_err(|e| Failure(format!("{}: {e}", config.display()), 2))?;
             let mut job = outrun_workloads::job(&plan);
+            if let outrun_config::JobConfig::Pagerank(p) = &cfg.job {
+                if let Some(note) = outrun_workloads::graph::generation_note(&p.graph, plan.samples) {
+                    eprintln!("{note}");
+                }
+            }
             let need = job.memory(&plan).map_err(|e| Failure(e.to_string(), 2))?;
             let (largest, total) =
                 (need.iter().copied().max().unwrap_or(0), need.iter().fold(0u64, |a, &b| a.saturating_add(b)));
@@ -1236,6 +1241,12 @@ fn check_in_a_child() -> Result<(), Failure> {
         (Some(0), _) => Err(Failure(format!("the check ended without its verdict (exit 0): {probe}"), 2)),
         (Some(c), _) if said => Err(Failure(String::new(), u8::try_from(c).unwrap_or(2))),
         (Some(c), _) => Err(Failure(format!("the check ended with exit code {c} without a word: {probe}"), 2)),
+        // the kernel's out-of-memory killer sends SIGKILL: data or a graph larger than the
+        // machine, which the check builds to count, is the likelier cause
+        (None, Some(9)) => Err(Failure(
+            format!("the check was killed (signal 9, SIGKILL: on Linux most often the out-of-memory killer: is the data or graph larger than this machine's memory? `dmesg` says), or {probe}"),
+            2,
+        )),
         (None, Some(sig)) => Err(Failure(format!("the check died from signal {sig}: {probe}"), 2)),
         (None, None) => Err(Failure("the check ended without an exit code".into(), 2)),
     }

@@ -194,6 +194,57 @@ pub fn load_keeping(g: &GraphConfig, seed: u64, keep: Option<Keep>) -> Result<Lo
     Ok(LoadedGraph { graph: b.finish(), ids: labelled })
 }
 
+/// The expected number of adjacency entries (an undirected edge counts both ways, a self-loop
+/// once: what `Graph::values` counts) of the generated graph on `n` vertices, from its
+/// parameters alone (no edge drawn); None for a file. For a power law it is the expected
+/// degrees' sum, n·(γ − 1)/(γ − 2), an upper bound (the probabilities are capped at 1).
+pub fn expected_values(g: &GraphConfig, n: usize) -> Option<f64> {
+    let kind = g.kind.filter(|_| g.path.is_none())?;
+    let n = n as f64;
+    let pairs = |a: f64| a * (a - 1.0) / 2.0;
+    let loops = |p: f64| if g.self_loops { n * p } else { 0.0 };
+    Some(match kind {
+        GraphKind::Er | GraphKind::DetEr => {
+            let p = g.p.unwrap_or(0.0);
+            2.0 * p * pairs(n) + loops(p)
+        }
+        GraphKind::PowerLaw => {
+            let gamma = g.gamma.unwrap_or(3.0);
+            n * (gamma - 1.0) / (gamma - 2.0)
+        }
+        GraphKind::Sbm | GraphKind::Bipartite => {
+            let n1 = g.n1.map_or((n / 2.0).floor(), |m| m as f64);
+            let inside = if kind == GraphKind::Sbm { g.p.unwrap_or(0.0) } else { 0.0 };
+            let across = g.q.unwrap_or(0.0);
+            2.0 * (inside * (pairs(n1) + pairs(n - n1)) + across * n1 * (n - n1)) + loops(inside)
+        }
+    })
+}
+
+/// Pairs of vertices whose draws cost minutes: above this, `outrun check` says so, and
+/// estimates the graph's memory instead of building it.
+pub const SLOW_PAIR_DRAWS: f64 = 1e10;
+
+/// How many vertex pairs the generator draws one by one on `n` vertices (`power-law`, `sbm`,
+/// `bipartite`: every pair, so the time grows as n²); None where it skips to the next edge
+/// (`er`) or reads a file.
+pub fn pair_draws(g: &GraphConfig, n: usize) -> Option<f64> {
+    let kind = g.kind.filter(|_| g.path.is_none())?;
+    let n = n as f64;
+    let loops = if g.self_loops { n } else { 0.0 };
+    matches!(kind, GraphKind::PowerLaw | GraphKind::Sbm | GraphKind::Bipartite).then_some(n * (n - 1.0) / 2.0 + loops)
+}
+
+/// A line for `outrun check` where generating the graph will take long (more than
+/// [`SLOW_PAIR_DRAWS`] pair draws on every rank).
+pub fn generation_note(g: &GraphConfig, n: usize) -> Option<String> {
+    let draws = pair_draws(g, n).filter(|&d| d > SLOW_PAIR_DRAWS)?;
+    let kind = g.kind.map_or("", |k| k.name());
+    Some(format!(
+        "note: graph.kind = \"{kind}\" draws each of its {draws:.1e} vertex pairs one by one, on every rank in setup (each generates the graph from the seed): minutes to hours; `er` skips to the next edge instead, and a file is read in one pass"
+    ))
+}
+
 /// The generator's undirected edges on `0..n`, to `edge`.
 fn generate(g: &GraphConfig, kind: GraphKind, seed: u64, n: usize, edge: &mut dyn FnMut(u32, u32)) {
     let mut rng = Rng::from_key(&[seed, domain::GRAPH, n as u64]);
@@ -223,6 +274,42 @@ mod tests {
         let p = std::env::temp_dir().join(format!("outrun-graph-{}-{name}", std::process::id()));
         std::fs::write(&p, text).unwrap();
         p.display().to_string()
+    }
+
+    #[test]
+    fn expected_values_match_generated_graphs() {
+        let cfg = |kind, p: Option<f64>, q: Option<f64>, gamma: Option<f64>| GraphConfig {
+            kind: Some(kind),
+            n: Some(2000),
+            p,
+            q,
+            gamma,
+            ..GraphConfig::default()
+        };
+        for g in [
+            cfg(GraphKind::Er, Some(0.01), None, None),
+            cfg(GraphKind::DetEr, Some(0.02), None, None),
+            cfg(GraphKind::Sbm, Some(0.02), Some(0.002), None),
+            cfg(GraphKind::Bipartite, None, Some(0.01), None),
+            GraphConfig { self_loops: true, ..cfg(GraphKind::Er, Some(0.05), None, None) },
+        ] {
+            let want = expected_values(&g, 2000).unwrap();
+            let got = load(&g, 5).unwrap().graph.values() as f64;
+            // a few standard deviations of a binomial count
+            assert!((got - want).abs() < 5.0 * want.sqrt() + 1.0, "{:?}: drew {got}, expected {want}", g.kind);
+        }
+        // the power law's is an upper bound
+        let g = cfg(GraphKind::PowerLaw, None, None, Some(2.5));
+        let got = load(&g, 5).unwrap().graph.values() as f64;
+        assert!(got <= expected_values(&g, 2000).unwrap() * 1.1, "{got}");
+        assert_eq!(expected_values(&GraphConfig { path: Some("g.txt".into()), ..GraphConfig::default() }, 10), None);
+        // the pairwise generators' cost is said where it is large
+        let sbm = cfg(GraphKind::Sbm, Some(0.02), Some(0.002), None);
+        assert_eq!(pair_draws(&sbm, 2000), Some(1999000.0));
+        assert_eq!(pair_draws(&cfg(GraphKind::Er, Some(0.01), None, None), 2000), None);
+        assert_eq!(generation_note(&sbm, 2000), None);
+        let note = generation_note(&sbm, 1_000_000).unwrap();
+        assert!(note.starts_with("note: graph.kind = \"sbm\" draws each of its 5.0e11 vertex pairs"), "{note}");
     }
 
     #[test]

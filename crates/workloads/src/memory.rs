@@ -29,6 +29,7 @@ pub fn parse_bytes(s: &str) -> Option<u64> {
 pub fn human(bytes: u64) -> String {
     let b = bytes as f64;
     match b {
+        _ if b >= 1e15 => format!("{:.1} PB", b / 1e15),
         _ if b >= 1e12 => format!("{:.1} TB", b / 1e12),
         _ if b >= 1e9 => format!("{:.1} GB", b / 1e9),
         _ if b >= 1e6 => format!("{:.1} MB", b / 1e6),
@@ -47,5 +48,6 @@ mod tests {
         assert_eq!(parse_bytes("1000"), Some(1000));
         assert_eq!(parse_bytes("lots"), None);
         assert_eq!(human(1_500_000_000), "1.5 GB");
+        assert_eq!(human(14_400_000_000_000_000), "14.4 PB");
     }
 }

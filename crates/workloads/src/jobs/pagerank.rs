@@ -18,6 +18,10 @@ use super::{Applied, GraphJob, Job, JobError};
 use crate::data::DataError;
 use crate::graph::{self, Keep, LoadedGraph};
 
+/// Bytes per adjacency entry of a whole graph at its build's peak (the edges as drawn, then
+/// the out- and in-lists), rounded up from a measurement (docs/performance.md §17).
+const WHOLE_BYTES_PER_VALUE: f64 = 25.0;
+
 /// PageRank of a graph.
 pub struct Pagerank {
     config: PagerankConfig,
@@ -102,16 +106,30 @@ impl Job for Pagerank {
         let Pattern::Shuffle { servers, r, reduce, .. } = plan.pattern else { return Ok(vec![0; plan.ranks]) };
         let alloc =
             ShuffleAllocation::new(n, servers, r, reduce).map_err(|e| DataError::field("scheme", e.to_string()))?;
-        let g = &self.loaded()?.graph;
         let per_vertex = (n as u64).saturating_mul(8 * 2 + 8 * 2 + 8 + 1);
+        let bytes = |out: u64, inn: u64| {
+            out.saturating_mul(4 + 8 + 8).saturating_add(inn.saturating_mul(4 + 8)).saturating_add(per_vertex)
+        };
+        // Counting exactly builds the whole graph here. A generated graph that would not fit
+        // (an n or p too large for the machine) or take minutes to draw is estimated from its
+        // parameters instead: each server Maps r/K of the vertices and Reduces 1/K of them.
+        if self.loaded.is_none() {
+            if let Some(values) = graph::expected_values(&self.config.graph, n) {
+                let whole = values * WHOLE_BYTES_PER_VALUE + n as f64 * 16.0;
+                let slow = graph::pair_draws(&self.config.graph, n).is_some_and(|d| d > graph::SLOW_PAIR_DRAWS);
+                if slow || crate::memory::available().is_some_and(|have| whole > have as f64 / 2.0) {
+                    let share = |f: f64| (values * f).min(u64::MAX as f64) as u64;
+                    let (out, inn) = (share(r as f64 / servers as f64), share(1.0 / servers as f64));
+                    return Ok(vec![bytes(out, inn); plan.ranks]);
+                }
+            }
+        }
+        let g = &self.loaded()?.graph;
         Ok((0..plan.ranks)
             .map(|k| {
                 let out: usize = (0..n).filter(|&v| alloc.maps(k, v)).map(|v| g.targets(v).len()).sum();
                 let inn: usize = alloc.reduced(k).iter().map(|&v| g.sources(v as usize).len()).sum();
-                (out as u64)
-                    .saturating_mul(4 + 8 + 8)
-                    .saturating_add((inn as u64).saturating_mul(4 + 8))
-                    .saturating_add(per_vertex)
+                bytes(out as u64, inn as u64)
             })
             .collect())
     }

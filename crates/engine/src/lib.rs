@@ -74,8 +74,11 @@ pub fn train(prepare: &dyn Fn() -> Result<Prepared, String>, progress: &mut dyn 
     let world = universe.world();
     let rank = world.rank() as usize;
     let mut comm = Comm::for_setup(&world);
+    // the run's shutdown grace, once the plan is known (rank 1's watch at the end)
+    let mut grace = None;
     let result = setup::setup(&mut comm, prepare).and_then(|shared| {
         let plan = &shared.plan;
+        grace = Some(outrun_plan::budget::shutdown_grace(plan.run.deadline));
         let mut job = outrun_workloads::job(plan);
         // More ranks than cores on this host, with modelled compute times: computations yield
         // the core now and then, so a rank woken by a message is not queued behind a peer's
@@ -108,8 +111,11 @@ pub fn train(prepare: &dyn Fn() -> Result<Prepared, String>, progress: &mut dyn 
             eprintln!("error: {e}");
         }
     }
-    // every rank waits for the others here, not in MPI_Finalize (see Comm::barrier)
+    // every rank waits for the others here, not in MPI_Finalize (see Comm::barrier); rank 1,
+    // its loop ended cleanly, notes a rank 0 that does not come
+    let end = watch::StallWatch::run_end(if result.is_ok() { rank } else { usize::MAX }, grace.unwrap_or(0.0));
     Comm::new(&world).barrier("finish");
+    drop(end);
     drop(universe);
     Finished { rank, result }
 }

@@ -598,10 +598,13 @@ pub(crate) fn run(
     // the loop)
     let mine: Vec<u8> = stats.iter().flat_map(|v| v.to_le_bytes()).collect();
     let mut each = Vec::new();
+    // rank 0 gathers at once (no goodbyes to wait for): rank 1 notes it after 10 s
+    let end = crate::watch::StallWatch::run_end(rank, 0.0);
     comm.star_exchange("end its last iteration (its phases' times for phases.csv)", &mine, |all| {
         each = all;
         Answers::Each(vec![Vec::new(); servers])
     });
+    drop(end);
     if !logs {
         return Ok(None);
     }

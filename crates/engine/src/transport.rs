@@ -825,6 +825,13 @@ impl Default for Tripling {
     }
 }
 
+impl From<Duration> for Tripling {
+    /// A schedule whose first line is due at `first`.
+    fn from(first: Duration) -> Self {
+        Tripling(first)
+    }
+}
+
 impl Tripling {
     /// Whether a wait of `waited` is due a line (if so, the next is due at three times as long).
     pub(crate) fn due(&mut self, waited: Duration) -> bool {

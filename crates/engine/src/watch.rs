@@ -11,7 +11,8 @@
 //! library's non-blocking collectives use other algorithms.
 //!
 //! [`StallWatch`] notes the other waits in MPI's own calls, without ending anything: rank 0's in
-//! `MPI_Init`, and the benchmarks' loops of collectives.
+//! `MPI_Init` and in the coded Shuffle's communicator creation, and the benchmarks' loops of
+//! collectives; and rank 1's for rank 0 after the loop, when rank 0 answers nothing.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
 use std::sync::Arc;
@@ -139,6 +140,16 @@ fn init_line(waited: Duration) -> String {
     )
 }
 
+/// The line rank 1 says when it has waited `waited` for rank 0 after the run's loop.
+fn end_line(waited: Duration, grace: f64) -> String {
+    let goodbyes =
+        if grace > 0.0 { format!("waits up to {grace} s for the others' goodbyes and then ") } else { String::new() };
+    format!(
+        "note: rank 1 has waited {} s for rank 0 at the run's end; rank 0 has ended its loop too, {goodbyes}writes the run's summary and state: it is still writing (a large state file, a slow disk), stuck or stopped (still waiting)",
+        waited.as_secs()
+    )
+}
+
 /// A thread that notes a wait without progress: while the waiter's count of what it has done
 /// ([`StallWatch::done`]) stays the same for as long as [`crate::transport::Tripling`] says (10
 /// s, then every tripling), it prints `say(waited, done)` on stderr. For waits in MPI's own
@@ -154,19 +165,28 @@ pub(crate) struct StallWatch {
 impl StallWatch {
     /// Watch when `on` (elsewhere nothing runs), saying `say(waited, done)` when due.
     pub(crate) fn start(on: bool, say: impl Fn(Duration, u64) -> String + Send + 'static) -> Self {
+        Self::start_after(on, crate::transport::SAY_WAITING_AFTER, say)
+    }
+
+    /// [`StallWatch::start`] with the first note due after `first` (then at every tripling).
+    pub(crate) fn start_after(
+        on: bool,
+        first: Duration,
+        say: impl Fn(Duration, u64) -> String + Send + 'static,
+    ) -> Self {
         let done = Arc::new(AtomicU64::new(0));
         let stop = Arc::new(AtomicBool::new(false));
         let thread = on.then(|| {
             let (done, stop) = (done.clone(), stop.clone());
             std::thread::spawn(move || {
                 let (mut seen, mut since) = (done.load(SeqCst), Instant::now());
-                let mut due = crate::transport::Tripling::default();
+                let mut due = crate::transport::Tripling::from(first);
                 while !stop.load(SeqCst) {
                     // a tenth of a second between looks: a note comes at most that late
                     std::thread::park_timeout(Duration::from_millis(100));
                     let now = done.load(SeqCst);
                     if now != seen {
-                        (seen, since, due) = (now, Instant::now(), crate::transport::Tripling::default());
+                        (seen, since, due) = (now, Instant::now(), crate::transport::Tripling::from(first));
                         continue;
                     }
                     let waited = since.elapsed();
@@ -182,6 +202,17 @@ impl StallWatch {
     /// The waiter has done `k` of its units (a new count starts a new wait).
     pub(crate) fn done(&self, k: u64) {
         self.done.store(k, SeqCst);
+    }
+
+    /// Rank 1's watch over its last waits for rank 0 once its own loop ended cleanly (so rank
+    /// 0's has ended too: a tree's stop comes from it, a ring's or the shuffle's iterations end
+    /// together): rank 0 still collects the others' goodbyes
+    /// for up to `grace` s and writes the run's summary, and answers nothing meanwhile, so
+    /// rank 1 notes a wait longer than that and 10 s more (then at every tripling) instead of
+    /// holding every rank silently until the launcher's bound behind a rank 0 stuck or stopped.
+    pub(crate) fn run_end(rank: usize, grace: f64) -> Self {
+        let first = Duration::from_secs_f64(grace) + crate::transport::SAY_WAITING_AFTER;
+        Self::start_after(rank == 1, first, move |waited, _| end_line(waited, grace))
     }
 
     /// Rank 0's watch over `MPI_Init`, which waits for every rank of the job: a rank stopped or
@@ -216,6 +247,18 @@ mod tests {
         assert!(line(1, Some(57), 10.0, "runs/x").contains("rank 0 would have said so first"));
         assert!(line(3, Some(57), 20.0, "runs/x").contains("ranks 0 to 2 would have said so first"));
         assert!(line(0, None, 5.0, "runs/x").starts_with("error: rank 0 waited 5 s in setup's first MPI_Allreduce"));
+    }
+
+    #[test]
+    fn the_end_note_says_what_rank_0_does_after_its_loop() {
+        let l = end_line(Duration::from_secs(15), 5.0);
+        assert!(l.starts_with("note: rank 1 has waited 15 s for rank 0 at the run's end"), "{l}");
+        assert!(l.contains("waits up to 5 s for the others' goodbyes and then writes"), "{l}");
+        assert!(end_line(Duration::from_secs(10), 0.0).contains("ended its loop too, writes the run's summary"));
+        // the first note is due after the grace and 10 s more, then at every tripling
+        let mut due = crate::transport::Tripling::from(Duration::from_secs(15));
+        assert!(!due.due(Duration::from_secs(14)) && due.due(Duration::from_secs(15)));
+        assert!(!due.due(Duration::from_secs(44)) && due.due(Duration::from_secs(45)));
     }
 
     #[test]

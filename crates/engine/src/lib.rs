@@ -113,7 +113,7 @@ pub fn train(prepare: &dyn Fn() -> Result<Prepared, String>, progress: &mut dyn 
     }
     // every rank waits for the others here, not in MPI_Finalize (see Comm::barrier); rank 1,
     // its loop ended cleanly, notes a rank 0 that does not come
-    let end = watch::StallWatch::run_end(if result.is_ok() { rank } else { usize::MAX }, grace.unwrap_or(0.0));
+    let end = watch::StallWatch::run_end(rank == 1 && result.is_ok(), grace.unwrap_or(0.0));
     Comm::new(&world).barrier("finish");
     drop(end);
     drop(universe);

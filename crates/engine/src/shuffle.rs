@@ -73,8 +73,8 @@ const _: () = assert!(GROUPS as u64 + outrun_codes::MAX_SUBSETS <= NEW_RANKS as 
 /// only (`MPI_Comm_create_group`, which returns once every member has called it). Rank 0 notes
 /// a creation that has not returned after 10 s (and at every tripling): with a member stopped or
 /// gone, every server of its groups would otherwise wait there in the library without a word
-/// until the launcher's bound. One rank watches, so the run gets one line; a server that waits
-/// for rank 0 elsewhere in setup is named by rank 0's next wait.
+/// until the launcher's bound. One rank watches, so the run gets one line; the servers outside
+/// rank 0's stalled groups are named by rank 0's wait in the step that follows.
 fn create_groups(world: &SimpleCommunicator, node: &ShuffleNode, rank: usize) -> Vec<SimpleCommunicator> {
     let count = node.group_count();
     let groups: Vec<(Vec<usize>, usize)> = (0..count).map(|x| (node.group(x).0.to_vec(), node.group(x).1)).collect();
@@ -390,8 +390,8 @@ pub(crate) fn run(
     let comms = if coded { create_groups(world, &node, rank) } else { Vec::new() };
     if coded {
         // a step of its own: a server still creating its groups (the later servers' last groups
-        // come last, so they finish last: a minute at K = 15, r = 5 on 2 cores) is named as such
-        // by rank 0, not as late for the clock synchronisation
+        // come last in the order, so they finish last) is named as such by rank 0, not as late
+        // for the clock synchronisation
         comm.barrier(&format!(
             "create its {} multicast groups' communicators (MPI_Comm_create_group)",
             node.group_count()
@@ -599,7 +599,7 @@ pub(crate) fn run(
     let mine: Vec<u8> = stats.iter().flat_map(|v| v.to_le_bytes()).collect();
     let mut each = Vec::new();
     // rank 0 gathers at once (no goodbyes to wait for): rank 1 notes it after 10 s
-    let end = crate::watch::StallWatch::run_end(rank, 0.0);
+    let end = crate::watch::StallWatch::run_end(rank == 1, 0.0);
     comm.star_exchange("end its last iteration (its phases' times for phases.csv)", &mine, |all| {
         each = all;
         Answers::Each(vec![Vec::new(); servers])

@@ -204,15 +204,15 @@ impl StallWatch {
         self.done.store(k, SeqCst);
     }
 
-    /// Rank 1's watch over its last waits for rank 0 once its own loop ended cleanly (so rank
-    /// 0's has ended too: a tree's stop comes from it, a ring's or the shuffle's iterations end
-    /// together): rank 0 still collects the others' goodbyes
-    /// for up to `grace` s and writes the run's summary, and answers nothing meanwhile, so
-    /// rank 1 notes a wait longer than that and 10 s more (then at every tripling) instead of
-    /// holding every rank silently until the launcher's bound behind a rank 0 stuck or stopped.
-    pub(crate) fn run_end(rank: usize, grace: f64) -> Self {
+    /// Rank 1's watch over its last waits for rank 0, `on` once its own loop ended cleanly (so
+    /// rank 0's has ended too: a tree's stop comes from it, a ring's or the shuffle's
+    /// iterations end together). Rank 0 still collects the others' goodbyes for up to `grace`
+    /// s and writes the run's summary, and answers nothing meanwhile, so rank 1 notes a wait
+    /// longer than that and 10 s more (then at every tripling) instead of holding every rank
+    /// silently until the launcher's bound behind a rank 0 stuck or stopped.
+    pub(crate) fn run_end(on: bool, grace: f64) -> Self {
         let first = Duration::from_secs_f64(grace) + crate::transport::SAY_WAITING_AFTER;
-        Self::start_after(rank == 1, first, move |waited, _| end_line(waited, grace))
+        Self::start_after(on, first, move |waited, _| end_line(waited, grace))
     }
 
     /// Rank 0's watch over `MPI_Init`, which waits for every rank of the job: a rank stopped or

@@ -134,6 +134,10 @@ impl Job for Pagerank {
             .collect())
     }
 
+    fn check_notes(&self) -> Vec<String> {
+        graph::generation_note(&self.config.graph, self.n).into_iter().collect()
+    }
+
     /// A rank streams the graph and keeps the out-lists of the vertices its servers Map and
     /// the in-lists of those they Reduce (the whole graph if it hosts every server).
     fn load(&mut self, plan: &Plan, ranks: &[usize]) -> Result<(), DataError> {

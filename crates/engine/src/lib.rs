@@ -78,7 +78,12 @@ pub fn train(prepare: &dyn Fn() -> Result<Prepared, String>, progress: &mut dyn 
     let mut grace = None;
     let result = setup::setup(&mut comm, prepare).and_then(|shared| {
         let plan = &shared.plan;
-        grace = Some(outrun_plan::budget::shutdown_grace(plan.run.deadline));
+        // the shuffle's servers end together and say no goodbyes: rank 0 goes straight to its
+        // summary
+        grace = Some(match plan.pattern {
+            Pattern::Shuffle { .. } => 0.0,
+            _ => outrun_plan::budget::shutdown_grace(plan.run.deadline),
+        });
         let mut job = outrun_workloads::job(plan);
         // More ranks than cores on this host, with modelled compute times: computations yield
         // the core now and then, so a rank woken by a message is not queued behind a peer's

@@ -883,7 +883,6 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let (cfg, plan) = resolve(&config, &set, true)?;
             cfg.validate_for_engine().map_err(|e| Failure(format!("{}: {e}", config.display()), 2))?;
             let mut job = outrun_workloads::job(&plan);
-            job.check_notes().iter().for_each(|note| eprintln!("{note}"));
             let need = job.memory(&plan).map_err(|e| Failure(e.to_string(), 2))?;
             let (largest, total) =
                 (need.iter().copied().max().unwrap_or(0), need.iter().fold(0u64, |a, &b| a.saturating_add(b)));

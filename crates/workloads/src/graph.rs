@@ -74,20 +74,94 @@ pub fn read_edge_list(path: &str, directed: bool) -> Result<LoadedGraph, DataErr
     load(&g, 0)
 }
 
-/// Undirected edges {i, j}, i ≤ j (i < j without self-loops), each with probability
-/// `prob(i, j)`, from one uniform per pair in (i, j) order, to `edge`.
-fn pairs(
+/// Each of the candidates `0..len`, independently with probability `p`, to `hit` in order:
+/// the gaps between hits are geometric, so it draws one uniform per hit and one more at the
+/// run's end, not one per candidate. None is drawn where p ≤ 0; every candidate where p ≥ 1.
+fn bernoulli_run(len: usize, p: f64, rng: &mut Rng, hit: &mut dyn FnMut(usize)) {
+    if p <= 0.0 {
+        return;
+    }
+    // ln(1 − p) by libm, so a seed gives the same graph on every host
+    let log_q = libm::log1p(-p);
+    let mut at = 0;
+    while at < len {
+        // candidates skipped before the next hit: Geometric(p) on {0, 1, …}
+        let skip = if p >= 1.0 { 0.0 } else { (libm::log(1.0 - rng.uniform()) / log_q).floor() };
+        if skip >= (len - at) as f64 {
+            return;
+        }
+        at += skip as usize;
+        hit(at);
+        at += 1;
+    }
+}
+
+/// The undirected edges {i, j} of a graph of two blocks, `0..n1` and `n1..n`: each pair
+/// inside a block with probability `inside`, across with `across`, independently, to `edge`
+/// in (i, j) order, i < j (i ≤ j with self-loops, each with `inside`). Each row is at most
+/// two runs of one probability, sampled by [`bernoulli_run`]: O(n + edges) draws, not the
+/// n²/2 of one a pair (SBM(10⁶) with p = 10⁻⁵: 3·10⁶ draws instead of 5·10¹¹).
+fn two_blocks(
     n: usize,
+    n1: usize,
     self_loops: bool,
+    inside: f64,
+    across: f64,
     rng: &mut Rng,
-    prob: impl Fn(usize, usize) -> f64,
     edge: &mut dyn FnMut(u32, u32),
 ) {
     for i in 0..n {
-        for j in (if self_loops { i } else { i + 1 })..n {
-            let p = prob(i, j);
-            if p > 0.0 && rng.uniform() < p {
-                edge(i as u32, j as u32);
+        let start = if self_loops { i } else { i + 1 };
+        // the rest of i's own block, then (from the first block) the whole second block
+        let block_end = if i < n1 { n1 } else { n };
+        if start < block_end {
+            bernoulli_run(block_end - start, inside, rng, &mut |k| edge(i as u32, (start + k) as u32));
+        }
+        if i < n1 {
+            bernoulli_run(n - n1, across, rng, &mut |k| edge(i as u32, (n1 + k) as u32));
+        }
+    }
+}
+
+/// The undirected edges of the Chung–Lu graph with expected degrees `d` (total Σd): each pair
+/// {i, j} with probability min(1, d_i d_j / Σd), independently (i ≤ j with self-loops), to
+/// `edge` as (min, max). Miller and Hagberg's sampler (2011): with the vertices in descending
+/// weight, a row's probabilities never grow, so it skips geometrically by the last
+/// probability and keeps a candidate with the ratio of its own to it (thinning): O(n log n +
+/// edges) draws, not one per pair.
+fn chung_lu(d: &[f64], self_loops: bool, rng: &mut Rng, edge: &mut dyn FnMut(u32, u32)) {
+    let n = d.len();
+    let total: f64 = d.iter().sum();
+    if total <= 0.0 {
+        return;
+    }
+    let mut order: Vec<usize> = (0..n).collect();
+    // descending weight, ties by index: the same order on every host
+    order.sort_by(|&a, &b| d[b].total_cmp(&d[a]).then(a.cmp(&b)));
+    let prob = |a: usize, b: usize| (d[order[a]] * d[order[b]] / total).min(1.0);
+    for a in 0..n {
+        let mut b = if self_loops { a } else { a + 1 };
+        if b >= n {
+            break;
+        }
+        let mut p = prob(a, b);
+        while p > 0.0 {
+            if p < 1.0 {
+                let skip = (libm::log(1.0 - rng.uniform()) / libm::log1p(-p)).floor();
+                if skip >= (n - b) as f64 {
+                    break;
+                }
+                b += skip as usize;
+            }
+            let q = prob(a, b);
+            if rng.uniform() < q / p {
+                let (u, v) = (order[a], order[b]);
+                edge(u.min(v) as u32, u.max(v) as u32);
+            }
+            p = q;
+            b += 1;
+            if b >= n {
+                break;
             }
         }
     }
@@ -221,30 +295,6 @@ pub fn expected_values(g: &GraphConfig, n: usize) -> Option<f64> {
     })
 }
 
-/// Pairs of vertices whose draws cost minutes: above this, `outrun check` says so, and
-/// estimates the graph's memory instead of building it.
-pub const SLOW_PAIR_DRAWS: f64 = 1e10;
-
-/// How many vertex pairs the generator draws one by one on `n` vertices (`power-law`, `sbm`,
-/// `bipartite`: every pair, so the time grows as n²); None where it skips to the next edge
-/// (`er`) or reads a file.
-pub fn pair_draws(g: &GraphConfig, n: usize) -> Option<f64> {
-    let kind = g.kind.filter(|_| g.path.is_none())?;
-    let n = n as f64;
-    let loops = if g.self_loops { n } else { 0.0 };
-    matches!(kind, GraphKind::PowerLaw | GraphKind::Sbm | GraphKind::Bipartite).then_some(n * (n - 1.0) / 2.0 + loops)
-}
-
-/// A line for `outrun check` where generating the graph will take long (more than
-/// [`SLOW_PAIR_DRAWS`] pair draws on every rank).
-pub fn generation_note(g: &GraphConfig, n: usize) -> Option<String> {
-    let draws = pair_draws(g, n).filter(|&d| d > SLOW_PAIR_DRAWS)?;
-    let kind = g.kind.map_or("", |k| k.name());
-    Some(format!(
-        "note: graph.kind = \"{kind}\" draws each of its {draws:.1e} vertex pairs one by one, on every rank in setup (each generates the graph from the seed): minutes to hours; `er` skips to the next edge instead, and a file is read in one pass"
-    ))
-}
-
 /// The generator's undirected edges on `0..n`, to `edge`.
 fn generate(g: &GraphConfig, kind: GraphKind, seed: u64, n: usize, edge: &mut dyn FnMut(u32, u32)) {
     let mut rng = Rng::from_key(&[seed, domain::GRAPH, n as u64]);
@@ -254,14 +304,12 @@ fn generate(g: &GraphConfig, kind: GraphKind, seed: u64, n: usize, edge: &mut dy
         GraphKind::PowerLaw => {
             let gamma = g.gamma.expect("validated");
             let d: Vec<f64> = (0..n).map(|_| (1.0 - rng.uniform()).powf(-1.0 / (gamma - 1.0))).collect();
-            let total: f64 = d.iter().sum();
-            pairs(n, g.self_loops, &mut rng, |i, j| (d[i] * d[j] / total).min(1.0), edge)
+            chung_lu(&d, g.self_loops, &mut rng, edge)
         }
         GraphKind::Sbm | GraphKind::Bipartite => {
             let n1 = g.n1.unwrap_or(n / 2);
             let inside = if kind == GraphKind::Sbm { g.p.expect("validated") } else { 0.0 };
-            let across = g.q.expect("validated");
-            pairs(n, g.self_loops, &mut rng, |i, j| if (i < n1) == (j < n1) { inside } else { across }, edge)
+            two_blocks(n, n1, g.self_loops, inside, g.q.expect("validated"), &mut rng, edge)
         }
     }
 }
@@ -303,13 +351,6 @@ mod tests {
         let got = load(&g, 5).unwrap().graph.values() as f64;
         assert!(got <= expected_values(&g, 2000).unwrap() * 1.1, "{got}");
         assert_eq!(expected_values(&GraphConfig { path: Some("g.txt".into()), ..GraphConfig::default() }, 10), None);
-        // the pairwise generators' cost is said where it is large
-        let sbm = cfg(GraphKind::Sbm, Some(0.02), Some(0.002), None);
-        assert_eq!(pair_draws(&sbm, 2000), Some(1999000.0));
-        assert_eq!(pair_draws(&cfg(GraphKind::Er, Some(0.01), None, None), 2000), None);
-        assert_eq!(generation_note(&sbm, 2000), None);
-        let note = generation_note(&sbm, 1_000_000).unwrap();
-        assert!(note.starts_with("note: graph.kind = \"sbm\" draws each of its 5.0e11 vertex pairs"), "{note}");
     }
 
     #[test]
@@ -374,6 +415,107 @@ mod tests {
         let mean = p.values() as f64 / 2000.0;
         let max = (0..2000).map(|j| p.targets(j).len()).max().unwrap();
         assert!((1.5..5.0).contains(&mean) && max as f64 > 10.0 * mean, "mean {mean}, max {max}");
+    }
+
+    /// Draws `sample` `runs` times and checks that each of `all`'s pairs comes at its
+    /// probability `prob` and every two of them together at the product (independence), each
+    /// within five standard deviations of a frequency; nothing outside `all` is drawn.
+    fn independent_pairs(
+        all: &[(u32, u32)],
+        prob: impl Fn(u32, u32) -> f64,
+        runs: usize,
+        mut sample: impl FnMut() -> Vec<(u32, u32)>,
+    ) {
+        let m = all.len();
+        let mut once = vec![0usize; m];
+        let mut both = vec![0usize; m * m];
+        for _ in 0..runs {
+            let got = sample();
+            assert!(got.iter().all(|e| all.contains(e)), "{got:?}");
+            let hit: Vec<bool> = all.iter().map(|e| got.contains(e)).collect();
+            for k in 0..m {
+                once[k] += hit[k] as usize;
+                for l in k + 1..m {
+                    both[k * m + l] += (hit[k] && hit[l]) as usize;
+                }
+            }
+        }
+        let near = |count: usize, q: f64| {
+            ((count as f64 / runs as f64) - q).abs() <= 5.0 * (q * (1.0 - q) / runs as f64).sqrt() + 1e-12
+        };
+        for k in 0..m {
+            let pk = prob(all[k].0, all[k].1);
+            assert!(near(once[k], pk), "{:?}: {} of {runs}, p = {pk}", all[k], once[k]);
+            for l in k + 1..m {
+                let q = pk * prob(all[l].0, all[l].1);
+                assert!(
+                    near(both[k * m + l], q),
+                    "{:?} and {:?}: {} of {runs}, p = {q}",
+                    all[k],
+                    all[l],
+                    both[k * m + l]
+                );
+            }
+        }
+    }
+
+    fn all_pairs(n: u32, loops: bool) -> Vec<(u32, u32)> {
+        (0..n).flat_map(|i| (if loops { i } else { i + 1 }..n).map(move |j| (i, j))).collect()
+    }
+
+    /// The two-block sampler's pairs are independent with their block's probability (runs
+    /// end at a block's edge and at a row's), in (i, j) order; a block at probability 1 is
+    /// complete, one at 0 empty.
+    #[test]
+    fn two_block_sampler_draws_each_pair_independently() {
+        let mut rng = Rng::from_key(&[8]);
+        let sample = |n1: usize, loops: bool, inside: f64, across: f64, rng: &mut Rng| {
+            let mut got = Vec::new();
+            two_blocks(6, n1, loops, inside, across, rng, &mut |a, b| got.push((a, b)));
+            got
+        };
+        for (n1, loops) in [(2, false), (3, true), (5, false), (0, true)] {
+            let all = all_pairs(6, loops);
+            let same = |i: u32, j: u32| (i < n1 as u32) == (j < n1 as u32);
+            let complete = sample(n1, loops, 1.0, 1.0, &mut rng);
+            assert_eq!(complete, all);
+            let across: Vec<(u32, u32)> = all.iter().copied().filter(|&(i, j)| !same(i, j)).collect();
+            assert_eq!(sample(n1, loops, 0.0, 1.0, &mut rng), across);
+            assert!(sample(n1, loops, 0.0, 0.0, &mut rng).is_empty());
+            let (p, q) = (0.3, 0.6);
+            independent_pairs(
+                &all,
+                |i, j| if same(i, j) { p } else { q },
+                40_000,
+                || {
+                    let got = sample(n1, loops, p, q, &mut rng);
+                    assert!(got.windows(2).all(|w| w[0] < w[1]), "{got:?}");
+                    got
+                },
+            );
+        }
+    }
+
+    /// The Chung–Lu sampler's pairs are independent with probability min(1, d_i d_j / Σd),
+    /// the capped ones always there, whatever the weights' order.
+    #[test]
+    fn chung_lu_sampler_draws_each_pair_independently() {
+        let mut rng = Rng::from_key(&[9]);
+        // Σd = 10: (0, 3) is capped at 1; (2, 2) and (2, 4) tie in weight
+        let d = [4.0, 0.5, 1.5, 2.5, 1.5, 0.0];
+        let total: f64 = d.iter().sum();
+        for loops in [false, true] {
+            let all = all_pairs(6, loops);
+            let prob = |i: u32, j: u32| (d[i as usize] * d[j as usize] / total).min(1.0);
+            independent_pairs(&all, prob, 40_000, || {
+                let mut got = Vec::new();
+                chung_lu(&d, loops, &mut rng, &mut |a, b| got.push((a, b)));
+                got
+            });
+        }
+        let mut none = Vec::new();
+        chung_lu(&[0.0; 4], true, &mut rng, &mut |a, b| none.push((a, b)));
+        assert!(none.is_empty());
     }
 
     /// The skipping sampler's pairs are independent Bernoulli(p): every pair of a small graph,

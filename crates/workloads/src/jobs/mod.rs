@@ -130,11 +130,6 @@ pub trait Job {
     }
     /// Estimated peak bytes of every rank of `plan` (`outrun check`).
     fn memory(&mut self, plan: &Plan) -> Result<Vec<u64>, DataError>;
-    /// Lines `outrun check` says on stderr before its verdict: what the run's setup will cost
-    /// where that is unexpectedly much (a graph generator drawing 10¹¹ pairs on every rank).
-    fn check_notes(&self) -> Vec<String> {
-        vec![]
-    }
     /// Read what `ranks` of `plan` compute on (their rows, their coded rows, the graph).
     fn load(&mut self, plan: &Plan, ranks: &[usize]) -> Result<(), DataError>;
     /// Read what the logging rank's metrics need (θ*, a held-out set), before the timed loop.

@@ -111,13 +111,12 @@ impl Job for Pagerank {
             out.saturating_mul(4 + 8 + 8).saturating_add(inn.saturating_mul(4 + 8)).saturating_add(per_vertex)
         };
         // Counting exactly builds the whole graph here. A generated graph that would not fit
-        // (an n or p too large for the machine) or take minutes to draw is estimated from its
-        // parameters instead: each server Maps r/K of the vertices and Reduces 1/K of them.
+        // (an n or p too large for the machine) is estimated from its parameters instead: each
+        // server Maps r/K of the vertices and Reduces 1/K of them.
         if self.loaded.is_none() {
             if let Some(values) = graph::expected_values(&self.config.graph, n) {
                 let whole = values * WHOLE_BYTES_PER_VALUE + n as f64 * 16.0;
-                let slow = graph::pair_draws(&self.config.graph, n).is_some_and(|d| d > graph::SLOW_PAIR_DRAWS);
-                if slow || crate::memory::available().is_some_and(|have| whole > have as f64 / 2.0) {
+                if crate::memory::available().is_some_and(|have| whole > have as f64 / 2.0) {
                     let share = |f: f64| (values * f).min(u64::MAX as f64) as u64;
                     let (out, inn) = (share(r as f64 / servers as f64), share(1.0 / servers as f64));
                     return Ok(vec![bytes(out, inn); plan.ranks]);
@@ -132,10 +131,6 @@ impl Job for Pagerank {
                 bytes(out as u64, inn as u64)
             })
             .collect())
-    }
-
-    fn check_notes(&self) -> Vec<String> {
-        graph::generation_note(&self.config.graph, self.n).into_iter().collect()
     }
 
     /// A rank streams the graph and keeps the out-lists of the vertices its servers Map and

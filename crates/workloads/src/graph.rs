@@ -127,8 +127,8 @@ fn two_blocks(
 /// {i, j} with probability min(1, d_i d_j / Σd), independently (i ≤ j with self-loops), to
 /// `edge` as (min, max). Miller and Hagberg's sampler (2011): with the vertices in descending
 /// weight, a row's probabilities never grow, so it skips geometrically by the last
-/// probability and keeps a candidate with the ratio of its own to it (thinning): O(n log n +
-/// edges) draws, not one per pair.
+/// probability and keeps a candidate with the ratio of its own to it (thinning): O(n + edges)
+/// draws after an O(n log n) sort, not one draw per pair.
 fn chung_lu(d: &[f64], self_loops: bool, rng: &mut Rng, edge: &mut dyn FnMut(u32, u32)) {
     let n = d.len();
     let total: f64 = d.iter().sum();

@@ -197,11 +197,13 @@ fn check_estimates_a_huge_generated_graph_without_building_it() {
     let (counted, estimated) = (about(None), about(Some("100M")));
     assert!((estimated / counted - 1.0).abs() < 0.05, "counted {counted} MB, estimated {estimated} MB");
     // the block and power-law generators skip to the next edge (n = 10⁶ drew every one of its
-    // 5·10¹¹ pairs for half an hour): the check counts their graphs exactly, on every rank
+    // 5·10¹¹ pairs for half an hour): the check builds their graphs and counts each rank's share
     let dir = tempdir("cli-generators");
     let power_law = dir.join("power-law.toml");
-    let text = std::fs::read_to_string(c).unwrap().replace("kind = \"er\"\nn = 600\np = 0.1", "kind = \"power-law\"");
-    std::fs::write(&power_law, text).unwrap();
+    let er = "kind = \"er\"\nn = 600\np = 0.1";
+    let text = std::fs::read_to_string(c).unwrap();
+    assert!(text.contains(er), "configs/pagerank-er.toml's [graph] changed: {text}");
+    std::fs::write(&power_law, text.replace(er, "kind = \"power-law\"")).unwrap();
     for (config, set) in [
         (c.to_string(), vec!["graph.kind=sbm", "graph.n=1000000", "graph.p=0.00001", "graph.q=0.000001"]),
         (power_law.display().to_string(), vec!["graph.n=1000000", "graph.gamma=2.5"]),

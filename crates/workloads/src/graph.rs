@@ -74,6 +74,14 @@ pub fn read_edge_list(path: &str, directed: bool) -> Result<LoadedGraph, DataErr
     load(&g, 0)
 }
 
+/// Candidates skipped before the next hit where each is one with probability p, from one
+/// uniform: Geometric(p) on {0, 1, …}, as a float (it may exceed any length). `log_q` is
+/// ln(1 − p), p < 1, by libm, as is the logarithm here, so a seed gives the same graph on
+/// every host.
+fn geometric_gap(log_q: f64, rng: &mut Rng) -> f64 {
+    (libm::log(1.0 - rng.uniform()) / log_q).floor()
+}
+
 /// Each of the candidates `0..len`, independently with probability `p`, to `hit` in order:
 /// the gaps between hits are geometric, so it draws one uniform per hit and one more at the
 /// run's end, not one per candidate. None is drawn where p ≤ 0; every candidate where p ≥ 1.
@@ -81,12 +89,10 @@ fn bernoulli_run(len: usize, p: f64, rng: &mut Rng, hit: &mut dyn FnMut(usize)) 
     if p <= 0.0 {
         return;
     }
-    // ln(1 − p) by libm, so a seed gives the same graph on every host
     let log_q = libm::log1p(-p);
     let mut at = 0;
     while at < len {
-        // candidates skipped before the next hit: Geometric(p) on {0, 1, …}
-        let skip = if p >= 1.0 { 0.0 } else { (libm::log(1.0 - rng.uniform()) / log_q).floor() };
+        let skip = if p >= 1.0 { 0.0 } else { geometric_gap(log_q, rng) };
         if skip >= (len - at) as f64 {
             return;
         }
@@ -147,7 +153,7 @@ fn chung_lu(d: &[f64], self_loops: bool, rng: &mut Rng, edge: &mut dyn FnMut(u32
         let mut p = prob(a, b);
         while p > 0.0 {
             if p < 1.0 {
-                let skip = (libm::log(1.0 - rng.uniform()) / libm::log1p(-p)).floor();
+                let skip = geometric_gap(libm::log1p(-p), rng);
                 if skip >= (n - b) as f64 {
                     break;
                 }
@@ -176,13 +182,12 @@ fn er_pairs(n: usize, self_loops: bool, p: f64, rng: &mut Rng, edge: &mut dyn Fn
         return;
     }
     let first = |i: usize| if self_loops { i } else { i + 1 };
-    // ln(1 − p) by libm, so a seed gives the same graph on every host
     let log_q = libm::log1p(-p);
     // the next candidate pair
     let (mut i, mut j) = (0, first(0));
     loop {
-        // pairs skipped before the next edge: Geometric(p) on {0, 1, …}
-        let mut skip = if p >= 1.0 { 0.0 } else { (libm::log(1.0 - rng.uniform()) / log_q).floor() };
+        // pairs skipped before the next edge
+        let mut skip = if p >= 1.0 { 0.0 } else { geometric_gap(log_q, rng) };
         while skip >= (n - j) as f64 {
             skip -= (n - j) as f64;
             i += 1;
@@ -519,8 +524,8 @@ mod tests {
     }
 
     /// The skipping sampler's pairs are independent Bernoulli(p): every pair of a small graph,
-    /// and every two consecutive pairs (across a row's end too), at their frequency over many
-    /// draws; p = 0 and p = 1 give the empty and the complete graph.
+    /// and every two pairs (across a row's end too), at their frequency over many draws; p = 0
+    /// and p = 1 give the empty and the complete graph.
     #[test]
     fn er_sampler_draws_each_pair_independently() {
         let sample = |n: usize, loops: bool, p: f64, rng: &mut Rng| {
@@ -530,30 +535,12 @@ mod tests {
         };
         let mut rng = Rng::from_key(&[7]);
         for loops in [false, true] {
-            let all: Vec<(u32, u32)> =
-                (0..6u32).flat_map(|i| (if loops { i } else { i + 1 }..6).map(move |j| (i, j))).collect();
+            let all = all_pairs(6, loops);
             assert_eq!(sample(6, loops, 1.0, &mut rng), all);
             assert!(sample(6, loops, 0.0, &mut rng).is_empty());
             assert!(sample(1, false, 0.5, &mut rng).is_empty());
-            let (p, runs) = (0.3, 40_000);
-            let mut once = vec![0usize; all.len()];
-            let mut twice = vec![0usize; all.len() - 1];
-            for _ in 0..runs {
-                let got = sample(6, loops, p, &mut rng);
-                let hit: Vec<bool> = all.iter().map(|e| got.contains(e)).collect();
-                for k in 0..all.len() {
-                    once[k] += hit[k] as usize;
-                    if k + 1 < all.len() {
-                        twice[k] += (hit[k] && hit[k + 1]) as usize;
-                    }
-                }
-            }
-            // five standard deviations of a frequency from `runs` draws
-            let near = |count: usize, q: f64| {
-                ((count as f64 / runs as f64) - q).abs() < 5.0 * (q * (1.0 - q) / runs as f64).sqrt()
-            };
-            assert!(once.iter().all(|&c| near(c, p)), "{once:?}");
-            assert!(twice.iter().all(|&c| near(c, p * p)), "{twice:?}");
+            let p = 0.3;
+            independent_pairs(&all, |_, _| p, 40_000, || sample(6, loops, p, &mut rng));
         }
     }
 

@@ -74,16 +74,11 @@ pub fn train(prepare: &dyn Fn() -> Result<Prepared, String>, progress: &mut dyn 
     let world = universe.world();
     let rank = world.rank() as usize;
     let mut comm = Comm::for_setup(&world);
-    // the run's shutdown grace, once the plan is known (rank 1's watch at the end)
-    let mut grace = None;
+    // how long rank 0 may wait for goodbyes after its loop, once the plan is known (rank 1's
+    // watch at the end)
+    let mut grace = 0.0;
     let result = setup::setup(&mut comm, prepare).and_then(|shared| {
         let plan = &shared.plan;
-        // the shuffle's servers end together and say no goodbyes: rank 0 goes straight to its
-        // summary
-        grace = Some(match plan.pattern {
-            Pattern::Shuffle { .. } => 0.0,
-            _ => outrun_plan::budget::shutdown_grace(plan.run.deadline),
-        });
         let mut job = outrun_workloads::job(plan);
         // More ranks than cores on this host, with modelled compute times: computations yield
         // the core now and then, so a rank woken by a message is not queued behind a peer's
@@ -103,8 +98,11 @@ pub fn train(prepare: &dyn Fn() -> Result<Prepared, String>, progress: &mut dyn 
         }
         let idle = plan.run.idle.resolve(local, cores);
         match plan.pattern {
+            // the shuffle's servers end together and say no goodbyes: rank 0 goes straight to
+            // its summary (grace 0)
             Pattern::Shuffle { .. } => shuffle::run(&world, comm, &shared, job, progress, started, idle),
             Pattern::Tree { .. } | Pattern::Ring { .. } | Pattern::Hier { .. } => {
+                grace = outrun_plan::budget::shutdown_grace(plan.run.deadline);
                 run(comm, &shared, job, progress, started, Host { local, cores, paced, idle })
             }
         }
@@ -118,7 +116,7 @@ pub fn train(prepare: &dyn Fn() -> Result<Prepared, String>, progress: &mut dyn 
     }
     // every rank waits for the others here, not in MPI_Finalize (see Comm::barrier); rank 1,
     // its loop ended cleanly, notes a rank 0 that does not come
-    let end = watch::StallWatch::run_end(rank == 1 && result.is_ok(), grace.unwrap_or(0.0));
+    let end = watch::StallWatch::run_end(rank == 1 && result.is_ok(), grace);
     Comm::new(&world).barrier("finish");
     drop(end);
     drop(universe);

@@ -116,6 +116,8 @@ fn two_blocks(
     rng: &mut Rng,
     edge: &mut dyn FnMut(u32, u32),
 ) {
+    // the config refuses n1 outside 1..n; a caller that builds its own must keep n1 ≤ n
+    assert!(n1 <= n, "two blocks of {n} vertices cannot have a first block of {n1}");
     for i in 0..n {
         let start = if self_loops { i } else { i + 1 };
         // the rest of i's own block, then (from the first block) the whole second block
@@ -499,6 +501,14 @@ mod tests {
                 },
             );
         }
+    }
+
+    /// A first block larger than the graph is refused with a message, not an index past the
+    /// end (the config refuses it first; reproduction entries build their configs themselves).
+    #[test]
+    #[should_panic(expected = "two blocks of 6 vertices cannot have a first block of 7")]
+    fn two_blocks_refuse_a_first_block_beyond_the_graph() {
+        two_blocks(6, 7, false, 0.5, 0.5, &mut Rng::from_key(&[8]), &mut |_, _| {});
     }
 
     /// The Chung–Lu sampler's pairs are independent with probability min(1, d_i d_j / Σd),

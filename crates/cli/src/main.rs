@@ -1189,6 +1189,9 @@ fn fit(dir: &Path, law: Option<&str>, json: bool, trace: Option<&Path>) -> Resul
         return Err(Failure(format!("--law {l}: use one of {}", fit::LAWS.join(", ")), 2));
     }
     let events = outrun_runlog::read::rank_events(dir).map_err(|e| Failure(e.to_string(), 2))?;
+    if let Some(why) = fit::unfittable(&events) {
+        return Err(Failure(format!("{}: {why}", dir.display()), 2));
+    }
     if let Some(path) = trace {
         let text = fit::trace_csv(&events).map_err(|e| Failure(format!("{}: {e}", dir.display()), 2))?;
         std::fs::write(path, text).map_err(|e| Failure(format!("--trace {}: {e}", path.display()), 2))?;

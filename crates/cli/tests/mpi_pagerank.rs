@@ -194,6 +194,24 @@ fn tolerance_stops_every_server_after_the_same_iteration() {
         let log = std::fs::read_to_string(rd.join(format!("rank-{k}.jsonl"))).unwrap();
         assert_eq!(log.lines().filter(|l| l.contains("\"ev\":\"iteration\"")).count(), rows.len(), "rank {k}");
     }
+    // outrun blame names the servers the others waited for at the iterations' two meetings (the
+    // rule is the unit test's): every server, the waiting shared out, two meetings an iteration
+    let blame = outrun(&["blame", rd.to_str().unwrap(), "--json"]);
+    assert_eq!(blame.code, Some(0), "{}", blame.stderr);
+    let servers: Vec<serde_json::Value> = serde_json::from_str(&blame.stdout).unwrap();
+    let mut ids: Vec<u64> = servers.iter().map(|b| b["worker"].as_u64().unwrap()).collect();
+    ids.sort();
+    assert_eq!(ids, vec![0, 1, 2, 3], "{}", blame.stdout);
+    assert!(servers.iter().all(|b| b["worker"] == b["rank"]), "{}", blame.stdout);
+    let score: f64 = servers.iter().map(|b| b["score"].as_f64().unwrap()).sum();
+    assert!((score - 1.0).abs() < 1e-9, "{}", blame.stdout);
+    let meetings: u64 = servers.iter().map(|b| b["last_needed"].as_u64().unwrap()).sum();
+    assert_eq!(meetings, 2 * rows.len() as u64, "{}", blame.stdout);
+    // outrun fit has no compute times with a load to fit, and says why in one line
+    let fit = outrun(&["fit", rd.to_str().unwrap()]);
+    assert_eq!(fit.code, Some(2), "{}", fit.stderr);
+    assert!(fit.stderr.contains("a PageRank run: its servers log their phases' times"), "{}", fit.stderr);
+    assert_eq!(fit.stderr.trim().lines().count(), 1, "{}", fit.stderr);
 }
 
 #[test]

@@ -3,13 +3,16 @@
 //! early as the one before it, the parent would have finished that much sooner — with how often
 //! the straggler model slowed it, its late and abandoned results, and its compute time against
 //! the median worker's. In a ring, where every rank waits alike and the slow one is otherwise
-//! hidden, the rank whose result was ready last is the one every other rank waited for.
+//! hidden, the rank whose result was ready last is the one every other rank waited for. A
+//! PageRank run's servers (the shuffle pattern) all meet twice an iteration, at the Shuffle
+//! after their Map and encoding, and at the exchange of the new ranks after their decoding and
+//! Reduce: at each, the server that came last is the one the others waited for.
 //!
 //! Read from the run's typed log (`rank-<r>.jsonl`), so it works on engine and simulator runs.
 
 use std::collections::{BTreeMap, HashMap};
 
-use outrun_runlog::event::{Event, Iter, Status};
+use outrun_runlog::event::{Event, Iter, Phases, Status};
 use serde::Serialize;
 
 /// One worker's share of the waiting.
@@ -42,13 +45,20 @@ pub fn blame(events: &HashMap<usize, Vec<Event>>) -> Vec<Blame> {
     let mut computes: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
     // a ring's ranks by iteration: (rank, when its result was ready)
     let mut ready: BTreeMap<u64, Vec<(usize, f64)>> = BTreeMap::new();
+    // a shuffle's servers by iteration: (rank, when it came to the Shuffle, to the new ranks)
+    let mut meets: BTreeMap<u64, Vec<(usize, [f64; 2])>> = BTreeMap::new();
     for (&rank, evs) in events {
         for e in evs {
             match e {
                 Event::Setup(s) => {
-                    if let Some(w) = s.worker {
+                    if let Some(w) = s.worker.or(s.server) {
                         entry(&mut by_rank, rank, w);
                     }
+                }
+                Event::Iteration(p) => {
+                    let (arrive, compute) = shuffle_times(p);
+                    meets.entry(p.t).or_default().push((rank, arrive));
+                    computes.entry(rank).or_default().push(compute);
                 }
                 Event::Iter(i) => {
                     if let Some(w) = i.worker {
@@ -92,6 +102,18 @@ pub fn blame(events: &HashMap<usize, Vec<Event>>) -> Vec<Blame> {
             let b = entry(&mut by_rank, rank, usize::MAX);
             b.waited_s += last - before;
             b.last_needed += 1;
+        }
+    }
+    // a shuffle: the server that came last to each of the iteration's two meetings
+    for servers in meets.values() {
+        for step in 0..2 {
+            let mut times: Vec<(usize, f64)> = servers.iter().map(|&(rank, at)| (rank, at[step])).collect();
+            times.sort_by(|a, b| a.1.total_cmp(&b.1));
+            if let [.., (_, before), (rank, last)] = times[..] {
+                let b = entry(&mut by_rank, rank, usize::MAX);
+                b.waited_s += last - before;
+                b.last_needed += 1;
+            }
         }
     }
     let median = |v: &mut Vec<f64>| {
@@ -167,6 +189,16 @@ pub fn last_needed(i: &Iter) -> Option<(usize, f64)> {
     Some((rank, (last - before).max(0.0)))
 }
 
+/// A shuffle server's iteration: when it came to the Shuffle (its Map and encoding done) and to
+/// the exchange of the new ranks (its decoding and Reduce done), on the run's clock, and its
+/// seconds of computation (the four phases without communication). Its phases follow each other
+/// from the iteration's start, so the start is the end less all of them.
+fn shuffle_times(p: &Phases) -> ([f64; 2], f64) {
+    let start = p.end - (p.map_s + p.encode_s + p.shuffle_s + p.decode_s + p.reduce_s + p.redistribute_s);
+    let arrive = [start + p.map_s + p.encode_s, p.end - p.redistribute_s];
+    (arrive, p.map_s + p.encode_s + p.decode_s + p.reduce_s)
+}
+
 /// The table `outrun blame` prints and the report shows (the `top` most blamed workers).
 pub fn markdown(rows: &[Blame], top: usize) -> String {
     let mut o = String::from(
@@ -235,5 +267,41 @@ mod tests {
         assert!((rows[0].waited_s - 0.6).abs() < 1e-12);
         assert!(rows[1..].iter().all(|b| b.waited_s == 0.0 && b.score == 0.0));
         assert_eq!(markdown(&rows, 1).lines().count(), 3);
+    }
+
+    /// A PageRank server logs its phases: the one that comes last to the Shuffle (a slow Map)
+    /// or to the new ranks (a slow decode) is charged the time since the one before it.
+    #[test]
+    fn a_shuffle_server_that_comes_last_to_a_meeting_is_charged() {
+        let it = |t: u64, end: f64, map: f64, shuffle: f64, decode: f64| {
+            format!(
+                r#"{{"ev":"iteration","t":{t},"end":{end},"map_s":{map},"encode_s":0.5,"shuffle_s":{shuffle},"decode_s":{decode},"reduce_s":0.5,"redistribute_s":1.0,"values_mapped":1,"l_bytes":1,"wire_bytes":1,"recv_bytes":1,"redistribute_bytes":1,"change_l1":0.0}}"#
+            )
+        };
+        // iteration 0 starts at 0 on every server: server 2 maps 3 s longer (its Shuffle starts
+        // at 4.5, the others' at 1.5, all end at 6); server 0 decodes 0.5 s longer than server
+        // 2 and 1 s longer than server 1. Iteration 1 is the same on every server.
+        let logs: Vec<(usize, String)> = vec![
+            (0, r#"{"ev":"setup","rank":0,"server":0,"host":"h0","at":0.0}"#.into()),
+            (1, r#"{"ev":"setup","rank":1,"server":1,"host":"h1","at":0.0}"#.into()),
+            (2, r#"{"ev":"setup","rank":2,"server":2,"host":"h2","at":0.0}"#.into()),
+            (0, it(0, 9.5, 1.0, 4.5, 2.0)),
+            (1, it(0, 8.5, 1.0, 4.5, 1.0)),
+            (2, it(0, 9.0, 4.0, 1.5, 1.5)),
+            (0, it(1, 15.0, 1.0, 1.0, 1.0)),
+            (1, it(1, 15.0, 1.0, 1.0, 1.0)),
+            (2, it(1, 15.0, 1.0, 1.0, 1.0)),
+        ];
+        let logs: Vec<(usize, &str)> = logs.iter().map(|(r, l)| (*r, l.as_str())).collect();
+        let rows = blame(&events(&logs));
+        assert_eq!(rows.iter().map(|b| b.worker).collect::<Vec<_>>(), vec![2, 0, 1]);
+        // server 2: 3 s at iteration 0's Shuffle; server 0: 0.5 s after server 2 at the new
+        // ranks; iteration 1's ties charge nothing
+        assert!((rows[0].waited_s - 3.0).abs() < 1e-9, "{rows:?}");
+        assert!((rows[1].waited_s - 0.5).abs() < 1e-9, "{rows:?}");
+        assert_eq!(rows[2].waited_s, 0.0);
+        assert!((rows[0].score - 3.0 / 3.5).abs() < 1e-9, "{rows:?}");
+        // computation: server 2's median (the upper of two) 6.5 s against the median server's 4
+        assert!(rows[0].compute_ratio > 1.5, "{rows:?}");
     }
 }

@@ -109,6 +109,14 @@ impl Fit {
     }
 }
 
+/// Why a run's logs hold nothing to fit, where they say so themselves: a PageRank run's servers
+/// log their phases' times, not compute times with the load a straggler law scales by.
+pub fn unfittable(events: &HashMap<usize, Vec<Event>>) -> Option<&'static str> {
+    events.values().flatten().any(|e| matches!(e, Event::Iteration(_))).then_some(
+        "a PageRank run: its servers log their phases' times (phases.csv), not compute times with a load, which is what outrun fit fits (the workers of every other job); `outrun blame` names the server the others waited for",
+    )
+}
+
 /// Each worker's per-point compute times (`target / load`) in iteration order, from a run's
 /// rank logs.
 pub fn samples(events: &HashMap<usize, Vec<Event>>) -> BTreeMap<usize, Vec<f64>> {

@@ -385,7 +385,8 @@ pub fn write_report(paths: &[PathBuf], opts: &Options, out: &Path) -> Result<Str
     Ok(md)
 }
 
-/// The five workers a run waited for most (nothing for a run without workers, e.g. PageRank).
+/// The five workers (a PageRank run's servers) a run waited for most (nothing where it waited
+/// for no one).
 fn blame_section(r: &Run, md: &mut String) -> Result<(), ReportError> {
     let rows = blame::blame(&read::rank_events(&r.dir)?);
     if rows.iter().any(|b| b.waited_s > 0.0) {

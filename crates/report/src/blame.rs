@@ -191,11 +191,9 @@ pub fn last_needed(i: &Iter) -> Option<(usize, f64)> {
 
 /// A shuffle server's iteration: when it came to the Shuffle (its Map and encoding done) and to
 /// the exchange of the new ranks (its decoding and Reduce done), on the run's clock, and its
-/// seconds of computation (the four phases without communication). Its phases follow each other
-/// from the iteration's start, so the start is the end less all of them.
+/// seconds of computation (the four phases without communication).
 fn shuffle_times(p: &Phases) -> ([f64; 2], f64) {
-    let start = p.end - (p.map_s + p.encode_s + p.shuffle_s + p.decode_s + p.reduce_s + p.redistribute_s);
-    let arrive = [start + p.map_s + p.encode_s, p.end - p.redistribute_s];
+    let arrive = [p.start() + p.map_s + p.encode_s, p.end - p.redistribute_s];
     (arrive, p.map_s + p.encode_s + p.decode_s + p.reduce_s)
 }
 

@@ -361,7 +361,7 @@ impl Trace {
             for e in evs {
                 let (t, at) = match e {
                     Event::Iter(i) => (i.t, i.start.or(i.sent).or(i.model).or(i.compute.compute_start)),
-                    Event::Iteration(p) => (p.t, Some(p.end - phase_times(p).iter().sum::<f64>())),
+                    Event::Iteration(p) => (p.t, Some(p.start())),
                     _ => continue,
                 };
                 if let (true, Some(at)) = (inside(t), at) {
@@ -420,15 +420,11 @@ fn args(i: &Iter, p: &Piece) -> Value {
 }
 
 /// PageRank's phases, in order, ending when the server logged them.
-fn phase_times(p: &Phases) -> [f64; 6] {
-    [p.map_s, p.encode_s, p.shuffle_s, p.decode_s, p.reduce_s, p.redistribute_s]
-}
-
 /// A server's phases as segments, named by phase.
 fn phases(rank: usize, p: &Phases, out: &mut Vec<(String, Piece, Value)>) {
     const NAMES: [&str; 6] = ["map", "encode", "shuffle", "decode", "reduce", "redistribute"];
-    let times = phase_times(p);
-    let mut at = p.end - times.iter().sum::<f64>();
+    let times = p.times();
+    let mut at = p.start();
     for (name, d) in NAMES.iter().zip(times) {
         if d > 0.0 {
             let piece = Piece { rank, x0: at, x1: at + d, seg: Seg::Compute, straggler: false };

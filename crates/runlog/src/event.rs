@@ -413,6 +413,18 @@ pub struct Phases {
     pub change_l1: f64,
 }
 
+impl Phases {
+    /// Each phase's seconds, in the order the server ran them (`phases.csv`'s).
+    pub fn times(&self) -> [f64; 6] {
+        [self.map_s, self.encode_s, self.shuffle_s, self.decode_s, self.reduce_s, self.redistribute_s]
+    }
+
+    /// When the iteration started: its phases follow each other up to `end`.
+    pub fn start(&self) -> f64 {
+        self.end - self.times().iter().sum::<f64>()
+    }
+}
+
 /// A discarded message.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Late {

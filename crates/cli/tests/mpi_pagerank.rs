@@ -91,6 +91,14 @@ r = 2
     )
 }
 
+/// `phases.csv`'s rows, column name → value.
+fn phases(rd: &Path) -> Vec<BTreeMap<String, f64>> {
+    let text = std::fs::read_to_string(rd.join("phases.csv")).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    lines.map(|l| header.iter().zip(l.split(',')).map(|(h, v)| (h.to_string(), v.parse().unwrap())).collect()).collect()
+}
+
 /// One run of the test's config (see `common::run_config`).
 fn run(dir: &Scratch, text: &str, sets: &[String], tag: &str) -> (Option<i32>, String, Option<std::path::PathBuf>) {
     run_config(dir, text, sets, tag, std::time::Duration::from_secs(60))
@@ -116,6 +124,17 @@ fn every_r(dir: &Scratch, text: &str, servers: usize, extra: &[&str], want: &BTr
                 assert!((g - w).abs() <= 1e-12 * w.abs(), "{tag}: vertex {id}: {g} vs {w}");
             }
             assert_eq!(iterations(&rd).len(), ITERATIONS, "{tag}");
+            // the turns' barriers are part of the Shuffle's time; with every transfer at once
+            // there are none, nor at r = K (no Shuffle)
+            let turns = extra.contains(&"scheme.shuffle=turns") && r < servers;
+            for row in phases(&rd) {
+                let (shuffle, lo, hi) = (row["shuffle_s"], row["barrier_min_s"], row["barrier_max_s"]);
+                if turns {
+                    assert!(0.0 < lo && lo <= hi && hi <= shuffle, "{tag}: {row:?}");
+                } else {
+                    assert!(lo == 0.0 && hi == 0.0, "{tag}: {row:?}");
+                }
+            }
             files.push(std::fs::read_to_string(rd.join("ranks.txt")).unwrap());
         }
         assert_eq!(files[0], files[1], "K = {servers}, r = {r} {extra:?}: coded and uncoded ranks differ");

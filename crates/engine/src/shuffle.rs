@@ -58,8 +58,9 @@ use crate::{agree, io_error, keep_book, open_contacts, setup_record, Progress, S
 
 /// Phases per iteration, in `phases.csv` order.
 const PHASES: [&str; 6] = ["map_s", "encode_s", "shuffle_s", "decode_s", "reduce_s", "redistribute_s"];
-/// Per-iteration numbers gathered to rank 0: the phases, then L-bytes, wire bytes, values mapped.
-const FIELDS: usize = PHASES.len() + 3;
+/// Per-iteration numbers gathered to rank 0: the phases, then L-bytes, wire bytes, values mapped
+/// and the seconds in the turns' barriers.
+const FIELDS: usize = PHASES.len() + 4;
 
 /// The tag of the new ranks' messages on the world communicator.
 const NEW_RANKS: i32 = 0x5eed;
@@ -497,6 +498,8 @@ pub(crate) fn run(
         let mut out: Vec<Vec<(Option<usize>, Vec<u8>)>> = (0..node.group_count()).map(|x| node.encode(x)).collect();
         let encode_s = lap(&clock);
         let (mut l_bytes, mut wire_bytes, mut recv_bytes) = (0u64, 0u64, 0u64);
+        // of the Shuffle's seconds, those in the barriers before its turns
+        let mut barrier_s = 0.0;
         // every transfer of the iteration, in the turns' order; empty messages are not sent
         // (their receivers know their length is 0 too)
         let mut ops: Vec<(Op, Vec<u8>)> = Vec::with_capacity(turns.len() * 2);
@@ -530,7 +533,9 @@ pub(crate) fn run(
                 let mut next = 0;
                 for &turn in &all_turns {
                     let at = Where { log: &mut log, clock: &clock, t, phase: Phase::Turn };
+                    let entered = clock.now();
                     turn_barrier(world, &patience, &others, at);
+                    barrier_s += clock.now() - entered;
                     let first = next;
                     while next < ops.len() && turn_of(&ops[next].0) == turn {
                         next += 1;
@@ -573,6 +578,7 @@ pub(crate) fn run(
             map_s,
             encode_s,
             shuffle_s,
+            barrier_s,
             decode_s,
             reduce_s,
             redistribute_s,
@@ -583,7 +589,7 @@ pub(crate) fn run(
             redistribute_bytes: 8 * (n - rows.len()),
             change_l1: state.iter().zip(pi).map(|(a, b)| (a - b).abs()).sum(),
         }));
-        stats.extend(phases.iter().copied().chain([l_bytes as f64, wire_bytes as f64, mapped as f64]));
+        stats.extend(phases.iter().copied().chain([l_bytes as f64, wire_bytes as f64, mapped as f64, barrier_s]));
         // every server applies the same new state and stops after the same iteration
         next = core.deliver(t, Frame::from_vec(state), delivered.clone(), end);
     }
@@ -619,20 +625,27 @@ pub(crate) fn run(
     }
     let iterations = stats.len() / FIELDS;
     let mut csv = Lines::create(&dir.join("phases.csv")).map_err(io)?.quiet();
-    csv.line(&format!("iteration,{},l_bytes,wire_bytes,load_l,values_mapped", PHASES.join(",")));
+    csv.line(&format!(
+        "iteration,{},l_bytes,wire_bytes,load_l,values_mapped,barrier_min_s,barrier_max_s",
+        PHASES.join(",")
+    ));
     for t in 0..iterations {
         let at = |k: usize, f: usize| all[k * stats.len() + t * FIELDS + f];
         let max: Vec<String> =
             (0..PHASES.len()).map(|f| format!("{:.6}", (0..servers).map(|k| at(k, f)).fold(0.0, f64::max))).collect();
         let sum = |f: usize| (0..servers).map(|k| at(k, f)).sum::<f64>();
         let l = sum(PHASES.len());
+        let barrier =
+            |fold: fn(f64, f64) -> f64, from: f64| (0..servers).map(|k| at(k, PHASES.len() + 3)).fold(from, fold);
         csv.line(&format!(
-            "{t},{},{},{},{:e},{}",
+            "{t},{},{},{},{:e},{},{:.6},{:.6}",
             max.join(","),
             l,
             sum(PHASES.len() + 1),
             l / (8.0 * n as f64 * n as f64),
-            sum(PHASES.len() + 2)
+            sum(PHASES.len() + 2),
+            barrier(f64::min, f64::INFINITY),
+            barrier(f64::max, 0.0)
         ));
     }
     if let Some(e) = csv.failure() {

@@ -393,6 +393,10 @@ pub struct Phases {
     pub encode_s: f64,
     /// Seconds of the Shuffle.
     pub shuffle_s: f64,
+    /// Of the Shuffle's seconds, those in the barriers before its turns (`scheme.shuffle =
+    /// "turns"`; 0 with every transfer at once, and in logs from before it was recorded).
+    #[serde(default)]
+    pub barrier_s: f64,
     /// Seconds of decoding.
     pub decode_s: f64,
     /// Seconds of the Reduce.

@@ -571,8 +571,7 @@ pub(crate) fn run(
         let redistribute_s = lap(&clock);
         recv_bytes_total += recv_bytes;
         let end = clock.now();
-        let phases = [map_s, encode_s, shuffle_s, decode_s, reduce_s, redistribute_s];
-        log.event(&Event::Iteration(Phases {
+        let record = Phases {
             t,
             end,
             map_s,
@@ -588,8 +587,10 @@ pub(crate) fn run(
             recv_bytes,
             redistribute_bytes: 8 * (n - rows.len()),
             change_l1: state.iter().zip(pi).map(|(a, b)| (a - b).abs()).sum(),
-        }));
-        stats.extend(phases.iter().copied().chain([l_bytes as f64, wire_bytes as f64, mapped as f64, barrier_s]));
+        };
+        // in PHASES' order, as `Phases::times` gives them
+        stats.extend(record.times().into_iter().chain([l_bytes as f64, wire_bytes as f64, mapped as f64, barrier_s]));
+        log.event(&Event::Iteration(record));
         // every server applies the same new state and stops after the same iteration
         next = core.deliver(t, Frame::from_vec(state), delivered.clone(), end);
     }
@@ -635,8 +636,7 @@ pub(crate) fn run(
             (0..PHASES.len()).map(|f| format!("{:.6}", (0..servers).map(|k| at(k, f)).fold(0.0, f64::max))).collect();
         let sum = |f: usize| (0..servers).map(|k| at(k, f)).sum::<f64>();
         let l = sum(PHASES.len());
-        let barrier =
-            |fold: fn(f64, f64) -> f64, from: f64| (0..servers).map(|k| at(k, PHASES.len() + 3)).fold(from, fold);
+        let barriers = (0..servers).map(|k| at(k, PHASES.len() + 3));
         csv.line(&format!(
             "{t},{},{},{},{:e},{},{:.6},{:.6}",
             max.join(","),
@@ -644,8 +644,8 @@ pub(crate) fn run(
             sum(PHASES.len() + 1),
             l / (8.0 * n as f64 * n as f64),
             sum(PHASES.len() + 2),
-            barrier(f64::min, f64::INFINITY),
-            barrier(f64::max, 0.0)
+            barriers.clone().fold(f64::INFINITY, f64::min),
+            barriers.fold(0.0, f64::max)
         ));
     }
     if let Some(e) = csv.failure() {

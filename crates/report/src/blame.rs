@@ -97,23 +97,13 @@ pub fn blame(events: &HashMap<usize, Vec<Event>>) -> Vec<Blame> {
     }
     // a ring: the rank ready last held up the others
     for times in ready.values_mut() {
-        times.sort_by(|a, b| a.1.total_cmp(&b.1));
-        if let [.., (_, before), (rank, last)] = times[..] {
-            let b = entry(&mut by_rank, rank, usize::MAX);
-            b.waited_s += last - before;
-            b.last_needed += 1;
-        }
+        charge_latest(times, &mut by_rank);
     }
     // a shuffle: the server that came last to each of the iteration's two meetings
     for servers in meets.values() {
         for step in 0..2 {
             let mut times: Vec<(usize, f64)> = servers.iter().map(|&(rank, at)| (rank, at[step])).collect();
-            times.sort_by(|a, b| a.1.total_cmp(&b.1));
-            if let [.., (_, before), (rank, last)] = times[..] {
-                let b = entry(&mut by_rank, rank, usize::MAX);
-                b.waited_s += last - before;
-                b.last_needed += 1;
-            }
+            charge_latest(&mut times, &mut by_rank);
         }
     }
     let median = |v: &mut Vec<f64>| {
@@ -187,6 +177,17 @@ pub fn last_needed(i: &Iter) -> Option<(usize, f64)> {
         [.., (_, before), (rank, last)] => (rank, last, before),
     };
     Some((rank, (last - before).max(0.0)))
+}
+
+/// Where every rank waits for every other (a ring's all-reduce, a shuffle's meeting), the rank
+/// that came last of `times` (rank, when) is charged the time since the one before it.
+fn charge_latest(times: &mut [(usize, f64)], by_rank: &mut BTreeMap<usize, Blame>) {
+    times.sort_by(|a, b| a.1.total_cmp(&b.1));
+    if let [.., (_, before), (rank, last)] = times[..] {
+        let b = entry(by_rank, rank, usize::MAX);
+        b.waited_s += last - before;
+        b.last_needed += 1;
+    }
 }
 
 /// A shuffle server's iteration: when it came to the Shuffle (its Map and encoding done) and to

@@ -751,7 +751,10 @@ impl ShuffleNode {
 
     /// The bytes this server sends in its `group`-th group: coded, one message to every other
     /// member (`[(None, bytes)]`); uncoded, each other member's segment to it (`[(Some(k),
-    /// bytes)]`, possibly empty).
+    /// bytes)]`, possibly empty), in an order that makes each member last as often as any
+    /// other: the members after this server cyclically, rotated by the group's index (sent in
+    /// this order one after the other, the last of them waits longest; in members' order the
+    /// highest-ranked was always last, and a slow sender's receivers waited in rank order).
     pub fn encode(&self, group: usize) -> Vec<(Option<usize>, Vec<u8>)> {
         let gt = &self.groups[group];
         if self.coded {
@@ -767,8 +770,14 @@ impl ShuffleNode {
             }
             vec![(None, out)]
         } else {
-            gt.rows
-                .iter()
+            let mut rows: Vec<&Row> = gt.rows.iter().collect();
+            let after = rows.partition_point(|row| row.owner < self.me);
+            rows.rotate_left(after);
+            if !rows.is_empty() {
+                let turn = gt.id % rows.len();
+                rows.rotate_left(turn);
+            }
+            rows.into_iter()
                 .map(|row| {
                     let t = row.segment_of(self.me);
                     let mut out = vec![0u8; segment_len(row.entries.len(), self.r, t)];

@@ -9,10 +9,11 @@
 //!   sender's turn is one `MPI_Ibcast` of its XOR message on the group's communicator. The
 //!   library's creation has no bound: rank 0 notes one of its own that has not returned after
 //!   10 s, and the servers then meet in a step named for it, so rank 0 names those still creating.
-//!   Uncoded: the sender sends each member its segment (`MPI_Isend`), each member receives its
-//!   own (`MPI_Irecv` of the length the graph implies), on the world communicator with a tag
-//!   of the group: no communicators to create (at K = 15, r = 5 creating them is most
-//!   of a run's setup: docs/performance.md section 9). Every transfer of an iteration is started
+//!   Uncoded: the sender sends each member its segment (`MPI_Isend`, the members after it
+//!   first, cyclically: `ShuffleNode::encode`'s order), each member receives its own
+//!   (`MPI_Irecv` of the length the graph implies), on the world communicator with a tag of the
+//!   group: no communicators to create (at K = 15, r = 5 creating them is most of a run's
+//!   setup: docs/performance.md section 9). Every transfer of an iteration is started
 //!   at once, in the turns' order (which MPI requires for the broadcasts of one communicator),
 //!   and waited for together: no deadlock, no global barrier, and groups with different members
 //!   share the links concurrently (blocking turns taken one after the other were twice as slow

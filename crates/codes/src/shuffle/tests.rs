@@ -167,6 +167,42 @@ fn t1_allocation_properties() {
     }
 }
 
+/// Uncoded, a sender serves its group's other members in an order that makes each of them
+/// last equally often (sent one after the other, the last waits longest): the members after it
+/// cyclically, rotated by the group's index; in members' order the highest-ranked was last in
+/// every turn it was in, and a slow sender's receivers waited in rank order.
+#[test]
+fn an_uncoded_sender_serves_each_member_last_as_often() {
+    let g = Graph::new(90, &det_er(90, 0.2, 1, false), false);
+    for (k, r) in [(5, 2), (6, 3)] {
+        let a = Allocation::new(90, k, r, Contiguous).unwrap();
+        // last[s][m]: turns of sender s in which m was served last
+        let mut last = vec![vec![0; k]; k];
+        for (me, served) in last.iter_mut().enumerate() {
+            let node = ShuffleNode::new(&g, &a, me, false);
+            for x in 0..node.group_count() {
+                let (members, id) = node.group(x);
+                let to: Vec<usize> =
+                    node.encode(x).into_iter().map(|(to, _)| to.expect("uncoded: one owner")).collect();
+                let mut want: Vec<usize> = members.iter().copied().filter(|&m| m > me).collect();
+                want.extend(members.iter().copied().filter(|&m| m < me));
+                want.rotate_left(id % r);
+                assert_eq!(to, want, "server {me}, group {members:?} (number {id})");
+                served[*to.last().unwrap()] += 1;
+            }
+        }
+        // every server is served last in as many turns as every other, and by no sender in half
+        // of its C(K−1, r) groups or more (in members' order, sender 0 served K − 1 last in
+        // every group of them both: 3 of 6 at K = 5, 6 of 10 at K = 6)
+        let totals: Vec<usize> = (0..k).map(|m| (0..k).map(|s| last[s][m]).sum()).collect();
+        assert!(totals.iter().all(|&t| t == totals[0]), "K = {k}, r = {r}: {totals:?}");
+        let groups = ShuffleNode::new(&g, &a, 0, false).group_count();
+        for (s, row) in last.iter().enumerate() {
+            assert!(row.iter().all(|&n| 2 * n < groups), "K = {k}, r = {r}, sender {s}: {row:?} of {groups}");
+        }
+    }
+}
+
 #[test]
 fn t2_worked_example_loads_messages_and_ranks() {
     let g = worked();

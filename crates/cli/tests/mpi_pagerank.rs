@@ -135,6 +135,15 @@ fn every_r(dir: &Scratch, text: &str, servers: usize, extra: &[&str], want: &BTr
                     assert!(lo == 0.0 && hi == 0.0, "{tag}: {row:?}");
                 }
             }
+            if turns {
+                // outrun blame charges the server busiest in its turns as well as the two
+                // meetings (the rule is its unit test's): three charges an iteration
+                let blame = outrun(&["blame", rd.to_str().unwrap(), "--json"]);
+                assert_eq!(blame.code, Some(0), "{tag}: {}", blame.stderr);
+                let rows: Vec<serde_json::Value> = serde_json::from_str(&blame.stdout).unwrap();
+                let charged: u64 = rows.iter().map(|b| b["last_needed"].as_u64().unwrap()).sum();
+                assert_eq!(charged, 3 * ITERATIONS as u64, "{tag}: {}", blame.stdout);
+            }
             files.push(std::fs::read_to_string(rd.join("ranks.txt")).unwrap());
         }
         assert_eq!(files[0], files[1], "K = {servers}, r = {r} {extra:?}: coded and uncoded ranks differ");

@@ -6,7 +6,9 @@
 //! hidden, the rank whose result was ready last is the one every other rank waited for. A
 //! PageRank run's servers (the shuffle pattern) all meet twice an iteration, at the Shuffle
 //! after their Map and encoding, and at the exchange of the new ranks after their decoding and
-//! Reduce: at each, the server that came last is the one the others waited for.
+//! Reduce: at each, the server that came last is the one the others waited for. Taking turns
+//! (`scheme.shuffle = "turns"`), a barrier of all servers precedes every turn, and the server
+//! whose own transfers took longest is the one the others waited for at those barriers.
 //!
 //! Read from the run's typed log (`rank-<r>.jsonl`), so it works on engine and simulator runs.
 
@@ -47,6 +49,8 @@ pub fn blame(events: &HashMap<usize, Vec<Event>>) -> Vec<Blame> {
     let mut ready: BTreeMap<u64, Vec<(usize, f64)>> = BTreeMap::new();
     // a shuffle's servers by iteration: (rank, when it came to the Shuffle, to the new ranks)
     let mut meets: BTreeMap<u64, Vec<(usize, [f64; 2])>> = BTreeMap::new();
+    // and (rank, seconds of its Shuffle in its turns' transfers, seconds in the turns' barriers)
+    let mut turns: BTreeMap<u64, Vec<(usize, f64, f64)>> = BTreeMap::new();
     for (&rank, evs) in events {
         for e in evs {
             match e {
@@ -58,6 +62,7 @@ pub fn blame(events: &HashMap<usize, Vec<Event>>) -> Vec<Blame> {
                 Event::Iteration(p) => {
                     let (arrive, compute) = shuffle_times(p);
                     meets.entry(p.t).or_default().push((rank, arrive));
+                    turns.entry(p.t).or_default().push((rank, p.shuffle_s - p.barrier_s, p.barrier_s));
                     computes.entry(rank).or_default().push(compute);
                 }
                 Event::Iter(i) => {
@@ -105,6 +110,14 @@ pub fn blame(events: &HashMap<usize, Vec<Event>>) -> Vec<Blame> {
             let mut times: Vec<(usize, f64)> = servers.iter().map(|&(rank, at)| (rank, at[step])).collect();
             charge_latest(&mut times, &mut by_rank);
         }
+    }
+    // a turn-taking shuffle: while a turn's transfers go on, every server outside them waits at
+    // the next turn's barrier, so the server busiest in its turns (its sends and receives: its
+    // link) held the others up by its seconds beyond the next busiest's (none with every
+    // transfer at once: no barriers, no turns)
+    for servers in turns.values().filter(|s| s.iter().any(|&(_, _, barrier)| barrier > 0.0)) {
+        let mut busy: Vec<(usize, f64)> = servers.iter().map(|&(rank, busy, _)| (rank, busy)).collect();
+        charge_latest(&mut busy, &mut by_rank);
     }
     let median = |v: &mut Vec<f64>| {
         v.sort_by(f64::total_cmp);
@@ -179,8 +192,9 @@ pub fn last_needed(i: &Iter) -> Option<(usize, f64)> {
     Some((rank, (last - before).max(0.0)))
 }
 
-/// Where every rank waits for every other (a ring's all-reduce, a shuffle's meeting), the rank
-/// that came last of `times` (rank, when) is charged the time since the one before it.
+/// Where every rank waits for every other (a ring's all-reduce, a shuffle's meeting or its
+/// turns), the rank that came last of `times` (rank, when; or how long it kept the others) is
+/// charged the time since the one before it.
 fn charge_latest(times: &mut [(usize, f64)], by_rank: &mut BTreeMap<usize, Blame>) {
     times.sort_by(|a, b| a.1.total_cmp(&b.1));
     if let [.., (_, before), (rank, last)] = times[..] {
@@ -302,5 +316,34 @@ mod tests {
         assert!((rows[0].score - 3.0 / 3.5).abs() < 1e-9, "{rows:?}");
         // computation: server 2's median (the upper of two) 6.5 s against the median server's 4
         assert!(rows[0].compute_ratio > 1.5, "{rows:?}");
+    }
+
+    /// Taking turns, the server whose transfers took longest (its Shuffle less its seconds at
+    /// the turns' barriers) is charged its seconds beyond the next busiest's; with every
+    /// transfer at once (no barriers) nobody is charged for the Shuffle.
+    #[test]
+    fn taking_turns_the_server_busiest_in_its_turns_is_charged() {
+        let it = |t: u64, barrier: f64| {
+            format!(
+                r#"{{"ev":"iteration","t":{t},"end":{},"map_s":1.0,"encode_s":0.5,"shuffle_s":10.0,"barrier_s":{barrier},"decode_s":1.0,"reduce_s":0.5,"redistribute_s":1.0,"values_mapped":1,"l_bytes":1,"wire_bytes":1,"recv_bytes":1,"redistribute_bytes":1,"change_l1":0.0}}"#,
+                14.0 * (t + 1) as f64
+            )
+        };
+        let mut logs: Vec<(usize, String)> = (0..3)
+            .map(|k| (k, format!(r#"{{"ev":"setup","rank":{k},"server":{k},"host":"h{k}","at":0.0}}"#)))
+            .collect();
+        // iteration 0 taking turns: server 1 in transfers 5 s, server 2 3 s, server 0 2 s;
+        // iteration 1 every transfer at once
+        for (k, barrier) in [(0, 8.0), (1, 5.0), (2, 7.0)] {
+            logs.push((k, it(0, barrier)));
+            logs.push((k, it(1, 0.0)));
+        }
+        let logs: Vec<(usize, &str)> = logs.iter().map(|(r, l)| (*r, l.as_str())).collect();
+        let rows = blame(&events(&logs));
+        assert_eq!((rows[0].worker, rows[0].rank), (1, 1), "{rows:?}");
+        assert!((rows[0].waited_s - 2.0).abs() < 1e-9, "{rows:?}");
+        assert_eq!(rows[0].score, 1.0);
+        // the meetings tie (every server's phases alike), so theirs charge nothing
+        assert!(rows[1..].iter().all(|b| b.waited_s == 0.0), "{rows:?}");
     }
 }

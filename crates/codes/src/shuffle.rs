@@ -752,7 +752,7 @@ impl ShuffleNode {
     /// The bytes this server sends in its `group`-th group: coded, one message to every other
     /// member (`[(None, bytes)]`); uncoded, each other member's segment to it (`[(Some(k),
     /// bytes)]`, possibly empty), in an order that makes each member last as often as any
-    /// other: the members after this server cyclically, rotated by the group's index (sent in
+    /// other: the members after this server cyclically, rotated by the sum of the members (sent in
     /// this order one after the other, the last of them waits longest; in members' order the
     /// highest-ranked was always last, and a slow sender's receivers waited in rank order).
     pub fn encode(&self, group: usize) -> Vec<(Option<usize>, Vec<u8>)> {
@@ -774,7 +774,7 @@ impl ShuffleNode {
             let after = rows.partition_point(|row| row.owner < self.me);
             rows.rotate_left(after);
             if !rows.is_empty() {
-                let turn = gt.id % rows.len();
+                let turn = gt.members.iter().sum::<usize>() % rows.len();
                 rows.rotate_left(turn);
             }
             rows.into_iter()

@@ -6,18 +6,20 @@
 //!
 //! - Coded: multicast groups are communicators created once, by their members only
 //!   (`MPI_Comm_create_group`, in the groups' lexicographic order), C(K−1, r) per server, and a
-//!   sender's turn is one `MPI_Ibcast` of its XOR message on the group's communicator. The
-//!   library's creation has no bound: rank 0 notes one of its own that has not returned after
-//!   10 s, and the servers then meet in a step named for it, so rank 0 names those still creating.
-//!   Uncoded: the sender sends each member its segment (`MPI_Isend`, the members after it
-//!   first, cyclically: `ShuffleNode::encode`'s order), each member receives its own
-//!   (`MPI_Irecv` of the length the graph implies), on the world communicator with a tag of the
-//!   group: no communicators to create (at K = 15, r = 5 creating them is most of a run's
-//!   setup: docs/performance.md section 9). Every transfer of an iteration is started
-//!   at once, in the turns' order (which MPI requires for the broadcasts of one communicator),
-//!   and waited for together: no deadlock, no global barrier, and groups with different members
-//!   share the links concurrently (blocking turns taken one after the other were twice as slow
-//!   at r = 1: docs/performance.md section 9).
+//!   sender's turn is one `MPI_Ibcast` of its XOR message on the group's communicator, whose
+//!   rank order rotates the members by their sum (`comm_order`: the broadcast's schedule then
+//!   places every server alike, not the highest-ranked last in every group). The library's
+//!   creation has no bound: rank 0 notes one of its own that has not returned after 10 s, and
+//!   the servers then meet in a step named for it, so rank 0 names those still creating.
+//!   Uncoded: the sender sends each member its segment (`MPI_Isend`, in `ShuffleNode::encode`'s
+//!   order: each member last as often as any other), each member receives its own (`MPI_Irecv`
+//!   of the length the graph implies), on the world communicator with a tag of the group: no
+//!   communicators to create (at K = 15, r = 5 creating them is most of a run's setup:
+//!   docs/performance.md section 9). Every transfer of an iteration is started at once, in the
+//!   turns' order (which MPI requires for the broadcasts of one communicator), and waited for
+//!   together: no deadlock, no global barrier, and groups with different members share the
+//!   links concurrently (blocking turns taken one after the other were twice as slow at r = 1:
+//!   docs/performance.md section 9).
 //! - `scheme.shuffle = "turns"` takes the same transfers one turn at a time, as the thesis's EC2
 //!   runs did (§2.7: only one server uses the network at a time): before every turn of every
 //!   group (all C(K, r+1) groups, lexicographic, each member in order) every server enters an
@@ -87,7 +89,7 @@ fn create_groups(world: &SimpleCommunicator, node: &ShuffleNode, rank: usize) ->
     (0..count)
         .map(|x| {
             let (members, id) = node.group(x);
-            let ranks: Vec<i32> = members.iter().map(|&m| m as i32).collect();
+            let ranks: Vec<i32> = comm_order(members).iter().map(|&m| m as i32).collect();
             let c = world
                 .split_by_subgroup_with_tag(&world.group().include(&ranks), id as i32)
                 .expect("a member gets the group's communicator");
@@ -95,6 +97,17 @@ fn create_groups(world: &SimpleCommunicator, node: &ShuffleNode, rank: usize) ->
             c
         })
         .collect()
+}
+
+/// A group's members in its communicator's rank order: rotated by the sum of their numbers, so
+/// that the positions `MPI_Ibcast`'s schedule gives a group's members fall on every server
+/// alike over the groups, not on the highest-ranked in all of them.
+fn comm_order(members: &[usize]) -> Vec<usize> {
+    let mut order = members.to_vec();
+    if !order.is_empty() {
+        order.rotate_left(members.iter().sum::<usize>() % members.len());
+    }
+    order
 }
 
 /// Rank 0's note when creating its `done`-th (from 0) of `count` groups' communicators, group
@@ -291,7 +304,8 @@ fn transfer(
         for (op, buf) in ops.iter_mut() {
             let (members, id) = node.group(op.group);
             if coded {
-                let index = |k: usize| members.iter().position(|&m| m == k).expect("a member") as i32;
+                let order = comm_order(members);
+                let index = |k: usize| order.iter().position(|&m| m == k).expect("a member") as i32;
                 let root = if op.receive { op.peer } else { rank };
                 let c = &comms[op.group];
                 requests.add(c.process_at_rank(index(root)).immediate_broadcast_into(scope, &mut buf[..]));
@@ -671,5 +685,27 @@ mod tests {
         assert!(l.ends_with("(still waiting)"), "{l}");
         let l = group_line(Duration::from_secs(30), 7, 35, 64, &[0, 2, 5, 7]);
         assert!(l.contains("group 64's communicator (ranks 0, 2, 5, 7; its group 8 of 35)"), "{l}");
+    }
+
+    /// A group's communicator order is its members rotated by their sum: over the C(5, 3)
+    /// groups of K = 5, r = 2 (each server in 6) and the C(10, 5) of K = 10, r = 4 (each in
+    /// 126) every server holds each position in as many groups as any other, give or take one
+    /// (in members' order server 0 was first and server K − 1 last in every group of theirs).
+    #[test]
+    fn the_groups_communicators_rotate_their_members() {
+        assert_eq!(comm_order(&[1, 3, 4]), [4, 1, 3]);
+        assert_eq!(comm_order(&[1, 2, 3]), [1, 2, 3]);
+        for (k, r) in [(5, 2), (10, 4)] {
+            let a = outrun_codes::ShuffleAllocation::new(2520, k, r, outrun_codes::ReducePolicy::Contiguous).unwrap();
+            let mut at = vec![vec![0usize; r + 1]; k];
+            for members in a.groups() {
+                for (position, &m) in comm_order(&members).iter().enumerate() {
+                    at[m][position] += 1;
+                }
+            }
+            let counts = at.iter().flatten();
+            let (lo, hi) = (counts.clone().min().unwrap(), counts.max().unwrap());
+            assert!(hi - lo <= 1, "K = {k}, r = {r}: {at:?}");
+        }
     }
 }

@@ -169,7 +169,7 @@ fn t1_allocation_properties() {
 
 /// Uncoded, a sender serves its group's other members in an order that makes each of them
 /// last equally often (sent one after the other, the last waits longest): the members after it
-/// cyclically, rotated by the group's index; in members' order the highest-ranked was last in
+/// cyclically, rotated by the members' sum; in members' order the highest-ranked was last in
 /// every turn it was in, and a slow sender's receivers waited in rank order.
 #[test]
 fn an_uncoded_sender_serves_each_member_last_as_often() {
@@ -186,7 +186,7 @@ fn an_uncoded_sender_serves_each_member_last_as_often() {
                     node.encode(x).into_iter().map(|(to, _)| to.expect("uncoded: one owner")).collect();
                 let mut want: Vec<usize> = members.iter().copied().filter(|&m| m > me).collect();
                 want.extend(members.iter().copied().filter(|&m| m < me));
-                want.rotate_left(id % r);
+                want.rotate_left(members.iter().sum::<usize>() % r);
                 assert_eq!(to, want, "server {me}, group {members:?} (number {id})");
                 served[*to.last().unwrap()] += 1;
             }

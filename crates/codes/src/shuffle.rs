@@ -752,9 +752,10 @@ impl ShuffleNode {
     /// The bytes this server sends in its `group`-th group: coded, one message to every other
     /// member (`[(None, bytes)]`); uncoded, each other member's segment to it (`[(Some(k),
     /// bytes)]`, possibly empty), in an order that makes each member last as often as any
-    /// other: the members after this server cyclically, rotated by the sum of the members (sent in
-    /// this order one after the other, the last of them waits longest; in members' order the
-    /// highest-ranked was always last, and a slow sender's receivers waited in rank order).
+    /// other: the members after this server cyclically, rotated by the sum of the members'
+    /// numbers (sent in this order one after the other, the last of them waits longest; in
+    /// members' order the highest-ranked was always last, and a slow sender's receivers waited
+    /// in rank order).
     pub fn encode(&self, group: usize) -> Vec<(Option<usize>, Vec<u8>)> {
         let gt = &self.groups[group];
         if self.coded {
@@ -770,15 +771,12 @@ impl ShuffleNode {
             }
             vec![(None, out)]
         } else {
-            let mut rows: Vec<&Row> = gt.rows.iter().collect();
-            let after = rows.partition_point(|row| row.owner < self.me);
-            rows.rotate_left(after);
-            if !rows.is_empty() {
-                let turn = gt.members.iter().sum::<usize>() % rows.len();
-                rows.rotate_left(turn);
-            }
-            rows.into_iter()
-                .map(|row| {
+            // the first member after this server, moved on by the members' sum
+            let n = gt.rows.len();
+            let first = gt.rows.partition_point(|row| row.owner < self.me) + gt.members.iter().sum::<usize>();
+            (0..n)
+                .map(|i| {
+                    let row = &gt.rows[(first + i) % n];
                     let t = row.segment_of(self.me);
                     let mut out = vec![0u8; segment_len(row.entries.len(), self.r, t)];
                     self.xor_segment(&row.entries, t, &mut out);

@@ -73,13 +73,27 @@ const GROUPS: i32 = 0x100;
 // group numbers are below MAX_SUBSETS; MPI allows tags up to at least 32 767
 const _: () = assert!(GROUPS as u64 + outrun_codes::MAX_SUBSETS <= NEW_RANKS as u64 && NEW_RANKS < 32_767);
 
+/// A multicast group's communicator, and its members in the communicator's rank order
+/// ([`comm_order`]): a broadcast's root is named by its place there.
+struct Multicast {
+    comm: SimpleCommunicator,
+    ranks: Vec<usize>,
+}
+
+impl Multicast {
+    /// `server`'s rank in the group's communicator.
+    fn rank_of(&self, server: usize) -> i32 {
+        self.ranks.iter().position(|&m| m == server).expect("a member") as i32
+    }
+}
+
 /// This server's multicast groups' communicators, created in the groups' order by their members
 /// only (`MPI_Comm_create_group`, which returns once every member has called it). Rank 0 notes
 /// a creation that has not returned after 10 s (and at every tripling): with a member stopped or
 /// gone, every server of its groups would otherwise wait there in the library without a word
 /// until the launcher's bound. One rank watches, so the run gets one line; the servers outside
 /// rank 0's stalled groups are named by rank 0's wait in the step that follows.
-fn create_groups(world: &SimpleCommunicator, node: &ShuffleNode, rank: usize) -> Vec<SimpleCommunicator> {
+fn create_groups(world: &SimpleCommunicator, node: &ShuffleNode, rank: usize) -> Vec<Multicast> {
     let count = node.group_count();
     let groups: Vec<(Vec<usize>, usize)> = (0..count).map(|x| (node.group(x).0.to_vec(), node.group(x).1)).collect();
     let watch = crate::watch::StallWatch::start(rank == 0 && count > 0, move |waited, done| {
@@ -89,12 +103,13 @@ fn create_groups(world: &SimpleCommunicator, node: &ShuffleNode, rank: usize) ->
     (0..count)
         .map(|x| {
             let (members, id) = node.group(x);
-            let ranks: Vec<i32> = comm_order(members).iter().map(|&m| m as i32).collect();
-            let c = world
-                .split_by_subgroup_with_tag(&world.group().include(&ranks), id as i32)
+            let ranks = comm_order(members);
+            let include: Vec<i32> = ranks.iter().map(|&m| m as i32).collect();
+            let comm = world
+                .split_by_subgroup_with_tag(&world.group().include(&include), id as i32)
                 .expect("a member gets the group's communicator");
             watch.done(x as u64 + 1);
-            c
+            Multicast { comm, ranks }
         })
         .collect()
 }
@@ -285,7 +300,7 @@ fn servers_named(ranks: &[usize]) -> String {
 fn transfer(
     node: &ShuffleNode,
     world: &SimpleCommunicator,
-    comms: &[SimpleCommunicator],
+    comms: &[Multicast],
     ops: &mut [(Op, Vec<u8>)],
     coded: bool,
     wait: &Patience<'_>,
@@ -302,15 +317,13 @@ fn transfer(
         .collect();
     mpi::request::multiple_scope(count, |scope, requests| {
         for (op, buf) in ops.iter_mut() {
-            let (members, id) = node.group(op.group);
             if coded {
-                let order = comm_order(members);
-                let index = |k: usize| order.iter().position(|&m| m == k).expect("a member") as i32;
-                let root = if op.receive { op.peer } else { rank };
-                let c = &comms[op.group];
-                requests.add(c.process_at_rank(index(root)).immediate_broadcast_into(scope, &mut buf[..]));
+                let (group, root) = (&comms[op.group], if op.receive { op.peer } else { rank });
+                let root = group.comm.process_at_rank(group.rank_of(root));
+                requests.add(root.immediate_broadcast_into(scope, &mut buf[..]));
             } else {
                 // servers are the world's ranks; a pair's messages of one group keep their order
+                let id = node.group(op.group).1;
                 let (peer, tag) = (world.process_at_rank(op.peer as i32), GROUPS + id as i32);
                 if op.receive {
                     requests.add(peer.immediate_receive_into_with_tag(scope, &mut buf[..], tag));

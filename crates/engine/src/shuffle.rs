@@ -34,9 +34,12 @@
 //!   wait until the launcher's bound. The logging server says it at `run.deadline`; the others
 //!   wait longer (one of them speaks only where the logging server is the silent one), so the
 //!   line is one.
-//! - Each server logs its phases per iteration in `rank-<k>.jsonl` (flushed line by line); after
-//!   the loop rank 0 gathers them once (through its named wait) and writes `phases.csv` (per
-//!   iteration: each phase's maximum over servers, bytes summed over servers).
+//! - Each server logs its phases per iteration in `rank-<k>.jsonl` (flushed line by line), and
+//!   per other server when the last message that did not pass through it arrived (its
+//!   transfers are waited for with `MPI_Testsome`, noting each as it completes: `outrun blame`
+//!   finds a slow link by them); after the loop rank 0 gathers the phases once (through its
+//!   named wait) and writes
+//!   `phases.csv` (per iteration: each phase's maximum over servers, bytes summed over servers).
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -50,7 +53,7 @@ use outrun_config::ShuffleSchedule;
 use outrun_driver::{write_header, Core};
 use outrun_plan::Pattern;
 use outrun_proto::{Contacts, Delivered, Frame, Histogram, Input};
-use outrun_runlog::event::{Event, Phases, Setup, Shutdown, Traffic};
+use outrun_runlog::event::{Arrival, Event, Phases, Setup, Shutdown, Traffic};
 use outrun_runlog::{Lines, Summary};
 use outrun_workloads::Job;
 
@@ -143,6 +146,8 @@ struct Op {
     group: usize,
     peer: usize,
     receive: bool,
+    /// When it completed (the server's clock; set by [`transfer`]).
+    done: f64,
 }
 
 /// How a server waits for its transfers and the new ranks: polling as `engine.idle` resolves
@@ -163,14 +168,16 @@ struct Patience<'a> {
 
 impl Patience<'_> {
     /// Wait for every request of `requests`, the i-th of which waits for the servers `peers[i].0`
-    /// (a receive when `peers[i].1`). Past the bound, give up (`at`) naming the servers it still
-    /// waits for, as "server 2 (rank 2) to send" (or, when every receive is in, "… to take what
-    /// it sent"): the job ends there, inside the requests' scope (whose requests may not be
-    /// dropped incomplete).
+    /// (a receive when `peers[i].1`); with `when`, note in `when[i]` when (`at.clock`) the i-th
+    /// completed. Past the bound, give up (`at`) naming the servers it still waits for, as
+    /// "server 2 (rank 2) to send" (or, when every receive is in, "… to take what it sent"): the
+    /// job ends there, inside the requests' scope (whose requests may not be dropped
+    /// incomplete).
     fn wait_for<D: ?Sized>(
         &self,
         requests: &mut RequestCollection<'_, D>,
         peers: &[(Vec<usize>, bool)],
+        mut when: Option<&mut [f64]>,
         at: Where<'_>,
     ) {
         let (mut t0, mut last) = (Instant::now(), Instant::now());
@@ -178,8 +185,28 @@ impl Patience<'_> {
         // a lockstep exchange, as the ring's steps: poll for a while before sleeping
         let mut backoff = Backoff::of(self.idle, self.poll_us, true);
         let mut done = Vec::with_capacity(peers.len());
-        // MPI_Testall: one call per poll, and no request is touched until all are complete
-        while !requests.test_all(&mut done) {
+        let mut finished = vec![false; peers.len()];
+        let clock = at.clock;
+        loop {
+            // timed: MPI_Testsome, noting each request as it completes (it may not be called
+            // once every request is: it would answer MPI_UNDEFINED); else MPI_Testall, one call
+            // per poll, no request touched until all are complete
+            let all = match when.as_deref_mut() {
+                Some(_) if requests.incomplete() == 0 => true,
+                Some(times) => {
+                    requests.test_some(&mut done);
+                    let now = if done.is_empty() { 0.0 } else { clock.now() };
+                    for &(i, _, _) in &done {
+                        times[i] = now;
+                        finished[i] = true;
+                    }
+                    requests.incomplete() == 0
+                }
+                None => requests.test_all(&mut done),
+            };
+            if all {
+                break;
+            }
             // a server that was away itself (stopped and resumed: the job's teardown resumes a
             // stopped rank before it ends it) does not blame the others for that time, up to one
             // bound's worth (a host so loaded that it is away every poll still gives up); one
@@ -192,7 +219,6 @@ impl Patience<'_> {
                 excused += gap;
             }
             if (now - t0).as_secs_f64() > self.bound() {
-                let mut finished = vec![false; peers.len()];
                 requests.test_some(&mut done);
                 if requests.incomplete() == 0 {
                     return; // all came in at the last moment
@@ -296,7 +322,8 @@ fn servers_named(ranks: &[usize]) -> String {
 /// (coded: `comms`), `MPI_Isend` / `MPI_Irecv` on `world` tagged by the group (uncoded:
 /// [`GROUPS`]) — and wait for all of them: groups with different members proceed concurrently,
 /// limited only by the links. Each member posts its groups' broadcasts in the turns' order (the
-/// order MPI requires per communicator).
+/// order MPI requires per communicator). Each transfer's `Op::done` is set to when it
+/// completed.
 fn transfer(
     node: &ShuffleNode,
     world: &SimpleCommunicator,
@@ -315,6 +342,7 @@ fn transfer(
             (false, true) => (node.group(op.group).0.iter().copied().filter(|&m| m != rank).collect(), false),
         })
         .collect();
+    let mut when = vec![0.0; count];
     mpi::request::multiple_scope(count, |scope, requests| {
         for (op, buf) in ops.iter_mut() {
             if coded {
@@ -332,8 +360,11 @@ fn transfer(
                 }
             }
         }
-        wait.wait_for(requests, &peers, at)
-    })
+        wait.wait_for(requests, &peers, Some(&mut when), at)
+    });
+    for ((op, _), done) in ops.iter_mut().zip(when) {
+        op.done = done;
+    }
 }
 
 /// The barrier of all servers before a turn of the turn-taking Shuffle (`MPI_Ibarrier`, waited
@@ -341,7 +372,7 @@ fn transfer(
 fn turn_barrier(world: &SimpleCommunicator, wait: &Patience<'_>, others: &[(Vec<usize>, bool)], at: Where<'_>) {
     mpi::request::multiple_scope(1, |_, requests| {
         requests.add(world.immediate_barrier());
-        wait.wait_for(requests, others, at)
+        wait.wait_for(requests, others, None, at)
     })
 }
 
@@ -375,7 +406,7 @@ fn new_ranks(
             requests.add(world.process_at_rank(k as i32).immediate_send_with_tag(scope, rows, NEW_RANKS));
             peers.push((vec![k], false));
         }
-        wait.wait_for(requests, &peers, at)
+        wait.wait_for(requests, &peers, None, at)
     })
 }
 
@@ -540,13 +571,13 @@ pub(crate) fn run(
                     }
                     l_bytes += bytes.len() as u64;
                     wire_bytes += (bytes.len() * if to.is_some() { 1 } else { members.len() - 1 }) as u64;
-                    ops.push((Op { group: turn.group, peer: to.unwrap_or(rank), receive: false }, bytes));
+                    ops.push((Op { group: turn.group, peer: to.unwrap_or(rank), receive: false, done: 0.0 }, bytes));
                 }
             } else {
                 let want = node.expected_len(turn.group, turn.sender);
                 if want > 0 {
                     recv_bytes += want as u64;
-                    ops.push((Op { group: turn.group, peer: turn.sender, receive: true }, vec![0u8; want]));
+                    ops.push((Op { group: turn.group, peer: turn.sender, receive: true, done: 0.0 }, vec![0u8; want]));
                 }
             }
         }
@@ -577,11 +608,24 @@ pub(crate) fn run(
             }
         }
         let shuffle_s = lap(&clock);
-        let received = ops.into_iter().filter(|(op, _)| op.receive).map(|(op, bytes)| (op.group, op.peer, bytes));
-        for (group, sender, bytes) in received {
+        // per other server, when the last message here that did not pass through it arrived
+        let mut without = vec![f64::NEG_INFINITY; servers];
+        let mut through = vec![false; servers];
+        for (op, bytes) in ops.into_iter().filter(|(op, _)| op.receive) {
+            // uncoded its sender and this server; coded every member of its group
+            through.fill(false);
+            if coded {
+                node.group(op.group).0.iter().for_each(|&m| through[m] = true);
+            } else {
+                (through[op.peer], through[rank]) = (true, true);
+            }
+            for (w, _) in without.iter_mut().zip(&through).filter(|(_, &t)| !t) {
+                *w = w.max(op.done);
+            }
             // lengths come from the same graph on every server (fingerprints compared at setup)
-            node.decode(group, sender, bytes).expect("a message of the length the graph implies");
+            node.decode(op.group, op.peer, bytes).expect("a message of the length the graph implies");
         }
+        let without = without.into_iter().enumerate().filter(|(_, at)| at.is_finite());
         node.unpack();
         let decode_s = lap(&clock);
         rows.clear();
@@ -615,6 +659,7 @@ pub(crate) fn run(
             recv_bytes,
             redistribute_bytes: 8 * (n - rows.len()),
             change_l1: state.iter().zip(pi).map(|(a, b)| (a - b).abs()).sum(),
+            last_without: Some(without.map(|(rank, at)| Arrival { rank, at, round: 0 }).collect()),
         };
         // in PHASES' order, as `Phases::times` gives them
         stats.extend(record.times().into_iter().chain([l_bytes as f64, wire_bytes as f64, mapped as f64, barrier_s]));

@@ -8,13 +8,16 @@
 //! after their Map and encoding, and at the exchange of the new ranks after their decoding and
 //! Reduce: at each, the server that came last is the one the others waited for. Taking turns
 //! (`scheme.shuffle = "turns"`), a barrier of all servers precedes every turn, and the server
-//! whose own transfers took longest is the one the others waited for at those barriers.
+//! whose own transfers took longest is the one the others waited for at those barriers. With
+//! every transfer at once, a slow link holds up every server's Shuffle alike; each server logs,
+//! per other server, when the last message that did not pass through it arrived, and the server
+//! without whose messages the Shuffle's last message would have come soonest is the one.
 //!
 //! Read from the run's typed log (`rank-<r>.jsonl`), so it works on engine and simulator runs.
 
 use std::collections::{BTreeMap, HashMap};
 
-use outrun_runlog::event::{Event, Iter, Phases, Status};
+use outrun_runlog::event::{Arrival, Event, Iter, Phases, Status};
 use serde::Serialize;
 
 /// One worker's share of the waiting.
@@ -51,6 +54,8 @@ pub fn blame(events: &HashMap<usize, Vec<Event>>) -> Vec<Blame> {
     let mut meets: BTreeMap<u64, Vec<(usize, [f64; 2])>> = BTreeMap::new();
     // and (rank, seconds of its Shuffle in its turns' transfers, seconds in the turns' barriers)
     let mut turns: BTreeMap<u64, Vec<(usize, f64, f64)>> = BTreeMap::new();
+    // and (rank, per other server when its last message not through that server arrived)
+    let mut links: BTreeMap<u64, Vec<(usize, &[Arrival])>> = BTreeMap::new();
     for (&rank, evs) in events {
         for e in evs {
             match e {
@@ -63,6 +68,9 @@ pub fn blame(events: &HashMap<usize, Vec<Event>>) -> Vec<Blame> {
                     let (arrive, compute) = shuffle_times(p);
                     meets.entry(p.t).or_default().push((rank, arrive));
                     turns.entry(p.t).or_default().push((rank, p.shuffle_s - p.barrier_s, p.barrier_s));
+                    if let Some(w) = &p.last_without {
+                        links.entry(p.t).or_default().push((rank, w));
+                    }
                     computes.entry(rank).or_default().push(compute);
                 }
                 Event::Iter(i) => {
@@ -113,11 +121,16 @@ pub fn blame(events: &HashMap<usize, Vec<Event>>) -> Vec<Blame> {
     }
     // a turn-taking shuffle: while a turn's transfers go on, every server outside them waits at
     // the next turn's barrier, so the server busiest in its turns (its sends and receives: its
-    // link) held the others up by its seconds beyond the next busiest's (none with every
-    // transfer at once: no barriers, no turns)
-    for servers in turns.values().filter(|s| s.iter().any(|&(_, _, barrier)| barrier > 0.0)) {
-        let mut busy: Vec<(usize, f64)> = servers.iter().map(|&(rank, busy, _)| (rank, busy)).collect();
-        charge_latest(&mut busy, &mut by_rank);
+    // link) held the others up by its seconds beyond the next busiest's; with every transfer at
+    // once (no barriers), the server whose messages delayed the Shuffle's last one most
+    for (t, servers) in &turns {
+        if servers.iter().any(|&(_, _, barrier)| barrier > 0.0) {
+            let mut busy: Vec<(usize, f64)> = servers.iter().map(|&(rank, busy, _)| (rank, busy)).collect();
+            charge_latest(&mut busy, &mut by_rank);
+        } else if let (Some(received), Some(meet)) = (links.get(t), meets.get(t)) {
+            let mut savings = link_savings(received, meet);
+            charge_latest(&mut savings, &mut by_rank);
+        }
     }
     let median = |v: &mut Vec<f64>| {
         v.sort_by(f64::total_cmp);
@@ -202,6 +215,34 @@ fn charge_latest(times: &mut [(usize, f64)], by_rank: &mut BTreeMap<usize, Blame
         b.waited_s += last - before;
         b.last_needed += 1;
     }
+}
+
+/// With every transfer of a Shuffle at once, what each server's links cost it: the last message
+/// of all arrived at the latest of `received`'s times (per receiver, per other server s, when
+/// the last message that did not pass through s arrived), and without the messages through s at
+/// the latest of those not through s; s saves the difference, less how late it came to the
+/// Shuffle after every other server (`meet`: rank, when it came to the Shuffle and to the new
+/// ranks), which the meeting charged (its messages left that much later). A slow link slows
+/// every message through its server, so that server saves the most; a message that merely came
+/// last saves the servers it passed through alike.
+fn link_savings(received: &[(usize, &[Arrival])], meet: &[(usize, [f64; 2])]) -> Vec<(usize, f64)> {
+    let latest = |skip: Option<usize>| {
+        received
+            .iter()
+            .filter(|&&(to, _)| Some(to) != skip)
+            .flat_map(|&(_, w)| w.iter().filter(|a| skip.is_none_or(|s| a.rank == s)).map(|a| a.at))
+            .reduce(f64::max)
+    };
+    let Some(all) = latest(None) else { return Vec::new() };
+    let late = |s: usize| {
+        let others = meet.iter().filter(|&&(k, _)| k != s).map(|&(_, at)| at[0]).reduce(f64::max);
+        let mine = meet.iter().find(|&&(k, _)| k == s).map(|&(_, at)| at[0]);
+        match (mine, others) {
+            (Some(m), Some(o)) => (m - o).max(0.0),
+            _ => 0.0,
+        }
+    };
+    meet.iter().filter_map(|&(s, _)| Some((s, (all - latest(Some(s))? - late(s)).max(0.0)))).collect()
 }
 
 /// A shuffle server's iteration: when it came to the Shuffle (its Map and encoding done) and to
@@ -320,7 +361,8 @@ mod tests {
 
     /// Taking turns, the server whose transfers took longest (its Shuffle less its seconds at
     /// the turns' barriers) is charged its seconds beyond the next busiest's; with every
-    /// transfer at once (no barriers) nobody is charged for the Shuffle.
+    /// transfer at once (no barriers) and no `last_without` logged (a log from before it),
+    /// nobody is charged for the Shuffle.
     #[test]
     fn taking_turns_the_server_busiest_in_its_turns_is_charged() {
         let it = |t: u64, barrier: f64| {
@@ -345,5 +387,61 @@ mod tests {
         assert_eq!(rows[0].score, 1.0);
         // the meetings tie (every server's phases alike), so theirs charge nothing
         assert!(rows[1..].iter().all(|b| b.waited_s == 0.0), "{rows:?}");
+    }
+
+    /// With every transfer at once, the server whose messages were all slow (its link) is
+    /// charged what they delayed the Shuffle's last message beyond any other server's; a server
+    /// late to the Shuffle (a slow Map) is charged at the meeting only.
+    #[test]
+    fn at_once_the_server_whose_messages_were_all_slow_is_charged() {
+        // (iteration, end, map_s, shuffle_s, receiver, when the message from each server came):
+        // encode 0.5, decode 1, reduce 0.5 and redistribute 1 s on every server; the receiver
+        // logs, per other server s, the last message not from s (uncoded: a message passes
+        // through its sender and receiver)
+        let it = |t: u64, end: f64, map: f64, shuffle: f64, to: usize, from: &dyn Fn(usize) -> f64| {
+            let w: Vec<String> = (0..4)
+                .filter(|&s| s != to)
+                .map(|s| {
+                    let last = (0..4).filter(|&j| j != to && j != s).map(from).fold(f64::MIN, f64::max);
+                    format!("[{s},{last}]")
+                })
+                .collect();
+            format!(
+                r#"{{"ev":"iteration","t":{t},"end":{end},"map_s":{map},"encode_s":0.5,"shuffle_s":{shuffle},"decode_s":1.0,"reduce_s":0.5,"redistribute_s":1.0,"values_mapped":1,"l_bytes":1,"wire_bytes":1,"recv_bytes":1,"redistribute_bytes":1,"change_l1":0.0,"last_without":[{}]}}"#,
+                w.join(",")
+            )
+        };
+        let mut logs: Vec<(usize, String)> = (0..4)
+            .map(|k| (k, format!(r#"{{"ev":"setup","rank":{k},"server":{k},"host":"h{k}","at":0.0}}"#)))
+            .collect();
+        for k in 0..4usize {
+            // iteration 0: every Shuffle from 1.5 to 7.5; a message takes 2 s, 6 s to or from
+            // server 3 (its link), but 5.5 s from server 1 to it
+            let slow = |j: usize| match (j, k) {
+                (1, 3) => 7.0,
+                (3, _) | (_, 3) => 7.5,
+                _ => 3.5,
+            };
+            logs.push((k, it(0, 10.0, 1.0, 6.0, k, &slow)));
+            // iteration 1 from 10: server 2 maps 3 s longer (its Shuffle from 14.5, the others'
+            // from 11.5); every message takes 2 s from the later of its two servers' start
+            let start = |j: usize| if j == 2 { 14.5f64 } else { 11.5 };
+            let (map, shuffle) = if k == 2 { (4.0, 2.0) } else { (1.0, 5.0) };
+            logs.push((k, it(1, 19.0, map, shuffle, k, &|j| start(j).max(start(k)) + 2.0)));
+        }
+        let logs: Vec<(usize, &str)> = logs.iter().map(|(r, l)| (*r, l.as_str())).collect();
+        let rows = blame(&events(&logs));
+        assert_eq!(rows.iter().map(|b| b.worker).take(2).collect::<Vec<_>>(), vec![3, 2], "{rows:?}");
+        // server 3: the last message at 7.5, 3.5 without those through it; without any other
+        // server's still 7.5
+        assert!((rows[0].waited_s - 4.0).abs() < 1e-9, "{rows:?}");
+        // server 2: 3 s at iteration 1's Shuffle; its messages came 3 s after the others', no
+        // more than it came late
+        assert!((rows[1].waited_s - 3.0).abs() < 1e-9, "{rows:?}");
+        assert!(rows[2..].iter().all(|b| b.waited_s == 0.0), "{rows:?}");
+        // every message through every server (two servers, or one group of all): nobody
+        let meet = [(0, [1.0, 5.0]), (1, [1.0, 5.0])];
+        assert!(link_savings(&[(0, &[][..]), (1, &[][..])], &meet).is_empty());
+        assert!(link_savings(&[], &meet).is_empty());
     }
 }

@@ -165,6 +165,11 @@ fn every_r(dir: &Scratch, text: &str, servers: usize, extra: &[&str], want: &BTr
             assert_eq!(blame.code, Some(0), "{tag}: {}", blame.stderr);
             let rows: Vec<serde_json::Value> = serde_json::from_str(&blame.stdout).unwrap();
             let charged = rows.iter().map(|b| b["last_needed"].as_u64().unwrap()).sum::<u64>() as usize;
+            // the part charged for transfers is part of the waiting
+            for b in &rows {
+                let (link, waited) = (b["link_s"].as_f64().unwrap(), b["waited_s"].as_f64().unwrap());
+                assert!(0.0 <= link && link <= waited, "{tag}: {b}");
+            }
             let each = if (turns && r < servers) || (!turns && !through_all) { 3 } else { 2 };
             if turns || told || through_all {
                 assert_eq!(charged, each * ITERATIONS, "{tag}: {}", blame.stdout);

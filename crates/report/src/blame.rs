@@ -31,6 +31,10 @@ pub struct Blame {
     pub waited_s: f64,
     /// Iterations in which its result was the last one its parent needed.
     pub last_needed: usize,
+    /// Of `waited_s`, the seconds charged for a shuffle server's transfers (its turns, or the
+    /// Shuffle's messages through it: its link) rather than for coming late to a meeting (its
+    /// computation); 0 elsewhere.
+    pub link_s: f64,
     /// Its share of all the waiting attributed to workers (0–1): the score it is ranked by.
     pub score: f64,
     /// Iterations the straggler model made it slow.
@@ -110,13 +114,13 @@ pub fn blame(events: &HashMap<usize, Vec<Event>>) -> Vec<Blame> {
     }
     // a ring: the rank ready last held up the others
     for times in ready.values_mut() {
-        charge_latest(times, &mut by_rank);
+        charge_latest(times, &mut by_rank, false);
     }
     // a shuffle: the server that came last to each of the iteration's two meetings
     for servers in meets.values() {
         for step in 0..2 {
             let mut times: Vec<(usize, f64)> = servers.iter().map(|&(rank, at)| (rank, at[step])).collect();
-            charge_latest(&mut times, &mut by_rank);
+            charge_latest(&mut times, &mut by_rank, false);
         }
     }
     // a turn-taking shuffle: while a turn's transfers go on, every server outside them waits at
@@ -126,10 +130,10 @@ pub fn blame(events: &HashMap<usize, Vec<Event>>) -> Vec<Blame> {
     for (t, servers) in &turns {
         if servers.iter().any(|&(_, _, barrier)| barrier > 0.0) {
             let mut busy: Vec<(usize, f64)> = servers.iter().map(|&(rank, busy, _)| (rank, busy)).collect();
-            charge_latest(&mut busy, &mut by_rank);
+            charge_latest(&mut busy, &mut by_rank, true);
         } else if let (Some(received), Some(meet)) = (links.get(t), meets.get(t)) {
             let mut savings = link_savings(received, meet);
-            charge_latest(&mut savings, &mut by_rank);
+            charge_latest(&mut savings, &mut by_rank, true);
         }
     }
     let median = |v: &mut Vec<f64>| {
@@ -167,6 +171,7 @@ fn entry(by_rank: &mut BTreeMap<usize, Blame>, rank: usize, worker: usize) -> &m
         rank,
         waited_s: 0.0,
         last_needed: 0,
+        link_s: 0.0,
         score: 0.0,
         straggled: 0,
         late: 0,
@@ -206,14 +211,18 @@ pub fn last_needed(i: &Iter) -> Option<(usize, f64)> {
 }
 
 /// Where every rank waits for every other (a ring's all-reduce, a shuffle's meeting or its
-/// turns), the rank that came last of `times` (rank, when; or how long it kept the others) is
-/// charged the time since the one before it.
-fn charge_latest(times: &mut [(usize, f64)], by_rank: &mut BTreeMap<usize, Blame>) {
-    times.sort_by(|a, b| a.1.total_cmp(&b.1));
+/// transfers), the rank that came last of `times` (rank, when; or how long it kept the others)
+/// is charged the time since the one before it (for its `link` too when it is a transfers').
+fn charge_latest(times: &mut [(usize, f64)], by_rank: &mut BTreeMap<usize, Blame>, link: bool) {
+    // a tie goes to the higher rank, whatever order the logs were read in
+    times.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
     if let [.., (_, before), (rank, last)] = times[..] {
         let b = entry(by_rank, rank, usize::MAX);
         b.waited_s += last - before;
         b.last_needed += 1;
+        if link {
+            b.link_s += last - before;
+        }
     }
 }
 
@@ -253,15 +262,19 @@ fn shuffle_times(p: &Phases) -> ([f64; 2], f64) {
     (arrive, p.map_s + p.encode_s + p.decode_s + p.reduce_s)
 }
 
-/// The table `outrun blame` prints and the report shows (the `top` most blamed workers).
+/// The table `outrun blame` prints and the report shows (the `top` most blamed workers); with
+/// a column for the part charged for transfers where any was (a shuffle's servers).
 pub fn markdown(rows: &[Blame], top: usize) -> String {
-    let mut o = String::from(
-        "| worker | rank | waited ms (last needed) | iterations last needed | score | straggled | late | abandoned | compute / median |\n|---|---|---|---|---|---|---|---|---|\n",
+    let links = rows.iter().any(|b| b.link_s > 0.0);
+    let (head, rule) = if links { (" of which transfers ms |", "---|") } else { ("", "") };
+    let mut o = format!(
+        "| worker | rank | waited ms (last needed) |{head} iterations last needed | score | straggled | late | abandoned | compute / median |\n|---|---|---|{rule}---|---|---|---|---|---|\n",
     );
     for b in rows.iter().take(top) {
         let ratio = if b.compute_ratio.is_finite() { format!("{:.2}", b.compute_ratio) } else { "-".into() };
+        let link = if links { format!(" {:.1} |", b.link_s * 1e3) } else { String::new() };
         o.push_str(&format!(
-            "| {} | {} | {:.1} | {} | {:.2} | {} | {} | {} | {ratio} |\n",
+            "| {} | {} | {:.1} |{link} {} | {:.2} | {} | {} | {} | {ratio} |\n",
             b.worker,
             b.rank,
             b.waited_s * 1e3,
@@ -321,6 +334,8 @@ mod tests {
         assert!((rows[0].waited_s - 0.6).abs() < 1e-12);
         assert!(rows[1..].iter().all(|b| b.waited_s == 0.0 && b.score == 0.0));
         assert_eq!(markdown(&rows, 1).lines().count(), 3);
+        // no transfers charged: no column for them
+        assert!(!markdown(&rows, 1).contains("transfers"));
     }
 
     /// A PageRank server logs its phases: the one that comes last to the Shuffle (a slow Map)
@@ -384,7 +399,7 @@ mod tests {
         let rows = blame(&events(&logs));
         assert_eq!((rows[0].worker, rows[0].rank), (1, 1), "{rows:?}");
         assert!((rows[0].waited_s - 2.0).abs() < 1e-9, "{rows:?}");
-        assert_eq!(rows[0].score, 1.0);
+        assert_eq!((rows[0].score, rows[0].link_s), (1.0, rows[0].waited_s));
         // the meetings tie (every server's phases alike), so theirs charge nothing
         assert!(rows[1..].iter().all(|b| b.waited_s == 0.0), "{rows:?}");
     }
@@ -433,8 +448,15 @@ mod tests {
         let rows = blame(&events(&logs));
         assert_eq!(rows.iter().map(|b| b.worker).take(2).collect::<Vec<_>>(), vec![3, 2], "{rows:?}");
         // server 3: the last message at 7.5, 3.5 without those through it; without any other
-        // server's still 7.5
+        // server's still 7.5; all of it for its transfers
         assert!((rows[0].waited_s - 4.0).abs() < 1e-9, "{rows:?}");
+        assert!((rows[0].link_s - 4.0).abs() < 1e-9, "{rows:?}");
+        // server 2's 3 s are for coming late, none for its transfers
+        assert_eq!(rows[1].link_s, 0.0, "{rows:?}");
+        let table = markdown(&rows, 2);
+        assert!(table.starts_with("| worker | rank | waited ms (last needed) | of which transfers ms |"), "{table}");
+        assert!(table.contains("| 3 | 3 | 4000.0 | 4000.0 |"), "{table}");
+        assert!(table.contains("| 2 | 2 | 3000.0 | 0.0 |"), "{table}");
         // server 2: 3 s at iteration 1's Shuffle; its messages came 3 s after the others', no
         // more than it came late
         assert!((rows[1].waited_s - 3.0).abs() < 1e-9, "{rows:?}");

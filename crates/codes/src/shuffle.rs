@@ -371,6 +371,45 @@ impl Allocation {
         combinations(self.servers, self.r + 1).collect()
     }
 
+    /// The order in which the servers create their groups' communicators (each group's
+    /// lexicographic index, [`groups`](Self::groups)), in rounds of disjoint groups: each round
+    /// takes, in lexicographic order, every group left whose members no group of the round has
+    /// taken yet. Creating a communicator waits for every member, and a server creates its
+    /// groups one after the other, so in lexicographic order consecutive groups share their
+    /// first member and every creation waited for the one before it (C(K, r + 1) in a row);
+    /// in rounds the groups of a round are created at once, by different servers. Every server
+    /// creating its own groups in this order cannot deadlock (the first group not yet created
+    /// has every member at it).
+    ///
+    /// ```
+    /// # use outrun_codes::{ShuffleAllocation, ReducePolicy};
+    /// // K = 4, r = 1: the six pairs in three rounds of two
+    /// let a = ShuffleAllocation::new(12, 4, 1, ReducePolicy::Contiguous).unwrap();
+    /// let groups = a.groups();
+    /// let order: Vec<Vec<usize>> = a.creation_order().into_iter().map(|g| groups[g].clone()).collect();
+    /// assert_eq!(order, [[0, 1], [2, 3], [0, 2], [1, 3], [0, 3], [1, 2]]);
+    /// ```
+    pub fn creation_order(&self) -> Vec<usize> {
+        let (groups, size) = (self.groups(), self.r + 1);
+        let mut left: Vec<usize> = (0..groups.len()).collect();
+        let mut order = Vec::with_capacity(groups.len());
+        let mut taken = vec![false; self.servers];
+        while !left.is_empty() {
+            taken.fill(false);
+            let mut free = self.servers;
+            left.retain(|&g| {
+                let fits = free >= size && groups[g].iter().all(|&m| !taken[m]);
+                if fits {
+                    groups[g].iter().for_each(|&m| taken[m] = true);
+                    free -= size;
+                    order.push(g);
+                }
+                !fits
+            });
+        }
+        order
+    }
+
     /// z(k, b): the values from batch b to the Reducers of k (the row Z^k when k does not Map b).
     pub fn row_sizes(&self, g: &Graph) -> Vec<Vec<usize>> {
         let mut z = vec![vec![0usize; self.batches()]; self.servers];

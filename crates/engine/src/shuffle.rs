@@ -5,7 +5,8 @@
 //! moves its bytes with MPI and times every phase.
 //!
 //! - Coded: multicast groups are communicators created once, by their members only
-//!   (`MPI_Comm_create_group`, in the groups' lexicographic order), C(K−1, r) per server, and a
+//!   (`MPI_Comm_create_group`, in rounds of disjoint groups: `creation_order`), C(K−1, r) per
+//!   server, and a
 //!   sender's turn is one `MPI_Ibcast` of its XOR message on the group's communicator, whose
 //!   rank order rotates the members by their sum (`comm_order`: the broadcast's schedule then
 //!   places every server alike, not the highest-ranked last in every group). The library's
@@ -90,31 +91,38 @@ impl Multicast {
     }
 }
 
-/// This server's multicast groups' communicators, created in the groups' order by their members
-/// only (`MPI_Comm_create_group`, which returns once every member has called it). Rank 0 notes
-/// a creation that has not returned after 10 s (and at every tripling): with a member stopped or
-/// gone, every server of its groups would otherwise wait there in the library without a word
-/// until the launcher's bound. One rank watches, so the run gets one line; the servers outside
-/// rank 0's stalled groups are named by rank 0's wait in the step that follows.
-fn create_groups(world: &SimpleCommunicator, node: &ShuffleNode, rank: usize) -> Vec<Multicast> {
+/// This server's multicast groups' communicators, created by their members only
+/// (`MPI_Comm_create_group`, which returns once every member has called it) in `order` (every
+/// group's number, as `ShuffleAllocation::creation_order`: rounds of disjoint groups, created
+/// at once by different servers). Rank 0 notes a creation that has not returned after 10 s (and
+/// at every tripling): with a member stopped or gone, every server of its groups would
+/// otherwise wait there in the library without a word until the launcher's bound. One rank
+/// watches, so the run gets one line; the servers outside rank 0's stalled groups are named by
+/// rank 0's wait in the step that follows.
+fn create_groups(world: &SimpleCommunicator, node: &ShuffleNode, rank: usize, order: &[usize]) -> Vec<Multicast> {
     let count = node.group_count();
-    let groups: Vec<(Vec<usize>, usize)> = (0..count).map(|x| (node.group(x).0.to_vec(), node.group(x).1)).collect();
+    // this server's groups (by its own index) in the order they are created
+    let mut place = vec![usize::MAX; order.iter().max().map_or(0, |&m| m + 1)];
+    order.iter().enumerate().for_each(|(i, &g)| place[g] = i);
+    let mut mine: Vec<usize> = (0..count).collect();
+    mine.sort_by_key(|&x| place[node.group(x).1]);
+    let groups: Vec<(Vec<usize>, usize)> = mine.iter().map(|&x| (node.group(x).0.to_vec(), node.group(x).1)).collect();
     let watch = crate::watch::StallWatch::start(rank == 0 && count > 0, move |waited, done| {
         let (members, id) = &groups[(done as usize).min(count - 1)];
         group_line(waited, done as usize, count, *id, members)
     });
-    (0..count)
-        .map(|x| {
-            let (members, id) = node.group(x);
-            let ranks = comm_order(members);
-            let include: Vec<i32> = ranks.iter().map(|&m| m as i32).collect();
-            let comm = world
-                .split_by_subgroup_with_tag(&world.group().include(&include), id as i32)
-                .expect("a member gets the group's communicator");
-            watch.done(x as u64 + 1);
-            Multicast { comm, ranks }
-        })
-        .collect()
+    let mut comms: Vec<Option<Multicast>> = (0..count).map(|_| None).collect();
+    for (done, &x) in mine.iter().enumerate() {
+        let (members, id) = node.group(x);
+        let ranks = comm_order(members);
+        let include: Vec<i32> = ranks.iter().map(|&m| m as i32).collect();
+        let comm = world
+            .split_by_subgroup_with_tag(&world.group().include(&include), id as i32)
+            .expect("a member gets the group's communicator");
+        watch.done(done as u64 + 1);
+        comms[x] = Some(Multicast { comm, ranks });
+    }
+    comms.into_iter().map(|c| c.expect("every group created")).collect()
 }
 
 /// A group's members in its communicator's rank order: rotated by the sum of their numbers, so
@@ -447,11 +455,11 @@ pub(crate) fn run(
     let values = comm.star_gather_u64("count the values it Maps", mine).iter().sum::<u64>() / r as u64;
     // coded: one communicator per group this server is in, created by the members only, in
     // order (the uncoded Shuffle sends point to point on the world communicator)
-    let comms = if coded { create_groups(world, &node, rank) } else { Vec::new() };
+    let comms = if coded { create_groups(world, &node, rank, &alloc.creation_order()) } else { Vec::new() };
     if coded {
-        // a step of its own: a server still creating its groups (the later servers' last groups
-        // come last in the order, so they finish last) is named as such by rank 0, not as late
-        // for the clock synchronisation
+        // a step of its own: a server still creating its groups (those whose last groups come
+        // last in the order finish last) is named as such by rank 0, not as late for the clock
+        // synchronisation
         comm.barrier(&format!(
             "create its {} multicast groups' communicators (MPI_Comm_create_group)",
             node.group_count()

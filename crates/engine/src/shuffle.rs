@@ -6,12 +6,12 @@
 //!
 //! - Coded: multicast groups are communicators created once, by their members only
 //!   (`MPI_Comm_create_group`, in rounds of disjoint groups: `creation_order`), C(K−1, r) per
-//!   server, and a
-//!   sender's turn is one `MPI_Ibcast` of its XOR message on the group's communicator, whose
-//!   rank order rotates the members by their sum (`comm_order`: the broadcast's schedule then
-//!   places every server alike, not the highest-ranked last in every group). The library's
-//!   creation has no bound: rank 0 notes one of its own that has not returned after 10 s, and
-//!   the servers then meet in a step named for it, so rank 0 names those still creating.
+//!   server, and a sender's turn is one `MPI_Ibcast` of its XOR message on the group's
+//!   communicator, whose rank order rotates the members by their sum (`comm_order`: the
+//!   broadcast's schedule then places every server alike, not the highest-ranked last in every
+//!   group). The library's creation has no bound: rank 0 notes one of its own that has not
+//!   returned after 10 s, and the servers then meet in a step named for it, so rank 0 names
+//!   those still creating.
 //!   Uncoded: the sender sends each member its segment (`MPI_Isend`, in `ShuffleNode::encode`'s
 //!   order: each member last as often as any other), each member receives its own (`MPI_Irecv`
 //!   of the length the graph implies), on the world communicator with a tag of the group: no
@@ -39,8 +39,8 @@
 //!   per other server when the last message that did not pass through it arrived (its
 //!   transfers are waited for with `MPI_Testsome`, noting each as it completes: `outrun blame`
 //!   finds a slow link by them); after the loop rank 0 gathers the phases once (through its
-//!   named wait) and writes
-//!   `phases.csv` (per iteration: each phase's maximum over servers, bytes summed over servers).
+//!   named wait) and writes `phases.csv` (per iteration: each phase's maximum over servers,
+//!   bytes summed over servers).
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -667,7 +667,7 @@ pub(crate) fn run(
             recv_bytes,
             redistribute_bytes: 8 * (n - rows.len()),
             change_l1: state.iter().zip(pi).map(|(a, b)| (a - b).abs()).sum(),
-            last_without: Some(without.map(|(rank, at)| Arrival { rank, at, round: 0 }).collect()),
+            last_without: Some(without.map(|(s, at)| Arrival { rank: s, at, round: 0 }).collect()),
         };
         // in PHASES' order, as `Phases::times` gives them
         stats.extend(record.times().into_iter().chain([l_bytes as f64, wire_bytes as f64, mapped as f64, barrier_s]));

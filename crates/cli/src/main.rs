@@ -1314,7 +1314,13 @@ fn pagerank_load(
     let refused = |e: outrun_config::ConfigError| {
         input(e.to_string().replace("scheme.servers", "--servers").replace("scheme.r", "--r"))
     };
-    let scheme = |r| outrun_config::ShuffleConfig { servers: k, r, reduce: policy, shuffle: Default::default() };
+    let scheme = |r| outrun_config::ShuffleConfig {
+        servers: k,
+        r,
+        reduce: policy,
+        shuffle: Default::default(),
+        multicast: Default::default(),
+    };
     scheme(1).validate().map_err(refused)?;
     for r in rs {
         let a = ShuffleAllocation::new(n, k, r, policy).map_err(|e| input(format!("--r {r}: {e}")))?;

@@ -271,15 +271,20 @@ fn assert_names_the_stopped_server(line: &str, stopped: usize, tag: &str) {
 /// bound with nothing said.
 #[test]
 fn a_stopped_pagerank_server_is_named_at_the_deadline() {
-    for (tag, kind, schedule) in [
-        ("pagerank-coded", "coded-pagerank", "parallel"),
-        ("pagerank-uncoded", "uncoded-pagerank", "parallel"),
+    for (tag, kind, schedule, multicast) in [
+        ("pagerank-coded", "coded-pagerank", "parallel", "broadcast"),
+        ("pagerank-unicasts", "coded-pagerank", "parallel", "unicasts"),
+        ("pagerank-uncoded", "uncoded-pagerank", "parallel", "broadcast"),
         // the turn-taking Shuffle waits at a barrier before each turn, which names no one: the
         // line names every other server, the stopped one among them
-        ("pagerank-turns", "coded-pagerank", "turns"),
+        ("pagerank-turns", "coded-pagerank", "turns", "broadcast"),
     ] {
         // stopped a second after it started, named at run.deadline (5 s), ended at once
-        let sets = [format!("scheme.kind={kind}"), format!("scheme.shuffle={schedule}")];
+        let sets = [
+            format!("scheme.kind={kind}"),
+            format!("scheme.shuffle={schedule}"),
+            format!("scheme.multicast={multicast}"),
+        ];
         stopped_pagerank_server(tag, &sets, 2, "pagerank: server 0 waited 5 s in iteration", Duration::from_secs(25));
     }
 }

@@ -137,9 +137,10 @@ fn every_r(dir: &Scratch, text: &str, servers: usize, extra: &[&str], want: &BTr
             }
             // every server logs, per other server, when the last message not through it came
             // (within its iteration): none where every message passes through every server (no
-            // Shuffle, or coded one group of all), or where it received nothing (every message
-            // to it empty: a directed graph's K = 3)
-            let through_all = r == servers || (kind == "coded-pagerank" && r + 1 == servers);
+            // Shuffle, or one broadcast to a group of all), or where it received nothing (every
+            // message to it empty: a directed graph's K = 3); a unicast passes through its two ends
+            let broadcast = kind == "coded-pagerank" && !extra.contains(&"scheme.multicast=unicasts");
+            let through_all = r == servers || (broadcast && r + 1 == servers);
             let mut told = true;
             for k in 0..servers {
                 let log = std::fs::read_to_string(rd.join(format!("rank-{k}.jsonl"))).unwrap();
@@ -195,6 +196,10 @@ fn coded_equals_uncoded_equals_centralised_for_every_r() {
     // the thesis's turn-taking Shuffle moves the same bytes one turn at a time: the same ranks
     let turns = every_r(&dir, &text, 4, &["scheme.shuffle=turns"], &want);
     assert!(parallel == turns, "K = 4: the turn-taking Shuffle's ranks differ from the parallel one's");
+    // the coded messages sent to each member point to point instead of broadcast: the same ranks
+    let unicasts = every_r(&dir, &text, 4, &["scheme.multicast=unicasts"], &want);
+    assert!(parallel == unicasts, "K = 4: the coded unicasts' ranks differ from the broadcasts'");
+    every_r(&dir, &text, 5, &["scheme.multicast=unicasts", "scheme.shuffle=turns", "scheme.reduce=mod"], &want);
     every_r(&dir, &text, 5, &["scheme.reduce=mod", "graph.permute=true"], &want);
     // directed: sinks are dangling vertices (their mass is spread uniformly)
     let text = config(&format!("path = \"{}\"", path.display()), true);

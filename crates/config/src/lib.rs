@@ -55,8 +55,8 @@ pub use links::{DelayConfig, FailConfig, LatencyConfig, LinksConfig};
 pub use run::RunConfig;
 pub use scheme::{
     AgcConfig, CegcConfig, CgcConfig, ClusterConfig, CodeChoice, CodedfedlConfig, ColumnOrder, FederatedConfig,
-    Generator, HierConfig, LinearChoice, MatvecCode, MatvecSchemeConfig, RingAlgorithm, SchemeConfig, ShuffleConfig,
-    ShuffleSchedule, Ssi, StarConfig, StaticClusterConfig, TreeConfig,
+    Generator, HierConfig, LinearChoice, MatvecCode, MatvecSchemeConfig, Multicast, RingAlgorithm, SchemeConfig,
+    ShuffleConfig, ShuffleSchedule, Ssi, StarConfig, StaticClusterConfig, TreeConfig,
 };
 pub use stragglers::{BernoulliMode, MarkovConfig, PerWorker, RatesConfig, StragglerConfig, TraceConfig, TraceTimes};
 

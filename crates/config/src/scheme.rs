@@ -378,6 +378,25 @@ pub struct ShuffleConfig {
     /// one at a time (`"turns"`, the thesis's EC2 runs).
     #[serde(default)]
     pub shuffle: ShuffleSchedule,
+    /// How the coded Shuffle sends a group's coded message to its r other members: one
+    /// `MPI_Ibcast` on the group's communicator (`"broadcast"`, the default, as the thesis's
+    /// code; C(K, r+1) communicators are created at setup) or r point-to-point sends
+    /// (`"unicasts"`: no communicators). The uncoded Shuffle always sends point to point.
+    #[serde(default)]
+    pub multicast: Multicast,
+}
+
+/// How the coded Shuffle delivers a multicast group's coded message to its other members.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Multicast {
+    /// `MPI_Ibcast` on a communicator of the group's members, created once at setup
+    /// (`MPI_Comm_create_group`; at K = 15, r = 5 most of a run's setup).
+    #[default]
+    Broadcast,
+    /// `MPI_Isend` to each other member on the world communicator, tagged by the group: no
+    /// communicators to create; the sender's link carries every copy.
+    Unicasts,
 }
 
 /// When the Shuffle's transfers happen.
@@ -892,7 +911,7 @@ const MV_KEYS: &[&str] = &["workers", "code", "a", "mu", "shape", "overhead", "l
 const HCMM_KEYS: &[&str] =
     &["workers", "code", "a", "mu", "shape", "overhead", "lt_c", "lt_delta", "budget", "kappa", "gamma"];
 const MV_UNCODED_KEYS: &[&str] = &["workers", "a", "mu", "shape"];
-const PAGERANK_KEYS: &[&str] = &["servers", "r", "reduce", "shuffle"];
+const PAGERANK_KEYS: &[&str] = &["servers", "r", "reduce", "shuffle", "multicast"];
 const CODEDFEDL_KEYS: &[&str] = &["workers", "delta", "parity", "generator", "deadline", "batches"];
 const HIER_KEYS: &[&str] = &["clients", "helpers", "s"];
 

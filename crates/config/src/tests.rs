@@ -409,6 +409,8 @@ fn pagerank_configs_round_trip_and_name_the_field() {
         vec![
             "scheme.kind=uncoded-pagerank",
             "scheme.reduce=mod",
+            "scheme.shuffle=turns",
+            "scheme.multicast=unicasts",
             "job.tol=1e-9",
             "job.dangling=leak",
             "job.damping=0.9",
@@ -435,6 +437,8 @@ fn pagerank_configs_round_trip_and_name_the_field() {
     assert_eq!(field(&["scheme.servers=", "scheme.workers=4"]), "scheme.workers");
     assert_eq!(field(&["scheme.servers=40", "scheme.r=12"]), "scheme.r");
     assert_eq!(field(&["scheme.reduce=random"]), "scheme.reduce");
+    assert_eq!(field(&["scheme.shuffle=all"]), "scheme.shuffle");
+    assert_eq!(field(&["scheme.multicast=ibcast"]), "scheme.multicast");
     assert_eq!(field(&["job.damping=1.5"]), "job.damping");
     assert_eq!(field(&["job.tol=-1"]), "job.tol");
     assert_eq!(field(&["job.dangling=drop"]), "job.dangling");

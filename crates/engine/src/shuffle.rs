@@ -11,7 +11,8 @@
 //!   broadcast's schedule then places every server alike, not the highest-ranked last in every
 //!   group). The library's creation has no bound: rank 0 notes one of its own that has not
 //!   returned after 10 s, and the servers then meet in a step named for it, so rank 0 names
-//!   those still creating.
+//!   those still creating. With `scheme.multicast = "unicasts"` the sender sends its XOR message
+//!   to each other member point to point instead, as below: no communicators.
 //!   Uncoded: the sender sends each member its segment (`MPI_Isend`, in `ShuffleNode::encode`'s
 //!   order: each member last as often as any other), each member receives its own (`MPI_Irecv`
 //!   of the length the graph implies), on the world communicator with a tag of the group: no
@@ -71,8 +72,8 @@ const FIELDS: usize = PHASES.len() + 4;
 
 /// The tag of the new ranks' messages on the world communicator.
 const NEW_RANKS: i32 = 0x5eed;
-/// The uncoded Shuffle tags a message with `GROUPS` + its group's number: above the transport's
-/// own tags (setup, contacts, the finish), below `NEW_RANKS`.
+/// Point to point, the Shuffle tags a message with `GROUPS` + its group's number: above the
+/// transport's own tags (setup, contacts, the finish), below `NEW_RANKS`.
 const GROUPS: i32 = 0x100;
 // group numbers are below MAX_SUBSETS; MPI allows tags up to at least 32 767
 const _: () = assert!(GROUPS as u64 + outrun_codes::MAX_SUBSETS <= NEW_RANKS as u64 && NEW_RANKS < 32_767);
@@ -326,52 +327,83 @@ fn servers_named(ranks: &[usize]) -> String {
     format!("server{s} {list} (rank{s} {list})")
 }
 
+/// How a server's coded messages reach their groups.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Route {
+    /// Uncoded: each segment to its one member.
+    Segments,
+    /// Coded, `MPI_Ibcast` on the group's communicator.
+    Broadcast,
+    /// Coded, `MPI_Isend` to each other member of the group.
+    Unicasts,
+}
+
 /// Start every transfer of the iteration at once — `MPI_Ibcast` on the group's communicator
-/// (coded: `comms`), `MPI_Isend` / `MPI_Irecv` on `world` tagged by the group (uncoded:
-/// [`GROUPS`]) — and wait for all of them: groups with different members proceed concurrently,
-/// limited only by the links. Each member posts its groups' broadcasts in the turns' order (the
-/// order MPI requires per communicator). Each transfer's `Op::done` is set to when it
-/// completed.
+/// (coded, [`Route::Broadcast`]: `comms`), else `MPI_Isend` / `MPI_Irecv` on `world` tagged by
+/// the group ([`GROUPS`]; a coded message [`Route::Unicasts`] once to each other member) — and
+/// wait for all of them: groups with different members proceed concurrently, limited only by
+/// the links. Each member posts its groups' broadcasts in the turns' order (the order MPI
+/// requires per communicator). Each transfer's `Op::done` is set to when it completed (a coded
+/// unicast's: its last copy).
 fn transfer(
     node: &ShuffleNode,
     world: &SimpleCommunicator,
     comms: &[Multicast],
     ops: &mut [(Op, Vec<u8>)],
-    coded: bool,
+    route: Route,
     wait: &Patience<'_>,
     at: Where<'_>,
 ) {
-    let (count, rank) = (ops.len(), wait.rank);
-    // whom each transfer waits for: the sender of a receive, the members a send goes to
-    let peers: Vec<(Vec<usize>, bool)> = ops
-        .iter()
-        .map(|(op, _)| match (op.receive, coded) {
-            (true, _) | (false, false) => (vec![op.peer], op.receive),
-            (false, true) => (node.group(op.group).0.iter().copied().filter(|&m| m != rank).collect(), false),
-        })
-        .collect();
+    let rank = wait.rank;
+    let others = |op: &Op| node.group(op.group).0.iter().copied().filter(move |&m| m != rank);
+    // per request: its transfer, and whom it waits for (the sender of a receive, the members a
+    // send goes to)
+    let mut owner = Vec::with_capacity(ops.len());
+    let mut peers: Vec<(Vec<usize>, bool)> = Vec::with_capacity(ops.len());
+    for (i, (op, _)) in ops.iter().enumerate() {
+        match (op.receive, route) {
+            (true, _) | (false, Route::Segments) => peers.push((vec![op.peer], op.receive)),
+            (false, Route::Broadcast) => peers.push((others(op).collect(), false)),
+            (false, Route::Unicasts) => peers.extend(others(op).map(|m| (vec![m], false))),
+        }
+        owner.resize(peers.len(), i);
+    }
+    let count = peers.len();
     let mut when = vec![0.0; count];
     mpi::request::multiple_scope(count, |scope, requests| {
         for (op, buf) in ops.iter_mut() {
-            if coded {
-                let (group, root) = (&comms[op.group], if op.receive { op.peer } else { rank });
-                let root = group.comm.process_at_rank(group.rank_of(root));
-                requests.add(root.immediate_broadcast_into(scope, &mut buf[..]));
-            } else {
+            let id = node.group(op.group).1;
+            let tag = GROUPS + id as i32;
+            match (op.receive, route) {
+                (_, Route::Broadcast) => {
+                    let (group, root) = (&comms[op.group], if op.receive { op.peer } else { rank });
+                    let root = group.comm.process_at_rank(group.rank_of(root));
+                    requests.add(root.immediate_broadcast_into(scope, &mut buf[..]));
+                }
                 // servers are the world's ranks; a pair's messages of one group keep their order
-                let id = node.group(op.group).1;
-                let (peer, tag) = (world.process_at_rank(op.peer as i32), GROUPS + id as i32);
-                if op.receive {
+                (true, _) => {
+                    let peer = world.process_at_rank(op.peer as i32);
                     requests.add(peer.immediate_receive_into_with_tag(scope, &mut buf[..], tag));
-                } else {
+                }
+                (false, Route::Segments) => {
+                    let peer = world.process_at_rank(op.peer as i32);
                     requests.add(peer.immediate_send_with_tag(scope, &buf[..], tag));
+                }
+                (false, Route::Unicasts) => {
+                    let buf: &[u8] = buf;
+                    for m in others(op) {
+                        requests.add(world.process_at_rank(m as i32).immediate_send_with_tag(scope, buf, tag));
+                    }
                 }
             }
         }
         wait.wait_for(requests, &peers, Some(&mut when), at)
     });
-    for ((op, _), done) in ops.iter_mut().zip(when) {
-        op.done = done;
+    for (op, _) in ops.iter_mut() {
+        op.done = f64::NEG_INFINITY;
+    }
+    for (&i, done) in owner.iter().zip(when) {
+        ops[i].0.done = ops[i].0.done.max(done);
     }
 }
 
@@ -431,7 +463,14 @@ pub(crate) fn run(
 ) -> Result<Option<Summary>, EngineError> {
     let rank = comm.rank;
     let plan = &shared.plan;
-    let Pattern::Shuffle { servers, r, coded, reduce, schedule } = plan.pattern else { unreachable!("a shuffle plan") };
+    let Pattern::Shuffle { servers, r, coded, reduce, schedule, multicast } = plan.pattern else {
+        unreachable!("a shuffle plan")
+    };
+    let route = match (coded, multicast) {
+        (false, _) => Route::Segments,
+        (true, outrun_config::Multicast::Broadcast) => Route::Broadcast,
+        (true, outrun_config::Multicast::Unicasts) => Route::Unicasts,
+    };
     let dir = &shared.run_dir;
     let io = |e| io_error(dir, e);
     let graph_job = job.graph().ok_or_else(|| {
@@ -453,10 +492,11 @@ pub(crate) fn run(
     // a server holds the out-lists of the vertices it Maps; each vertex is Mapped r times
     let mine = node.mapped().iter().map(|&j| g.targets(j as usize).len() as u64).sum::<u64>();
     let values = comm.star_gather_u64("count the values it Maps", mine).iter().sum::<u64>() / r as u64;
-    // coded: one communicator per group this server is in, created by the members only, in
-    // order (the uncoded Shuffle sends point to point on the world communicator)
-    let comms = if coded { create_groups(world, &node, rank, &alloc.creation_order()) } else { Vec::new() };
-    if coded {
+    // coded broadcasts: one communicator per group this server is in, created by the members
+    // only, in order (unicasts, coded or not, go point to point on the world communicator)
+    let broadcast = route == Route::Broadcast;
+    let comms = if broadcast { create_groups(world, &node, rank, &alloc.creation_order()) } else { Vec::new() };
+    if broadcast {
         // a step of its own: a server still creating its groups (those whose last groups come
         // last in the order finish last) is named as such by rank 0, not as late for the clock
         // synchronisation
@@ -592,7 +632,7 @@ pub(crate) fn run(
         match schedule {
             ShuffleSchedule::Parallel => {
                 let at = Where { log: &mut log, clock: &clock, t, phase: Phase::Shuffle };
-                transfer(&node, world, &comms, &mut ops, coded, &patience, at);
+                transfer(&node, world, &comms, &mut ops, route, &patience, at);
             }
             ShuffleSchedule::Turns => {
                 // this server's transfers are in the turns' order, as `all_turns`
@@ -609,7 +649,7 @@ pub(crate) fn run(
                     }
                     if next > first {
                         let at = Where { log: &mut log, clock: &clock, t, phase: Phase::Shuffle };
-                        transfer(&node, world, &comms, &mut ops[first..next], coded, &patience, at);
+                        transfer(&node, world, &comms, &mut ops[first..next], route, &patience, at);
                     }
                 }
                 debug_assert_eq!(next, ops.len(), "every transfer has its turn");
@@ -620,9 +660,9 @@ pub(crate) fn run(
         let mut without = vec![f64::NEG_INFINITY; servers];
         let mut through = vec![false; servers];
         for (op, bytes) in ops.into_iter().filter(|(op, _)| op.receive) {
-            // uncoded its sender and this server; coded every member of its group
+            // point to point its sender and this server; a broadcast every member of its group
             through.fill(false);
-            if coded {
+            if broadcast {
                 node.group(op.group).0.iter().for_each(|&m| through[m] = true);
             } else {
                 (through[op.peer], through[rank]) = (true, true);

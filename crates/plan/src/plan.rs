@@ -160,6 +160,9 @@ pub enum Pattern {
         /// All transfers at once, or one turn at a time.
         #[serde(default)]
         schedule: outrun_config::ShuffleSchedule,
+        /// Coded: a group's message by broadcast on its communicator, or by unicasts.
+        #[serde(default)]
+        multicast: outrun_config::Multicast,
     },
     /// Hierarchical aggregation: rank 0 the master, ranks 1..=`helpers` the helpers, then the
     /// clients; every client sends to every helper (links that may fail), helpers report what
@@ -606,10 +609,10 @@ impl Plan {
                     }
                 ),
             ),
-            Pattern::Shuffle { servers, r, coded, reduce, schedule } => line(
+            Pattern::Shuffle { servers, r, coded, reduce, schedule, multicast } => line(
                 &mut o,
                 format!(
-                    "ranks: {} (rank k = server k, no master); each vertex Mapped by r = {r} of the K = {servers} servers ({} batches), Reducers {}; {} shuffle in {} multicast groups of r+1, {}",
+                    "ranks: {} (rank k = server k, no master); each vertex Mapped by r = {r} of the K = {servers} servers ({} batches), Reducers {}; {} shuffle in {} multicast groups of r+1, {}{}",
                     self.ranks,
                     outrun_codes::binomial(servers, r),
                     if reduce == outrun_codes::ReducePolicy::Contiguous { "contiguous" } else { "i mod K" },
@@ -618,6 +621,13 @@ impl Plan {
                     match schedule {
                         outrun_config::ShuffleSchedule::Parallel => "every transfer at once",
                         outrun_config::ShuffleSchedule::Turns => "one turn at a time (a barrier of all servers before each)",
+                    },
+                    match (coded, multicast) {
+                        (false, _) => "; each segment sent point to point to its one member",
+                        (true, outrun_config::Multicast::Broadcast) =>
+                            "; a group's coded message by MPI_Ibcast on the group's communicator (created at setup)",
+                        (true, outrun_config::Multicast::Unicasts) =>
+                            "; a group's coded message by a point-to-point send to each other member (no communicators)",
                     },
                 ),
             ),

@@ -23,6 +23,7 @@ pub(crate) fn build(cfg: &Config, c: &ShuffleConfig, vertices: usize) -> Plan {
         (false, 1) => "conventional PageRank (r = 1): uncoded Shuffle".to_string(),
         (false, r) => format!("PageRank with load r = {r} and an uncoded Shuffle"),
     };
-    let pattern = Pattern::Shuffle { servers: k, r: c.r, coded, reduce: c.reduce, schedule: c.shuffle };
+    let pattern =
+        Pattern::Shuffle { servers: k, r: c.r, coded, reduce: c.reduce, schedule: c.shuffle, multicast: c.multicast };
     plan(cfg, title, vertices, 0, pattern, nodes, vec![])
 }

@@ -144,6 +144,13 @@ fn every_r(dir: &Scratch, text: &str, servers: usize, extra: &[&str], want: &BTr
             let mut told = true;
             for k in 0..servers {
                 let log = std::fs::read_to_string(rd.join(format!("rank-{k}.jsonl"))).unwrap();
+                // the seconds creating the groups' communicators where the coded Shuffle
+                // broadcasts (at r = K there are no groups to create)
+                let setup = log.lines().find(|l| l.contains("\"ev\":\"setup\"")).unwrap();
+                let setup: serde_json::Value = serde_json::from_str(setup).unwrap();
+                let groups_s = setup["groups_s"].as_f64();
+                assert_eq!(groups_s.is_some(), broadcast, "{tag}: {setup}");
+                assert!(groups_s.is_none_or(|s| s >= 0.0), "{tag}: {setup}");
                 for line in log.lines().filter(|l| l.contains("\"ev\":\"iteration\"")) {
                     let it: serde_json::Value = serde_json::from_str(line).unwrap();
                     let without = it["last_without"].as_array().unwrap_or_else(|| panic!("{tag}: {line}"));

@@ -495,7 +495,9 @@ pub(crate) fn run(
     // coded broadcasts: one communicator per group this server is in, created by the members
     // only, in order (unicasts, coded or not, go point to point on the world communicator)
     let broadcast = route == Route::Broadcast;
+    let creating = Instant::now();
     let comms = if broadcast { create_groups(world, &node, rank, &alloc.creation_order()) } else { Vec::new() };
+    let groups_s = broadcast.then(|| creating.elapsed().as_secs_f64());
     if broadcast {
         // a step of its own: a server still creating its groups (those whose last groups come
         // last in the order finish last) is named as such by rank 0, not as late for the clock
@@ -532,6 +534,7 @@ pub(crate) fn run(
         mapped: Some(node.mapped().len()),
         reduced: Some(node.reduced().len()),
         groups: Some(node.group_count()),
+        groups_s,
         ..setup_record(rank, &clock)
     }));
     // where each server's reduced vertices land in the all-gathered vector
@@ -572,7 +575,13 @@ pub(crate) fn run(
         dir,
     };
     if logs {
-        tracing::info!("setup took {setup_s:.3} s; starting at most {} iterations", plan.run.iterations);
+        let of_which = groups_s.map_or(String::new(), |s| {
+            format!(
+                " ({s:.3} s of it creating this server's {} groups' communicators; scheme.multicast = \"unicasts\" creates none)",
+                node.group_count()
+            )
+        });
+        tracing::info!("setup took {setup_s:.3} s{of_which}; starting at most {} iterations", plan.run.iterations);
         core.start_loop(clock.now());
         core.report_to(progress);
     }

@@ -117,6 +117,10 @@ pub struct Setup {
     /// Multicast groups the server is in (shuffle).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub groups: Option<usize>,
+    /// Seconds the server spent creating its groups' communicators (the coded Shuffle's
+    /// broadcasts; none point to point).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub groups_s: Option<f64>,
     /// When (the run's clock).
     pub at: f64,
 }

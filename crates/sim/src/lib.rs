@@ -183,7 +183,7 @@ pub fn simulate_with(
     outrun_codes::keep_freed_memory();
     if matches!(plan.pattern, Pattern::Shuffle { .. }) {
         return Err(SimError::Input(format!(
-            "scheme.kind = \"{}\": the simulator does not model the shuffle pattern: its multicasts are MPI_Ibcast trees inside groups of r + 1 servers, which the single-port point-to-point network model cannot time (its times would be made up); run it with launch/local.sh (phases.csv times every phase), and see its loads, exactly, with outrun pagerank-load",
+            "scheme.kind = \"{}\": the simulator does not model the shuffle pattern: its Map, Shuffle and Reduce are a fixed schedule the MPI driver runs, not node machines the simulator could drive, and its default multicasts are MPI_Ibcast trees inside groups of r + 1 servers, which the single-port point-to-point network model cannot time (its times would be made up); run it with launch/local.sh (phases.csv times every phase), and see its loads, exactly, with outrun pagerank-load",
             plan.scheme
         )));
     }

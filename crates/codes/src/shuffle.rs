@@ -748,6 +748,19 @@ impl ShuffleNode {
             .collect()
     }
 
+    /// Write, once and as zeros, every value the iterations write in place: the Map's values
+    /// of this server's out-edges and its Reducers' slots. A zeroed allocation's pages are
+    /// mapped on their first write, so without this the first iteration's Map and decoding pay
+    /// the page faults the later ones do not (the values of the other servers' out-edges are
+    /// never written, and stay unmapped).
+    pub fn touch(&mut self, g: &Graph) {
+        for &j in &self.mapped {
+            let (e0, len) = (g.first_edge(j as usize), g.targets(j as usize).len());
+            self.values[e0..e0 + len].fill(std::hint::black_box(0.0));
+        }
+        self.slots.fill(std::hint::black_box(0.0));
+    }
+
     /// Map: the value Π(j)/deg⁺(j) of every out-edge of every Mapped vertex j (`pi` has every
     /// vertex's rank; only the Mapped ones are read). Returns the values computed.
     pub fn map(&mut self, g: &Graph, pi: &[f64]) -> usize {

@@ -489,6 +489,8 @@ pub(crate) fn run(
     let alloc =
         ShuffleAllocation::new(n, servers, r, reduce).map_err(|e| EngineError::Setup(format!("scheme: {e}")))?;
     let mut node = ShuffleNode::new(g, &alloc, rank, coded);
+    // the pages the loop writes in place, mapped now rather than in the first iteration
+    node.touch(g);
     // a server holds the out-lists of the vertices it Maps; each vertex is Mapped r times
     let mine = node.mapped().iter().map(|&j| g.targets(j as usize).len() as u64).sum::<u64>();
     let values = comm.star_gather_u64("count the values it Maps", mine).iter().sum::<u64>() / r as u64;

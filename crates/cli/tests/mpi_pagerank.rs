@@ -309,3 +309,63 @@ fn bad_graph_files_fail_with_one_line_on_every_rank() {
         assert!(!err.contains("panicked"), "{err}");
     }
 }
+
+/// A server slowed by `[stragglers]` (a trace of 0.2 s after each Map for server 2, the
+/// model's worker 3) holds up every other at the Shuffle: the ranks stay exact, its iterations
+/// log the seconds added, and `outrun blame` charges it at the Shuffle's meeting every
+/// iteration, for its computation rather than its link.
+#[test]
+fn a_straggling_server_is_charged_and_the_ranks_stay_exact() {
+    let dir = tempdir("pagerank-straggler");
+    let path = dir.join("g.txt");
+    let edges = write_graph(&path, 90);
+    let want = pagerank(&edges, false, 0.85, ITERATIONS);
+    let trace = dir.join("trace.csv");
+    // every worker each iteration: 0.2 s for worker 3 (server 2), none for the others
+    let lines: String = (0..ITERATIONS)
+        .flat_map(|t| (1..=4).map(move |w| format!("{w},{t},{}\n", if w == 3 { 0.2 } else { 0.0 })))
+        .collect();
+    std::fs::write(&trace, lines).unwrap();
+    let text = format!(
+        "{}\n[stragglers]\nmodel = \"trace\"\ntimes = \"delay\"\nfile = \"{}\"\n",
+        config(&format!("path = \"{}\"", path.display()), false),
+        trace.display()
+    );
+    for kind in ["coded-pagerank", "uncoded-pagerank"] {
+        let tag = format!("straggler-{kind}");
+        let (rc, err, rd) = run(&dir, &text, &[format!("scheme.kind={kind}")], &tag);
+        assert_eq!(rc, Some(0), "{tag}: {err}");
+        let rd = rd.unwrap();
+        let got = read_ranks(&rd.join("ranks.txt"));
+        for (id, w) in &want {
+            assert!((got[id] - w).abs() <= 1e-12 * w.abs(), "{tag}: vertex {id}");
+        }
+        for k in 0..4 {
+            let log = std::fs::read_to_string(rd.join(format!("rank-{k}.jsonl"))).unwrap();
+            let its: Vec<serde_json::Value> = log
+                .lines()
+                .filter(|l| l.contains("\"ev\":\"iteration\""))
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect();
+            assert_eq!(its.len(), ITERATIONS, "{tag}");
+            for it in its {
+                let (injected, map) = (it["injected_s"].as_f64().unwrap(), it["map_s"].as_f64().unwrap());
+                let added = if k == 2 { 0.2 } else { 0.0 };
+                assert_eq!(injected, added, "{tag}: rank {k}: {it}");
+                assert!(map >= added, "{tag}: rank {k}: {it}");
+            }
+        }
+        let blame = outrun(&["blame", rd.to_str().unwrap(), "--json"]);
+        assert_eq!(blame.code, Some(0), "{tag}: {}", blame.stderr);
+        let rows: Vec<serde_json::Value> = serde_json::from_str(&blame.stdout).unwrap();
+        let slow = rows.iter().find(|b| b["rank"] == 2).unwrap_or_else(|| panic!("{tag}: {}", blame.stdout));
+        // charged at the Shuffle's meeting every iteration (it came about 0.2 s after the
+        // others), first in the table, and not again for its messages
+        assert_eq!(rows[0]["rank"], 2, "{tag}: {}", blame.stdout);
+        assert_eq!(slow["straggled"], ITERATIONS, "{tag}: {slow}");
+        assert!(slow["last_needed"].as_u64().unwrap() >= ITERATIONS as u64, "{tag}: {slow}");
+        let (waited, link) = (slow["waited_s"].as_f64().unwrap(), slow["link_s"].as_f64().unwrap());
+        assert!(waited >= 0.15 * ITERATIONS as f64, "{tag}: {slow}");
+        assert!(link <= 0.05 * ITERATIONS as f64, "{tag}: {slow}");
+    }
+}

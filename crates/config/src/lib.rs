@@ -457,10 +457,10 @@ impl Config {
         match (self.pagerank().is_some(), self.scheme.pagerank().is_some()) {
             (true, false) => return err("scheme.kind", format!("= \"{}\" is not a PageRank scheme: a PageRank job (job.kind = \"pagerank\") runs coded-pagerank or uncoded-pagerank", self.scheme.kind())),
             (false, true) => return err("scheme.kind", format!("= \"{}\" is a PageRank scheme: set job.kind = \"pagerank\" with a [graph] section", self.scheme.kind())),
-            (true, true) if self.stragglers.name() != "none" => {
+            (true, true) if !matches!(self.stragglers.name(), "none" | "fixed" | "bernoulli" | "trace") => {
                 return err(
                     "stragglers.model",
-                    format!("= \"{}\": PageRank's shuffle needs every server in every multicast group (it tolerates no straggler), and straggler injection is not implemented for it; remove [stragglers]", self.stragglers.name()),
+                    format!("= \"{}\": PageRank's servers are slowed by \"fixed\", \"bernoulli\" or \"trace\" (a server's Map made longer: the Shuffle, which needs every server, waits for it); a fail-stop server would hold every other until run.deadline, and the laws of modelled compute times have no model of the Map", self.stragglers.name()),
                 )
             }
             _ => {}

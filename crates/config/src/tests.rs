@@ -454,7 +454,12 @@ fn pagerank_configs_round_trip_and_name_the_field() {
     assert_eq!(field(&["graph.kind=sbm", "graph.q=0.1", "graph.n1=100"]), "graph.n1");
     assert_eq!(field(&["graph.kind=", "graph.n=", "graph.p="]), "graph");
     assert_eq!(field(&["scheme.kind=umw", "scheme.servers=", "scheme.r=", "scheme.workers=4"]), "scheme.kind");
-    assert_eq!(field(&["stragglers.model=fixed", "stragglers.workers=[1]"]), "stragglers.model");
+    // a server's Map made longer, or refused where PageRank has no model of it
+    parse(PAGERANK, &["stragglers.model=fixed".into(), "stragglers.workers=[1]".into()]).unwrap();
+    parse(PAGERANK, &["stragglers.model=bernoulli".into(), "stragglers.p=0.1".into()]).unwrap();
+    assert_eq!(field(&["stragglers.model=fixed", "stragglers.workers=[5]"]), "stragglers.workers");
+    assert_eq!(field(&["stragglers.model=fail-stop", "stragglers.workers=[1]"]), "stragglers.model");
+    assert_eq!(field(&["stragglers.model=shifted-exp", "stragglers.a=1e-5", "stragglers.mu=1"]), "stragglers.model");
     assert_eq!(field(&["job.kind=gd"]), "graph");
     assert_eq!(field(&["job.power=true"]), "job.power");
     // a gradient-descent config cannot run a PageRank scheme, nor set PageRank's keys

@@ -26,6 +26,9 @@
 //!   runs did (§2.7: only one server uses the network at a time): before every turn of every
 //!   group (all C(K, r+1) groups, lexicographic, each member in order) every server enters an
 //!   `MPI_Ibarrier` of all servers, and the turn's members then move its bytes as above.
+//! - A straggler of `[stragglers]` (`fixed`, `bernoulli`, `trace`; server k is the model's
+//!   worker k + 1) sleeps after its Map what the model adds, logged as `injected_s`: the
+//!   Shuffle, which needs every server, waits for it.
 //! - The new ranks reach every server from every other point to point (`MPI_Isend` /
 //!   `MPI_Irecv`, at most n values each; not part of the thesis's load L, logged separately), so
 //!   every server can test convergence itself and they all stop after the same iteration without
@@ -560,6 +563,7 @@ pub(crate) fn run(
             alloc.groups().into_iter().enumerate().flat_map(|(id, m)| m.into_iter().map(move |s| (id, s))).collect()
         }
     };
+    let mut injector = (plan.stragglers.law != outrun_plan::Law::None).then(|| plan.stragglers.injector());
     let mut core = Core::of(plan, rank, job);
     let book = if logs { keep_book(&mut core, shared, &clock) } else { Ok(()) };
     agree(&mut comm, "finish setting up", book)?;
@@ -612,7 +616,17 @@ pub(crate) fn run(
             d
         };
         let mapped = node.map(g, pi);
-        let map_s = lap(&clock);
+        let mut map_s = lap(&clock);
+        // a straggler of `[stragglers]` (server k is the model's worker k + 1, as in a ring)
+        // finishes its Map when the model says, the measured Map its base time
+        let injected_s = injector.as_mut().map(|inj| {
+            let time = inj.compute_time(rank + 1, t, mapped as f64, map_s);
+            if time.target > map_s {
+                std::thread::sleep(Duration::from_secs_f64(time.target - map_s));
+            }
+            map_s += lap(&clock);
+            time.injected
+        });
         let mut out: Vec<Vec<(Option<usize>, Vec<u8>)>> = (0..node.group_count()).map(|x| node.encode(x)).collect();
         let encode_s = lap(&clock);
         let (mut l_bytes, mut wire_bytes, mut recv_bytes) = (0u64, 0u64, 0u64);
@@ -719,6 +733,7 @@ pub(crate) fn run(
             redistribute_bytes: 8 * (n - rows.len()),
             change_l1: state.iter().zip(pi).map(|(a, b)| (a - b).abs()).sum(),
             last_without: Some(without.map(|(s, at)| Arrival { rank: s, at, round: 0 }).collect()),
+            injected_s,
         };
         // in PHASES' order, as `Phases::times` gives them
         stats.extend(record.times().into_iter().chain([l_bytes as f64, wire_bytes as f64, mapped as f64, barrier_s]));

@@ -726,7 +726,14 @@ impl Plan {
                 line(&mut o, "  (too large to print; see plan.json in the run directory)".into());
             }
         }
-        line(&mut o, format!("stragglers: {}", self.stragglers.describe()));
+        let servers = match (&self.pattern, &self.stragglers.law) {
+            (Pattern::Shuffle { .. }, crate::Law::None) => String::new(),
+            (Pattern::Shuffle { .. }, _) => {
+                "; server k is worker k + 1 (after its Map it sleeps what the model adds)".to_string()
+            }
+            _ => String::new(),
+        };
+        line(&mut o, format!("stragglers: {}{servers}", self.stragglers.describe()));
         if let Some(f) = self.faults.describe() {
             line(&mut o, format!("faults: {f}"));
         }

@@ -76,6 +76,10 @@ pub fn blame(events: &HashMap<usize, Vec<Event>>) -> Vec<Blame> {
                         links.entry(p.t).or_default().push((rank, w));
                     }
                     computes.entry(rank).or_default().push(compute);
+                    // a server the straggler model slowed (its setup line comes first)
+                    if let Some(b) = by_rank.get_mut(&rank) {
+                        b.straggled += usize::from(p.injected_s.is_some_and(|s| s > 0.0));
+                    }
                 }
                 Event::Iter(i) => {
                     if let Some(w) = i.worker {

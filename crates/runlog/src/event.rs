@@ -420,12 +420,16 @@ pub struct Phases {
     /// ‖x_t − x_{t−1}‖₁.
     pub change_l1: f64,
     /// Per other server s, when (this server's clock, synchronised) the last of the Shuffle's
-    /// messages to this server that did not pass through s arrived: uncoded, one from a sender
-    /// other than s; coded, a broadcast of a group without s (a member's broadcast may wait on
-    /// any member). Absent for an s every message passed through, and in logs from before it
-    /// was recorded.
+    /// messages to this server that did not pass through s arrived: point to point, one from a
+    /// sender other than s; a coded broadcast, one of a group without s (a member's broadcast
+    /// may wait on any member). Absent for an s every message passed through, and in logs from
+    /// before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_without: Option<Vec<Arrival>>,
+    /// Of `map_s`, the seconds `[stragglers]` added after the Map (the server slept them);
+    /// absent without a straggler model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub injected_s: Option<f64>,
 }
 
 impl Phases {

@@ -457,6 +457,12 @@ impl Config {
         match (self.pagerank().is_some(), self.scheme.pagerank().is_some()) {
             (true, false) => return err("scheme.kind", format!("= \"{}\" is not a PageRank scheme: a PageRank job (job.kind = \"pagerank\") runs coded-pagerank or uncoded-pagerank", self.scheme.kind())),
             (false, true) => return err("scheme.kind", format!("= \"{}\" is a PageRank scheme: set job.kind = \"pagerank\" with a [graph] section", self.scheme.kind())),
+            (true, true) if self.timing.compute == ComputeMode::Modelled => {
+                return err(
+                    "timing.compute",
+                    "= \"modelled\": PageRank's Map, encoding and decoding are always timed as they run (there is no model of them); remove it",
+                )
+            }
             (true, true) if !matches!(self.stragglers.name(), "none" | "fixed" | "bernoulli" | "trace") => {
                 return err(
                     "stragglers.model",

@@ -459,6 +459,7 @@ fn pagerank_configs_round_trip_and_name_the_field() {
     parse(PAGERANK, &["stragglers.model=bernoulli".into(), "stragglers.p=0.1".into()]).unwrap();
     assert_eq!(field(&["stragglers.model=fixed", "stragglers.workers=[5]"]), "stragglers.workers");
     assert_eq!(field(&["stragglers.model=fail-stop", "stragglers.workers=[1]"]), "stragglers.model");
+    assert_eq!(field(&["timing.compute=modelled"]), "timing.compute");
     assert_eq!(field(&["stragglers.model=shifted-exp", "stragglers.a=1e-5", "stragglers.mu=1"]), "stragglers.model");
     assert_eq!(field(&["job.kind=gd"]), "graph");
     assert_eq!(field(&["job.power=true"]), "job.power");

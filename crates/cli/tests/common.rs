@@ -238,11 +238,17 @@ pub(crate) fn iterations(dir: &Path) -> Vec<std::collections::HashMap<String, St
 
 /// Rank `rank`'s iteration records (`"ev": "iter"`) in its log.
 pub(crate) fn iter_records(dir: &Path, rank: usize) -> Vec<serde_json::Value> {
+    records(dir, rank, "iter")
+}
+
+/// Rank `rank`'s records of kind `ev` (`"iter"`, a shuffle server's `"iteration"`, `"setup"`,
+/// …) in its log.
+pub(crate) fn records(dir: &Path, rank: usize, ev: &str) -> Vec<serde_json::Value> {
     std::fs::read_to_string(dir.join(format!("rank-{rank}.jsonl")))
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-        .filter(|e| e["ev"] == "iter")
+        .filter(|e| e["ev"] == ev)
         .collect()
 }
 

@@ -143,24 +143,21 @@ fn every_r(dir: &Scratch, text: &str, servers: usize, extra: &[&str], want: &BTr
             let through_all = r == servers || (broadcast && r + 1 == servers);
             let mut told = true;
             for k in 0..servers {
-                let log = std::fs::read_to_string(rd.join(format!("rank-{k}.jsonl"))).unwrap();
                 // the seconds creating the groups' communicators where the coded Shuffle
                 // broadcasts (at r = K there are no groups to create)
-                let setup = log.lines().find(|l| l.contains("\"ev\":\"setup\"")).unwrap();
-                let setup: serde_json::Value = serde_json::from_str(setup).unwrap();
+                let setup = &records(&rd, k, "setup")[0];
                 let groups_s = setup["groups_s"].as_f64();
                 assert_eq!(groups_s.is_some(), broadcast, "{tag}: {setup}");
                 assert!(groups_s.is_none_or(|s| s >= 0.0), "{tag}: {setup}");
-                for line in log.lines().filter(|l| l.contains("\"ev\":\"iteration\"")) {
-                    let it: serde_json::Value = serde_json::from_str(line).unwrap();
-                    let without = it["last_without"].as_array().unwrap_or_else(|| panic!("{tag}: {line}"));
+                for it in records(&rd, k, "iteration") {
+                    let without = it["last_without"].as_array().unwrap_or_else(|| panic!("{tag}: {it}"));
                     let received = it["recv_bytes"].as_u64().unwrap() > 0;
-                    assert_eq!(without.is_empty(), through_all || !received, "{tag}: {line}");
+                    assert_eq!(without.is_empty(), through_all || !received, "{tag}: {it}");
                     told &= !without.is_empty();
                     let end = it["end"].as_f64().unwrap();
                     for a in without {
                         let (s, at) = (a[0].as_u64().unwrap() as usize, a[1].as_f64().unwrap());
-                        assert!(s < servers && s != k && at <= end, "{tag}: {line}");
+                        assert!(s < servers && s != k && at <= end, "{tag}: {it}");
                     }
                 }
             }
@@ -260,8 +257,7 @@ fn tolerance_stops_every_server_after_the_same_iteration() {
     assert!(rep.stdout.contains("PageRank, er graph, n = 200"), "{}", rep.stdout);
     // every server logged the same number of iterations
     for k in 0..4 {
-        let log = std::fs::read_to_string(rd.join(format!("rank-{k}.jsonl"))).unwrap();
-        assert_eq!(log.lines().filter(|l| l.contains("\"ev\":\"iteration\"")).count(), rows.len(), "rank {k}");
+        assert_eq!(records(&rd, k, "iteration").len(), rows.len(), "rank {k}");
     }
     // outrun blame names the servers the others waited for at the iterations' two meetings and
     // for the slowest transfers (the rules are the unit tests'): every server, the waiting
@@ -341,12 +337,7 @@ fn a_straggling_server_is_charged_and_the_ranks_stay_exact() {
             assert!((got[id] - w).abs() <= 1e-12 * w.abs(), "{tag}: vertex {id}");
         }
         for k in 0..4 {
-            let log = std::fs::read_to_string(rd.join(format!("rank-{k}.jsonl"))).unwrap();
-            let its: Vec<serde_json::Value> = log
-                .lines()
-                .filter(|l| l.contains("\"ev\":\"iteration\""))
-                .map(|l| serde_json::from_str(l).unwrap())
-                .collect();
+            let its = records(&rd, k, "iteration");
             assert_eq!(its.len(), ITERATIONS, "{tag}");
             for it in its {
                 let (injected, map) = (it["injected_s"].as_f64().unwrap(), it["map_s"].as_f64().unwrap());

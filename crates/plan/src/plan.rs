@@ -726,12 +726,11 @@ impl Plan {
                 line(&mut o, "  (too large to print; see plan.json in the run directory)".into());
             }
         }
-        let servers = match (&self.pattern, &self.stragglers.law) {
-            (Pattern::Shuffle { .. }, crate::Law::None) => String::new(),
-            (Pattern::Shuffle { .. }, _) => {
-                "; server k is worker k + 1 (after its Map it sleeps what the model adds)".to_string()
+        let servers = match self.pattern {
+            Pattern::Shuffle { .. } if self.stragglers.law != crate::Law::None => {
+                "; server k is worker k + 1 (after its Map it sleeps what the model adds)"
             }
-            _ => String::new(),
+            _ => "",
         };
         line(&mut o, format!("stragglers: {}{servers}", self.stragglers.describe()));
         if let Some(f) = self.faults.describe() {

@@ -767,6 +767,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 println!("{}", serde_json::to_string_pretty(&plan).expect("plan serializes"));
             } else {
                 print!("{}", plan.describe());
+                plan.cautions().iter().for_each(|c| eprintln!("warning: {c}"));
                 let mut job = outrun_workloads::job(&plan);
                 let notes =
                     job.prelude().map_or(Ok(vec![]), |p| p.notes(&plan)).map_err(|e| Failure(e.to_string(), 2))?;
@@ -905,6 +906,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                     ));
                 }
             }
+            plan.cautions().iter().for_each(|c| eprintln!("warning: {c}"));
             println!(
                 "ok: {} — {} MPI ranks, {} workers, d = {}; memory about {} on the largest rank, {} in all",
                 plan.scheme,

@@ -36,6 +36,24 @@ fn check_accepts_a_good_config_and_names_the_field_of_a_bad_one() {
     let r = outrun(&["check", "/nonexistent.toml"]);
     assert_eq!(r.code, Some(2));
     assert!(r.stderr.contains("cannot read config"));
+    // a setting that runs but is slower than another choice: one warning line, exit 0
+    let pagerank = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/pagerank-er.toml");
+    let pagerank = pagerank.to_str().unwrap();
+    for (sets, warns) in [
+        (&["scheme.shuffle=turns", "scheme.multicast=unicasts"][..], true),
+        (&["scheme.shuffle=turns"][..], false),
+        (&["scheme.multicast=unicasts"][..], false),
+    ] {
+        for cmd in ["check", "plan"] {
+            let mut args = vec![cmd, pagerank];
+            sets.iter().for_each(|s| args.extend(["--set", s]));
+            let r = outrun(&args);
+            assert_eq!(r.code, Some(0), "{args:?}: {}", r.stderr);
+            let warning =
+                r.stderr.lines().filter(|l| l.starts_with("warning: scheme.multicast = \"unicasts\" with")).count();
+            assert_eq!(warning, usize::from(warns), "{args:?}: {}", r.stderr);
+        }
+    }
 }
 
 #[test]

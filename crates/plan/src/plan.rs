@@ -552,6 +552,25 @@ impl Plan {
         0
     }
 
+    /// Settings that run, but slower than another choice would, each in one line (what `outrun
+    /// check` and `outrun plan` print as warnings).
+    pub fn cautions(&self) -> Vec<String> {
+        let mut out = vec![];
+        if let Pattern::Shuffle {
+            coded: true,
+            schedule: outrun_config::ShuffleSchedule::Turns,
+            multicast: outrun_config::Multicast::Unicasts,
+            ..
+        } = self.pattern
+        {
+            out.push(
+                "scheme.multicast = \"unicasts\" with scheme.shuffle = \"turns\": in its turn the sender's link carries all r copies of its coded message one after another, so a Shuffle takes longer than with \"broadcast\" (measured on the emulated cluster: docs/performance.md §9); unicasts pay where every transfer happens at once"
+                    .into(),
+            );
+        }
+        out
+    }
+
     /// Human-readable plan (what `outrun plan` prints).
     pub fn describe(&self) -> String {
         let mut o = String::new();

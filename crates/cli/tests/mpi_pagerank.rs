@@ -268,7 +268,7 @@ fn tolerance_stops_every_server_after_the_same_iteration() {
     let mut ids: Vec<u64> = servers.iter().map(|b| b["worker"].as_u64().unwrap()).collect();
     ids.sort();
     assert_eq!(ids, vec![0, 1, 2, 3], "{}", blame.stdout);
-    assert!(servers.iter().all(|b| b["worker"] == b["rank"]), "{}", blame.stdout);
+    assert!(servers.iter().all(|b| b["worker"] == b["rank"] && b["server"] == true), "{}", blame.stdout);
     let score: f64 = servers.iter().map(|b| b["score"].as_f64().unwrap()).sum();
     assert!((score - 1.0).abs() < 1e-9, "{}", blame.stdout);
     let charged: u64 = servers.iter().map(|b| b["last_needed"].as_u64().unwrap()).sum();
@@ -358,5 +358,10 @@ fn a_straggling_server_is_charged_and_the_ranks_stay_exact() {
         let (waited, link) = (slow["waited_s"].as_f64().unwrap(), slow["link_s"].as_f64().unwrap());
         assert!(waited >= 0.15 * ITERATIONS as f64, "{tag}: {slow}");
         assert!(link <= 0.05 * ITERATIONS as f64, "{tag}: {slow}");
+        // the table names servers, and which [stragglers] worker each is
+        let table = outrun(&["blame", rd.to_str().unwrap()]);
+        assert!(table.stdout.contains("| server | rank |"), "{tag}: {}", table.stdout);
+        assert!(table.stdout.contains("| 2 | 2 |"), "{tag}: {}", table.stdout);
+        assert!(table.stdout.contains("server k is the straggler model's worker k + 1"), "{tag}: {}", table.stdout);
     }
 }

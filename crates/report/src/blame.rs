@@ -23,8 +23,11 @@ use serde::Serialize;
 /// One worker's share of the waiting.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Blame {
-    /// Worker id.
+    /// Worker id (a PageRank server's number where `server`).
     pub worker: usize,
+    /// Whether `worker` is a shuffle server's number: server k is the straggler model's worker
+    /// k + 1 (`[stragglers] workers`), as in a ring.
+    pub server: bool,
     /// Its rank.
     pub rank: usize,
     /// Seconds its parent waited with this worker's result the last it needed.
@@ -64,8 +67,10 @@ pub fn blame(events: &HashMap<usize, Vec<Event>>) -> Vec<Blame> {
         for e in evs {
             match e {
                 Event::Setup(s) => {
-                    if let Some(w) = s.worker.or(s.server) {
+                    if let Some(w) = s.worker {
                         entry(&mut by_rank, rank, w);
+                    } else if let Some(k) = s.server {
+                        entry(&mut by_rank, rank, k).server = true;
                     }
                 }
                 Event::Iteration(p) => {
@@ -172,6 +177,7 @@ pub fn blame(events: &HashMap<usize, Vec<Event>>) -> Vec<Blame> {
 fn entry(by_rank: &mut BTreeMap<usize, Blame>, rank: usize, worker: usize) -> &mut Blame {
     let b = by_rank.entry(rank).or_insert(Blame {
         worker,
+        server: false,
         rank,
         waited_s: 0.0,
         last_needed: 0,
@@ -267,12 +273,15 @@ fn shuffle_times(p: &Phases) -> ([f64; 2], f64) {
 }
 
 /// The table `outrun blame` prints and the report shows (the `top` most blamed workers); with
-/// a column for the part charged for transfers where any was (a shuffle's servers).
+/// a column for the part charged for transfers where any was (a shuffle's servers), and for a
+/// shuffle's servers a line saying which `[stragglers]` worker each is.
 pub fn markdown(rows: &[Blame], top: usize) -> String {
     let links = rows.iter().any(|b| b.link_s > 0.0);
+    let servers = rows.iter().any(|b| b.server);
     let (head, rule) = if links { (" of which transfers ms |", "---|") } else { ("", "") };
     let mut o = format!(
-        "| worker | rank | waited ms (last needed) |{head} iterations last needed | score | straggled | late | abandoned | compute / median |\n|---|---|---|{rule}---|---|---|---|---|---|\n",
+        "| {} | rank | waited ms (last needed) |{head} iterations last needed | score | straggled | late | abandoned | compute / median |\n|---|---|---|{rule}---|---|---|---|---|---|\n",
+        if servers { "server" } else { "worker" }
     );
     for b in rows.iter().take(top) {
         let ratio = if b.compute_ratio.is_finite() { format!("{:.2}", b.compute_ratio) } else { "-".into() };
@@ -288,6 +297,9 @@ pub fn markdown(rows: &[Blame], top: usize) -> String {
             b.late,
             b.abandoned
         ));
+    }
+    if servers {
+        o.push_str("\n(server k is the straggler model's worker k + 1: `[stragglers] workers = [k + 1]` slows it)\n");
     }
     o
 }
@@ -458,7 +470,14 @@ mod tests {
         // server 2's 3 s are for coming late, none for its transfers
         assert_eq!(rows[1].link_s, 0.0, "{rows:?}");
         let table = markdown(&rows, 2);
-        assert!(table.starts_with("| worker | rank | waited ms (last needed) | of which transfers ms |"), "{table}");
+        assert!(rows.iter().all(|b| b.server), "{rows:?}");
+        assert!(table.starts_with("| server | rank | waited ms (last needed) | of which transfers ms |"), "{table}");
+        assert!(
+            table.ends_with(
+                "(server k is the straggler model's worker k + 1: `[stragglers] workers = [k + 1]` slows it)\n"
+            ),
+            "{table}"
+        );
         assert!(table.contains("| 3 | 3 | 4000.0 | 4000.0 |"), "{table}");
         assert!(table.contains("| 2 | 2 | 3000.0 | 0.0 |"), "{table}");
         // server 2: 3 s at iteration 1's Shuffle; its messages came 3 s after the others', no

@@ -30,6 +30,9 @@ fn list() {
             Method::Emulated => time.push_str(&format!(": sudo outrun reproduce {} or {cmd}", r.id)),
             _ => {}
         }
+        if let Some(d) = &r.data {
+            time.push_str(&format!(", after {} ({})", d.script, d.what));
+        }
         println!("{:w$}  {} — {}: {} [{}; {}]", r.id, r.paper, r.source, r.setting, r.method.name(), time);
     }
 }
@@ -76,6 +79,18 @@ pub(crate) fn reproduce(o: Options) -> Result<(), Failure> {
             ),
             2,
         ));
+    }
+    // a result named by its ID whose data is not fetched: refused before anything runs (with
+    // --all it is listed as not run, naming the script)
+    if !o.all {
+        for r in &chosen {
+            if let (Some(d), Some(first)) = (&r.data, r.missing_data().first()) {
+                return Err(Failure(
+                    format!("reproduce: {} reads {}, and {} is missing: run {} first", r.id, d.what, first, d.script),
+                    2,
+                ));
+            }
+        }
     }
     let mut outcomes: Vec<Outcome> = vec![];
     let mut failed = vec![];

@@ -829,6 +829,17 @@ fn reproduce_lists_and_runs_results() {
     // a result measured on the emulated cluster says so, and how to run it
     let ec2 = list.stdout.lines().find(|l| l.starts_with("cegc-ec2 ")).unwrap();
     assert!(ec2.contains("[emulated; ") && ec2.contains("sudo outrun reproduce cegc-ec2"), "{ec2}");
+    // a result on data the repository does not hold names the script that fetches it, and
+    // named while the data is absent (a clean clone) it is refused in one line, exit 2
+    let full = list.stdout.lines().find(|l| l.starts_with("codedfedl-table5.2-full ")).unwrap();
+    assert!(full.contains("after scripts/data/mnist-full.sh (the full MNIST"), "{full}");
+    let mnist = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/mnist/train-images-idx3-ubyte.gz");
+    if !mnist.is_file() {
+        let r = outrun(&["reproduce", "codedfedl-table5.2-full"]);
+        assert_eq!(r.code, Some(2), "{}", r.stderr);
+        assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+        assert!(r.stderr.contains("is missing: run scripts/data/mnist-full.sh first"), "{}", r.stderr);
+    }
     let one = outrun(&["reproduce", "hier-fig6.3", "cegc-remark3"]);
     assert_eq!(one.code, Some(0), "{}{}", one.stdout, one.stderr);
     assert!(one.stdout.contains("8 of 8 reproduced"), "{}", one.stdout);

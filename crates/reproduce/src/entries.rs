@@ -41,6 +41,7 @@ const ENTRIES: &[(&str, Compute)] = &[
     ("cr-fig4.2", cr_fig4_2),
     ("cr-fig8", cr_fig8),
     ("codedfedl-table5.2", codedfedl_tables),
+    ("codedfedl-table5.2-full", codedfedl_full),
     ("diversefl-table7.1", diversefl_table),
     ("pagerank-th3", pagerank_bipartite),
     ("pagerank-th4", pagerank_sbm),
@@ -1525,12 +1526,53 @@ fn codedfedl_at_scale(sets: &[&str]) -> Result<(f64, f64), String> {
 /// fastest (1 − ψ)·30) and CodedFedL at δ = ψ = 0.1 and 0.2, per seed; ratios of the times to
 /// a target accuracy, paired by seed (same features, samples and delays), their median.
 fn codedfedl_tables(ctx: &mut Ctx<'_>) -> Result<Computed, String> {
+    codedfedl(ctx, None)
+}
+
+/// The full MNIST's four files (`scripts/data/mnist-full.sh` fetches them), as the config's
+/// data overrides.
+const MNIST_FULL: [(&str, &str); 4] = [
+    ("data.path", "data/mnist/train-images-idx3-ubyte.gz"),
+    ("data.labels_path", "data/mnist/train-labels-idx1-ubyte.gz"),
+    ("data.test_path", "data/mnist/t10k-images-idx3-ubyte.gz"),
+    ("data.test_labels_path", "data/mnist/t10k-labels-idx1-ubyte.gz"),
+];
+
+/// The repository-relative files of [`MNIST_FULL`].
+#[cfg(test)]
+pub(crate) fn mnist_full_files() -> impl Iterator<Item = &'static str> {
+    MNIST_FULL.iter().map(|f| f.1)
+}
+
+/// Tables 5.2 and 5.3 at the thesis's own scale: the same schemes on the full MNIST (60 000
+/// training images, the 10 000 test images), global mini-batches of m = 12 000, so that every
+/// run's hours and accuracies are the thesis's quantities themselves (no synthetic timing runs).
+fn codedfedl_full(ctx: &mut Ctx<'_>) -> Result<Computed, String> {
+    let root = crate::emulated::root();
+    let sets = MNIST_FULL
+        .iter()
+        .map(|(key, file)| {
+            let path = root.join(file);
+            if path.is_file() {
+                Ok(format!("{key}={}", path.display()))
+            } else {
+                Err(format!("{} is missing: run scripts/data/mnist-full.sh first", path.display()))
+            }
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    codedfedl(ctx, Some(sets))
+}
+
+/// Tables 5.2 and 5.3: on the subset (`full` None; the hours from synthetic runs at the
+/// thesis's scale) or on the full MNIST (`full` the data overrides; every number from the runs).
+fn codedfedl(ctx: &mut Ctx<'_>, full: Option<Vec<String>>) -> Result<Computed, String> {
     let seeds: Vec<u64> = if ctx.quick { (1..=3).collect() } else { (1..=5).collect() };
     // the config's 5 global mini-batches: CodedFedL encodes each (scheme.batches), the
     // baselines draw batches of the same size (model.batch: a fifth of the rows, each client's
     // share alike); MINI is the subset's 4 000 rows' fifth, AT_SCALE the thesis's m
     const MINI: &str = "model.batch=800";
     const AT_SCALE: &str = "model.batch=12000";
+    let on = if full.is_some() { "the full MNIST" } else { "the 4 000-image subset" };
     // naive, greedy (ψ = 0.1, 0.2), CodedFedL (δ = 0.1, 0.2): the indices below
     let schemes: [&[&str]; 5] = [
         &["scheme.kind=umw", "scheme.delta=", "scheme.batches="],
@@ -1545,47 +1587,72 @@ fn codedfedl_tables(ctx: &mut Ctx<'_>) -> Result<Computed, String> {
         for (k, sets) in schemes.iter().enumerate() {
             let mut v: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
             if baseline(k) {
-                v.push(MINI.into());
+                v.push(if full.is_some() { AT_SCALE } else { MINI }.into());
             }
             // the accuracy after every round, so that a time to a target is a round's, not the
             // config's evaluation grid's (every 5 rounds)
             v.extend([format!("run.seed={seed}"), "data.test_every=1".into()]);
+            v.extend(full.iter().flatten().cloned());
             runs.push(v);
         }
     }
     (ctx.progress)(&format!(
-        "simulating naive, greedy (ψ = 0.1, 0.2) and CodedFedL (δ = 0.1, 0.2) on the MNIST subset, seeds {}: {} runs of 350 rounds with real arithmetic",
+        "simulating naive, greedy (ψ = 0.1, 0.2) and CodedFedL (δ = 0.1, 0.2) on {on}, seeds {}: {} runs of 350 rounds with real arithmetic",
         seeds.iter().map(u64::to_string).collect::<Vec<_>>().join(", "),
         runs.len()
     ));
     let text = include_str!("../../../configs/codedfedl-mnist.toml");
-    let curves: Vec<Curve> = sim_runs("codedfedl", text, &runs)?.into_iter().map(|r| r.curve).collect();
-    (ctx.progress)(
-        "timing the five schemes at the thesis's scale: 60 000 rows, global mini-batches of m = 12 000 (400 points per client), 30 rounds × 3 trials",
-    );
-    let mut scale = vec![];
-    for (k, sets) in schemes.iter().enumerate() {
-        let at: Vec<&str> = sets.iter().copied().chain(baseline(k).then_some(AT_SCALE)).collect();
-        scale.push(codedfedl_at_scale(&at)?);
-    }
-    let curve = |seed_index: usize, scheme: usize| &curves[seed_index * schemes.len() + scheme];
+    let sims = sim_runs("codedfedl", text, &runs)?;
+    let curves: Vec<&Curve> = sims.iter().map(|r| &r.curve).collect();
+    let curve = |seed_index: usize, scheme: usize| curves[seed_index * schemes.len() + scheme];
+    let all = 0..seeds.len();
+    // (seconds per round, the parity upload's seconds) of each scheme at the thesis's scale: on
+    // the full MNIST the runs' own (medians over the seeds), on the subset synthetic runs'
+    let scale: Vec<(f64, f64)> = if full.is_some() {
+        (0..schemes.len())
+            .map(|k| {
+                let (mut per, mut parity) = (vec![], vec![]);
+                for i in all.clone() {
+                    let run = &sims[i * schemes.len() + k];
+                    let p = run.summary.parity_s.unwrap_or(0.0);
+                    if let (Some(last), Some(&round)) = (run.curve.last(), run.at.last()) {
+                        per.push((last.0 - p) / (round + 1) as f64);
+                        parity.push(p);
+                    }
+                }
+                (median(per).unwrap_or(f64::NAN), median(parity).unwrap_or(0.0))
+            })
+            .collect()
+    } else {
+        (ctx.progress)(
+            "timing the five schemes at the thesis's scale: 60 000 rows, global mini-batches of m = 12 000 (400 points per client), 30 rounds × 3 trials",
+        );
+        let mut scale = vec![];
+        for (k, sets) in schemes.iter().enumerate() {
+            let at: Vec<&str> = sets.iter().copied().chain(baseline(k).then_some(AT_SCALE)).collect();
+            scale.push(codedfedl_at_scale(&at)?);
+        }
+        scale
+    };
     let last = |c: &Curve| c.last().map_or(0.0, |x| x.1);
     let best = |c: &Curve| c.iter().map(|x| x.1).fold(0.0, f64::max);
     let pct = |x: f64| format!("{:.1} %", 100.0 * x);
     let paper = |key: &str| ctx.rows.iter().find(|r| r.key == key).map(|r| r.paper);
-    let all = 0..seeds.len();
     let mut out = Computed::default();
     // the thesis's hours to a final accuracy are (about) whole runs: 350 rounds at its scale, and
     // for CodedFedL the parity upload (an encoding of each of the 5 global mini-batches)
     const ROUNDS: f64 = 350.0;
-    let hours = |k: usize| (ROUNDS * scale[k].0 + scale[k].1) / 3600.0;
-    for (key, k) in
-        [("hours_naive", 0), ("hours_greedy01", 1), ("hours_greedy02", 2), ("hours_cfl01", 3), ("hours_cfl02", 4)]
-    {
-        out.set(key, hours(k));
+    if full.is_none() {
+        let hours = |k: usize| (ROUNDS * scale[k].0 + scale[k].1) / 3600.0;
+        for (key, k) in
+            [("hours_naive", 0), ("hours_greedy01", 1), ("hours_greedy02", 2), ("hours_cfl01", 3), ("hours_cfl02", 4)]
+        {
+            out.set(key, hours(k));
+        }
     }
     out.notes.push(format!(
-        "at the thesis's scale (timing only): hours per round naive {}, greedy (ψ = 0.1) {}, greedy (ψ = 0.2) {}, CodedFedL (δ = 0.1) {}, (δ = 0.2) {}; the parity upload (5 global mini-batches' encodings) {} h (δ = 0.1), {} h (δ = 0.2)",
+        "at the thesis's scale{}: hours per round naive {}, greedy (ψ = 0.1) {}, greedy (ψ = 0.2) {}, CodedFedL (δ = 0.1) {}, (δ = 0.2) {}; the parity upload (5 global mini-batches' encodings) {} h (δ = 0.1), {} h (δ = 0.2)",
+        if full.is_some() { " (the runs' own, medians of the seeds)" } else { " (timing only)" },
         num2(scale[0].0 / 3600.0),
         num2(scale[1].0 / 3600.0),
         num2(scale[2].0 / 3600.0),
@@ -1598,8 +1665,44 @@ fn codedfedl_tables(ctx: &mut Ctx<'_>) -> Result<Computed, String> {
     let rounds = |s: usize, gamma: f64| {
         median(all.clone().filter_map(|i| reached(curve(i, s), gamma)).map(|k| (k + 1) as f64).collect())
     };
+    // on the full MNIST, hours to γ (median over the seeds, as long as more than half reach it),
+    // and where they are not the thesis's, the rounds behind them
+    let hours_to = |key: &str, s: usize, gamma: f64, what: &str| -> Ours {
+        let per: Vec<f64> = all.clone().filter_map(|i| time_to(curve(i, s), gamma)).collect();
+        if per.len() * 2 <= seeds.len() {
+            return Ours {
+                value: None,
+                note: Some(format!("{} of {} seeds reach {what}", per.len(), seeds.len())),
+                ..Default::default()
+            };
+        }
+        let (lo, hi) = (per.iter().copied().fold(f64::INFINITY, f64::min), per.iter().copied().fold(0.0, f64::max));
+        let note = rounds(s, gamma).zip(paper(key)).map(|(r, p)| {
+            format!(
+                "it reaches {what} after {} rounds (median of the {} seeds that do), at {} h a round{}; the thesis's {} h is {:.0} rounds at that pace",
+                num(r),
+                per.len(),
+                num2(scale[s].0 / 3600.0),
+                if scale[s].1 > 0.0 { format!(" after its parity upload of {} h", num2(scale[s].1 / 3600.0)) } else { String::new() },
+                num(p),
+                (p * 3600.0 - scale[s].1) / scale[s].0
+            )
+        });
+        Ours { value: median(per).map(|h| h / 3600.0), note, spread: Some([lo / 3600.0, hi / 3600.0]) }
+    };
     // the thesis's 93.3 % is naive's final accuracy: ours is the lowest seed's, which every seed reaches
     let top = all.clone().map(|i| last(curve(i, 0))).fold(f64::INFINITY, f64::min);
+    // final accuracies (median of the seeds, in %, with their range)
+    let finals = |s: usize| {
+        let v: Vec<f64> = all.clone().map(|i| 100.0 * last(curve(i, s))).collect();
+        let (lo, hi) = (v.iter().copied().fold(f64::INFINITY, f64::min), v.iter().copied().fold(0.0, f64::max));
+        Ours { value: median(v), note: None, spread: Some([lo, hi]) }
+    };
+    if full.is_some() {
+        let what = format!("its final accuracy {}", pct(top));
+        out.values.insert("hours_naive".into(), hours_to("hours_naive", 0, top, &what));
+        out.values.insert("naive_final".into(), finals(0));
+    }
     // per-seed ratios of the time to γ (naive or greedy ÷ CodedFedL), their median and spread;
     // where ours deviates, the rounds behind both times, here and at the thesis's scale
     let ratio_row = |key: &str, hours_key: &str, slow: usize, coded: usize, gamma: f64, what: &str| -> (Ours, String) {
@@ -1622,11 +1725,16 @@ fn codedfedl_tables(ctx: &mut Ctx<'_>) -> Result<Computed, String> {
             let thesis_coded = (hs / ratio * 3600.0 - pc) / tc;
             let at_scale = r_slow * ts / (pc + r_coded * tc);
             Some(format!(
-                "{spread}. The hours per round reproduce at the thesis's scale (the hours rows); the rounds to the target do not: on the 4 000-image subset the slower scheme reaches {what} after {} rounds and CodedFedL after {}, where the thesis's hours are {thesis_slow:.0} and {thesis_coded:.0} rounds at our times per round (CodedFedL's after its parity upload, {} h); our rounds at the thesis's scale give {}×",
+                "{spread}. {}: on {on} the slower scheme reaches {what} after {} rounds and CodedFedL after {}, where the thesis's hours are {thesis_slow:.0} and {thesis_coded:.0} rounds at our times per round (CodedFedL's after its parity upload, {} h){}",
+                if full.is_some() {
+                    "The rounds to the target differ"
+                } else {
+                    "The hours per round reproduce at the thesis's scale (the hours rows); the rounds to the target do not"
+                },
                 num(r_slow),
                 num(r_coded),
                 num2(pc / 3600.0),
-                num2(at_scale)
+                if full.is_some() { String::new() } else { format!("; our rounds at the thesis's scale give {}×", num2(at_scale)) }
             ))
         };
         let ours = match median(per.clone()) {
@@ -1658,10 +1766,39 @@ fn codedfedl_tables(ctx: &mut Ctx<'_>) -> Result<Computed, String> {
         out.set(&format!("greedy{x}_best"), 100.0 * (greedy_best - top));
         // the thesis's lower target is greedy's final accuracy (its time is a whole run's)
         let g = all.clone().map(|i| last(curve(i, greedy))).fold(f64::INFINITY, f64::min);
-        let what = format!("greedy's final accuracy {}", pct(g));
-        let (ours, line) = ratio_row(&format!("greedy{x}"), &format!("hours_greedy{x}"), greedy, coded, g, &what);
+        let what_g = format!("greedy's final accuracy {}", pct(g));
+        let (ours, line) = ratio_row(&format!("greedy{x}"), &format!("hours_greedy{x}"), greedy, coded, g, &what_g);
         out.values.insert(format!("greedy{x}"), ours);
         out.notes.push(line);
+        if full.is_some() {
+            // every time of the thesis's two rows, from the runs: to naive's final and to greedy's
+            let cfl = format!("hours_cfl{x}");
+            out.values.insert(cfl.clone(), hours_to(&cfl, coded, top, &what));
+            let gr = format!("hours_greedy{x}");
+            out.values.insert(gr.clone(), hours_to(&gr, greedy, g, &format!("its final accuracy {}", pct(g))));
+            let naive_g = format!("naive_g{x}");
+            out.values.insert(naive_g.clone(), hours_to(&naive_g, 0, g, &what_g));
+            let cfl_g = format!("cfl_g{x}");
+            out.values.insert(cfl_g.clone(), hours_to(&cfl_g, coded, g, &what_g));
+            let (ours, line) = ratio_row(&format!("naive_cfl_g{x}"), &naive_g, 0, coded, g, &what_g);
+            out.values.insert(format!("naive_cfl_g{x}"), ours);
+            out.notes.push(line);
+            // greedy's final beside naive's: the thesis's level and ours differ for both alike
+            let mut greedy_final = finals(greedy);
+            let row = format!("greedy{x}_final");
+            if let (Some(pn), Some(pg), Some(n), Some(g)) =
+                (paper("naive_final"), paper(&row), finals(0).value, greedy_final.value)
+            {
+                greedy_final.note = Some(format!(
+                    "naive's final accuracy here is {n:.1} % against the thesis's {pn} % (the first row: the same model on the same data, {:+.1} points); greedy's distance below naive's, {:.1} points, is the thesis's {:.1} within {:.1}",
+                    n - pn,
+                    n - g,
+                    pn - pg,
+                    ((n - g) - (pn - pg)).abs()
+                ));
+            }
+            out.values.insert(row, greedy_final);
+        }
         let r = |s: usize, gamma: f64| rounds(s, gamma).map_or("—".to_string(), |m| format!("{m}"));
         out.notes.push(format!(
             "rounds (median) to greedy's final accuracy {}: naive {}, greedy {}, CodedFedL {}; to naive's final {}: naive {}, CodedFedL {}",
@@ -1673,13 +1810,13 @@ fn codedfedl_tables(ctx: &mut Ctx<'_>) -> Result<Computed, String> {
             r(0, top),
             r(coded, top)
         ));
-        let finals = |s: usize| median(all.clone().map(|i| last(curve(i, s))).collect()).unwrap_or(f64::NAN);
+        let median_final = |s: usize| median(all.clone().map(|i| last(curve(i, s))).collect()).unwrap_or(f64::NAN);
         out.notes.push(format!(
             "ψ = δ = {psi}: final accuracy (median of the seeds) naive {}, greedy {} (its best over every seed and round {}), CodedFedL {}; targets: naive's final {} (the lowest seed's), greedy's final {} (the lowest seed's)",
-            pct(finals(0)),
-            pct(finals(greedy)),
+            pct(median_final(0)),
+            pct(median_final(greedy)),
             pct(greedy_best),
-            pct(finals(coded)),
+            pct(median_final(coded)),
             pct(top),
             pct(g)
         ));

@@ -965,8 +965,7 @@ fn hcmm_studies(ctx: &mut Ctx<'_>, weibull: bool) -> Result<Computed, String> {
     let picks: [Pick; 3] = [("vs_uu", |s| s.red[0]), ("vs_lb", |s| s.red[1]), ("vs_uc", |s| s.red[2])];
     let spread_note = |row: &Row, f: &dyn Fn(usize) -> f64| {
         let v: Vec<f64> = (0..draws as usize).map(f).collect();
-        let (lo, hi) =
-            (v.iter().copied().fold(f64::INFINITY, f64::min), v.iter().copied().fold(f64::NEG_INFINITY, f64::max));
+        let (lo, hi) = span(&v);
         let hits = v.iter().filter(|&&x| row.holds(x)).count();
         (hits > 0).then(|| {
             format!(
@@ -1416,6 +1415,11 @@ fn time_to(curve: &Curve, gamma: f64) -> Option<f64> {
     reached(curve, gamma).map(|k| curve[k].0)
 }
 
+/// The smallest and largest of the values (∞ and −∞ for none).
+fn span(v: &[f64]) -> (f64, f64) {
+    (v.iter().copied().fold(f64::INFINITY, f64::min), v.iter().copied().fold(f64::NEG_INFINITY, f64::max))
+}
+
 /// The median of the values (None for none).
 fn median(v: Vec<f64>) -> Option<f64> {
     (!v.is_empty()).then(|| outrun_runlog::quantile(&v, 0.5))
@@ -1547,19 +1551,10 @@ pub(crate) fn mnist_full_files() -> impl Iterator<Item = &'static str> {
 /// Tables 5.2 and 5.3 at the thesis's own scale: the same schemes on the full MNIST (60 000
 /// training images, the 10 000 test images), global mini-batches of m = 12 000, so that every
 /// run's hours and accuracies are the thesis's quantities themselves (no synthetic timing runs).
+/// [`crate::run`] has checked the files are there (the registry's `data`).
 fn codedfedl_full(ctx: &mut Ctx<'_>) -> Result<Computed, String> {
     let root = crate::emulated::root();
-    let sets = MNIST_FULL
-        .iter()
-        .map(|(key, file)| {
-            let path = root.join(file);
-            if path.is_file() {
-                Ok(format!("{key}={}", path.display()))
-            } else {
-                Err(format!("{} is missing: run scripts/data/mnist-full.sh first", path.display()))
-            }
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    let sets = MNIST_FULL.iter().map(|(key, file)| format!("{key}={}", root.join(file).display())).collect();
     codedfedl(ctx, Some(sets))
 }
 
@@ -1676,7 +1671,7 @@ fn codedfedl(ctx: &mut Ctx<'_>, full: Option<Vec<String>>) -> Result<Computed, S
                 ..Default::default()
             };
         }
-        let (lo, hi) = (per.iter().copied().fold(f64::INFINITY, f64::min), per.iter().copied().fold(0.0, f64::max));
+        let (lo, hi) = span(&per);
         let note = rounds(s, gamma).zip(paper(key)).map(|(r, p)| {
             format!(
                 "it reaches {what} after {} rounds (median of the {} seeds that do), at {} h a round{}; the thesis's {} h is {:.0} rounds at that pace",
@@ -1695,7 +1690,7 @@ fn codedfedl(ctx: &mut Ctx<'_>, full: Option<Vec<String>>) -> Result<Computed, S
     // final accuracies (median of the seeds, in %, with their range)
     let finals = |s: usize| {
         let v: Vec<f64> = all.clone().map(|i| 100.0 * last(curve(i, s))).collect();
-        let (lo, hi) = (v.iter().copied().fold(f64::INFINITY, f64::min), v.iter().copied().fold(0.0, f64::max));
+        let (lo, hi) = span(&v);
         Ours { value: median(v), note: None, spread: Some([lo, hi]) }
     };
     if full.is_some() {

@@ -170,8 +170,12 @@ pub struct Result_ {
     /// Files it reads that the repository does not hold, and the script that fetches them.
     pub data: Option<Data>,
     /// Its numbers.
-    #[serde(rename = "row")]
+    #[serde(rename = "row", default)]
     pub rows: Vec<Row>,
+    /// The same numbers as the result of this ID, in another setting: its rows (and, unless it
+    /// names its own, its data) are that result's, so the paper's values are written once.
+    #[serde(default, skip_serializing)]
+    pub same_as: Option<String>,
 }
 
 /// Files a result reads that are not in the repository (too large for it), and where they come
@@ -208,7 +212,18 @@ pub const PAPERS_TOML: &str = include_str!("../papers.toml");
 /// Every result, in the data file's order.
 pub fn catalogue() -> Vec<Result_> {
     let cat: Catalogue = toml::from_str(PAPERS_TOML).expect("papers.toml parses (a unit test checks it)");
-    cat.result
+    let mut results = cat.result;
+    for k in 0..results.len() {
+        if let Some(of) = results[k].same_as.clone() {
+            assert!(results[k].rows.is_empty(), "papers.toml: {}: rows of its own and same_as {of}", results[k].id);
+            let Some(like) = results.iter().find(|r| r.id == of && r.same_as.is_none()).cloned() else {
+                panic!("papers.toml: {}: same_as names {of}, not a result with rows of its own", results[k].id)
+            };
+            results[k].rows = like.rows;
+            results[k].data = results[k].data.take().or(like.data);
+        }
+    }
+    results
 }
 
 /// What one number came to.
@@ -640,6 +655,10 @@ mod tests {
         assert_eq!(ids.len(), cat.len(), "IDs are unique");
         for r in &cat {
             assert!(!r.rows.is_empty(), "{}: no rows", r.id);
+            if let Some(of) = &r.same_as {
+                let own = cat.iter().find(|x| &x.id == of).map(|x| &x.rows);
+                assert!(own.is_some_and(|own| own.len() == r.rows.len()), "{}: the rows of {of}", r.id);
+            }
             match r.method {
                 Method::Script => assert!(r.command.is_some(), "{}: a script result names its command", r.id),
                 Method::Emulated => {
@@ -700,13 +719,20 @@ mod tests {
     }
 
     /// A result whose data is not fetched is not run: every number names the script, and the
-    /// full MNIST's entry reads the files the registry names.
+    /// full MNIST's entries read the files the registry names.
     #[test]
     fn a_result_without_its_data_names_the_script_that_fetches_it() {
         let cat = catalogue();
         let full = cat.iter().find(|r| r.id == "codedfedl-table5.2-full").unwrap();
         let files: Vec<&str> = full.data.as_ref().unwrap().files.iter().map(String::as_str).collect();
         assert_eq!(files, entries::mnist_full_files().collect::<Vec<_>>());
+        // the same numbers at half the step read the same files, named once
+        let half = cat.iter().find(|r| r.id == "codedfedl-table5.2-half-step").unwrap();
+        assert_eq!(half.data.as_ref().unwrap().files, full.data.as_ref().unwrap().files);
+        assert_eq!(
+            half.rows.iter().map(|r| &r.key).collect::<Vec<_>>(),
+            full.rows.iter().map(|r| &r.key).collect::<Vec<_>>()
+        );
         let mut absent = full.clone();
         absent.data.as_mut().unwrap().files.push("data/no-such-file.gz".into());
         assert_eq!(absent.missing_data().last(), Some(&"data/no-such-file.gz"));

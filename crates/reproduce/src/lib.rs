@@ -212,18 +212,25 @@ pub const PAPERS_TOML: &str = include_str!("../papers.toml");
 /// Every result, in the data file's order.
 pub fn catalogue() -> Vec<Result_> {
     let cat: Catalogue = toml::from_str(PAPERS_TOML).expect("papers.toml parses (a unit test checks it)");
-    let mut results = cat.result;
+    same_as(cat.result).expect("papers.toml's same_as name results with rows (a unit test checks it)")
+}
+
+/// `results` with each `same_as` filled in: the rows (and, unless it names its own, the data)
+/// of the result it names, which must have rows of its own.
+fn same_as(mut results: Vec<Result_>) -> Result<Vec<Result_>, String> {
     for k in 0..results.len() {
-        if let Some(of) = results[k].same_as.clone() {
-            assert!(results[k].rows.is_empty(), "papers.toml: {}: rows of its own and same_as {of}", results[k].id);
-            let Some(like) = results.iter().find(|r| r.id == of && r.same_as.is_none()).cloned() else {
-                panic!("papers.toml: {}: same_as names {of}, not a result with rows of its own", results[k].id)
-            };
-            results[k].rows = like.rows;
-            results[k].data = results[k].data.take().or(like.data);
+        let Some(of) = results[k].same_as.clone() else { continue };
+        let id = &results[k].id;
+        if !results[k].rows.is_empty() {
+            return Err(format!("{id}: rows of its own and same_as = {of:?}"));
         }
+        let Some(like) = results.iter().find(|r| r.id == of && r.same_as.is_none()).cloned() else {
+            return Err(format!("{id}: same_as = {of:?} is not a result with rows of its own"));
+        };
+        results[k].rows = like.rows;
+        results[k].data = results[k].data.take().or(like.data);
     }
-    results
+    Ok(results)
 }
 
 /// What one number came to.
@@ -655,10 +662,6 @@ mod tests {
         assert_eq!(ids.len(), cat.len(), "IDs are unique");
         for r in &cat {
             assert!(!r.rows.is_empty(), "{}: no rows", r.id);
-            if let Some(of) = &r.same_as {
-                let own = cat.iter().find(|x| &x.id == of).map(|x| &x.rows);
-                assert!(own.is_some_and(|own| own.len() == r.rows.len()), "{}: the rows of {of}", r.id);
-            }
             match r.method {
                 Method::Script => assert!(r.command.is_some(), "{}: a script result names its command", r.id),
                 Method::Emulated => {
@@ -746,6 +749,27 @@ mod tests {
             "{}",
             out.rows[0].verdict.words()
         );
+    }
+
+    /// A result with another's numbers takes its rows and data; one that names a result without
+    /// rows of its own, or has rows too, is refused.
+    #[test]
+    fn same_as_copies_the_rows_of_a_result_that_has_them() {
+        let parse = |s: &str| same_as(toml::from_str::<Catalogue>(s).unwrap().result);
+        let base = "[[result]]\nid = \"a\"\npaper = \"p\"\nsource = \"s\"\nsetting = \"x\"\nmethod = \"analytic\"\ntime = \"1 s\"\n";
+        let like = |id: &str, of: &str| base.replace("id = \"a\"", &format!("id = \"{id}\"\nsame_as = \"{of}\""));
+        let row = "[[result.row]]\nkey = \"k\"\nquantity = \"q\"\npaper = 2\nsource = \"t\"\n";
+        let [a, b] = parse(&format!("{base}{row}{}", like("b", "a"))).unwrap().try_into().unwrap();
+        assert_eq!((b.rows.len(), &b.rows[0].key, b.rows[0].paper), (1, &a.rows[0].key, 2.0));
+        assert_eq!(
+            parse(&format!("{base}{row}{}", like("b", "c"))).unwrap_err(),
+            "b: same_as = \"c\" is not a result with rows of its own"
+        );
+        assert_eq!(
+            parse(&format!("{base}{row}{}{row}", like("b", "a"))).unwrap_err(),
+            "b: rows of its own and same_as = \"a\""
+        );
+        assert!(parse(&format!("{base}{row}{}{}", like("b", "a"), like("c", "b"))).is_err());
     }
 
     #[test]

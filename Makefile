@@ -52,8 +52,9 @@ clean:
 
 .PHONY: reproduce reproduce-all reproduce-doc
 # the papers' results that `outrun reproduce` computes itself (analytic and simulated), quick
-# settings (about 3.5 min on the 2-vCPU VM, 19 min more once scripts/data/mnist-full.sh has
-# fetched the full MNIST: two results on it); exits 1 when a number deviates from its paper with no known reason
+# settings (about 3.5 min on the 2-vCPU VM, 20 min more once scripts/data/mnist-full.sh has
+# fetched the full MNIST: two results on it); exits 1 when a number deviates from its paper
+# with no known reason
 reproduce: build
 	$(BIN) reproduce --all --quick
 

@@ -1743,13 +1743,17 @@ fn codedfedl(ctx: &mut Ctx<'_>, full: Option<Vec<String>>, step: Step) -> Result
             .clone()
             .filter_map(|i| Some(time_to(curve(i, slow), gamma)? / time_to(curve(i, coded), gamma)?))
             .collect();
-        let (lo, hi) = (per.iter().copied().fold(f64::INFINITY, f64::min), per.iter().copied().fold(0.0, f64::max));
-        let spread = format!(
-            "the {} seeds' own ratios (each a single run, as the thesis's) range {}–{}×",
-            per.len(),
-            num2(lo),
-            num2(hi)
-        );
+        let (lo, hi) = span(&per);
+        let spread = if per.is_empty() {
+            "no seed reaches it with both schemes".to_string()
+        } else {
+            format!(
+                "the {} seeds' own ratios (each a single run, as the thesis's) range {}–{}×",
+                per.len(),
+                num2(lo),
+                num2(hi)
+            )
+        };
         let ((ts, _), (tc, pc)) = (scale[slow], scale[coded]);
         let why = |r_slow: f64, r_coded: f64| -> Option<String> {
             let (hs, ratio) = (paper(hours_key)?, paper(key)?);
@@ -1780,6 +1784,11 @@ fn codedfedl(ctx: &mut Ctx<'_>, full: Option<Vec<String>>, step: Step) -> Result
                 };
                 Ours { value: Some(m), note, ..Default::default() }
             }
+            _ if per.is_empty() => Ours {
+                value: None,
+                note: Some(format!("no seed reaches {what} with both schemes")),
+                ..Default::default()
+            },
             _ => Ours {
                 value: None,
                 note: Some(format!("fewer than half the seeds reach {what} with both schemes ({spread})")),

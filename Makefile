@@ -65,7 +65,7 @@ reproduce-all: build
 
 # docs/results/README.md: every result's table, regenerated (full settings); written even when
 # a number deviates with no known reason (the file says which), the exit status still says so.
-# As root it measures the emulated-cluster results too (minutes: `outrun reproduce --list`). It
+# As root it measures the emulated-cluster results too (2.5 h in all on the 2-vCPU VM). It
 # fetches the full MNIST first; where the npm registry cannot be reached, the results on it are
 # listed as not run
 reproduce-doc: build

@@ -1270,6 +1270,12 @@ impl SchemeConfig {
 
     pub(super) fn validate(&self) -> Result<(), ConfigError> {
         let kind = self.kind();
+        if let Some(d) = self.draws().filter(|&d| d > MAX_DRAWS) {
+            return err(
+                "scheme.draws",
+                format!("= {d}: at most {MAX_DRAWS} (each draw builds a code and checks it over its survivor sets)"),
+            );
+        }
         if let Some(c) = self.federated() {
             return c.validate(kind);
         }
@@ -1318,6 +1324,25 @@ impl SchemeConfig {
             SchemeConfig::GcCyclic(_) if c.draws == 0 => err("scheme.draws", "must be at least 1"),
             SchemeConfig::GcCyclic(_) if n > MAX_CYCLIC => cyclic_too_large("scheme.workers", n, "workers"),
             _ => check_byzantine(c.byzantine, c.s, "").and_then(|()| check_wait_s(c.wait_s)),
+        }
+    }
+
+    /// `scheme.draws`, for the schemes that draw random codes.
+    fn draws(&self) -> Option<usize> {
+        match self {
+            SchemeConfig::Umw(c)
+            | SchemeConfig::Ignore(c)
+            | SchemeConfig::GcCyclic(c)
+            | SchemeConfig::GcFrac(c)
+            | SchemeConfig::Rar(c)
+            | SchemeConfig::Allreduce(c) => Some(c.draws),
+            SchemeConfig::Cr(c) => Some(c.draws),
+            SchemeConfig::Cegc(c) => Some(c.draws),
+            SchemeConfig::Agc(c) | SchemeConfig::GAgc(c) => Some(c.draws),
+            SchemeConfig::Cgc(c) | SchemeConfig::GCgc(c) => Some(c.draws),
+            SchemeConfig::GcSc(c) => Some(c.draws),
+            SchemeConfig::GcDc(c) => Some(c.draws),
+            _ => None,
         }
     }
 
@@ -1387,6 +1412,11 @@ impl CegcConfig {
         }
     }
 }
+
+/// Most random codes a scheme may draw to keep the best (`scheme.draws`; default 10): a draw
+/// is checked over its survivor sets, up to tens of milliseconds at 100 workers, so this many
+/// already take minutes there.
+pub(super) const MAX_DRAWS: usize = 10_000;
 
 /// Most sub-vectors (rounds) an adaptive code may have.
 pub(super) const MAX_ROUNDS: usize = 64;

@@ -93,6 +93,23 @@ fn errors_name_the_field() {
         "stragglers.shape"
     );
     assert_eq!(field_of(&["data.samples=3"]), "data.samples");
+    // a search for a code is bounded: every scheme that draws codes takes at most MAX_DRAWS
+    // (4·10⁹ draws kept `outrun check` busy for days)
+    for (name, text) in [
+        ("demo", include_str!("../../../configs/demo.toml")),
+        ("cr", include_str!("../../../configs/cr-3x2.toml")),
+        ("cegc", include_str!("../../../configs/cegc-8.toml")),
+        ("agc", include_str!("../../../configs/agc-12.toml")),
+        ("cgc", include_str!("../../../configs/cgc-12.toml")),
+        ("gc-sc", include_str!("../../../configs/gcsc-20.toml")),
+        ("gc-dc", include_str!("../../../configs/gcdc-20.toml")),
+    ] {
+        let at = |d: usize| parse(text, &[format!("scheme.draws={d}")]);
+        let e = at(crate::scheme::MAX_DRAWS + 1).unwrap_err();
+        assert_eq!(e.field, "scheme.draws", "{name}: {e}");
+        assert!(e.to_string().contains("at most 10000"), "{name}: {e}");
+        assert!(at(crate::scheme::MAX_DRAWS).is_ok(), "{name}");
+    }
     // a list of worker ids names each worker once
     assert_eq!(field_of(&["stragglers.model=fixed", "stragglers.workers=[2, 2]"]), "stragglers.workers");
     let twice = parse_with(&["faults.kind=sign-flip", "faults.workers=[2, 3, 2]"]).unwrap_err();

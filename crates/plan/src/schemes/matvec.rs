@@ -95,6 +95,45 @@ fn budget_choice(
     Ok(keep)
 }
 
+/// Most coded rows an HCMM allocation may hand out in all (2^32: 34 GB of coded rows at one
+/// column, more than any worker streams in an iteration).
+const MAX_CODED_ROWS: f64 = 4_294_967_296.0;
+
+/// Refuse an HCMM allocation its model cannot give for these laws, naming the laws' fields: as
+/// a worker's a_i·μ_i → 0 (no shift) its optimal load τ*/λ_i grows without bound (at a = 0, λ_i
+/// = 0), and for a_i·μ_i too large for double precision λ_i − a_i cancels and the loads no
+/// longer cover the rows.
+fn hcmm_sane(
+    c: &MatvecSchemeConfig,
+    laws: &[RowLaw],
+    a: &outrun_codes::Allocation,
+    target: usize,
+) -> Result<(), ConfigError> {
+    let from = if c.a.is_some() || c.mu.is_some() { "scheme" } else { "stragglers" };
+    let total: f64 = a.real.iter().sum();
+    let most = a.real.iter().copied().fold(0.0, f64::max);
+    let amu = |pick: fn(f64, f64) -> f64| laws.iter().map(|w| w.a * w.mu).reduce(pick).unwrap_or(0.0);
+    let beyond = |loads: String| {
+        format!(
+            "HCMM's loads τ*/λ_i {loads} for these laws: a_i·μ_i up to {:.3e} is beyond its formulas in double precision (λ_i − a_i cancels)",
+            amu(f64::max)
+        )
+    };
+    let why = if !a.real.iter().all(|x| x.is_finite() && *x >= 0.0) || !total.is_finite() {
+        beyond("cannot be computed".into())
+    } else if total > MAX_CODED_ROWS {
+        format!(
+            "HCMM's loads τ*/λ_i come to {total:.3e} coded rows for r = {target} (one worker {most:.3e}), more than 2^32: its model needs each worker's shift to be a fair part of its time per row (a_i·μ_i down to {:.3e} here; as it → 0 the optimal loads grow without bound)",
+            amu(f64::min)
+        )
+    } else if a.loads.iter().sum::<usize>() < target {
+        beyond(format!("({:?}) do not cover r = {target} rows", a.loads))
+    } else {
+        return Ok(());
+    };
+    Err(ConfigError::new(format!("{from}.a"), format!("with {from}.mu: {why}")))
+}
+
 /// Workers that can be lost, largest loads first, with `target` rows still held.
 fn tolerates(loads: &[usize], target: usize) -> usize {
     let mut sorted = loads.to_vec();
@@ -154,6 +193,7 @@ pub(crate) fn build(cfg: &Config, c: &MatvecSchemeConfig, r: usize) -> Result<Pl
             };
             let kept: Vec<RowLaw> = laws.iter().zip(&keep).filter(|(_, &k)| k).map(|(w, _)| *w).collect();
             let a = hcmm(&kept, target);
+            hcmm_sane(c, &kept, &a, target)?;
             let mut it = a.loads.iter().zip(&a.lambdas);
             let (loads, lambdas): (Vec<usize>, Vec<f64>) = keep
                 .iter()
@@ -270,5 +310,26 @@ mod tests {
         // a dense code over too many rows
         let e = build(&cfg(&["matrix.rows=5000"]), 5000).unwrap_err();
         assert_eq!(e.field, "scheme.code");
+    }
+
+    /// HCMM's model needs shifts: as a_i·μ_i → 0 its loads grow without bound (at a = 0 the
+    /// formulas gave 9·10¹⁰ coded rows for r = 1000, which `outrun check` then counted row by
+    /// row), and where a_i·μ_i is too large for double precision they stop covering r (the
+    /// plan's Monte Carlo check panicked); both are refused naming the laws' fields.
+    #[test]
+    fn hcmm_refuses_laws_its_model_cannot_allocate_for() {
+        for (sets, field, says) in [
+            (vec!["stragglers.a=0"], "stragglers.a", "more than 2^32"),
+            (vec!["stragglers.a=1e-300"], "stragglers.a", "grow without bound"),
+            (vec!["stragglers.mu=1e308"], "stragglers.a", "double precision"),
+            (vec!["scheme.a=0", "scheme.mu=1000"], "scheme.a", "more than 2^32"),
+        ] {
+            let e = build(&cfg(&sets), 200).unwrap_err();
+            assert_eq!(e.field, field, "{sets:?}: {e}");
+            assert!(e.message.contains(says) && e.message.contains(".mu"), "{sets:?}: {e}");
+        }
+        // a small shift still plans, with more redundancy
+        let plan = build(&cfg(&["stragglers.a=1e-5"]), 200).unwrap();
+        assert!(plan.nodes[1..].iter().map(|n| n.load()).sum::<usize>() > 400);
     }
 }

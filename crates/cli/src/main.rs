@@ -517,21 +517,10 @@ fn load_config(path: &Path, set: &[String]) -> Result<outrun_config::Config, Fai
 }
 
 /// The config at `path` (with `set`) and its plan: the problem's shape read from its data, then
-/// the scheme built for it. `sized`: refuse models too large to represent first.
-fn resolve(path: &Path, set: &[String], sized: bool) -> Result<(outrun_config::Config, outrun_plan::Plan), Failure> {
+/// the scheme built for it.
+fn resolve(path: &Path, set: &[String]) -> Result<(outrun_config::Config, outrun_plan::Plan), Failure> {
     let cfg = load_config(path, set)?;
     let shape = outrun_workloads::shape(&cfg).map_err(|e| Failure(e.to_string(), 2))?;
-    if sized && (shape.features as u128) * 8 > (1u128 << 40) {
-        return Err(Failure(
-            format!(
-                "{}: memory: data.features = {} would make every model vector {} bytes; at most 2^37 features",
-                path.display(),
-                shape.features,
-                shape.features as u128 * 8
-            ),
-            2,
-        ));
-    }
     let plan = outrun_workloads::plan(&cfg, shape).map_err(|e| Failure(format!("{}: {e}", path.display()), 2))?;
     Ok((cfg, plan))
 }
@@ -762,7 +751,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 println!("{}", load_config(&config, &set)?.job_bound_s());
                 return Ok(());
             }
-            let (_, plan) = resolve(&config, &set, false)?;
+            let (_, plan) = resolve(&config, &set)?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&plan).expect("plan serializes"));
             } else {
@@ -776,7 +765,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
         Cmd::Simulate { config, set, trials, math } => {
-            let (cfg, plan) = resolve(&config, &set, false)?;
+            let (cfg, plan) = resolve(&config, &set)?;
             let math = match math.as_str() {
                 "on" => outrun_sim::Math::On,
                 "off" => outrun_sim::Math::Off,
@@ -881,7 +870,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
         }
         Cmd::Check { .. } if std::env::var_os(CHECK_CHILD).is_none() => check_in_a_child(),
         Cmd::Check { config, set, local } => {
-            let (cfg, plan) = resolve(&config, &set, true)?;
+            let (cfg, plan) = resolve(&config, &set)?;
             cfg.validate_for_engine().map_err(|e| Failure(format!("{}: {e}", config.display()), 2))?;
             let mut job = outrun_workloads::job(&plan);
             let need = job.memory(&plan).map_err(|e| Failure(e.to_string(), 2))?;

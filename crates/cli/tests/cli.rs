@@ -182,6 +182,60 @@ fn check_estimates_memory_before_a_run() {
     );
 }
 
+/// A model too large to make is refused before it is made: θ₀ and a feature map's weights are
+/// allocated when the job is made (`check`, `plan` and `simulate` make it), and a failed
+/// allocation aborted `check` and `plan` with a backtrace (`data.features = 4294967296` on
+/// this VM). One line naming the field, exit 2, for each command and field that sizes it.
+#[test]
+fn a_model_larger_than_memory_is_refused_before_it_is_made() {
+    let dir = tempdir("cli-model-mem");
+    let c = config(&dir);
+    let cases: [(&[&str], &str); 3] = [
+        (&["data.features=200000000"], "data.features = 200000000: memory: the model's 200000000 parameters (linear, least-squares loss) take 1.6 GB"),
+        (&["features.kind=rff", "features.q=1048576", "features.sigma=1", "data.features=200"], "features.q = 1048576: memory: the feature map's 200 × 1048576 weights and the model's 1048576 parameters (linear, least-squares loss) take 1.7 GB"),
+        (&["data.kind=softmax-synthetic", "model.loss=softmax", "model.classes=10", "model.hidden=[1048576, 1024]", "data.features=100"], "model.hidden = [1048576, 1024]: memory: the model's 1179659274 parameters (softmax 100-1048576-1024-10) take 9.4 GB"),
+    ];
+    for (sets, says) in cases {
+        for cmd in ["check", "plan", "simulate"] {
+            let mut run = std::process::Command::new(bin());
+            run.args([cmd, &c]).env("OUTRUN_MEMORY_LIMIT", "1G");
+            sets.iter().for_each(|s| {
+                run.args(["--set", s]);
+            });
+            let r = run_with_timeout(run, std::time::Duration::from_secs(30));
+            assert_eq!(r.code, Some(2), "{cmd} {sets:?}: {}", r.stderr);
+            assert_eq!(r.stderr.trim().lines().count(), 1, "{cmd} {sets:?}: {}", r.stderr);
+            assert!(
+                r.stderr.contains(says) && r.stderr.contains("but 1.1 GB are available"),
+                "{cmd} {sets:?}: {}",
+                r.stderr
+            );
+        }
+    }
+    // a held-out set is read whole before MPI: a width it cannot be held at is refused first
+    let digits = concat!(env!("CARGO_MANIFEST_DIR"), "/../../configs/real-digits.toml");
+    let mut held = std::process::Command::new(bin());
+    held.args(["check", digits, "--set", "data.features=4294967296"]).env("OUTRUN_MEMORY_LIMIT", "1G");
+    let r = run_with_timeout(held, std::time::Duration::from_secs(30));
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert_eq!(r.stderr.trim().lines().count(), 1, "{}", r.stderr);
+    assert!(r.stderr.contains("data.features = 4294967296: memory: the held-out set's"), "{}", r.stderr);
+    // beyond what any run may hold, however much the host has
+    let mut cap = std::process::Command::new(bin());
+    cap.args(["plan", &c, "--set", "data.features=9223372036854775807"]).env("OUTRUN_MEMORY_LIMIT", "2000G");
+    let r = run_with_timeout(cap, std::time::Duration::from_secs(30));
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("data.features = 9223372036854775807: memory:") && r.stderr.contains("any run may hold"),
+        "{}",
+        r.stderr
+    );
+    // a model that fits is made as before
+    let mut ok = std::process::Command::new(bin());
+    ok.args(["check", &c, "--set", "data.features=1000"]).env("OUTRUN_MEMORY_LIMIT", "1G");
+    assert_eq!(run_with_timeout(ok, std::time::Duration::from_secs(30)).code, Some(0));
+}
+
 /// A generated graph too large to build is estimated from its parameters, not built (the check
 /// used to be killed building ER(10⁸, 0.1) whole, and blamed a Python module); one that fits is
 /// counted, and its estimate agrees.

@@ -47,8 +47,8 @@ mod shapes;
 
 pub use data::{DataError, Rows, Shape};
 pub use jobs::{
-    job, restore, shape, Applied, Federated, GradientDescent, GraphJob, Job, JobError, Labeled, Matvec, Metrics,
-    Pagerank, Prelude, Resumable,
+    job, model_fits, restore, shape, Applied, Federated, GradientDescent, GraphJob, Job, JobError, Labeled, Matvec,
+    Metrics, Pagerank, Prelude, Resumable,
 };
 pub use shapes::keep_parsed_rows;
 
@@ -83,9 +83,16 @@ pub fn resolve(cfg: &Config) -> Result<Plan, ResolveError> {
 /// The plan of `cfg` for a problem of `shape` (read by [`shape`]): the scheme built for it
 /// (`outrun_plan::build`), and what only the job's own code can tell — a Python model's size,
 /// from its module's `init`, so that no other process needs to import it to know the payloads.
+/// A model larger than this machine's available memory (or 2^40 bytes) is refused
+/// ([`model_fits`]): the job that holds it is made here, and by every command that plans.
 pub fn plan(cfg: &Config, shape: Shape) -> Result<Plan, ResolveError> {
     let mut plan = outrun_plan::build(cfg, shape)?;
+    // before anything makes the job (a Python model's probe does, here): a model this machine
+    // cannot hold is refused in one line, not aborted on (and again once the module has said
+    // how large its θ₀ is)
+    jobs::model_fits(&plan, memory::available())?;
     plan.job.python = jobs::python_model(&plan)?;
+    jobs::model_fits(&plan, memory::available())?;
     // the label map, and the column means data.missing = "mean" fills with: computed here, so a
     // column with no value to take the mean of is refused before MPI starts
     let csv = cfg.job.train().map(|t| &t.data).filter(|d| d.kind == outrun_config::DataKind::Csv);

@@ -88,6 +88,16 @@ impl Net {
         }
     }
 
+    /// [`Net::len`] without overflow, for refusing a model before it is made: the config bounds
+    /// each width, not their products.
+    pub fn len_wide(&self, p: usize) -> u128 {
+        match self {
+            Net::Linear(_) => p as u128,
+            Net::MultiOutput { inputs, outputs } => *inputs as u128 * *outputs as u128,
+            Net::Softmax { sizes } => sizes.windows(2).map(|w| w[1] as u128 * (w[0] as u128 + 1)).sum(),
+        }
+    }
+
     /// A short description: `linear`, `least squares 64×10`, `softmax 64-128-10`.
     pub fn describe(&self) -> String {
         match self {
@@ -418,6 +428,25 @@ mod tests {
 
     fn softmax(hidden: &[usize], classes: usize) -> ModelConfig {
         ModelConfig { classes: Some(classes), hidden: hidden.to_vec(), ..ModelConfig::linear(Loss::Softmax, 0.1) }
+    }
+
+    /// The count a model is refused by agrees with the one it is made with, and does not wrap.
+    #[test]
+    fn the_wide_count_is_the_parameter_count() {
+        let nets = [
+            (Net::new(&ModelConfig::linear(Loss::LeastSquares, 0.1), 7), 7),
+            (Net::new(&ModelConfig { outputs: Some(3), ..ModelConfig::linear(Loss::LeastSquares, 0.1) }, 5), 5),
+            (Net::new(&softmax(&[], 4), 6), 6),
+            (Net::new(&softmax(&[8, 5], 3), 6), 6),
+        ];
+        for (net, p) in nets {
+            assert_eq!(net.len_wide(p), net.len(p) as u128, "{}", net.describe());
+        }
+        let huge = Net::new(&softmax(&[1 << 20, 1 << 20, 1 << 20], 10), 1 << 40);
+        assert_eq!(
+            huge.len_wide(1 << 40),
+            ((1u128 << 20) * ((1 << 40) + 1)) + 2 * (1 << 20) * ((1 << 20) + 1) + 10 * ((1 << 20) + 1)
+        );
     }
 
     /// Real targets equal to the one-hot labels give the labels' gradient and loss (CodedFedL's

@@ -415,6 +415,7 @@ fn test_set(c: &GdConfig, seed: u64, p: usize) -> Result<Option<Rows>, DataError
         let labels = c.model.labels();
         let file = data::shape(&c.data, labels)?;
         let (_, held) = data::split(&c.data, seed, file.samples).expect("a test fraction");
+        held_fits(c, held.len(), p, "data.test_fraction")?;
         return data::rows(&c.data, seed, labels, p, &held).map(Some);
     }
     let Some(path) = c.data.test_path.as_deref() else { return Ok(None) };
@@ -442,14 +443,96 @@ fn test_set(c: &GdConfig, seed: u64, p: usize) -> Result<Option<Rows>, DataError
                 format!("{} feature columns, the training file has {p}", shape.features),
             ));
         }
+        held_fits(c, shape.samples, p, "data.test_path")?;
         let all: Vec<usize> = (0..shape.samples).collect();
         return crate::csv::csv_rows(text.as_bytes(), path, &fmt, p, c.model.labels(), &all).map(Some);
     }
-    data::parse_libsvm(&text, path, &data::LibsvmFormat::of(&c.data), None, Some(p), c.model.labels()).map(Some)
+    let fmt = data::LibsvmFormat::of(&c.data);
+    let shape = data::libsvm_shape(text.as_bytes(), path, &fmt, None, Some(p), c.model.labels())?;
+    held_fits(c, shape.samples, p, "data.test_path")?;
+    let all: Vec<usize> = (0..shape.samples).collect();
+    data::libsvm_rows(text.as_bytes(), path, &fmt, shape.features, c.model.labels(), &all).map(Some)
+}
+
+/// Bytes as people read them (u128 counts, which the config's products need).
+fn size(bytes: u128) -> String {
+    crate::memory::human(u64::try_from(bytes).unwrap_or(u64::MAX))
+}
+
+/// Where `bytes` exceed [`MAX_MODEL_BYTES`] or `have` (the memory available, if known): how
+/// the refusal ends (`but 1.1 GB are available …`); None where they fit.
+fn beyond(bytes: u128, have: Option<u64>) -> Option<String> {
+    let limit = have.map_or(MAX_MODEL_BYTES, |h| MAX_MODEL_BYTES.min(h as u128));
+    (bytes > limit).then(|| match have {
+        Some(h) if (h as u128) < MAX_MODEL_BYTES => {
+            format!("but {} are available (MemAvailable, or OUTRUN_MEMORY_LIMIT)", size(h as u128))
+        }
+        _ => format!("more than the {} any run may hold", size(MAX_MODEL_BYTES)),
+    })
+}
+
+/// Refuse a held-out set of `n` rows, `p` wide, that would not fit in this machine's memory
+/// held densely (it is read whole here, before MPI, and by the rank that evaluates it): one
+/// line naming `data.features` where the config sets the width, else `field` (a failed
+/// allocation aborted `outrun check` with a backtrace).
+fn held_fits(c: &GdConfig, n: usize, p: usize, field: &str) -> Result<(), DataError> {
+    let bytes = n as u128 * p as u128 * 8;
+    let Some(room) = beyond(bytes, crate::memory::available()) else { return Ok(()) };
+    let what = format!("the held-out set's {n} rows × {p} features take {} held densely, {room}", size(bytes));
+    match c.data.features {
+        Some(_) => Err(DataError::field("data.features", format!("= {p}: memory: {what}"))),
+        None => Err(DataError::field(field, format!("memory: {what}; hold out fewer rows"))),
+    }
 }
 
 /// Model-sized vectors a rank keeps at once (θ, parts' results, received frames, the total).
 const VECTORS: u64 = 8;
+
+/// The largest model anything makes: 2^40 bytes (2^37 parameters).
+pub(super) const MAX_MODEL_BYTES: u128 = 1 << 40;
+
+/// `super::model_fits` for a gradient job of `config`: θ₀ and the feature map's weights, counted
+/// without overflow (the config bounds each width, not their products), against
+/// [`MAX_MODEL_BYTES`] and `have`.
+pub(super) fn model_fits(plan: &Plan, config: &GdConfig, have: Option<u64>) -> Result<(), DataError> {
+    let p = plan.job.features;
+    let q = config.features.as_ref().map(|f| f.q);
+    let inputs = q.unwrap_or(p);
+    let net = Net::new(&config.model, inputs);
+    let params = match plan.job.python {
+        Some(m) => m.params as u128,
+        None => net.len_wide(inputs),
+    };
+    let map = q.map_or(0, |q| p as u128 * q as u128 + q as u128);
+    let bytes = (params + map) * 8;
+    let Some(room) = beyond(bytes, have) else { return Ok(()) };
+    let model = match plan.job.python {
+        Some(_) => format!("the Python model's {params} parameters (its θ₀)"),
+        // before the module is asked: the job's first θ₀ is as wide as the data
+        None if config.python.is_some() => format!("the {params} values of the job's first θ₀"),
+        None => format!("the model's {params} parameters ({})", net.describe()),
+    };
+    let field = match q {
+        Some(_) if map >= params => ("features.q", q.unwrap_or(0).to_string()),
+        _ if plan.job.python.is_none() && !config.model.hidden.is_empty() => {
+            ("model.hidden", format!("{:?}", config.model.hidden))
+        }
+        Some(q) => ("features.q", q.to_string()),
+        None => ("data.features", p.to_string()),
+    };
+    let what = match q {
+        Some(q) => format!("the feature map's {p} × {q} weights and {model} take"),
+        None => format!("{model} take"),
+    };
+    Err(DataError::field(
+        field.0,
+        format!(
+            "= {}: memory: {what} {} before any data is read, {room}; use fewer features or a smaller model",
+            field.1,
+            size(bytes)
+        ),
+    ))
+}
 
 impl Job for GradientDescent {
     fn name(&self) -> &'static str {

@@ -245,6 +245,19 @@ pub fn job(plan: &Plan) -> Box<dyn Job> {
     }
 }
 
+/// Refuse, in one line naming the field that sizes it, a job that making would fail to
+/// allocate: a gradient job's θ₀ and, with `[features]`, the random map's p × q weights are
+/// allocated when the job is made (by `outrun check`, `plan`, `simulate` and every rank of a
+/// run), before any data is read, and a failed allocation aborts the process; the other jobs
+/// allocate by sizes their configs bound. The limit is 2^40 bytes and `have` (this machine's
+/// available memory), if known.
+pub fn model_fits(plan: &Plan, have: Option<u64>) -> Result<(), DataError> {
+    match plan.job.config.train() {
+        Some(c) => gd::model_fits(plan, c, have),
+        None => Ok(()),
+    }
+}
+
 /// What the plan records of the model that only its own code can tell: a Python model's size,
 /// from its module's `init` (None for every other job).
 pub(crate) fn python_model(plan: &Plan) -> Result<Option<outrun_plan::PythonModel>, DataError> {

@@ -306,8 +306,9 @@ pub(crate) fn agc_aet(n: usize, d: usize, tcp: f64, tcm: f64, p: &str, json: boo
     if d == 0 || d > n || n > 2000 {
         return bad(format!("--d must lie in 1..=n and n ≤ 2000 (n = {n}, d = {d})"));
     }
-    if !(tcp.is_finite() && tcp >= 0.0 && tcm.is_finite() && tcm >= 0.0) {
-        return bad(format!("--tcp and --tcm must be non-negative times (got {tcp}, {tcm})"));
+    if !((0.0..=1e6).contains(&tcp) && (0.0..=1e6).contains(&tcm)) {
+        let shown = |x: f64| if x.abs() < 1e15 { x.to_string() } else { format!("{x:e}") };
+        return bad(format!("--tcp and --tcm must be times from 0 to 10⁶ (got {}, {})", shown(tcp), shown(tcm)));
     }
     let ps = p
         .split(',')

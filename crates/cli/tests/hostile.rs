@@ -157,6 +157,9 @@ fn absurd_simulations_and_small_mistakes_are_refused_in_one_line() {
             vec!["the run directory would grow by", "per iteration", "free on its disk"],
         ),
         (vec!["codedfedl-load", "--clients", "1001"], vec!["--clients = 1001: 1 to 1000 clients"]),
+        // numbers past which the formulas printed inf, NaN and 300-digit times with exit 0
+        (vec!["codedfedl-load", "--points", "1e308"], vec!["--points = 1e308", "at most 10⁹"]),
+        (vec!["theory", "agc-aet", "--tcp", "1e308"], vec!["--tcp and --tcm must be times from 0 to 10⁶"]),
         (vec!["check", c, "--set", &long], vec!["run.name", "300 characters", "at most 200"]),
         (vec!["tune", c, "--vary", "nosuch.key=1..2"], vec!["--vary nosuch.key", "nosuch: unknown section"]),
     ];

@@ -1211,9 +1211,28 @@ const CHECK_CHILD: &str = "OUTRUN_CHECK_CHILD";
 /// exit 0 (or a non-zero exit) without a word.
 fn check_in_a_child() -> Result<(), Failure> {
     use std::io::Write;
+    use std::os::unix::process::CommandExt;
     use std::os::unix::process::ExitStatusExt;
     let exe = std::env::current_exe().map_err(|e| Failure(format!("cannot find outrun's own binary: {e}"), 2))?;
-    let out = std::process::Command::new(exe)
+    let mut child = std::process::Command::new(exe);
+    // the check dies with this process: killed alone (SIGKILL to its pid, as a test harness's
+    // timeout or a scheduler does), it used to leave the check computing on for as long as the
+    // check took (a fuzz left two for hours)
+    let parent = std::process::id();
+    // SAFETY: between fork and exec the closure makes only async-signal-safe system calls
+    unsafe {
+        child.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // the parent may have died before the call: then nothing would send the signal
+            if libc::getppid() as u32 != parent {
+                libc::_exit(2);
+            }
+            Ok(())
+        });
+    }
+    let out = child
         .args(std::env::args_os().skip(1))
         .env(CHECK_CHILD, "1")
         .stdin(std::process::Stdio::null())

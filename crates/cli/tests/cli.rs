@@ -236,6 +236,55 @@ fn a_model_larger_than_memory_is_refused_before_it_is_made() {
     assert_eq!(run_with_timeout(ok, std::time::Duration::from_secs(30)).code, Some(0));
 }
 
+/// `outrun check` works in a child process (so that it can say why a crashed check crashed);
+/// the child dies with it: SIGKILL to the parent alone, as a harness's timeout sends, used to
+/// leave the check computing on (a fuzz left two for hours).
+#[test]
+fn a_killed_check_takes_its_child_with_it() {
+    use std::time::{Duration, Instant};
+    let dir = tempdir("cli-check-child");
+    let c = config(&dir);
+    // 10 000 draws of a 100-worker cyclic code: minutes of work
+    let sets = ["data.samples=1000", "scheme.workers=100", "scheme.s=10", "scheme.draws=10000"];
+    let mut cmd = std::process::Command::new(bin());
+    cmd.arg("check").arg(&c);
+    sets.iter().for_each(|s| {
+        cmd.args(["--set", s]);
+    });
+    let mut parent = cmd.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
+    let pid = parent.id();
+    let until = Instant::now() + Duration::from_secs(20);
+    let child: u32 = loop {
+        // the child, once it runs the check (its environment says so after exec)
+        let listed = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
+        let working = listed.split_whitespace().find(|c| {
+            std::fs::read(format!("/proc/{c}/environ"))
+                .is_ok_and(|env| env.split(|&b| b == 0).any(|v| v.starts_with(b"OUTRUN_CHECK_CHILD=")))
+        });
+        if let Some(c) = working {
+            break c.parse().unwrap();
+        }
+        assert!(Instant::now() < until, "the check started no child");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    parent.kill().unwrap();
+    parent.wait().unwrap();
+    // gone, or a zombie nobody reaps (a container's first process may not)
+    let gone = || {
+        std::fs::read_to_string(format!("/proc/{child}/stat"))
+            .map_or(true, |st| st.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')))
+    };
+    let until = Instant::now() + Duration::from_secs(10);
+    while !gone() {
+        if Instant::now() > until {
+            // SAFETY: a plain kill(2) of the process this test started
+            unsafe { libc::kill(child as i32, libc::SIGKILL) };
+            panic!("the check's child {child} outlived its parent by 10 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// A generated graph too large to build is estimated from its parameters, not built (the check
 /// used to be killed building ER(10⁸, 0.1) whole, and blamed a Python module); one that fits is
 /// counted, and its estimate agrees.

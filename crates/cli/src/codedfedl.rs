@@ -37,8 +37,10 @@ pub(crate) fn run(o: &Options) -> Result<(), Failure> {
         ));
     }
     if !(o.points.is_finite() && o.points > 0.0 && o.points <= 1e9) {
-        let shown = if o.points.abs() < 1e15 { o.points.to_string() } else { format!("{:e}", o.points) };
-        return bad(format!("--points = {shown}: points per client must be positive, at most 10⁹"));
+        return bad(format!(
+            "--points = {}: points per client must be positive, at most 10⁹",
+            outrun_reproduce::num(o.points)
+        ));
     }
     // what a config of these clients and redundancy would be refused for, as an argument's line
     let scheme = outrun_config::CodedfedlConfig {

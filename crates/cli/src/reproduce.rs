@@ -307,8 +307,7 @@ pub(crate) fn agc_aet(n: usize, d: usize, tcp: f64, tcm: f64, p: &str, json: boo
         return bad(format!("--d must lie in 1..=n and n ≤ 2000 (n = {n}, d = {d})"));
     }
     if !((0.0..=1e6).contains(&tcp) && (0.0..=1e6).contains(&tcm)) {
-        let shown = |x: f64| if x.abs() < 1e15 { x.to_string() } else { format!("{x:e}") };
-        return bad(format!("--tcp and --tcm must be times from 0 to 10⁶ (got {}, {})", shown(tcp), shown(tcm)));
+        return bad(format!("--tcp and --tcm must be times from 0 to 10⁶ (got {}, {})", num(tcp), num(tcm)));
     }
     let ps = p
         .split(',')

@@ -508,12 +508,16 @@ fn outcome(result: &Result_, quick: bool, start: Instant, computed: Option<Compu
     })
 }
 
-/// A number in at most 6 significant digits, without trailing zeros.
+/// A number in at most 6 significant digits, without trailing zeros; from 10¹⁵ in exponent
+/// form (`1e308`, not its 309 digits).
 pub fn num(v: f64) -> String {
     if !v.is_finite() {
         return format!("{v}");
     }
-    if v == v.round() && v.abs() < 1e15 {
+    if v.abs() >= 1e15 {
+        return format!("{v:e}");
+    }
+    if v == v.round() {
         return format!("{}", v as i64);
     }
     if v.abs() < 1e-3 {
@@ -798,5 +802,7 @@ mod tests {
         assert_eq!(num(34.66), "34.66");
         assert_eq!(num(-2.5), "-2.5");
         assert_eq!(num(1.77692e-5), "1.777e-5");
+        assert_eq!(num(1e308), "1e308");
+        assert_eq!(num(-2.5e17), "-2.5e17");
     }
 }

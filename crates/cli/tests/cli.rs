@@ -195,14 +195,17 @@ fn a_model_larger_than_memory_is_refused_before_it_is_made() {
         (&["features.kind=rff", "features.q=1048576", "features.sigma=1", "data.features=200"], "features.q = 1048576: memory: the feature map's 200 × 1048576 weights and the model's 1048576 parameters (linear, least-squares loss) take 1.7 GB"),
         (&["data.kind=softmax-synthetic", "model.loss=softmax", "model.classes=10", "model.hidden=[1048576, 1024]", "data.features=100"], "model.hidden = [1048576, 1024]: memory: the model's 1179659274 parameters (softmax 100-1048576-1024-10) take 9.4 GB"),
     ];
+    // `outrun ARGS` where OUTRUN_MEMORY_LIMIT is `limit`
+    let limited = |args: &[&str], limit: &str| {
+        let mut run = std::process::Command::new(bin());
+        run.args(args).env("OUTRUN_MEMORY_LIMIT", limit);
+        run_with_timeout(run, std::time::Duration::from_secs(30))
+    };
     for (sets, says) in cases {
         for cmd in ["check", "plan", "simulate"] {
-            let mut run = std::process::Command::new(bin());
-            run.args([cmd, &c]).env("OUTRUN_MEMORY_LIMIT", "1G");
-            sets.iter().for_each(|s| {
-                run.args(["--set", s]);
-            });
-            let r = run_with_timeout(run, std::time::Duration::from_secs(30));
+            let mut args = vec![cmd, c.as_str()];
+            sets.iter().for_each(|s| args.extend(["--set", s]));
+            let r = limited(&args, "1G");
             assert_eq!(r.code, Some(2), "{cmd} {sets:?}: {}", r.stderr);
             assert_eq!(r.stderr.trim().lines().count(), 1, "{cmd} {sets:?}: {}", r.stderr);
             assert!(
@@ -214,16 +217,12 @@ fn a_model_larger_than_memory_is_refused_before_it_is_made() {
     }
     // a held-out set is read whole before MPI: a width it cannot be held at is refused first
     let digits = concat!(env!("CARGO_MANIFEST_DIR"), "/../../configs/real-digits.toml");
-    let mut held = std::process::Command::new(bin());
-    held.args(["check", digits, "--set", "data.features=4294967296"]).env("OUTRUN_MEMORY_LIMIT", "1G");
-    let r = run_with_timeout(held, std::time::Duration::from_secs(30));
+    let r = limited(&["check", digits, "--set", "data.features=4294967296"], "1G");
     assert_eq!(r.code, Some(2), "{}", r.stderr);
     assert_eq!(r.stderr.trim().lines().count(), 1, "{}", r.stderr);
     assert!(r.stderr.contains("data.features = 4294967296: memory: the held-out set's"), "{}", r.stderr);
     // beyond what any run may hold, however much the host has
-    let mut cap = std::process::Command::new(bin());
-    cap.args(["plan", &c, "--set", "data.features=9223372036854775807"]).env("OUTRUN_MEMORY_LIMIT", "2000G");
-    let r = run_with_timeout(cap, std::time::Duration::from_secs(30));
+    let r = limited(&["plan", &c, "--set", "data.features=9223372036854775807"], "2000G");
     assert_eq!(r.code, Some(2), "{}", r.stderr);
     assert!(
         r.stderr.contains("data.features = 9223372036854775807: memory:") && r.stderr.contains("any run may hold"),
@@ -231,9 +230,7 @@ fn a_model_larger_than_memory_is_refused_before_it_is_made() {
         r.stderr
     );
     // a model that fits is made as before
-    let mut ok = std::process::Command::new(bin());
-    ok.args(["check", &c, "--set", "data.features=1000"]).env("OUTRUN_MEMORY_LIMIT", "1G");
-    assert_eq!(run_with_timeout(ok, std::time::Duration::from_secs(30)).code, Some(0));
+    assert_eq!(limited(&["check", &c, "--set", "data.features=1000"], "1G").code, Some(0));
 }
 
 /// `outrun check` works in a child process (so that it can say why a crashed check crashed);
@@ -256,13 +253,12 @@ fn a_killed_check_takes_its_child_with_it() {
     let until = Instant::now() + Duration::from_secs(20);
     let child: u32 = loop {
         // the child, once it runs the check (its environment says so after exec)
-        let listed = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
-        let working = listed.split_whitespace().find(|c| {
+        let working = descendants(pid).into_iter().find(|c| {
             std::fs::read(format!("/proc/{c}/environ"))
                 .is_ok_and(|env| env.split(|&b| b == 0).any(|v| v.starts_with(b"OUTRUN_CHECK_CHILD=")))
         });
         if let Some(c) = working {
-            break c.parse().unwrap();
+            break c;
         }
         assert!(Instant::now() < until, "the check started no child");
         std::thread::sleep(Duration::from_millis(20));

@@ -92,7 +92,9 @@ pub fn plan(cfg: &Config, shape: Shape) -> Result<Plan, ResolveError> {
     // how large its θ₀ is)
     jobs::model_fits(&plan, memory::available())?;
     plan.job.python = jobs::python_model(&plan)?;
-    jobs::model_fits(&plan, memory::available())?;
+    if plan.job.python.is_some() {
+        jobs::model_fits(&plan, memory::available())?;
+    }
     // the label map, and the column means data.missing = "mean" fills with: computed here, so a
     // column with no value to take the mean of is refused before MPI starts
     let csv = cfg.job.train().map(|t| &t.data).filter(|d| d.kind == outrun_config::DataKind::Csv);

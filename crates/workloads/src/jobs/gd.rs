@@ -513,7 +513,7 @@ pub(super) fn model_fits(plan: &Plan, config: &GdConfig, have: Option<u64>) -> R
         None => format!("the model's {params} parameters ({})", net.describe()),
     };
     let field = match q {
-        Some(_) if map >= params => ("features.q", q.unwrap_or(0).to_string()),
+        Some(q) if map >= params => ("features.q", q.to_string()),
         _ if plan.job.python.is_none() && !config.model.hidden.is_empty() => {
             ("model.hidden", format!("{:?}", config.model.hidden))
         }

@@ -109,7 +109,9 @@ fn hcmm_sane(
     a: &outrun_codes::Allocation,
     target: usize,
 ) -> Result<(), ConfigError> {
-    let from = if c.a.is_some() || c.mu.is_some() { "scheme" } else { "stragglers" };
+    // each of a and μ comes from the scheme's own keys where it sets them, else the straggler law
+    let a_from = if c.a.is_some() { "scheme.a" } else { "stragglers.a" };
+    let mu_from = if c.mu.is_some() { "scheme.mu" } else { "stragglers.mu" };
     let total: f64 = a.real.iter().sum();
     let most = a.real.iter().copied().fold(0.0, f64::max);
     let amu = |pick: fn(f64, f64) -> f64| laws.iter().map(|w| w.a * w.mu).reduce(pick).unwrap_or(0.0);
@@ -131,7 +133,7 @@ fn hcmm_sane(
     } else {
         return Ok(());
     };
-    Err(ConfigError::new(format!("{from}.a"), format!("with {from}.mu: {why}")))
+    Err(ConfigError::new(a_from, format!("with {mu_from}: {why}")))
 }
 
 /// Workers that can be lost, largest loads first, with `target` rows still held.
@@ -323,10 +325,15 @@ mod tests {
             (vec!["stragglers.a=1e-300"], "stragglers.a", "grow without bound"),
             (vec!["stragglers.mu=1e308"], "stragglers.a", "double precision"),
             (vec!["scheme.a=0", "scheme.mu=1000"], "scheme.a", "more than 2^32"),
+            // the rates from the scheme, the shifts from the straggler law: each named where set
+            (vec!["scheme.mu=1e308"], "stragglers.a", "double precision"),
+            (vec!["scheme.a=0"], "scheme.a", "more than 2^32"),
         ] {
             let e = build(&cfg(&sets), 200).unwrap_err();
             assert_eq!(e.field, field, "{sets:?}: {e}");
-            assert!(e.message.contains(says) && e.message.contains(".mu"), "{sets:?}: {e}");
+            let mu =
+                if sets.iter().any(|s| s.starts_with("scheme.mu")) { "with scheme.mu" } else { "with stragglers.mu" };
+            assert!(e.message.contains(says) && e.message.contains(mu), "{sets:?}: {e}");
         }
         // a small shift still plans, with more redundancy
         let plan = build(&cfg(&["stragglers.a=1e-5"]), 200).unwrap();

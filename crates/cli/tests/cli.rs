@@ -221,6 +221,16 @@ fn a_model_larger_than_memory_is_refused_before_it_is_made() {
     assert_eq!(r.code, Some(2), "{}", r.stderr);
     assert_eq!(r.stderr.trim().lines().count(), 1, "{}", r.stderr);
     assert!(r.stderr.contains("data.features = 4294967296: memory: the held-out set's"), "{}", r.stderr);
+    // the width read from the files: the test file is named, and a shorter one is the remedy
+    let r = limited(&["check", digits, "--set", "data.features="], "20K");
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert_eq!(r.stderr.trim().lines().count(), 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("data.test_path: memory: the held-out set's 72 rows × 64 features")
+            && r.stderr.ends_with("use a shorter test file\n"),
+        "{}",
+        r.stderr
+    );
     // beyond what any run may hold, however much the host has
     let r = limited(&["plan", &c, "--set", "data.features=9223372036854775807"], "2000G");
     assert_eq!(r.code, Some(2), "{}", r.stderr);

@@ -481,7 +481,10 @@ fn held_fits(c: &GdConfig, n: usize, p: usize, field: &str) -> Result<(), DataEr
     let what = format!("the held-out set's {n} rows × {p} features take {} held densely, {room}", size(bytes));
     match c.data.features {
         Some(_) => Err(DataError::field("data.features", format!("= {p}: memory: {what}"))),
-        None => Err(DataError::field(field, format!("memory: {what}; hold out fewer rows"))),
+        None => {
+            let fewer = if field == "data.test_fraction" { "hold out fewer rows" } else { "use a shorter test file" };
+            Err(DataError::field(field, format!("memory: {what}; {fewer}")))
+        }
     }
 }
 

@@ -51,6 +51,13 @@ pub enum CodedRow {
 }
 
 /// Coded rows accumulated from a matrix's entries ([`RowCode::encoder`]).
+///
+/// The dense-coded rows are formed block by block: entries are gathered into a block of
+/// whole source rows (at most 16 MiB), and a full block is added to the dense
+/// rows by one matrix product per run of consecutive source rows, so that the dense rows (m ×
+/// d, often hundreds of MB) are read once per block instead of once per source row. A source
+/// row that holds few of its m entries when its block is added (a sparse matrix, or one given
+/// column by column) is added entry by entry instead, at the cost a product would not save.
 #[derive(Clone, Debug)]
 pub struct RowEncoder {
     m: usize,
@@ -64,24 +71,122 @@ pub struct RowEncoder {
     out_sparse: Vec<f64>,
     /// Dense rows, column by column (m × d): an entry's update is one contiguous axpy.
     out_dense: Vec<f64>,
+    /// The block's slot of each source row (`EMPTY`: not in the block).
+    slot: Vec<usize>,
+    /// The block's source rows, by slot.
+    held: Vec<usize>,
+    /// Entries given per slot (a row's fill, duplicates counted twice).
+    given: Vec<usize>,
+    /// The block's entries, by slot (slots × m, row-major).
+    block: Vec<f64>,
+    /// Most source rows in a block.
+    cap: usize,
+}
+
+/// Bytes of A's entries a dense encoder gathers before it adds them to its coded rows by a
+/// matrix product (at least one source row).
+const ENCODE_BLOCK_BYTES: usize = 16 << 20;
+
+/// Most source rows in an encoder's block: more gives the product no more reuse worth its memory.
+const ENCODE_BLOCK_ROWS: usize = 256;
+
+const EMPTY: usize = usize::MAX;
+
+/// Source rows an encoder of an r × m matrix gathers in a block.
+fn block_rows(r: usize, m: usize) -> usize {
+    (ENCODE_BLOCK_BYTES / (8 * m.max(1))).clamp(1, ENCODE_BLOCK_ROWS).min(r.max(1))
 }
 
 impl RowEncoder {
+    /// Bytes an encoder of an r × m matrix with dense-coded rows gathers at once, beside its
+    /// coded rows and coefficients (what a memory estimate adds for it).
+    pub fn block_bytes(r: usize, m: usize) -> u64 {
+        (block_rows(r, m) as u64).saturating_mul(m as u64).saturating_mul(8)
+    }
+
     /// Entry A\[k\]\[j\] = v (entries given twice are added, as a Matrix Market file's are).
     pub fn add(&mut self, k: usize, j: usize, v: f64) {
         let m = self.m;
         for &c in &self.sparse[k] {
             self.out_sparse[c * m + j] += v;
         }
-        let d = self.d;
-        if d > 0 {
-            let g = &self.g_t[k * d..(k + 1) * d];
-            self.out_dense[j * d..(j + 1) * d].iter_mut().zip(g).for_each(|(o, g)| *o += g * v);
+        if self.d == 0 {
+            return;
         }
+        let mut s = self.slot[k];
+        if s == EMPTY {
+            if self.held.len() == self.cap {
+                self.flush();
+            }
+            s = self.held.len();
+            self.slot[k] = s;
+            self.held.push(k);
+            self.given.push(0);
+        }
+        self.block[s * m + j] += v;
+        self.given[s] += 1;
+    }
+
+    /// Add the block's rows to the dense coded rows and empty it: a run of consecutive source
+    /// rows that are at least a quarter full by one product out_dense += blockᵀ·G_run (m × d),
+    /// any other row entry by entry.
+    fn flush(&mut self) {
+        let (m, d) = (self.m, self.d);
+        let mut order: Vec<usize> = (0..self.held.len()).collect();
+        order.sort_unstable_by_key(|&s| self.held[s]);
+        let full = |s: usize| self.given[s] * 4 >= m;
+        let mut out = ndarray::ArrayViewMut2::from_shape((m, d), &mut self.out_dense).expect("m × d");
+        let mut i = 0;
+        while i < order.len() {
+            let s = order[i];
+            let k = self.held[s];
+            if !full(s) {
+                let row = &self.block[s * m..(s + 1) * m];
+                let g = &self.g_t[k * d..(k + 1) * d];
+                for (j, &v) in row.iter().enumerate().filter(|(_, v)| **v != 0.0) {
+                    out.row_mut(j).iter_mut().zip(g).for_each(|(o, g)| *o += g * v);
+                }
+                i += 1;
+                continue;
+            }
+            // the run of full rows k, k + 1, … (consecutive in A), gathered in run order
+            let mut run = vec![s];
+            while let Some(&t) = order.get(i + run.len()) {
+                if self.held[t] != k + run.len() || !full(t) {
+                    break;
+                }
+                run.push(t);
+            }
+            let mut a = ndarray::Array2::<f64>::zeros((run.len(), m));
+            for (row, &t) in a.rows_mut().into_iter().zip(&run) {
+                row.into_slice().expect("standard layout").copy_from_slice(&self.block[t * m..(t + 1) * m]);
+            }
+            let g = ndarray::ArrayView2::from_shape((run.len(), d), &self.g_t[k * d..(k + run.len()) * d])
+                .expect("run × d");
+            ndarray::linalg::general_mat_mul(1.0, &a.t(), &g, 1.0, &mut out);
+            i += run.len();
+        }
+        for &k in &self.held {
+            self.slot[k] = EMPTY;
+        }
+        self.block[..self.held.len() * m].fill(0.0);
+        self.held.clear();
+        self.given.clear();
+    }
+
+    /// The same encoder with blocks of at most `cap` source rows (tests: several blocks).
+    #[cfg(test)]
+    fn with_cap(mut self, cap: usize) -> Self {
+        if self.d > 0 {
+            self.cap = cap;
+            self.block = vec![0.0; cap * self.m];
+        }
+        self
     }
 
     /// The coded rows, row-major (|rows| × m).
-    pub fn finish(self) -> Vec<f64> {
+    pub fn finish(mut self) -> Vec<f64> {
+        self.flush();
         let (m, d) = (self.m, self.d);
         let mut out = self.out_sparse;
         for &(c, q) in &self.dense_rows {
@@ -213,7 +318,21 @@ impl RowCode {
                 }
             }
         }
-        RowEncoder { m, d, sparse, g_t, dense_rows, out_sparse: vec![0.0; l * m], out_dense: vec![0.0; m * d] }
+        let cap = if d == 0 { 0 } else { block_rows(r, m) };
+        RowEncoder {
+            m,
+            d,
+            sparse,
+            g_t,
+            dense_rows,
+            out_sparse: vec![0.0; l * m],
+            out_dense: vec![0.0; m * d],
+            slot: vec![EMPTY; if d == 0 { 0 } else { r }],
+            held: Vec::with_capacity(cap),
+            given: Vec::with_capacity(cap),
+            block: vec![0.0; cap * m],
+            cap,
+        }
     }
 
     /// The coded values G_S·y of the rows `rows` for a vector `y` of r values (what workers
@@ -440,39 +559,55 @@ mod tests {
         code.encode(a, m, 0..code.n).chunks(m).map(|row| row.iter().zip(x).map(|(p, q)| p * q).sum()).collect()
     }
 
-    /// Entries fed one at a time, shuffled, some split in two, give each rank's coded rows as
-    /// the whole-matrix encode does (to round-off: the sums run in another order).
+    /// Entries fed one at a time — row by row, column by column, shuffled; some split in two,
+    /// a sparse matrix's zeros left out — give each rank's coded rows as the whole-matrix encode
+    /// does (to round-off: the sums run in another order), whatever blocks the dense rows are
+    /// formed in (one source row, a few, all of them: runs by product, sparse rows entry by
+    /// entry).
     #[test]
     fn the_streaming_encoder_equals_the_whole_matrix_encode() {
         let (r, m) = (40, 9);
         let mut rng = Rng::from_key(&[8]);
-        let a: Vec<f64> = (0..r * m).map(|_| rng.normal()).collect();
-        let mut entries: Vec<(usize, usize, f64)> = vec![];
-        for (k, &v) in a.iter().enumerate() {
-            if k % 3 == 0 {
-                entries.extend([(k / m, k % m, 0.25 * v), (k / m, k % m, 0.75 * v)]);
-            } else {
-                entries.push((k / m, k % m, v));
+        for sparse in [false, true] {
+            let a: Vec<f64> = (0..r * m).map(|k| if sparse && k % 7 != 0 { 0.0 } else { rng.normal() }).collect();
+            let mut by_row: Vec<(usize, usize, f64)> = vec![];
+            for (k, &v) in a.iter().enumerate().filter(|(_, v)| !sparse || **v != 0.0) {
+                if k % 3 == 0 {
+                    by_row.extend([(k / m, k % m, 0.25 * v), (k / m, k % m, 0.75 * v)]);
+                } else {
+                    by_row.push((k / m, k % m, v));
+                }
             }
-        }
-        for i in (1..entries.len()).rev() {
-            entries.swap(i, rng.below(i + 1));
-        }
-        let kinds = [
-            (RowCodeKind::Identity, r),
-            (RowCodeKind::Systematic, 60),
-            (RowCodeKind::Gaussian, 60),
-            (RowCodeKind::Lt { c: 0.03, delta: 0.1 }, 80),
-        ];
-        for (kind, n) in kinds {
-            let code = RowCode::new(kind, r, n, 3);
-            for rows in [0..n, 0..1, n / 2..n, 5..n.min(45)] {
-                let mut e = code.encoder(m, rows.clone());
-                entries.iter().for_each(|&(i, j, v)| e.add(i, j, v));
-                let (got, want) = (e.finish(), code.encode(&a, m, rows.clone()));
-                assert_eq!(got.len(), want.len());
-                let worst = got.iter().zip(&want).map(|(g, w)| (g - w).abs()).fold(0.0, f64::max);
-                assert!(worst < 1e-12, "{kind:?} rows {rows:?}: {worst:e}");
+            let mut by_column = by_row.clone();
+            by_column.sort_by_key(|&(i, j, _)| (j, i));
+            let mut shuffled = by_row.clone();
+            for i in (1..shuffled.len()).rev() {
+                shuffled.swap(i, rng.below(i + 1));
+            }
+            let kinds = [
+                (RowCodeKind::Identity, r),
+                (RowCodeKind::Systematic, 60),
+                (RowCodeKind::Gaussian, 60),
+                (RowCodeKind::Lt { c: 0.03, delta: 0.1 }, 80),
+            ];
+            for (kind, n) in kinds {
+                let code = RowCode::new(kind, r, n, 3);
+                for rows in [0..n, 0..1, n / 2..n, 5..n.min(45)] {
+                    let want = code.encode(&a, m, rows.clone());
+                    for (order, entries) in [("rows", &by_row), ("columns", &by_column), ("shuffled", &shuffled)] {
+                        for cap in [1, 3, 7, r] {
+                            let mut e = code.encoder(m, rows.clone()).with_cap(cap);
+                            entries.iter().for_each(|&(i, j, v)| e.add(i, j, v));
+                            let got = e.finish();
+                            assert_eq!(got.len(), want.len());
+                            let worst = got.iter().zip(&want).map(|(g, w)| (g - w).abs()).fold(0.0, f64::max);
+                            assert!(
+                                worst < 1e-12,
+                                "{kind:?} rows {rows:?} {order} cap {cap} sparse {sparse}: {worst:e}"
+                            );
+                        }
+                    }
+                }
             }
         }
     }

@@ -131,8 +131,8 @@ impl Job for Matvec {
         self.r
     }
 
-    /// A worker streams A and keeps only its ℓ coded rows (and each dense-coded row's r
-    /// coefficients while encoding), the master the decoder (the dense coded rows and an r × r
+    /// A worker streams A and keeps only its ℓ coded rows (and, while encoding, each
+    /// dense-coded row's r coefficients and a block of A's rows), the master the decoder (the dense coded rows and an r × r
     /// factorization for the Gaussian code, the parity rows and at most their square for the
     /// systematic one, the neighbour lists for LT); no rank holds A.
     fn memory(&mut self, plan: &Plan) -> Result<Vec<u64>, DataError> {
@@ -142,7 +142,9 @@ impl Job for Matvec {
                 let dense = n
                     .coded_rows()
                     .map_or(0, |rows| rows.filter(|&j| c.kind == RowCodeKind::Gaussian || j >= self.r).count());
-                (dense as u64).saturating_mul(r).saturating_mul(8)
+                // and the block of A's rows gathered for their product
+                let block = if dense > 0 { RowEncoder::block_bytes(self.r, self.m) } else { 0 };
+                (dense as u64).saturating_mul(r).saturating_mul(8).saturating_add(block)
             }
             _ => 0,
         };

@@ -773,6 +773,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             };
             let opts = outrun_sim::Options { trials, math, write: true };
             check_trials(&plan, trials)?;
+            plan.cautions().iter().for_each(|c| eprintln!("warning: {c}"));
             let mut watch = simulate_watch(&plan, trials, opts.write);
             let sim = outrun_sim::simulate_with(&plan, &cfg.to_toml(), &opts, &mut watch).map_err(sim_failure)?;
             let st = &sim.stats;

@@ -552,8 +552,9 @@ impl Plan {
         0
     }
 
-    /// Settings that run, but slower than another choice would, each in one line (what `outrun
-    /// check` and `outrun plan` print as warnings).
+    /// Settings that run, but slower than another choice would or likely to fail for the
+    /// plan's own model of them, each in one line (what `outrun check`, `outrun plan` and
+    /// `outrun simulate` print as warnings).
     pub fn cautions(&self) -> Vec<String> {
         let mut out = vec![];
         if let Pattern::Shuffle {
@@ -567,6 +568,17 @@ impl Plan {
                 "scheme.multicast = \"unicasts\" with scheme.shuffle = \"turns\": in its turn the sender's link carries all r copies of its coded message one after another, so a Shuffle takes longer than with \"broadcast\" (measured on the emulated cluster: docs/performance.md §9); unicasts pay where every transfer happens at once"
                     .into(),
             );
+        }
+        // a coded mat-vec's model of its workers' times against the bound on an iteration
+        for code in &self.codes {
+            if let PlanCode::Rows { allocation, expected: Some(e), .. } = code {
+                if *e > self.run.deadline {
+                    out.push(format!(
+                        "{allocation} expects an iteration to take E[T] = {e:.4e} s under these laws, more than run.deadline = {} s: an iteration that takes that long fails the run; raise run.deadline, or check the laws' units (a_i in seconds per coded row, μ_i in coded rows per second)",
+                        self.run.deadline
+                    ));
+                }
+            }
         }
         out
     }

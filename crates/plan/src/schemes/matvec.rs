@@ -270,6 +270,16 @@ mod tests {
         assert_eq!(starts[1], loads[0]);
         let text = plan.describe();
         assert!(text.contains("λ_i") && text.contains("τ*") && text.contains("E[T]"), "{text}");
+        // E[T] within run.deadline: no caution; beyond it, one naming both
+        assert!(e < plan.run.deadline && plan.cautions().is_empty(), "{:?}", plan.cautions());
+        let slow = build(&cfg(&[&format!("run.deadline={}", e / 2.0)]), 200).unwrap();
+        let cautions = slow.cautions();
+        assert_eq!(cautions.len(), 1, "{cautions:?}");
+        assert!(
+            cautions[0].starts_with("HCMM expects an iteration to take E[T] = ")
+                && cautions[0].contains(&format!("more than run.deadline = {} s", e / 2.0)),
+            "{cautions:?}"
+        );
     }
 
     #[test]

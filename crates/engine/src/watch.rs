@@ -10,9 +10,10 @@
 //! (not `MPI_Iallreduce` polled): it is the baseline the schemes are measured against, and the
 //! library's non-blocking collectives use other algorithms.
 //!
-//! [`StallWatch`] notes the other waits in MPI's own calls, without ending anything: rank 0's in
-//! `MPI_Init` and in the coded Shuffle's communicator creation, and the benchmarks' loops of
-//! collectives; and rank 1's for rank 0 after the loop, when rank 0 answers nothing.
+//! [`StallWatch`] notes the other waits in MPI's own calls, without ending anything: rank 0's
+//! (and, later, rank 1's) in `MPI_Init`, rank 0's in the coded Shuffle's communicator creation
+//! and the benchmarks' loops of collectives; and rank 1's for rank 0 after the loop, when rank
+//! 0 answers nothing.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
 use std::sync::Arc;
@@ -132,10 +133,15 @@ fn launcher_rank() -> Option<usize> {
     ["OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"].iter().find_map(|v| std::env::var(v).ok()?.parse().ok())
 }
 
-/// The line rank 0 says when `MPI_Init` has not returned after `waited`.
-fn init_line(waited: Duration) -> String {
+/// The line rank `rank` (0 or 1) says when `MPI_Init` has not returned after `waited`.
+fn init_line(rank: usize, waited: Duration) -> String {
+    let rank_0 = if rank == 0 {
+        ""
+    } else {
+        "; rank 0 says so from 10 s on, so without its line rank 0 is the late one (or one of them)"
+    };
     format!(
-        "note: rank 0 has waited {} s in MPI_Init, which returns once every rank of the job has started: a rank is slow to start (its binary or libraries on a slow disk, a loaded host), stopped, or its host unreachable; MPI does not say which (still waiting)",
+        "note: rank {rank} has waited {} s in MPI_Init, which returns once every rank of the job has started: a rank is slow to start (its binary or libraries on a slow disk, a loaded host), stopped, or its host unreachable; MPI does not say which{rank_0} (still waiting)",
         waited.as_secs()
     )
 }
@@ -215,11 +221,19 @@ impl StallWatch {
         Self::start_after(on, first, move |waited, _| end_line(waited, grace))
     }
 
-    /// Rank 0's watch over `MPI_Init`, which waits for every rank of the job: a rank stopped or
-    /// slow to start held the others there with nothing said until the launcher's bound. Rank 0
-    /// is known from its launcher's environment (MPI is not started yet).
+    /// Rank 0's and rank 1's watch over `MPI_Init`, which waits for every rank of the job: a
+    /// rank stopped or slow to start held the others there with nothing said until the
+    /// launcher's bound. Rank 0 speaks after 10 s; rank 1 after 20 s, for the case rank 0 is
+    /// the one not started (a stopped rank's watch is stopped with it). The ranks are known
+    /// from the launcher's environment (MPI is not started yet).
     pub(crate) fn mpi_init() -> Self {
-        Self::start(launcher_rank() == Some(0), |waited, _| init_line(waited))
+        match launcher_rank() {
+            Some(rank @ (0 | 1)) => {
+                let first = crate::transport::SAY_WAITING_AFTER * (rank as u32 + 1);
+                Self::start_after(true, first, move |waited, _| init_line(rank, waited))
+            }
+            _ => Self::start(false, |_, _| String::new()),
+        }
     }
 }
 
@@ -274,10 +288,13 @@ mod tests {
 
     #[test]
     fn mpi_init_is_watched_by_rank_0_alone_and_the_watch_ends_at_once() {
-        assert!(init_line(Duration::from_secs(10)).starts_with("note: rank 0 has waited 10 s in MPI_Init, "));
+        assert!(init_line(0, Duration::from_secs(10)).starts_with("note: rank 0 has waited 10 s in MPI_Init, "));
+        assert!(!init_line(0, Duration::from_secs(10)).contains("rank 0 says so"));
+        assert!(init_line(1, Duration::from_secs(20)).starts_with("note: rank 1 has waited 20 s in MPI_Init, "));
+        assert!(init_line(1, Duration::from_secs(20)).contains("without its line rank 0 is the late one"));
         // (the test process has no launcher's rank unless a launcher ran the tests)
         let w = StallWatch::mpi_init();
-        assert_eq!(w.thread.is_some(), launcher_rank() == Some(0));
+        assert_eq!(w.thread.is_some(), matches!(launcher_rank(), Some(0 | 1)));
         let dropped = Instant::now();
         drop(w);
         assert!(dropped.elapsed() < Duration::from_millis(500), "{:?}", dropped.elapsed());

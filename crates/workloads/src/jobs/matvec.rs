@@ -139,9 +139,10 @@ impl Job for Matvec {
         let (r, m) = (self.r as u64, self.m as u64);
         let coefficients = |n: &outrun_plan::Node| match &self.code {
             Some(c) if matches!(c.kind, RowCodeKind::Gaussian | RowCodeKind::Systematic) => {
-                let dense = n
-                    .coded_rows()
-                    .map_or(0, |rows| rows.filter(|&j| c.kind == RowCodeKind::Gaussian || j >= self.r).count());
+                // the coded rows past the systematic ones (all of them for the Gaussian code),
+                // counted without walking them
+                let first_dense = if c.kind == RowCodeKind::Gaussian { 0 } else { self.r };
+                let dense = n.coded_rows().map_or(0, |rows| rows.end.saturating_sub(rows.start.max(first_dense)));
                 // and the block of A's rows gathered for their product
                 let block = if dense > 0 { RowEncoder::block_bytes(self.r, self.m) } else { 0 };
                 (dense as u64).saturating_mul(r).saturating_mul(8).saturating_add(block)

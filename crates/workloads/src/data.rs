@@ -153,7 +153,7 @@ pub fn shape(data: &DataConfig, labels: Labels) -> Result<Shape, DataError> {
     match data.kind {
         DataKind::Idx => {
             let (images, lab) = idx_paths(data);
-            crate::idx::idx_check(images, lab, labels)
+            crate::idx::idx_check(images, lab, labels, crate::idx::TRAIN)
         }
         DataKind::Csv => {
             let path = Path::new(data.path.as_deref().expect("validated"));
@@ -186,7 +186,7 @@ pub fn rows(data: &DataConfig, seed: u64, labels: Labels, p: usize, idx: &[usize
     match data.kind {
         DataKind::Idx => {
             let (images, lab) = idx_paths(data);
-            crate::idx::idx_rows(images, lab, data.scale, labels, idx)
+            crate::idx::idx_rows(images, lab, data.scale, labels, idx, crate::idx::TRAIN)
         }
         DataKind::Csv | DataKind::Libsvm => {
             let path = Path::new(data.path.as_deref().expect("validated"));
@@ -227,7 +227,7 @@ fn all_labels(data: &DataConfig, seed: u64, labels: Labels, shape: Shape) -> Res
         }
         DataKind::Idx => {
             let (images, lab) = idx_paths(data);
-            crate::idx::idx_labels(images, lab, labels)
+            crate::idx::idx_labels(images, lab, labels, crate::idx::TRAIN)
         }
         DataKind::Csv => {
             let path = Path::new(data.path.as_deref().expect("validated"));

@@ -12,6 +12,15 @@ use crate::rows::{DataError, Rows, Shape};
 /// The element type read: unsigned bytes (what MNIST and Fashion-MNIST use).
 const UBYTE: u8 = 0x08;
 
+/// The config keys of an images file and its labels file (named in refusals).
+pub type Keys = [&'static str; 2];
+
+/// The training set's keys.
+pub const TRAIN: Keys = ["data.path", "data.labels_path"];
+
+/// The held-out set's keys.
+pub const TEST: Keys = ["data.test_path", "data.test_labels_path"];
+
 /// An open IDX file past its header: its dimensions and the stream of its values.
 struct Idx {
     dims: Vec<usize>,
@@ -55,9 +64,9 @@ fn open(path: &Path, key: &str, ndim: usize) -> Result<Idx, DataError> {
 }
 
 /// Samples and features of an images file and its labels file (headers only), checked to agree.
-pub fn idx_shape(images: &Path, labels: &Path) -> Result<Shape, DataError> {
-    let im = open(images, "data.path", 3)?;
-    let lb = open(labels, "data.labels_path", 1)?;
+pub fn idx_shape(images: &Path, labels: &Path, keys: Keys) -> Result<Shape, DataError> {
+    let im = open(images, keys[0], 3)?;
+    let lb = open(labels, keys[1], 1)?;
     if im.dims[0] != lb.dims[0] {
         return Err(bad(labels, format!("{} labels, but {} has {} images", lb.dims[0], im.origin, im.dims[0])));
     }
@@ -70,14 +79,28 @@ pub fn idx_shape(images: &Path, labels: &Path) -> Result<Shape, DataError> {
 /// Both files read to their ends, as the run would read them, before MPI starts (`outrun check`,
 /// the planning rank): every image and label present and no byte after them, a gzip file's
 /// checksum verified (at its end), every label one `rule` accepts. The shape.
-pub fn idx_check(images: &Path, labels: &Path, rule: Labels) -> Result<Shape, DataError> {
-    let shape = idx_shape(images, labels)?;
+pub fn idx_check(images: &Path, labels: &Path, rule: Labels, keys: Keys) -> Result<Shape, DataError> {
+    let shape = idx_shape(images, labels, keys)?;
     let Shape { samples, features: p } = shape;
-    idx_rows_labels(labels, samples, rule, &[])?;
-    let mut im = open(images, "data.path", 3)?;
-    let mut buf = vec![0u8; p];
-    for row in 0..samples {
-        im.body.read_exact(&mut buf).map_err(|e| bad(images, format!("truncated at image {}: {e}", row + 1)))?;
+    idx_rows_labels(labels, samples, rule, &[], keys)?;
+    let mut im = open(images, keys[0], 3)?;
+    // streamed in blocks, not an image at a time: a header's image size (rows × cols, each up
+    // to 2^32 − 1) is not known to be true until the bytes are there
+    let want = samples as u128 * p as u128;
+    let mut buf = vec![0u8; 1 << 16];
+    let mut got: u128 = 0;
+    while got < want {
+        let n = buf.len().min(usize::try_from(want - got).unwrap_or(usize::MAX));
+        match im.body.read(&mut buf[..n]) {
+            Ok(0) => {
+                let image = got / p as u128 + 1;
+                let why = format!("truncated at image {image}: its header says {samples} images of {p} bytes");
+                return Err(bad(images, why));
+            }
+            Ok(k) => got += k as u128,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(bad(images, format!("unreadable at image {}: {e}", got / p as u128 + 1))),
+        }
     }
     to_end(&mut im, images, "the last image")?;
     Ok(shape)
@@ -102,15 +125,21 @@ fn to_end(f: &mut Idx, path: &Path, last: &str) -> Result<(), DataError> {
 }
 
 /// Every label, in file order, checked against `rule`.
-pub fn idx_labels(images: &Path, labels: &Path, rule: Labels) -> Result<Vec<f64>, DataError> {
-    let Shape { samples, .. } = idx_shape(images, labels)?;
-    idx_rows_labels(labels, samples, rule, &(0..samples).collect::<Vec<_>>())
+pub fn idx_labels(images: &Path, labels: &Path, rule: Labels, keys: Keys) -> Result<Vec<f64>, DataError> {
+    let Shape { samples, .. } = idx_shape(images, labels, keys)?;
+    idx_rows_labels(labels, samples, rule, &(0..samples).collect::<Vec<_>>(), keys)
 }
 
 /// The labels of rows `idx` (of `samples`), checked against `rule`; with no rows asked for,
 /// every label is checked and the file read to its end.
-fn idx_rows_labels(labels: &Path, samples: usize, rule: Labels, idx: &[usize]) -> Result<Vec<f64>, DataError> {
-    let mut lb = open(labels, "data.labels_path", 1)?;
+fn idx_rows_labels(
+    labels: &Path,
+    samples: usize,
+    rule: Labels,
+    idx: &[usize],
+    keys: Keys,
+) -> Result<Vec<f64>, DataError> {
+    let mut lb = open(labels, keys[1], 1)?;
     let mut all = vec![0u8; samples];
     lb.body.read_exact(&mut all).map_err(|e| bad(labels, format!("truncated: {e}")))?;
     let every: Vec<usize>;
@@ -142,12 +171,19 @@ fn idx_rows_labels(labels: &Path, samples: usize, rule: Labels, idx: &[usize]) -
 }
 
 /// The rows with the given indices (any order, repeats allowed), each value times `scale`.
-pub fn idx_rows(images: &Path, labels: &Path, scale: f64, rule: Labels, idx: &[usize]) -> Result<Rows, DataError> {
-    let Shape { samples, features: p } = idx_shape(images, labels)?;
-    let y = idx_rows_labels(labels, samples, rule, idx)?;
+pub fn idx_rows(
+    images: &Path,
+    labels: &Path,
+    scale: f64,
+    rule: Labels,
+    idx: &[usize],
+    keys: Keys,
+) -> Result<Rows, DataError> {
+    let Shape { samples, features: p } = idx_shape(images, labels, keys)?;
+    let y = idx_rows_labels(labels, samples, rule, idx, keys)?;
     let mut wanted: Vec<(usize, usize)> = idx.iter().copied().enumerate().map(|(k, i)| (i, k)).collect();
     wanted.sort_unstable();
-    let mut im = open(images, "data.path", 3)?;
+    let mut im = open(images, keys[0], 3)?;
     let mut x = vec![0.0; idx.len() * p];
     let mut buf = vec![0u8; p];
     let (mut row, mut next) = (0, 0);
@@ -189,22 +225,33 @@ mod tests {
         let mut gz = flate2::write::GzEncoder::new(vec![], flate2::Compression::default());
         gz.write_all(&idx(&[3], &[7, 0, 9])).unwrap();
         std::fs::write(&lb, gz.finish().unwrap()).unwrap();
-        assert_eq!(idx_shape(&im, &lb).unwrap(), Shape { samples: 3, features: 4 });
-        let r = idx_rows(&im, &lb, 0.1, Labels::Classes(10), &[2, 0, 2]).unwrap();
+        assert_eq!(idx_shape(&im, &lb, TRAIN).unwrap(), Shape { samples: 3, features: 4 });
+        let r = idx_rows(&im, &lb, 0.1, Labels::Classes(10), &[2, 0, 2], TRAIN).unwrap();
         assert_eq!(r.labels(), &[9.0, 7.0, 9.0]);
         assert_eq!(r.row(0), &[8.0, 9.0, 10.0, 11.0]);
         assert_eq!(r.row(1), &[0.0, 1.0, 2.0, 3.0]);
-        let e = idx_rows(&im, &lb, 1.0, Labels::Classes(8), &[2]).unwrap_err().to_string();
+        let e = idx_rows(&im, &lb, 1.0, Labels::Classes(8), &[2], TRAIN).unwrap_err().to_string();
         assert!(e.ends_with("label 9 of image 3 is not a class 0..7 (8 classes in [model])"), "{e}");
         std::fs::write(&lb, idx(&[2], &[1, 2])).unwrap();
-        assert!(idx_shape(&im, &lb).unwrap_err().to_string().contains("2 labels, but"));
+        assert!(idx_shape(&im, &lb, TRAIN).unwrap_err().to_string().contains("2 labels, but"));
         std::fs::write(&lb, b"\x1f\x00junk").unwrap();
-        assert!(idx_shape(&im, &lb).unwrap_err().to_string().contains("not an IDX file"));
+        assert!(idx_shape(&im, &lb, TRAIN).unwrap_err().to_string().contains("not an IDX file"));
         std::fs::write(&lb, idx(&[3, 1], &[1, 2, 3])).unwrap();
-        assert!(idx_shape(&im, &lb).unwrap_err().to_string().contains("2 dimensions, expected 1"));
+        assert!(idx_shape(&im, &lb, TRAIN)
+            .unwrap_err()
+            .to_string()
+            .contains("2 dimensions, expected 1 (data.labels_path)"));
+        // a held-out pair names the held-out keys
+        assert!(idx_shape(&im, &lb, TEST)
+            .unwrap_err()
+            .to_string()
+            .contains("2 dimensions, expected 1 (data.test_labels_path)"));
         std::fs::write(&im, idx(&[3, 2, 2], &images[..5])).unwrap();
         std::fs::write(&lb, idx(&[3], &[1, 2, 3])).unwrap();
-        assert!(idx_rows(&im, &lb, 1.0, Labels::Real, &[2]).unwrap_err().to_string().contains("truncated at image 2"));
+        assert!(idx_rows(&im, &lb, 1.0, Labels::Real, &[2], TRAIN)
+            .unwrap_err()
+            .to_string()
+            .contains("truncated at image 2"));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -225,14 +272,14 @@ mod tests {
         let good = gzip(&idx(&[3, 2, 2], &images));
         std::fs::write(&im, &good).unwrap();
         std::fs::write(&lb, idx(&[3], &[1, 0, 2])).unwrap();
-        assert_eq!(idx_check(&im, &lb, Labels::Classes(3)).unwrap(), Shape { samples: 3, features: 4 });
-        let err = |rule| idx_check(&im, &lb, rule).unwrap_err().to_string();
+        assert_eq!(idx_check(&im, &lb, Labels::Classes(3), TRAIN).unwrap(), Shape { samples: 3, features: 4 });
+        let err = |rule| idx_check(&im, &lb, rule, TRAIN).unwrap_err().to_string();
         // the gzip trailer's CRC-32, flipped: the body decodes, its checksum does not match
         let mut bad_crc = good.clone();
         let at = bad_crc.len() - 8;
         bad_crc[at] ^= 0xff;
         std::fs::write(&im, &bad_crc).unwrap();
-        assert!(idx_shape(&im, &lb).is_ok(), "the header alone reads");
+        assert!(idx_shape(&im, &lb, TRAIN).is_ok(), "the header alone reads");
         assert!(err(Labels::Classes(3)).contains("corrupt after the last image"), "{}", err(Labels::Classes(3)));
         // half a gzip file
         std::fs::write(&im, &good[..good.len() / 2]).unwrap();
@@ -247,6 +294,14 @@ mod tests {
         std::fs::write(&lb, idx(&[3], &[1, 0, 2])).unwrap();
         std::fs::write(&im, idx(&[3, 2, 2], &images[..9])).unwrap();
         assert!(err(Labels::Classes(3)).contains("truncated at image 3"), "{}", err(Labels::Classes(3)));
+        // a header's image of 2^31 − 1 rows: refused by what the file holds, not by a failed
+        // allocation of an image's 60 GB (an abort with a backtrace)
+        std::fs::write(&im, idx(&[3, 0x7fff_ffff, 28], &images)).unwrap();
+        assert!(
+            err(Labels::Classes(3)).ends_with("truncated at image 1: its header says 3 images of 60129542116 bytes"),
+            "{}",
+            err(Labels::Classes(3))
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -421,15 +421,16 @@ fn test_set(c: &GdConfig, seed: u64, p: usize) -> Result<Option<Rows>, DataError
     let Some(path) = c.data.test_path.as_deref() else { return Ok(None) };
     if let Some(labels) = c.data.test_labels_path.as_deref() {
         let (images, labels) = (std::path::Path::new(path), std::path::Path::new(labels));
-        let shape = crate::idx::idx_check(images, labels, c.model.labels())?;
+        let shape = crate::idx::idx_check(images, labels, c.model.labels(), crate::idx::TEST)?;
         if shape.features != p {
             return Err(DataError::file(
                 path,
                 format!("{} pixels per image, the training images have {p}", shape.features),
             ));
         }
+        held_fits(c, shape.samples, p, "data.test_path")?;
         let all: Vec<usize> = (0..shape.samples).collect();
-        return crate::idx::idx_rows(images, labels, c.data.scale, c.model.labels(), &all).map(Some);
+        return crate::idx::idx_rows(images, labels, c.data.scale, c.model.labels(), &all, crate::idx::TEST).map(Some);
     }
     let text = crate::input::read_to_string(std::path::Path::new(path))
         .map_err(|e| DataError::read("data.test_path", path, e))?;

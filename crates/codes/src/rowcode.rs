@@ -53,7 +53,7 @@ pub enum CodedRow {
 /// Coded rows accumulated from a matrix's entries ([`RowCode::encoder`]).
 ///
 /// The dense-coded rows are formed block by block: entries are gathered into a block of
-/// whole source rows (at most 16 MiB), and a full block is added to the dense
+/// whole source rows (at most 256 of them and 16 MiB), and a full block is added to the dense
 /// rows by one matrix product per run of consecutive source rows, so that the dense rows (m ×
 /// d, often hundreds of MB) are read once per block instead of once per source row. A source
 /// row that holds few of its m entries when its block is added (a sparse matrix, or one given

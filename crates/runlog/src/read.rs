@@ -95,8 +95,34 @@ pub fn iterations(dir: &Path) -> Result<Vec<IterationRow>, ReadError> {
     Ok(out)
 }
 
-/// Every rank's records (`rank-<r>.jsonl`), by rank. Lines that do not parse (a run killed
-/// mid-line) are skipped.
+/// A rank log's records, and the lines before its last that are not records: (line number,
+/// why), each skipped. The last line is skipped without a word where it does not parse (a
+/// run killed mid-line leaves only its last line cut); a line that is not UTF-8 is one that
+/// does not parse.
+pub fn parse_log(bytes: &[u8]) -> (Vec<Event>, Vec<(usize, String)>) {
+    let mut lines: Vec<&[u8]> = bytes.split(|&b| b == b'\n').collect();
+    if lines.last().is_some_and(|l| l.is_empty()) {
+        lines.pop();
+    }
+    let last = lines.len();
+    let (mut events, mut skipped) = (Vec::with_capacity(lines.len()), vec![]);
+    for (i, line) in lines.into_iter().enumerate() {
+        let parsed = std::str::from_utf8(line)
+            .map_err(|e| e.to_string())
+            .and_then(|l| serde_json::from_str::<Event>(l).map_err(|e| e.to_string()));
+        match parsed {
+            Ok(ev) => events.push(ev),
+            Err(why) if i + 1 < last => skipped.push((i + 1, why)),
+            Err(_) => {}
+        }
+    }
+    (events, skipped)
+}
+
+/// Every rank's records (`rank-<r>.jsonl`), by rank. Lines that do not parse are skipped: a
+/// file's last (a run killed mid-line) without a word, any other with a warning naming the
+/// file, how many and the first ([`parse_log`]), since what is computed from the rest may
+/// then miss records.
 pub fn rank_events(dir: &Path) -> Result<HashMap<usize, Vec<Event>>, ReadError> {
     let mut out = HashMap::new();
     let rd = std::fs::read_dir(dir).map_err(|e| err(dir, e))?;
@@ -107,8 +133,16 @@ pub fn rank_events(dir: &Path) -> Result<HashMap<usize, Vec<Event>>, ReadError> 
         else {
             continue;
         };
-        let text = std::fs::read_to_string(entry.path()).map_err(|e| err(&entry.path(), e))?;
-        out.insert(r, text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect());
+        let bytes = std::fs::read(entry.path()).map_err(|e| err(&entry.path(), e))?;
+        let (events, skipped) = parse_log(&bytes);
+        if let Some((line, why)) = skipped.first() {
+            tracing::warn!(
+                "{}: {} line(s) that are not records of a run log were skipped, the first at line {line} ({why}); what is computed from this log may miss records",
+                entry.path().display(),
+                skipped.len()
+            );
+        }
+        out.insert(r, events);
     }
     Ok(out)
 }
@@ -152,4 +186,28 @@ fn runs_below(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) -> std::io::Resu
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A log's records are read; its last line, cut by a killed run, is skipped without a
+    /// word; a damaged line before it (not JSON, not UTF-8) is skipped and named.
+    #[test]
+    fn a_logs_damaged_lines_are_skipped_and_named_but_its_cut_last_line_is_not() {
+        let good = r#"{"ev":"warn","at":1.0,"message":"x"}"#;
+        let (events, skipped) = parse_log(format!("{good}\n{good}\n").as_bytes());
+        assert_eq!((events.len(), skipped.len()), (2, 0));
+        let cut = format!("{good}\n{good}\n{}", &good[..10]);
+        let (events, skipped) = parse_log(cut.as_bytes());
+        assert_eq!((events.len(), skipped.len()), (2, 0));
+        let mut damaged = format!("{good}\n{{garbage\n").into_bytes();
+        damaged.extend(b"\xff\xfe\n");
+        damaged.extend(format!("{good}\n{}", &good[..10]).bytes());
+        let (events, skipped) = parse_log(&damaged);
+        assert_eq!(events.len(), 2);
+        assert_eq!(skipped.iter().map(|s| s.0).collect::<Vec<_>>(), vec![2, 3], "{skipped:?}");
+        assert!(skipped[1].1.contains("utf-8"), "{skipped:?}");
+    }
 }

@@ -1436,7 +1436,17 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure(msg, code)) => {
             if !msg.is_empty() {
-                eprintln!("error: {msg}");
+                // one line, whatever a value quoted in it holds (a newline in a config string)
+                let line: String = msg
+                    .trim_end()
+                    .chars()
+                    .flat_map(|c| match c {
+                        '\t' => vec![' '],
+                        c if c.is_control() => c.escape_default().collect(),
+                        c => vec![c],
+                    })
+                    .collect();
+                eprintln!("error: {line}");
             }
             ExitCode::from(code)
         }

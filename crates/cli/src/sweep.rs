@@ -7,7 +7,7 @@ use std::process::{Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
-use outrun_config::sweep::{Sweep, Variant};
+use outrun_config::sweep::{valid_name, Sweep, Variant, MAX_RUNS};
 use outrun_report::sweep::SweepRow;
 use outrun_runlog::Summary;
 
@@ -61,7 +61,15 @@ fn finished(runs: &Path, name: &str) -> Option<(PathBuf, Summary)> {
 /// (`<checkout>/target/<profile>/outrun`), so a sweep runs from any directory.
 fn find_launcher(given: &str) -> Result<String, String> {
     let p = Path::new(given);
-    if !given.contains('/') || p.is_file() {
+    if !given.contains('/') {
+        // a bare command is looked up on PATH only (as the launch will look it up)
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        if std::env::split_paths(&path).any(|d| d.join(given).is_file()) {
+            return Ok(given.to_string());
+        }
+        return Err(format!("launcher `{given}` is not a command on PATH; give its path (e.g. ./{given})"));
+    }
+    if p.is_file() {
         return Ok(given.to_string());
     }
     let exe = std::env::current_exe().ok();
@@ -119,6 +127,12 @@ pub(crate) fn run(o: &Options) -> Result<(), Failure> {
     let mut sweep = Sweep::parse(&text).map_err(|e| input(format!("{}: {e}", o.file.display())))?;
     match o.repetitions {
         Some(0) => return Err(input("--repetitions must be at least 1")),
+        Some(r) if sweep.combinations().saturating_mul(r) > MAX_RUNS => {
+            return Err(input(format!(
+                "--repetitions {r} × {} combinations is more than {MAX_RUNS} runs in one sweep (split it)",
+                sweep.combinations()
+            )))
+        }
         Some(r) => sweep.repetitions = r,
         None => {}
     }
@@ -127,10 +141,22 @@ pub(crate) fn run(o: &Options) -> Result<(), Failure> {
     let base_text = outrun_workloads::input::read_to_string(&base)
         .map_err(|e| input(format!("{}: base: cannot read `{}`: {e}", o.file.display(), base.display())))?;
     let variants = sweep.expand(&base_text).map_err(|e| input(format!("{}: {e}", o.file.display())))?;
-    let name = sweep
-        .name
-        .clone()
-        .unwrap_or_else(|| o.file.file_stem().map_or("sweep".into(), |s| s.to_string_lossy().into_owned()));
+    // the default name is the file's stem, made a directory name (as the variants' labels are)
+    let name = sweep.name.clone().unwrap_or_else(|| {
+        let stem: String = o
+            .file
+            .file_stem()
+            .map_or("sweep".into(), |s| s.to_string_lossy().into_owned())
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '-' })
+            .take(200)
+            .collect();
+        if valid_name(&stem) {
+            stem
+        } else {
+            "sweep".into()
+        }
+    });
     let out = o
         .out
         .clone()
@@ -183,7 +209,7 @@ pub(crate) fn run(o: &Options) -> Result<(), Failure> {
     let manifest: Vec<serde_json::Value> =
         variants.iter().map(|v| serde_json::json!({"id": v.id, "labels": v.labels, "sets": v.sets})).collect();
     std::fs::write(out.join("sweep.json"), serde_json::to_string_pretty(&serde_json::json!({"name": name, "base": base, "repetitions": sweep.repetitions, "launcher": launcher, "variants": manifest})).expect("serializes"))
-        .map_err(|e| Failure(format!("cannot write {}: {e}", out.display()), 1))?;
+        .map_err(|e| Failure(format!("cannot write {}: {e}", out.join("sweep.json").display()), 1))?;
     // SAFETY: installing async-signal-safe handlers (one atomic store) before any child exists
     unsafe {
         libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
@@ -207,8 +233,12 @@ pub(crate) fn run(o: &Options) -> Result<(), Failure> {
                     eprintln!("sweep: {run_name}: {e}; running it again (the directory is kept in incomplete/)");
                 }
                 let aside = out.join("incomplete");
-                let _ = std::fs::create_dir_all(&aside);
-                let _ = std::fs::rename(&d, aside.join(d.file_name().expect("a run directory")));
+                let moved = std::fs::create_dir_all(&aside)
+                    .and_then(|()| std::fs::rename(&d, aside.join(d.file_name().expect("a run directory"))));
+                if let Err(e) = moved {
+                    // it stays where it is: a summary that does not read is passed over
+                    eprintln!("sweep: cannot move {} into {}: {e}; left where it is", d.display(), aside.display());
+                }
             }
             let elapsed = started.elapsed().as_secs_f64();
             let left = if ran > 0 {

@@ -87,6 +87,26 @@ fn special_files_are_refused_before_they_are_opened() {
     assert!(runs.is_empty(), "a refused simulation leaves no run directory: {runs:?}");
 }
 
+/// A value quoted in an error keeps the error one line (a newline in a config string is shown
+/// escaped), and a sweep's launcher that is no command on PATH is refused before any run.
+#[test]
+fn refusals_stay_one_line_and_a_sweep_checks_its_launcher() {
+    let dir = tempdir("hostile-line");
+    std::fs::write(dir.join("gd.toml"), MATVEC).unwrap();
+    std::fs::write(dir.join("s.toml"), "base = 'gd.toml'\nlauncher = ['no-such-launcher-here']\n").unwrap();
+    let cases: Vec<(Vec<&str>, Vec<&str>)> = vec![
+        (
+            vec!["check", "gd.toml", "--set", "scheme.kind=\"uniform\ncoded\""],
+            vec!["scheme.kind", "\"uniform\\ncoded\""],
+        ),
+        (vec!["check", "gd.toml", "--set", "run.name=\"a\rb\""], vec!["run.name", "a\\rb"]),
+        (vec!["sweep", "s.toml", "--dry-run"], vec!["`no-such-launcher-here` is not a command on PATH"]),
+    ];
+    for (args, want) in cases {
+        assert_refused(&outrun_in(&dir, &args), &want, &args.join(" "));
+    }
+}
+
 #[test]
 fn check_reads_every_input_a_run_would_refuse() {
     let dir = tempdir("hostile-check");

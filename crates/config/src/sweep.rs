@@ -101,6 +101,20 @@ pub struct Variant {
     pub sets: Vec<String>,
 }
 
+/// Most runs one sweep may ask for (combinations × repetitions): more is a typo, not a plan (at
+/// a second a run, 100 000 runs take more than a day).
+pub const MAX_RUNS: usize = 100_000;
+
+/// Longest variant label in a variant's id: the id names its run directories (`<id>-rep<k>-<UTC
+/// time>`, at most 255 bytes), and the index before it keeps ids distinct.
+const MAX_SLUG: usize = 120;
+
+/// Whether `name` may name a directory: letters, digits, '-', '_', '.', at most 200 (as
+/// `run.name`).
+pub fn valid_name(name: &str) -> bool {
+    !name.is_empty() && name.len() <= 200 && name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+}
+
 fn sweep_err(field: &str, message: impl Into<String>) -> ConfigError {
     ConfigError::new(format!("sweep: {field}"), message)
 }
@@ -124,6 +138,15 @@ impl Sweep {
         if f.repetitions == 0 {
             return Err(sweep_err("repetitions", "must be at least 1"));
         }
+        if let Some(name) = f.name.as_deref().filter(|n| !valid_name(n)) {
+            return Err(sweep_err(
+                "name",
+                format!("`{name}` must be non-empty and use only letters, digits, '-', '_', '.' (at most 200)"),
+            ));
+        }
+        if f.out_dir.as_deref() == Some("") {
+            return Err(sweep_err("out_dir", "is empty; leave it out for runs/sweep-<name>"));
+        }
         let mut axes = Vec::new();
         for (i, a) in f.axis.iter().enumerate() {
             if a.values.is_empty() {
@@ -140,13 +163,52 @@ impl Sweep {
             }
             axes.push((a.key.clone(), a.values.iter().map(value_text).collect()));
         }
-        let overrides = f
-            .overrides
-            .iter()
-            .map(|o| (o.when.iter().map(|(k, v)| (k.clone(), value_text(v))).collect(), o.set.clone()))
-            .collect();
+        // an override's `when` names axes and their values: anything else would never match, and
+        // the override would be left out in silence
+        let mut overrides = Vec::new();
+        for (i, o) in f.overrides.iter().enumerate() {
+            let mut when = Vec::new();
+            for (k, v) in &o.when {
+                let field = format!("override[{i}].when");
+                let Some((_, values)) = axes.iter().find(|(ak, _)| ak == k) else {
+                    let names: Vec<&str> = axes.iter().map(|(ak, _)| ak.as_str()).collect();
+                    return Err(sweep_err(
+                        &field,
+                        format!(
+                            "`{k}` is not an axis, so this override would never apply; the axes are {}",
+                            if names.is_empty() { "none".to_string() } else { names.join(", ") }
+                        ),
+                    ));
+                };
+                let v = value_text(v);
+                if !values.contains(&v) {
+                    return Err(sweep_err(
+                        &field,
+                        format!(
+                            "{k} = {v} is not one of the axis's values ({}), so this override would never apply",
+                            values.join(", ")
+                        ),
+                    ));
+                }
+                when.push((k.clone(), v));
+            }
+            overrides.push((when, o.set.clone()));
+        }
+        let runs = axes.iter().try_fold(f.repetitions, |n, (_, v)| n.checked_mul(v.len()));
+        if runs.is_none_or(|n| n > MAX_RUNS) {
+            let combinations: Vec<String> = axes.iter().map(|(_, v)| v.len().to_string()).collect();
+            return Err(sweep_err(
+                "axis",
+                format!(
+                    "{} values × {} repetitions is {} runs: at most {MAX_RUNS} in one sweep (split it)",
+                    combinations.join(" × "),
+                    f.repetitions,
+                    runs.map_or("more than 2^64".to_string(), |n| n.to_string())
+                ),
+            ));
+        }
         let launcher = f.launcher.unwrap_or_else(|| vec!["launch/local.sh".into()]);
-        if launcher.is_empty() {
+        if launcher.first().is_none_or(|l| l.trim().is_empty()) {
             return Err(sweep_err(
                 "launcher",
                 "is empty; e.g. [\"launch/local.sh\"] or [\"launch/emu-cluster\", \"run\"]",
@@ -173,7 +235,7 @@ impl Sweep {
     /// (identical resolved configs) removed. An invalid variant is an error naming it.
     pub fn expand(&self, base_text: &str) -> Result<Vec<Variant>, ConfigError> {
         let mut out: Vec<Variant> = Vec::new();
-        let mut seen: Vec<String> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
         for c in 0..self.combinations() {
             // mixed radix, first axis outermost
             let mut rest = c;
@@ -196,10 +258,9 @@ impl Sweep {
                 ConfigError::new(e.field.clone(), format!("{} (sweep variant {})", e.message, describe()))
             })?;
             let resolved = cfg.to_toml();
-            if seen.contains(&resolved) {
+            if !seen.insert(resolved) {
                 continue;
             }
-            seen.push(resolved);
             let slug: String = labels
                 .iter()
                 .map(|(k, v)| format!("{}-{}", k.rsplit('.').next().unwrap_or(k), v.trim_matches('"')))
@@ -207,6 +268,7 @@ impl Sweep {
                 .join("_")
                 .chars()
                 .map(|ch| if ch.is_ascii_alphanumeric() || matches!(ch, '-' | '_' | '.') { ch } else { '-' })
+                .take(MAX_SLUG)
                 .collect();
             let id = if slug.is_empty() { format!("v{:02}", out.len()) } else { format!("v{:02}-{slug}", out.len()) };
             out.push(Variant { id, labels, sets });
@@ -257,5 +319,59 @@ mod tests {
         let s = Sweep::parse("base = 'b'\n[[axis]]\nkey = 'scheme.s'\nvalues = [1, 6]\n").unwrap();
         let e = s.expand(BASE).unwrap_err().to_string();
         assert!(e.contains("scheme.s") && e.contains("sweep variant scheme.s=6"), "{e}");
+        for (name, want) in [("''", "name"), ("'a/b'", "name"), ("'..x y'", "name")] {
+            let e = Sweep::parse(&format!("base = 'b'\nname = {name}\n")).unwrap_err().to_string();
+            assert!(e.contains(&format!("sweep: {want}")), "{name}: {e}");
+        }
+        assert!(Sweep::parse("base = 'b'\nname = 'cr-84_v2.1'\n").is_ok());
+        assert!(Sweep::parse("base = 'b'\nout_dir = ''\n").unwrap_err().to_string().contains("sweep: out_dir"));
+        assert!(Sweep::parse("base = 'b'\nlauncher = ['']\n").unwrap_err().to_string().contains("sweep: launcher"));
+    }
+
+    /// An override that could never apply (a typo in its `when`) would be left out in silence.
+    #[test]
+    fn an_override_names_axes_and_their_values() {
+        let axes = "base = 'b'\n[[axis]]\nkey = 'scheme.kind'\nvalues = ['gc-cyclic', 'umw']\n[[axis]]\nkey = 'scheme.s'\nvalues = [1, 2]\n";
+        let with = |when: &str| Sweep::parse(&format!("{axes}[[override]]\nwhen = {when}\nset = ['scheme.s=']\n"));
+        assert!(with("{ 'scheme.kind' = 'umw' }").is_ok());
+        assert!(with("{ 'scheme.kind' = 'umw', 'scheme.s' = 2 }").is_ok());
+        assert!(with("{}").is_ok(), "an empty `when` applies to every variant");
+        for (when, want) in [
+            ("{ 'scheme.knd' = 'umw' }", "`scheme.knd` is not an axis"),
+            ("{ 'run.seed' = 1 }", "the axes are scheme.kind, scheme.s"),
+            (
+                "{ 'scheme.kind' = 'UMW' }",
+                "scheme.kind = \"UMW\" is not one of the axis's values (\"gc-cyclic\", \"umw\")",
+            ),
+            ("{ 'scheme.s' = 1.0 }", "scheme.s = 1.0 is not one of the axis's values (1, 2)"),
+            ("{ 'scheme.s' = '1' }", "scheme.s = \"1\" is not"),
+        ] {
+            let e = with(when).unwrap_err().to_string();
+            assert!(e.contains("sweep: override[0].when") && e.contains(want), "{when}: {e}");
+        }
+    }
+
+    /// A sweep of more runs than a plan can mean is refused before it is expanded (a product of
+    /// axes that overflows included), and a long value keeps its variant's id a file name.
+    #[test]
+    fn a_sweep_is_bounded_and_its_ids_are_file_names() {
+        let values = |n: usize| (1..=n).map(|i| i.to_string()).collect::<Vec<_>>().join(", ");
+        let axis = |key: &str, n: usize| format!("[[axis]]\nkey = '{key}'\nvalues = [{}]\n", values(n));
+        let ok = format!("base = 'b'\nrepetitions = 10\n{}{}", axis("run.seed", 100), axis("run.iterations", 100));
+        assert_eq!(Sweep::parse(&ok).unwrap().combinations(), 10_000);
+        let e = Sweep::parse(&ok.replace("repetitions = 10", "repetitions = 11")).unwrap_err().to_string();
+        assert!(e.contains("100 × 100 values × 11 repetitions is 110000 runs: at most 100000"), "{e}");
+        let keys =
+            ["run.seed", "run.iterations", "data.samples", "data.features", "scheme.workers", "model.lr", "scheme.s"];
+        let huge: String = keys.iter().map(|k| axis(k, 1000)).collect();
+        let e = Sweep::parse(&format!("base = 'b'\n{huge}")).unwrap_err().to_string();
+        assert!(e.contains("is more than 2^64 runs"), "{e}");
+        let long = "x".repeat(300);
+        let s = Sweep::parse(&format!("base = 'b'\n[[axis]]\nkey = 'run.out_dir'\nvalues = ['{long}', '{long}y']\n"))
+            .unwrap();
+        let v = s.expand(BASE).unwrap();
+        assert_eq!(v.len(), 2);
+        assert!(v.iter().all(|x| x.id.len() <= 4 + MAX_SLUG), "{:?}", v[0].id);
+        assert_ne!(v[0].id, v[1].id);
     }
 }

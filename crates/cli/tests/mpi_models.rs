@@ -135,4 +135,15 @@ fn an_adam_run_resumed_from_its_checkpoint_ends_bit_equal() {
     let theta = |d: &std::path::Path| std::fs::read_to_string(d.join("theta.txt")).unwrap();
     let (got, want) = (theta(&run_dir(&out)), theta(&whole_dir));
     assert!(got == want, "the resumed Adam run's θ differs from the whole run's:\n{got}\nvs\n{want}");
+    // the optimizer goes on as it was: Adam's moments as SGD's velocity (or Adam from a zero second
+    // moment) would be no run's continuation, so the same checkpoint under SGD is refused
+    let sgd: Vec<String> =
+        sets.iter().cloned().chain(["model.optimizer=sgd".into(), "model.momentum=0.9".into()]).collect();
+    let refused = resume_trained(&CFG, &cfg, &sgd, &part_dir, &tempdir("adam-as-sgd"));
+    assert_eq!(refused.code, Some(2), "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("written with model.optimizer = \"adam\" or \"adamw\", this config has \"sgd\""),
+        "{}",
+        refused.stderr
+    );
 }

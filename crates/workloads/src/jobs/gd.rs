@@ -909,6 +909,11 @@ impl Resumable for GradientDescent {
     }
 
     fn restore(&mut self, vectors: &[(String, Vec<f64>)]) -> Result<(), JobError> {
+        for (i, (name, _)) in vectors.iter().enumerate() {
+            if vectors[..i].iter().any(|(n, _)| n == name) {
+                return Err(JobError::Checkpoint(format!("the checkpoint has `{name}` twice")));
+            }
+        }
         let find = |name: &str| vectors.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone());
         let theta = find("theta").ok_or_else(|| JobError::Checkpoint("the checkpoint has no `theta`".into()))?;
         if theta.len() != self.params() {
@@ -932,6 +937,29 @@ impl Resumable for GradientDescent {
             moments.push(v);
         }
         let (second, velocity) = (moments.pop().unwrap_or_default(), moments.pop().unwrap_or_default());
+        // the optimizer goes on as it was: Adam's moments are not SGD's velocity, and Adam from a
+        // zero second moment at step t is no run's continuation
+        let kind = self.config.model.optimizer;
+        let adam = kind != outrun_config::OptimizerKind::Sgd;
+        if adam == second.is_empty() {
+            let name = |k: outrun_config::OptimizerKind| match k {
+                outrun_config::OptimizerKind::Sgd => "\"sgd\"",
+                outrun_config::OptimizerKind::Adam => "\"adam\"",
+                outrun_config::OptimizerKind::Adamw => "\"adamw\"",
+            };
+            let wrote = if adam { name(outrun_config::OptimizerKind::Sgd) } else { "\"adam\" or \"adamw\"" };
+            return Err(JobError::Checkpoint(format!(
+                "the checkpoint was written with model.optimizer = {wrote}, this config has {}: --resume goes on \
+                 with the optimizer that wrote it (to start this one from its θ, give model.init_path = \
+                 <run directory>/theta.txt instead)",
+                name(kind)
+            )));
+        }
+        if let Some((k, v)) = second.iter().enumerate().find(|(_, v)| !(**v >= 0.0 && v.is_finite())) {
+            return Err(JobError::Checkpoint(format!(
+                "the checkpoint's second_moment[{k}] = {v}: Adam's second moment is a finite number ≥ 0"
+            )));
+        }
         self.theta = theta;
         self.optimizer.velocity = velocity;
         self.optimizer.second = second;

@@ -444,6 +444,57 @@ fn a_module_that_exits_the_process_fails_the_check_in_one_line() {
     }
 }
 
+/// The planning probe asks for what a run records, so `outrun check` refuses in one line what
+/// would otherwise fail (or stand in iterations.csv unexplained) on the logging rank: evaluate's
+/// metrics out of range; θ₀ as None or complex. A module's print() goes to standard error, so
+/// `outrun plan --json` stays JSON.
+#[test]
+fn the_probe_checks_what_a_run_records_and_prints_stay_off_stdout() {
+    let dir = tempdir("python-probe");
+    let mlp = |name: &str, tail: &str| {
+        let path = module(&dir, name, &format!("{MLP_NUMPY}\n{tail}"));
+        write_config(&dir, &mlp_config(&dir, &path))
+    };
+    let cases = [
+        (
+            "pct.py",
+            "def evaluate(theta, X, y):\n    return {'accuracy': 93.0}\n",
+            "evaluate() returned accuracy = 93: must be a fraction in [0, 1]",
+        ),
+        (
+            "nan.py",
+            "def evaluate(theta, X, y):\n    return {'loss': float('nan')}\n",
+            "evaluate() returned loss = NaN: must be a finite number",
+        ),
+        (
+            "none.py",
+            "def init(options, seed, features):\n    return None\n",
+            "init() raised TypeError: None is not a vector",
+        ),
+        (
+            "complex.py",
+            "_init = init\ndef init(options, seed, features):\n    return _init(options, seed, features) * (1 + 0j)\n",
+            "init() raised TypeError: complex values: θ and its gradient are real",
+        ),
+    ];
+    for (name, tail, want) in cases {
+        let cfg = mlp(name, tail);
+        let r = outrun(&["check", cfg.to_str().unwrap()]);
+        assert_eq!(r.code, Some(2), "{name}: {}", r.stderr);
+        assert_eq!(r.stderr.trim().lines().count(), 1, "{name}: {}", r.stderr);
+        assert!(r.stderr.contains(want), "{name}: {}", r.stderr);
+    }
+    let cfg = mlp("talks.py", "print('loading the network')\n");
+    let r = outrun(&["plan", cfg.to_str().unwrap(), "--json"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        serde_json::from_str::<serde_json::Value>(&r.stdout).is_ok(),
+        "not JSON: {}",
+        &r.stdout[..80.min(r.stdout.len())]
+    );
+    assert!(r.stderr.contains("loading the network"), "{}", r.stderr);
+}
+
 /// `outrun check` and `plan` on a Python config find the repository's `.venv` (numpy) without
 /// `VIRTUAL_ENV` exported, as launch/local.sh does — the README calls them directly.
 #[test]

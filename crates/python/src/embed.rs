@@ -19,6 +19,9 @@ import importlib.util, os, sys, traceback
 def start():
     if not hasattr(sys, "argv"):
         sys.argv = ["outrun"]
+    # a module's print() goes to standard error: outrun's standard output is its tables and
+    # JSON (`outrun plan --json` imports the module)
+    sys.stdout = sys.stderr
     venv = os.environ.get("VIRTUAL_ENV")
     if venv:
         import site
@@ -47,8 +50,12 @@ def load(path):
 
 def vector(v):
     import numpy
+    if v is None:
+        raise TypeError("None is not a vector")
     if hasattr(v, "detach"):
         v = v.detach().cpu().numpy()
+    if numpy.iscomplexobj(v):
+        raise TypeError("complex values: θ and its gradient are real")
     return numpy.ascontiguousarray(v, dtype=numpy.float64).reshape(-1)
 
 def last_line(e, tb):
@@ -211,9 +218,15 @@ impl Module {
                         ))
                     }
                 };
-                *slot = Some(value.ok_or_else(|| {
+                let value = value.ok_or_else(|| {
                     PyError::new(path, "evaluate", format!("returned a `{key}` that is not a number"))
-                })?);
+                })?;
+                // recorded as given: a NaN or a percentage would stand in iterations.csv unexplained
+                if !value.is_finite() || (key == "accuracy" && !(0.0..=1.0).contains(&value)) {
+                    let range = if key == "accuracy" { "a fraction in [0, 1]" } else { "a finite number" };
+                    return Err(PyError::new(path, "evaluate", format!("returned {key} = {value}: must be {range}")));
+                }
+                *slot = Some(value);
             }
             Ok(eval)
         })

@@ -204,8 +204,9 @@ impl GradientDescent {
     }
 
     /// A Python model's size as the plan records it (the planning process imports the module
-    /// and asks it for one gradient of the first rows, so that a module that cannot give one
-    /// fails here, before MPI, in one line); None for a built-in model.
+    /// and asks it for one gradient of the first rows, and with `data.test_path` for its
+    /// metrics on them, so that a module that cannot give them fails here, before MPI, in one
+    /// line); None for a built-in model.
     ///
     /// The module runs on a thread of its own, waited for at most `bound` seconds (`run.deadline`):
     /// a module whose import, `init` or `grad` never returns fails the planning in one line
@@ -214,6 +215,7 @@ impl GradientDescent {
         let Some(py) = self.config.python.clone() else { return Ok(None) };
         let probe = self.rows(&(0..self.samples.min(2)).collect::<Vec<_>>())?;
         let (seed, inputs, rows) = (self.seed, self.inputs, probe.len());
+        let held_out = self.config.data.test_path.is_some();
         let (tx, rx) = std::sync::mpsc::channel();
         let module = py.module.clone();
         std::thread::spawn(move || {
@@ -222,6 +224,10 @@ impl GradientDescent {
                 let mut g = vec![0.0; theta.len()];
                 let ones = vec![1.0; probe.len()];
                 net.gradient(None, &probe, &ones, &theta, &mut g).map_err(|e| DataError::Model(e.to_string()))?;
+                // what the logging rank will record: its metrics on the same rows
+                if held_out && net.has_evaluate() {
+                    net.evaluate(&probe, &theta).map_err(|e| DataError::Model(e.to_string()))?;
+                }
                 Ok((theta, net.has_evaluate()))
             })();
             let _ = tx.send(probed);
@@ -229,9 +235,10 @@ impl GradientDescent {
         let (theta, evaluates) = match rx.recv_timeout(std::time::Duration::from_secs_f64(bound)) {
             Ok(probed) => probed?,
             Err(_) => {
+                let calls = if held_out { "init(), one grad() and evaluate()" } else { "init() and one grad()" };
                 return Err(DataError::Model(format!(
-                    "python module {module}: import, init() and one grad() on the first {rows} rows did not return within run.deadline = {bound} s (the planning process's probe): the module is stuck, or slower than a run would wait"
-                )))
+                    "python module {module}: import, {calls} on the first {rows} rows did not return within run.deadline = {bound} s (the planning process's probe): the module is stuck, or slower than a run would wait"
+                )));
             }
         };
         if self.config.data.test_path.is_some() && !evaluates {

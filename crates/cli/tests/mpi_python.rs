@@ -495,6 +495,73 @@ fn the_probe_checks_what_a_run_records_and_prints_stay_off_stdout() {
     assert!(r.stderr.contains("loading the network"), "{}", r.stderr);
 }
 
+/// A Python regression reports its held-out loss: `data.test_path` with real labels (refused
+/// for the built-in models, whose held-out metric is an accuracy) runs, and the last
+/// `test_loss` in iterations.csv is the module's loss of the final θ on the held-out rows,
+/// computed here from theta.txt.
+#[test]
+fn a_python_regression_reports_its_held_out_loss() {
+    let data = tempdir("python-regression-data");
+    let mut rng = outrun_codes::Rng::from_key(&[21]);
+    let truth = [0.5, -1.0, 2.0, 0.0, 1.5];
+    let mut write = |name: &str, n: usize| {
+        let rows: Vec<(f64, Vec<f64>)> = (0..n)
+            .map(|_| {
+                let x: Vec<f64> = (0..5).map(|_| rng.normal()).collect();
+                (x.iter().zip(truth).map(|(a, b)| a * b).sum::<f64>() + 0.1 * rng.normal(), x)
+            })
+            .collect();
+        let text: String = rows
+            .iter()
+            .map(|(y, x)| {
+                format!(
+                    "{y:e} {}\n",
+                    x.iter().enumerate().map(|(j, v)| format!("{}:{v:e}", j + 1)).collect::<Vec<_>>().join(" ")
+                )
+            })
+            .collect();
+        std::fs::write(data.join(name), text).unwrap();
+        rows
+    };
+    write("train.libsvm", 400);
+    let held_out = write("test.libsvm", 100);
+    let source = format!("{LEAST_SQUARES}\ndef evaluate(theta, X, y):\n    r = X @ theta - y\n    return {{'loss': 0.5 * float(np.mean(r * r))}}\n");
+    let module = module(&data, "regression.py", &source);
+    let text = format!(
+        "[run]\nname = 'regression'\nseed = 3\niterations = 20\ndeadline = 20.0\n[job]\nkind = 'python'\nmodule = '{}'\n\
+         [data]\nkind = 'libsvm'\npath = '{}'\ntest_path = '{}'\ntest_every = 5\n[model]\nloss = 'least-squares'\nlr = 0.1\n\
+         [scheme]\nkind = 'gc-cyclic'\nworkers = 3\ns = 1\n",
+        module.display(),
+        data.join("train.libsvm").display(),
+        data.join("test.libsvm").display()
+    );
+    // the built-in model of the same config still refuses: its held-out metric is an accuracy
+    let cfg = write_config(&data, &text);
+    let built_in = outrun(&["check", cfg.to_str().unwrap(), "--set", "job.kind=gd", "--set", "job.module="]);
+    assert_eq!(built_in.code, Some(2), "{}", built_in.stderr);
+    assert!(built_in.stderr.contains("data.test_path: reports classification accuracy"), "{}", built_in.stderr);
+    let (run, dir, _, _) = train("python-regression", &text, &[]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let csv = std::fs::read_to_string(dir.join("iterations.csv")).unwrap();
+    let head: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let col = head.iter().position(|h| *h == "test_loss").expect("a test_loss column");
+    let logged: Vec<(usize, f64)> = csv
+        .lines()
+        .skip(1)
+        .enumerate()
+        .filter_map(|(t, l)| l.split(',').nth(col).filter(|v| !v.is_empty()).map(|v| (t, v.parse().unwrap())))
+        .collect();
+    assert_eq!(logged.iter().map(|(t, _)| *t).collect::<Vec<_>>(), [4, 9, 14, 19], "every data.test_every = 5");
+    let theta: Vec<f64> =
+        std::fs::read_to_string(dir.join("theta.txt")).unwrap().lines().map(|l| l.trim().parse().unwrap()).collect();
+    let want =
+        held_out.iter().map(|(y, x)| (x.iter().zip(&theta).map(|(a, b)| a * b).sum::<f64>() - y).powi(2)).sum::<f64>()
+            / (2.0 * held_out.len() as f64);
+    let got = logged.last().unwrap().1;
+    assert!((got - want).abs() <= 1e-12 * want.max(1.0), "held-out loss {got} vs {want} from theta.txt");
+    assert!(got < logged[0].1, "it learns: {logged:?}");
+}
+
 /// `outrun check` and `plan` on a Python config find the repository's `.venv` (numpy) without
 /// `VIRTUAL_ENV` exported, as launch/local.sh does — the README calls them directly.
 #[test]

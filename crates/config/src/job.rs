@@ -1380,10 +1380,11 @@ impl GdConfig {
                     ),
                 )
             }
-            Some(_) if self.model.labels() == Labels::Real => {
+            // a Python model reports what its evaluate says: a regression's held-out loss too
+            Some(_) if self.model.labels() == Labels::Real && self.python.is_none() => {
                 return err(
                     "data.test_path",
-                    "reports classification accuracy: it needs class labels (model.loss = \"logistic\" or \"softmax\", or least squares with model.outputs = C)",
+                    "reports classification accuracy: it needs class labels (model.loss = \"logistic\" or \"softmax\", or least squares with model.outputs = C; or a Python model, whose evaluate reports a loss)",
                 )
             }
             Some(p) if p.is_empty() => return err("data.test_path", "is empty"),

@@ -502,6 +502,9 @@ fn test_path_needs_libsvm_and_logistic() {
     assert_eq!(c.data().test_path.as_deref(), Some("b.libsvm"));
     assert_eq!(parse(&c.to_toml(), &[]).unwrap(), c);
     assert_eq!(parse(base, &["model.loss=least-squares".into()]).unwrap_err().field, "data.test_path");
+    // a Python model's evaluate reports a regression's held-out loss
+    let python = ["model.loss=least-squares".into(), "job.kind=python".into(), "job.module=m.py".into()];
+    assert_eq!(parse(base, &python).unwrap().data().test_path.as_deref(), Some("b.libsvm"));
     assert_eq!(
         parse(
             base,

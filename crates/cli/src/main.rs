@@ -1382,6 +1382,33 @@ fn default_python_env() {
     }
 }
 
+/// A log event as the CLI's own lines read: `warning: …`, `error: …`, `info: …`, one a line.
+struct Plain;
+
+impl<S, N> tracing_subscriber::fmt::FormatEvent<S, N> for Plain
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+    N: for<'a> tracing_subscriber::fmt::FormatFields<'a> + 'static,
+{
+    fn format_event(
+        &self,
+        ctx: &tracing_subscriber::fmt::FmtContext<'_, S, N>,
+        mut writer: tracing_subscriber::fmt::format::Writer<'_>,
+        event: &tracing::Event<'_>,
+    ) -> std::fmt::Result {
+        let level = match *event.metadata().level() {
+            tracing::Level::ERROR => "error",
+            tracing::Level::WARN => "warning",
+            tracing::Level::INFO => "info",
+            tracing::Level::DEBUG => "debug",
+            tracing::Level::TRACE => "trace",
+        };
+        write!(writer, "{level}: ")?;
+        ctx.field_format().format_fields(writer.by_ref(), event)?;
+        writeln!(writer)
+    }
+}
+
 fn main() -> ExitCode {
     // A bug must still end in one line, not a backtrace; standard output that refuses a line
     // (`> /dev/full`, a full disk) is no bug: one line naming it, exit 1.
@@ -1425,13 +1452,7 @@ fn main() -> ExitCode {
         "trace" => tracing::Level::TRACE,
         _ => tracing::Level::WARN,
     };
-    tracing_subscriber::fmt()
-        .with_max_level(level)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .without_time()
-        .with_target(false)
-        .init();
+    tracing_subscriber::fmt().with_max_level(level).with_writer(std::io::stderr).event_format(Plain).init();
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure(msg, code)) => {

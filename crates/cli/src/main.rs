@@ -775,7 +775,16 @@ fn run(cli: Cli) -> Result<(), Failure> {
             check_trials(&plan, trials)?;
             plan.cautions().iter().for_each(|c| eprintln!("warning: {c}"));
             let mut watch = simulate_watch(&plan, trials, opts.write);
-            let sim = outrun_sim::simulate_with(&plan, &cfg.to_toml(), &opts, &mut watch).map_err(sim_failure)?;
+            // a line every 10 s while the ranks' shares load (a coded mat-vec encodes them)
+            let (started, mut pace) = (std::time::Instant::now(), Pace::new());
+            let mut loaded = |r: usize, ranks: usize| {
+                if pace.line_due() && r < ranks {
+                    let elapsed = sweep::minutes(started.elapsed().as_secs_f64());
+                    eprintln!("simulate: loading each rank's share of the data and codes: {r}/{ranks} ranks, elapsed {elapsed}");
+                }
+            };
+            let sim = outrun_sim::simulate_with(&plan, &cfg.to_toml(), &opts, &mut watch, &mut loaded)
+                .map_err(sim_failure)?;
             let st = &sim.stats;
             println!(
                 "simulated {}: {} trials × {} iterations: per-iteration time mean {:.3} ms, p5 {:.3} ms, p95 {:.3} ms (virtual time)",

@@ -127,13 +127,14 @@ pub enum SimError {
 }
 
 /// The plan's job, once per rank: loaded with each rank's share (real arithmetic) or not
-/// (timing only: the jobs tell lengths).
-fn jobs(plan: &Plan, load: bool) -> Result<Vec<Box<dyn Job>>, DataError> {
+/// (timing only: the jobs tell lengths). `loaded` is told each loaded rank (how many, of all).
+fn jobs(plan: &Plan, load: bool, loaded: &mut dyn FnMut(usize, usize)) -> Result<Vec<Box<dyn Job>>, DataError> {
     let jobs = (0..plan.ranks)
         .map(|r| {
             let mut job = outrun_workloads::job(plan);
             if load {
                 job.load(plan, &[r])?;
+                loaded(r + 1, plan.ranks);
             }
             Ok(job)
         })
@@ -144,7 +145,7 @@ fn jobs(plan: &Plan, load: bool) -> Result<Vec<Box<dyn Job>>, DataError> {
 /// Simulate `plan`; a written trial's run directory gets `config_toml` (the resolved config) as
 /// its `config.toml`.
 pub fn simulate(plan: &Plan, config_toml: &str, opts: &Options) -> Result<Simulated, SimError> {
-    simulate_with(plan, config_toml, opts, &mut |_, _| Ok(()))
+    simulate_with(plan, config_toml, opts, &mut |_, _| Ok(()), &mut |_, _| {})
 }
 
 /// Bytes the statistics of `trials` trials of `plan` keep (every iteration's time).
@@ -170,12 +171,15 @@ pub fn timing_line(plan: &Plan) -> (String, bool) {
 /// [`simulate`], calling `watch` with the iterations simulated so far and their total (trials ×
 /// iterations) every [`WATCH_EVERY`] iterations and after every trial; a watcher's error stops
 /// the simulation (refused: [`SimError::Input`]) — the CLI shows progress and refuses a
-/// simulation whose estimated time is absurd.
+/// simulation whose estimated time is absurd. `loaded` is told each rank whose share of the data
+/// (and its code's rows) trial 0 has loaded, of all ranks, before its first iteration: a coded
+/// mat-vec's encoding can take seconds.
 pub fn simulate_with(
     plan: &Plan,
     config_toml: &str,
     opts: &Options,
     watch: &mut dyn FnMut(u64, u64) -> Result<(), String>,
+    loaded: &mut dyn FnMut(usize, usize),
 ) -> Result<Simulated, SimError> {
     if opts.trials == 0 {
         return Err(SimError::Input("--trials must be at least 1".into()));
@@ -220,11 +224,11 @@ pub fn simulate_with(
         let before = iterations.saturating_mul(k as u64);
         let mut within = |done: u64| watch(before + done, total);
         let run = if k == 0 && opts.write {
-            let (run, dir) = write_trial(plan, config_toml, &model, math, &mut within)?;
+            let (run, dir) = write_trial(plan, config_toml, &model, math, &mut within, loaded)?;
             written = Some((run.summary.clone().expect("a written trial keeps a book"), dir));
             run
         } else {
-            exec::execute_watched::<Len>(plan, &model, jobs(plan, false)?, None, None, &mut within)?
+            exec::execute_watched::<Len>(plan, &model, jobs(plan, false, &mut |_, _| {})?, None, None, &mut within)?
         };
         let w = walls(&run.ends);
         trial_means.push(w.iter().sum::<f64>() / w.len().max(1) as f64);
@@ -265,10 +269,11 @@ fn write_trial(
     model: &outrun_plan::StragglerModel,
     math: bool,
     watch: &mut dyn FnMut(u64) -> Result<(), String>,
+    loaded: &mut dyn FnMut(usize, usize),
 ) -> Result<(exec::Run, PathBuf), SimError> {
     let dir = create_run_dir(plan, "-sim").map_err(SimError::Io)?;
     let io = |e: std::io::Error| SimError::Io(format!("{}: {e}", dir.display()));
-    let mut jobs = jobs(plan, math)?;
+    let mut jobs = jobs(plan, math, loaded)?;
     write_header(&dir, plan, config_toml, &*jobs[plan.log_rank()]).map_err(io)?;
     let log = &mut jobs[plan.log_rank()];
     // the metrics need the state: only when trial 0 computes it
@@ -355,7 +360,7 @@ pub fn tune(
         let result = match plan {
             Ok(plan) => {
                 let opts = Options { trials, math: Math::Off, write: false };
-                match simulate_with(&plan, "", &opts, &mut |done, total| watch(i, done, total)) {
+                match simulate_with(&plan, "", &opts, &mut |done, total| watch(i, done, total), &mut |_, _| {}) {
                     Ok(s) => Ok((s.stats, plan.exact_by_design())),
                     // the watcher's refusal ends the sweep
                     Err(SimError::Stopped(e)) => return Err(e),

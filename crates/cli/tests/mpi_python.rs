@@ -446,7 +446,8 @@ fn a_module_that_exits_the_process_fails_the_check_in_one_line() {
 
 /// The planning probe asks for what a run records, so `outrun check` refuses in one line what
 /// would otherwise fail (or stand in iterations.csv unexplained) on the logging rank: evaluate's
-/// metrics out of range; θ₀ as None or complex. A module's print() goes to standard error, so
+/// metrics out of range; θ₀ as None or complex; a signal handler installed at import. A module's
+/// print() goes to standard error, so
 /// `outrun plan --json` stays JSON.
 #[test]
 fn the_probe_checks_what_a_run_records_and_prints_stay_off_stdout() {
@@ -475,6 +476,12 @@ fn the_probe_checks_what_a_run_records_and_prints_stay_off_stdout() {
             "complex.py",
             "_init = init\ndef init(options, seed, features):\n    return _init(options, seed, features) * (1 + 0j)\n",
             "init() raised TypeError: complex values: θ and its gradient are real",
+        ),
+        // passed the check (its probe's thread had started Python) and failed rank 0's import
+        (
+            "handler.py",
+            "import signal\nsignal.signal(signal.SIGUSR1, signal.SIG_IGN)\n",
+            "import() raised ValueError: signal only works in main thread",
         ),
     ];
     for (name, tail, want) in cases {

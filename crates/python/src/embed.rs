@@ -74,6 +74,11 @@ def describe():
 
 static HELPER_MODULE: GILOnceCell<Py<PyModule>> = GILOnceCell::new();
 
+/// The interpreter, started on this thread if it was not yet.
+pub(crate) fn start() {
+    pyo3::prepare_freethreaded_python();
+}
+
 /// The helpers, loaded (and the interpreter prepared: `sys.argv`, `$VIRTUAL_ENV`) once.
 fn helpers(py: Python<'_>) -> PyResult<&Bound<'_, PyModule>> {
     let m = HELPER_MODULE.get_or_try_init(py, || {

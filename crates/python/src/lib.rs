@@ -85,6 +85,16 @@ pub struct Evaluation {
     pub loss: Option<f64>,
 }
 
+/// Start the embedded interpreter on the calling thread, which Python then takes for its main
+/// thread (the only one where a module may call `signal.signal`). The planning process's probe
+/// imports the module on a thread of its own (so that a stuck module is bounded) and a rank
+/// imports it on its main thread: started by whichever came first, a module that calls
+/// `signal.signal` at import passed `outrun check` and failed on rank 0 of the run. Called from
+/// the main thread before the probe, it fails both alike. Idempotent; nothing without `embed`.
+pub fn start() {
+    imp::start();
+}
+
 impl Module {
     /// Import the module at `path` (its directory joins `sys.path`, so it may import its
     /// neighbours) and call its `init(options, seed, features)`: the module and θ₀ (finite,

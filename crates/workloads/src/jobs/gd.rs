@@ -216,6 +216,8 @@ impl GradientDescent {
         let probe = self.rows(&(0..self.samples.min(2)).collect::<Vec<_>>())?;
         let (seed, inputs, rows) = (self.seed, self.inputs, probe.len());
         let held_out = self.config.data.test_path.is_some();
+        // Python's main thread is this one (a rank imports on its main thread too), not the probe's
+        outrun_python::start();
         let (tx, rx) = std::sync::mpsc::channel();
         let module = py.module.clone();
         std::thread::spawn(move || {

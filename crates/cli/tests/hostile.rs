@@ -207,9 +207,21 @@ fn paths_in_a_config_are_relative_to_it_and_a_sweep_finds_its_launcher_anywhere(
     let shown = outrun_in(&elsewhere, &["config", "../experiment/gd.toml"]);
     let want = format!("path = \"{}\"", exp.join("train.libsvm").display());
     assert!(shown.stdout.contains(&want), "{want} in\n{}", shown.stdout);
-    // a path on the command line is relative to the current directory
+    // a path on the command line is relative to the current directory, and named absolute
     let here = outrun_in(&elsewhere, &["check", "../experiment/gd.toml", "--set", "data.path=train.libsvm"]);
-    assert_refused(&here, &["data.path", "cannot read `train.libsvm`", "No such file"], "--set data.path");
+    let absolute = format!("cannot read `{}`", elsewhere.join("train.libsvm").display());
+    assert_refused(&here, &["data.path", &absolute, "No such file"], "--set data.path");
+    // and recorded absolute, so the resolved config reads the same files from anywhere
+    let set = format!("data.path={}", Path::new("..").join("experiment").join("train.libsvm").display());
+    let shown = outrun_in(&elsewhere, &["config", "../experiment/gd.toml", "--set", &set]);
+    assert!(
+        shown.stdout.contains(&format!("path = \"{}/../experiment/train.libsvm\"", elsewhere.display())),
+        "{}",
+        shown.stdout
+    );
+    std::fs::write(dir.join("resolved.toml"), &shown.stdout).unwrap();
+    let again = outrun_in(&dir, &["check", "resolved.toml"]);
+    assert_eq!(again.code, Some(0), "the resolved config from another directory: {}", again.stderr);
     // a sweep run from another directory finds its base beside it and its launcher in the
     // checkout the binary was built in
     std::fs::write(exp.join("sweep.toml"), "base = 'gd.toml'\n[[axis]]\nkey = 'run.seed'\nvalues = [1, 2]\n").unwrap();

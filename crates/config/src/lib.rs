@@ -159,20 +159,31 @@ pub fn parse(text: &str, overrides: &[String]) -> Result<Config, ConfigError> {
 }
 
 /// Parse the text of a config file in directory `dir`: the paths it names (data, held-out data,
-/// matrix, vector, graph, straggler parameters) are relative to `dir`, and become absolute;
-/// paths given in `overrides` (the command line) stay as given, relative to the current
-/// directory.
+/// matrix, vector, graph, straggler parameters, a Python module) are relative to `dir`, those
+/// given in `overrides` (the command line) to the current directory, and all become absolute —
+/// so the run directory's `config.toml` runs again from anywhere, and a module that changes the
+/// current directory does not move the files a rank reads after it.
 pub fn parse_in(text: &str, dir: &std::path::Path, overrides: &[String]) -> Result<Config, ConfigError> {
     let mut t = table(text)?;
     // the directory as the file system names it (no `..`), so the recorded paths read plainly
     let dir = std::fs::canonicalize(dir).or_else(|_| std::path::absolute(dir)).unwrap_or_else(|_| dir.to_path_buf());
-    for (section, key) in PATH_KEYS {
-        let value = t.get_mut(*section).and_then(|s| s.as_table_mut()).and_then(|s| s.get_mut(*key));
-        if let Some(toml::Value::String(p)) = value {
-            *p = dir.join(&*p).display().to_string();
+    let rebase = |t: &mut toml::Table, base: &std::path::Path| {
+        for (section, key) in PATH_KEYS {
+            let value = t.get_mut(*section).and_then(|s| s.as_table_mut()).and_then(|s| s.get_mut(*key));
+            if let Some(toml::Value::String(p)) = value.filter(|v| v.as_str().is_some_and(|p| !p.is_empty())) {
+                *p = base.join(&*p).display().to_string();
+            }
         }
+    };
+    rebase(&mut t, &dir);
+    for o in overrides {
+        apply_override(&mut t, o)?;
     }
-    finish(t, overrides)
+    // joining an absolute path leaves it as it is: only the overrides' relative paths move
+    if let Ok(cwd) = std::env::current_dir() {
+        rebase(&mut t, &cwd);
+    }
+    finish(t, &[])
 }
 
 /// The keys whose values are paths of files (`parse_in` reads them relative to the config).

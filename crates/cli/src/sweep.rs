@@ -7,7 +7,7 @@ use std::process::{Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
-use outrun_config::sweep::{valid_name, Sweep, Variant, MAX_RUNS};
+use outrun_config::sweep::{as_name, valid_name, Sweep, Variant};
 use outrun_report::sweep::SweepRow;
 use outrun_runlog::Summary;
 
@@ -125,16 +125,8 @@ pub(crate) fn run(o: &Options) -> Result<(), Failure> {
     let text = outrun_workloads::input::read_to_string(&o.file)
         .map_err(|e| input(format!("cannot read sweep `{}`: {e}", o.file.display())))?;
     let mut sweep = Sweep::parse(&text).map_err(|e| input(format!("{}: {e}", o.file.display())))?;
-    match o.repetitions {
-        Some(0) => return Err(input("--repetitions must be at least 1")),
-        Some(r) if sweep.combinations().saturating_mul(r) > MAX_RUNS => {
-            return Err(input(format!(
-                "--repetitions {r} × {} combinations is more than {MAX_RUNS} runs in one sweep (split it)",
-                sweep.combinations()
-            )))
-        }
-        Some(r) => sweep.repetitions = r,
-        None => {}
+    if let Some(r) = o.repetitions {
+        sweep.set_repetitions(r).map_err(|e| input(format!("--repetitions {r}: {e}")))?;
     }
     let here = o.file.parent().unwrap_or(Path::new("."));
     let base = o.base.clone().unwrap_or_else(|| here.join(&sweep.base));
@@ -143,14 +135,8 @@ pub(crate) fn run(o: &Options) -> Result<(), Failure> {
     let variants = sweep.expand(&base_text).map_err(|e| input(format!("{}: {e}", o.file.display())))?;
     // the default name is the file's stem, made a directory name (as the variants' labels are)
     let name = sweep.name.clone().unwrap_or_else(|| {
-        let stem: String = o
-            .file
-            .file_stem()
-            .map_or("sweep".into(), |s| s.to_string_lossy().into_owned())
-            .chars()
-            .map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '-' })
-            .take(200)
-            .collect();
+        let stem = o.file.file_stem().map_or("sweep".into(), |s| s.to_string_lossy().into_owned());
+        let stem: String = as_name(&stem).chars().take(200).collect();
         if valid_name(&stem) {
             stem
         } else {

@@ -109,10 +109,41 @@ pub const MAX_RUNS: usize = 100_000;
 /// time>`, at most 255 bytes), and the index before it keeps ids distinct.
 const MAX_SLUG: usize = 120;
 
+/// Whether `c` may be part of a directory name made from a sweep's text.
+fn name_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || "-_.".contains(c)
+}
+
 /// Whether `name` may name a directory: letters, digits, '-', '_', '.', at most 200 (as
 /// `run.name`).
 pub fn valid_name(name: &str) -> bool {
-    !name.is_empty() && name.len() <= 200 && name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+    !name.is_empty() && name.len() <= 200 && name.chars().all(name_char)
+}
+
+/// `text` as a directory name's characters: any other character becomes '-'.
+pub fn as_name(text: &str) -> String {
+    text.chars().map(|c| if name_char(c) { c } else { '-' }).collect()
+}
+
+/// A sweep's runs (the axes' values multiplied, times `repetitions`) checked against
+/// [`MAX_RUNS`], in `checked_mul`: a product that overflows is refused too.
+fn check_runs(axes: &[(String, Vec<String>)], repetitions: usize) -> Result<(), ConfigError> {
+    if repetitions == 0 {
+        return Err(sweep_err("repetitions", "must be at least 1"));
+    }
+    let runs = axes.iter().try_fold(repetitions, |n, (_, v)| n.checked_mul(v.len()));
+    if runs.is_none_or(|n| n > MAX_RUNS) {
+        let combinations: Vec<String> = axes.iter().map(|(_, v)| v.len().to_string()).collect();
+        return Err(sweep_err(
+            "axis",
+            format!(
+                "{} values × {repetitions} repetitions is {} runs: at most {MAX_RUNS} in one sweep (split it)",
+                combinations.join(" × "),
+                runs.map_or("more than 2^64".to_string(), |n| n.to_string())
+            ),
+        ));
+    }
+    Ok(())
 }
 
 fn sweep_err(field: &str, message: impl Into<String>) -> ConfigError {
@@ -135,9 +166,6 @@ impl Sweep {
                 format!("{}{}", line.map_or(String::new(), |l| format!("line {l}: ")), e.message().replace('\n', "; ")),
             )
         })?;
-        if f.repetitions == 0 {
-            return Err(sweep_err("repetitions", "must be at least 1"));
-        }
         if let Some(name) = f.name.as_deref().filter(|n| !valid_name(n)) {
             return Err(sweep_err(
                 "name",
@@ -194,19 +222,7 @@ impl Sweep {
             }
             overrides.push((when, o.set.clone()));
         }
-        let runs = axes.iter().try_fold(f.repetitions, |n, (_, v)| n.checked_mul(v.len()));
-        if runs.is_none_or(|n| n > MAX_RUNS) {
-            let combinations: Vec<String> = axes.iter().map(|(_, v)| v.len().to_string()).collect();
-            return Err(sweep_err(
-                "axis",
-                format!(
-                    "{} values × {} repetitions is {} runs: at most {MAX_RUNS} in one sweep (split it)",
-                    combinations.join(" × "),
-                    f.repetitions,
-                    runs.map_or("more than 2^64".to_string(), |n| n.to_string())
-                ),
-            ));
-        }
+        check_runs(&axes, f.repetitions)?;
         let launcher = f.launcher.unwrap_or_else(|| vec!["launch/local.sh".into()]);
         if launcher.first().is_none_or(|l| l.trim().is_empty()) {
             return Err(sweep_err(
@@ -224,6 +240,13 @@ impl Sweep {
             set: f.set,
             overrides,
         })
+    }
+
+    /// Run every variant `repetitions` times instead (`--repetitions`), held to the same bound.
+    pub fn set_repetitions(&mut self, repetitions: usize) -> Result<(), ConfigError> {
+        check_runs(&self.axes, repetitions)?;
+        self.repetitions = repetitions;
+        Ok(())
     }
 
     /// Number of combinations of the axes (before duplicates are removed).
@@ -261,15 +284,12 @@ impl Sweep {
             if !seen.insert(resolved) {
                 continue;
             }
-            let slug: String = labels
+            let labels_text = labels
                 .iter()
                 .map(|(k, v)| format!("{}-{}", k.rsplit('.').next().unwrap_or(k), v.trim_matches('"')))
                 .collect::<Vec<_>>()
-                .join("_")
-                .chars()
-                .map(|ch| if ch.is_ascii_alphanumeric() || matches!(ch, '-' | '_' | '.') { ch } else { '-' })
-                .take(MAX_SLUG)
-                .collect();
+                .join("_");
+            let slug: String = as_name(&labels_text).chars().take(MAX_SLUG).collect();
             let id = if slug.is_empty() { format!("v{:02}", out.len()) } else { format!("v{:02}-{slug}", out.len()) };
             out.push(Variant { id, labels, sets });
         }
@@ -358,7 +378,13 @@ mod tests {
         let values = |n: usize| (1..=n).map(|i| i.to_string()).collect::<Vec<_>>().join(", ");
         let axis = |key: &str, n: usize| format!("[[axis]]\nkey = '{key}'\nvalues = [{}]\n", values(n));
         let ok = format!("base = 'b'\nrepetitions = 10\n{}{}", axis("run.seed", 100), axis("run.iterations", 100));
-        assert_eq!(Sweep::parse(&ok).unwrap().combinations(), 10_000);
+        let mut s = Sweep::parse(&ok).unwrap();
+        assert_eq!(s.combinations(), 10_000);
+        // `--repetitions` is held to the same bound
+        assert!(s.set_repetitions(11).unwrap_err().to_string().contains("is 110000 runs: at most 100000"));
+        assert!(s.set_repetitions(0).unwrap_err().to_string().contains("sweep: repetitions: must be at least 1"));
+        s.set_repetitions(9).unwrap();
+        assert_eq!(s.repetitions, 9);
         let e = Sweep::parse(&ok.replace("repetitions = 10", "repetitions = 11")).unwrap_err().to_string();
         assert!(e.contains("100 × 100 values × 11 repetitions is 110000 runs: at most 100000"), "{e}");
         let keys =

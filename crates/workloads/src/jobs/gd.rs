@@ -243,7 +243,7 @@ impl GradientDescent {
                 )));
             }
         };
-        if self.config.data.test_path.is_some() && !evaluates {
+        if held_out && !evaluates {
             return Err(DataError::field(
                 "data.test_path",
                 format!("is set, but the python module {module} defines no evaluate(theta, X, y) to report on it"),
@@ -951,17 +951,12 @@ impl Resumable for GradientDescent {
         let kind = self.config.model.optimizer;
         let adam = kind != outrun_config::OptimizerKind::Sgd;
         if adam == second.is_empty() {
-            let name = |k: outrun_config::OptimizerKind| match k {
-                outrun_config::OptimizerKind::Sgd => "\"sgd\"",
-                outrun_config::OptimizerKind::Adam => "\"adam\"",
-                outrun_config::OptimizerKind::Adamw => "\"adamw\"",
-            };
-            let wrote = if adam { name(outrun_config::OptimizerKind::Sgd) } else { "\"adam\" or \"adamw\"" };
+            let wrote = if adam { "\"sgd\"" } else { "\"adam\" or \"adamw\"" };
             return Err(JobError::Checkpoint(format!(
-                "the checkpoint was written with model.optimizer = {wrote}, this config has {}: --resume goes on \
-                 with the optimizer that wrote it (to start this one from its θ, give model.init_path = \
+                "the checkpoint was written with model.optimizer = {wrote}, this config has \"{}\": --resume goes \
+                 on with the optimizer that wrote it (to start this one from its θ, give model.init_path = \
                  <run directory>/theta.txt instead)",
-                name(kind)
+                kind.name()
             )));
         }
         if let Some((k, v)) = second.iter().enumerate().find(|(_, v)| !(**v >= 0.0 && v.is_finite())) {

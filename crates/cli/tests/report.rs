@@ -283,6 +283,43 @@ fn fit_recovers_injected_straggler_laws_and_its_section_runs() {
     assert!(bad.stderr.contains("--law gamma: use one of shifted-exp, weibull, markov"), "{}", bad.stderr);
 }
 
+/// `outrun fit` on a run whose straggler model is deterministic (`fixed` under modelled
+/// compute): every worker's time per point is one value, which no random law describes — it
+/// says so, fits point masses (not a rate of 4.5e307 "within" a test it failed), and its section
+/// replays the same compute times in the simulator.
+#[test]
+fn fit_of_deterministic_times_says_so_and_its_section_replays_them() {
+    let dir = tempdir("fit-fixed");
+    let base = "[run]\nname = 'fixed'\nseed = 6\niterations = 25\n[data]\nkind = 'linear-synthetic'\nsamples = 800\nfeatures = 5\n[model]\nloss = 'least-squares'\nlr = 0.1\n[scheme]\nkind = 'gc-cyclic'\nworkers = 6\ns = 2\n[timing]\ncompute = 'modelled'\na = 2e-5\n";
+    let cfg = dir.join("fixed.toml");
+    std::fs::write(&cfg, format!("{base}[stragglers]\nmodel = 'fixed'\nworkers = [2, 5]\nfactor = 4.0\n")).unwrap();
+    let set = format!("run.out_dir={}", dir.join("first").display());
+    let sim = outrun(&["simulate", cfg.to_str().unwrap(), "--trials", "1", "--set", &set]);
+    assert_eq!(sim.code, Some(0), "{}", sim.stderr);
+    let first = run_dir(&dir.join("first"));
+    let text = outrun(&["fit", first.to_str().unwrap()]);
+    assert_eq!(text.code, Some(0), "{}", text.stderr);
+    assert!(text.stdout.contains("nothing random to fit"), "{}", text.stdout);
+    assert!(!text.stdout.contains("e307") && !text.stdout.contains("e19"), "{}", text.stdout);
+    let pasted = &text.stdout[text.stdout.find("[stragglers]").unwrap()..];
+    let again = dir.join("fitted.toml");
+    std::fs::write(&again, format!("{base}{pasted}")).unwrap();
+    let set = format!("run.out_dir={}", dir.join("again").display());
+    let sim = outrun(&["simulate", again.to_str().unwrap(), "--trials", "1", "--set", &set]);
+    assert_eq!(sim.code, Some(0), "{pasted}\n{}", sim.stderr);
+    let replayed = run_dir(&dir.join("again"));
+    for rank in 1..=6 {
+        let target = |d: &std::path::Path| -> Vec<f64> {
+            iter_records(d, rank).iter().map(|r| r["target"].as_f64().unwrap()).collect()
+        };
+        let (a, b) = (target(&first), target(&replayed));
+        assert_eq!(a.len(), 25);
+        // every time the same, the replay's the same again
+        assert!(a.iter().all(|&x| x > 0.0 && (x - a[0]).abs() <= 1e-12 * x), "worker {rank}: {a:?}");
+        assert!(a.iter().zip(&b).all(|(x, y)| (x - y).abs() <= 1e-9 * x), "worker {rank}: {a:?} vs {b:?}");
+    }
+}
+
 /// A federated run whose rule accepted no upload says so, through mpirun and in the report: no
 /// "exact", no loss 0, no plot of nothing — the rounds counted, the loss left out.
 #[test]

@@ -65,6 +65,9 @@ pub struct WorkerFit {
     pub weibull: Law,
     /// Two-state Markov.
     pub markov: States,
+    /// Every time the same, to round-off: the laws are a point mass at it (each rate
+    /// [`CONSTANT_RATE`], no random part; distance 0).
+    pub constant: bool,
 }
 
 /// A run's fits.
@@ -82,6 +85,18 @@ pub const LAWS: &[&str] = &["shifted-exp", "weibull", "markov"];
 /// Fewest compute times per worker a fit is made from.
 pub const MIN_SAMPLES: usize = 20;
 
+/// The rate written for a worker whose times are all the same: `[stragglers]` takes finite
+/// rates, and `E/μ` at this one is nothing beside any shift.
+pub const CONSTANT_RATE: f64 = 1e300;
+
+/// Whether `x` holds one value, to round-off (a spread of at most 1e−9 of its largest): the
+/// modelled times of a deterministic straggler model (`fixed`, none, a `bernoulli` worker never
+/// slow).
+fn is_constant(x: &[f64]) -> bool {
+    let (min, max) = x.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+    max - min <= 1e-9 * max.abs()
+}
+
 impl Fit {
     /// Mean Kolmogorov–Smirnov distance of `law` over the workers.
     pub fn mean_ks(&self, law: &str) -> f64 {
@@ -97,10 +112,15 @@ impl Fit {
     /// first) whose mean distance is within the Kolmogorov–Smirnov test's 5 % critical value
     /// 1.36/√n (averaged over the workers); if every law is rejected, the closest.
     pub fn best(&self) -> &'static str {
-        let critical = self.critical();
-        LAWS.iter().copied().find(|l| self.mean_ks(l) <= critical).unwrap_or_else(|| {
+        self.accepted().unwrap_or_else(|| {
             LAWS.iter().copied().min_by(|a, b| self.mean_ks(a).total_cmp(&self.mean_ks(b))).expect("laws")
         })
+    }
+
+    /// The simplest law within the critical value, if any is.
+    pub fn accepted(&self) -> Option<&'static str> {
+        let critical = self.critical();
+        LAWS.iter().copied().find(|l| self.mean_ks(l) <= critical)
     }
 
     /// The Kolmogorov–Smirnov test's 5 % critical value 1.36/√n, averaged over the workers.
@@ -177,16 +197,42 @@ pub fn fit(samples: &BTreeMap<usize, Vec<f64>>) -> Result<Fit, String> {
             v.len()
         ));
     }
-    let (p, states) = markov(samples);
+    // a worker with one time has no random part to fit: a point mass, outside the Markov
+    // model's pooled switching probability
+    let varying: BTreeMap<usize, Vec<f64>> =
+        samples.iter().filter(|(_, x)| !is_constant(x)).map(|(&w, x)| (w, x.clone())).collect();
+    let (p, states) = if varying.is_empty() { (0.0, Vec::new()) } else { markov(&varying) };
+    let mut states: BTreeMap<usize, States> = varying.keys().copied().zip(states).collect();
     let workers = samples
         .iter()
-        .zip(states)
-        .map(|((&worker, x), markov)| WorkerFit {
-            worker,
-            n: x.len(),
-            shifted_exp: shifted_exp(x),
-            weibull: weibull(x),
-            markov,
+        .map(|(&worker, x)| match states.remove(&worker) {
+            Some(markov) => WorkerFit {
+                worker,
+                n: x.len(),
+                shifted_exp: shifted_exp(x),
+                weibull: weibull(x),
+                markov,
+                constant: false,
+            },
+            None => {
+                let a = x.iter().sum::<f64>() / x.len() as f64;
+                let law = |shape| Law { a, mu: CONSTANT_RATE, shape, ks: 0.0 };
+                WorkerFit {
+                    worker,
+                    n: x.len(),
+                    shifted_exp: law(1.0),
+                    weibull: law(1.0),
+                    markov: States {
+                        a,
+                        mu_fast: CONSTANT_RATE,
+                        mu_slow: CONSTANT_RATE,
+                        slow_first: false,
+                        slow_share: 0.0,
+                        ks: 0.0,
+                    },
+                    constant: true,
+                }
+            }
         })
         .collect();
     Ok(Fit { workers, p })
@@ -428,13 +474,28 @@ pub fn markdown(fit: &Fit, law: &str) -> String {
             w.worker, w.n, e.a, e.mu, e.ks, b.a, b.mu, b.shape, b.ks, m.a, m.mu_fast, m.mu_slow, m.slow_share, m.ks
         );
     }
-    o += &format!("\nmarkov: switching probability p = {:.4} per iteration (pooled over the workers)\n", fit.p);
+    let constant: Vec<String> = fit.workers.iter().filter(|w| w.constant).map(|w| w.worker.to_string()).collect();
+    if constant.len() == fit.workers.len() {
+        o += "\nevery worker's time per point is the same in every iteration (to round-off): nothing random to fit — the times of a deterministic straggler model (`fixed`, none) under `[timing] compute = \"modelled\"`; each law below is a point mass at the worker's time (μ = 1e300: no random part), which replays them\n";
+    } else {
+        if !constant.is_empty() {
+            o += &format!(
+                "\nworker{} {}: the same time per point in every iteration (to round-off), fitted as a point mass (μ = 1e300: no random part; distance 0)\n",
+                if constant.len() > 1 { "s" } else { "" },
+                constant.join(", ")
+            );
+        }
+        o += &format!("\nmarkov: switching probability p = {:.4} per iteration (pooled over the workers)\n", fit.p);
+    }
     let ranked: Vec<String> = LAWS.iter().map(|l| format!("{l} {:.3}", fit.mean_ks(l))).collect();
     o += &format!(
-        "mean Kolmogorov–Smirnov distance: {} (smaller fits better; the 5 % critical value is {:.3}; best: the simplest law within it, {})\n",
+        "mean Kolmogorov–Smirnov distance: {} (smaller fits better; the 5 % critical value is {:.3}; {})\n",
         ranked.join(", "),
         fit.critical(),
-        fit.best()
+        match fit.accepted() {
+            Some(l) => format!("best: the simplest law within it, {l}"),
+            None => format!("no law is within it: the closest, {}, describes these times poorly", fit.best()),
+        }
     );
     o += &format!(
         "\n# times are per point (seconds per unit of load); use with [timing] compute = \"modelled\"\n{}",
@@ -500,6 +561,33 @@ mod tests {
         }
         assert_eq!(f.best(), "markov");
         assert!(section(&f, "markov").starts_with("[stragglers]\nmodel = \"markov\"\np = 0.1"));
+    }
+
+    #[test]
+    fn constant_times_are_a_point_mass_and_no_rejected_law_is_called_best() {
+        // modelled times of a fixed straggler model: one value a worker, to round-off
+        let mut s =
+            BTreeMap::from([(1, vec![2e-5; 20]), (2, (0..20).map(|i| 1e-4 * (1.0 + i as f64 * 1e-15)).collect())]);
+        let f = fit(&s).unwrap();
+        for w in &f.workers {
+            assert!(w.constant && w.shifted_exp.ks == 0.0 && w.markov.ks == 0.0, "{w:?}");
+            assert_eq!(w.shifted_exp.mu, CONSTANT_RATE);
+        }
+        assert!((f.workers[1].shifted_exp.a / 1e-4 - 1.0).abs() < 1e-12);
+        let text = markdown(&f, f.best());
+        assert!(
+            text.contains("nothing random to fit") && text.contains("best: the simplest law within it, shifted-exp")
+        );
+        // beside a varying worker, the constant one is named and kept out of the pooled p
+        s.insert(3, exp_draws(5, 400).iter().map(|e| 1e-5 + e / 1e5).collect());
+        let f = fit(&s).unwrap();
+        assert!(!f.workers[2].constant && (f.workers[2].shifted_exp.mu / 1e5 - 1.0).abs() < 0.15);
+        assert!(markdown(&f, "shifted-exp").contains("workers 1, 2: the same time per point"));
+        // times no law describes: two values, far apart, alternating
+        let two = BTreeMap::from([(1, (0..40).map(|i| if i % 2 == 0 { 1.0 } else { 100.0 }).collect())]);
+        let f = fit(&two).unwrap();
+        assert_eq!(f.accepted(), None);
+        assert!(markdown(&f, f.best()).contains("no law is within it"), "{}", markdown(&f, f.best()));
     }
 
     #[test]

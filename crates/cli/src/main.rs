@@ -1195,7 +1195,8 @@ fn fit(dir: &Path, law: Option<&str>, json: bool, trace: Option<&Path>) -> Resul
     }
     if let Some(path) = trace {
         let text = fit::trace_csv(&events).map_err(|e| Failure(format!("{}: {e}", dir.display()), 2))?;
-        std::fs::write(path, text).map_err(|e| Failure(format!("--trace {}: {e}", path.display()), 2))?;
+        outrun_report::write_whole(path, |w| w.write_all(text.as_bytes()))
+            .map_err(|e| Failure(format!("--trace {e}"), 2))?;
     }
     let f = fit::fit(&fit::samples(&events)).map_err(|e| Failure(format!("{}: {e}", dir.display()), 2))?;
     if json {

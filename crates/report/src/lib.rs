@@ -59,6 +59,27 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ReportError + '_ {
     move |source| ReportError::Io { path: path.display().to_string(), source }
 }
 
+/// Write `path` whole or not at all: into `.<name>.partial` beside it, renamed over it once
+/// every byte is written. A failure (a full disk) removes the partial file, leaves an earlier
+/// `path` as it was, and names `path`.
+pub fn write_whole(
+    path: &Path,
+    fill: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+) -> Result<(), ReportError> {
+    let name = path.file_name().map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned());
+    let partial = path.with_file_name(format!(".{name}.partial"));
+    let written = (|| {
+        let mut w = std::io::BufWriter::new(std::fs::File::create(&partial)?);
+        fill(&mut w)?;
+        w.into_inner().map_err(|e| e.into_error())?;
+        std::fs::rename(&partial, path)
+    })();
+    written.map_err(|e| {
+        let _ = std::fs::remove_file(&partial);
+        io(path)(e)
+    })
+}
+
 /// A finished run, loaded.
 pub struct Run {
     /// The run directory.
@@ -381,7 +402,7 @@ pub fn write_report(paths: &[PathBuf], opts: &Options, out: &Path) -> Result<Str
         }
     }
     md.push_str("PNG and SVG versions of every plot are in this directory.\n");
-    std::fs::write(out.join("report.md"), &md).map_err(io(out))?;
+    write_whole(&out.join("report.md"), |w| w.write_all(md.as_bytes()))?;
     Ok(md)
 }
 
@@ -402,6 +423,29 @@ fn sanitize(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A write that fails part-way (a full disk) leaves the earlier file as it was and no
+    /// partial file beside it, and names the file; one that succeeds replaces it.
+    #[test]
+    fn a_file_is_written_whole_or_not_at_all() {
+        let dir = std::env::temp_dir().join(format!("outrun-report-whole-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("trace.json");
+        std::fs::write(&path, "earlier").unwrap();
+        let full = write_whole(&path, |w| {
+            w.write_all(b"half of it")?;
+            Err(std::io::Error::from_raw_os_error(28))
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(full.starts_with(&format!("{}: No space left on device", path.display())), "{full}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "earlier");
+        let names: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names, ["trace.json"]);
+        write_whole(&path, |w| w.write_all(b"new")).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "new");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     fn summary(iterations: u64, mean: f64, first: Option<f64>, steady: Option<f64>) -> Summary {
         let mut s: Summary = serde_json::from_str(&format!(

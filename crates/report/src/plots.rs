@@ -9,7 +9,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use crate::segments::{iterations, pieces, Seg};
-use crate::{ReportError, Run};
+use crate::{write_whole, ReportError, Run};
 
 const PALETTE: [RGBColor; 10] = [
     RGBColor(31, 119, 180),
@@ -98,25 +98,38 @@ fn frame<'a, 'b, DB: DrawingBackend>(
     b
 }
 
-/// Draw the same figure to PNG and SVG.
+/// Draw the same figure to PNG and SVG, each drawn in memory and written whole or not at all
+/// (a full disk names the file and leaves no partial one).
 fn both(
     stem: &Path,
     size: (u32, u32),
     draw: impl Fn(&DrawingArea<BitMapBackend, Shift>) -> Result<(), ReportError>,
     draw_svg: impl Fn(&DrawingArea<SVGBackend, Shift>) -> Result<(), ReportError>,
 ) -> Result<(), ReportError> {
-    let png = stem.with_extension("png");
-    let svg = stem.with_extension("svg");
+    let (w, h) = size;
+    let mut pixels = vec![0u8; w as usize * h as usize * 3];
     {
-        let root = BitMapBackend::new(&png, size).into_drawing_area();
+        let root = BitMapBackend::with_buffer(&mut pixels, size).into_drawing_area();
         root.fill(&WHITE).map_err(e2s)?;
         draw(&root)?;
         root.present().map_err(e2s)?;
     }
-    let root = SVGBackend::new(&svg, size).into_drawing_area();
-    root.fill(&WHITE).map_err(e2s)?;
-    draw_svg(&root)?;
-    root.present().map_err(e2s)
+    write_whole(&stem.with_extension("png"), |out| {
+        use image::ImageEncoder;
+        image::codecs::png::PngEncoder::new(out).write_image(&pixels, w, h, image::ColorType::Rgb8).map_err(|e| match e
+        {
+            image::ImageError::IoError(e) => e,
+            e => std::io::Error::other(e),
+        })
+    })?;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
+        root.fill(&WHITE).map_err(e2s)?;
+        draw_svg(&root)?;
+        root.present().map_err(e2s)?;
+    }
+    write_whole(&stem.with_extension("svg"), |out| out.write_all(svg.as_bytes()))
 }
 
 /// Normalized error (or loss, when some run has no known θ*) against wall-clock time; None when

@@ -16,14 +16,13 @@
 //! trace, and a killed run (no summary) still gives one.
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use outrun_runlog::event::{Event, Iter, Late, Phases, Setup};
 use serde_json::{json, Value};
 
 use crate::segments::{iterations, pieces, Piece, Seg};
-use crate::{io, ReportError};
+use crate::ReportError;
 
 /// The work track of a rank (`WORK_OVERLAP + k` hold segments that would overlap it).
 const WORK: usize = 0;
@@ -83,10 +82,7 @@ pub fn write(dir: &Path, window: Option<Window>) -> Result<(PathBuf, Counts), Re
         "otherData": { "run": name, "iterations": window.map(|(a, b)| format!("{a}..{b}")) },
     });
     let path = dir.join("trace.json");
-    let file = std::fs::File::create(&path).map_err(io(&path))?;
-    let mut w = std::io::BufWriter::new(file);
-    serde_json::to_writer(&mut w, &doc).map_err(|e| ReportError::Plot(format!("{}: {e}", path.display())))?;
-    w.flush().map_err(io(&path))?;
+    crate::write_whole(&path, |w| Ok(serde_json::to_writer(w, &doc)?))?;
     Ok((path, counts))
 }
 

@@ -233,6 +233,14 @@ impl Module {
                 }
                 *slot = Some(value);
             }
+            if eval.accuracy.is_none() && eval.loss.is_none() {
+                // an iteration with no metric would stand in iterations.csv as if none was asked for
+                return Err(PyError::new(
+                    path,
+                    "evaluate",
+                    "returned an empty dict: give `accuracy`, `loss` or both (or leave evaluate out)",
+                ));
+            }
             Ok(eval)
         })
     }

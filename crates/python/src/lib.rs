@@ -15,8 +15,8 @@
 //!   float64 NumPy arrays; `g = Σₖ wₖ·∇ℓ(θ; xₖ, yₖ)` (length P) and `loss = Σₖ wₖ·ℓ(θ; xₖ, yₖ)`.
 //!   Every scheme combines these weighted sums linearly, so any model the module can
 //!   differentiate is decoded exactly.
-//! - `evaluate(theta, X, y) -> {"accuracy": a, "loss": l}` (optional; either key may be absent):
-//!   the held-out set's metrics, means over its rows.
+//! - `evaluate(theta, X, y) -> {"accuracy": a, "loss": l}` (optional; either key may be absent,
+//!   not both): the held-out set's metrics, means over its rows.
 //!
 //! Arrays cross without copies where the data stays put: a part's rows become a NumPy array
 //! once (kept between iterations, [`Matrix`]); θ, the labels and weights (ℓ + P values against

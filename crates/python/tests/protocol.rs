@@ -124,6 +124,10 @@ fn evaluate_reports_accuracy_and_loss() {
     let (m, theta) = open("evaluate_bad", &bad).unwrap();
     let err = m.evaluate(&theta, &m.matrix(vec![0.0; 3], 3), &[0.0]).unwrap_err();
     assert!(err.to_string().contains("returned the key `f1`: outrun records `accuracy` and `loss`"), "{err}");
+    let empty = format!("{LEAST_SQUARES}def evaluate(theta, X, y):\n    return {{}}\n");
+    let (m, theta) = open("evaluate_empty", &empty).unwrap();
+    let err = m.evaluate(&theta, &m.matrix(vec![0.0; 3], 3), &[0.0]).unwrap_err();
+    assert!(err.to_string().contains("returned an empty dict: give `accuracy`, `loss` or both"), "{err}");
 }
 
 #[test]

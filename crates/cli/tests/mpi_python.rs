@@ -532,7 +532,11 @@ fn a_python_regression_reports_its_held_out_loss() {
     };
     write("train.libsvm", 400);
     let held_out = write("test.libsvm", 100);
-    let source = format!("{LEAST_SQUARES}\ndef evaluate(theta, X, y):\n    r = X @ theta - y\n    return {{'loss': 0.5 * float(np.mean(r * r))}}\n");
+    // the first evaluation of the held-out set (100 rows; the planning probe's has 2) takes
+    // 11 s: rank 0 names its long step after 10 s, and the run goes on
+    let source = format!(
+        "{LEAST_SQUARES}\nimport time\n_slept = False\ndef evaluate(theta, X, y):\n    global _slept\n    if X.shape[0] == 100 and not _slept:\n        _slept = True\n        time.sleep(11)\n    r = X @ theta - y\n    return {{'loss': 0.5 * float(np.mean(r * r))}}\n"
+    );
     let module = module(&data, "regression.py", &source);
     let text = format!(
         "[run]\nname = 'regression'\nseed = 3\niterations = 20\ndeadline = 20.0\n[job]\nkind = 'python'\nmodule = '{}'\n\
@@ -549,6 +553,8 @@ fn a_python_regression_reports_its_held_out_loss() {
     assert!(built_in.stderr.contains("data.test_path: reports classification accuracy"), "{}", built_in.stderr);
     let (run, dir, _, _) = train("python-regression", &text, &[]);
     assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let note = "note: rank 0 has spent 10 s on iteration 4's result since it arrived";
+    assert!(run.stderr.contains(note) && run.stderr.contains("evaluate()"), "{}", run.stderr);
     let csv = std::fs::read_to_string(dir.join("iterations.csv")).unwrap();
     let head: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
     let col = head.iter().position(|h| *h == "test_loss").expect("a test_loss column");

@@ -28,7 +28,7 @@ use outrun_runlog::Lines;
 
 use crate::clock::Clock;
 use crate::transport::{Backoff, Comm, AWAY, PROTO};
-use crate::watch::CollectiveWatch;
+use crate::watch::{CollectiveWatch, StallWatch};
 
 /// A computation whose result is held until its finish time.
 struct Pending {
@@ -75,6 +75,8 @@ pub(crate) struct Driver<'a> {
     done: Option<Outcome>,
     /// The bound on the library collective's wait (`allreduce`), if this rank's loop has one.
     watch: Option<CollectiveWatch>,
+    /// The logging rank's note of a long step after a delivery (`StallWatch::applying`).
+    applying: Option<StallWatch>,
     /// Seconds computed since the clock's last reading in the loop (not time away).
     computing: f64,
 }
@@ -106,6 +108,7 @@ impl<'a> Driver<'a> {
             logged: vec![],
             done: None,
             watch: None,
+            applying: None,
             computing: 0.0,
         }
     }
@@ -114,6 +117,11 @@ impl<'a> Driver<'a> {
     /// with `watch` (`crate::watch`).
     pub(crate) fn watch_collectives(&mut self, watch: Option<CollectiveWatch>) {
         self.watch = watch;
+    }
+
+    /// Note a step after a delivery that runs long (the logging rank: `StallWatch::applying`).
+    pub(crate) fn watch_applying(&mut self, watch: Option<StallWatch>) {
+        self.applying = watch;
     }
 
     /// Feed one input and carry out everything the machine asks for.
@@ -153,7 +161,13 @@ impl<'a> Driver<'a> {
                     self.timers.push((id, at));
                 }
                 Output::Deliver { t, total, info } => {
+                    if let Some(w) = &self.applying {
+                        w.applying_iteration(t, true);
+                    }
                     let next = self.core.deliver(t, total, info, self.clock.now());
+                    if let Some(w) = &self.applying {
+                        w.applying_iteration(t, false);
+                    }
                     m.handle(&self.clock, next);
                 }
                 Output::Collective { t, buf } => {

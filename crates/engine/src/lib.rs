@@ -316,6 +316,7 @@ fn run(
     }));
     let mut d = Driver::new(comm, clock, log, Core::of(plan, rank, job), plan.run.poll_us, host.idle);
     d.watch_collectives(watch);
+    d.watch_applying(logs.then(|| watch::StallWatch::applying(rank)));
     // The plan's prelude (a one-time phase before the loop), from a barrier so every rank
     // starts it together; a failure there ends the job as one in the loop does.
     if let Some(mut prelude) = outrun_proto::prelude::<Frame>(plan, rank, len) {

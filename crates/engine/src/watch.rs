@@ -146,6 +146,15 @@ fn init_line(rank: usize, waited: Duration) -> String {
     )
 }
 
+/// The line the logging rank `rank` says when its step after iteration `t`'s delivery has run
+/// for `waited`.
+fn apply_line(rank: usize, t: u64, waited: Duration) -> String {
+    format!(
+        "note: rank {rank} has spent {} s on iteration {t}'s result since it arrived — the update, and where due the held-out set's metrics (a Python model's evaluate()) and a checkpoint; the other ranks wait for its next model (still in it)",
+        waited.as_secs()
+    )
+}
+
 /// The line rank 1 says when it has waited `waited` for rank 0 after the run's loop.
 fn end_line(waited: Duration, grace: f64) -> String {
     let goodbyes =
@@ -197,7 +206,11 @@ impl StallWatch {
                     }
                     let waited = since.elapsed();
                     if !stop.load(SeqCst) && due.due(waited) {
-                        eprintln!("{}", say(waited, seen));
+                        // an empty note: this count is not a wait to speak of
+                        let note = say(waited, seen);
+                        if !note.is_empty() {
+                            eprintln!("{note}");
+                        }
                     }
                 }
             })
@@ -219,6 +232,24 @@ impl StallWatch {
     pub(crate) fn run_end(on: bool, grace: f64) -> Self {
         let first = Duration::from_secs_f64(grace) + crate::transport::SAY_WAITING_AFTER;
         Self::start_after(on, first, move |waited, _| end_line(waited, grace))
+    }
+
+    /// The logging rank's watch over its own step after a delivery (the update, the held-out
+    /// set's metrics where due — a Python model's `evaluate()` — and a checkpoint): the other
+    /// ranks wait for its next model and, were the step stuck, would only say after
+    /// 3 × `run.deadline` that rank 0 is gone or stuck. Inside iteration `t`'s step the count is
+    /// `2t + 1` ([`StallWatch::applying_iteration`]), after it `2t + 2`; only an odd count is
+    /// spoken of, after 10 s and at every tripling.
+    pub(crate) fn applying(rank: usize) -> Self {
+        Self::start(
+            true,
+            move |waited, seen| if seen % 2 == 1 { apply_line(rank, seen / 2, waited) } else { String::new() },
+        )
+    }
+
+    /// The rank starts (`true`) or ends its step after iteration `t`'s delivery.
+    pub(crate) fn applying_iteration(&self, t: u64, inside: bool) {
+        self.done(2 * t + if inside { 1 } else { 2 });
     }
 
     /// Rank 0's and rank 1's watch over `MPI_Init`, which waits for every rank of the job: a
@@ -273,6 +304,20 @@ mod tests {
         let mut due = crate::transport::Tripling::from(Duration::from_secs(15));
         assert!(!due.due(Duration::from_secs(14)) && due.due(Duration::from_secs(15)));
         assert!(!due.due(Duration::from_secs(44)) && due.due(Duration::from_secs(45)));
+    }
+
+    #[test]
+    fn the_logging_rank_names_a_long_step_after_a_delivery() {
+        let l = apply_line(0, 9, Duration::from_secs(10));
+        assert!(l.starts_with("note: rank 0 has spent 10 s on iteration 9's result since it arrived"), "{l}");
+        assert!(l.contains("a Python model's evaluate()"), "{l}");
+        // the watch is quiet between steps (an even count) and ends at once when dropped
+        let w = StallWatch::applying(0);
+        w.applying_iteration(3, true);
+        w.applying_iteration(3, false);
+        let dropped = Instant::now();
+        drop(w);
+        assert!(dropped.elapsed() < Duration::from_millis(500), "{:?}", dropped.elapsed());
     }
 
     #[test]

@@ -44,14 +44,19 @@ fn default_deadline() -> f64 {
 
 /// Longest run name: a run directory's name is `<name>-<YYYYmmdd-HHMMSS>[-k]`, and file
 /// systems allow 255 bytes per name.
-const MAX_NAME: usize = 200;
+pub(crate) const MAX_NAME: usize = 200;
+
+/// Whether `c` may be part of a name that names a directory (`run.name`, a sweep's name).
+pub(crate) fn name_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || "-_.".contains(c)
+}
 
 /// Most iterations a run may ask for (the logs and the straggler processes are sized by it).
 pub(super) const MAX_ITERATIONS: u64 = 100_000_000;
 
 impl RunConfig {
     pub(super) fn validate(&self) -> Result<(), ConfigError> {
-        if self.name.is_empty() || !self.name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
+        if self.name.is_empty() || !self.name.chars().all(name_char) {
             return err(
                 "run.name",
                 format!("`{}` must be non-empty and use only letters, digits, '-', '_', '.'", self.name),

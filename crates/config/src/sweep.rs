@@ -28,6 +28,7 @@
 
 use serde::Deserialize;
 
+use crate::run::{name_char, MAX_NAME};
 use crate::{parse, ConfigError};
 
 #[derive(Deserialize)]
@@ -109,15 +110,10 @@ pub const MAX_RUNS: usize = 100_000;
 /// time>`, at most 255 bytes), and the index before it keeps ids distinct.
 const MAX_SLUG: usize = 120;
 
-/// Whether `c` may be part of a directory name made from a sweep's text.
-fn name_char(c: char) -> bool {
-    c.is_ascii_alphanumeric() || "-_.".contains(c)
-}
-
-/// Whether `name` may name a directory: letters, digits, '-', '_', '.', at most 200 (as
-/// `run.name`).
+/// Whether `name` may name a directory: letters, digits, '-', '_', '.', at most
+/// [`MAX_NAME`] (as `run.name`).
 pub fn valid_name(name: &str) -> bool {
-    !name.is_empty() && name.len() <= 200 && name.chars().all(name_char)
+    !name.is_empty() && name.len() <= MAX_NAME && name.chars().all(name_char)
 }
 
 /// `text` as a directory name's characters: any other character becomes '-'.

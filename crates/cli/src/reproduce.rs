@@ -232,8 +232,9 @@ pub(crate) fn sk(a: Sk) -> Result<(), Failure> {
     if a.s >= a.n {
         return bad(format!("--s = {} must be below --n = {}", a.s, a.n));
     }
-    if !(a.kappa.is_finite() && a.kappa > 0.0) {
-        return bad(format!("--kappa = {} must be a positive condition number", a.kappa));
+    if !(a.kappa.is_finite() && a.kappa >= 1.0) {
+        // ‖A‖·‖A⁻¹‖ ≥ ‖A·A⁻¹‖ = 1: a bound below 1 holds for no matrix
+        return bad(format!("--kappa = {} must be a condition number: at least 1", a.kappa));
     }
     if !(a.eps > 0.0 && a.eps < 1.0) {
         return bad(format!("--eps = {} must lie in (0, 1)", a.eps));

@@ -970,6 +970,10 @@ fn reproduce_lists_and_runs_results() {
         (&["reproduce", "cegc-ec2", "--emulated"][..], "--emulated goes with --all"),
         (&["theory", "sk", "--n", "10", "--s", "10", "--m", "2"][..], "--s = 10 must be below --n = 10"),
         (&["theory", "sk", "--n", "10", "--s", "2", "--m", "2", "--eps", "1.5"][..], "--eps"),
+        (
+            &["theory", "sk", "--n", "10", "--s", "2", "--m", "2", "--kappa", "0.5"][..],
+            "--kappa = 0.5 must be a condition number: at least 1",
+        ),
         (&["theory", "bec", "--dv", "1"][..], "--dv and --dc"),
     ] {
         let r = outrun(args);

@@ -225,7 +225,8 @@ enum Cmd {
         /// Run directories (or directories containing run directories).
         #[arg(required = true)]
         runs: Vec<PathBuf>,
-        /// Run directory whose times are the baseline for speedups (default: the slowest run).
+        /// Run directory whose times are the baseline for speedups (default: the run slowest by
+        /// its mean iteration time; speedups compare mean iteration times, and times to a target).
         #[arg(long)]
         baseline: Option<PathBuf>,
         /// Also report the time and iterations to reach this normalized error (synthetic data).

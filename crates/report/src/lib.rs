@@ -312,8 +312,8 @@ pub fn comparisons(runs: &[Run]) -> Vec<Vec<&Run>> {
 /// Options of a report.
 #[derive(Clone, Debug, Default)]
 pub struct Options {
-    /// Run directory whose times are the baseline for speedups (default: the slowest run of
-    /// each comparison).
+    /// Run directory whose times are the baseline for speedups (default: the run of each
+    /// comparison slowest by its mean iteration time).
     pub baseline: Option<PathBuf>,
     /// Levels whose time and iterations to reach each run reports (columns, in this order).
     pub targets: Vec<Target>,
@@ -423,6 +423,34 @@ fn sanitize(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Runs of other lengths (a resumed run's rest beside the run it continued) compare by the
+    /// iteration: 5 iterations of 3 ms are slower than 20 of 2 ms, though done sooner.
+    #[test]
+    fn the_speedup_compares_iterations_not_run_lengths() {
+        let run = |name: &str, iterations: u64, mean: f64| {
+            let mut summary = summary(iterations, mean, None, None);
+            summary.name = name.into();
+            summary.total_s = iterations as f64 * mean;
+            Run {
+                dir: PathBuf::from(name),
+                summary,
+                iterations: vec![],
+                problem: "p".into(),
+                busiest: None,
+                uploaded: None,
+                busbw: None,
+            }
+        };
+        let (long, rest) = (run("long", 20, 0.002), run("rest", 5, 0.003));
+        let opts = Options { baseline: None, targets: vec![], timeline_iterations: 1 };
+        let md = table::markdown(&[&long, &rest], &opts).unwrap();
+        let speedup = |name: &str| {
+            let row = md.lines().find(|l| l.starts_with(&format!("| {name}"))).unwrap();
+            row.split('|').find_map(|c| c.trim().strip_suffix('×')).unwrap().to_string()
+        };
+        assert_eq!((speedup("rest (baseline)"), speedup("long")), ("1.00".to_string(), "1.50".to_string()), "{md}");
+    }
 
     /// A write that fails part-way (a full disk) leaves the earlier file as it was and no
     /// partial file beside it, and names the file; one that succeeds replaces it.

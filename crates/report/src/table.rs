@@ -2,13 +2,15 @@
 
 use crate::{Options, Reach, ReportError, Run};
 
-/// Markdown table of one comparison. Speedup = baseline total time / the run's total time (and
-/// the same on the time to the target error); baseline: `opts.baseline` if it is in this
-/// comparison, else the slowest run.
+/// Markdown table of one comparison. Speedup = the baseline's mean iteration time / the run's
+/// (the ratio of total times where the runs are equally long; runs of other lengths — a resumed
+/// run's rest, a shorter repetition — compare by the iteration, not by how many they ran), and
+/// on the time to a target, the baseline's time to it / the run's; baseline: `opts.baseline` if
+/// it is in this comparison, else the run slowest by the iteration.
 pub fn markdown(runs: &[&Run], opts: &Options) -> Result<String, ReportError> {
     let base =
         opts.baseline.as_ref().and_then(|b| runs.iter().find(|r| same_dir(&r.dir, b))).copied().unwrap_or_else(|| {
-            *runs.iter().max_by(|a, b| a.summary.total_s.total_cmp(&b.summary.total_s)).expect("non-empty comparison")
+            *runs.iter().max_by(|a, b| a.summary.mean_s.total_cmp(&b.summary.mean_s)).expect("non-empty comparison")
         });
     let mut o = String::new();
     let tcols: String = opts
@@ -84,7 +86,7 @@ pub fn markdown(runs: &[&Run], opts: &Options) -> Result<String, ReportError> {
             s.median_s * 1e3,
             s.p95_s * 1e3,
             s.total_s,
-            base.summary.total_s / s.total_s,
+            base.summary.mean_s / s.mean_s,
             s.late_discarded
         ));
     }

@@ -693,7 +693,7 @@ fn prepare(path: &Path, set: &[String], resume: Option<&Path>) -> Result<outrun_
 fn resume_from(dir: &Path, plan: &mut outrun_plan::Plan) -> Result<outrun_runlog::Checkpoint, String> {
     let c = outrun_runlog::Checkpoint::read(dir)?;
     let problem = outrun_workloads::job(plan).problem();
-    if c.problem != problem {
+    if !outrun_runlog::same_problem(&c.problem, &problem) {
         return Err(format!(
             "--resume {}: the checkpoint is of another problem (`{}`; this config: `{problem}`)",
             dir.display(),

@@ -167,11 +167,15 @@ pub fn parse_in(text: &str, dir: &std::path::Path, overrides: &[String]) -> Resu
     let mut t = table(text)?;
     // the directory as the file system names it (no `..`), so the recorded paths read plainly
     let dir = std::fs::canonicalize(dir).or_else(|_| std::path::absolute(dir)).unwrap_or_else(|_| dir.to_path_buf());
+    // a file that exists is named as the file system names it (no `.` or `..`, links followed):
+    // one file, one name — the problem a run's summary and checkpoint name, which `outrun
+    // report` compares runs by and `--resume` matches, is the same whichever way it was reached
     let rebase = |t: &mut toml::Table, base: &std::path::Path| {
         for (section, key) in PATH_KEYS {
             let value = t.get_mut(*section).and_then(|s| s.as_table_mut()).and_then(|s| s.get_mut(*key));
             if let Some(toml::Value::String(p)) = value.filter(|v| v.as_str().is_some_and(|p| !p.is_empty())) {
-                *p = base.join(&*p).display().to_string();
+                let joined = base.join(&*p);
+                *p = std::fs::canonicalize(&joined).unwrap_or(joined).display().to_string();
             }
         }
     };

@@ -737,3 +737,23 @@ fn a_latency_is_one_positive_number_for_every_pattern_but_the_library_collective
         assert!(e.to_string().contains(want), "{sets:?}: {e}");
     }
 }
+
+/// A file that exists is named plainly (no `..`: one file, one name, whichever way the config
+/// reached it — the problem `--resume` matches and `outrun report` groups by); one that does not
+/// keeps the joined path, which the check then names.
+#[test]
+fn paths_of_files_that_exist_are_named_plainly() {
+    let root = std::env::temp_dir().join(format!("outrun-config-plain-{}", std::process::id()));
+    std::fs::create_dir_all(root.join("configs")).unwrap();
+    std::fs::write(root.join("m.py"), "").unwrap();
+    let text = format!("{BASE}[job]\nkind = \"python\"\nmodule = \"../m.py\"\n");
+    let c = parse_in(&text, &root.join("configs"), &[]).unwrap();
+    let JobConfig::Gd(g) = &c.job else { panic!("a gradient-descent job") };
+    let want = std::fs::canonicalize(root.join("m.py")).unwrap();
+    assert_eq!(g.python.as_ref().unwrap().module, want.display().to_string());
+    let text = format!("{BASE}[job]\nkind = \"python\"\nmodule = \"../absent.py\"\n");
+    let c = parse_in(&text, &root.join("configs"), &[]).unwrap();
+    let JobConfig::Gd(g) = &c.job else { panic!("a gradient-descent job") };
+    assert!(g.python.as_ref().unwrap().module.ends_with("configs/../absent.py"));
+    std::fs::remove_dir_all(&root).unwrap();
+}

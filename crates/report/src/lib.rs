@@ -301,7 +301,7 @@ pub fn check_options(runs: &[Run], opts: &Options) -> Result<(), ReportError> {
 pub fn comparisons(runs: &[Run]) -> Vec<Vec<&Run>> {
     let mut groups: Vec<Vec<&Run>> = Vec::new();
     for r in runs {
-        match groups.iter_mut().find(|g| g[0].problem == r.problem) {
+        match groups.iter_mut().find(|g| outrun_runlog::same_problem(&g[0].problem, &r.problem)) {
             Some(g) => g.push(r),
             None => groups.push(vec![r]),
         }

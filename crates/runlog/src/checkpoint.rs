@@ -26,6 +26,41 @@ pub struct Checkpoint {
     pub vectors: Vec<(String, Vec<f64>)>,
 }
 
+/// Whether two one-line problems (a summary's or a checkpoint's `problem`) are the same: equal,
+/// or equal once every absolute path in them is read lexically (`/a/b/../c` as `/a/c`, `/./`
+/// dropped) — runs of builds before a config's paths were made canonical name a file as
+/// `/repo/configs/../data/x`, which later builds name `/repo/data/x`.
+///
+/// ```
+/// use outrun_runlog::same_problem;
+/// assert!(same_problem("file /r/configs/../data/x.libsvm, softmax", "file /r/data/x.libsvm, softmax"));
+/// assert!(!same_problem("file /r/data/x.libsvm", "file /r/data/y.libsvm"));
+/// ```
+pub fn same_problem(a: &str, b: &str) -> bool {
+    a == b || plain_paths(a) == plain_paths(b)
+}
+
+/// `problem` with each absolute path's `.` and `..` components resolved by their text.
+fn plain_paths(problem: &str) -> String {
+    let plain = |word: &str| {
+        if !word.starts_with('/') {
+            return word.to_string();
+        }
+        let mut parts: Vec<&str> = Vec::new();
+        for c in word.split('/') {
+            match c {
+                "" | "." => {}
+                ".." => {
+                    parts.pop();
+                }
+                c => parts.push(c),
+            }
+        }
+        format!("/{}", parts.join("/"))
+    };
+    problem.split(' ').map(plain).collect::<Vec<_>>().join(" ")
+}
+
 impl Checkpoint {
     /// Write into `dir` atomically.
     /// A write that fails (a full disk) removes its temporary file and leaves the last complete

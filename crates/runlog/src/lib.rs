@@ -19,6 +19,6 @@ mod files;
 pub mod read;
 
 pub use book::{steady_mean, Book, IterationRecord, Latency, RunInfo, COLUMNS};
-pub use checkpoint::{Checkpoint, CHECKPOINT, CHECKPOINT_FORMAT};
+pub use checkpoint::{same_problem, Checkpoint, CHECKPOINT, CHECKPOINT_FORMAT};
 pub use event::Event;
 pub use files::{create_run_dir, dir_bytes, free_bytes, outgrows, quantile, utc_stamp, Lines, Summary, FORMAT};

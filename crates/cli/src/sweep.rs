@@ -110,6 +110,53 @@ fn wait(mut child: std::process::Child) -> std::io::Result<(ExitStatus, bool)> {
     }
 }
 
+/// What a launcher said, as [`capture`] kept it.
+struct Said {
+    /// Its last lines (at most [`KEPT_LINES`]).
+    last: std::collections::VecDeque<String>,
+    /// Why its log stopped taking lines, if it did (a full disk).
+    unwritten: Option<std::io::Error>,
+}
+
+/// Lines of a launcher's output kept in memory.
+const KEPT_LINES: usize = 20;
+
+/// A pipe for a launcher's output, whose reading end a thread copies into `log` line by line
+/// (so `tail -f` follows a run) keeping the last lines: a run that fails because its disk is
+/// full cannot write its reason into a log on that disk, and the sweep says it from memory.
+/// The receiver gets what was said once every writer has closed the pipe.
+fn capture(log: &Path) -> std::io::Result<(std::io::PipeWriter, std::sync::mpsc::Receiver<Said>)> {
+    use std::io::{BufRead, Write};
+    let mut file = std::fs::File::create(log)?;
+    let (reader, writer) = std::io::pipe()?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut said = Said { last: Default::default(), unwritten: None };
+        let mut reader = std::io::BufReader::new(reader);
+        let mut line = Vec::new();
+        while reader.read_until(b'\n', &mut line).is_ok_and(|n| n > 0) {
+            if said.unwritten.is_none() {
+                said.unwritten = file.write_all(&line).err();
+            }
+            let text = String::from_utf8_lossy(&line).trim_end().to_string();
+            if !text.is_empty() {
+                if said.last.len() == KEPT_LINES {
+                    said.last.pop_front();
+                }
+                said.last.push_back(text);
+            }
+            line.clear();
+        }
+        let _ = tx.send(said);
+    });
+    Ok((writer, rx))
+}
+
+/// The line that says why a run failed: its last `error:` line, else its last line.
+fn reason(said: &Said) -> Option<&str> {
+    said.last.iter().rev().find(|l| l.starts_with("error:")).or(said.last.back()).map(String::as_str)
+}
+
 /// `42s`, `3m07s`, `4h16m` (rounded to the second first, so no `59.6` shows as `60`).
 pub(crate) fn minutes(s: f64) -> String {
     let s = s.max(0.0).round() as u64;
@@ -194,8 +241,9 @@ pub(crate) fn run(o: &Options) -> Result<(), Failure> {
     }
     let manifest: Vec<serde_json::Value> =
         variants.iter().map(|v| serde_json::json!({"id": v.id, "labels": v.labels, "sets": v.sets})).collect();
-    std::fs::write(out.join("sweep.json"), serde_json::to_string_pretty(&serde_json::json!({"name": name, "base": base, "repetitions": sweep.repetitions, "launcher": launcher, "variants": manifest})).expect("serializes"))
-        .map_err(|e| Failure(format!("cannot write {}: {e}", out.join("sweep.json").display()), 1))?;
+    let text = serde_json::to_string_pretty(&serde_json::json!({"name": name, "base": base, "repetitions": sweep.repetitions, "launcher": launcher, "variants": manifest})).expect("serializes");
+    outrun_report::write_whole(&out.join("sweep.json"), |w| w.write_all(text.as_bytes()))
+        .map_err(|e| Failure(format!("cannot write {e}"), 1))?;
     // SAFETY: installing async-signal-safe handlers (one atomic store) before any child exists
     unsafe {
         libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
@@ -234,12 +282,11 @@ pub(crate) fn run(o: &Options) -> Result<(), Failure> {
             };
             eprintln!("sweep: [{done}/{total}] {run_name}: elapsed {}{left}", minutes(elapsed));
             let log = logs.join(format!("{run_name}.log"));
-            let file =
-                std::fs::File::create(&log).map_err(|e| Failure(format!("cannot write {}: {e}", log.display()), 1))?;
+            let (pipe, said) = capture(&log).map_err(|e| Failure(format!("cannot write {}: {e}", log.display()), 1))?;
             let child = command(v, rep)
                 .stdin(Stdio::null())
-                .stdout(file.try_clone().map_err(|e| Failure(e.to_string(), 1))?)
-                .stderr(file)
+                .stdout(pipe.try_clone().map_err(|e| Failure(e.to_string(), 1))?)
+                .stderr(pipe)
                 .spawn()
                 .map_err(|e| Failure(format!("cannot start the launcher `{}`: {e}", launcher[0]), 1))?;
             let (status, interrupted) =
@@ -248,9 +295,17 @@ pub(crate) fn run(o: &Options) -> Result<(), Failure> {
                 return Err(Failure(format!("sweep interrupted during {run_name} ({done} of {total}); run the same command again to resume (finished runs are kept)"), 130));
             }
             ran += 1;
+            // the pipe closes when the launcher's last process does (a process it left behind
+            // would hold it: not waited for beyond a few seconds)
+            let said = said.recv_timeout(Duration::from_secs(5)).ok();
+            let unwritten = said.as_ref().and_then(|s| s.unwritten.as_ref());
+            let incomplete = unwritten.map_or(String::new(), |e| format!(" (incomplete: {e})"));
             if !status.success() {
-                eprintln!("sweep: {run_name} failed ({status}); its output is in {}", log.display());
+                let why = said.as_ref().and_then(reason).map_or(String::new(), |r| format!(": {r}"));
+                eprintln!("sweep: {run_name} failed ({status}){why}; its output is in {}{incomplete}", log.display());
                 failed.push(run_name);
+            } else if unwritten.is_some() {
+                eprintln!("sweep: {run_name}: its output is in {}{incomplete}", log.display());
             }
         }
     }
@@ -274,8 +329,8 @@ pub(crate) fn run(o: &Options) -> Result<(), Failure> {
         runs.display(),
         outrun_report::sweep::markdown(&rows)
     );
-    std::fs::write(out.join("report.md"), &report)
-        .map_err(|e| Failure(format!("cannot write {}: {e}", out.join("report.md").display()), 1))?;
+    outrun_report::write_whole(&out.join("report.md"), |w| w.write_all(report.as_bytes()))
+        .map_err(|e| Failure(format!("cannot write {e}"), 1))?;
     println!("{report}");
     eprintln!("sweep: report in {}", out.join("report.md").display());
     if !failed.is_empty() {

@@ -144,3 +144,25 @@ fn shipped_sweep_files_validate_every_variant() {
         assert!(stdout.lines().count() >= 2, "{}: {stdout}", f.display());
     }
 }
+
+/// A run that fails is named with its reason, its last `error:` line, on the sweep's own
+/// output: on a full disk the launcher's log (on that disk) cannot hold it, and "its output is
+/// in …log" pointed to an empty file. The log still gets every line, and the sweep exits 1.
+#[test]
+fn a_failed_run_is_named_with_its_last_error_line() {
+    let dir = tempdir("sweep-failed");
+    std::fs::write(dir.join("base.toml"), BASE).unwrap();
+    let file = dir.join("sweep.toml");
+    let launcher = "launcher = ['sh', '-c', 'echo starting; echo \"error: the test launcher fails\" >&2; echo \"mpirun noted something\" >&2; exit 3', 'sh']\n";
+    std::fs::write(&file, format!("base = 'base.toml'\n{launcher}[[axis]]\nkey = 'run.seed'\nvalues = [1]\n")).unwrap();
+    let out = dir.join("out");
+    let r = run_with_timeout(sweep(&file, &out), Duration::from_secs(60));
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("v00-seed-1-rep1 failed (exit status: 3): error: the test launcher fails; its output is in"),
+        "{}",
+        r.stderr
+    );
+    let log = std::fs::read_to_string(out.join("logs/v00-seed-1-rep1.log")).unwrap();
+    assert_eq!(log, "starting\nerror: the test launcher fails\nmpirun noted something\n");
+}

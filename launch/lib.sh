@@ -62,8 +62,21 @@ filter_mpirun() {
     /Set MCA parameter "orte_base_help_aggregate" to 0/ { next }
     /ORTE_ERROR_LOG/ { next }
     /^(error|warning):/ { spoke = 1 }
+    # the same error from several ranks (every worker'"'"'s grad raising on the same batch): its
+    # first line, and at the end one note naming the other ranks
+    /^error:.*rank [0-9]+/ {
+      match($0, /rank [0-9]+/)
+      r = substr($0, RSTART + 5, RLENGTH - 5)
+      key = substr($0, 1, RSTART - 1) "rank #" substr($0, RSTART + RLENGTH)
+      if (key in seen) { also[key] = also[key] ", " r; nalso[key]++; next }
+      seen[key] = 1; order[++nkeys] = key
+    }
     { print; fflush() }
     END {
+      for (i = 1; i <= nkeys; i++) if (nalso[order[i]] > 0) {
+        print "note: rank" (nalso[order[i]] > 1 ? "s " : " ") substr(also[order[i]], 3) " said the same (one line shown)"
+        fflush()
+      }
       if (!spoke && improper != "")
         say("error: rank " improper (host != "" ? " (host " host ")" : "") " exited in the middle of the run without finishing MPI (its code called exit, e.g. os._exit in a Python model, without a word); the job was stopped")
       else if (!spoke && exited != "")

@@ -392,3 +392,29 @@ fn help_is_on_stdout_and_lists_the_environment() {
     assert_eq!(none.status.code(), Some(2));
     assert!(none.stdout.is_empty() && String::from_utf8_lossy(&none.stderr).starts_with("usage:"));
 }
+
+/// The same error from several ranks (every worker's `grad` raising on the same batch) is one
+/// line and, once the job's output ends, one note naming the other ranks; other lines, and
+/// errors that differ in more than the rank, pass as they come.
+#[test]
+fn the_same_error_from_several_ranks_is_one_line_and_a_note() {
+    let dir = tempdir("launch-filter");
+    let deaths = dir.join("deaths");
+    let lines = "error: grad() on rank 3 raised ValueError: a bad batch (iteration 0)\n\
+                 outrun: a progress line\n\
+                 error: grad() on rank 5 raised ValueError: a bad batch (iteration 0)\n\
+                 error: grad() on rank 2 raised ValueError: another batch (iteration 0)\n\
+                 error: grad() on rank 7 raised ValueError: a bad batch (iteration 0)\n";
+    let script = format!(". '{}'; filter_mpirun '{}'", launcher().with_file_name("lib.sh").display(), deaths.display());
+    let mut child =
+        Command::new("bash").args(["-c", &script]).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), lines.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "error: grad() on rank 3 raised ValueError: a bad batch (iteration 0)\n\
+         outrun: a progress line\n\
+         error: grad() on rank 2 raised ValueError: another batch (iteration 0)\n\
+         note: ranks 5, 7 said the same (one line shown)\n"
+    );
+}

@@ -1191,6 +1191,22 @@ fn fit(dir: &Path, law: Option<&str>, json: bool, trace: Option<&Path>) -> Resul
         return Err(Failure(format!("--law {l}: use one of {}", fit::LAWS.join(", ")), 2));
     }
     let events = outrun_runlog::read::rank_events(dir).map_err(|e| Failure(e.to_string(), 2))?;
+    if events.is_empty() {
+        // a sweep's directory, or another directory of runs: fit takes one of them
+        let below = outrun_runlog::read::find_runs(&[dir.to_path_buf()]).unwrap_or_default();
+        let runs = match below.as_slice() {
+            [] => String::new(),
+            [one] => format!("; the run below it: {}", one.display()),
+            [first, ..] => format!("; {} runs below it, the first {}", below.len(), first.display()),
+        };
+        return Err(Failure(
+            format!(
+                "{}: no rank logs (rank-<r>.jsonl) here: `outrun fit` takes one run directory{runs}",
+                dir.display()
+            ),
+            2,
+        ));
+    }
     if let Some(why) = fit::unfittable(&events) {
         return Err(Failure(format!("{}: {why}", dir.display()), 2));
     }

@@ -318,6 +318,12 @@ fn fit_of_deterministic_times_says_so_and_its_section_replays_them() {
         assert!(a.iter().all(|&x| x > 0.0 && (x - a[0]).abs() <= 1e-12 * x), "worker {rank}: {a:?}");
         assert!(a.iter().zip(&b).all(|(x, y)| (x - y).abs() <= 1e-9 * x), "worker {rank}: {a:?} vs {b:?}");
     }
+    // a directory of runs is not one: named so, with what is below it (it said "no worker
+    // logged compute times with their load", as of a run of an old build)
+    let many = outrun(&["fit", dir.to_str().unwrap()]);
+    assert_eq!(many.code, Some(2), "{}", many.stderr);
+    let want = "no rank logs (rank-<r>.jsonl) here: `outrun fit` takes one run directory; 2 runs below it, the first";
+    assert!(many.stderr.contains(want), "{}", many.stderr);
 }
 
 /// A federated run whose rule accepted no upload says so, through mpirun and in the report: no

@@ -841,6 +841,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             println!("| {key} | mean ms/it | p5 ms/it | p95 ms/it | exact | note |");
             println!("|---|---|---|---|---|---|");
             let mut best: Option<(f64, &str)> = None;
+            let mut means: Vec<(f64, &str)> = Vec::new();
             for r in &rows {
                 match &r.result {
                     Ok((s, exact)) => {
@@ -855,11 +856,24 @@ fn run(cli: Cli) -> Result<(), Failure> {
                         if *exact && best.is_none_or(|(b, _)| s.mean_s < b) {
                             best = Some((s.mean_s, &r.value));
                         }
+                        if *exact {
+                            means.push((s.mean_s, &r.value));
+                        }
                     }
                     Err(e) => println!("| {} | - | - | - | - | {} |", r.value, e.replace('|', "/")),
                 }
             }
+            // settings the simulation cannot tell apart (a key that changes no time) are a tie,
+            // not a best
+            let tied: Vec<&str> = best
+                .map(|(m, _)| means.iter().filter(|(x, _)| (x - m).abs() <= 1e-9 * m.abs()).map(|(_, v)| *v).collect())
+                .unwrap_or_default();
             match best {
+                Some((m, _)) if tied.len() > 1 => println!(
+                    "\nno best {key}: {} tie at a mean of {:.3} ms per iteration ({trials} trials each)",
+                    tied.join(", "),
+                    m * 1e3
+                ),
                 Some((m, v)) => println!("\npredicted best {key} = {v} (mean {:.3} ms per iteration among exact settings, {trials} trials each)", m * 1e3),
                 None => return Err(Failure(format!("no value of {key} gave a runnable exact setting"), 1)),
             }

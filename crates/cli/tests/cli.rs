@@ -370,6 +370,7 @@ fn small_hostile_inputs_get_one_line_each() {
             "--trials must be at least 1",
         ),
         (vec!["tune".into(), c.clone(), "--vary".into(), "scheme.s=0,2,,4".into()], "an empty value in the list"),
+        (vec!["tune".into(), c.clone(), "--vary".into(), "scheme.s=1,2,1".into()], "`1` is listed twice"),
     ];
     // a finished (simulated) run to report on
     let sim = outrun(&["simulate", &c, "--trials", "1", "--set", &format!("run.out_dir={}", runs.display())]);

@@ -74,6 +74,18 @@ fn tune_predicts_a_best_setting() {
         rows[6]
     );
     assert!(r.stdout.contains("predicted best scheme.s = "), "{}", r.stdout);
+    // a key that changes no time (the seed of a fixed-straggler config) is a tie, not a best
+    let fixed = Cfg::linear("tie", 600, 10, 4)
+        .set("run.iterations", 5)
+        .set("stragglers.model", "fixed")
+        .set("stragglers.workers", vec![2])
+        .set("stragglers.factor", 3.0)
+        .set("timing.compute", "modelled")
+        .set("timing.a", 0.0001);
+    let tie = write_config(&dir, &fixed.text());
+    let r = outrun(&["tune", tie.to_str().unwrap(), "--vary", "run.seed=1..3", "--trials", "2"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(r.stdout.contains("no best run.seed: 1, 2, 3 tie at a mean of "), "{}", r.stdout);
     let bad = outrun(&["tune", cfg.to_str().unwrap(), "--vary", "scheme.s"]);
     assert_eq!(bad.code, Some(2));
 }

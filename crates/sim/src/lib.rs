@@ -373,7 +373,13 @@ pub fn tune(
     }
     Ok(rows)
 }
-/// Values of a sweep: `a..b` (integers, inclusive) or a comma-separated list.
+/// Values of a sweep: `a..b` (integers, inclusive) or a comma-separated list, each once (a
+/// value listed twice would be simulated twice and shown as two rows).
+///
+/// ```
+/// assert_eq!(outrun_sim::sweep_values("1..3").unwrap(), ["1", "2", "3"]);
+/// assert!(outrun_sim::sweep_values("1, 2, 1").unwrap_err().to_string().contains("`1` is listed twice"));
+/// ```
 pub fn sweep_values(spec: &str) -> Result<Vec<String>, SimError> {
     let bad = |m: String| SimError::Input(format!("`{spec}`: {m}"));
     if let Some((a, b)) = spec.split_once("..") {
@@ -390,6 +396,9 @@ pub fn sweep_values(spec: &str) -> Result<Vec<String>, SimError> {
     let v: Vec<String> = spec.split(',').map(|s| s.trim().to_string()).collect();
     if v.iter().any(String::is_empty) {
         return Err(bad("an empty value in the list".into()));
+    }
+    if let Some(twice) = v.iter().enumerate().find_map(|(i, x)| v[..i].contains(x).then_some(x)) {
+        return Err(bad(format!("`{twice}` is listed twice")));
     }
     Ok(v)
 }

@@ -16,6 +16,6 @@ out="runs/demo-$(date -u +%Y%m%d-%H%M%S)"
 echo "demo: $("$bin" plan "$config" --ranks) ranks per run; results in $out" >&2
 "$bin" sweep configs/sweeps/demo.toml --base "$config" --out "$out" > /dev/null
 echo
-echo "Per-iteration times and errors ($out; speedup = UMW total time / scheme total time):"
+echo "Per-iteration times and errors ($out; speedup = UMW mean iteration time / the scheme's):"
 echo
 "$bin" report "$out/runs" --baseline "$(ls -d "$out"/runs/v00-kind-umw-* | head -1)"

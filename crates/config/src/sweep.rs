@@ -110,8 +110,8 @@ pub const MAX_RUNS: usize = 100_000;
 /// time>`, at most 255 bytes), and the index before it keeps ids distinct.
 const MAX_SLUG: usize = 120;
 
-/// Whether `name` may name a directory: letters, digits, '-', '_', '.', at most
-/// [`MAX_NAME`] (as `run.name`).
+/// Whether `name` may name a directory: letters, digits, '-', '_', '.', at most 200 bytes (as
+/// `run.name`).
 pub fn valid_name(name: &str) -> bool {
     !name.is_empty() && name.len() <= MAX_NAME && name.chars().all(name_char)
 }

@@ -59,25 +59,13 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ReportError + '_ {
     move |source| ReportError::Io { path: path.display().to_string(), source }
 }
 
-/// Write `path` whole or not at all: into `.<name>.partial` beside it, renamed over it once
-/// every byte is written. A failure (a full disk) removes the partial file, leaves an earlier
-/// `path` as it was, and names `path`.
+/// Write `path` whole or not at all ([`outrun_runlog::write_whole`], unsynced: a report is
+/// written again from its runs); a failure (a full disk) names `path`.
 pub fn write_whole(
     path: &Path,
     fill: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
 ) -> Result<(), ReportError> {
-    let name = path.file_name().map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned());
-    let partial = path.with_file_name(format!(".{name}.partial"));
-    let written = (|| {
-        let mut w = std::io::BufWriter::new(std::fs::File::create(&partial)?);
-        fill(&mut w)?;
-        w.into_inner().map_err(|e| e.into_error())?;
-        std::fs::rename(&partial, path)
-    })();
-    written.map_err(|e| {
-        let _ = std::fs::remove_file(&partial);
-        io(path)(e)
-    })
+    outrun_runlog::write_whole(path, false, fill).map_err(io(path))
 }
 
 /// A finished run, loaded.

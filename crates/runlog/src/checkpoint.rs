@@ -62,22 +62,13 @@ fn plain_paths(problem: &str) -> String {
 }
 
 impl Checkpoint {
-    /// Write into `dir` atomically.
+    /// Write into `dir` atomically (`checkpoint.json.tmp`, synced, renamed: [`crate::write_whole`]).
     /// A write that fails (a full disk) removes its temporary file and leaves the last complete
     /// checkpoint.
     pub fn write(&self, dir: &Path) -> std::io::Result<()> {
-        let tmp = dir.join(format!("{CHECKPOINT}.tmp"));
-        let written = (|| {
-            let mut f = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
-            serde_json::to_writer(&mut f, self).map_err(std::io::Error::other)?;
-            let f = f.into_inner().map_err(std::io::IntoInnerError::into_error)?;
-            f.sync_all()?;
-            std::fs::rename(&tmp, dir.join(CHECKPOINT))
-        })();
-        if written.is_err() {
-            let _ = std::fs::remove_file(&tmp);
-        }
-        written
+        crate::write_whole(&dir.join(CHECKPOINT), true, |w| {
+            serde_json::to_writer(w, self).map_err(std::io::Error::other)
+        })
     }
 
     /// Read the checkpoint of a run directory (or a checkpoint file), or say why not in one line.

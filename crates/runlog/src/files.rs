@@ -86,6 +86,31 @@ pub fn outgrows(dir: &Path, grown: u64, done: u64, left: u64) -> Option<(u64, u6
     free_bytes(dir).filter(|&free| more > free).map(|free| (more, free))
 }
 
+/// Write `path` whole or not at all: into `<name>.tmp` beside it (synced first where `sync`:
+/// a checkpoint must survive a crash), renamed over it once every byte is written. A failure
+/// (a full disk) removes the temporary file and leaves an earlier `path` as it was.
+pub fn write_whole(
+    path: &Path,
+    sync: bool,
+    fill: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let name = path.file_name().map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned());
+    let tmp = path.with_file_name(format!("{name}.tmp"));
+    let written = (|| {
+        let mut w = std::io::BufWriter::new(File::create(&tmp)?);
+        fill(&mut w)?;
+        let f = w.into_inner().map_err(std::io::IntoInnerError::into_error)?;
+        if sync {
+            f.sync_all()?;
+        }
+        std::fs::rename(&tmp, path)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
+}
+
 /// Create a fresh run directory `<out_dir>/<name>-<stamp>[-k]`.
 pub fn create_run_dir(out_dir: &Path, name: &str) -> std::io::Result<PathBuf> {
     std::fs::create_dir_all(out_dir)?;

@@ -21,4 +21,6 @@ pub mod read;
 pub use book::{steady_mean, Book, IterationRecord, Latency, RunInfo, COLUMNS};
 pub use checkpoint::{same_problem, Checkpoint, CHECKPOINT, CHECKPOINT_FORMAT};
 pub use event::Event;
-pub use files::{create_run_dir, dir_bytes, free_bytes, outgrows, quantile, utc_stamp, Lines, Summary, FORMAT};
+pub use files::{
+    create_run_dir, dir_bytes, free_bytes, outgrows, quantile, utc_stamp, write_whole, Lines, Summary, FORMAT,
+};

@@ -190,6 +190,11 @@ fn report_plots_test_accuracy_when_runs_have_a_held_out_set() {
     }
 }
 
+/// Rank `rank`'s compute times (`target`) per iteration in run `dir`.
+fn targets(dir: &std::path::Path, rank: usize) -> Vec<f64> {
+    iter_records(dir, rank).iter().map(|r| r["target"].as_f64().unwrap()).collect()
+}
+
 /// `outrun fit` on simulated runs (the same logs as the engine's) with injected
 /// shifted-exponential and two-state Markov stragglers recovers every worker's parameters within
 /// 10 %, prefers the law that generated the times, and prints a section that runs as a config.
@@ -271,10 +276,7 @@ fn fit_recovers_injected_straggler_laws_and_its_section_runs() {
     assert_eq!(sim.code, Some(0), "{}", sim.stderr);
     let again = run_dir(&dir.join("replay"));
     for rank in 1..=8 {
-        let target = |d: &std::path::Path| -> Vec<f64> {
-            iter_records(d, rank).iter().map(|r| r["target"].as_f64().unwrap()).collect()
-        };
-        let (a, b) = (target(&first), target(&again));
+        let (a, b) = (targets(&first, rank), targets(&again, rank));
         assert_eq!(a.len(), 3000);
         assert!(a.iter().zip(&b).all(|(x, y)| (x - y).abs() <= 1e-12 * x.abs()), "worker {rank}");
     }
@@ -309,10 +311,7 @@ fn fit_of_deterministic_times_says_so_and_its_section_replays_them() {
     assert_eq!(sim.code, Some(0), "{pasted}\n{}", sim.stderr);
     let replayed = run_dir(&dir.join("again"));
     for rank in 1..=6 {
-        let target = |d: &std::path::Path| -> Vec<f64> {
-            iter_records(d, rank).iter().map(|r| r["target"].as_f64().unwrap()).collect()
-        };
-        let (a, b) = (target(&first), target(&replayed));
+        let (a, b) = (targets(&first, rank), targets(&replayed, rank));
         assert_eq!(a.len(), 25);
         // every time the same, the replay's the same again
         assert!(a.iter().all(|&x| x > 0.0 && (x - a[0]).abs() <= 1e-12 * x), "worker {rank}: {a:?}");

@@ -143,15 +143,11 @@ impl Rng {
         for j in (n - k)..n {
             let t = self.below(j + 1);
             let taken = match set.as_mut() {
-                Some(set) => !set.insert(t),
+                // j is new either way (every earlier draw is below it)
+                Some(set) => !set.insert(t) && set.insert(j),
                 None => chosen.contains(&t),
             };
             let c = if taken { j } else { t };
-            if taken {
-                if let Some(set) = set.as_mut() {
-                    set.insert(j);
-                }
-            }
             chosen.push(c);
         }
         chosen.sort_unstable();

@@ -7,7 +7,7 @@ use std::process::{Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
-use outrun_config::sweep::{as_name, valid_name, Sweep, Variant};
+use outrun_config::sweep::{as_name, valid_name, Sweep, Variant, MAX_NAME};
 use outrun_report::sweep::SweepRow;
 use outrun_runlog::Summary;
 
@@ -152,9 +152,28 @@ fn capture(log: &Path) -> std::io::Result<(std::io::PipeWriter, std::sync::mpsc:
     Ok((writer, rx))
 }
 
+/// Whether `dir` still takes a file: after a failed run, a sweep whose disk is full (or turned
+/// read-only, or over its quota) stops instead of failing every run left in turn. The probe
+/// writes and syncs 64 KiB, the size of a small run's logs, and removes it.
+fn writable(dir: &Path) -> std::io::Result<()> {
+    use std::io::Write;
+    let probe = dir.join(".space-probe");
+    let written = std::fs::File::create(&probe).and_then(|mut f| {
+        f.write_all(&[0u8; 64 << 10])?;
+        f.sync_all()
+    });
+    let _ = std::fs::remove_file(&probe);
+    written
+}
+
 /// The line that says why a run failed: its last `error:` line, else its last line.
 fn reason(said: &Said) -> Option<&str> {
     said.last.iter().rev().find(|l| l.starts_with("error:")).or(said.last.back()).map(String::as_str)
+}
+
+/// `1 run`, `2 runs`.
+fn counted(n: usize, what: &str) -> String {
+    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
 }
 
 /// `42s`, `3m07s`, `4h16m` (rounded to the second first, so no `59.6` shows as `60`).
@@ -183,7 +202,7 @@ pub(crate) fn run(o: &Options) -> Result<(), Failure> {
     // the default name is the file's stem, made a directory name (as the variants' labels are)
     let name = sweep.name.clone().unwrap_or_else(|| {
         let stem = o.file.file_stem().map_or("sweep".into(), |s| s.to_string_lossy().into_owned());
-        let stem: String = as_name(&stem).chars().take(200).collect();
+        let stem: String = as_name(&stem).chars().take(MAX_NAME).collect();
         if valid_name(&stem) {
             stem
         } else {
@@ -207,11 +226,12 @@ pub(crate) fn run(o: &Options) -> Result<(), Failure> {
     let logs = out.join("logs");
     let total = variants.len() * sweep.repetitions;
     eprintln!(
-        "sweep {name}: {} variants ({} combinations of {} axes) × {} repetitions = {total} runs through `{}`; results in {}",
-        variants.len(),
-        sweep.combinations(),
-        sweep.axes.len(),
-        sweep.repetitions,
+        "sweep {name}: {} ({} of {}) × {} = {} through `{}`; results in {}",
+        counted(variants.len(), "variant"),
+        counted(sweep.combinations(), "combination"),
+        if sweep.axes.len() == 1 { "1 axis".to_string() } else { format!("{} axes", sweep.axes.len()) },
+        counted(sweep.repetitions, "repetition"),
+        counted(total, "run"),
         launcher.join(" "),
         out.display()
     );
@@ -303,13 +323,23 @@ pub(crate) fn run(o: &Options) -> Result<(), Failure> {
             if !status.success() {
                 let why = said.as_ref().and_then(reason).map_or(String::new(), |r| format!(": {r}"));
                 eprintln!("sweep: {run_name} failed ({status}){why}; its output is in {}{incomplete}", log.display());
+                if let Err(e) = writable(&runs) {
+                    return Err(Failure(
+                        format!(
+                            "sweep stopped after {run_name} ({done} of {total}): cannot write in {}: {e}; {} not started (finished runs are kept: make room and run the same command again to resume)",
+                            runs.display(),
+                            counted(total - done, "run")
+                        ),
+                        1,
+                    ));
+                }
                 failed.push(run_name);
             } else if unwritten.is_some() {
                 eprintln!("sweep: {run_name}: its output is in {}{incomplete}", log.display());
             }
         }
     }
-    eprintln!("sweep: {ran} runs in {}, {skipped} already done", minutes(started.elapsed().as_secs_f64()));
+    eprintln!("sweep: {} in {}, {skipped} already done", counted(ran, "run"), minutes(started.elapsed().as_secs_f64()));
     let rows: Vec<SweepRow> = variants
         .iter()
         .map(|v| SweepRow {

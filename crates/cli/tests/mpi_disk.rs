@@ -145,3 +145,36 @@ fn a_disk_that_fills_during_checkpoints_ends_in_one_line_and_leaves_no_temporary
     let last = outrun_runlog::Checkpoint::read(&runs[0]).expect("the last complete checkpoint");
     assert!(last.iteration > 0 && last.iteration < 3000, "{}", last.iteration);
 }
+
+/// A sweep whose disk fills stops after the run that failed, instead of starting every run
+/// left only to fail it in turn (each a launch of its own): one line naming the directory, the
+/// error and how many runs were not started; exit 1. The test's launcher fills the disk and
+/// fails, counting its launches in a file off that disk.
+#[test]
+fn a_sweep_on_a_full_disk_stops_after_the_failed_run() {
+    let dir = tempdir("disk-sweep");
+    let Some((small, _m)) = small_disk(&dir, "256k") else { return };
+    std::fs::write(dir.join("base.toml"), "[run]\nname='sw'\niterations=3\n[data]\nkind='linear-synthetic'\nsamples=40\nfeatures=3\n[model]\nloss='least-squares'\nlr=0.1\n[scheme]\nkind='umw'\nworkers=2\n").unwrap();
+    let count = dir.join("launches");
+    let launcher = format!(
+        "launcher = ['sh', '-c', 'echo x >> {}; head -c 1048576 /dev/zero > {}/fill 2>/dev/null; echo \"error: cannot write: No space left on device\" >&2; exit 1', 'sh']\n",
+        count.display(),
+        small.display()
+    );
+    let file = dir.join("sweep.toml");
+    std::fs::write(&file, format!("base = 'base.toml'\n{launcher}[[axis]]\nkey = 'run.seed'\nvalues = [1, 2, 3]\n"))
+        .unwrap();
+    let mut c = Command::new(bin());
+    c.arg("sweep").arg(&file).arg("--out").arg(small.join("sweep"));
+    let r = run_with_timeout(c, Duration::from_secs(60));
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    assert_eq!(std::fs::read_to_string(&count).unwrap(), "x\n", "one launch:\n{}", r.stderr);
+    let last = said(&r.stderr).last().copied().unwrap_or_default();
+    assert!(
+        last.starts_with("error: sweep stopped after v00-seed-1-rep1 (1 of 3): cannot write in")
+            && last.contains("No space left on device")
+            && last.contains("2 runs not started"),
+        "{}",
+        r.stderr
+    );
+}

@@ -44,7 +44,7 @@ fn default_deadline() -> f64 {
 
 /// Longest run name: a run directory's name is `<name>-<YYYYmmdd-HHMMSS>[-k]`, and file
 /// systems allow 255 bytes per name.
-pub(crate) const MAX_NAME: usize = 200;
+pub const MAX_NAME: usize = 200;
 
 /// Whether `c` may be part of a name that names a directory (`run.name`, a sweep's name).
 pub(crate) fn name_char(c: char) -> bool {

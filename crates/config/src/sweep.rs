@@ -28,7 +28,8 @@
 
 use serde::Deserialize;
 
-use crate::run::{name_char, MAX_NAME};
+use crate::run::name_char;
+pub use crate::run::MAX_NAME;
 use crate::{parse, ConfigError};
 
 #[derive(Deserialize)]

@@ -840,8 +840,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
             }
             println!("| {key} | mean ms/it | p5 ms/it | p95 ms/it | exact | note |");
             println!("|---|---|---|---|---|---|");
-            // the exact settings' means, in the values' order
-            let mut means: Vec<(f64, &str)> = Vec::new();
+            // the exact settings' means and trial means, in the values' order
+            let mut means: Vec<(f64, &str, &[f64])> = Vec::new();
             for r in &rows {
                 match &r.result {
                     Ok((s, exact)) => {
@@ -854,7 +854,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                             if *exact { "yes" } else { "no" }
                         );
                         if *exact {
-                            means.push((s.mean_s, &r.value));
+                            means.push((s.mean_s, &r.value, &s.trial_means));
                         }
                     }
                     Err(e) => println!("| {} | - | - | - | - | {} |", r.value, e.replace('|', "/")),
@@ -862,17 +862,41 @@ fn run(cli: Cli) -> Result<(), Failure> {
             }
             // the first of the lowest; settings the simulation cannot tell apart (a key that
             // changes no time) are a tie, not a best
+            let each = if trials == 1 {
+                "one trial: no spread to judge close values by".into()
+            } else {
+                format!("{trials} trials each")
+            };
             let best = means.iter().copied().min_by(|a, b| a.0.total_cmp(&b.0));
             let tied: Vec<&str> = best
-                .map(|(m, _)| means.iter().filter(|(x, _)| (x - m).abs() <= 1e-9 * m.abs()).map(|(_, v)| *v).collect())
+                .map(|(m, ..)| {
+                    means.iter().filter(|(x, ..)| (x - m).abs() <= 1e-9 * m.abs()).map(|(_, v, _)| *v).collect()
+                })
                 .unwrap_or_default();
             match best {
-                Some((m, _)) if tied.len() > 1 => println!(
-                    "\nno best {key}: {} tie at a mean of {:.3} ms per iteration ({trials} trials each)",
+                Some((m, ..)) if tied.len() > 1 => println!(
+                    "\nno best {key}: {} tie at a mean of {:.3} ms per iteration ({each})",
                     tied.join(", "),
                     m * 1e3
                 ),
-                Some((m, v)) => println!("\npredicted best {key} = {v} (mean {:.3} ms per iteration among exact settings, {trials} trials each)", m * 1e3),
+                Some((m, v, t)) => {
+                    println!(
+                        "\npredicted best {key} = {v} (mean {:.3} ms per iteration among exact settings, {each})",
+                        m * 1e3
+                    );
+                    // settings whose trials do not say they are slower: not ruled out
+                    let close: Vec<String> = means
+                        .iter()
+                        .filter(|(_, w, u)| *w != v && outrun_sim::within_spread(t, u))
+                        .map(|(x, w, _)| format!("{w} ({:+.1} %)", (x / m - 1.0) * 100.0))
+                        .collect();
+                    if !close.is_empty() {
+                        println!(
+                            "within the trials' spread of it: {key} = {} (their paired trial means differ from its by less than two standard errors; more --trials tell them apart)",
+                            close.join(", ")
+                        );
+                    }
+                }
                 None => return Err(Failure(format!("no value of {key} gave a runnable exact setting"), 1)),
             }
             Ok(())

@@ -373,6 +373,27 @@ pub fn tune(
     }
     Ok(rows)
 }
+/// Whether the trials cannot tell two settings apart: the mean of the paired differences of
+/// their trial means (trial k of every setting draws its stragglers from the same seed) is
+/// within two standard errors of zero. One trial has no spread to judge by: `false`.
+///
+/// ```
+/// // the second setting is 0.1 ms slower in every trial: told apart however small
+/// assert!(!outrun_sim::within_spread(&[1.0, 2.0, 3.0], &[1.1, 2.1, 3.1]));
+/// // the trials disagree on which is faster: not told apart
+/// assert!(outrun_sim::within_spread(&[1.0, 2.0, 3.0], &[1.2, 1.9, 2.95]));
+/// ```
+pub fn within_spread(a: &[f64], b: &[f64]) -> bool {
+    let d: Vec<f64> = a.iter().zip(b).map(|(x, y)| y - x).collect();
+    let n = d.len() as f64;
+    if d.len() < 2 {
+        return false;
+    }
+    let mean = d.iter().sum::<f64>() / n;
+    let var = d.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    mean.abs() < 2.0 * (var / n).sqrt()
+}
+
 /// Values of a sweep: `a..b` (integers, inclusive) or a comma-separated list, each once (a
 /// value listed twice would be simulated twice and shown as two rows).
 ///

@@ -50,22 +50,36 @@ pub(crate) trait Tagged: Sized {
         let Some((_, accepted)) = Self::VARIANTS.iter().find(|(k, _)| *k == kind) else {
             return err(&field, format!("= \"{kind}\" is not known; use one of {}", kinds()));
         };
-        if let Some(key) = s.keys().find(|k| !accepted.contains(&k.as_str())) {
-            let users: Vec<String> = Self::VARIANTS
+        // the variants that use `key` (none: a typo)
+        let users = |key: &str| -> Vec<String> {
+            Self::VARIANTS
                 .iter()
-                .filter(|(k, keys)| *k != "none" && keys.contains(&key.as_str()))
+                .filter(|(k, keys)| *k != "none" && keys.contains(&key))
                 .map(|(k, _)| format!("\"{k}\""))
-                .collect();
-            let name = format!("{}.{key}", Self::SECTION);
-            return if users.is_empty() {
-                let keys: Vec<String> = accepted.iter().map(|k| format!("`{k}`")).collect();
-                err(
-                    &name,
-                    format!("unknown field `{key}` for {field} = \"{kind}\", expected one of {}", keys.join(", ")),
-                )
-            } else {
-                err(&name, format!("is only used by {} = {}, not \"{kind}\"", field, users.join(" or ")))
-            };
+                .collect()
+        };
+        let misplaced: Vec<&str> = s.keys().map(String::as_str).filter(|k| !accepted.contains(k)).collect();
+        if let Some(key) = misplaced.iter().find(|k| users(k).is_empty()) {
+            let keys: Vec<String> = accepted.iter().map(|k| format!("`{k}`")).collect();
+            return err(
+                &format!("{}.{key}", Self::SECTION),
+                format!("unknown field `{key}` for {field} = \"{kind}\", expected one of {}", keys.join(", ")),
+            );
+        }
+        // every key of another kind at once (switching kinds with --set left them one round
+        // trip each), with the overrides that clear them
+        if let [first, rest @ ..] = &misplaced[..] {
+            let named = |k: &str| format!("{}.{k}", Self::SECTION);
+            let mut message = format!("is only used by {field} = {}, not \"{kind}\"", users(first).join(" or "));
+            if !rest.is_empty() {
+                let others: Vec<String> =
+                    rest.iter().map(|k| format!("{} ({})", named(k), users(k).join(" or "))).collect();
+                message += &format!("; so {} {}", if rest.len() == 1 { "is" } else { "are" }, others.join(", "));
+            }
+            let clears: Vec<String> = misplaced.iter().map(|k| format!("--set {}=", named(k))).collect();
+            let them = if rest.is_empty() { "it" } else { "them" };
+            message += &format!(" (remove {them}, or clear {them} with {})", clears.join(" "));
+            return err(&named(first), message);
         }
         Self::variant(&kind, toml::Value::Table(s))
     }

@@ -164,6 +164,21 @@ fn tagged_sections_name_the_owner_of_a_misplaced_key() {
     let e = parse_with(&["scheme.kind=umw", "scheme.s=", "scheme.n=3"]).unwrap_err();
     assert_eq!(e.field, "scheme.n");
     assert!(e.message.contains("only used by scheme.kind = \"cr\""), "{e}");
+    assert!(e.message.ends_with("(remove it, or clear it with --set scheme.n=)"), "{e}");
+    // every key of another kind at once, each with its owners, and the overrides that clear them
+    let e = parse_with(&["scheme.kind=umw", "scheme.s=", "scheme.n=3", "scheme.layers=2", "scheme.code=\"cyclic\""])
+        .unwrap_err();
+    assert_eq!(e.field, "scheme.code");
+    assert_eq!(
+        e.message,
+        "is only used by scheme.kind = \"cr\" or \"cegc\" or \"hcmm\" or \"uniform-coded\", not \"umw\"; so are \
+         scheme.layers (\"cr\"), scheme.n (\"cr\" or \"gc-dc\") (remove them, or clear them with --set scheme.code= \
+         --set scheme.layers= --set scheme.n=)"
+    );
+    // a key no kind uses (a typo) is named first
+    let e = parse_with(&["scheme.kind=umw", "scheme.s=", "scheme.n=3", "scheme.nn=3"]).unwrap_err();
+    assert_eq!(e.field, "scheme.nn");
+    assert!(e.message.starts_with("unknown field `nn`"), "{e}");
     let e = parse_with(&["scheme.kind=teleport"]).unwrap_err();
     assert_eq!(e.field, "scheme.kind");
     assert!(e.message.contains("\"gc-cyclic\""), "{e}");

@@ -160,13 +160,17 @@ impl Sweep {
             let line = e.span().map(|s| text[..s.start].matches('\n').count() + 1);
             ConfigError::new(
                 "sweep",
-                format!("{}{}", line.map_or(String::new(), |l| format!("line {l}: ")), e.message().replace('\n', "; ")),
+                format!(
+                    "{}{}",
+                    line.map_or(String::new(), |l| format!("line {l}: ")),
+                    crate::tagged::friendly(&e.message().replace('\n', "; "))
+                ),
             )
         })?;
         if let Some(name) = f.name.as_deref().filter(|n| !valid_name(n)) {
             return Err(sweep_err(
                 "name",
-                format!("`{name}` must be non-empty and use only letters, digits, '-', '_', '.' (at most 200)"),
+                format!("`{name}` must be non-empty and use only letters, digits, '-', '_', '.' (at most {MAX_NAME})"),
             ));
         }
         if f.out_dir.as_deref() == Some("") {

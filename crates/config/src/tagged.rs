@@ -17,12 +17,58 @@ pub(crate) fn de<T: DeserializeOwned>(v: toml::Value, prefix: &str) -> Result<T,
     })
 }
 
-/// serde's messages for a few common mistakes, said plainly.
-fn friendly(msg: &str) -> String {
+/// serde's messages for a few common mistakes, said plainly: `invalid type: floating point
+/// `1000.0`, expected u64` (from `run.iterations = 1e3`) is `must be a whole number, not
+/// 1000.0 (a float in TOML: write 1000)`.
+pub(crate) fn friendly(msg: &str) -> String {
     if msg.starts_with("invalid type: unit variant") || msg.contains("expected string only") {
         return "must be a quoted string (e.g. \"least-squares\")".into();
     }
-    msg.to_string()
+    let Some((got, expected)) = msg
+        .strip_prefix("invalid type: ")
+        .or_else(|| msg.strip_prefix("invalid value: "))
+        .and_then(|m| m.rsplit_once(", expected "))
+    else {
+        return msg.to_string();
+    };
+    let whole = matches!(expected, "u8" | "u16" | "u32" | "u64" | "usize" | "i8" | "i16" | "i32" | "i64" | "isize");
+    let want = match expected {
+        _ if whole && expected.starts_with('u') => "a whole number, 0 or more",
+        _ if whole => "a whole number",
+        "f32" | "f64" => "a number",
+        "a boolean" => "true or false",
+        "a sequence" => "a list (e.g. [1, 2])",
+        "a string" => "a quoted string",
+        _ => return msg.to_string(),
+    };
+    let quoted = |prefix: &str, open: char, close: char| {
+        got.strip_prefix(prefix).and_then(|v| v.strip_prefix(open)).and_then(|v| v.strip_suffix(close))
+    };
+    let (shown, hint) = if let Some(f) = quoted("floating point ", '`', '`') {
+        let integral = f.parse::<f64>().ok().filter(|x| x.fract() == 0.0 && x.abs() < 1e18);
+        match integral {
+            Some(x) if whole => (f.to_string(), format!(" (a float in TOML: write {})", x as i64)),
+            _ => (f.to_string(), String::new()),
+        }
+    } else if let Some(i) = quoted("integer ", '`', '`').or_else(|| quoted("boolean ", '`', '`')) {
+        (i.to_string(), String::new())
+    } else if let Some(t) = quoted("string ", '"', '"') {
+        // an integer past TOML's (a signed 64-bit one) is left a string by `--set`
+        let hint = if whole && !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
+            " (larger than TOML's largest integer, 9223372036854775807)"
+        } else {
+            ""
+        };
+        (format!("\"{t}\""), hint.to_string())
+    } else {
+        let what = match got {
+            "sequence" => "a list",
+            "map" => "a table",
+            other => other,
+        };
+        (what.to_string(), String::new())
+    };
+    format!("must be {want}, not {shown}{hint}")
 }
 
 /// A section tagged by one of its keys: the tag selects the variant, the other keys belong to

@@ -66,6 +66,33 @@ fn field_of(sets: &[&str]) -> String {
     parse_with(sets).unwrap_err().field
 }
 
+/// serde's type errors (`invalid type: floating point `1000.0`, expected u64`) in plain words,
+/// with the mend where there is one.
+#[test]
+fn type_errors_say_what_the_field_takes() {
+    let said = |set: &str| {
+        let e = parse_with(&["stragglers.model=fixed", "stragglers.factor=2", set]).unwrap_err();
+        format!("{}: {}", e.field, e.message)
+    };
+    let cases = [
+        ("run.iterations=1e3", "run.iterations: must be a whole number, 0 or more, not 1000.0 (a float in TOML: write 1000)"),
+        ("run.iterations=2.5", "run.iterations: must be a whole number, 0 or more, not 2.5"),
+        ("scheme.workers=-3", "scheme.workers: must be a whole number, 0 or more, not -3"),
+        ("run.deadline=fast", "run.deadline: must be a number, not \"fast\""),
+        ("run.deadline=[1]", "run.deadline: must be a number, not a list"),
+        ("model.lr=true", "model.lr: must be a number, not true"),
+        ("stragglers.workers=3", "stragglers.workers: must be a list (e.g. [1, 2]), not 3"),
+        ("data.standardize=yes", "data.standardize: must be true or false, not \"yes\""),
+        (
+            "run.seed=99999999999999999999",
+            "run.seed: must be a whole number, 0 or more, not \"99999999999999999999\" (larger than TOML's largest integer, 9223372036854775807)",
+        ),
+    ];
+    for (set, want) in cases {
+        assert_eq!(said(set), want, "{set}");
+    }
+}
+
 #[test]
 fn errors_name_the_field() {
     assert_eq!(field_of(&["scheme.s=6"]), "scheme.s");

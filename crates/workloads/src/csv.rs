@@ -45,6 +45,55 @@ pub enum Fill {
     Nan,
 }
 
+/// A line's fields, each trimmed: RFC 4180's quoting (`"a, b"` is one field, `""` inside a quoted
+/// field is one `"`), so a file a spreadsheet or `pandas` quoted reads as its values. A quoted
+/// field must end on its line, and nothing but spaces may follow its closing quote.
+fn fields(line: &str, d: char) -> Result<Vec<std::borrow::Cow<'_, str>>, String> {
+    use std::borrow::Cow;
+    if !line.contains('"') {
+        return Ok(line.split(d).map(|f| Cow::Borrowed(f.trim())).collect());
+    }
+    let mut out = Vec::new();
+    let mut rest = line;
+    loop {
+        let field = rest.trim_start();
+        let Some(quoted) = field.strip_prefix('"') else {
+            let (f, after) = field.split_once(d).map_or((field, None), |(f, a)| (f, Some(a)));
+            if f.contains('"') {
+                return Err(format!("column {}: a quote inside an unquoted field `{}`", out.len() + 1, f.trim()));
+            }
+            out.push(Cow::Borrowed(f.trim()));
+            match after {
+                Some(a) => rest = a,
+                None => return Ok(out),
+            }
+            continue;
+        };
+        let mut value = String::new();
+        let mut chars = quoted.char_indices();
+        let end = loop {
+            match chars.next() {
+                None => return Err(format!("column {}: a quoted field that does not end on its line", out.len() + 1)),
+                Some((i, '"')) if quoted[i + 1..].starts_with('"') => {
+                    value.push('"');
+                    chars.next();
+                }
+                Some((i, '"')) => break i + 1,
+                Some((_, c)) => value.push(c),
+            }
+        };
+        out.push(Cow::Owned(value.trim().to_string()));
+        let after = quoted[end..].trim_start();
+        if after.is_empty() {
+            return Ok(out);
+        }
+        match after.strip_prefix(d) {
+            Some(a) => rest = a,
+            None => return Err(format!("column {}: `{}` after a quoted field's closing quote", out.len(), after)),
+        }
+    }
+}
+
 /// Whether a field holds no value.
 fn is_missing(field: &str) -> bool {
     matches!(field.trim_matches('"'), "" | "NA" | "N/A" | "NaN" | "nan" | "null" | "NULL" | "?")
@@ -238,11 +287,19 @@ impl<'a, R: BufRead> Reader<'a, R> {
     fn next_line(&mut self) -> Result<Option<(f64, Vec<f64>)>, DataError> {
         loop {
             let Some(line) = self.text.next_data()? else { return Ok(None) };
-            let fields: Vec<&str> = line.split(self.fmt.delimiter).map(str::trim).collect();
+            let owned = fields(&line, self.fmt.delimiter).map_err(|e| self.bad(e))?;
+            let fields: Vec<&str> = owned.iter().map(|f| f.as_ref()).collect();
             if fields.len() < 2 {
                 let d = self.fmt.delimiter;
                 let what = if d == ',' { String::new() } else { format!(" (data.delimiter = {d:?})") };
-                return Err(self.bad(format!("a label but no feature column{what}")));
+                // another separator between the values: name the delimiter that reads them
+                let other = [(';', "\";\""), ('\t', "\"tab\""), ('|', "\"|\""), (',', "\",\"")]
+                    .into_iter()
+                    .find(|(c, _)| *c != d && line.contains(*c))
+                    .map_or(String::new(), |(c, name)| {
+                        format!("; its values are separated by {c:?}: set data.delimiter = {name}")
+                    });
+                return Err(self.bad(format!("a label but no feature column{what}{other}")));
             }
             let (at, header) = self.label_at(&fields)?;
             if header {
@@ -540,9 +597,45 @@ mod tests {
         assert_eq!(e("a,b\n1,2\n", &named), "f:1: data.label_column = \"y\": no such column in the header line (a, b)");
         let far = CsvFormat { label: LabelColumn::Index(5), ..CsvFormat::default() };
         assert_eq!(e("1,2\n", &far), "f:1: data.label_column = 5, but the line has 2 columns (0..1)");
-        assert_eq!(e("1;2\n", &CsvFormat::default()), "f:1: a label but no feature column");
         let semi = CsvFormat { delimiter: ';', ..CsvFormat::default() };
-        assert_eq!(e("1,2\n", &semi), "f:1: a label but no feature column (data.delimiter = ';')");
+        assert_eq!(
+            e("1,2\n", &semi),
+            "f:1: a label but no feature column (data.delimiter = ';'); its values are separated by ',': set data.delimiter = \",\""
+        );
+        assert_eq!(e("1\n", &semi), "f:1: a label but no feature column (data.delimiter = ';')");
         assert!(e("1,2\ncat,3\n", &CsvFormat::default()).contains("data.labels = \"auto\" maps labels"));
+        // a file in another separator names the delimiter that reads it
+        assert_eq!(
+            e("1;2\n", &CsvFormat::default()),
+            "f:1: a label but no feature column; its values are separated by ';': set data.delimiter = \";\""
+        );
+        assert!(e("1\t2\n", &CsvFormat::default()).ends_with("set data.delimiter = \"tab\""));
+    }
+
+    /// Quoted fields (RFC 4180, as spreadsheets and `pandas` write them) read as their values:
+    /// a delimiter or a doubled quote inside quotes; a quote that does not close is refused.
+    #[test]
+    fn quoted_fields_read_as_their_values() {
+        let f = |l: &str| fields(l, ',').map(|v| v.into_iter().map(|x| x.into_owned()).collect::<Vec<_>>());
+        assert_eq!(f("1, 2 ,3").unwrap(), ["1", "2", "3"]);
+        assert_eq!(f("\"1\", \"2.5\" ,3").unwrap(), ["1", "2.5", "3"]);
+        assert_eq!(f("\"a, b\",\"say \"\"hi\"\"\",").unwrap(), ["a, b", "say \"hi\"", ""]);
+        assert_eq!(f("\"\",1").unwrap(), ["", "1"]);
+        assert_eq!(f("1,\"2").unwrap_err(), "column 2: a quoted field that does not end on its line");
+        assert_eq!(f("1,\"2\"x,3").unwrap_err(), "column 2: `x,3` after a quoted field's closing quote");
+        assert_eq!(f("1,2\"x").unwrap_err(), "column 2: a quote inside an unquoted field `2\"x`");
+        // a quoted file reads as its unquoted twin, label names and all
+        let quoted = "\"y\",\"a\",\"b\"\n\"1\",\"0.5\",\"2\"\n\"0\",\"1.5\",\"3\"\n";
+        let plain = "y,a,b\n1,0.5,2\n0,1.5,3\n";
+        let rows = |t: &str| {
+            let r = csv_rows(t.as_bytes(), "f", &CsvFormat::default(), 2, Labels::Binary, &[0, 1]).unwrap();
+            (r.row(0).to_vec(), r.row(1).to_vec(), r.labels().to_vec())
+        };
+        assert_eq!(rows(quoted), rows(plain));
+        let named = CsvFormat { label: LabelColumn::Name("y".into()), ..CsvFormat::default() };
+        assert_eq!(
+            csv_shape(quoted.as_bytes(), "f", &named, None, Labels::Binary).unwrap(),
+            Shape { samples: 2, features: 2 }
+        );
     }
 }

@@ -94,6 +94,15 @@ fn fields(line: &str, d: char) -> Result<Vec<std::borrow::Cow<'_, str>>, String>
     }
 }
 
+/// Where `text` holds another separator than the delimiter `d` (a file in `;` read with `,`):
+/// the delimiter that reads it, as a clause to add to an error; else nothing.
+fn separated(text: &str, d: char) -> String {
+    [(';', "\";\""), ('\t', "\"tab\""), ('|', "\"|\""), (',', "\",\"")]
+        .into_iter()
+        .find(|(c, _)| *c != d && text.contains(*c))
+        .map_or(String::new(), |(c, name)| format!("; its values are separated by {c:?}: set data.delimiter = {name}"))
+}
+
 /// Whether a field holds no value.
 fn is_missing(field: &str) -> bool {
     matches!(field.trim_matches('"'), "" | "NA" | "N/A" | "NaN" | "nan" | "null" | "NULL" | "?")
@@ -292,14 +301,7 @@ impl<'a, R: BufRead> Reader<'a, R> {
             if fields.len() < 2 {
                 let d = self.fmt.delimiter;
                 let what = if d == ',' { String::new() } else { format!(" (data.delimiter = {d:?})") };
-                // another separator between the values: name the delimiter that reads them
-                let other = [(';', "\";\""), ('\t', "\"tab\""), ('|', "\"|\""), (',', "\",\"")]
-                    .into_iter()
-                    .find(|(c, _)| *c != d && line.contains(*c))
-                    .map_or(String::new(), |(c, name)| {
-                        format!("; its values are separated by {c:?}: set data.delimiter = {name}")
-                    });
-                return Err(self.bad(format!("a label but no feature column{what}{other}")));
+                return Err(self.bad(format!("a label but no feature column{what}{}", separated(&line, d))));
             }
             let (at, header) = self.label_at(&fields)?;
             if header {
@@ -347,9 +349,13 @@ impl<'a, R: BufRead> Reader<'a, R> {
                 (None, None) => match lab.parse() {
                     Ok(y) => y,
                     Err(_) => {
-                        return Err(self.bad(format!(
-                            "label `{lab}` is not a number (data.labels = \"auto\" maps labels that are not)"
-                        )))
+                        // a label holding another separator: the file's values are not split
+                        let other = separated(lab, self.fmt.delimiter);
+                        return Err(self.bad(if other.is_empty() {
+                            format!("label `{lab}` is not a number (data.labels = \"auto\" maps labels that are not)")
+                        } else {
+                            format!("label `{lab}` is not a number{other}")
+                        }));
                     }
                 },
             };
@@ -610,6 +616,12 @@ mod tests {
             "f:1: a label but no feature column; its values are separated by ';': set data.delimiter = \";\""
         );
         assert!(e("1\t2\n", &CsvFormat::default()).ends_with("set data.delimiter = \"tab\""));
+        // decimal commas and ';' between the values: the first line reads as a header, the
+        // second's label holds the separator
+        assert_eq!(
+            e("0;1,5;2\n1;0,5;3\n", &CsvFormat::default()),
+            "f:2: label `1;0` is not a number; its values are separated by ';': set data.delimiter = \";\""
+        );
     }
 
     /// Quoted fields (RFC 4180, as spreadsheets and `pandas` write them) read as their values:

@@ -457,6 +457,8 @@ mod tests {
         assert!(e("1 a\n").contains("index:value"));
         assert!(e("\n# only comments\n").contains("no data lines"));
         assert_eq!(e("1 1:1\n0 2:1 2:3\n"), "f:2: index 2 appears twice on the line");
+        assert_eq!(e("1 qid:3 1:1\n"), "f:1: `qid:3`: a ranking file's query id is not read (remove the qid: fields)");
+        assert_eq!(e("1 -3:1\n"), "f:1: index in `-3:1` is not a non-negative integer");
         assert!(
             e("1 4000000000:1\n").starts_with("f:1: index 4000000000 exceeds 1048576"),
             "{}",

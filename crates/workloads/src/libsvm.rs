@@ -62,8 +62,13 @@ impl<R: BufRead> Reader<'_, R> {
         let mut feats: Vec<(usize, f64)> = Vec::new();
         for tok in it {
             let (i, v) = tok.split_once(':').ok_or_else(|| self.bad(format!("`{tok}` is not index:value")))?;
-            let i: usize =
-                i.parse().map_err(|_| self.bad(format!("index in `{tok}` is not a non-negative integer")))?;
+            let i: usize = i.parse().map_err(|_| {
+                self.bad(if i == "qid" {
+                    format!("`{tok}`: a ranking file's query id is not read (remove the qid: fields)")
+                } else {
+                    format!("index in `{tok}` is not a non-negative integer")
+                })
+            })?;
             if i < self.base {
                 return Err(self.bad(format!(
                     "index 0 in `{tok}`: LIBSVM indices start at 1 (set data.index_base = 0 for a file that counts from 0)"

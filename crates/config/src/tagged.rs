@@ -17,9 +17,9 @@ pub(crate) fn de<T: DeserializeOwned>(v: toml::Value, prefix: &str) -> Result<T,
     })
 }
 
-/// serde's messages for a few common mistakes, said plainly: `invalid type: floating point
-/// `1000.0`, expected u64` (from `run.iterations = 1e3`) is `must be a whole number, not
-/// 1000.0 (a float in TOML: write 1000)`.
+/// serde's messages for a few common mistakes, said plainly: serde's "invalid type: floating
+/// point `1000.0`, expected u64" (from `run.iterations = 1e3`) is "must be a whole number, 0 or
+/// more, not 1000.0 (a float in TOML: write 1000)".
 pub(crate) fn friendly(msg: &str) -> String {
     if msg.starts_with("invalid type: unit variant") || msg.contains("expected string only") {
         return "must be a quoted string (e.g. \"least-squares\")".into();

@@ -45,6 +45,11 @@ pub enum Fill {
     Nan,
 }
 
+/// `t` without its leading spaces, but not a delimiter `d` that is one (a tab, a space).
+fn lead(t: &str, d: char) -> &str {
+    t.trim_start_matches(|c: char| c.is_whitespace() && c != d)
+}
+
 /// A line's fields, each trimmed: RFC 4180's quoting (`"a, b"` is one field, `""` inside a quoted
 /// field is one `"`), so a file a spreadsheet or `pandas` quoted reads as its values. A quoted
 /// field must end on its line, and nothing but spaces may follow its closing quote.
@@ -56,7 +61,7 @@ fn fields(line: &str, d: char) -> Result<Vec<std::borrow::Cow<'_, str>>, String>
     let mut out = Vec::new();
     let mut rest = line;
     loop {
-        let field = rest.trim_start();
+        let field = lead(rest, d);
         let Some(quoted) = field.strip_prefix('"') else {
             let (f, after) = field.split_once(d).map_or((field, None), |(f, a)| (f, Some(a)));
             if f.contains('"') {
@@ -83,7 +88,7 @@ fn fields(line: &str, d: char) -> Result<Vec<std::borrow::Cow<'_, str>>, String>
             }
         };
         out.push(Cow::Owned(value.trim().to_string()));
-        let after = quoted[end..].trim_start();
+        let after = lead(&quoted[end..], d);
         if after.is_empty() {
             return Ok(out);
         }
@@ -636,6 +641,11 @@ mod tests {
         assert_eq!(f("1,\"2").unwrap_err(), "column 2: a quoted field that does not end on its line");
         assert_eq!(f("1,\"2\"x,3").unwrap_err(), "column 2: `x,3` after a quoted field's closing quote");
         assert_eq!(f("1,2\"x").unwrap_err(), "column 2: a quote inside an unquoted field `2\"x`");
+        // a tab (or space) delimiter is not taken for the spaces around a quoted field
+        let tab = |l: &str| fields(l, '\t').map(|v| v.into_iter().map(|x| x.into_owned()).collect::<Vec<_>>());
+        assert_eq!(tab("\"1\"\t\"a b\"\t3").unwrap(), ["1", "a b", "3"]);
+        assert_eq!(tab("\"1\"\t\t3").unwrap(), ["1", "", "3"]);
+        assert_eq!(fields("\"1\" \"2\"", ' ').unwrap(), ["1", "2"]);
         // a quoted file reads as its unquoted twin, label names and all
         let quoted = "\"y\",\"a\",\"b\"\n\"1\",\"0.5\",\"2\"\n\"0\",\"1.5\",\"3\"\n";
         let plain = "y,a,b\n1,0.5,2\n0,1.5,3\n";

@@ -258,7 +258,7 @@ fn a_resumed_sweep_reruns_a_run_whose_summary_does_not_read() {
     let named: Vec<&str> =
         again.stderr.lines().filter(|l| l.contains("summary.json") && l.contains("malformed summary")).collect();
     assert_eq!(named.len(), 1, "the unreadable summary is named once:\n{}", again.stderr);
-    assert!(again.stderr.contains("1 runs in") && again.stderr.contains("1 already done"), "{}", again.stderr);
+    assert!(again.stderr.contains("1 run in") && again.stderr.contains("1 already done"), "{}", again.stderr);
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(!report.contains("NaN"), "{report}");
     assert!(out.join("incomplete").join(bad.file_name().unwrap()).is_dir(), "the bad run is kept aside");

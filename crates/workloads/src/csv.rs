@@ -5,6 +5,7 @@
 //! become 0..C−1 in sorted order ([`label_values`]). Every rank streams the file and keeps only
 //! its own rows, like a LIBSVM file.
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::io::BufRead;
 
@@ -53,8 +54,7 @@ fn lead(t: &str, d: char) -> &str {
 /// A line's fields, each trimmed: RFC 4180's quoting (`"a, b"` is one field, `""` inside a quoted
 /// field is one `"`), so a file a spreadsheet or `pandas` quoted reads as its values. A quoted
 /// field must end on its line, and nothing but spaces may follow its closing quote.
-fn fields(line: &str, d: char) -> Result<Vec<std::borrow::Cow<'_, str>>, String> {
-    use std::borrow::Cow;
+fn fields(line: &str, d: char) -> Result<Vec<Cow<'_, str>>, String> {
     if !line.contains('"') {
         return Ok(line.split(d).map(|f| Cow::Borrowed(f.trim())).collect());
     }
@@ -110,7 +110,7 @@ fn separated(text: &str, d: char) -> String {
 
 /// Whether a field holds no value.
 fn is_missing(field: &str) -> bool {
-    matches!(field.trim_matches('"'), "" | "NA" | "N/A" | "NaN" | "nan" | "null" | "NULL" | "?")
+    matches!(field, "" | "NA" | "N/A" | "NaN" | "nan" | "null" | "NULL" | "?")
 }
 
 impl Default for CsvFormat {
@@ -264,7 +264,7 @@ impl<'a, R: BufRead> Reader<'a, R> {
     /// needs the header), and whether this line is the header: line 1, when its label (numeric
     /// labels) or one of its features (mapped labels, which may be words) is not a number, or
     /// when it names the label's column.
-    fn label_at(&mut self, fields: &[&str]) -> Result<(usize, bool), DataError> {
+    fn label_at(&mut self, fields: &[Cow<'_, str>]) -> Result<(usize, bool), DataError> {
         if let Some(at) = self.at {
             return Ok((at, false));
         }
@@ -277,7 +277,7 @@ impl<'a, R: BufRead> Reader<'a, R> {
             }
             LabelColumn::Name(s) if s == "first" => (0, false),
             LabelColumn::Name(s) if s == "last" => (n - 1, false),
-            LabelColumn::Name(s) => match fields.iter().position(|f| f.trim_matches('"') == s) {
+            LabelColumn::Name(s) => match fields.iter().position(|f| f == s) {
                 Some(i) => (i, true),
                 None => {
                     return Err(self.bad(format!(
@@ -292,7 +292,7 @@ impl<'a, R: BufRead> Reader<'a, R> {
             || match words {
                 // a missing value is no word: a first data line with one is data
                 true => fields.iter().enumerate().any(|(k, f)| k != at && !number(f) && !is_missing(f)),
-                false => !number(fields[at]),
+                false => !number(&fields[at]),
             };
         self.at = Some(at);
         Ok((at, header && self.text.ln == 1))
@@ -301,8 +301,7 @@ impl<'a, R: BufRead> Reader<'a, R> {
     fn next_line(&mut self) -> Result<Option<(f64, Vec<f64>)>, DataError> {
         loop {
             let Some(line) = self.text.next_data()? else { return Ok(None) };
-            let owned = fields(&line, self.fmt.delimiter).map_err(|e| self.bad(e))?;
-            let fields: Vec<&str> = owned.iter().map(|f| f.as_ref()).collect();
+            let fields = fields(&line, self.fmt.delimiter).map_err(|e| self.bad(e))?;
             if fields.len() < 2 {
                 let d = self.fmt.delimiter;
                 let what = if d == ',' { String::new() } else { format!(" (data.delimiter = {d:?})") };
@@ -312,7 +311,7 @@ impl<'a, R: BufRead> Reader<'a, R> {
             if header {
                 continue;
             }
-            let lab = fields[at];
+            let lab: &str = &fields[at];
             let y = match (&mut self.collect, &self.fmt.names) {
                 (Some(set), _) => {
                     if !set.contains(lab) {
@@ -654,6 +653,10 @@ mod tests {
             (r.row(0).to_vec(), r.row(1).to_vec(), r.labels().to_vec())
         };
         assert_eq!(rows(quoted), rows(plain));
+        // a quoted missing value is missing (the quotes are gone before it is looked at)
+        let zero = CsvFormat { missing: Fill::Zero, ..CsvFormat::default() };
+        let r = csv_rows("\"1\",\"NA\",\"2\"\n".as_bytes(), "f", &zero, 2, Labels::Binary, &[0]).unwrap();
+        assert_eq!(r.row(0), &[0.0, 2.0][..]);
         let named = CsvFormat { label: LabelColumn::Name("y".into()), ..CsvFormat::default() };
         assert_eq!(
             csv_shape(quoted.as_bytes(), "f", &named, None, Labels::Binary).unwrap(),

@@ -374,8 +374,9 @@ pub fn tune(
     Ok(rows)
 }
 /// Whether the trials cannot tell two settings apart: the mean of the paired differences of
-/// their trial means (trial k of every setting draws its stragglers from the same seed) is
-/// within two standard errors of zero. One trial has no spread to judge by: `false`.
+/// their trial means (trial k of every setting draws its stragglers from the same seed, unless
+/// the seed is what varies; the pairs are independent of each other either way) is within two
+/// standard errors of zero. One trial has no spread to judge by: `false`.
 ///
 /// ```
 /// // the second setting is 0.1 ms slower in every trial: told apart however small

@@ -1,7 +1,7 @@
 //! CSV data: one sample per line, fields separated by `data.delimiter` (default `,`), the label
 //! in `data.label_column` (default the first) and the features in the other columns, in order; a
 //! first line whose features (or, with numeric labels, its label) are not numbers is a header; `#`
-//! starts a comment. With `data.labels = "auto"` any label values — strings, classes from 1 —
+//! outside double quotes starts a comment. With `data.labels = "auto"` any label values — strings, classes from 1 —
 //! become 0..C−1 in sorted order ([`label_values`]). Every rank streams the file and keeps only
 //! its own rows, like a LIBSVM file.
 
@@ -253,7 +253,7 @@ struct Reader<'a, R: BufRead> {
 
 impl<'a, R: BufRead> Reader<'a, R> {
     fn new(text: R, origin: &'a str, fmt: &'a CsvFormat, labels: Labels) -> Self {
-        Reader { text: DataLines::new(text, origin), fmt, width: None, labels, at: None, collect: None }
+        Reader { text: DataLines::quoted(text, origin), fmt, width: None, labels, at: None, collect: None }
     }
 
     fn bad(&self, what: String) -> DataError {
@@ -662,5 +662,13 @@ mod tests {
             csv_shape(quoted.as_bytes(), "f", &named, None, Labels::Binary).unwrap(),
             Shape { samples: 2, features: 2 }
         );
+        // a `#` inside quotes is text (a label, a header name), one outside them a comment
+        let hashes = "\"id #\",a\n\"ward #2\",1 # first\n\"ward #10\",2\n# \"a comment\"\n";
+        let auto = CsvFormat { label: LabelColumn::Name("id #".into()), ..CsvFormat::default() };
+        let names = label_values(hashes.as_bytes(), "f", &auto).unwrap();
+        assert_eq!(names, ["ward #10", "ward #2"]);
+        let auto = CsvFormat { names: Some(names), ..auto };
+        let r = csv_rows(hashes.as_bytes(), "f", &auto, 1, Labels::Classes(2), &[0, 1]).unwrap();
+        assert_eq!((r.row(0), r.row(1), r.labels()), (&[1.0][..], &[2.0][..], &[1.0, 0.0][..]));
     }
 }

@@ -14,12 +14,19 @@ pub(crate) struct DataLines<'a, R: BufRead> {
     /// The current line's number (1-based).
     pub(crate) ln: usize,
     origin: &'a str,
+    /// A `#` between double quotes is text, not a comment (CSV's quoted fields).
+    quoted: bool,
 }
 
 impl<'a, R: BufRead> DataLines<'a, R> {
     /// The lines of `text`, named `origin` in errors.
     pub(crate) fn new(text: R, origin: &'a str) -> Self {
-        DataLines { lines: text.lines(), ln: 0, origin }
+        DataLines { lines: text.lines(), ln: 0, origin, quoted: false }
+    }
+
+    /// The same, where a `#` inside a double-quoted field is part of the field (CSV).
+    pub(crate) fn quoted(text: R, origin: &'a str) -> Self {
+        DataLines { quoted: true, ..Self::new(text, origin) }
     }
 
     /// An error about the current line: `origin:line: what`.
@@ -36,12 +43,27 @@ impl<'a, R: BufRead> DataLines<'a, R> {
             self.ln += 1;
             let line = line.map_err(|e| self.bad(format!("cannot read: {e}")))?;
             let line = if self.ln == 1 { line.strip_prefix('\u{feff}').unwrap_or(&line) } else { &line };
-            let line = line.split('#').next().unwrap_or("").trim();
+            let line = uncomment(line, self.quoted).trim();
             if !line.is_empty() {
                 return Ok(Some(line.to_string()));
             }
         }
     }
+}
+
+/// `line` up to its comment: the first `#`, or with `quoted` the first outside double quotes (a
+/// doubled `""` inside quotes toggles twice and stays inside; an unclosed quote keeps the rest,
+/// which the CSV reader then refuses naming the column).
+fn uncomment(line: &str, quoted: bool) -> &str {
+    let mut inside = false;
+    for (i, c) in line.char_indices() {
+        match c {
+            '"' if quoted => inside = !inside,
+            '#' if !inside => return &line[..i],
+            _ => {}
+        }
+    }
+    line
 }
 
 /// A label `y` (written `lab`) as `labels` reads it (logistic: −1 is 0), or why it is refused.
@@ -60,5 +82,20 @@ pub(crate) fn check_label(y: f64, lab: &str, labels: Labels) -> Result<f64, Stri
             Err(format!("label `{lab}` is not a class 0..{} ({c} classes in [model])", c - 1))
         }
         Labels::Classes(_) => Ok(y),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::uncomment;
+
+    #[test]
+    fn a_comment_starts_at_the_first_hash_outside_quotes() {
+        assert_eq!(uncomment("1,2 # note", false), "1,2 ");
+        assert_eq!(uncomment("1,\"a # b\",2 # note", false), "1,\"a ");
+        assert_eq!(uncomment("1,\"a # b\",2 # note", true), "1,\"a # b\",2 ");
+        assert_eq!(uncomment("1,\"say \"\"#1\"\"\",2", true), "1,\"say \"\"#1\"\"\",2");
+        assert_eq!(uncomment("1,\"open # all", true), "1,\"open # all");
+        assert_eq!(uncomment("# all", true), "");
     }
 }

@@ -130,10 +130,10 @@ enum Cmd {
         #[arg(long, default_value_t = 30)]
         clients: usize,
         /// Points per client in a global mini-batch (the thesis: 400).
-        #[arg(long, default_value_t = 400.0)]
+        #[arg(long, allow_negative_numbers = true, default_value_t = 400.0)]
         points: f64,
         /// Parity rows as a fraction of the global mini-batch, δ = u_max/m.
-        #[arg(long, default_value_t = 0.1)]
+        #[arg(long, allow_negative_numbers = true, default_value_t = 0.1)]
         delta: f64,
         /// Random Fourier features q.
         #[arg(long, default_value_t = 2000)]
@@ -230,14 +230,14 @@ enum Cmd {
         #[arg(long)]
         baseline: Option<PathBuf>,
         /// Also report the time and iterations to reach this normalized error (synthetic data).
-        #[arg(long)]
+        #[arg(long, allow_negative_numbers = true)]
         target_error: Option<f64>,
         /// Also report the time and iterations to reach this held-out accuracy, a fraction
         /// (data.test_path).
-        #[arg(long)]
+        #[arg(long, allow_negative_numbers = true)]
         target_accuracy: Option<f64>,
         /// Also report the time and iterations to reach this loss (iterations.csv's `loss`).
-        #[arg(long)]
+        #[arg(long, allow_negative_numbers = true)]
         target_loss: Option<f64>,
         /// Write report.md and PNG/SVG plots into this directory.
         #[arg(long)]
@@ -313,13 +313,13 @@ enum TheoryCmd {
         #[arg(long)]
         m: usize,
         /// Largest condition number κ.
-        #[arg(long, default_value_t = 1000.0)]
+        #[arg(long, allow_negative_numbers = true, default_value_t = 1000.0)]
         kappa: f64,
         /// Failure probability ε.
-        #[arg(long, default_value_t = 1e-3)]
+        #[arg(long, allow_negative_numbers = true, default_value_t = 1e-3)]
         eps: f64,
         /// Chen–Dongarra's constant C (7 reproduces Table I; the text prints 6.414).
-        #[arg(long, default_value_t = outrun_codes::theory::C_TABLE)]
+        #[arg(long, allow_negative_numbers = true, default_value_t = outrun_codes::theory::C_TABLE)]
         c: f64,
         /// Print one JSON object.
         #[arg(long)]
@@ -335,10 +335,10 @@ enum TheoryCmd {
         #[arg(long, default_value_t = 3)]
         d: usize,
         /// Computation phase t_cp.
-        #[arg(long, default_value_t = 3.0)]
+        #[arg(long, allow_negative_numbers = true, default_value_t = 3.0)]
         tcp: f64,
         /// Communication time t_cm of a whole (length-w) vector.
-        #[arg(long, default_value_t = 13.0)]
+        #[arg(long, allow_negative_numbers = true, default_value_t = 13.0)]
         tcm: f64,
         /// Straggler probabilities, comma-separated.
         #[arg(long, default_value = "0.001,0.01,0.05,0.1,0.2,0.3,0.4,0.5")]
@@ -375,7 +375,7 @@ enum BenchCmd {
         #[arg(long, default_value_t = 5)]
         rounds: usize,
         /// Seconds per timed round (per method and size).
-        #[arg(long, default_value_t = 0.3)]
+        #[arg(long, allow_negative_numbers = true, default_value_t = 0.3)]
         seconds: f64,
         #[arg(long, default_value_t = 200)]
         poll_us: u64,
@@ -467,7 +467,7 @@ enum BenchCmd {
         /// r for the LT code (decodes all r(1 + overhead) rows by peeling).
         #[arg(long, value_delimiter = ',', default_value = "2000,10000,50000")]
         lt_sizes: Vec<usize>,
-        #[arg(long, default_value_t = 0.3)]
+        #[arg(long, allow_negative_numbers = true, default_value_t = 0.3)]
         overhead: f64,
         /// Received sets per size.
         #[arg(long, default_value_t = 5)]
@@ -963,6 +963,13 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Cmd::Theory(TheoryCmd::Bec { dv, dc, json }) => reproduce::bec(dv, dc, json),
         Cmd::Theory(TheoryCmd::AgcAet { n, d, tcp, tcm, p, json }) => reproduce::agc_aet(n, d, tcp, tcm, &p, json),
         Cmd::Bench(BenchCmd::Ring { sizes, algorithms, rounds, seconds, poll_us, idle }) => {
+            // every rank parses the same arguments, so every rank refuses alike before MPI starts
+            if rounds == 0 || !(seconds > 0.0 && seconds <= 3600.0) || sizes.iter().any(|&b| b < 8) {
+                return Err(Failure(
+                    format!("bench ring: --rounds at least 1, --seconds in (0, 3600], --sizes at least 8 bytes (one f64) each (got rounds = {rounds}, seconds = {seconds}, sizes = {sizes:?})"),
+                    2,
+                ));
+            }
             let (rank, size, idle, rows) =
                 outrun_engine::bench::ring_vs_mpi(&sizes, &algorithms, rounds, seconds, poll_us, idle);
             if rank == 0 {
@@ -1015,6 +1022,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
         },
         Cmd::Bench(BenchCmd::Kernel { samples, features, reps }) => {
             use outrun_config::Loss;
+            if samples == 0 || features == 0 || reps == 0 {
+                return Err(Failure("bench kernel: --samples, --features and --reps at least 1".into(), 2));
+            }
             println!(
                 "loss,bytes,kernel_gb_s,read_gb_s,fraction,blas_gb_s,kernel_over_blas,paced_gb_s,paced_over_kernel,cores,read_all_gb_s"
             );
@@ -1037,6 +1047,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
         Cmd::Bench(BenchCmd::Decode { sizes, len, sets }) => {
+            if len == 0 || sets == 0 {
+                return Err(Failure("bench decode: --len and --sets at least 1".into(), 2));
+            }
             let rows = outrun_workloads::bench::decode_times(&sizes, len, sets)
                 .map_err(|e| Failure(format!("bench decode: {e}"), 2))?;
             println!("code,n,k,erased,sets,decoded,cold_ms,warm_ms,apply_ms,max_rel_err,refused");
@@ -1061,6 +1074,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Cmd::Bench(BenchCmd::Screen { n, s, f, lens, reps }) => {
             if n == 0 || s >= n || 2 * f > s {
                 return Err(Failure(format!("bench screen: need 2f ≤ s < n (n = {n}, s = {s}, f = {f})"), 2));
+            }
+            if reps == 0 || lens.contains(&0) {
+                return Err(Failure("bench screen: --reps and every --lens at least 1".into(), 2));
             }
             let rows = outrun_workloads::bench::screen_times(n, s, f, &lens, reps)
                 .map_err(|e| Failure(format!("bench screen: {e}"), 2))?;
@@ -1126,6 +1142,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
         Cmd::Bench(BenchCmd::Groups { r, values }) => {
+            if r == 0 || values == 0 {
+                return Err(Failure("bench groups: --r and --values at least 1".into(), 2));
+            }
             let (rank, row) = outrun_engine::bench::group_broadcasts(r, values);
             if rank == 0 {
                 println!("groups,broadcasts,values,seconds,correct");

@@ -288,6 +288,16 @@ pub(crate) fn bec(dv: usize, dc: usize, json: bool) -> Result<(), Failure> {
     if dv > 1000 || dc > 1000 {
         return Err(Failure("theory bec: --dv and --dc at most 1000".into(), 2));
     }
+    if dc <= dv {
+        // a check node per dv/dc of a variable: with dc ≤ dv the ensemble carries no information
+        return Err(Failure(
+            format!(
+                "theory bec: --dc = {dc} must exceed --dv = {dv} (the design rate 1 − dv/dc would be {})",
+                num(1.0 - dv as f64 / dc as f64)
+            ),
+            2,
+        ));
+    }
     let p = theory::bec_threshold(dv, dc);
     let rate = 1.0 - dv as f64 / dc as f64;
     if json {
@@ -306,6 +316,10 @@ pub(crate) fn agc_aet(n: usize, d: usize, tcp: f64, tcm: f64, p: &str, json: boo
     let bad = |m: String| Err(Failure(format!("theory agc-aet: {m}"), 2));
     if d == 0 || d > n || n > 2000 {
         return bad(format!("--d must lie in 1..=n and n ≤ 2000 (n = {n}, d = {d})"));
+    }
+    if d > 200 {
+        // 2d + 2 schemes, each an n·d sum a p: n = 2000, d = 200 takes about 10 s a p here
+        return bad(format!("--d = {d}: at most 200 (the table has a column for each of 2d + 2 schemes)"));
     }
     if !((0.0..=1e6).contains(&tcp) && (0.0..=1e6).contains(&tcm)) {
         return bad(format!("--tcp and --tcm must be times from 0 to 10⁶ (got {}, {})", num(tcp), num(tcm)));

@@ -1038,6 +1038,16 @@ fn reproduce_lists_and_runs_results() {
             "--kappa = 0.5 must be a condition number: at least 1",
         ),
         (&["theory", "bec", "--dv", "1"][..], "--dv and --dc"),
+        // a negative number is a value that our check names, not an unknown flag of clap's
+        (&["theory", "sk", "--n", "10", "--s", "2", "--m", "2", "--kappa", "-1"][..], "--kappa = -1 must be"),
+        (&["theory", "agc-aet", "--tcp", "-1"][..], "--tcp and --tcm must be times from 0"),
+        (&["theory", "bec", "--dv", "3", "--dc", "3"][..], "--dc = 3 must exceed --dv = 3"),
+        (&["theory", "agc-aet", "--n", "300", "--d", "201"][..], "--d = 201: at most 200"),
+        (&["bench", "ring", "--seconds", "-1"][..], "bench ring: --rounds at least 1, --seconds in (0, 3600]"),
+        (&["bench", "decode", "--sets", "0"][..], "bench decode: --len and --sets at least 1"),
+        (&["bench", "kernel", "--reps", "0"][..], "bench kernel: --samples, --features and --reps"),
+        (&["bench", "screen", "--lens", "0"][..], "bench screen: --reps and every --lens at least 1"),
+        (&["bench", "groups", "--values", "0"][..], "bench groups: --r and --values at least 1"),
     ] {
         let r = outrun(args);
         assert_eq!(r.code, Some(2), "{args:?}: {}", r.stderr);

@@ -1491,6 +1491,36 @@ where
     }
 }
 
+/// clap's message in one line: its first paragraph (what is wrong, and the lines that name it:
+/// the missing arguments, the possible values), a `tip:` it gives, and a pointer to the help of
+/// the command its usage line names.
+fn one_line(text: &str) -> String {
+    let mut paragraphs = text.split("\n\n").map(str::trim_end).filter(|p| !p.trim().is_empty());
+    let mut lines = paragraphs.next().unwrap_or_default().lines();
+    let mut said = lines.next().unwrap_or_default().trim_start_matches("error: ").trim_end().to_string();
+    let named: Vec<&str> = lines.map(str::trim).filter(|l| !l.is_empty()).collect();
+    if !named.is_empty() {
+        // "… not provided:" is followed by the arguments, one a line; `[possible values: …]`
+        // reads on after the value
+        said = format!("{said} {}", named.join(", "));
+    }
+    let mut help = "`outrun --help`, or `outrun COMMAND --help`,".to_string();
+    for p in paragraphs {
+        for l in p.lines().map(str::trim) {
+            if let Some(tip) = l.strip_prefix("tip: ") {
+                said = format!("{said} ({tip})");
+            } else if let Some(usage) = l.strip_prefix("Usage: ") {
+                let words: Vec<&str> =
+                    usage.split_whitespace().take_while(|w| !w.starts_with(['-', '<', '['])).collect();
+                if !words.is_empty() {
+                    help = format!("`{} --help`", words.join(" "));
+                }
+            }
+        }
+    }
+    format!("error: {said} ({help} lists the arguments)")
+}
+
 fn main() -> ExitCode {
     // A bug must still end in one line, not a backtrace; standard output that refuses a line
     // (`> /dev/full`, a full disk) is no bug: one line naming it, exit 1.
@@ -1509,10 +1539,7 @@ fn main() -> ExitCode {
             e.exit()
         }
         Err(e) => {
-            // clap's first line says what is wrong; its usage and `--help` hint fold into a pointer
-            let text = e.render().to_string();
-            let first = text.lines().next().unwrap_or_default().trim_start_matches("error: ");
-            eprintln!("error: {first} (`outrun --help`, or `outrun COMMAND --help`, lists the arguments)");
+            eprintln!("{}", one_line(&e.render().to_string()));
             return ExitCode::from(2);
         }
     };
@@ -1553,5 +1580,35 @@ fn main() -> ExitCode {
             }
             ExitCode::from(code)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::one_line;
+
+    /// clap's messages as it renders them, each in one line that keeps what names the fault.
+    #[test]
+    fn clap_messages_fold_into_one_line_that_names_the_arguments() {
+        let missing = "error: the following required arguments were not provided:\n  --n <N>\n  --s <S>\n  --m <M>\n\nUsage: outrun theory sk --n <N> --s <S> --m <M>\n\nFor more information, try '--help'.\n";
+        assert_eq!(
+            one_line(missing),
+            "error: the following required arguments were not provided: --n <N>, --s <S>, --m <M> (`outrun theory sk --help` lists the arguments)"
+        );
+        let tip = "error: unexpected argument '--sett' found\n\n  tip: a similar argument exists: '--set'\n\nUsage: outrun check --set <SECTION.KEY=VALUE> <CONFIG>\n\nFor more information, try '--help'.\n";
+        assert_eq!(
+            one_line(tip),
+            "error: unexpected argument '--sett' found (a similar argument exists: '--set') (`outrun check --help` lists the arguments)"
+        );
+        let values = "error: invalid value 'x' for '--reduce <REDUCE>'\n  [possible values: contiguous, mod]\n\nFor more information, try '--help'.\n";
+        assert_eq!(
+            one_line(values),
+            "error: invalid value 'x' for '--reduce <REDUCE>' [possible values: contiguous, mod] (`outrun --help`, or `outrun COMMAND --help`, lists the arguments)"
+        );
+        let top = "error: unrecognized subcommand 'trian'\n\n  tip: a similar subcommand exists: 'train'\n\nUsage: outrun <COMMAND>\n\nFor more information, try '--help'.\n";
+        assert_eq!(
+            one_line(top),
+            "error: unrecognized subcommand 'trian' (a similar subcommand exists: 'train') (`outrun --help` lists the arguments)"
+        );
     }
 }

@@ -393,7 +393,11 @@ fn small_hostile_inputs_get_one_line_each() {
     let cases = [
         cases,
         vec![
-            (vec!["train".into()], "the following required arguments were not provided"),
+            // the missing argument named (its line was dropped with clap's usage)
+            (
+                vec!["train".into()],
+                "the following required arguments were not provided: <CONFIG> (`outrun train --help`",
+            ),
             (vec!["check".into(), c.clone(), "--bogus".into()], "unexpected argument '--bogus' found"),
             (vec!["simulate".into(), c.clone(), "--trials".into(), "many".into()], "invalid value 'many'"),
         ],

@@ -1394,15 +1394,6 @@ fn pagerank_load(
     };
     let g = &loaded.graph;
     let n = g.vertices();
-    if !json {
-        println!(
-            "graph: n = {n} vertices, {} values per iteration (directed edges); K = {k} servers, Reducers {}",
-            g.values(),
-            if policy == ReducePolicy::Modulo { "i mod K" } else { "contiguous" }
-        );
-        println!("| r | batches | groups | uncoded values U | L_UC | coded segments | L_C | coded bytes | uncoded bytes | gain L_UC/L_C | redistributed values |");
-        println!("|---|---|---|---|---|---|---|---|---|---|---|");
-    }
     // what a config of these servers and loads would be refused for, as an argument's line
     let refused = |e: outrun_config::ConfigError| {
         input(e.to_string().replace("scheme.servers", "--servers").replace("scheme.r", "--r"))
@@ -1415,9 +1406,25 @@ fn pagerank_load(
         multicast: Default::default(),
     };
     scheme(1).validate().map_err(refused)?;
-    for r in rs {
-        let a = ShuffleAllocation::new(n, k, r, policy).map_err(|e| input(format!("--r {r}: {e}")))?;
-        scheme(r).validate().map_err(refused)?;
+    // every load checked before the table starts: a refusal is the only output
+    let allocations = rs
+        .into_iter()
+        .map(|r| {
+            let a = ShuffleAllocation::new(n, k, r, policy).map_err(|e| input(format!("--r {r}: {e}")))?;
+            scheme(r).validate().map_err(refused)?;
+            Ok((r, a))
+        })
+        .collect::<Result<Vec<_>, Failure>>()?;
+    if !json {
+        println!(
+            "graph: n = {n} vertices, {} values per iteration (directed edges); K = {k} servers, Reducers {}",
+            g.values(),
+            if policy == ReducePolicy::Modulo { "i mod K" } else { "contiguous" }
+        );
+        println!("| r | batches | groups | uncoded values U | L_UC | coded segments | L_C | coded bytes | uncoded bytes | gain L_UC/L_C | redistributed values |");
+        println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    }
+    for (r, a) in allocations {
         let l = loads(g, &a);
         let groups = if r < k { binomial(k, r + 1) } else { 0 };
         let gain = if l.segments > 0 { format!("{:.2}", l.l_uncoded() / l.l_coded()) } else { "-".into() };

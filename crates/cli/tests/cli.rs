@@ -512,12 +512,17 @@ fn pagerank_load_plan_and_simulator() {
     assert_eq!(got[1..], [(70, 78, 40, 312), (50, 59, 28, 156), (24, 25, 7, 50)]);
     let table = outrun(&["pagerank-load", "--graph", &gs, "--servers", "5"]);
     assert!(table.stdout.contains("| 2 | 10 | 10 | 51 |"), "{}", table.stdout);
-    let bad = outrun(&["pagerank-load", "--graph", &gs, "--servers", "5", "--r", "6"]);
+    // a load refused after good ones: the refusal alone, no table begun on stdout
+    let bad = outrun(&["pagerank-load", "--graph", &gs, "--servers", "5", "--r", "2,6"]);
     assert_eq!(bad.code, Some(2));
     assert!(bad.stderr.contains("r = 6 must be between 1 and the number of servers K = 5"), "{}", bad.stderr);
+    assert_eq!(bad.stdout, "");
     // what a config refuses, the command refuses
     let none = outrun(&["pagerank-load", "--graph", &gs, "--servers", "0"]);
-    assert_eq!((none.code, none.stderr.trim()), (Some(2), "error: --servers: must be at least 1"));
+    assert_eq!(
+        (none.code, none.stderr.trim(), none.stdout.as_str()),
+        (Some(2), "error: --servers: must be at least 1", "")
+    );
     // plan, check and simulate on a PageRank config
     let cfg = dir.join("pr.toml");
     std::fs::write(&cfg, format!("[run]\nname='p'\niterations=3\n[job]\nkind='pagerank'\n[graph]\npath='{gs}'\n[scheme]\nkind='coded-pagerank'\nservers=5\nr=2\n")).unwrap();

@@ -112,14 +112,37 @@ pub(crate) trait Tagged: Sized {
                 format!("unknown field `{key}` for {field} = \"{kind}\", expected one of {}", keys.join(", ")),
             );
         }
+        // the kinds that do not use `key`, where they are fewer to name than those that do
+        // (`scheme.workers` is used by 28 kinds of 33)
+        let fewer_without = |key: &str| -> Option<Vec<String>> {
+            let without: Vec<String> = Self::VARIANTS
+                .iter()
+                .filter(|(k, keys)| *k != "none" && !keys.contains(&key))
+                .map(|(k, _)| format!("\"{k}\""))
+                .collect();
+            (without.len() < users(key).len()).then_some(without)
+        };
         // every key of another kind at once (switching kinds with --set left them one round
         // trip each), with the overrides that clear them
         if let [first, rest @ ..] = &misplaced[..] {
             let named = |k: &str| format!("{}.{k}", Self::SECTION);
-            let mut message = format!("is only used by {field} = {}, not \"{kind}\"", users(first).join(" or "));
+            let mut message = match fewer_without(first) {
+                Some(without) => {
+                    // this kind first
+                    let quoted = format!("\"{kind}\"");
+                    let all: Vec<&str> = std::iter::once(quoted.as_str())
+                        .chain(without.iter().map(String::as_str).filter(|k| *k != quoted))
+                        .collect();
+                    format!("is used by every {field} but {}", and(&all))
+                }
+                None => format!("is only used by {field} = {}, not \"{kind}\"", users(first).join(" or ")),
+            };
             if !rest.is_empty() {
-                let others: Vec<String> =
-                    rest.iter().map(|k| format!("{} ({})", named(k), users(k).join(" or "))).collect();
+                let who = |k: &str| match fewer_without(k) {
+                    Some(without) => format!("every kind but {}", and(&without)),
+                    None => users(k).join(" or "),
+                };
+                let others: Vec<String> = rest.iter().map(|k| format!("{} ({})", named(k), who(k))).collect();
                 message += &format!("; so {} {}", if rest.len() == 1 { "is" } else { "are" }, others.join(", "));
             }
             let clears: Vec<String> = misplaced.iter().map(|k| format!("--set {}=", named(k))).collect();
@@ -128,5 +151,16 @@ pub(crate) trait Tagged: Sized {
             return err(&named(first), message);
         }
         Self::variant(&kind, toml::Value::Table(s))
+    }
+}
+
+/// `a`, `a and b`, `a, b and c`.
+fn and<S: AsRef<str>>(items: &[S]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.as_ref().to_string(),
+        [init @ .., last] => {
+            format!("{} and {}", init.iter().map(AsRef::as_ref).collect::<Vec<_>>().join(", "), last.as_ref())
+        }
     }
 }

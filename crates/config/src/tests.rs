@@ -202,6 +202,18 @@ fn tagged_sections_name_the_owner_of_a_misplaced_key() {
          scheme.layers (\"cr\"), scheme.n (\"cr\" or \"gc-dc\") (remove them, or clear them with --set scheme.code= \
          --set scheme.layers= --set scheme.n=)"
     );
+    // a key most kinds use names the few that do not (28 names were a 480-character line)
+    let e = parse_with(&["scheme.kind=uncoded-pagerank", "scheme.s="]).unwrap_err();
+    assert_eq!(
+        (e.field.as_str(), e.message.as_str()),
+        (
+            "scheme.workers",
+            "is used by every scheme.kind but \"uncoded-pagerank\", \"coded-pagerank\", \"arc\", \"amc\" and \
+             \"hier-uncoded\" (remove it, or clear it with --set scheme.workers=)"
+        )
+    );
+    let e = parse_with(&["scheme.kind=coded-pagerank"]).unwrap_err();
+    assert!(e.message.contains("so is scheme.workers (every kind but \"coded-pagerank\", "), "{e}");
     // a key no kind uses (a typo) is named first
     let e = parse_with(&["scheme.kind=umw", "scheme.s=", "scheme.n=3", "scheme.nn=3"]).unwrap_err();
     assert_eq!(e.field, "scheme.nn");

@@ -1314,7 +1314,7 @@ impl SchemeConfig {
         match self {
             SchemeConfig::Umw(_) | SchemeConfig::Rar(_) | SchemeConfig::Allreduce(_) if c.s != 0 => err(
                 "scheme.s",
-                format!("= {}: \"{kind}\" tolerates no stragglers (it waits for every worker); remove scheme.s or use ignore / gc-cyclic", c.s),
+                format!("= {}: \"{kind}\" tolerates no stragglers (it waits for every worker); remove scheme.s (on the command line: --set scheme.s=) or use ignore / gc-cyclic", c.s),
             ),
             _ if c.s >= n => err("scheme.s", format!("= {}: must be less than scheme.workers = {n}", c.s)),
             SchemeConfig::GcFrac(_) if !n.is_multiple_of(c.s + 1) => err(

@@ -9,7 +9,8 @@
 #                              back to this machine, e.g. a laptop and cloud instances)
 #       [--dry-run]            print the ssh / rsync / mpirun commands instead of running them
 #       [--quiet]              no progress lines from rank 0
-# It copies the outrun binary, the resolved config and the data or graph file (if any) to every host
+# It copies the outrun binary, the resolved config and every file it reads (data, held-out data,
+# IDX labels, initial parameters, matrix, vector, graph) to every host
 # (rsync over ssh; hosts need the same OS and OpenMPI as this machine — scripts/ec2/ sets that
 # up) — and a Python model's module, with VIRTUAL_ENV passed to the ranks (each host needs that
 # environment, with numpy, at the same path: docs/python.md) —, runs mpirun over the hostfile (the first host gets rank 0, the master: give it slots=1 so
@@ -57,37 +58,41 @@ if [ -z "${VIRTUAL_ENV:-}" ] && [ -x "$here/.venv/bin/python" ]; then
 fi
 "$bin" check "$config" "${sets[@]}" >/dev/null
 np="$("$bin" plan "$config" --ranks "${sets[@]}")"
+# slots=K must be a whole number of 1 or more (awk read `slots=x` as 0 and said "0 slots")
+bad_slots="$(awk '!/^[[:space:]]*(#|$)/ {for(i=2;i<=NF;i++) if ($i ~ /^slots=/ && $i !~ /^slots=[1-9][0-9]*$/) {print FILENAME ":" FNR ": " $i " is not a whole number of slots, 1 or more"; exit}}' "$hostfile")"
+[ -z "$bad_slots" ] || { echo "cluster: $bad_slots" >&2; exit 2; }
 slots="$(grep -v '^[[:space:]]*\(#\|$\)' "$hostfile" | awk '{n=1; for(i=2;i<=NF;i++) if ($i ~ /^slots=/) {sub(/^slots=/,"",$i); n=$i} s+=n} END{print s+0}')"
 [ "$np" -le "$slots" ] || { echo "cluster: the run needs $np MPI ranks but $hostfile has $slots slots; add hosts or slots=K" >&2; exit 2; }
 tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
 "$bin" config "$config" "${sets[@]}" > "$tmp/config.toml"
 cp "$hostfile" "$tmp/hostfile"
-data="$(awk '/^\[/{s=$0} s=="[data]" && /^path *=/{sub(/^path *= */,""); gsub(/"/,""); print}' "$tmp/config.toml")"
-
 files=("$bin" "$tmp/config.toml" "$tmp/hostfile")
 remote_sets=(--set "run.out_dir=$workdir/runs")
-if [ -n "$data" ]; then
-  files+=("$data")
-  remote_sets+=(--set "data.path=$workdir/$(basename "$data")")
-fi
-# a PageRank edge-list file goes with it the same way
-graph="$(awk '/^\[/{s=$0} s=="[graph]" && /^path *=/{sub(/^path *= */,""); gsub(/"/,""); print}' "$tmp/config.toml")"
-if [ -n "$graph" ]; then
-  files+=("$graph")
-  remote_sets+=(--set "graph.path=$workdir/$(basename "$graph")")
-fi
-# a Python model's module too; its ranks import from the same VIRTUAL_ENV path on every host
-module="$(awk '/^\[/{s=$0} s=="[job]" && /^module *=/{sub(/^module *= */,""); gsub(/"/,""); print}' "$tmp/config.toml")"
+# every file the ranks read (the resolved config names it by its absolute path here, which other
+# hosts lack) goes beside the config, under its own name — the key's before it where two files
+# share a name (train/data.csv, test/data.csv) —, and the config is pointed at the copy; the
+# straggler and link files are already inside the resolved config
+mkdir "$tmp/in"
+declare -A taken=([outrun]=1 [config.toml]=1 [hostfile]=1 [runs]=1)  # the work directory's own
 mpi_env=()
-if [ -n "$module" ]; then
-  files+=("$module")
-  remote_sets+=(--set "job.module=$workdir/$(basename "$module")")
-  [ -z "${VIRTUAL_ENV:-}" ] || mpi_env=(-x VIRTUAL_ENV -x OMP_NUM_THREADS=1)
-fi
+for key in data.path data.test_path data.labels_path data.test_labels_path model.init_path \
+           matrix.path vector.path graph.path job.module; do
+  file="$(awk -v want="[${key%%.*}]" -v field="${key#*.}" '/^\[/{s=$0; next} s==want && $1==field && $2=="=" {sub(/^[^=]*= */,""); gsub(/^"|"$/,""); print}' "$tmp/config.toml")"
+  [ -n "$file" ] || continue
+  name="$(basename "$file")"
+  [ -z "${taken[$name]:-}" ] || name="$key-$name"
+  taken[$name]=1
+  ln -s "$file" "$tmp/in/$name"
+  files+=("$tmp/in/$name")
+  remote_sets+=(--set "$key=$workdir/$name")
+  echo "cluster: $key $file goes to $workdir/$name on every host" >&2
+  # a Python model's ranks import from the same VIRTUAL_ENV path on every host
+  if [ "$key" = job.module ] && [ -n "${VIRTUAL_ENV:-}" ]; then mpi_env=(-x VIRTUAL_ENV -x OMP_NUM_THREADS=1); fi
+done
 echo "cluster: $np ranks over ${#hosts[@]} hosts; work directory $workdir" >&2
 for h in "${hosts[@]}"; do
   run $ssh_cmd "$h" mkdir -p "$workdir/runs"
-  run rsync -az -e "$ssh_cmd" "${files[@]}" "$h:$workdir/"
+  run rsync -azL -e "$ssh_cmd" "${files[@]}" "$h:$workdir/"
 done
 
 # Ranks start in the launching user's home (or mpirun's directory when it exists on the host),

@@ -130,8 +130,61 @@ fn cluster_dry_run_ships_a_python_module() {
     let r = run_with_timeout(cmd, Duration::from_secs(60));
     assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
     let rsync = r.stdout.lines().find(|l| l.starts_with("rsync") && l.contains(" h2:outrun-work/")).unwrap();
-    assert!(rsync.contains("examples/python/least_squares.py h2:outrun-work/"), "{rsync}");
+    assert!(rsync.contains("/in/least_squares.py h2:outrun-work/"), "{rsync}");
+    assert!(r.stderr.contains("examples/python/least_squares.py goes to outrun-work/least_squares.py"), "{}", r.stderr);
     let mpirun = r.stdout.lines().find(|l| l.starts_with("mpirun")).unwrap();
     assert!(mpirun.contains("-x VIRTUAL_ENV -x OMP_NUM_THREADS=1 "), "{mpirun}");
     assert!(mpirun.contains("--set job.module=outrun-work/least_squares.py"), "{mpirun}");
+}
+
+/// launch/cluster.sh ships every file the ranks read — not only `data.path`: an IDX set's labels
+/// and held-out files stayed at this machine's paths, which other hosts lack — each under a name
+/// of its own (two files both named `d.csv` in different folders), and points the config at the
+/// copies; a hostfile's `slots=x` is named with its line.
+#[test]
+fn cluster_dry_run_ships_every_file_the_ranks_read() {
+    let dir = tempdir("cluster-files");
+    let hosts = dir.join("hosts");
+    std::fs::write(&hosts, "h1 slots=1\nh2 slots=16\n").unwrap();
+    let dry = |config: &str, hosts: &std::path::Path| {
+        let mut cmd = Command::new(repo().join("launch/cluster.sh"));
+        cmd.current_dir(repo()).env("OUTRUN_BIN", bin());
+        cmd.args(["--dry-run", "--hostfile", hosts.to_str().unwrap(), config]);
+        run_with_timeout(cmd, Duration::from_secs(60))
+    };
+    let r = dry("configs/mlp-mnist.toml", &hosts);
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    let rsync = r.stdout.lines().find(|l| l.starts_with("rsync") && l.contains(" h2:outrun-work/")).unwrap();
+    let mpirun = r.stdout.lines().find(|l| l.starts_with("mpirun")).unwrap();
+    for (key, file) in [
+        ("data.path", "mnist-5k-train-images.idx.gz"),
+        ("data.labels_path", "mnist-5k-train-labels.idx.gz"),
+        ("data.test_path", "mnist-5k-test-images.idx.gz"),
+        ("data.test_labels_path", "mnist-5k-test-labels.idx.gz"),
+    ] {
+        assert!(rsync.contains(&format!("/in/{file} ")), "{key}: {rsync}");
+        assert!(mpirun.contains(&format!("--set {key}=outrun-work/{file}")), "{key}: {mpirun}");
+        assert!(r.stderr.contains(&format!("cluster: {key} ")), "{key}: {}", r.stderr);
+    }
+    // two files of one name: the second copy is named after its key
+    for sub in ["train", "test"] {
+        std::fs::create_dir_all(dir.join(sub)).unwrap();
+        std::fs::write(dir.join(sub).join("d.csv"), "1,0.5,2\n0,1.5,3\n1,0.2,1\n").unwrap();
+    }
+    let cfg = dir.join("csv.toml");
+    std::fs::write(
+        &cfg,
+        "[run]\nname='c'\niterations=2\n[data]\nkind='csv'\npath='train/d.csv'\ntest_path='test/d.csv'\n[model]\nloss='logistic'\nlr=0.1\n[scheme]\nkind='umw'\nworkers=2\n",
+    )
+    .unwrap();
+    let r = dry(cfg.to_str().unwrap(), &hosts);
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    let mpirun = r.stdout.lines().find(|l| l.starts_with("mpirun")).unwrap();
+    assert!(mpirun.contains("--set data.path=outrun-work/d.csv "), "{mpirun}");
+    assert!(mpirun.contains("--set data.test_path=outrun-work/data.test_path-d.csv"), "{mpirun}");
+    // a slot count that is not a number
+    std::fs::write(&hosts, "h1 slots=1\nh2 slots=x\n").unwrap();
+    let r = dry(cfg.to_str().unwrap(), &hosts);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(r.stderr.trim().ends_with(":2: slots=x is not a whole number of slots, 1 or more"), "{}", r.stderr);
 }

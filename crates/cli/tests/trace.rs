@@ -192,4 +192,14 @@ fn a_simulated_tree_traces_like_an_engine_run() {
     let names = check(&runs, &[], (0, u64::MAX));
     // a CodedReduce parent forwards the model and decodes its children's results
     assert!(names["decode"] > 6, "{names:?}");
+    // a window past the run's iterations is named, not written as an empty trace
+    std::fs::remove_file(runs.join("trace.json")).unwrap();
+    let past = outrun(&["trace", runs.to_str().unwrap(), "--iterations", "10..20"]);
+    assert_eq!(past.code, Some(2), "{}", past.stdout);
+    assert!(
+        past.stderr.trim_end().ends_with(": --iterations 10..20: the run logged iterations 0..5"),
+        "{}",
+        past.stderr
+    );
+    assert!(!runs.join("trace.json").exists());
 }

@@ -74,6 +74,21 @@ pub fn write(dir: &Path, window: Option<Window>) -> Result<(PathBuf, Counts), Re
     if events.is_empty() {
         return Err(ReportError::Option(format!("{}: no rank logs (rank-<r>.jsonl) here", dir.display())));
     }
+    if let Some((a, b)) = window {
+        // a window past the run (or before it) would write an empty trace and say so only in
+        // its counts
+        let logged = events.values().flat_map(|e| iterations(e).map(|i| i.t));
+        let (first, last) = logged.fold((u64::MAX, 0), |(lo, hi), t| (lo.min(t), hi.max(t)));
+        if first > last {
+            return Err(ReportError::Option(format!("{}: no iteration logged, so none in {a}..{b}", dir.display())));
+        }
+        if b < first || a > last {
+            return Err(ReportError::Option(format!(
+                "{}: --iterations {a}..{b}: the run logged iterations {first}..{last}",
+                dir.display()
+            )));
+        }
+    }
     let (trace_events, counts) = build(&events, window.unwrap_or((0, u64::MAX)));
     let name = dir.file_name().map_or(String::new(), |n| n.to_string_lossy().into_owned());
     let doc = json!({

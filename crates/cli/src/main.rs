@@ -242,7 +242,8 @@ enum Cmd {
         /// Write report.md and PNG/SVG plots into this directory.
         #[arg(long)]
         out: Option<PathBuf>,
-        /// Iterations per timeline plot (a window around each run's slowest iteration).
+        /// Iterations per timeline plot (a window around each run's slowest iteration); 0: no
+        /// timeline plots.
         #[arg(long, default_value_t = 3)]
         timeline: usize,
     },
@@ -252,7 +253,7 @@ enum Cmd {
         /// Run directories (or directories containing run directories).
         #[arg(required = true)]
         runs: Vec<PathBuf>,
-        /// Workers shown per run, most blamed first.
+        /// Workers shown per run, most blamed first (the table; --json lists every worker).
         #[arg(long, default_value_t = 10)]
         top: usize,
         /// Print a JSON list instead: every worker of every run, each with its run directory.
@@ -1218,6 +1219,9 @@ fn trace(paths: &[PathBuf], window: Option<outrun_report::trace::Window>) -> Res
 
 /// `outrun blame`: a table per run, or one JSON list of every run's workers.
 fn blame(paths: &[PathBuf], top: usize, json: bool) -> Result<(), Failure> {
+    if top == 0 {
+        return Err(Failure("--top 0: show at least 1 worker per run".into(), 2));
+    }
     let fail = |e: outrun_runlog::read::ReadError| Failure(e.to_string(), 2);
     let mut all = Vec::new();
     for dir in outrun_runlog::read::find_runs(paths).map_err(fail)? {

@@ -386,6 +386,7 @@ fn small_hostile_inputs_get_one_line_each() {
                 vec!["report".into(), runs.display().to_string(), "--baseline".into(), "does-not-exist".into()],
                 "--baseline does-not-exist: not one of the runs",
             ),
+            (vec!["blame".into(), runs.display().to_string(), "--top".into(), "0".into()], "--top 0: show at least 1"),
         ],
     ]
     .concat();

@@ -178,6 +178,14 @@ fn report_plots_test_accuracy_when_runs_have_a_held_out_set() {
     }
     let svg = std::fs::read_to_string(out.join("c1-accuracy.svg")).unwrap();
     assert!(svg.contains("test accuracy vs iterations") && svg.contains("ignore"), "both panels, both schemes");
+    assert!(md.contains("-timeline-"), "{md}");
+    // --timeline 0: no timeline plots (it drew one of 1 iteration)
+    let bare = dir.join("bare");
+    let r = outrun(&["report", runs.to_str().unwrap(), "--out", bare.to_str().unwrap(), "--timeline", "0"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let md = std::fs::read_to_string(bare.join("report.md")).unwrap();
+    assert!(!md.contains("-timeline-") && md.contains("c1-accuracy.png"), "{md}");
+    assert!(std::fs::read_dir(&bare).unwrap().all(|e| !e.unwrap().file_name().to_string_lossy().contains("timeline")));
     // every run reaches 1 % held-out accuracy at its first evaluation: a time and a count each
     let t = outrun(&["report", runs.to_str().unwrap(), "--target-accuracy", "0.01"]);
     assert_eq!(t.code, Some(0), "{}", t.stderr);

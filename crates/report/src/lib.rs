@@ -305,7 +305,8 @@ pub struct Options {
     pub baseline: Option<PathBuf>,
     /// Levels whose time and iterations to reach each run reports (columns, in this order).
     pub targets: Vec<Target>,
-    /// Iterations shown in each timeline (a window around the slowest iteration).
+    /// Iterations shown in each timeline (a window around the slowest iteration); 0: no
+    /// timeline plots.
     pub timeline_iterations: usize,
 }
 
@@ -380,8 +381,10 @@ pub fn write_report(paths: &[PathBuf], opts: &Options, out: &Path) -> Result<Str
         for r in group {
             blame_section(r, &mut md)?;
             let name = format!("{stem}-timeline-{}", sanitize(&r.label()));
-            if let Some(caption) = plots::timeline(r, opts.timeline_iterations.max(1), &out.join(&name))? {
-                md.push_str(&format!("![{caption}]({name}.png)\n\n"));
+            if opts.timeline_iterations > 0 {
+                if let Some(caption) = plots::timeline(r, opts.timeline_iterations, &out.join(&name))? {
+                    md.push_str(&format!("![{caption}]({name}.png)\n\n"));
+                }
             }
             let name = format!("{stem}-partition-{}", sanitize(&r.label()));
             if let Some(caption) = plots::partition(r, &out.join(&name))? {

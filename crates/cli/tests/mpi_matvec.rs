@@ -3,7 +3,8 @@
 //! relative for every subset of silenced workers whose remaining load covers r (Gaussian and
 //! systematic codes), the master says which subsets cannot be decoded, LT and the uncoded
 //! baselines are exact too, and power iteration finds the dominant eigenvalue of a symmetric
-//! matrix that the test computes independently.
+//! matrix that the test computes independently; pattern and skew-symmetric files and x as a
+//! Matrix Market column read as the test's formulas say.
 
 mod common;
 
@@ -256,4 +257,72 @@ compute = "modelled"
         res[0],
         res[res.len() - 1]
     );
+}
+
+/// A SuiteSparse-style pattern file (each listed entry 1), a skew-symmetric file (the strict lower
+/// triangle, A(j, i) = −A(i, j)) and x as a Matrix Market column, through mpirun with the coded
+/// scheme: y.txt equals the test's own dense product, formed from the test's formulas.
+#[test]
+fn pattern_and_skew_symmetric_files_and_a_matrix_market_x() {
+    let dir = tempdir("matvec-layouts");
+    let x_of = |m: usize| -> Vec<f64> { (0..m).map(|j| 0.5 + (j as f64 * 1.3).sin()).collect() };
+    let write_x = |path: &Path, x: &[f64]| {
+        let body: String = x.iter().map(|v| format!("{v:e}\n")).collect();
+        std::fs::write(path, format!("%%MatrixMarket matrix array real general\n% x\n{} 1\n{body}", x.len())).unwrap();
+    };
+    let product = |a: &[Vec<f64>], x: &[f64]| -> Vec<f64> {
+        a.iter().map(|row| row.iter().zip(x).map(|(p, q)| p * q).sum()).collect()
+    };
+    // pattern, R × M
+    let sub = dir.join("pattern");
+    std::fs::create_dir_all(&sub).unwrap();
+    let on = |i: usize, j: usize| (i * 7 + j * 3).is_multiple_of(5);
+    let a: Vec<Vec<f64>> = (0..R).map(|i| (0..M).map(|j| if on(i, j) { 1.0 } else { 0.0 }).collect()).collect();
+    let listed: Vec<String> =
+        (0..R).flat_map(|i| (0..M).filter(move |&j| on(i, j)).map(move |j| format!("{} {}\n", i + 1, j + 1))).collect();
+    std::fs::write(
+        sub.join("a.mtx"),
+        format!("%%MatrixMarket matrix coordinate pattern general\n{R} {M} {}\n{}", listed.len(), listed.concat()),
+    )
+    .unwrap();
+    let x = x_of(M);
+    write_x(&sub.join("x.txt"), &x);
+    let pattern = (sub.clone(), product(&a, &x));
+    // skew-symmetric, n × n
+    let sub = dir.join("skew");
+    std::fs::create_dir_all(&sub).unwrap();
+    let n = 60;
+    let lower = |i: usize, j: usize| ((i * 13 + j * 5) % 11) as f64 / 11.0 - 0.4;
+    let a: Vec<Vec<f64>> = (0..n)
+        .map(|i| {
+            (0..n)
+                .map(|j| {
+                    if i > j {
+                        lower(i, j)
+                    } else if i < j {
+                        -lower(j, i)
+                    } else {
+                        0.0
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    let listed: Vec<String> =
+        (0..n).flat_map(|i| (0..i).map(move |j| format!("{} {} {:e}\n", i + 1, j + 1, lower(i, j)))).collect();
+    std::fs::write(
+        sub.join("a.mtx"),
+        format!("%%MatrixMarket matrix coordinate real skew-symmetric\n{n} {n} {}\n{}", listed.len(), listed.concat()),
+    )
+    .unwrap();
+    let x = x_of(n);
+    write_x(&sub.join("x.txt"), &x);
+    let skew = (sub, product(&a, &x));
+    for (tag, (sub, y)) in [("pattern", pattern), ("skew", skew)] {
+        let (rc, err, rd) = run(&dir, &config(&sub), &[], tag);
+        assert_eq!(rc, Some(0), "{tag}: stderr:\n{err}");
+        let e = rel_err(&read_vec(&rd.unwrap().join("y.txt")), &y);
+        assert!(e < 1e-8, "{tag}: ‖ŷ − Ax‖/‖Ax‖ = {e:e}");
+        eprintln!("{tag}: relative error {e:.1e}");
+    }
 }

@@ -79,10 +79,22 @@ fn open(field: &str, path: &Path) -> Result<std::io::BufReader<std::fs::File>, D
 /// A Matrix Market header and size line.
 struct Header {
     coordinate: bool,
-    symmetric: bool,
+    /// `pattern`: coordinates without values, each entry 1 (as scipy reads them).
+    pattern: bool,
+    symmetry: Symmetry,
     rows: usize,
     cols: usize,
     entries: usize,
+}
+
+/// What a file's lower triangle stands for.
+#[derive(Clone, Copy, PartialEq)]
+enum Symmetry {
+    General,
+    /// A(j, i) = A(i, j): the lower triangle with its diagonal is given.
+    Symmetric,
+    /// A(j, i) = −A(i, j), a zero diagonal: the strict lower triangle is given.
+    Skew,
 }
 
 /// A Matrix Market file's header and its numbered lines after it.
@@ -102,7 +114,7 @@ fn header(lines: &mut impl Iterator<Item = (usize, std::io::Result<String>)>, pa
         return Err(mm_err(
             path,
             ln,
-            "expected the header `%%MatrixMarket matrix <coordinate|array> <real|integer> <general|symmetric>`",
+            "expected the header `%%MatrixMarket matrix <coordinate|array> <real|integer|pattern> <general|symmetric|skew-symmetric>`",
         ));
     }
     let coordinate = match words[2].as_str() {
@@ -110,14 +122,23 @@ fn header(lines: &mut impl Iterator<Item = (usize, std::io::Result<String>)>, pa
         "array" => false,
         other => return Err(mm_err(path, ln, format!("format `{other}` is not supported (coordinate or array)"))),
     };
-    match words[3].as_str() {
-        "real" | "integer" | "double" => {}
-        other => return Err(mm_err(path, ln, format!("field `{other}` is not supported (real or integer)"))),
-    }
-    let symmetric = match words[4].as_str() {
-        "general" => false,
-        "symmetric" => true,
-        other => return Err(mm_err(path, ln, format!("symmetry `{other}` is not supported (general or symmetric)"))),
+    let pattern = match words[3].as_str() {
+        "real" | "integer" | "double" => false,
+        "pattern" if coordinate => true,
+        "pattern" => return Err(mm_err(path, ln, "field `pattern` goes with the coordinate format, not array")),
+        other => return Err(mm_err(path, ln, format!("field `{other}` is not supported (real, integer or pattern)"))),
+    };
+    let symmetry = match words[4].as_str() {
+        "general" => Symmetry::General,
+        "symmetric" => Symmetry::Symmetric,
+        "skew-symmetric" => Symmetry::Skew,
+        other => {
+            return Err(mm_err(
+                path,
+                ln,
+                format!("symmetry `{other}` is not supported (general, symmetric or skew-symmetric)"),
+            ))
+        }
     };
     for (ln, l) in lines.by_ref() {
         let l = read(l, ln)?;
@@ -139,8 +160,8 @@ fn header(lines: &mut impl Iterator<Item = (usize, std::io::Result<String>)>, pa
         if rows == 0 || cols == 0 {
             return Err(mm_err(path, ln, "the matrix has no rows or no columns"));
         }
-        if symmetric && rows != cols {
-            return Err(mm_err(path, ln, format!("a symmetric matrix must be square, not {rows} × {cols}")));
+        if symmetry != Symmetry::General && rows != cols {
+            return Err(mm_err(path, ln, format!("a {} matrix must be square, not {rows} × {cols}", words[4])));
         }
         if rows.saturating_mul(cols) > MAX_ENTRIES {
             return Err(mm_err(
@@ -149,14 +170,13 @@ fn header(lines: &mut impl Iterator<Item = (usize, std::io::Result<String>)>, pa
                 format!("{rows} × {cols} is more than the {MAX_ENTRIES} entries a rank holds densely"),
             ));
         }
-        let entries = if coordinate {
-            v[2]
-        } else if symmetric {
-            rows * (rows + 1) / 2
-        } else {
-            rows * cols
+        let entries = match (coordinate, symmetry) {
+            (true, _) => v[2],
+            (false, Symmetry::General) => rows * cols,
+            (false, Symmetry::Symmetric) => rows * (rows + 1) / 2,
+            (false, Symmetry::Skew) => rows * (rows - 1) / 2,
         };
-        return Ok(Header { coordinate, symmetric, rows, cols, entries });
+        return Ok(Header { coordinate, pattern, symmetry, rows, cols, entries });
     }
     Err(mm_err(path, 1, "no size line after the header"))
 }
@@ -230,8 +250,9 @@ pub fn entries(m: &MatrixConfig, seed: u64, mut f: impl FnMut(usize, usize, f64)
             }
         };
         let (i, j, v) = if h.coordinate {
-            if words.len() != 3 {
-                return Err(mm_err(p, ln, format!("expected `row col value`, found `{t}`")));
+            if words.len() != 3 - usize::from(h.pattern) {
+                let want = if h.pattern { "row col" } else { "row col value" };
+                return Err(mm_err(p, ln, format!("expected `{want}`, found `{t}`")));
             }
             let idx = |w: &str, n: usize, what: &str| -> Result<usize, DataError> {
                 match w.parse::<usize>() {
@@ -240,7 +261,7 @@ pub fn entries(m: &MatrixConfig, seed: u64, mut f: impl FnMut(usize, usize, f64)
                 }
             };
             let (i, j) = (idx(words[0], h.rows, "row")?, idx(words[1], h.cols, "column")?);
-            if h.symmetric && j > i {
+            if h.symmetry != Symmetry::General && j > i {
                 return Err(mm_err(
                     p,
                     ln,
@@ -251,27 +272,38 @@ pub fn entries(m: &MatrixConfig, seed: u64, mut f: impl FnMut(usize, usize, f64)
                     ),
                 ));
             }
-            (i, j, value(words[2])?)
+            if h.symmetry == Symmetry::Skew && i == j {
+                return Err(mm_err(
+                    p,
+                    ln,
+                    format!("entry ({0}, {0}) is on the diagonal of a skew-symmetric matrix, which is zero", i + 1),
+                ));
+            }
+            (i, j, if h.pattern { 1.0 } else { value(words[2])? })
         } else {
             if words.len() != 1 {
                 return Err(mm_err(p, ln, format!("expected one value per line (array format), found `{t}`")));
             }
-            // column-major; the lower triangle of a symmetric matrix
-            let (i, j) = if h.symmetric {
+            // column-major; the lower triangle of a symmetric matrix (without its diagonal for a
+            // skew-symmetric one)
+            let (i, j) = if h.symmetry == Symmetry::General {
+                (seen % h.rows, seen / h.rows)
+            } else {
+                let skip = usize::from(h.symmetry == Symmetry::Skew);
                 let (mut j, mut k) = (0, seen);
-                while k >= h.rows - j {
-                    k -= h.rows - j;
+                while k >= h.rows - j - skip {
+                    k -= h.rows - j - skip;
                     j += 1;
                 }
-                (j + k, j)
-            } else {
-                (seen % h.rows, seen / h.rows)
+                (j + skip + k, j)
             };
             (i, j, value(words[0])?)
         };
         f(i, j, v);
-        if h.symmetric && i != j {
-            f(j, i, v);
+        match h.symmetry {
+            Symmetry::Symmetric if i != j => f(j, i, v),
+            Symmetry::Skew => f(j, i, -v),
+            _ => {}
         }
         seen += 1;
     }
@@ -285,12 +317,31 @@ pub fn entries(m: &MatrixConfig, seed: u64, mut f: impl FnMut(usize, usize, f64)
     Ok((h.rows, h.cols))
 }
 
-/// x: read from `[vector] path` (m values, one per line; `#` comments) or generated uniform in
-/// [0, 1).
+/// x: read from `[vector] path` (m values, one per line; `#` comments; or a Matrix Market file
+/// of m × 1 or 1 × m, as collections ship right-hand sides) or generated uniform in [0, 1).
 pub fn vector(v: &VectorConfig, seed: u64, m: usize) -> Result<Vec<f64>, DataError> {
     let Some(p) = &v.path else {
         return Ok((0..m).map(|j| unit(&[seed, VECTOR, j as u64])).collect());
     };
+    let mut first = String::new();
+    open("vector.path", Path::new(p))?.read_line(&mut first).map_err(|e| mm_err(p, 1, format!("cannot read: {e}")))?;
+    if first.trim_start().to_ascii_lowercase().starts_with("%%matrixmarket") {
+        let (h, _) = open_mm(p)?;
+        if !(h.cols == 1 && h.rows == m || h.rows == 1 && h.cols == m) {
+            return Err(DataError::field(
+                "vector.path",
+                format!(
+                    "{p}: a {} × {} matrix; x is a vector of the matrix's {m} columns ({m} × 1 or 1 × {m})",
+                    h.rows, h.cols
+                ),
+            ));
+        }
+        let mut x = vec![0.0; m];
+        let file =
+            MatrixConfig { path: Some(p.clone()), rows: None, cols: None, symmetric: false, dist: MatrixDist::Uniform };
+        entries(&file, 0, |i, j, v| x[i + j] += v)?;
+        return Ok(x);
+    }
     let mut x = Vec::with_capacity(m);
     let mut last = 0;
     for (i, l) in open("vector.path", Path::new(p))?.lines().enumerate() {
@@ -346,7 +397,32 @@ mod tests {
         let arrs = write("layout-as", "%%MatrixMarket matrix array integer symmetric\n2 2\n1\n2\n3\n");
         assert_eq!(load(&cfg(&arrs), 0).unwrap().data, vec![1.0, 2.0, 2.0, 3.0]);
         assert_eq!(shape(&cfg(&coord)).unwrap(), Shape { samples: 2, features: 3 });
-        for p in [coord, sym, arr, arrs] {
+        // pattern: each listed entry is 1 (SuiteSparse's graphs); skew-symmetric: A(j, i) = −A(i, j)
+        let pat = write("layout-p", "%%MatrixMarket matrix coordinate pattern general\n2 3 2\n1 2\n2 3\n");
+        assert_eq!(load(&cfg(&pat), 0).unwrap().data, vec![0.0, 1.0, 0.0, 0.0, 0.0, 1.0]);
+        let psym = write("layout-ps", "%%MatrixMarket matrix coordinate pattern symmetric\n2 2 2\n2 1\n1 1\n");
+        assert_eq!(load(&cfg(&psym), 0).unwrap().data, vec![1.0, 1.0, 1.0, 0.0]);
+        let skew = write("layout-k", "%%MatrixMarket matrix coordinate real skew-symmetric\n3 3 2\n2 1 5\n3 2 -1\n");
+        assert_eq!(load(&cfg(&skew), 0).unwrap().data, vec![0.0, -5.0, 0.0, 5.0, 0.0, 1.0, 0.0, -1.0, 0.0]);
+        let askew = write("layout-ak", "%%MatrixMarket matrix array real skew-symmetric\n3 3\n1\n2\n3\n");
+        assert_eq!(load(&cfg(&askew), 0).unwrap().data, vec![0.0, -1.0, -2.0, 1.0, 0.0, -3.0, 2.0, 3.0, 0.0]);
+        for p in [coord, sym, arr, arrs, pat, psym, skew, askew] {
+            std::fs::remove_file(p).unwrap();
+        }
+    }
+
+    /// x as a Matrix Market file of one column or one row (a collection's right-hand side),
+    /// dense or coordinate; one of another shape is refused naming both.
+    #[test]
+    fn a_vector_reads_from_a_matrix_market_file() {
+        let vc = |p: &str| VectorConfig { path: Some(p.into()) };
+        let col = write("vec-col", "%%MatrixMarket matrix array real general\n% b\n3 1\n1\n-2\n3.5\n");
+        assert_eq!(vector(&vc(&col), 0, 3).unwrap(), [1.0, -2.0, 3.5]);
+        let row = write("vec-row", "%%MatrixMarket matrix coordinate real general\n1 3 1\n1 2 4\n");
+        assert_eq!(vector(&vc(&row), 0, 3).unwrap(), [0.0, 4.0, 0.0]);
+        let e = vector(&vc(&col), 0, 4).unwrap_err().to_string();
+        assert!(e.contains("a 3 × 1 matrix; x is a vector of the matrix's 4 columns (4 × 1 or 1 × 4)"), "{e}");
+        for p in [col, row] {
             std::fs::remove_file(p).unwrap();
         }
     }
@@ -368,6 +444,22 @@ mod tests {
                 ":3: entry (1, 2) is above the diagonal",
             ),
             ("s", "%%MatrixMarket matrix coordinate real general\n2 x 1\n", ":2: expected the size line"),
+            ("p", "%%MatrixMarket matrix coordinate pattern general\n2 2 1\n1 1 1\n", ":3: expected `row col`, found"),
+            (
+                "pa",
+                "%%MatrixMarket matrix array pattern general\n2 2\n",
+                ":1: field `pattern` goes with the coordinate",
+            ),
+            (
+                "k",
+                "%%MatrixMarket matrix coordinate real skew-symmetric\n2 2 1\n2 2 1\n",
+                ":3: entry (2, 2) is on the diagonal",
+            ),
+            (
+                "ks",
+                "%%MatrixMarket matrix coordinate real skew-symmetric\n2 3 1\n",
+                ":2: a skew-symmetric matrix must be square",
+            ),
         ];
         for (name, text, want) in cases {
             let p = write(&format!("bad-{name}"), text);

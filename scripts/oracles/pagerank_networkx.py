@@ -23,10 +23,21 @@ for line in open(f"{a.run_dir}/ranks.txt"):
     v, r = line.split()
     ranks[int(v)] = float(r)
 g = nx.DiGraph() if a.directed else nx.Graph()
-for line in open(a.edges):
-    f = line.split()
+size_line = first = False
+for n, line in enumerate(open(a.edges)):
+    if n == 0 and line.lower().startswith("%%matrixmarket"):
+        size_line = True  # the first line after the comments gives the size, not an edge
+        continue
+    f = line.replace(",", " ").split()
     if not f or f[0][0] in "#%":
         continue
+    if size_line:
+        size_line = False
+        continue
+    if not first:
+        first = True
+        if not f[0].lstrip("-").replace(".", "").isdigit() and not f[1].lstrip("-").replace(".", "").isdigit():
+            continue  # a header: source,target
     g.add_edge(int(f[0]), int(f[1]))
 pr = nx.pagerank(g, alpha=a.alpha, tol=1e-15, max_iter=100000)
 assert set(pr) == set(ranks), "the vertex sets differ"

@@ -212,6 +212,40 @@ fn coded_equals_uncoded_equals_centralised_for_every_r() {
     every_r(&dir, &text, 3, &[], &want);
 }
 
+/// The test's graph as a CSV with a header (`source,target,weight`) and as a Matrix Market
+/// coordinate file (its size line is no edge): the same ranks as the test's reference, through
+/// mpirun.
+#[test]
+fn csv_and_matrix_market_edge_lists_read_as_the_same_graph() {
+    let dir = tempdir("pagerank-formats");
+    let snap = dir.join("g.txt");
+    let edges = write_graph(&snap, 40);
+    let want = pagerank(&edges, true, 0.85, ITERATIONS);
+    let csv = dir.join("g.csv");
+    let body: String = edges.iter().map(|(a, b)| format!("{a},{b},1.0\n")).collect();
+    std::fs::write(&csv, format!("source,target,weight\n{body}")).unwrap();
+    let mtx = dir.join("g.mtx");
+    let body: String = edges.iter().map(|(a, b)| format!("{a} {b}\n")).collect();
+    let top = edges.iter().map(|&(a, b)| a.max(b)).max().unwrap();
+    std::fs::write(
+        &mtx,
+        format!(
+            "%%MatrixMarket matrix coordinate pattern general\n% ids as given\n{top} {top} {}\n{body}",
+            edges.len()
+        ),
+    )
+    .unwrap();
+    for (tag, path) in [("csv", csv), ("mtx", mtx)] {
+        let text = config(&format!("path = \"{}\"", path.display()), true);
+        let (rc, err, rd) = run(&dir, &text, &[], tag);
+        assert_eq!(rc, Some(0), "{tag}: {err}");
+        let got = read_ranks(&rd.unwrap().join("ranks.txt"));
+        assert_eq!(got.keys().collect::<Vec<_>>(), want.keys().collect::<Vec<_>>(), "{tag}: the vertex sets differ");
+        let d = got.iter().map(|(v, r)| (r - want[v]).abs()).fold(0.0, f64::max);
+        assert!(d < 1e-12, "{tag}: largest difference {d:e}");
+    }
+}
+
 /// T8: the bytes multicast per iteration equal the note's Cbytes for det_er(60, 0.2, 1), K = 5
 /// (1952 / 915 / 310 for r = 2 / 3 / 4); uncoded sends 8 bytes per value (U = 448 / 299 / 132).
 #[test]

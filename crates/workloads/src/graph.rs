@@ -4,8 +4,10 @@
 //! vertices it Maps and the in-lists of those it Reduces ([`load_keeping`]).
 //!
 //! Edge-list rule (documented in `docs/configuration.md`): one edge per line, the first two
-//! whitespace-separated fields are non-negative integer ids, further fields are ignored, blank
-//! lines and lines starting with `#` or `%` are comments. Ids are renamed `0..n` in ascending
+//! fields (separated by whitespace or commas) are non-negative integer ids, further fields are
+//! ignored, blank lines and lines starting with `#` or `%` are comments; a first line of two
+//! words that are not ids (`source,target`) is a header; a Matrix Market coordinate file's size
+//! line is not an edge. Ids are renamed `0..n` in ascending
 //! id order (and mapped back in `ranks.txt`); a vertex exists iff it is an endpoint of some
 //! edge. Duplicate edges count once (undirected: `a b` and `b a` are the same edge); a self-loop
 //! is kept (the vertex sends a share of its rank to itself).
@@ -41,14 +43,40 @@ fn edge_lines(path: &str, mut edge: impl FnMut(u64, u64)) -> Result<usize, DataE
     let file = crate::input::open(std::path::Path::new(path))
         .map_err(|e| DataError::file(path, format!("cannot open the graph file: {e}")))?;
     let mut count = 0;
+    // a Matrix Market file's first line after its header and comments gives its size
+    let mut size_line = false;
+    let mut first = true;
     for (ln, line) in std::io::BufReader::new(file).lines().enumerate() {
         let ln = ln + 1;
         let line = line.map_err(|e| DataError::line(path, ln, format!("cannot read: {e}")))?;
         let line = line.trim();
+        if ln == 1 && line.to_ascii_lowercase().starts_with("%%matrixmarket") {
+            if !line.to_ascii_lowercase().split_whitespace().any(|w| w == "coordinate") {
+                return Err(DataError::line(
+                    path,
+                    ln,
+                    "a Matrix Market file in the array format: a graph is read from the coordinate format",
+                ));
+            }
+            size_line = true;
+            continue;
+        }
         if line.is_empty() || line.starts_with('#') || line.starts_with('%') {
             continue;
         }
-        let mut fields = line.split_whitespace();
+        if std::mem::take(&mut size_line) {
+            continue;
+        }
+        let mut fields = line.split(|c: char| c.is_whitespace() || c == ',').filter(|f| !f.is_empty());
+        if std::mem::take(&mut first) {
+            // a header (`source,target`, `from to`): neither of its first two fields is an id
+            let mut two = line.split(|c: char| c.is_whitespace() || c == ',').filter(|f| !f.is_empty());
+            if let (Some(a), Some(b)) = (two.next(), two.next()) {
+                if a.parse::<u64>().is_err() && b.parse::<u64>().is_err() && !is_number(a) && !is_number(b) {
+                    continue;
+                }
+            }
+        }
         let mut id = |what: &str| -> Result<u64, DataError> {
             match fields.next() {
                 None => Err(DataError::line(path, ln, format!("one column (`{line}`); an edge needs two vertex ids"))),
@@ -66,6 +94,11 @@ fn edge_lines(path: &str, mut edge: impl FnMut(u64, u64)) -> Result<usize, DataE
         return Err(DataError::file(path, "no edges (an edge list has one `a b` pair of vertex ids per line)"));
     }
     Ok(count)
+}
+
+/// A number that is not an id (`-1`, `1.5`): refused as such, never taken for a header.
+fn is_number(f: &str) -> bool {
+    f.parse::<f64>().is_ok()
 }
 
 /// Read an edge list, whole. Errors name the file and line.
@@ -374,6 +407,18 @@ mod tests {
         assert_eq!(d.graph.sources(1), &[3]);
         assert_eq!(d.graph.values(), 4);
         std::fs::remove_file(p).unwrap();
+        // the same graph as a CSV with a header, and as a Matrix Market coordinate file (whose
+        // size line `30 30 5` was read as an edge 30–30)
+        let csv = file("ok.csv", "source,target,weight\n10,20,1\n20,30,1.5\n30,10,1\n10,20,1\n7,7,1\n");
+        let mm = file(
+            "ok.mtx",
+            "%%MatrixMarket matrix coordinate pattern general\n% c\n30 30 5\n10 20\n20 30\n30 10\n10 20\n7 7\n",
+        );
+        for p in [csv, mm] {
+            let h = read_edge_list(&p, true).unwrap();
+            assert_eq!((h.ids, h.graph.values()), (d.ids.clone(), 4), "{p}");
+            std::fs::remove_file(p).unwrap();
+        }
     }
 
     #[test]
@@ -384,6 +429,13 @@ mod tests {
             ("neg.txt", "-1 2\n", "neg.txt:1: the first vertex id `-1`"),
             ("empty.txt", "", "empty.txt: no edges"),
             ("comments.txt", "# only\n\n", "comments.txt: no edges"),
+            // a header is the first line only
+            ("words.txt", "a b\nb c\n", "words.txt:2: the first vertex id `b`"),
+            (
+                "array.mtx",
+                "%%MatrixMarket matrix array real general\n2 2\n1\n",
+                "array.mtx:1: a Matrix Market file in the array",
+            ),
         ] {
             let p = file(name, text);
             let e = read_edge_list(&p, false).unwrap_err().to_string();

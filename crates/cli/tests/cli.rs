@@ -785,6 +785,17 @@ fn refused_in_one_line(config: &str, sets: &[&str], want: &str) {
     assert!(line.contains(want), "{sets:?}: {line}");
 }
 
+/// Too many workers for a file's rows is said of the file (`data.samples` is not the user's
+/// field there); with `data.samples` set, of that field.
+#[test]
+fn too_few_rows_for_the_workers_names_the_file_or_the_count() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    let c = format!("{root}/configs/real-digits.toml");
+    let umw = ["scheme.kind=umw", "scheme.n=", "scheme.layers=", "scheme.code=", "scheme.s=", "scheme.workers=1000"];
+    refused_in_one_line(&c, &umw, "data.path: has 289 rows to share, fewer than the 1000 workers");
+    refused_in_one_line(&c, &[&umw[..], &["data.samples=100"]].concat(), "data.samples = 100 is smaller than the 1000");
+}
+
 #[test]
 fn bad_codedfedl_settings_get_one_line_naming_the_key() {
     let dir = tempdir("cli-codedfedl");

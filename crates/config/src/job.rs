@@ -1132,12 +1132,21 @@ impl JobConfig {
         }
     }
 
-    /// The field that sets the problem's size (named when it is smaller than the workers).
-    pub fn size_field(&self) -> &'static str {
+    /// The field that sets the problem's size (named when it is smaller than the workers), and
+    /// what the size counts where a file sets it (`rows` of `data.path`; None where the field
+    /// is the count itself).
+    pub fn size_field(&self) -> (&'static str, Option<&'static str>) {
+        let data = |d: &DataConfig| match (d.samples, &d.path) {
+            (None, Some(_)) => ("data.path", Some("rows")),
+            _ => ("data.samples", None),
+        };
         match self {
-            JobConfig::Gd(_) | JobConfig::Fl(_) => "data.samples",
-            JobConfig::Matvec(_) => "matrix.rows",
-            JobConfig::Pagerank(_) => "graph",
+            JobConfig::Gd(g) => data(&g.data),
+            JobConfig::Fl(f) => data(&f.train.data),
+            JobConfig::Matvec(m) if m.matrix.path.is_some() => ("matrix.path", Some("rows")),
+            JobConfig::Matvec(_) => ("matrix.rows", None),
+            JobConfig::Pagerank(p) if p.graph.path.is_some() => ("graph.path", Some("vertices")),
+            JobConfig::Pagerank(_) => ("graph.n", None),
         }
     }
 }

@@ -38,11 +38,14 @@ use outrun_config::{Config, ConfigError, SchemeConfig};
 pub fn build(cfg: &Config, shape: Shape) -> Result<Plan, ConfigError> {
     let (w, samples) = (cfg.workers(), shape.samples);
     if samples < w {
-        let field = cfg.job.size_field();
-        return Err(ConfigError::new(
-            field,
-            format!("= {samples} is smaller than the {w} workers: some would hold no data"),
-        ));
+        let (field, counts) = cfg.job.size_field();
+        let who = if matches!(cfg.job, outrun_config::JobConfig::Pagerank(_)) { "servers" } else { "workers" };
+        let message = match counts {
+            // a file's rows after the held-out ones are set aside
+            Some(what) => format!("has {samples} {what} to share, fewer than the {w} {who}: some would hold no data"),
+            None => format!("= {samples} is smaller than the {w} {who}: some would hold no data"),
+        };
+        return Err(ConfigError::new(field, message));
     }
     let mut plan = match &cfg.scheme {
         SchemeConfig::Umw(c) | SchemeConfig::Ignore(c) | SchemeConfig::GcCyclic(c) | SchemeConfig::GcFrac(c) => {

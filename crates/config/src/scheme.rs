@@ -1559,7 +1559,7 @@ impl TreeConfig {
                 return err(
                     "scheme.workers",
                     format!(
-                        "= {w}, but an ({n},{}) tree has {total} workers; omit scheme.workers or set it to {total}",
+                        "= {w}, but a ({n},{}) tree has {total} workers; omit scheme.workers or set it to {total}",
                         self.layers
                     ),
                 );

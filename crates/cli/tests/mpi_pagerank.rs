@@ -212,9 +212,9 @@ fn coded_equals_uncoded_equals_centralised_for_every_r() {
     every_r(&dir, &text, 3, &[], &want);
 }
 
-/// The test's graph as a CSV with a header (`source,target,weight`) and as a Matrix Market
-/// coordinate file (its size line is no edge): the same ranks as the test's reference, through
-/// mpirun.
+/// The test's graph as a CSV with a header (`source,target,weight`), as a Matrix Market
+/// coordinate file (its size line is no edge) and gzipped: the same ranks as the test's
+/// reference, through mpirun.
 #[test]
 fn csv_and_matrix_market_edge_lists_read_as_the_same_graph() {
     let dir = tempdir("pagerank-formats");
@@ -235,7 +235,12 @@ fn csv_and_matrix_market_edge_lists_read_as_the_same_graph() {
         ),
     )
     .unwrap();
-    for (tag, path) in [("csv", csv), ("mtx", mtx)] {
+    // SNAP ships its edge lists gzipped (`web-Google.txt.gz`)
+    let gz = dir.join("g.txt.gz");
+    let mut e = flate2::write::GzEncoder::new(std::fs::File::create(&gz).unwrap(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut e, &std::fs::read(&snap).unwrap()).unwrap();
+    e.finish().unwrap();
+    for (tag, path) in [("csv", csv), ("mtx", mtx), ("gz", gz)] {
         let text = config(&format!("path = \"{}\"", path.display()), true);
         let (rc, err, rd) = run(&dir, &text, &[], tag);
         assert_eq!(rc, Some(0), "{tag}: {err}");

@@ -291,6 +291,17 @@ fn a_csv_file_trains_like_the_same_data_in_libsvm() {
     assert_eq!(job_reference(&text, &all), want, "the CSV file is the LIBSVM file's data");
     let diff = outrun_workloads::metrics::relative_diff(&final_theta(&out), &want);
     assert!(diff <= 1e-9, "θ differs from the LIBSVM reference by {diff:e}");
+    // the same file gzipped (pandas' `.csv.gz`), read as it is
+    let gz = dir.join("digits.csv.gz");
+    let mut e = flate2::write::GzEncoder::new(std::fs::File::create(&gz).unwrap(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut e, &std::fs::read(&path).unwrap()).unwrap();
+    e.finish().unwrap();
+    let sets = [sets[0].clone(), format!("data.path={}", gz.display()), sets[2].clone(), sets[3].clone()];
+    let refs: Vec<&str> = sets.iter().map(String::as_str).collect();
+    let (run, out, _, _) = train("digits-csv-gz", &text, &refs);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let diff = outrun_workloads::metrics::relative_diff(&final_theta(&out), &want);
+    assert!(diff <= 1e-9, "the gzipped file's θ differs from the LIBSVM reference by {diff:e}");
 }
 
 /// After `outrun check`, every rank reads its rows from the binary rows cache the check's parse

@@ -102,6 +102,12 @@ fn fields(line: &str, d: char) -> Result<Vec<Cow<'_, str>>, String> {
 /// Where `text` holds another separator than the delimiter `d` (a file in `;` read with `,`):
 /// the delimiter that reads it, as a clause to add to an error; else nothing.
 fn separated(text: &str, d: char) -> String {
+    // `label index:value …`: a LIBSVM line
+    let mut words = text.split_whitespace().skip(1).peekable();
+    let pair = |w: &str| w.split_once(':').is_some_and(|(i, v)| i.parse::<u64>().is_ok() && v.parse::<f64>().is_ok());
+    if words.peek().is_some() && words.all(pair) {
+        return "; it reads as LIBSVM (index:value pairs): set data.kind = \"libsvm\"".into();
+    }
     [(';', "\";\""), ('\t', "\"tab\""), ('|', "\"|\""), (',', "\",\"")]
         .into_iter()
         .find(|(c, _)| *c != d && text.contains(*c))
@@ -620,6 +626,11 @@ mod tests {
             "f:1: a label but no feature column; its values are separated by ';': set data.delimiter = \";\""
         );
         assert!(e("1\t2\n", &CsvFormat::default()).ends_with("set data.delimiter = \"tab\""));
+        // a LIBSVM file read as CSV
+        assert_eq!(
+            e("1 3:0.5 7:1\n", &CsvFormat::default()),
+            "f:1: a label but no feature column; it reads as LIBSVM (index:value pairs): set data.kind = \"libsvm\""
+        );
         // decimal commas and ';' between the values: the first line reads as a header, the
         // second's label holds the separator
         assert_eq!(

@@ -453,6 +453,16 @@ mod tests {
         assert!(matches!(line, DataError::Line { line: 2, .. }), "{line:?}");
         assert!(e("1 1:x\n").starts_with("f:1: value"));
         assert!(e("abc 1:1\n").starts_with("f:1: label"));
+        // a CSV file read as LIBSVM; a binary one
+        assert_eq!(
+            e("1,0.5,2\n"),
+            "f:1: label `1,0.5,2` is not a number; its values are separated by ',': a CSV file? set data.kind = \"csv\""
+        );
+        let bytes: &[u8] = &[0, 0, 8, 3, 0xff, 0xfe, b'\n'];
+        let binary = crate::libsvm::libsvm_shape(bytes, "f", &LibsvmFormat::default(), None, None, Labels::Binary)
+            .unwrap_err()
+            .to_string();
+        assert!(binary.starts_with("f:1: not UTF-8 text (") && binary.contains("data.kind = \"idx\""), "{binary}");
         assert!(e("2 1:1\n").contains("not 0, 1 or -1"));
         assert!(e("1 a\n").contains("index:value"));
         assert!(e("\n# only comments\n").contains("no data lines"));

@@ -40,13 +40,13 @@ pub struct Keep {
 /// Every edge line of an edge list, as (a, b) ids, to `edge`; the number of edges. Errors name
 /// the file and line.
 fn edge_lines(path: &str, mut edge: impl FnMut(u64, u64)) -> Result<usize, DataError> {
-    let file = crate::input::open(std::path::Path::new(path))
+    let file = crate::input::open_text(std::path::Path::new(path))
         .map_err(|e| DataError::file(path, format!("cannot open the graph file: {e}")))?;
     let mut count = 0;
     // a Matrix Market file's first line after its header and comments gives its size
     let mut size_line = false;
     let mut first = true;
-    for (ln, line) in std::io::BufReader::new(file).lines().enumerate() {
+    for (ln, line) in file.lines().enumerate() {
         let ln = ln + 1;
         let line = line.map_err(|e| DataError::line(path, ln, format!("cannot read: {e}")))?;
         let line = line.trim();

@@ -4,7 +4,7 @@
 //! socket may never end, where a refusal is one line naming the file.
 
 use std::fs::File;
-use std::io::{self, Read};
+use std::io::{self, BufRead, BufReader, Read};
 use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
 
@@ -26,6 +26,34 @@ pub fn open(path: &Path) -> io::Result<File> {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("not a regular file ({what})")));
     }
     File::open(path)
+}
+
+/// `path` opened for reading as text: a gzip file (it starts with 1f 8b: SNAP's `.txt.gz`,
+/// pandas' `.csv.gz`, a `.mtx.gz`) is decompressed as it is read; a bzip2, xz, zstd or zip file
+/// is refused naming what it is, since reading it as text would fail at its first line with
+/// "not UTF-8".
+pub fn open_text(path: &Path) -> io::Result<Box<dyn BufRead>> {
+    let mut f = BufReader::with_capacity(1 << 16, open(path)?);
+    let head = f.fill_buf()?;
+    if head.starts_with(&[0x1f, 0x8b]) {
+        return Ok(Box::new(BufReader::with_capacity(1 << 16, flate2::read::MultiGzDecoder::new(f))));
+    }
+    let bzip2 = head.len() >= 4 && head.starts_with(b"BZh") && head[3].is_ascii_digit();
+    let kind = if bzip2 {
+        Some("a bzip2 file: decompress it first (bunzip2 -k FILE; gzip files are read as they are)")
+    } else if head.starts_with(&[0xfd, b'7', b'z', b'X', b'Z', 0]) {
+        Some("an xz file: decompress it first (unxz -k FILE; gzip files are read as they are)")
+    } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+        Some("a zstd file: decompress it first (unzstd FILE; gzip files are read as they are)")
+    } else if head.starts_with(b"PK\x03\x04") {
+        Some("a zip archive: unzip it (a spreadsheet's .xlsx is one: save the sheet as CSV instead)")
+    } else {
+        None
+    };
+    match kind {
+        Some(what) => Err(io::Error::new(io::ErrorKind::InvalidData, what)),
+        None => Ok(Box::new(f)),
+    }
 }
 
 /// The whole text of `path`, if it is a regular file.
@@ -57,6 +85,21 @@ mod tests {
         assert_eq!(open(Path::new("/dev/null")).unwrap_err().to_string(), "not a regular file (a device)");
         std::fs::write(dir.join("f"), "x").unwrap();
         assert_eq!(read_to_string(&dir.join("f")).unwrap(), "x");
+        // text as it is, or gzip decompressed (two members, as `cat a.gz b.gz` makes); another
+        // compressor named
+        let mut gz = Vec::new();
+        for part in ["1 2\n", "3 4\n"] {
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+            std::io::Write::write_all(&mut e, part.as_bytes()).unwrap();
+            gz.extend(e.finish().unwrap());
+        }
+        std::fs::write(dir.join("g.gz"), gz).unwrap();
+        let lines: Vec<String> = open_text(&dir.join("g.gz")).unwrap().lines().map(Result::unwrap).collect();
+        assert_eq!(lines, ["1 2", "3 4"]);
+        assert_eq!(open_text(&dir.join("f")).unwrap().lines().next().unwrap().unwrap(), "x");
+        std::fs::write(dir.join("b.bz2"), b"BZh91AY&SY").unwrap();
+        let e = open_text(&dir.join("b.bz2")).err().unwrap().to_string();
+        assert_eq!(e, "a bzip2 file: decompress it first (bunzip2 -k FILE; gzip files are read as they are)");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -57,7 +57,14 @@ impl<R: BufRead> Reader<'_, R> {
         let Some(line) = self.text.next_data()? else { return Ok(None) };
         let mut it = line.split_whitespace();
         let lab = it.next().expect("non-empty line");
-        let y: f64 = lab.parse().map_err(|_| self.bad(format!("label `{lab}` is not a number")))?;
+        let y: f64 = lab.parse().map_err(|_| {
+            // a CSV line is one token whose "label" holds the other values
+            let csv = [',', ';'].into_iter().find(|&c| lab.contains(c));
+            let hint = csv.map_or(String::new(), |c| {
+                format!("; its values are separated by {c:?}: a CSV file? set data.kind = \"csv\"")
+            });
+            self.bad(format!("label `{lab}` is not a number{hint}"))
+        })?;
         let y = check_label(y, lab, self.labels).map_err(|e| self.bad(e))?;
         let mut feats: Vec<(usize, f64)> = Vec::new();
         for tok in it {
@@ -98,9 +105,9 @@ impl<R: BufRead> Reader<'_, R> {
     }
 }
 
-pub(crate) fn open(path: &Path) -> Result<std::io::BufReader<std::fs::File>, DataError> {
-    let f = crate::input::open(path).map_err(|e| DataError::read("data.path", path.display(), e))?;
-    Ok(std::io::BufReader::new(f))
+/// A LIBSVM or CSV file, as text (gzip decompressed).
+pub(crate) fn open(path: &Path) -> Result<Box<dyn BufRead>, DataError> {
+    crate::input::open_text(path).map_err(|e| DataError::read("data.path", path.display(), e))
 }
 
 /// Shape of a LIBSVM text (one streaming pass; nothing is kept).

@@ -41,7 +41,12 @@ impl<'a, R: BufRead> DataLines<'a, R> {
         loop {
             let Some(line) = self.lines.next() else { return Ok(None) };
             self.ln += 1;
-            let line = line.map_err(|e| self.bad(format!("cannot read: {e}")))?;
+            let line = line.map_err(|e| match e.kind() {
+                // a binary file: an IDX file, a compressed one of another kind, a spreadsheet
+                std::io::ErrorKind::InvalidData => self
+                    .bad(format!("not UTF-8 text ({e}): a binary file? (data.kind = \"idx\" reads MNIST's IDX files)")),
+                _ => self.bad(format!("cannot read: {e}")),
+            })?;
             let line = if self.ln == 1 { line.strip_prefix('\u{feff}').unwrap_or(&line) } else { &line };
             let line = uncomment(line, self.quoted).trim();
             if !line.is_empty() {

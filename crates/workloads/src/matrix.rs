@@ -71,9 +71,8 @@ fn mm_err(path: &str, line: usize, what: impl std::fmt::Display) -> DataError {
     DataError::line(path, line, what.to_string())
 }
 
-fn open(field: &str, path: &Path) -> Result<std::io::BufReader<std::fs::File>, DataError> {
-    let f = crate::input::open(path).map_err(|e| DataError::read(field, path.display(), e))?;
-    Ok(std::io::BufReader::new(f))
+fn open(field: &str, path: &Path) -> Result<Box<dyn BufRead>, DataError> {
+    crate::input::open_text(path).map_err(|e| DataError::read(field, path.display(), e))
 }
 
 /// A Matrix Market header and size line.

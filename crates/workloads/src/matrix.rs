@@ -360,7 +360,11 @@ pub fn vector(v: &VectorConfig, seed: u64, m: usize) -> Result<Vec<f64>, DataErr
         }
     }
     if x.len() < m {
-        return Err(mm_err(p, last.max(1), format!("only {} values; the matrix has {m} columns", x.len())));
+        return Err(mm_err(
+            p,
+            last.max(1),
+            format!("only {} value{}; the matrix has {m} columns", x.len(), if x.len() == 1 { "" } else { "s" }),
+        ));
     }
     Ok(x)
 }

@@ -361,7 +361,11 @@ pub fn read_values(path: &str, want: usize, model: &str) -> Result<Vec<f64>, Dat
     if theta.len() != want {
         return Err(DataError::file(
             path,
-            format!("{} values, but the model ({model}) has {want} parameters (model.init_path)", theta.len()),
+            format!(
+                "{} value{}, but the model ({model}) has {want} parameters (model.init_path)",
+                theta.len(),
+                if theta.len() == 1 { "" } else { "s" }
+            ),
         ));
     }
     Ok(theta)

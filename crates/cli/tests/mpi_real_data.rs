@@ -558,6 +558,11 @@ fn a_test_fraction_holds_out_rows_and_trains_on_the_rest() {
         serde_json::from_str(&std::fs::read_to_string(out.join("plan.json")).unwrap()).unwrap();
     assert_eq!(plan["samples"].as_u64(), Some(train_rows.len() as u64), "the plan allocates the training rows");
     assert!(summary(&out)["final_test_accuracy"].as_f64().is_some_and(|a| a > 0.8), "{}", summary(&out));
+    // the held-out loss column is in the header as in the rows (it was in the rows only)
+    let csv = std::fs::read_to_string(out.join("iterations.csv")).unwrap();
+    let head: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    assert!(head.contains(&"test_loss"), "{head:?}");
+    assert!(csv.lines().all(|l| l.split(',').count() == head.len()), "a row and the header differ in length");
     // a file of one row cannot be split: one line naming the key, before MPI
     let one = write("one.libsvm", &train_rows[..1]);
     let cfg = dir.join("one.toml");

@@ -590,7 +590,8 @@ impl Job for GradientDescent {
     }
 
     fn columns(&self) -> &'static [&'static str] {
-        if self.config.data.test_path.is_some() {
+        // a held-out set from a file or from data.test_fraction's rows: both log its loss
+        if self.config.data.test_path.is_some() || self.config.data.test_fraction.is_some() {
             &["test_loss"]
         } else {
             &[]

@@ -573,6 +573,39 @@ fn a_python_regression_reports_its_held_out_loss() {
     let got = logged.last().unwrap().1;
     assert!((got - want).abs() <= 1e-12 * want.max(1.0), "held-out loss {got} vs {want} from theta.txt");
     assert!(got < logged[0].1, "it learns: {logged:?}");
+    // the same with data.test_fraction (it was refused for real labels, a Python model's too):
+    // the final test_loss is the module's loss of the final θ on the rows the split holds out
+    let sets = ["data.test_path=", "data.test_fraction=0.2"];
+    let (run, dir, _, all) = train("python-regression-split", &text, &sets);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let cfg = outrun_config::parse(&text, &all).unwrap();
+    let (_, held) = outrun_workloads::data::split(&cfg.gd().data, cfg.run.seed, 400).unwrap();
+    let rows: Vec<(f64, Vec<f64>)> = std::fs::read_to_string(data.join("train.libsvm"))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut f = l.split_whitespace();
+            let y = f.next().unwrap().parse().unwrap();
+            (y, f.map(|t| t.split_once(':').unwrap().1.parse().unwrap()).collect())
+        })
+        .collect();
+    let theta: Vec<f64> =
+        std::fs::read_to_string(dir.join("theta.txt")).unwrap().lines().map(|l| l.trim().parse().unwrap()).collect();
+    let want = held
+        .iter()
+        .map(|&i| (rows[i].1.iter().zip(&theta).map(|(a, b)| a * b).sum::<f64>() - rows[i].0).powi(2))
+        .sum::<f64>()
+        / (2.0 * held.len() as f64);
+    let csv = std::fs::read_to_string(dir.join("iterations.csv")).unwrap();
+    // the header names the column as a held-out file's does (it had no test_loss, its rows did)
+    let head: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    assert_eq!(head.iter().position(|h| *h == "test_loss"), Some(col), "{head:?}");
+    assert!(csv.lines().all(|l| l.split(',').count() == head.len()), "a row and the header differ in length");
+    let got: f64 = csv.lines().last().unwrap().split(',').nth(col).unwrap().parse().unwrap();
+    assert!((got - want).abs() <= 1e-12 * want.max(1.0), "held-out loss {got} vs {want} over the split's 80 rows");
+    // and the summary and the end line carry it
+    assert_eq!(summary(&dir)["final_test_loss"].as_f64(), Some(got), "{}", summary(&dir));
+    assert!(run.stdout.contains(&format!(", test loss {got:.4e}")), "{}", run.stdout);
 }
 
 /// `outrun check` and `plan` on a Python config find the repository's `.venv` (numpy) without

@@ -1372,10 +1372,11 @@ impl GdConfig {
             if d.test_path.is_some() {
                 return err("data.test_fraction", "and data.test_path both give a held-out set: keep one");
             }
-            if self.model.labels() == Labels::Real {
+            // as data.test_path: a Python model's evaluate reports a regression's held-out loss
+            if self.model.labels() == Labels::Real && self.python.is_none() {
                 return err(
                     "data.test_fraction",
-                    "holds rows out to report classification accuracy: it needs class labels (model.loss = \"logistic\" or \"softmax\", or least squares with model.outputs = C)",
+                    "holds rows out to report classification accuracy: it needs class labels (model.loss = \"logistic\" or \"softmax\", or least squares with model.outputs = C; or a Python model, whose evaluate reports a loss)",
                 );
             }
         }

@@ -315,9 +315,11 @@ pub fn one_line(s: &Summary) -> String {
     let err = s.final_error.map_or(String::new(), |e| format!(", {} {e:.3e}", s.error_label));
     // a mat-vec has no loss (a power iteration's is its eigenvalue estimate)
     let loss = if s.final_loss.is_finite() { format!("; final loss {:.4e}", s.final_loss) } else { String::new() };
-    let loss = match s.final_test_accuracy {
-        Some(a) => format!("{loss}, test accuracy {:.1} %", 100.0 * a),
-        None => loss,
+    let loss = match (s.final_test_accuracy, s.final_test_loss) {
+        (Some(a), _) => format!("{loss}, test accuracy {:.1} %", 100.0 * a),
+        // a regression's held-out metric (a Python model's evaluate)
+        (None, Some(l)) => format!("{loss}, test loss {l:.4e}"),
+        (None, None) => loss,
     };
     let rejected = match (s.rejected_results, s.job.as_str()) {
         (0, _) => String::new(),

@@ -116,6 +116,8 @@ pub struct Book {
     last_loss: f64,
     last_error: Option<f64>,
     last_accuracy: Option<f64>,
+    /// Where the job's columns hold `test_loss`, and its last value.
+    test_loss: (Option<usize>, Option<f64>),
     /// Seconds of a one-time phase before the loop that `cumulative_s` counts (CodedFedL's
     /// parity upload).
     prelude: Option<f64>,
@@ -148,6 +150,7 @@ impl Book {
             last_loss: f64::NAN,
             last_error: None,
             last_accuracy: None,
+            test_loss: (info.columns.iter().position(|c| c == "test_loss"), None),
             prelude: None,
             first: None,
         })
@@ -219,6 +222,9 @@ impl Book {
         if r.accuracy.is_some() {
             self.last_accuracy = r.accuracy;
         }
+        if let Some(v) = self.test_loss.0.and_then(|i| r.columns.get(i).copied().flatten()) {
+            self.test_loss.1 = Some(v);
+        }
         if let Some(th) = r.state {
             self.trajectory(r.t + 1, th);
             self.prev_theta.copy_from_slice(th);
@@ -282,6 +288,7 @@ impl Book {
             final_loss: self.last_loss,
             final_error: self.last_error,
             final_test_accuracy: self.last_accuracy,
+            final_test_loss: self.test_loss.1,
             exact_iterations: self.exact,
             mean_coverage: if self.walls.is_empty() { 1.0 } else { self.coverage / n },
             rejected_results: self.rejected,

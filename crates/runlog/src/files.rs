@@ -280,6 +280,10 @@ pub struct Summary {
     /// Accuracy of the final model on `data.test_path` (logistic regression with a test set).
     #[serde(default)]
     pub final_test_accuracy: Option<f64>,
+    /// Mean loss of the final model on the held-out rows (`iterations.csv`'s `test_loss`:
+    /// a Python regression's held-out metric), where the job logs one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub final_test_loss: Option<f64>,
     /// Iterations whose gradient was exact (decoded or complete).
     pub exact_iterations: u64,
     /// Mean over the iterations of `coverage`, the fraction of the data the gradient covered

@@ -606,6 +606,8 @@ fn a_python_regression_reports_its_held_out_loss() {
     // and the summary and the end line carry it
     assert_eq!(summary(&dir)["final_test_loss"].as_f64(), Some(got), "{}", summary(&dir));
     assert!(run.stdout.contains(&format!(", test loss {got:.4e}")), "{}", run.stdout);
+    let report = outrun(&["report", dir.to_str().unwrap()]);
+    assert!(report.stdout.contains(&format!(", test loss {got:.4e} |")), "{}", report.stdout);
 }
 
 /// `outrun check` and `plan` on a Python config find the repository's `.venv` (numpy) without

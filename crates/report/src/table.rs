@@ -49,9 +49,11 @@ pub fn markdown(runs: &[&Run], opts: &Options) -> Result<String, ReportError> {
             (None, false) => "n/a".into(),
         };
         // real data with a held-out set: the training loss beside the test accuracy
-        let err = match s.final_test_accuracy {
-            Some(a) => format!("{err}, test accuracy {:.1} %", 100.0 * a),
-            None => err,
+        let err = match (s.final_test_accuracy, s.final_test_loss) {
+            (Some(a), _) => format!("{err}, test accuracy {:.1} %", 100.0 * a),
+            // a regression's held-out metric (a Python model's evaluate)
+            (None, Some(l)) => format!("{err}, test loss {l:.4e}"),
+            (None, None) => err,
         };
         // a federated rule's average is not a decode: say how many rounds it accepted nothing
         let exact = match (s.job.as_str(), s.empty_iterations) {

@@ -23,6 +23,10 @@ ssh_cmd="ssh -o BatchMode=yes -o StrictHostKeyChecking=accept-new"
 sets=()
 while [ $# -gt 0 ]; do
   case "$1" in
+    --hostfile|--access|--launch-from|--workdir|--ssh|--set)
+      [ $# -ge 2 ] || { echo "cluster: $1 needs a value" >&2; exit 2; } ;;
+  esac
+  case "$1" in
     --hostfile) hostfile="$2"; shift 2 ;;
     --access) access="$2"; shift 2 ;;
     --launch-from) launch_from="$2"; shift 2 ;;
@@ -56,7 +60,7 @@ fi
 if [ -z "${VIRTUAL_ENV:-}" ] && [ -x "$here/.venv/bin/python" ]; then
   export VIRTUAL_ENV="$here/.venv"
 fi
-"$bin" check "$config" "${sets[@]}" >/dev/null
+OUTRUN_LAUNCHER=launch/cluster.sh "$bin" check "$config" "${sets[@]}" >/dev/null
 np="$("$bin" plan "$config" --ranks "${sets[@]}")"
 # slots=K must be a whole number of 1 or more (awk read `slots=x` as 0 and said "0 slots")
 bad_slots="$(awk '!/^[[:space:]]*(#|$)/ {for(i=2;i<=NF;i++) if ($i ~ /^slots=/ && $i !~ /^slots=[1-9][0-9]*$/) {print FILENAME ":" FNR ": " $i " is not a whole number of slots, 1 or more"; exit}}' "$hostfile")"

@@ -63,14 +63,14 @@ fi
 started=$SECONDS
 if [ -n "${OUTRUN_TIMEOUT:-}" ]; then
   rc=0
-  timeout --kill-after=5 "$OUTRUN_TIMEOUT" "$bin" check --local "$config" "$@" >/dev/null || rc=$?
+  OUTRUN_LAUNCHER=launch/local.sh timeout --kill-after=5 "$OUTRUN_TIMEOUT" "$bin" check --local "$config" "$@" >/dev/null || rc=$?
   if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
     echo "launch: outrun check did not end within OUTRUN_TIMEOUT = ${OUTRUN_TIMEOUT} s and was stopped" >&2
     exit 124
   fi
   [ "$rc" -eq 0 ] || exit "$rc"
 else
-  "$bin" check --local "$config" "$@" >/dev/null
+  OUTRUN_LAUNCHER=launch/local.sh "$bin" check --local "$config" "$@" >/dev/null
 fi
 np="$("$bin" plan "$config" --ranks "$@")"
 

@@ -11,8 +11,8 @@ set -- "${REST[@]+"${REST[@]}"}"
 prov=() runargs=()
 while [ $# -gt 0 ]; do
   case "$1" in
-    --count|--ami|--key|--type|--slots|--security-group|--placement-group|--ssh-cidr) prov+=("$1" "$2"); shift 2 ;;
-    --set) runargs+=(--set "$2"); shift 2 ;;
+    --count|--ami|--key|--type|--slots|--security-group|--placement-group|--ssh-cidr) value "$@"; prov+=("$1" "$2"); shift 2 ;;
+    --set) value "$@"; runargs+=(--set "$2"); shift 2 ;;
     -*) die "experiment: unknown option $1" ;;
     *) runargs=("$1" "${runargs[@]+"${runargs[@]}"}"); shift ;;
   esac

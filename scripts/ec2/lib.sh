@@ -11,6 +11,8 @@ REGION=""
 ENDPOINT=""
 
 die() { echo "ec2: $*" >&2; exit 2; }
+# an option that takes a value is given one (under set -u, a missing "$2" was a shell error)
+value() { [ $# -ge 2 ] || die "$1 needs a value"; }
 
 # print (dry run) or run a command
 run() {
@@ -59,11 +61,11 @@ parse_common() {
   while [ $# -gt 0 ]; do
     case "$1" in
       --dry-run) DRY=1; shift ;;
-      --state) STATE="$2"; shift 2 ;;
-      --user) SSH_USER="$2"; shift 2 ;;
-      --key-file) KEY_FILE="$2"; shift 2 ;;
-      --region) REGION="$2"; shift 2 ;;
-      --endpoint-url) ENDPOINT="$2"; shift 2 ;;
+      --state) value "$@"; STATE="$2"; shift 2 ;;
+      --user) value "$@"; SSH_USER="$2"; shift 2 ;;
+      --key-file) value "$@"; KEY_FILE="$2"; shift 2 ;;
+      --region) value "$@"; REGION="$2"; shift 2 ;;
+      --endpoint-url) value "$@"; ENDPOINT="$2"; shift 2 ;;
       *) REST+=("$1"); shift ;;
     esac
   done

@@ -18,15 +18,15 @@ set -- "${REST[@]+"${REST[@]}"}"
 count="" ami="" key="" itype="t2.micro" sg="" pg="outrun-pg" cidr="0.0.0.0/0" slots=1 create_key=0 ssh_wait=1
 while [ $# -gt 0 ]; do
   case "$1" in
-    --count) count="$2"; shift 2 ;;
-    --ami) ami="$2"; shift 2 ;;
-    --key) key="$2"; shift 2 ;;
+    --count) value "$@"; count="$2"; shift 2 ;;
+    --ami) value "$@"; ami="$2"; shift 2 ;;
+    --key) value "$@"; key="$2"; shift 2 ;;
     --create-key) create_key=1; shift ;;
-    --type) itype="$2"; shift 2 ;;
-    --security-group) sg="$2"; shift 2 ;;
-    --placement-group) pg="$2"; shift 2 ;;
-    --ssh-cidr) cidr="$2"; shift 2 ;;
-    --slots) slots="$2"; shift 2 ;;
+    --type) value "$@"; itype="$2"; shift 2 ;;
+    --security-group) value "$@"; sg="$2"; shift 2 ;;
+    --placement-group) value "$@"; pg="$2"; shift 2 ;;
+    --ssh-cidr) value "$@"; cidr="$2"; shift 2 ;;
+    --slots) value "$@"; slots="$2"; shift 2 ;;
     --no-ssh) ssh_wait=0; shift ;;
     *) die "provision: unknown option $1" ;;
   esac

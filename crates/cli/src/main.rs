@@ -1504,8 +1504,9 @@ where
 
 /// clap's message in one line: its first paragraph (what is wrong, and the lines that name it:
 /// the missing arguments, the possible values), a `tip:` it gives, and a pointer to the help of
-/// the command its usage line names.
-fn one_line(text: &str) -> String {
+/// the command its usage line names — or of the `launcher` the user ran (`OUTRUN_LAUNCHER`,
+/// which launch/local.sh sets for the check it makes of the user's arguments).
+fn one_line(text: &str, launcher: Option<&str>) -> String {
     let mut paragraphs = text.split("\n\n").map(str::trim_end).filter(|p| !p.trim().is_empty());
     let mut lines = paragraphs.next().unwrap_or_default().lines();
     let mut said = lines.next().unwrap_or_default().trim_start_matches("error: ").trim_end().to_string();
@@ -1529,6 +1530,9 @@ fn one_line(text: &str) -> String {
             }
         }
     }
+    if let Some(l) = launcher {
+        help = format!("`{l} --help`");
+    }
     format!("error: {said} ({help} lists the arguments)")
 }
 
@@ -1550,7 +1554,8 @@ fn main() -> ExitCode {
             e.exit()
         }
         Err(e) => {
-            eprintln!("{}", one_line(&e.render().to_string()));
+            let launcher = std::env::var("OUTRUN_LAUNCHER").ok().filter(|l| !l.is_empty());
+            eprintln!("{}", one_line(&e.render().to_string(), launcher.as_deref()));
             return ExitCode::from(2);
         }
     };
@@ -1603,23 +1608,25 @@ mod tests {
     fn clap_messages_fold_into_one_line_that_names_the_arguments() {
         let missing = "error: the following required arguments were not provided:\n  --n <N>\n  --s <S>\n  --m <M>\n\nUsage: outrun theory sk --n <N> --s <S> --m <M>\n\nFor more information, try '--help'.\n";
         assert_eq!(
-            one_line(missing),
+            one_line(missing, None),
             "error: the following required arguments were not provided: --n <N>, --s <S>, --m <M> (`outrun theory sk --help` lists the arguments)"
         );
         let tip = "error: unexpected argument '--sett' found\n\n  tip: a similar argument exists: '--set'\n\nUsage: outrun check --set <SECTION.KEY=VALUE> <CONFIG>\n\nFor more information, try '--help'.\n";
         assert_eq!(
-            one_line(tip),
+            one_line(tip, None),
             "error: unexpected argument '--sett' found (a similar argument exists: '--set') (`outrun check --help` lists the arguments)"
         );
         let values = "error: invalid value 'x' for '--reduce <REDUCE>'\n  [possible values: contiguous, mod]\n\nFor more information, try '--help'.\n";
         assert_eq!(
-            one_line(values),
+            one_line(values, None),
             "error: invalid value 'x' for '--reduce <REDUCE>' [possible values: contiguous, mod] (`outrun --help`, or `outrun COMMAND --help`, lists the arguments)"
         );
         let top = "error: unrecognized subcommand 'trian'\n\n  tip: a similar subcommand exists: 'train'\n\nUsage: outrun <COMMAND>\n\nFor more information, try '--help'.\n";
         assert_eq!(
-            one_line(top),
+            one_line(top, None),
             "error: unrecognized subcommand 'trian' (a similar subcommand exists: 'train') (`outrun --help` lists the arguments)"
         );
+        // the launcher the user ran is the help to read
+        assert!(one_line(tip, Some("launch/local.sh")).ends_with("(`launch/local.sh --help` lists the arguments)"));
     }
 }

@@ -115,6 +115,25 @@ fn each_script_has_a_dry_run_and_checks_its_arguments() {
     let small = script("run.sh", &["--dry-run", "--state", st, "configs/quick.toml"]);
     assert_eq!(small.code, Some(2));
     assert!(small.stderr.contains("needs 10 MPI ranks but"), "{}", small.stderr);
+    // an option without its value: one line (it was bash's "$2: unbound variable")
+    for (name, args) in [("provision.sh", vec!["--dry-run", "--count"]), ("run.sh", vec!["--dry-run", "--state"])] {
+        let r = script(name, &args);
+        assert_eq!(r.code, Some(2), "{name}: {}", r.stderr);
+        assert_eq!(r.stderr.trim(), format!("ec2: {} needs a value", args[1]), "{name}");
+    }
+    for (launcher, args) in [("launch/cluster.sh", vec!["--hostfile"]), ("launch/emu-cluster", vec!["up", "--hosts"])] {
+        let mut cmd = Command::new(repo().join(launcher));
+        cmd.current_dir(repo()).env("OUTRUN_BIN", bin()).args(&args);
+        let r = run_with_timeout(cmd, Duration::from_secs(60));
+        assert_eq!(r.code, Some(2), "{launcher}: {}", r.stderr);
+        assert!(r.stderr.trim().ends_with(&format!("{} needs a value", args.last().unwrap())), "{}", r.stderr);
+    }
+    // an argument the launcher's check refuses points to the launcher's help, not outrun check's
+    let mut cmd = Command::new(repo().join("launch/local.sh"));
+    cmd.current_dir(repo()).env("OUTRUN_BIN", bin()).args(["configs/quick.toml", "--sett", "a"]);
+    let r = run_with_timeout(cmd, Duration::from_secs(60));
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(r.stderr.trim().ends_with("(`launch/local.sh --help` lists the arguments)"), "{}", r.stderr);
 }
 
 /// launch/cluster.sh ships a Python model's module with the binary and the config, points the

@@ -1,8 +1,8 @@
 //! CSV data: one sample per line, fields separated by `data.delimiter` (default `,`), the label
 //! in `data.label_column` (default the first) and the features in the other columns, in order; a
 //! first line whose features (or, with numeric labels, its label) are not numbers is a header; `#`
-//! outside double quotes starts a comment. With `data.labels = "auto"` any label values — strings, classes from 1 —
-//! become 0..C−1 in sorted order ([`label_values`]). Every rank streams the file and keeps only
+//! outside double quotes starts a comment. With `data.labels = "auto"` any label values —
+//! strings, classes from 1 — become 0..C−1 in sorted order ([`label_values`]). Every rank streams the file and keeps only
 //! its own rows, like a LIBSVM file.
 
 use std::borrow::Cow;

@@ -6,11 +6,11 @@
 //! Edge-list rule (documented in `docs/configuration.md`): one edge per line, the first two
 //! fields (separated by whitespace or commas) are non-negative integer ids, further fields are
 //! ignored, blank lines and lines starting with `#` or `%` are comments; a first line of two
-//! words that are not ids (`source,target`) is a header; a Matrix Market coordinate file's size
-//! line is not an edge. Ids are renamed `0..n` in ascending
-//! id order (and mapped back in `ranks.txt`); a vertex exists iff it is an endpoint of some
-//! edge. Duplicate edges count once (undirected: `a b` and `b a` are the same edge); a self-loop
-//! is kept (the vertex sends a share of its rank to itself).
+//! words that are not numbers (`source,target`) is a header; a Matrix Market coordinate file's
+//! size line is not an edge. Ids are renamed `0..n` in ascending id order (and mapped back in
+//! `ranks.txt`); a vertex exists iff it is an endpoint of some edge. Duplicate edges count once
+//! (undirected: `a b` and `b a` are the same edge); a self-loop is kept (the vertex sends a share
+//! of its rank to itself).
 
 use std::io::BufRead;
 
@@ -72,7 +72,7 @@ fn edge_lines(path: &str, mut edge: impl FnMut(u64, u64)) -> Result<usize, DataE
             // a header (`source,target`, `from to`): neither of its first two fields is an id
             let mut two = line.split(|c: char| c.is_whitespace() || c == ',').filter(|f| !f.is_empty());
             if let (Some(a), Some(b)) = (two.next(), two.next()) {
-                if a.parse::<u64>().is_err() && b.parse::<u64>().is_err() && !is_number(a) && !is_number(b) {
+                if !is_number(a) && !is_number(b) {
                     continue;
                 }
             }

@@ -2,8 +2,8 @@
 //! in `data.label_column` (default the first) and the features in the other columns, in order; a
 //! first line whose features (or, with numeric labels, its label) are not numbers is a header; `#`
 //! outside double quotes starts a comment. With `data.labels = "auto"` any label values —
-//! strings, classes from 1 — become 0..C−1 in sorted order ([`label_values`]). Every rank streams the file and keeps only
-//! its own rows, like a LIBSVM file.
+//! strings, classes from 1 — become 0..C−1 in sorted order ([`label_values`]). Every rank
+//! streams the file and keeps only its own rows, like a LIBSVM file.
 
 use std::borrow::Cow;
 use std::collections::BTreeSet;

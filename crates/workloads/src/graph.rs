@@ -40,7 +40,7 @@ pub struct Keep {
 /// Every edge line of an edge list, as (a, b) ids, to `edge`; the number of edges. Errors name
 /// the file and line.
 fn edge_lines(path: &str, mut edge: impl FnMut(u64, u64)) -> Result<usize, DataError> {
-    let file = crate::input::open_text(std::path::Path::new(path))
+    let file = crate::input::open_decompressed(std::path::Path::new(path))
         .map_err(|e| DataError::file(path, format!("cannot open the graph file: {e}")))?;
     let mut count = 0;
     // a Matrix Market file's first line after its header and comments gives its size
@@ -50,8 +50,9 @@ fn edge_lines(path: &str, mut edge: impl FnMut(u64, u64)) -> Result<usize, DataE
         let ln = ln + 1;
         let line = line.map_err(|e| DataError::line(path, ln, format!("cannot read: {e}")))?;
         let line = line.trim();
-        if ln == 1 && line.to_ascii_lowercase().starts_with("%%matrixmarket") {
-            if !line.to_ascii_lowercase().split_whitespace().any(|w| w == "coordinate") {
+        let lower = if ln == 1 { line.to_ascii_lowercase() } else { String::new() };
+        if lower.starts_with("%%matrixmarket") {
+            if !lower.split_whitespace().any(|w| w == "coordinate") {
                 return Err(DataError::line(
                     path,
                     ln,
@@ -70,7 +71,7 @@ fn edge_lines(path: &str, mut edge: impl FnMut(u64, u64)) -> Result<usize, DataE
         let mut fields = line.split(|c: char| c.is_whitespace() || c == ',').filter(|f| !f.is_empty());
         if std::mem::take(&mut first) {
             // a header (`source,target`, `from to`): neither of its first two fields is an id
-            let mut two = line.split(|c: char| c.is_whitespace() || c == ',').filter(|f| !f.is_empty());
+            let mut two = fields.clone();
             if let (Some(a), Some(b)) = (two.next(), two.next()) {
                 if !is_number(a) && !is_number(b) {
                     continue;

@@ -2,7 +2,7 @@
 //! unsigned bytes) and a labels file (`n` unsigned bytes), both big-endian with a 4-byte magic
 //! `0 0 type dims`. Every rank streams the files and keeps only its own rows, like a LIBSVM file.
 
-use std::io::{BufReader, Read};
+use std::io::Read;
 use std::path::Path;
 
 use outrun_config::Labels;
@@ -35,14 +35,8 @@ fn bad(path: &Path, what: impl std::fmt::Display) -> DataError {
 /// Open `path` (gzip when it starts with the gzip magic) and read the header of an IDX file of
 /// `ndim` dimensions.
 fn open(path: &Path, key: &str, ndim: usize) -> Result<Idx, DataError> {
-    let f = crate::input::open(path).map_err(|e| DataError::read(key, path.display(), e))?;
-    let mut f = BufReader::new(f);
-    let gz = {
-        use std::io::BufRead;
-        let head = f.fill_buf().map_err(|e| bad(path, e))?;
-        head.starts_with(&[0x1f, 0x8b])
-    };
-    let mut body: Box<dyn Read> = if gz { Box::new(flate2::read::GzDecoder::new(f)) } else { Box::new(f) };
+    let mut body: Box<dyn Read> =
+        crate::input::open_decompressed(path).map_err(|e| DataError::read(key, path.display(), e))?;
     let mut magic = [0u8; 4];
     body.read_exact(&mut magic).map_err(|e| bad(path, format!("no IDX header ({e})")))?;
     if magic[0] != 0 || magic[1] != 0 {

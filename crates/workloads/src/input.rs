@@ -28,11 +28,11 @@ pub fn open(path: &Path) -> io::Result<File> {
     File::open(path)
 }
 
-/// `path` opened for reading as text: a gzip file (it starts with 1f 8b: SNAP's `.txt.gz`,
-/// pandas' `.csv.gz`, a `.mtx.gz`) is decompressed as it is read; a bzip2, xz, zstd or zip file
-/// is refused naming what it is, since reading it as text would fail at its first line with
-/// "not UTF-8".
-pub fn open_text(path: &Path) -> io::Result<Box<dyn BufRead>> {
+/// `path` opened for reading a data file: a gzip file (it starts with 1f 8b: SNAP's `.txt.gz`,
+/// pandas' `.csv.gz`, a `.mtx.gz`, MNIST's `.idx.gz`) is decompressed as it is read; a bzip2,
+/// xz, zstd or zip file is refused naming what it is, since reading it as it is would fail at
+/// its first line (text: "not UTF-8"; IDX: its magic).
+pub fn open_decompressed(path: &Path) -> io::Result<Box<dyn BufRead>> {
     let mut f = BufReader::with_capacity(1 << 16, open(path)?);
     let head = f.fill_buf()?;
     if head.starts_with(&[0x1f, 0x8b]) {
@@ -94,11 +94,11 @@ mod tests {
             gz.extend(e.finish().unwrap());
         }
         std::fs::write(dir.join("g.gz"), gz).unwrap();
-        let lines: Vec<String> = open_text(&dir.join("g.gz")).unwrap().lines().map(Result::unwrap).collect();
+        let lines: Vec<String> = open_decompressed(&dir.join("g.gz")).unwrap().lines().map(Result::unwrap).collect();
         assert_eq!(lines, ["1 2", "3 4"]);
-        assert_eq!(open_text(&dir.join("f")).unwrap().lines().next().unwrap().unwrap(), "x");
+        assert_eq!(open_decompressed(&dir.join("f")).unwrap().lines().next().unwrap().unwrap(), "x");
         std::fs::write(dir.join("b.bz2"), b"BZh91AY&SY").unwrap();
-        let e = open_text(&dir.join("b.bz2")).err().unwrap().to_string();
+        let e = open_decompressed(&dir.join("b.bz2")).err().unwrap().to_string();
         assert_eq!(e, "a bzip2 file: decompress it first (bunzip2 -k FILE; gzip files are read as they are)");
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -107,7 +107,7 @@ impl<R: BufRead> Reader<'_, R> {
 
 /// A LIBSVM or CSV file, as text (gzip decompressed).
 pub(crate) fn open(path: &Path) -> Result<Box<dyn BufRead>, DataError> {
-    crate::input::open_text(path).map_err(|e| DataError::read("data.path", path.display(), e))
+    crate::input::open_decompressed(path).map_err(|e| DataError::read("data.path", path.display(), e))
 }
 
 /// Shape of a LIBSVM text (one streaming pass; nothing is kept).

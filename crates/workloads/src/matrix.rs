@@ -72,7 +72,7 @@ fn mm_err(path: &str, line: usize, what: impl std::fmt::Display) -> DataError {
 }
 
 fn open(field: &str, path: &Path) -> Result<Box<dyn BufRead>, DataError> {
-    crate::input::open_text(path).map_err(|e| DataError::read(field, path.display(), e))
+    crate::input::open_decompressed(path).map_err(|e| DataError::read(field, path.display(), e))
 }
 
 /// A Matrix Market header and size line.
@@ -325,19 +325,18 @@ pub fn vector(v: &VectorConfig, seed: u64, m: usize) -> Result<Vec<f64>, DataErr
     let mut first = String::new();
     open("vector.path", Path::new(p))?.read_line(&mut first).map_err(|e| mm_err(p, 1, format!("cannot read: {e}")))?;
     if first.trim_start().to_ascii_lowercase().starts_with("%%matrixmarket") {
-        let (h, _) = open_mm(p)?;
-        if !(h.cols == 1 && h.rows == m || h.rows == 1 && h.cols == m) {
+        let file =
+            MatrixConfig { path: Some(p.clone()), rows: None, cols: None, symmetric: false, dist: MatrixDist::Uniform };
+        let (rows, cols) = dims(&file)?;
+        if !(cols == 1 && rows == m || rows == 1 && cols == m) {
             return Err(DataError::field(
                 "vector.path",
                 format!(
-                    "{p}: a {} × {} matrix; x is a vector of the matrix's {m} columns ({m} × 1 or 1 × {m})",
-                    h.rows, h.cols
+                    "{p}: a {rows} × {cols} matrix; x is a vector of the matrix's {m} columns ({m} × 1 or 1 × {m})"
                 ),
             ));
         }
         let mut x = vec![0.0; m];
-        let file =
-            MatrixConfig { path: Some(p.clone()), rows: None, cols: None, symmetric: false, dist: MatrixDist::Uniform };
         entries(&file, 0, |i, j, v| x[i + j] += v)?;
         return Ok(x);
     }
